@@ -1,0 +1,386 @@
+//! `texset`: the command line of the texset engine (the studio comes later; this stays thin).
+
+mod bench;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use texset_core::bundle::Bundle;
+use texset_core::decode::Decoder;
+use texset_core::options::{CheckpointOptions, GridOptions};
+use texset_core::progress::{Pass, TrainStatus};
+use texset_core::{Backend, Cancel, CompressOptions, Preset, Progress};
+
+#[derive(Parser)]
+#[command(name = "texset", version, about = "Neural compression of material texture sets")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    /// GPU through burn-wgpu when asked for, else the fused CPU trainer (today: the CPU).
+    Auto,
+    /// Fused CPU trainer.
+    Cpu,
+    /// burn on wgpu (any GPU; lavapipe works but is slow).
+    Wgpu,
+    /// burn on its flex CPU backend (reference).
+    Flex,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PresetArg {
+    Fast,
+    Default,
+    High,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compress material folders (one library) into a bundle.
+    Compress {
+        /// Material folders (each a folder of maps).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output bundle (.texset).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Target bits per texel of the whole bundle (sizes the latent channels to fit).
+        #[arg(long)]
+        bpp: Option<f64>,
+        /// Training steps (overrides the preset).
+        #[arg(long)]
+        steps: Option<u32>,
+        /// Bits per latent value, every grid.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["2", "4", "8"]))]
+        latent_bits: Option<String>,
+        /// Training backend.
+        #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+        backend: BackendArg,
+        /// Speed/quality preset.
+        #[arg(long, value_enum, default_value_t = PresetArg::Default)]
+        preset: PresetArg,
+        /// Random seed (equal seeds give identical bundles).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Channel budgets: `kind=N` or `material/kind=N`, comma separated.
+        #[arg(long)]
+        budget: Option<String>,
+        /// Write a JSON report here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Checkpoint file (written every `--checkpoint-secs`); with `--resume`, continue from it.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// Seconds between checkpoints.
+        #[arg(long, default_value_t = 60.0)]
+        checkpoint_secs: f64,
+        /// Continue from `--checkpoint` if it exists.
+        #[arg(long, requires = "checkpoint")]
+        resume: bool,
+        /// Skip SSIM in the report (faster on large sets).
+        #[arg(long)]
+        no_ssim: bool,
+    },
+    /// Decode every map of a bundle to PNGs: `<material>/<material>_<map>.png`.
+    Decode {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Output folder.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Show what a bundle holds.
+    Inspect {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Score a bundle against the original folders (PSNR, SSIM per map).
+    Eval {
+        /// Reference material folders, then the bundle last.
+        #[arg(required = true, num_args = 2..)]
+        paths: Vec<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure training and decode throughput.
+    Bench {
+        /// Material folders to train on (default: sample_textures/*).
+        dirs: Vec<PathBuf>,
+        /// Timed runs per measurement (median reported).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Also time burn backends (flex; wgpu when `--wgpu`).
+        #[arg(long)]
+        burn: bool,
+        /// Include burn-wgpu (needs a GPU adapter; lavapipe is slow).
+        #[arg(long)]
+        wgpu: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the procedural sample materials (bricks, wood, metal plates, two fabric colourways).
+    GenSamples {
+        /// Output folder.
+        #[arg(short, long, default_value = "sample_textures")]
+        output: PathBuf,
+        /// Map size in texels (16..=2048).
+        #[arg(long, default_value_t = 256)]
+        size: u32,
+        /// Seed.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
+}
+
+/// Progress on a terminal: pass lines and a training bar.
+struct TerminalProgress {
+    bar: ProgressBar,
+}
+
+impl TerminalProgress {
+    fn new() -> Self {
+        let bar = ProgressBar::hidden();
+        Self { bar }
+    }
+}
+
+impl Progress for TerminalProgress {
+    fn pass_started(&self, pass: Pass) {
+        if pass == Pass::Train {
+            self.bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.bar.set_style(
+                ProgressStyle::with_template("train [{bar:30}] {pos}/{len} {msg} eta {eta}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            self.bar.enable_steady_tick(Duration::from_millis(250));
+        }
+    }
+
+    fn train_status(&self, s: &TrainStatus) {
+        self.bar.set_length(u64::from(s.total_steps));
+        self.bar.set_position(u64::from(s.step));
+        self.bar.set_message(format!(
+            "{:?} loss {:.2e} ≈{:.2} dB {:.2} Mtexel/s",
+            s.phase,
+            s.loss,
+            s.psnr_estimate_db,
+            s.texels_per_sec / 1e6
+        ));
+    }
+
+    fn pass_finished(&self, pass: Pass, summary: &str) {
+        if pass == Pass::Train {
+            self.bar.finish_and_clear();
+        }
+        eprintln!("{pass:?}: {summary}");
+    }
+}
+
+fn parse_budgets(text: &str) -> Result<std::collections::BTreeMap<String, u32>> {
+    let mut out = std::collections::BTreeMap::new();
+    for item in text.split(',').filter(|s| !s.trim().is_empty()) {
+        let (key, value) = item.split_once('=').with_context(|| format!("budget '{item}' is not kind=N"))?;
+        let n: u32 = value.trim().parse().with_context(|| format!("budget '{item}': '{value}' is not a channel count"))?;
+        out.insert(key.trim().to_owned(), n);
+    }
+    Ok(out)
+}
+
+fn read_bundle(path: &Path) -> Result<Bundle> {
+    Bundle::read(path).with_context(|| format!("cannot read bundle {}", path.display()))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("texset: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+#[allow(clippy::too_many_lines)] // One match arm per subcommand, each short.
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Compress {
+            dirs,
+            output,
+            bpp,
+            steps,
+            latent_bits,
+            backend,
+            preset,
+            seed,
+            budget,
+            report,
+            checkpoint,
+            checkpoint_secs,
+            resume,
+            no_ssim,
+        } => {
+            let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
+            for s in &ingest_report.skipped {
+                eprintln!("skipped {}: {}", s.path.display(), s.reason);
+            }
+            let mut options = CompressOptions::preset(match preset {
+                PresetArg::Fast => Preset::Fast,
+                PresetArg::Default => Preset::Default,
+                PresetArg::High => Preset::High,
+            });
+            if let Some(bits) = latent_bits {
+                let bits: u32 = bits.parse()?;
+                for g in &mut options.grids {
+                    g.bits = bits;
+                }
+            }
+            if let Some(bpp) = bpp {
+                // Estimate the manifest size from a dry layout; it is small next to the latents.
+                let manifest_bytes = 600 + 400 * set.textures().count();
+                options
+                    .fit_bits_per_texel(bpp, set.texel_count(), set.output_channels(), manifest_bytes)
+                    .map_err(anyhow::Error::msg)?;
+            }
+            if let Some(steps) = steps {
+                options.steps = steps;
+            }
+            if let Some(seed) = seed {
+                options.seed = seed;
+            }
+            if let Some(b) = budget {
+                options.budgets = parse_budgets(&b)?;
+            }
+            options.backend = match backend {
+                BackendArg::Auto => Backend::Auto,
+                BackendArg::Cpu => Backend::Cpu,
+                BackendArg::Wgpu => Backend::Wgpu,
+                BackendArg::Flex => Backend::Flex,
+            };
+            if let Some(path) = checkpoint {
+                if resume {
+                    options.resume_from = Some(path.clone());
+                }
+                options.checkpoint = Some(CheckpointOptions { path, every_secs: checkpoint_secs });
+            }
+            eprintln!(
+                "compressing {} material(s), {} maps, {} texels; grids {}",
+                set.materials.len(),
+                set.textures().count(),
+                set.texel_count(),
+                options.grids.iter().map(|g: &GridOptions| format!("1/{} x {}ch @ {}b", g.texels_per_cell, g.channels, g.bits)).collect::<Vec<_>>().join(", ")
+            );
+            let progress = TerminalProgress::new();
+            let cancel = Cancel::new();
+            let compressed = texset_core::compress(&set, &options, &progress, &cancel)?;
+            texset_core::fsutil::write_atomic(&output, &compressed.bundle_bytes)
+                .with_context(|| format!("cannot write bundle {}", output.display()))?;
+            let decoder = Decoder::new(&compressed.bundle);
+            let eval = texset_core::eval::evaluate(&set, &decoder, !no_ssim)?;
+            let r = &compressed.report;
+            eprintln!(
+                "wrote {} ({} bytes, {:.3} bits per texel); pooled PSNR {:.2} dB; trained {} steps in {:.1} s",
+                output.display(),
+                r.pack.bundle_bytes,
+                r.pack.bits_per_texel,
+                eval.pooled_psnr_db,
+                r.train.steps_run,
+                r.train.train_secs
+            );
+            for m in &eval.maps {
+                eprintln!("  {}/{}: {:.2} dB, SSIM {:.4}", m.material, m.map, m.psnr_db, m.ssim);
+            }
+            if let Some(path) = report {
+                let json = serde_json::json!({
+                    "bundle": output,
+                    "bundle_bytes": r.pack.bundle_bytes,
+                    "bits_per_texel": r.pack.bits_per_texel,
+                    "texel_count": r.pack.texel_count,
+                    "pooled_psnr_db": eval.pooled_psnr_db,
+                    "maps": eval.maps,
+                    "train_secs": r.train.train_secs,
+                    "steps": r.train.steps_run,
+                    "texels_per_sec": r.train.texels_per_sec,
+                    "backend": r.train.backend,
+                    "options": options,
+                    "passes": r,
+                    "ingest": ingest_report,
+                });
+                texset_core::fsutil::write_atomic(&path, serde_json::to_string_pretty(&json)?.as_bytes())
+                    .with_context(|| format!("cannot write report {}", path.display()))?;
+            }
+        }
+        Command::Decode { bundle, output } => {
+            let b = read_bundle(&bundle)?;
+            let written = texset_core::export::decode_to_folder(&Decoder::new(&b), &output)?;
+            eprintln!("wrote {} maps under {}", written.len(), output.display());
+        }
+        Command::Inspect { bundle, json } => {
+            let bytes = std::fs::metadata(&bundle).with_context(|| format!("cannot read {}", bundle.display()))?.len();
+            let b = read_bundle(&bundle)?;
+            let m = &b.manifest;
+            if json {
+                let out = serde_json::json!({
+                    "bundle_bytes": bytes,
+                    "bits_per_texel": bytes as f64 * 8.0 / b.texel_count().max(1) as f64,
+                    "manifest": m,
+                });
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
+                println!("{}: {} bytes, {:.3} bits per texel ({})", bundle.display(), bytes, bytes as f64 * 8.0 / b.texel_count().max(1) as f64, m.producer);
+                for (i, g) in m.grids.iter().enumerate() {
+                    println!("grid {i}: {}x{} cells x {} channels @ {} bits", g.width, g.height, g.channels, g.bits);
+                }
+                let widths: Vec<String> = std::iter::once(m.layers.first().map_or(0, |l| l.inputs)).chain(m.layers.iter().map(|l| l.outputs)).map(|w| w.to_string()).collect();
+                println!("mlp: {} (int8 weights, per-row scales), {} positional frequencies", widths.join("-"), m.pe_frequencies);
+                let total = m.latent_channels();
+                for mat in &m.materials {
+                    println!("material {}", mat.name);
+                    for map in &mat.maps {
+                        println!(
+                            "  {:<10} {}x{} {}ch {:?} {:?}{} budget {}/{} channels",
+                            map.kind.token(),
+                            map.width,
+                            map.height,
+                            map.channels,
+                            map.sample_format,
+                            map.color_space,
+                            if map.kind == texset_core::MapKind::Normal { format!(" {:?}", map.normal_convention) } else { String::new() },
+                            map.latent_channels.len(),
+                            total
+                        );
+                    }
+                }
+            }
+        }
+        Command::Eval { mut paths, json } => {
+            let Some(bundle) = paths.pop() else { bail!("eval needs reference folders and a bundle") };
+            let b = read_bundle(&bundle)?;
+            let (set, _) = texset_core::ingest::load_library(&paths)?;
+            let eval = texset_core::eval::evaluate(&set, &Decoder::new(&b), true)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&eval)?);
+            } else {
+                println!("pooled PSNR {:.2} dB", eval.pooled_psnr_db);
+                for m in &eval.maps {
+                    let ch: Vec<String> = m.channel_psnr_db.iter().map(|p| format!("{p:.2}")).collect();
+                    println!("  {}/{}: PSNR {:.2} dB (channels {}), SSIM {:.4}", m.material, m.map, m.psnr_db, ch.join(" "), m.ssim);
+                }
+            }
+        }
+        Command::Bench { dirs, runs, burn, wgpu, json } => bench::run(dirs, runs, burn, wgpu, json)?,
+        Command::GenSamples { output, size, seed } => {
+            let files = texset_core::synth::write_sample_textures(&output, size, seed)?;
+            eprintln!("wrote {} files under {}", files.len(), output.display());
+        }
+    }
+    Ok(())
+}

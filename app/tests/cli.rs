@@ -1,0 +1,107 @@
+//! The `texset` command line end to end: compress → inspect → decode → eval, and exit codes.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn texset(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_texset")).args(args).output().unwrap()
+}
+
+fn samples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("sample_textures")
+}
+
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let meta = std::fs::metadata(&p).unwrap();
+            (p.clone(), std::fs::read(&p).unwrap(), meta.modified().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn compress_inspect_decode_eval_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wood = samples().join("wood");
+    let before = snapshot(&wood);
+    let bundle = tmp.path().join("wood.texset");
+    let report = tmp.path().join("report.json");
+    let out = texset(&[
+        "compress",
+        wood.to_str().unwrap(),
+        "-o",
+        bundle.to_str().unwrap(),
+        "--steps",
+        "150",
+        "--bpp",
+        "6",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "compress failed: {}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let bpt = json["bits_per_texel"].as_f64().unwrap();
+    assert!(bpt <= 6.0 && bpt > 2.0, "bits per texel {bpt}");
+    let bytes = std::fs::metadata(&bundle).unwrap().len();
+    assert_eq!(json["bundle_bytes"].as_u64().unwrap(), bytes);
+    assert!((bytes as f64 * 8.0 / 65536.0 - bpt).abs() < 1e-9);
+    assert!(json["pooled_psnr_db"].as_f64().unwrap() > 20.0);
+    assert_eq!(json["maps"].as_array().unwrap().len(), 5);
+    assert!(json["maps"][0]["channel_psnr_db"].as_array().is_some());
+    assert!(json["train_secs"].as_f64().unwrap() > 0.0 && json["texels_per_sec"].as_f64().unwrap() > 0.0);
+
+    let out = texset(&["inspect", bundle.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let inspect: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(inspect["manifest"]["materials"][0]["name"], "wood");
+
+    let decoded = tmp.path().join("decoded");
+    let out = texset(&["decode", bundle.to_str().unwrap(), "-o", decoded.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Same names, channel layout and bit depth as the inputs.
+    for (path, _, _) in &before {
+        let name = path.file_name().unwrap();
+        let decoded_path = decoded.join("wood").join(name);
+        let a = image::open(path).unwrap();
+        let b = image::open(&decoded_path).unwrap_or_else(|e| panic!("{}: {e}", decoded_path.display()));
+        assert_eq!(a.color(), b.color(), "{name:?}");
+        assert_eq!((a.width(), a.height()), (b.width(), b.height()));
+    }
+
+    let out = texset(&["eval", wood.to_str().unwrap(), bundle.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let eval: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pooled = eval["pooled_psnr_db"].as_f64().unwrap();
+    assert!((pooled - json["pooled_psnr_db"].as_f64().unwrap()).abs() < 1e-9, "eval and compress disagree");
+
+    // The source folder was not written.
+    assert_eq!(snapshot(&wood), before);
+}
+
+#[test]
+fn bad_input_exits_non_zero_with_one_line_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let not_bundle = tmp.path().join("junk.texset");
+    std::fs::write(&not_bundle, b"definitely not a bundle").unwrap();
+    for args in [
+        vec!["inspect", not_bundle.to_str().unwrap()],
+        vec!["decode", not_bundle.to_str().unwrap(), "-o", tmp.path().to_str().unwrap()],
+        vec!["compress", tmp.path().join("nowhere").to_str().unwrap(), "-o", tmp.path().join("x.texset").to_str().unwrap()],
+        vec!["compress", samples().join("wood").to_str().unwrap(), "-o", tmp.path().join("y.texset").to_str().unwrap(), "--bpp", "0.001"],
+    ] {
+        let out = texset(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("texset: error:"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let stderr = String::from_utf8_lossy(&texset(&["inspect", not_bundle.to_str().unwrap()]).stderr).into_owned();
+    assert!(stderr.contains("junk.texset"), "{stderr}");
+}

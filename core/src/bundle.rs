@@ -1,0 +1,597 @@
+//! The `.texset` bundle: a versioned, checksummed binary container of a compressed library.
+//! The byte layout is specified in `docs/bundle-format.md`; this module is its only writer and
+//! reader. The reader validates every size against the manifest and fixed limits before it
+//! allocates, so hostile bytes give an error, never a panic or an unbounded allocation.
+
+use crate::params::{GridParams, ModelParams};
+use crate::quant::{QuantizedLayer, level_value};
+use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// First eight bytes of every bundle.
+pub const MAGIC: [u8; 8] = *b"TEXSET\0\x1a";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Section tags, in file order.
+pub const SECTION_MANIFEST: [u8; 4] = *b"MANI";
+/// Bit-packed latent levels.
+pub const SECTION_LATENTS: [u8; 4] = *b"LATN";
+/// Quantised MLP weights.
+pub const SECTION_WEIGHTS: [u8; 4] = *b"MLPW";
+
+/// Limits the reader enforces (documented in `docs/bundle-format.md`).
+pub mod limits {
+    /// Largest manifest, in bytes.
+    pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+    /// Most sections in a file.
+    pub const MAX_SECTIONS: u32 = 16;
+    /// Most latent grids.
+    pub const MAX_GRIDS: usize = 8;
+    /// Largest grid side, in cells.
+    pub const MAX_GRID_SIDE: u32 = 16_384;
+    /// Most channels in one grid.
+    pub const MAX_GRID_CHANNELS: u32 = 256;
+    /// Most latent values over all grids (2^28: 256 MiB of 8-bit levels).
+    pub const MAX_LATENT_VALUES: u64 = 1 << 28;
+    /// Most MLP layers.
+    pub const MAX_LAYERS: usize = 16;
+    /// Widest MLP layer.
+    pub const MAX_LAYER_WIDTH: usize = 4096;
+    /// Most materials in a library.
+    pub const MAX_MATERIALS: usize = 65_536;
+    /// Most positional-encoding frequencies.
+    pub const MAX_PE_FREQUENCIES: u32 = 16;
+    /// Largest map side, in texels.
+    pub const MAX_MAP_SIDE: u32 = 16_384;
+}
+
+/// A bundle that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BundleError {
+    /// The file could not be read or written.
+    #[error("cannot access bundle {path:?}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a bundle.
+    #[error("not a texset bundle (bad magic)")]
+    BadMagic,
+    /// A version this build does not read.
+    #[error("bundle format version {found} is not supported (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        supported: u32,
+    },
+    /// The file ends early.
+    #[error("bundle is truncated: {what} needs bytes {start}..{end} but the file has {len}")]
+    Truncated {
+        /// What was being read.
+        what: String,
+        /// Start offset.
+        start: u64,
+        /// End offset.
+        end: u64,
+        /// File length.
+        len: u64,
+    },
+    /// A checksum does not match.
+    #[error("checksum mismatch in {section} (stored {stored:#010x}, computed {computed:#010x}): the bundle is corrupt")]
+    Checksum {
+        /// The section.
+        section: String,
+        /// Stored CRC32.
+        stored: u32,
+        /// Computed CRC32.
+        computed: u32,
+    },
+    /// A section is missing or unknown.
+    #[error("bundle section {0} is missing")]
+    MissingSection(String),
+    /// The manifest is not valid JSON of the expected shape.
+    #[error("bundle manifest is malformed: {0}")]
+    Manifest(String),
+    /// The manifest is well-formed but inconsistent or beyond a limit.
+    #[error("bundle is invalid: {0}")]
+    Invalid(String),
+}
+
+/// One map of a material, as recorded in the bundle.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MapEntry {
+    /// Map kind.
+    pub kind: MapKind,
+    /// Width in texels at mip 0.
+    pub width: u32,
+    /// Height in texels at mip 0.
+    pub height: u32,
+    /// Channels (1–4).
+    pub channels: u32,
+    /// Sample format of the source (decode writes the same).
+    pub sample_format: SampleFormat,
+    /// Colour space of the stored values.
+    pub color_space: ColorSpace,
+    /// Normal convention (normal maps).
+    pub normal_convention: NormalConvention,
+    /// Per channel `[low, high]` of the stored values: value = low + (high − low) · t.
+    pub channel_ranges: Vec<[f32; 2]>,
+    /// First MLP output channel of this map.
+    pub output_offset: u32,
+    /// The map's channel budget: the latent channels it reads (indices over all grids, sorted).
+    pub latent_channels: Vec<u32>,
+    /// File name the source had (for decode naming and reports).
+    pub source_file: String,
+}
+
+/// One material of the library.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MaterialEntry {
+    /// Material name.
+    pub name: String,
+    /// Its maps.
+    pub maps: Vec<MapEntry>,
+}
+
+/// Shape and quantisation of one latent grid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GridEntry {
+    /// Cells across.
+    pub width: u32,
+    /// Cells down.
+    pub height: u32,
+    /// Channels.
+    pub channels: u32,
+    /// Bits per latent value (1–8).
+    pub bits: u32,
+    /// Value range `[low, high]` the levels span.
+    pub range: [f32; 2],
+}
+
+/// Weight storage format of an MLP layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightFormat {
+    /// int8 weights with one f32 scale per output row; f32 biases.
+    Int8PerRow,
+}
+
+/// Shape of one MLP layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerEntry {
+    /// Input width.
+    pub inputs: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// Storage format.
+    pub format: WeightFormat,
+    /// Activation after the layer: "relu" or "linear" (the last).
+    pub activation: String,
+}
+
+/// Everything about a bundle except its bulk data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Materials in library order.
+    pub materials: Vec<MaterialEntry>,
+    /// Latent grids, finest first.
+    pub grids: Vec<GridEntry>,
+    /// Positional-encoding frequencies.
+    pub pe_frequencies: u32,
+    /// MLP layers.
+    pub layers: Vec<LayerEntry>,
+    /// Mip levels the latents encode (1 in format version 1).
+    pub mip_levels: u32,
+    /// Free-form producer string (`texset 0.1.0`).
+    pub producer: String,
+}
+
+impl Manifest {
+    /// Total latent channels.
+    #[must_use]
+    pub fn latent_channels(&self) -> usize {
+        self.grids.iter().map(|g| g.channels as usize).sum()
+    }
+
+    /// Total MLP output channels.
+    #[must_use]
+    pub fn output_channels(&self) -> usize {
+        self.materials.iter().flat_map(|m| &m.maps).map(|m| m.channels as usize).sum()
+    }
+}
+
+/// A compressed library: manifest, latent levels and quantised weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bundle {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Per grid, its levels `[y][x][c]`.
+    pub latent_levels: Vec<Vec<u8>>,
+    /// The MLP layers.
+    pub layers: Vec<QuantizedLayer>,
+}
+
+/// Bytes per section of a written bundle.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SectionSizes {
+    /// Header and section table.
+    pub header_bytes: u64,
+    /// Manifest JSON.
+    pub manifest_bytes: u64,
+    /// Latents.
+    pub latent_bytes: u64,
+    /// MLP weights.
+    pub weight_bytes: u64,
+}
+
+const SECTION_ENTRY_BYTES: usize = 24;
+
+fn packed_len(values: u64, bits: u32) -> u64 {
+    (values * u64::from(bits)).div_ceil(8)
+}
+
+fn pack_levels(levels: &[u8], bits: u32, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + packed_len(levels.len() as u64, bits) as usize, 0);
+    for (i, &level) in levels.iter().enumerate() {
+        for b in 0..bits as usize {
+            if level >> b & 1 == 1 {
+                let bit = i * bits as usize + b;
+                out[start + bit / 8] |= 1 << (bit % 8);
+            }
+        }
+    }
+}
+
+fn unpack_levels(bytes: &[u8], count: usize, bits: u32) -> Vec<u8> {
+    let mut levels = vec![0u8; count];
+    for (i, level) in levels.iter_mut().enumerate() {
+        for b in 0..bits as usize {
+            let bit = i * bits as usize + b;
+            if bytes.get(bit / 8).is_some_and(|byte| byte >> (bit % 8) & 1 == 1) {
+                *level |= 1 << b;
+            }
+        }
+    }
+    levels
+}
+
+impl Bundle {
+    /// Validates the manifest's internal consistency and limits (the reader calls this before
+    /// allocating anything sized by the manifest).
+    pub fn validate_manifest(m: &Manifest) -> Result<(), BundleError> {
+        use limits::*;
+        let invalid = |s: String| Err(BundleError::Invalid(s));
+        if m.grids.is_empty() || m.grids.len() > MAX_GRIDS {
+            return invalid(format!("{} latent grids (1..={MAX_GRIDS} allowed)", m.grids.len()));
+        }
+        let mut latent_values: u64 = 0;
+        for (i, g) in m.grids.iter().enumerate() {
+            if g.width == 0 || g.height == 0 || g.width > MAX_GRID_SIDE || g.height > MAX_GRID_SIDE {
+                return invalid(format!("grid {i} is {}x{} cells (1..={MAX_GRID_SIDE} per side)", g.width, g.height));
+            }
+            if g.channels == 0 || g.channels > MAX_GRID_CHANNELS {
+                return invalid(format!("grid {i} has {} channels (1..={MAX_GRID_CHANNELS})", g.channels));
+            }
+            if !(1..=8).contains(&g.bits) {
+                return invalid(format!("grid {i} has {} bits per latent (1..=8)", g.bits));
+            }
+            if !(g.range[0].is_finite() && g.range[1].is_finite() && g.range[0] < g.range[1]) {
+                return invalid(format!("grid {i} has an invalid range {:?}", g.range));
+            }
+            latent_values += u64::from(g.width) * u64::from(g.height) * u64::from(g.channels);
+        }
+        if latent_values > MAX_LATENT_VALUES {
+            return invalid(format!("{latent_values} latent values (limit {MAX_LATENT_VALUES})"));
+        }
+        if m.pe_frequencies > MAX_PE_FREQUENCIES {
+            return invalid(format!("{} positional-encoding frequencies (limit {MAX_PE_FREQUENCIES})", m.pe_frequencies));
+        }
+        if m.mip_levels != 1 {
+            return invalid(format!("{} mip levels (format version 1 stores 1)", m.mip_levels));
+        }
+        if m.layers.is_empty() || m.layers.len() > MAX_LAYERS {
+            return invalid(format!("{} MLP layers (1..={MAX_LAYERS})", m.layers.len()));
+        }
+        let latent_channels = m.latent_channels();
+        let mut width = latent_channels + 4 * m.pe_frequencies as usize;
+        for (i, l) in m.layers.iter().enumerate() {
+            if l.inputs as usize != width {
+                return invalid(format!("MLP layer {i} takes {} inputs, the previous gives {width}", l.inputs));
+            }
+            if l.outputs == 0 || l.outputs as usize > MAX_LAYER_WIDTH {
+                return invalid(format!("MLP layer {i} has {} outputs (1..={MAX_LAYER_WIDTH})", l.outputs));
+            }
+            let expected = if i + 1 == m.layers.len() { "linear" } else { "relu" };
+            if l.activation != expected {
+                return invalid(format!("MLP layer {i} activation is {:?}, expected {expected:?}", l.activation));
+            }
+            width = l.outputs as usize;
+        }
+        if m.materials.is_empty() || m.materials.len() > MAX_MATERIALS {
+            return invalid(format!("{} materials (1..={MAX_MATERIALS})", m.materials.len()));
+        }
+        let mut next_output = 0usize;
+        for mat in &m.materials {
+            if mat.maps.is_empty() {
+                return invalid(format!("material '{}' has no maps", mat.name));
+            }
+            for map in &mat.maps {
+                let name = format!("{}/{}", mat.name, map.kind);
+                if map.width == 0 || map.height == 0 || map.width > MAX_MAP_SIDE || map.height > MAX_MAP_SIDE {
+                    return invalid(format!("map {name} is {}x{} (1..={MAX_MAP_SIDE} per side)", map.width, map.height));
+                }
+                if !(1..=4).contains(&map.channels) || map.channel_ranges.len() != map.channels as usize {
+                    return invalid(format!("map {name} has {} channels and {} ranges", map.channels, map.channel_ranges.len()));
+                }
+                if map.channel_ranges.iter().any(|r| !(r[0].is_finite() && r[1].is_finite() && r[0] < r[1])) {
+                    return invalid(format!("map {name} has an invalid channel range"));
+                }
+                if map.output_offset as usize != next_output {
+                    return invalid(format!("map {name} output offset {} (expected {next_output})", map.output_offset));
+                }
+                next_output += map.channels as usize;
+                if map.latent_channels.windows(2).any(|w| w[0] >= w[1])
+                    || map.latent_channels.iter().any(|&c| c as usize >= latent_channels)
+                {
+                    return invalid(format!("map {name} has an invalid channel budget"));
+                }
+            }
+        }
+        if next_output != width {
+            return invalid(format!("maps have {next_output} channels but the MLP outputs {width}"));
+        }
+        Ok(())
+    }
+
+    /// Serialises the bundle.
+    pub fn to_bytes(&self) -> Result<(Vec<u8>, SectionSizes), BundleError> {
+        Self::validate_manifest(&self.manifest)?;
+        self.check_data_shapes()?;
+        let manifest = serde_json::to_vec(&self.manifest).map_err(|e| BundleError::Manifest(e.to_string()))?;
+        let mut latents = Vec::new();
+        for (grid, levels) in self.manifest.grids.iter().zip(&self.latent_levels) {
+            pack_levels(levels, grid.bits, &mut latents);
+        }
+        let mut weights = Vec::new();
+        for layer in &self.layers {
+            weights.extend(layer.weights.iter().map(|&w| w.to_le_bytes()[0]));
+            weights.resize(weights.len().next_multiple_of(4), 0);
+            for s in &layer.scales {
+                weights.extend_from_slice(&s.to_le_bytes());
+            }
+            for b in &layer.biases {
+                weights.extend_from_slice(&b.to_le_bytes());
+            }
+        }
+        let sections: [(&[u8; 4], &Vec<u8>); 3] =
+            [(&SECTION_MANIFEST, &manifest), (&SECTION_LATENTS, &latents), (&SECTION_WEIGHTS, &weights)];
+        let header_len = 16 + SECTION_ENTRY_BYTES * sections.len() + 4;
+        let mut out = Vec::with_capacity(header_len + manifest.len() + latents.len() + weights.len());
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
+        let mut offset = header_len as u64;
+        for (tag, data) in &sections {
+            out.extend_from_slice(*tag);
+            out.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
+            out.extend_from_slice(&offset.to_le_bytes());
+            out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            offset += data.len() as u64;
+        }
+        let header_crc = crc32fast::hash(&out);
+        out.extend_from_slice(&header_crc.to_le_bytes());
+        for (_, data) in &sections {
+            out.extend_from_slice(data);
+        }
+        let sizes = SectionSizes {
+            header_bytes: header_len as u64,
+            manifest_bytes: manifest.len() as u64,
+            latent_bytes: latents.len() as u64,
+            weight_bytes: weights.len() as u64,
+        };
+        Ok((out, sizes))
+    }
+
+    fn check_data_shapes(&self) -> Result<(), BundleError> {
+        let m = &self.manifest;
+        if self.latent_levels.len() != m.grids.len() || self.layers.len() != m.layers.len() {
+            return Err(BundleError::Invalid("data does not match the manifest's grid/layer counts".into()));
+        }
+        for (i, (g, levels)) in m.grids.iter().zip(&self.latent_levels).enumerate() {
+            let n = g.width as usize * g.height as usize * g.channels as usize;
+            if levels.len() != n || levels.iter().any(|&l| u32::from(l) >> g.bits != 0) {
+                return Err(BundleError::Invalid(format!("grid {i} levels do not match its shape or bits")));
+            }
+        }
+        for (i, (e, l)) in m.layers.iter().zip(&self.layers).enumerate() {
+            if l.inputs != e.inputs as usize
+                || l.outputs != e.outputs as usize
+                || l.weights.len() != l.inputs * l.outputs
+                || l.scales.len() != l.outputs
+                || l.biases.len() != l.outputs
+            {
+                return Err(BundleError::Invalid(format!("layer {i} data does not match its shape")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses and validates a bundle.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, BundleError> {
+        let len = bytes.len() as u64;
+        let slice = |what: &str, start: u64, n: u64| -> Result<&[u8], BundleError> {
+            let end = start.checked_add(n).ok_or_else(|| BundleError::Invalid(format!("{what} offset overflows")))?;
+            if end > len {
+                return Err(BundleError::Truncated { what: what.to_owned(), start, end, len });
+            }
+            Ok(&bytes[start as usize..end as usize])
+        };
+        let head = slice("header", 0, 16)?;
+        if head[..8] != MAGIC {
+            return Err(BundleError::BadMagic);
+        }
+        let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+        if version != FORMAT_VERSION {
+            return Err(BundleError::UnsupportedVersion { found: version, supported: FORMAT_VERSION });
+        }
+        let section_count = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+        if section_count > limits::MAX_SECTIONS {
+            return Err(BundleError::Invalid(format!("{section_count} sections (limit {})", limits::MAX_SECTIONS)));
+        }
+        let table_len = SECTION_ENTRY_BYTES as u64 * u64::from(section_count);
+        let header = slice("section table", 0, 16 + table_len)?;
+        let stored_crc_bytes = slice("header checksum", 16 + table_len, 4)?;
+        let stored = u32::from_le_bytes([stored_crc_bytes[0], stored_crc_bytes[1], stored_crc_bytes[2], stored_crc_bytes[3]]);
+        let computed = crc32fast::hash(header);
+        if stored != computed {
+            return Err(BundleError::Checksum { section: "header".into(), stored, computed });
+        }
+        let mut sections: Vec<([u8; 4], &[u8])> = Vec::new();
+        for i in 0..section_count as usize {
+            let e = &header[16 + i * SECTION_ENTRY_BYTES..16 + (i + 1) * SECTION_ENTRY_BYTES];
+            let tag = [e[0], e[1], e[2], e[3]];
+            let crc = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+            let offset = u64::from_le_bytes([e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15]]);
+            let size = u64::from_le_bytes([e[16], e[17], e[18], e[19], e[20], e[21], e[22], e[23]]);
+            let name = String::from_utf8_lossy(&tag).into_owned();
+            let data = slice(&format!("section {name}"), offset, size)?;
+            let computed = crc32fast::hash(data);
+            if computed != crc {
+                return Err(BundleError::Checksum { section: name, stored: crc, computed });
+            }
+            sections.push((tag, data));
+        }
+        let find = |tag: [u8; 4]| {
+            sections
+                .iter()
+                .find(|(t, _)| *t == tag)
+                .map(|(_, d)| *d)
+                .ok_or_else(|| BundleError::MissingSection(String::from_utf8_lossy(&tag).into_owned()))
+        };
+        let manifest_bytes = find(SECTION_MANIFEST)?;
+        if manifest_bytes.len() as u64 > limits::MAX_MANIFEST_BYTES {
+            return Err(BundleError::Invalid(format!("manifest of {} bytes (limit {})", manifest_bytes.len(), limits::MAX_MANIFEST_BYTES)));
+        }
+        let manifest: Manifest = serde_json::from_slice(manifest_bytes).map_err(|e| BundleError::Manifest(e.to_string()))?;
+        Self::validate_manifest(&manifest)?;
+
+        let latent_bytes = find(SECTION_LATENTS)?;
+        let expected: u64 = manifest
+            .grids
+            .iter()
+            .map(|g| packed_len(u64::from(g.width) * u64::from(g.height) * u64::from(g.channels), g.bits))
+            .sum();
+        if latent_bytes.len() as u64 != expected {
+            return Err(BundleError::Invalid(format!("latent section has {} bytes, the manifest needs {expected}", latent_bytes.len())));
+        }
+        let mut latent_levels = Vec::with_capacity(manifest.grids.len());
+        let mut at = 0usize;
+        for g in &manifest.grids {
+            let count = g.width as usize * g.height as usize * g.channels as usize;
+            let n = packed_len(count as u64, g.bits) as usize;
+            latent_levels.push(unpack_levels(&latent_bytes[at..at + n], count, g.bits));
+            at += n;
+        }
+
+        let weight_bytes = find(SECTION_WEIGHTS)?;
+        let expected: usize = manifest
+            .layers
+            .iter()
+            .map(|l| (l.inputs as usize * l.outputs as usize).next_multiple_of(4) + 8 * l.outputs as usize)
+            .sum();
+        if weight_bytes.len() != expected {
+            return Err(BundleError::Invalid(format!("weight section has {} bytes, the manifest needs {expected}", weight_bytes.len())));
+        }
+        let mut layers = Vec::with_capacity(manifest.layers.len());
+        let mut at = 0usize;
+        let read_f32s = |data: &[u8], n: usize| -> Vec<f32> {
+            data.chunks_exact(4).take(n).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+        };
+        for l in &manifest.layers {
+            let (inputs, outputs) = (l.inputs as usize, l.outputs as usize);
+            let n = inputs * outputs;
+            let weights: Vec<i8> = weight_bytes[at..at + n].iter().map(|&b| i8::from_le_bytes([b])).collect();
+            at += n.next_multiple_of(4);
+            let scales = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
+            at += 4 * outputs;
+            let biases = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
+            at += 4 * outputs;
+            if scales.iter().chain(&biases).any(|v| !v.is_finite()) {
+                return Err(BundleError::Invalid("non-finite weight scale or bias".into()));
+            }
+            layers.push(QuantizedLayer { inputs, outputs, weights, scales, biases });
+        }
+        let bundle = Self { manifest, latent_levels, layers };
+        bundle.check_data_shapes()?;
+        Ok(bundle)
+    }
+
+    /// Reads and validates a bundle file.
+    pub fn read(path: &Path) -> Result<Self, BundleError> {
+        let bytes = std::fs::read(path).map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
+        Self::from_bytes(&bytes)
+    }
+
+    /// Writes the bundle atomically (temporary file, fsync, rename).
+    pub fn write(&self, path: &Path) -> Result<SectionSizes, BundleError> {
+        let (bytes, sizes) = self.to_bytes()?;
+        crate::fsutil::write_atomic(path, &bytes).map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
+        Ok(sizes)
+    }
+
+    /// The float model these quantised values stand for (what every decoder evaluates).
+    #[must_use]
+    pub fn model_params(&self) -> ModelParams {
+        ModelParams {
+            grids: self
+                .manifest
+                .grids
+                .iter()
+                .zip(&self.latent_levels)
+                .map(|(g, levels)| GridParams {
+                    width: g.width,
+                    height: g.height,
+                    channels: g.channels,
+                    values: levels
+                        .iter()
+                        .map(|&l| level_value(l, g.bits, g.range))
+                        .collect(),
+                })
+                .collect(),
+            pe_frequencies: self.manifest.pe_frequencies,
+            layers: self.layers.iter().map(QuantizedLayer::dequantize).collect(),
+        }
+    }
+
+    /// Total texels of the library (sum over materials of their largest map).
+    #[must_use]
+    pub fn texel_count(&self) -> u64 {
+        self.manifest
+            .materials
+            .iter()
+            .map(|m| m.maps.iter().map(|map| u64::from(map.width) * u64::from(map.height)).max().unwrap_or(0))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_packing_round_trips() {
+        for bits in 1..=8 {
+            let levels: Vec<u8> = (0..1000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8 >> (8 - bits)).collect();
+            let mut packed = Vec::new();
+            pack_levels(&levels, bits, &mut packed);
+            assert_eq!(packed.len() as u64, packed_len(1000, bits));
+            assert_eq!(unpack_levels(&packed, 1000, bits), levels);
+        }
+    }
+}

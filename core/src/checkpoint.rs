@@ -1,0 +1,119 @@
+//! Training checkpoints: parameters, Adam moments and the step, so `--resume` continues a run
+//! exactly where it stopped (same final bundle as an uninterrupted run with the same seed).
+//!
+//! Layout: 8-byte magic `TXCKPT01`, u64 LE header length, a JSON header, then every float of
+//! params, m and v (grids then layers, weights then biases) as f32 LE.
+
+use crate::layout::ModelLayout;
+use crate::options::CompressOptions;
+use crate::params::ModelParams;
+use crate::set::TextureSet;
+use crate::train::{FusedTrainer, TrainError};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+const MAGIC: &[u8; 8] = b"TXCKPT01";
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    fingerprint: String,
+    step: u32,
+    adam_t: u32,
+    floats: u64,
+}
+
+/// A string that changes whenever the set's shapes, the layout or a training option that shapes
+/// the run changes (checkpoint options and the backend excluded).
+#[must_use]
+pub fn fingerprint(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> String {
+    let mut o = options.clone();
+    o.checkpoint = None;
+    o.resume_from = None;
+    o.backend = crate::options::Backend::Auto;
+    let shapes: Vec<String> = set
+        .textures()
+        .map(|(m, _, t)| format!("{}:{}:{}x{}x{}", set.materials[m].name, t.kind, t.width, t.height, t.channels))
+        .collect();
+    let text = format!(
+        "{}|{}|{}",
+        serde_json::to_string(&o).unwrap_or_default(),
+        serde_json::to_string(layout).unwrap_or_default(),
+        shapes.join(",")
+    );
+    format!("{:08x}{:08x}", crc32fast::hash(text.as_bytes()), text.len())
+}
+
+fn all_slices(p: &ModelParams) -> Vec<&[f32]> {
+    let mut v: Vec<&[f32]> = p.grids.iter().map(|g| g.values.as_slice()).collect();
+    for l in &p.layers {
+        v.push(&l.weights);
+        v.push(&l.biases);
+    }
+    v
+}
+
+fn all_slices_mut(p: &mut ModelParams) -> Vec<&mut [f32]> {
+    let mut v: Vec<&mut [f32]> = p.grids.iter_mut().map(|g| g.values.as_mut_slice()).collect();
+    for l in &mut p.layers {
+        v.push(&mut l.weights);
+        v.push(&mut l.biases);
+    }
+    v
+}
+
+/// Writes a checkpoint atomically.
+pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Result<(), TrainError> {
+    let floats = 3 * trainer.params.parameter_count() as u64;
+    let header = serde_json::to_vec(&Header {
+        fingerprint: fingerprint.to_owned(),
+        step: trainer.step,
+        adam_t: trainer.adam.t,
+        floats,
+    })
+    .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
+    let mut bytes = Vec::with_capacity(16 + header.len() + floats as usize * 4);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&header);
+    for p in [&trainer.params, &trainer.adam.m, &trainer.adam.v] {
+        for s in all_slices(p) {
+            for v in s {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    crate::fsutil::write_atomic(path, &bytes).map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })
+}
+
+/// Loads a checkpoint into a trainer built for the same set and options.
+pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> Result<(), TrainError> {
+    let err = |message: String| TrainError::Checkpoint { path: path.to_path_buf(), message };
+    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    if bytes.len() < 16 || &bytes[..8] != MAGIC {
+        return Err(err("not a texset checkpoint".into()));
+    }
+    let mut len8 = [0u8; 8];
+    len8.copy_from_slice(&bytes[8..16]);
+    let header_len = u64::from_le_bytes(len8);
+    let header_end = 16u64.checked_add(header_len).filter(|&e| e <= bytes.len() as u64).ok_or_else(|| err("truncated header".into()))?;
+    let header: Header = serde_json::from_slice(&bytes[16..header_end as usize]).map_err(|e| err(e.to_string()))?;
+    if header.fingerprint != fingerprint {
+        return Err(err("it was made for another set or other options".into()));
+    }
+    let expected = 3 * trainer.params.parameter_count() as u64;
+    if header.floats != expected || bytes.len() as u64 != header_end + 4 * expected {
+        return Err(err(format!("size does not match ({} floats, expected {expected})", header.floats)));
+    }
+    let mut at = header_end as usize;
+    for p in [&mut trainer.params, &mut trainer.adam.m, &mut trainer.adam.v] {
+        for s in all_slices_mut(p) {
+            for v in s.iter_mut() {
+                *v = f32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+                at += 4;
+            }
+        }
+    }
+    trainer.step = header.step;
+    trainer.adam.t = header.adam_t;
+    Ok(())
+}

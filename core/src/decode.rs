@@ -1,0 +1,194 @@
+//! The CPU reference decoder: random access to any texel of any map, or whole maps, from a
+//! [`Bundle`]. Plain Rust (rayon for whole maps); no burn. The GPU shader must match it.
+
+use crate::bundle::{Bundle, Manifest};
+use crate::params::ModelParams;
+use crate::reference::{MlpScratch, features_at, mlp_forward};
+use rayon::prelude::*;
+
+/// A decode request that does not fit the bundle.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// No such material.
+    #[error("material index {0} is out of range")]
+    NoMaterial(usize),
+    /// No such map.
+    #[error("map index {map} is out of range for material '{material}'")]
+    NoMap {
+        /// Material name.
+        material: String,
+        /// Map index.
+        map: usize,
+    },
+    /// The output buffer is too small.
+    #[error("output buffer holds {got} values, the map has {needed} channels")]
+    BufferTooSmall {
+        /// Needed.
+        needed: usize,
+        /// Given.
+        got: usize,
+    },
+}
+
+/// A decoded map: normalised values in `[0, 1]`, interleaved `[y][x][c]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedMap {
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+    /// Channels.
+    pub channels: u32,
+    /// Values.
+    pub values: Vec<f32>,
+}
+
+/// Decodes texels from a bundle on the CPU.
+pub struct Decoder {
+    manifest: Manifest,
+    params: ModelParams,
+    masks: Vec<Vec<Vec<f32>>>,
+}
+
+impl Decoder {
+    /// Prepares a bundle for decoding (dequantises latents and weights once).
+    #[must_use]
+    pub fn new(bundle: &Bundle) -> Self {
+        let lc = bundle.manifest.latent_channels();
+        let masks = bundle
+            .manifest
+            .materials
+            .iter()
+            .map(|m| {
+                m.maps
+                    .iter()
+                    .map(|map| {
+                        let mut mask = vec![0.0; lc];
+                        for &c in &map.latent_channels {
+                            if let Some(v) = mask.get_mut(c as usize) {
+                                *v = 1.0;
+                            }
+                        }
+                        mask
+                    })
+                    .collect()
+            })
+            .collect();
+        Self { manifest: bundle.manifest.clone(), params: bundle.model_params(), masks }
+    }
+
+    /// The bundle's manifest.
+    #[must_use]
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The dequantised model.
+    #[must_use]
+    pub fn params(&self) -> &ModelParams {
+        &self.params
+    }
+
+    fn check(&self, material: usize, map: usize) -> Result<(), DecodeError> {
+        let mat = self.manifest.materials.get(material).ok_or(DecodeError::NoMaterial(material))?;
+        if map >= mat.maps.len() {
+            return Err(DecodeError::NoMap { material: mat.name.clone(), map });
+        }
+        Ok(())
+    }
+
+    /// Decodes every channel of one map at `(u, v)` into `out` (normalised `[0, 1]`).
+    pub fn decode_texel(&self, material: usize, map: usize, u: f32, v: f32, out: &mut [f32]) -> Result<(), DecodeError> {
+        self.check(material, map)?;
+        let entry = &self.manifest.materials[material].maps[map];
+        let channels = entry.channels as usize;
+        if out.len() < channels {
+            return Err(DecodeError::BufferTooSmall { needed: channels, got: out.len() });
+        }
+        let mut features = vec![0.0; self.params.mlp_inputs()];
+        features_at(&self.params, u, v, &self.masks[material][map], &mut features);
+        let mut scratch = MlpScratch::default();
+        let y = mlp_forward(&self.params, &features, &mut scratch);
+        let offset = entry.output_offset as usize;
+        for (o, value) in out.iter_mut().zip(&y[offset..offset + channels]) {
+            *o = value.clamp(0.0, 1.0);
+        }
+        Ok(())
+    }
+
+    /// Decodes one whole map at its own resolution.
+    pub fn decode_map(&self, material: usize, map: usize) -> Result<DecodedMap, DecodeError> {
+        self.check(material, map)?;
+        let mut maps = self.decode_maps(material, &[map])?;
+        maps.pop().ok_or(DecodeError::NoMaterial(material))
+    }
+
+    /// Decodes every map of a material. Maps that share a resolution and a channel budget are
+    /// decoded together: one MLP evaluation per texel serves all of them.
+    pub fn decode_material(&self, material: usize) -> Result<Vec<DecodedMap>, DecodeError> {
+        let count = self.manifest.materials.get(material).ok_or(DecodeError::NoMaterial(material))?.maps.len();
+        let all: Vec<usize> = (0..count).collect();
+        self.decode_maps(material, &all)
+    }
+
+    fn decode_maps(&self, material: usize, maps: &[usize]) -> Result<Vec<DecodedMap>, DecodeError> {
+        for &m in maps {
+            self.check(material, m)?;
+        }
+        let entries = &self.manifest.materials[material].maps;
+        let mut out: Vec<DecodedMap> = maps
+            .iter()
+            .map(|&m| {
+                let e = &entries[m];
+                DecodedMap { width: e.width, height: e.height, channels: e.channels, values: vec![0.0; e.width as usize * e.height as usize * e.channels as usize] }
+            })
+            .collect();
+        // Group by (resolution, budget).
+        let mut done = vec![false; maps.len()];
+        for first in 0..maps.len() {
+            if done[first] {
+                continue;
+            }
+            let key = &entries[maps[first]];
+            let members: Vec<usize> = (first..maps.len())
+                .filter(|&j| {
+                    let e = &entries[maps[j]];
+                    !done[j] && e.width == key.width && e.height == key.height && e.latent_channels == key.latent_channels
+                })
+                .collect();
+            for &j in &members {
+                done[j] = true;
+            }
+            let (width, height) = (key.width as usize, key.height as usize);
+            let mask = &self.masks[material][maps[first]];
+            let rows: Vec<Vec<Vec<f32>>> = (0..height)
+                .into_par_iter()
+                .map(|y| {
+                    let mut features = vec![0.0; self.params.mlp_inputs()];
+                    let mut scratch = MlpScratch::default();
+                    let mut row_out: Vec<Vec<f32>> = members.iter().map(|&j| Vec::with_capacity(width * entries[maps[j]].channels as usize)).collect();
+                    let v = (y as f32 + 0.5) / height as f32;
+                    for x in 0..width {
+                        let u = (x as f32 + 0.5) / width as f32;
+                        features_at(&self.params, u, v, mask, &mut features);
+                        let out_all = mlp_forward(&self.params, &features, &mut scratch);
+                        for (r, &j) in row_out.iter_mut().zip(&members) {
+                            let e = &entries[maps[j]];
+                            let o = e.output_offset as usize;
+                            r.extend(out_all[o..o + e.channels as usize].iter().map(|v| v.clamp(0.0, 1.0)));
+                        }
+                    }
+                    row_out
+                })
+                .collect();
+            for (y, row) in rows.into_iter().enumerate() {
+                for (r, &j) in row.into_iter().zip(&members) {
+                    let ch = out[j].channels as usize;
+                    out[j].values[y * width * ch..(y + 1) * width * ch].copy_from_slice(&r);
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,101 @@
+//! Scoring a bundle against its source set: PSNR pooled, per map and per channel, and SSIM.
+
+use crate::decode::{DecodeError, Decoder};
+use crate::metrics::{SquaredError, ssim};
+use crate::set::{SampleFormat, TextureSet};
+use serde::Serialize;
+
+/// Quality of one map.
+#[derive(Clone, Debug, Serialize)]
+pub struct MapScore {
+    /// Material name.
+    pub material: String,
+    /// Map kind.
+    pub map: String,
+    /// PSNR over all channels, dB.
+    pub psnr_db: f64,
+    /// PSNR per channel, dB.
+    pub channel_psnr_db: Vec<f64>,
+    /// Mean SSIM over channels.
+    pub ssim: f64,
+}
+
+/// Quality of a whole library.
+#[derive(Clone, Debug, Serialize)]
+pub struct EvalReport {
+    /// PSNR pooled over every channel value of every map, dB.
+    pub pooled_psnr_db: f64,
+    /// Per map.
+    pub maps: Vec<MapScore>,
+}
+
+/// Why a set and a bundle cannot be compared.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// The bundle does not hold the set's materials or maps.
+    #[error("the bundle does not match the reference set: {0}")]
+    Mismatch(String),
+    /// Decoding failed.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// Rounds normalised values to what the map's file format can store (so scores describe the
+/// decoded PNG, not the unrounded network output).
+pub fn quantize_to_format(values: &mut [f32], format: SampleFormat) {
+    let levels = match format {
+        SampleFormat::U8 => 255.0,
+        SampleFormat::U16 => 65535.0,
+        SampleFormat::F32 => return,
+    };
+    for v in values {
+        *v = (*v * levels).round() / levels;
+    }
+}
+
+/// Decodes every map of the bundle and scores it against the set (matched by material name and
+/// map kind). `with_ssim` can be turned off for speed.
+pub fn evaluate(set: &TextureSet, decoder: &Decoder, with_ssim: bool) -> Result<EvalReport, EvalError> {
+    let manifest = decoder.manifest();
+    let mut pooled = SquaredError::default();
+    let mut maps = Vec::new();
+    for material in &set.materials {
+        let (mi, entry) = manifest
+            .materials
+            .iter()
+            .enumerate()
+            .find(|(_, m)| m.name == material.name)
+            .ok_or_else(|| EvalError::Mismatch(format!("no material '{}' in the bundle", material.name)))?;
+        let decoded = decoder.decode_material(mi)?;
+        for texture in &material.textures {
+            let (ti, map_entry) = entry
+                .maps
+                .iter()
+                .enumerate()
+                .find(|(_, m)| m.kind == texture.kind)
+                .ok_or_else(|| EvalError::Mismatch(format!("no {} map for '{}' in the bundle", texture.kind, material.name)))?;
+            let mut d = decoded[ti].clone();
+            if (d.width, d.height, d.channels) != (texture.width, texture.height, texture.channels) {
+                return Err(EvalError::Mismatch(format!(
+                    "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {:?}",
+                    material.name, texture.kind, d.width, d.height, d.channels, texture.width, texture.height, texture.channels, texture.source_path
+                )));
+            }
+            quantize_to_format(&mut d.values, map_entry.sample_format);
+            let se = SquaredError::of(&d.values, &texture.texels);
+            pooled.add(se);
+            let ch = texture.channels as usize;
+            let channel_psnr_db = (0..ch)
+                .map(|c| {
+                    let a: Vec<f32> = d.values.iter().skip(c).step_by(ch).copied().collect();
+                    let b: Vec<f32> = texture.texels.iter().skip(c).step_by(ch).copied().collect();
+                    SquaredError::of(&a, &b).psnr_db()
+                })
+                .collect();
+            let ssim_value = if with_ssim { ssim(&d.values, &texture.texels, texture.width as usize, texture.height as usize, ch) } else { f64::NAN };
+            maps.push(MapScore { material: material.name.clone(), map: texture.kind.to_string(), psnr_db: se.psnr_db(), channel_psnr_db, ssim: ssim_value });
+        }
+    }
+    Ok(EvalReport { pooled_psnr_db: pooled.psnr_db(), maps })
+}

@@ -1,0 +1,72 @@
+//! Writing decoded maps as image files with the source's names, channel layout and bit depth.
+
+use crate::bundle::{MapEntry, Manifest};
+use crate::decode::{DecodeError, Decoder, DecodedMap};
+use crate::set::SampleFormat;
+use std::path::{Path, PathBuf};
+
+/// Why decoded maps could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// Decoding failed.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// A file or folder could not be written.
+    #[error("cannot write {path:?}: {message}")]
+    Write {
+        /// The path.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Encodes one decoded map as PNG bytes in the map's format (8 or 16 bit; float sources as 16 bit).
+pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
+    use image::{ImageEncoder, codecs::png::PngEncoder};
+    let color = match (entry.channels, entry.sample_format) {
+        (1, SampleFormat::U8) => image::ExtendedColorType::L8,
+        (2, SampleFormat::U8) => image::ExtendedColorType::La8,
+        (3, SampleFormat::U8) => image::ExtendedColorType::Rgb8,
+        (4, SampleFormat::U8) => image::ExtendedColorType::Rgba8,
+        (1, _) => image::ExtendedColorType::L16,
+        (2, _) => image::ExtendedColorType::La16,
+        (3, _) => image::ExtendedColorType::Rgb16,
+        (4, _) => image::ExtendedColorType::Rgba16,
+        (c, _) => return Err(format!("{c} channels cannot be written as PNG")),
+    };
+    let bytes: Vec<u8> = if entry.sample_format == SampleFormat::U8 {
+        map.values.iter().map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8).collect()
+    } else {
+        // PNG stores 16-bit samples big-endian.
+        map.values.iter().flat_map(|v| ((v.clamp(0.0, 1.0) * 65535.0).round() as u16).to_be_bytes()).collect()
+    };
+    let mut out = Vec::new();
+    PngEncoder::new(&mut out).write_image(&bytes, map.width, map.height, color).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The file a decoded map is written to: `<dir>/<material>/<material>_<kind>.png`.
+#[must_use]
+pub fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf {
+    dir.join(material).join(format!("{material}_{}.png", entry.kind))
+}
+
+/// Decodes every map of the bundle into `dir` (atomic writes); returns the written paths.
+pub fn decode_to_folder(decoder: &Decoder, dir: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    let manifest: &Manifest = decoder.manifest();
+    let mut written = Vec::new();
+    for (mi, material) in manifest.materials.iter().enumerate() {
+        let folder = dir.join(&material.name);
+        std::fs::create_dir_all(&folder).map_err(|e| ExportError::Write { path: folder.clone(), message: e.to_string() })?;
+        let maps = decoder.decode_material(mi)?;
+        for (map, entry) in maps.iter().zip(&material.maps) {
+            let path = map_path(dir, &material.name, entry);
+            let bytes = encode_png(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
+            crate::fsutil::write_atomic(&path, &bytes).map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}

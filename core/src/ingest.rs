@@ -1,0 +1,398 @@
+//! Ingest: texture folders (materials) into a [`TextureSet`], with every failure a typed error
+//! naming the file. Source files are only ever opened for reading.
+
+use crate::naming::parse_map_name;
+use crate::set::{Material, MapKind, NormalConvention, SampleFormat, Texture, TextureSet};
+use image::{DynamicImage, ImageReader};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Largest accepted width or height, in texels. Larger images are refused before decoding.
+pub const MAX_DIMENSION: u32 = 16_384;
+/// Largest decoded image allocation accepted from one file, in bytes (a decompression-bomb guard).
+pub const MAX_IMAGE_BYTES: u64 = 2 << 30;
+/// Name of the optional per-folder configuration file.
+pub const CONFIG_FILE_NAME: &str = "texset.toml";
+
+const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "tga", "exr"];
+
+/// An ingest failure. Every variant names the file or folder.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IngestError {
+    /// The file or folder could not be read.
+    #[error("cannot read {path:?}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The path is not a folder.
+    #[error("{path:?} is not a folder of texture maps")]
+    NotAFolder {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The folder holds no image whose map kind could be told.
+    #[error("no texture maps found in {path:?} (expected files like <name>_basecolor.png){skipped}")]
+    EmptyFolder {
+        /// The folder.
+        path: PathBuf,
+        /// What was skipped, as text.
+        skipped: String,
+    },
+    /// The image could not be decoded (corrupt, truncated or unsupported).
+    #[error("cannot decode image {path:?}: {message}")]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// The decoder's message.
+        message: String,
+    },
+    /// The image has zero width or height.
+    #[error("image {path:?} has zero size ({width}x{height})")]
+    ZeroSize {
+        /// The file.
+        path: PathBuf,
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+    },
+    /// The image is larger than [`MAX_DIMENSION`].
+    #[error("image {path:?} is {width}x{height}, beyond the limit of {max}x{max} texels")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// The image's pixel format is not supported.
+    #[error("image {path:?} has an unsupported format: {what}")]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// What is unsupported.
+        what: String,
+    },
+    /// Two files of one folder are the same map kind.
+    #[error("two files for map kind '{kind}' in {folder:?}: {first:?} and {second:?}")]
+    DuplicateKind {
+        /// The folder.
+        folder: PathBuf,
+        /// The kind.
+        kind: MapKind,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
+    /// `texset.toml` is malformed or names a missing file or unknown kind.
+    #[error("bad {path:?}: {message}")]
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Two materials of a library have the same name.
+    #[error("two materials named '{name}': {first:?} and {second:?}")]
+    DuplicateMaterial {
+        /// The name.
+        name: String,
+        /// The first folder.
+        first: PathBuf,
+        /// The second folder.
+        second: PathBuf,
+    },
+    /// No folder was given.
+    #[error("no texture folders given")]
+    NothingGiven,
+}
+
+/// A file that was looked at and left out, with the reason in plain words.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+/// What ingest did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct IngestReport {
+    /// Files left out (unknown map kind, not an image, ignored by config).
+    pub skipped: Vec<Skipped>,
+    /// Maps read: `material/kind` with resolution and format.
+    pub maps: Vec<String>,
+}
+
+/// Optional `texset.toml` in a material folder.
+///
+/// ```toml
+/// name = "oak_floor"                 # material name (default: folder name)
+/// normal = "directx"                 # normal convention: "opengl" (default) or "directx"
+/// ignore = ["preview.png"]          # files to leave out
+/// [maps]                             # explicit kinds, overriding the file names
+/// "T_Oak_D.png" = "basecolor"
+/// "T_Oak_MRA.png" = "orm"
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FolderConfig {
+    name: Option<String>,
+    normal: Option<String>,
+    #[serde(default)]
+    ignore: Vec<String>,
+    #[serde(default)]
+    maps: BTreeMap<String, String>,
+}
+
+fn read_config(dir: &Path) -> Result<Option<FolderConfig>, IngestError> {
+    let path = dir.join(CONFIG_FILE_NAME);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(IngestError::Io { path, source }),
+    };
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|e| IngestError::Config { path, message: e.to_string() })
+}
+
+fn parse_convention(text: &str, config_path: &Path) -> Result<NormalConvention, IngestError> {
+    match text.to_ascii_lowercase().as_str() {
+        "opengl" | "gl" | "+y" => Ok(NormalConvention::OpenGl),
+        "directx" | "dx" | "-y" => Ok(NormalConvention::DirectX),
+        other => Err(IngestError::Config {
+            path: config_path.to_path_buf(),
+            message: format!("normal = \"{other}\": expected \"opengl\" or \"directx\""),
+        }),
+    }
+}
+
+/// Loads several material folders as one library, in the order given.
+pub fn load_library(dirs: &[PathBuf]) -> Result<(TextureSet, IngestReport), IngestError> {
+    if dirs.is_empty() {
+        return Err(IngestError::NothingGiven);
+    }
+    let mut set = TextureSet::default();
+    let mut report = IngestReport::default();
+    for dir in dirs {
+        let material = load_material(dir, &mut report)?;
+        if let Some(other) = set.materials.iter().find(|m| m.name == material.name) {
+            return Err(IngestError::DuplicateMaterial {
+                name: material.name,
+                first: other.source_dir.clone(),
+                second: dir.clone(),
+            });
+        }
+        set.materials.push(material);
+    }
+    Ok((set, report))
+}
+
+/// Loads one material folder. Files whose map kind cannot be told are added to `report.skipped`.
+pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, IngestError> {
+    let meta = std::fs::metadata(dir).map_err(|source| IngestError::Io { path: dir.to_path_buf(), source })?;
+    if !meta.is_dir() {
+        return Err(IngestError::NotAFolder { path: dir.to_path_buf() });
+    }
+    let config = read_config(dir)?.unwrap_or_default();
+    let config_path = dir.join(CONFIG_FILE_NAME);
+    let folder_convention = config.normal.as_deref().map(|t| parse_convention(t, &config_path)).transpose()?;
+    for file in config.maps.keys() {
+        if !dir.join(file).is_file() {
+            return Err(IngestError::Config {
+                path: config_path.clone(),
+                message: format!("[maps] names \"{file}\", which is not a file in the folder"),
+            });
+        }
+    }
+
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| IngestError::Io { path: dir.to_path_buf(), source })?
+        .map(|e| e.map(|e| e.path()).map_err(|source| IngestError::Io { path: dir.to_path_buf(), source }))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+
+    let mut chosen: BTreeMap<MapKind, (PathBuf, Option<NormalConvention>)> = BTreeMap::new();
+    let mut skipped_here = Vec::new();
+    for path in entries {
+        let Some(file_name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            skipped_here.push(Skipped { path, reason: "file name is not valid UTF-8".into() });
+            continue;
+        };
+        if file_name == CONFIG_FILE_NAME || path.is_dir() {
+            continue;
+        }
+        if config.ignore.iter().any(|i| i == &file_name) {
+            skipped_here.push(Skipped { path, reason: "ignored by texset.toml".into() });
+            continue;
+        }
+        let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        if !extension.as_deref().is_some_and(|e| IMAGE_EXTENSIONS.contains(&e)) {
+            skipped_here.push(Skipped { path, reason: "not a supported image (png, jpg, tga, exr)".into() });
+            continue;
+        }
+        let (kind, convention) = if let Some(kind_text) = config.maps.get(&file_name) {
+            let kind = MapKind::from_token(kind_text).ok_or_else(|| IngestError::Config {
+                path: config_path.clone(),
+                message: format!("unknown map kind \"{kind_text}\" for \"{file_name}\""),
+            })?;
+            (kind, None)
+        } else {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            match parse_map_name(stem) {
+                Some(info) => (info.kind, info.normal_convention),
+                None => {
+                    skipped_here.push(Skipped {
+                        path,
+                        reason: "map kind cannot be told from the name (name it in texset.toml [maps])".into(),
+                    });
+                    continue;
+                }
+            }
+        };
+        if let Some((first, _)) = chosen.get(&kind) {
+            return Err(IngestError::DuplicateKind {
+                folder: dir.to_path_buf(),
+                kind,
+                first: first.clone(),
+                second: path,
+            });
+        }
+        chosen.insert(kind, (path, convention));
+    }
+    if chosen.is_empty() {
+        let skipped = if skipped_here.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; skipped: {}",
+                skipped_here
+                    .iter()
+                    .map(|s| format!("{:?} ({})", s.path.file_name().unwrap_or_default(), s.reason))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        return Err(IngestError::EmptyFolder { path: dir.to_path_buf(), skipped });
+    }
+    report.skipped.extend(skipped_here);
+
+    let name = config.name.clone().unwrap_or_else(|| {
+        dir.file_name().and_then(|n| n.to_str()).map_or_else(|| "material".to_owned(), str::to_owned)
+    });
+    let mut textures = Vec::with_capacity(chosen.len());
+    for (kind, (path, name_convention)) in chosen {
+        let convention = folder_convention.or(name_convention).unwrap_or_default();
+        let texture = load_texture(&path, kind, convention)?;
+        report.maps.push(format!(
+            "{name}/{kind}: {}x{} {}ch {}-bit ({})",
+            texture.width,
+            texture.height,
+            texture.channels,
+            texture.sample_format.bits(),
+            path.display()
+        ));
+        textures.push(texture);
+    }
+    Ok(Material { name, source_dir: dir.to_path_buf(), textures })
+}
+
+/// Decodes one image file into a [`Texture`] of the given kind.
+pub fn load_texture(path: &Path, kind: MapKind, normal_convention: NormalConvention) -> Result<Texture, IngestError> {
+    let decode_err = |message: String| IngestError::Decode { path: path.to_path_buf(), message };
+    let reader = ImageReader::open(path)
+        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?
+        .with_guessed_format()
+        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?;
+    let (width, height) = reader.into_dimensions().map_err(|e| decode_err(e.to_string()))?;
+    if width == 0 || height == 0 {
+        return Err(IngestError::ZeroSize { path: path.to_path_buf(), width, height });
+    }
+    if width > MAX_DIMENSION || height > MAX_DIMENSION {
+        return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
+    }
+    let mut reader = ImageReader::open(path)
+        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?
+        .with_guessed_format()
+        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_DIMENSION);
+    limits.max_image_height = Some(MAX_DIMENSION);
+    limits.max_alloc = Some(MAX_IMAGE_BYTES);
+    reader.limits(limits);
+    let image = reader.decode().map_err(|e| decode_err(e.to_string()))?;
+    texture_from_image(&image, path, kind, normal_convention)
+}
+
+/// Converts a decoded image into a normalised [`Texture`].
+pub fn texture_from_image(
+    image: &DynamicImage,
+    path: &Path,
+    kind: MapKind,
+    normal_convention: NormalConvention,
+) -> Result<Texture, IngestError> {
+    let (width, height) = (image.width(), image.height());
+    if width == 0 || height == 0 {
+        return Err(IngestError::ZeroSize { path: path.to_path_buf(), width, height });
+    }
+    let unsupported = |what: &str| IngestError::Unsupported { path: path.to_path_buf(), what: what.to_owned() };
+    let (channels, sample_format, texels): (u32, SampleFormat, Vec<f32>) = match image {
+        DynamicImage::ImageLuma8(i) => (1, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
+        DynamicImage::ImageLumaA8(i) => (2, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
+        DynamicImage::ImageRgb8(i) => (3, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
+        DynamicImage::ImageRgba8(i) => (4, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
+        DynamicImage::ImageLuma16(i) => (1, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
+        DynamicImage::ImageLumaA16(i) => (2, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
+        DynamicImage::ImageRgb16(i) => (3, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
+        DynamicImage::ImageRgba16(i) => (4, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
+        DynamicImage::ImageRgb32F(i) => (3, SampleFormat::F32, i.as_raw().clone()),
+        DynamicImage::ImageRgba32F(i) => (4, SampleFormat::F32, i.as_raw().clone()),
+        _ => return Err(unsupported("pixel format (expected 8/16-bit gray, gray+alpha, RGB, RGBA or float RGB/RGBA)")),
+    };
+    let mut texels = texels;
+    let mut channel_ranges = vec![[0.0_f32, 1.0_f32]; channels as usize];
+    if sample_format == SampleFormat::F32 {
+        // Float data is mapped per channel to [0, 1] by its range; the range is stored in the
+        // bundle so decode writes the original scale back.
+        for c in 0..channels as usize {
+            let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+            for v in texels.iter().skip(c).step_by(channels as usize) {
+                if !v.is_finite() {
+                    return Err(unsupported("float image with NaN or infinite values"));
+                }
+                lo = lo.min(*v);
+                hi = hi.max(*v);
+            }
+            if hi <= lo {
+                hi = lo + 1.0;
+            }
+            channel_ranges[c] = [lo, hi];
+            for v in texels.iter_mut().skip(c).step_by(channels as usize) {
+                *v = (*v - lo) / (hi - lo);
+            }
+        }
+    }
+    Ok(Texture {
+        kind,
+        source_path: path.to_path_buf(),
+        width,
+        height,
+        channels,
+        sample_format,
+        color_space: kind.color_space(),
+        normal_convention,
+        channel_ranges,
+        texels,
+    })
+}

@@ -1,0 +1,86 @@
+//! The model layout the analyse pass decides: grid shapes, MLP widths and, per texture, its
+//! output slice and channel budget. Training, pruning and packing all follow it.
+
+use crate::params::{GridParams, LayerParams, ModelParams};
+use serde::Serialize;
+
+/// Shape and bit depth of one latent grid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GridShape {
+    /// Cells across.
+    pub width: u32,
+    /// Cells down.
+    pub height: u32,
+    /// Channels.
+    pub channels: u32,
+    /// Bits per latent value.
+    pub bits: u32,
+}
+
+/// Where one texture (map) sits in the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TextureSlot {
+    /// First MLP output channel.
+    pub output_offset: usize,
+    /// Channels of the map.
+    pub channels: usize,
+    /// Latent channels it reads (its budget), sorted indices over all grids.
+    pub latent_channels: Vec<u32>,
+    /// Loss weight of each of its channels.
+    pub loss_weight: f32,
+}
+
+/// The whole layout.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelLayout {
+    /// Latent grids, finest first.
+    pub grids: Vec<GridShape>,
+    /// Positional-encoding frequencies.
+    pub pe_frequencies: u32,
+    /// Hidden widths of the MLP.
+    pub hidden_widths: Vec<usize>,
+    /// Per material, per map (in the set's order), its slot.
+    pub textures: Vec<Vec<TextureSlot>>,
+}
+
+impl ModelLayout {
+    /// Total latent channels.
+    #[must_use]
+    pub fn latent_channels(&self) -> usize {
+        self.grids.iter().map(|g| g.channels as usize).sum()
+    }
+
+    /// Total output channels.
+    #[must_use]
+    pub fn output_channels(&self) -> usize {
+        self.textures.iter().flatten().map(|t| t.channels).sum()
+    }
+
+    /// The channel mask of a texture: 1.0 for each latent channel it reads.
+    #[must_use]
+    pub fn mask(&self, slot: &TextureSlot) -> Vec<f32> {
+        let mut mask = vec![0.0; self.latent_channels()];
+        for &c in &slot.latent_channels {
+            if let Some(m) = mask.get_mut(c as usize) {
+                *m = 1.0;
+            }
+        }
+        mask
+    }
+
+    /// Zero-valued parameters of this shape.
+    #[must_use]
+    pub fn zero_params(&self) -> ModelParams {
+        let mut layers = Vec::new();
+        let mut inputs = self.latent_channels() + 4 * self.pe_frequencies as usize;
+        for &w in self.hidden_widths.iter().chain(std::iter::once(&self.output_channels())) {
+            layers.push(LayerParams::zeros(inputs, w));
+            inputs = w;
+        }
+        ModelParams {
+            grids: self.grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
+            pe_frequencies: self.pe_frequencies,
+            layers,
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Compression options: model shape, training schedule, budgets, backend. `Default` is the
+//! measured default preset; [`CompressOptions::for_bits_per_texel`] sizes the latents for a rate.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One latent grid: its resolution relative to the library's largest map, channels and bits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GridOptions {
+    /// Texels per grid cell along each axis (4: a 1024² map gets a 256² grid).
+    pub texels_per_cell: u32,
+    /// Feature channels.
+    pub channels: u32,
+    /// Bits per stored latent value (2, 4 or 8).
+    pub bits: u32,
+}
+
+/// Where training runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// The GPU through burn-wgpu when a real (non-software) adapter exists, else the CPU.
+    #[default]
+    Auto,
+    /// The hand-fused CPU trainer (the fastest CPU path).
+    Cpu,
+    /// burn on wgpu (any Vulkan/Metal/DX12 GPU; lavapipe works but is slow).
+    Wgpu,
+    /// burn on its `flex` CPU backend (the reference for the fused trainer).
+    Flex,
+}
+
+/// Training checkpoints.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointOptions {
+    /// Checkpoint file (written atomically).
+    pub path: PathBuf,
+    /// Seconds between checkpoints. Default 60.
+    pub every_secs: f64,
+}
+
+/// Everything `compress` needs besides the set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompressOptions {
+    /// Latent grids, finest first. Default: 4 texels/cell × 12 channels and 8 texels/cell × 16
+    /// channels, 4 bits each (about 4 bits per texel at 1024²).
+    pub grids: Vec<GridOptions>,
+    /// Positional-encoding frequencies. Default 3.
+    pub pe_frequencies: u32,
+    /// Hidden layer widths of the decoder MLP. Default `[64, 48, 32]`.
+    pub hidden_widths: Vec<usize>,
+    /// Training steps. Default 6000.
+    pub steps: u32,
+    /// Texels per training step. Default 8192.
+    pub batch_texels: usize,
+    /// Adam learning rate of the latent grids. Default 0.02.
+    pub grid_learning_rate: f32,
+    /// Adam learning rate of the MLP. Default 0.004.
+    pub mlp_learning_rate: f32,
+    /// Fraction of the steps after which latents are rounded and frozen. Default 0.8.
+    pub freeze_latents_at: f32,
+    /// Fraction of the steps after which MLP weights train through int8 fake-quantisation. Default 0.9.
+    pub quantize_weights_at: f32,
+    /// Random seed: equal seeds give bit-identical bundles. Default 1.
+    pub seed: u64,
+    /// Channel budgets: `kind` or `material/kind` → number of latent channels the texture reads.
+    /// Textures not named read every channel. Default empty.
+    pub budgets: BTreeMap<String, u32>,
+    /// Loss weight per map kind (`kind` → weight). Default 1 for every kind.
+    pub loss_weights: BTreeMap<String, f32>,
+    /// Where training runs. Default [`Backend::Auto`].
+    pub backend: Backend,
+    /// Periodic checkpoints. Default none.
+    pub checkpoint: Option<CheckpointOptions>,
+    /// Resume training from this checkpoint. Default none.
+    pub resume_from: Option<PathBuf>,
+}
+
+impl Default for CompressOptions {
+    fn default() -> Self {
+        Self {
+            grids: vec![
+                GridOptions { texels_per_cell: 4, channels: 12, bits: 4 },
+                GridOptions { texels_per_cell: 8, channels: 16, bits: 4 },
+            ],
+            pe_frequencies: 3,
+            hidden_widths: vec![64, 48, 32],
+            steps: 6000,
+            batch_texels: 8192,
+            grid_learning_rate: 0.02,
+            mlp_learning_rate: 0.004,
+            freeze_latents_at: 0.8,
+            quantize_weights_at: 0.9,
+            seed: 1,
+            budgets: BTreeMap::new(),
+            loss_weights: BTreeMap::new(),
+            backend: Backend::Auto,
+            checkpoint: None,
+            resume_from: None,
+        }
+    }
+}
+
+/// Named speed/quality presets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// A first result in minutes: fewer steps.
+    Fast,
+    /// The default.
+    Default,
+    /// More steps for the last fraction of a dB.
+    High,
+}
+
+impl CompressOptions {
+    /// The options of a preset.
+    #[must_use]
+    pub fn preset(preset: Preset) -> Self {
+        let base = Self::default();
+        match preset {
+            Preset::Fast => Self { steps: 1500, ..base },
+            Preset::Default => base,
+            Preset::High => Self { steps: 16_000, ..base },
+        }
+    }
+
+    /// Latent bits per texel these grids cost for a square map of `side` texels (weights excluded).
+    #[must_use]
+    pub fn latent_bits_per_texel(&self) -> f64 {
+        self.grids
+            .iter()
+            .map(|g| f64::from(g.channels * g.bits) / f64::from(g.texels_per_cell * g.texels_per_cell))
+            .sum()
+    }
+
+    /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a
+    /// library with `texel_count` texels and `output_channels` outputs fits `bits_per_texel`.
+    /// Keeps the ratio between grids; errors when even one channel per grid does not fit.
+    pub fn fit_bits_per_texel(&mut self, bits_per_texel: f64, texel_count: usize, output_channels: usize, manifest_bytes: usize) -> Result<(), String> {
+        if !(bits_per_texel.is_finite() && bits_per_texel > 0.0) {
+            return Err(format!("bits per texel must be positive, got {bits_per_texel}"));
+        }
+        let budget_bits = bits_per_texel * texel_count as f64;
+        let base: Vec<u32> = self.grids.iter().map(|g| g.channels.max(1)).collect();
+        let base_total: u32 = base.iter().sum();
+        // Try scale factors from large to small; take the first whose bundle fits.
+        let mut best = None;
+        for step in (1..=400).rev() {
+            let factor = f64::from(step) / 50.0;
+            let channels: Vec<u32> = base.iter().map(|&c| ((f64::from(c) * factor).round() as u32).max(1)).collect();
+            let mut candidate = self.clone();
+            for (g, c) in candidate.grids.iter_mut().zip(&channels) {
+                g.channels = *c;
+            }
+            let bits = candidate.estimated_bundle_bytes(texel_count, output_channels, manifest_bytes) as f64 * 8.0;
+            if bits <= budget_bits {
+                best = Some(channels);
+                break;
+            }
+        }
+        let Some(channels) = best else {
+            return Err(format!(
+                "{bits_per_texel} bits per texel is too few for this set: even one latent channel per grid (of {base_total}) and the decoder do not fit"
+            ));
+        };
+        for (g, c) in self.grids.iter_mut().zip(channels) {
+            g.channels = c;
+        }
+        Ok(())
+    }
+
+    /// Estimated bundle size for a square-ish library of `texel_count` texels.
+    #[must_use]
+    pub fn estimated_bundle_bytes(&self, texel_count: usize, output_channels: usize, manifest_bytes: usize) -> usize {
+        let side = (texel_count as f64).sqrt();
+        let latent_bits: f64 = self
+            .grids
+            .iter()
+            .map(|g| {
+                let cells = (side / f64::from(g.texels_per_cell)).ceil().max(1.0);
+                cells * cells * f64::from(g.channels * g.bits)
+            })
+            .sum();
+        let mut inputs = self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize;
+        let mut weight_bytes = 0;
+        for &w in self.hidden_widths.iter().chain(std::iter::once(&output_channels)) {
+            weight_bytes += (inputs * w).next_multiple_of(4) + 8 * w;
+            inputs = w;
+        }
+        (latent_bits / 8.0).ceil() as usize + weight_bytes + manifest_bytes + 100
+    }
+
+    /// Checks the options for values training cannot use.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.grids.is_empty() {
+            return Err("at least one latent grid is needed".into());
+        }
+        for (i, g) in self.grids.iter().enumerate() {
+            if !(1..=8).contains(&g.bits) {
+                return Err(format!("grid {i}: latent bits must be 1..=8, got {}", g.bits));
+            }
+            if g.channels == 0 || g.channels > 256 || g.texels_per_cell == 0 {
+                return Err(format!("grid {i}: channels 1..=256 and texels per cell ≥ 1 required"));
+            }
+        }
+        if self.hidden_widths.iter().any(|&w| w == 0 || w > 1024) {
+            return Err("hidden widths must be 1..=1024".into());
+        }
+        if self.steps == 0 || self.batch_texels == 0 {
+            return Err("steps and batch size must be positive".into());
+        }
+        if !(0.0..=1.0).contains(&self.freeze_latents_at) || !(0.0..=1.0).contains(&self.quantize_weights_at) {
+            return Err("freeze_latents_at and quantize_weights_at are fractions in 0..=1".into());
+        }
+        if self.pe_frequencies > 8 {
+            return Err("at most 8 positional-encoding frequencies".into());
+        }
+        Ok(())
+    }
+}

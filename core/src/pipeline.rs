@@ -1,0 +1,361 @@
+//! The front door: `compress(&set, &options, &progress, &cancel)`, run as explicit passes
+//! (analyse/budget → train → prune → quantise → pack), each returning a report.
+
+use crate::bundle::{Bundle, GridEntry, LayerEntry, MapEntry, MaterialEntry, Manifest, SectionSizes, WeightFormat};
+use crate::layout::{GridShape, ModelLayout, TextureSlot};
+use crate::options::{Backend, CompressOptions};
+use crate::params::ModelParams;
+use crate::progress::{Cancel, Pass, Progress};
+use crate::quant::{self, QuantizedLayer};
+use crate::set::TextureSet;
+use crate::train::{TrainError, TrainReport};
+use serde::Serialize;
+
+/// Why compression failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompressError {
+    /// The set is empty.
+    #[error("the texture set has no maps")]
+    EmptySet,
+    /// An option is out of range.
+    #[error("invalid options: {0}")]
+    Options(String),
+    /// A budget names a texture that is not in the set.
+    #[error("budget '{0}' names no texture of the set (use a map kind like 'roughness' or 'material/roughness')")]
+    UnknownBudget(String),
+    /// Training failed or was cancelled.
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    /// The bundle could not be built.
+    #[error(transparent)]
+    Bundle(#[from] crate::bundle::BundleError),
+}
+
+/// The budget of one texture, with the reason.
+#[derive(Clone, Debug, Serialize)]
+pub struct TextureBudget {
+    /// `material/kind`.
+    pub texture: String,
+    /// Latent channels it reads.
+    pub channels: u32,
+    /// Of how many.
+    pub total_channels: u32,
+    /// Why.
+    pub reason: String,
+    /// Mean of its values (all channels).
+    pub mean: f32,
+    /// Standard deviation of its values (a first measure of content).
+    pub std_dev: f32,
+}
+
+/// What the analyse pass decided.
+#[derive(Clone, Debug, Serialize)]
+pub struct AnalyseReport {
+    /// Grid shapes.
+    pub grids: Vec<GridShape>,
+    /// MLP widths, input to output.
+    pub mlp_widths: Vec<usize>,
+    /// Budgets per texture.
+    pub budgets: Vec<TextureBudget>,
+}
+
+/// What the prune pass removed.
+#[derive(Clone, Debug, Serialize)]
+pub struct PruneReport {
+    /// Latent channels before.
+    pub channels_before: usize,
+    /// Latent channels after (channels no texture reads are removed).
+    pub channels_after: usize,
+}
+
+/// What the quantise pass did.
+#[derive(Clone, Debug, Serialize)]
+pub struct QuantiseReport {
+    /// Bits per latent, per grid.
+    pub latent_bits: Vec<u32>,
+    /// Largest |dequantised − trained| weight difference (0 after int8-aware fine-tuning).
+    pub max_weight_error: f32,
+    /// Weight format.
+    pub weight_format: WeightFormat,
+}
+
+/// What the pack pass wrote.
+#[derive(Clone, Debug, Serialize)]
+pub struct PackReport {
+    /// Bundle size in bytes.
+    pub bundle_bytes: u64,
+    /// Bundle bits per texel of the library (bytes × 8 / texels).
+    pub bits_per_texel: f64,
+    /// Library texels (sum over materials of their largest map).
+    pub texel_count: u64,
+    /// Bytes per section.
+    pub sections: SectionSizes,
+}
+
+/// Reports of every pass.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompressReport {
+    /// Analyse/budget.
+    pub analyse: AnalyseReport,
+    /// Train.
+    pub train: TrainReport,
+    /// Prune.
+    pub prune: PruneReport,
+    /// Quantise.
+    pub quantise: QuantiseReport,
+    /// Pack.
+    pub pack: PackReport,
+}
+
+/// A compressed library and how it was made.
+#[derive(Clone, Debug)]
+pub struct Compressed {
+    /// The bundle.
+    pub bundle: Bundle,
+    /// The serialised bundle (what [`Bundle::write`] writes).
+    pub bundle_bytes: Vec<u8>,
+    /// Reports.
+    pub report: CompressReport,
+}
+
+/// Channel priority order: grids interleaved in proportion to their channel counts, so a budget
+/// of `k` channels takes the same share of every grid and smaller budgets are prefixes of larger
+/// ones (the shared channels are the common prefix).
+#[must_use]
+pub fn channel_priority(grids: &[GridShape]) -> Vec<u32> {
+    let mut order = Vec::new();
+    let mut taken = vec![0u32; grids.len()];
+    let total: u32 = grids.iter().map(|g| g.channels).sum();
+    while (order.len() as u32) < total {
+        // Next: the grid furthest behind its proportional share.
+        let (g, _) = grids
+            .iter()
+            .enumerate()
+            .filter(|(i, grid)| taken[*i] < grid.channels)
+            .map(|(i, grid)| (i, f64::from(taken[i]) / f64::from(grid.channels)))
+            .fold((usize::MAX, f64::INFINITY), |best, (i, share)| if share < best.1 { (i, share) } else { best });
+        let Some(grid) = grids.get(g) else { break };
+        let offset: u32 = grids[..g].iter().map(|x| x.channels).sum();
+        order.push(offset + taken[g]);
+        taken[g] += 1;
+        debug_assert!(taken[g] <= grid.channels);
+    }
+    order
+}
+
+/// Analyse/budget pass: grid shapes from the largest map, budgets from the options.
+pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayout, AnalyseReport), CompressError> {
+    options.validate().map_err(CompressError::Options)?;
+    if set.textures().next().is_none() {
+        return Err(CompressError::EmptySet);
+    }
+    let max_w = set.textures().map(|(_, _, t)| t.width).max().unwrap_or(1);
+    let max_h = set.textures().map(|(_, _, t)| t.height).max().unwrap_or(1);
+    let grids: Vec<GridShape> = options
+        .grids
+        .iter()
+        .map(|g| GridShape {
+            width: max_w.div_ceil(g.texels_per_cell).max(2),
+            height: max_h.div_ceil(g.texels_per_cell).max(2),
+            channels: g.channels,
+            bits: g.bits,
+        })
+        .collect();
+    let total: u32 = grids.iter().map(|g| g.channels).sum();
+    let priority = channel_priority(&grids);
+    for key in options.budgets.keys() {
+        let matches = set.textures().any(|(m, _, t)| *key == t.kind.token() || *key == format!("{}/{}", set.materials[m].name, t.kind));
+        if !matches {
+            return Err(CompressError::UnknownBudget(key.clone()));
+        }
+    }
+    let mut textures = Vec::new();
+    let mut budgets = Vec::new();
+    let mut output_offset = 0;
+    for material in &set.materials {
+        let mut slots = Vec::new();
+        for t in &material.textures {
+            let name = format!("{}/{}", material.name, t.kind);
+            let (count, reason) = match options.budgets.get(&name).or_else(|| options.budgets.get(t.kind.token())) {
+                Some(&k) => (k.min(total), format!("manual override ({k} requested)")),
+                None => (total, "default: reads every shared channel".to_owned()),
+            };
+            let mut latent_channels: Vec<u32> = priority[..count as usize].to_vec();
+            latent_channels.sort_unstable();
+            let n = t.texels.len().max(1) as f64;
+            let mean = t.texels.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+            let var = t.texels.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+            budgets.push(TextureBudget { texture: name, channels: count, total_channels: total, reason, mean: mean as f32, std_dev: var.sqrt() as f32 });
+            let loss_weight = options.loss_weights.get(t.kind.token()).copied().unwrap_or(1.0);
+            slots.push(TextureSlot { output_offset, channels: t.channels as usize, latent_channels, loss_weight });
+            output_offset += t.channels as usize;
+        }
+        textures.push(slots);
+    }
+    let layout = ModelLayout { grids: grids.clone(), pe_frequencies: options.pe_frequencies, hidden_widths: options.hidden_widths.clone(), textures };
+    let mut mlp_widths = vec![layout.latent_channels() + 4 * options.pe_frequencies as usize];
+    mlp_widths.extend(&options.hidden_widths);
+    mlp_widths.push(layout.output_channels());
+    Ok((layout, AnalyseReport { grids, mlp_widths, budgets }))
+}
+
+/// Prune pass: removes latent channels that no texture reads (their inputs are always masked to
+/// zero, so removal is exact), with the matching first-layer weight columns.
+#[must_use]
+pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelParams, PruneReport) {
+    let lc = layout.latent_channels();
+    let mut used = vec![false; lc];
+    for slot in layout.textures.iter().flatten() {
+        for &c in &slot.latent_channels {
+            used[c as usize] = true;
+        }
+    }
+    let mut remap = vec![None; lc];
+    let mut next = 0u32;
+    for (c, u) in used.iter().enumerate() {
+        if *u {
+            remap[c] = Some(next);
+            next += 1;
+        }
+    }
+    let mut new_layout = layout.clone();
+    let mut new_params = params.clone();
+    let mut offset = 0usize;
+    let mut keep_inputs: Vec<usize> = Vec::new();
+    for (g, (shape, grid)) in new_layout.grids.iter_mut().zip(new_params.grids.iter_mut()).enumerate() {
+        let ch = shape.channels as usize;
+        let kept: Vec<usize> = (0..ch).filter(|c| used[offset + c]).collect();
+        keep_inputs.extend(kept.iter().map(|c| offset + c));
+        let cells = grid.width as usize * grid.height as usize;
+        let old = &params.grids[g].values;
+        grid.values = (0..cells).flat_map(|cell| kept.iter().map(move |&c| old[cell * ch + c])).collect();
+        grid.channels = kept.len() as u32;
+        shape.channels = kept.len() as u32;
+        offset += ch;
+    }
+    keep_inputs.extend(lc..params.mlp_inputs());
+    if let (Some(first), Some(old)) = (new_params.layers.first_mut(), params.layers.first()) {
+        first.inputs = keep_inputs.len();
+        first.weights = (0..old.outputs).flat_map(|o| keep_inputs.iter().map(move |&i| old.weights[o * old.inputs + i])).collect();
+    }
+    for slot in new_layout.textures.iter_mut().flatten() {
+        slot.latent_channels = slot.latent_channels.iter().filter_map(|&c| remap[c as usize]).collect();
+    }
+    let report = PruneReport { channels_before: lc, channels_after: next as usize };
+    (new_layout, new_params, report)
+}
+
+/// Quantise pass: latent levels per grid and int8 layers.
+#[must_use]
+pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Vec<QuantizedLayer>, QuantiseReport) {
+    let levels = params.grids.iter().zip(&layout.grids).map(|(g, s)| quant::grid_levels(g, s.bits)).collect();
+    let layers: Vec<QuantizedLayer> = params.layers.iter().map(QuantizedLayer::quantize).collect();
+    let max_weight_error = params
+        .layers
+        .iter()
+        .zip(&layers)
+        .flat_map(|(p, q)| {
+            let d = q.dequantize();
+            p.weights.iter().zip(d.weights).map(|(a, b)| (a - b).abs()).collect::<Vec<_>>()
+        })
+        .fold(0.0f32, f32::max);
+    let report = QuantiseReport { latent_bits: layout.grids.iter().map(|g| g.bits).collect(), max_weight_error, weight_format: WeightFormat::Int8PerRow };
+    (levels, layers, report)
+}
+
+/// Pack pass: the manifest and the bundle bytes.
+pub fn pack(set: &TextureSet, layout: &ModelLayout, latent_levels: Vec<Vec<u8>>, layers: Vec<QuantizedLayer>) -> Result<(Bundle, Vec<u8>, PackReport), CompressError> {
+    let materials = set
+        .materials
+        .iter()
+        .zip(&layout.textures)
+        .map(|(m, slots)| MaterialEntry {
+            name: m.name.clone(),
+            maps: m
+                .textures
+                .iter()
+                .zip(slots)
+                .map(|(t, s)| MapEntry {
+                    kind: t.kind,
+                    width: t.width,
+                    height: t.height,
+                    channels: t.channels,
+                    sample_format: t.sample_format,
+                    color_space: t.color_space,
+                    normal_convention: t.normal_convention,
+                    channel_ranges: t.channel_ranges.clone(),
+                    output_offset: s.output_offset as u32,
+                    latent_channels: s.latent_channels.clone(),
+                    source_file: t.source_path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned(),
+                })
+                .collect(),
+        })
+        .collect();
+    let last = layers.len().saturating_sub(1);
+    let manifest = Manifest {
+        materials,
+        grids: layout.grids.iter().map(|g| GridEntry { width: g.width, height: g.height, channels: g.channels, bits: g.bits, range: quant::LATENT_RANGE }).collect(),
+        pe_frequencies: layout.pe_frequencies,
+        layers: layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LayerEntry {
+                inputs: l.inputs as u32,
+                outputs: l.outputs as u32,
+                format: WeightFormat::Int8PerRow,
+                activation: if i == last { "linear".into() } else { "relu".into() },
+            })
+            .collect(),
+        mip_levels: 1,
+        producer: format!("texset {}", env!("CARGO_PKG_VERSION")),
+    };
+    let bundle = Bundle { manifest, latent_levels, layers };
+    let (bytes, sections) = bundle.to_bytes()?;
+    let texel_count = bundle.texel_count();
+    let report = PackReport { bundle_bytes: bytes.len() as u64, bits_per_texel: bytes.len() as f64 * 8.0 / texel_count.max(1) as f64, texel_count, sections };
+    Ok((bundle, bytes, report))
+}
+
+/// Compresses a library into a bundle. The one entry point of the studio, the CLI and the tests.
+pub fn compress(set: &TextureSet, options: &CompressOptions, progress: &dyn Progress, cancel: &Cancel) -> Result<Compressed, CompressError> {
+    progress.pass_started(Pass::Analyse);
+    let (layout, analyse_report) = analyse(set, options)?;
+    progress.pass_finished(
+        Pass::Analyse,
+        &format!(
+            "{} textures, grids {}, MLP {:?}",
+            analyse_report.budgets.len(),
+            analyse_report.grids.iter().map(|g| format!("{}x{}x{}@{}b", g.width, g.height, g.channels, g.bits)).collect::<Vec<_>>().join(" + "),
+            analyse_report.mlp_widths
+        ),
+    );
+
+    progress.pass_started(Pass::Train);
+    let (params, train_report) = match options.backend {
+        Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
+        Backend::Wgpu | Backend::Flex => crate::burn_train::train_burn(set, &layout, options, progress, cancel)?,
+    };
+    progress.pass_finished(
+        Pass::Train,
+        &format!("{} steps on {} in {:.1} s ({:.2} M texels/s)", train_report.steps_run, train_report.backend, train_report.train_secs, train_report.texels_per_sec / 1e6),
+    );
+
+    progress.pass_started(Pass::Prune);
+    let (layout, params, prune_report) = prune(&layout, &params);
+    progress.pass_finished(Pass::Prune, &format!("latent channels {} → {}", prune_report.channels_before, prune_report.channels_after));
+
+    progress.pass_started(Pass::Quantise);
+    let (levels, layers, quantise_report) = quantise(&layout, &params);
+    progress.pass_finished(Pass::Quantise, &format!("latents at {:?} bits, weights int8 (max error {:.2e})", quantise_report.latent_bits, quantise_report.max_weight_error));
+
+    progress.pass_started(Pass::Pack);
+    let (bundle, bundle_bytes, pack_report) = pack(set, &layout, levels, layers)?;
+    progress.pass_finished(Pass::Pack, &format!("{} bytes, {:.3} bits per texel", pack_report.bundle_bytes, pack_report.bits_per_texel));
+
+    Ok(Compressed {
+        bundle,
+        bundle_bytes,
+        report: CompressReport { analyse: analyse_report, train: train_report, prune: prune_report, quantise: quantise_report, pack: pack_report },
+    })
+}

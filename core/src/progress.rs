@@ -1,0 +1,89 @@
+//! Progress reporting and cancellation, shared by the CLI, the studio and the tests.
+
+use serde::Serialize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A pass of the compression pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pass {
+    /// Channel budgets and set statistics.
+    Analyse,
+    /// Training the latents and decoder.
+    Train,
+    /// Removing latent channels no texture reads.
+    Prune,
+    /// Quantising latents and weights.
+    Quantise,
+    /// Writing the bundle layout.
+    Pack,
+}
+
+/// The part of training a step is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrainPhase {
+    /// Latents continuous with ±½-step uniform noise.
+    NoisyLatents,
+    /// Latents rounded and frozen; decoder trains in float.
+    FrozenLatents,
+    /// Decoder trains through int8 fake-quantisation.
+    Int8Weights,
+}
+
+/// A training status update.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainStatus {
+    /// Steps done.
+    pub step: u32,
+    /// Steps in all.
+    pub total_steps: u32,
+    /// Current phase.
+    pub phase: TrainPhase,
+    /// Mean squared error per target channel over recent steps.
+    pub loss: f32,
+    /// PSNR estimate from that loss, in dB (values in [0, 1]; before output clamping and rounding).
+    pub psnr_estimate_db: f32,
+    /// Training throughput, texels per second.
+    pub texels_per_sec: f64,
+    /// Seconds since training started.
+    pub elapsed_secs: f64,
+    /// Estimated seconds to the end.
+    pub eta_secs: f64,
+}
+
+/// Receives progress. Every method has an empty default.
+pub trait Progress: Sync {
+    /// A pass starts.
+    fn pass_started(&self, _pass: Pass) {}
+    /// Training moved on (called a few times per second at most).
+    fn train_status(&self, _status: &TrainStatus) {}
+    /// A pass finished; `summary` says what it did in one line.
+    fn pass_finished(&self, _pass: Pass, _summary: &str) {}
+}
+
+/// Ignores progress.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// A cancellation flag, cheap to clone and share with a worker thread.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A flag that is not set.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Asks the work to stop at the next step.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    /// Whether cancellation was asked for.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,99 @@
+//! The CPU reference of the model math in [`crate::params`], one texel at a time. Plain Rust, no
+//! burn: this is what the GPU shader and the trainers are checked against.
+
+use crate::params::{ModelParams, pe_angular_frequency};
+
+/// Bilinear clamp-to-edge fetch: the four corner cell indices (`y * width + x`) and their weights,
+/// in the order `(x0,y0), (x1,y0), (x0,y1), (x1,y1)`.
+#[must_use]
+pub fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usize; 4], [f32; 4]) {
+    let gx = u * width as f32 - 0.5;
+    let gy = v * height as f32 - 0.5;
+    let fx0 = gx.floor();
+    let fy0 = gy.floor();
+    let fx = gx - fx0;
+    let fy = gy - fy0;
+    let max_x = width.saturating_sub(1) as f32;
+    let max_y = height.saturating_sub(1) as f32;
+    let x0 = fx0.clamp(0.0, max_x) as usize;
+    let x1 = (fx0 + 1.0).clamp(0.0, max_x) as usize;
+    let y0 = fy0.clamp(0.0, max_y) as usize;
+    let y1 = (fy0 + 1.0).clamp(0.0, max_y) as usize;
+    let w = width as usize;
+    (
+        [y0 * w + x0, y0 * w + x1, y1 * w + x0, y1 * w + x1],
+        [(1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy],
+    )
+}
+
+/// Writes the MLP input for texel `(u, v)` of a texture whose channel mask is `mask` into
+/// `features` (length [`ModelParams::mlp_inputs`]).
+pub fn features_at(params: &ModelParams, u: f32, v: f32, mask: &[f32], features: &mut [f32]) {
+    let mut offset = 0;
+    for grid in &params.grids {
+        let channels = grid.channels as usize;
+        let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
+        for c in 0..channels {
+            let mut value = 0.0;
+            for (cell, weight) in cells.iter().zip(weights) {
+                value += weight * grid.values.get(cell * channels + c).copied().unwrap_or(0.0);
+            }
+            let m = mask.get(offset + c).copied().unwrap_or(0.0);
+            if let Some(f) = features.get_mut(offset + c) {
+                *f = value * m;
+            }
+        }
+        offset += channels;
+    }
+    let (w0, h0) = params.grids.first().map_or((1, 1), |g| (g.width, g.height));
+    let px = u * w0 as f32;
+    let py = v * h0 as f32;
+    for k in 0..params.pe_frequencies {
+        let a = pe_angular_frequency(k);
+        let i = offset + 4 * k as usize;
+        if let Some(slot) = features.get_mut(i..i + 4) {
+            slot[0] = (a * px).sin();
+            slot[1] = (a * px).cos();
+            slot[2] = (a * py).sin();
+            slot[3] = (a * py).cos();
+        }
+    }
+}
+
+/// Scratch buffers for [`mlp_forward`], reused across texels.
+#[derive(Default)]
+pub struct MlpScratch {
+    a: Vec<f32>,
+    b: Vec<f32>,
+}
+
+/// Runs the MLP on `features`; returns all output channels (unclamped) in `scratch`'s buffer.
+pub fn mlp_forward<'s>(params: &ModelParams, features: &[f32], scratch: &'s mut MlpScratch) -> &'s [f32] {
+    scratch.a.clear();
+    scratch.a.extend_from_slice(features);
+    let last = params.layers.len().saturating_sub(1);
+    for (index, layer) in params.layers.iter().enumerate() {
+        scratch.b.clear();
+        for o in 0..layer.outputs {
+            let row = &layer.weights[o * layer.inputs..(o + 1) * layer.inputs];
+            let mut z = layer.biases[o];
+            for (w, x) in row.iter().zip(&scratch.a) {
+                z += w * x;
+            }
+            scratch.b.push(if index == last { z } else { z.max(0.0) });
+        }
+        std::mem::swap(&mut scratch.a, &mut scratch.b);
+    }
+    &scratch.a
+}
+
+/// Decodes every output channel at `(u, v)` for a texture with channel mask `mask`, clamped to
+/// `[0, 1]`, into `out` (length [`ModelParams::output_channels`]).
+pub fn decode_all_outputs(params: &ModelParams, u: f32, v: f32, mask: &[f32], scratch: &mut MlpScratch, out: &mut [f32]) {
+    let mut features = vec![0.0; params.mlp_inputs()];
+    features_at(params, u, v, mask, &mut features);
+    let y = mlp_forward(params, &features, scratch);
+    for (o, value) in out.iter_mut().zip(y) {
+        *o = value.clamp(0.0, 1.0);
+    }
+}

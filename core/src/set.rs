@@ -1,0 +1,214 @@
+//! The in-memory texture set: a library of materials, each a set of maps (textures).
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What a map means. Decides its colour space and how it is named on decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MapKind {
+    /// Base colour / albedo (sRGB).
+    Basecolor,
+    /// Tangent-space normal map (encoded `n * 0.5 + 0.5`).
+    Normal,
+    /// Roughness (linear).
+    Roughness,
+    /// Metallic (linear).
+    Metallic,
+    /// Ambient occlusion (linear).
+    Ao,
+    /// Height / displacement (linear).
+    Height,
+    /// Emissive colour (sRGB).
+    Emissive,
+    /// Opacity / alpha (linear).
+    Opacity,
+    /// Packed occlusion / roughness / metallic, glTF layout: R = occlusion, G = roughness, B = metallic.
+    Orm,
+}
+
+impl MapKind {
+    /// Every kind, in canonical order.
+    pub const ALL: [MapKind; 9] = [
+        MapKind::Basecolor,
+        MapKind::Normal,
+        MapKind::Roughness,
+        MapKind::Metallic,
+        MapKind::Ao,
+        MapKind::Height,
+        MapKind::Emissive,
+        MapKind::Opacity,
+        MapKind::Orm,
+    ];
+
+    /// The canonical file-name token (`<material>_<token>.png` on decode).
+    #[must_use]
+    pub fn token(self) -> &'static str {
+        match self {
+            MapKind::Basecolor => "basecolor",
+            MapKind::Normal => "normal",
+            MapKind::Roughness => "roughness",
+            MapKind::Metallic => "metallic",
+            MapKind::Ao => "ao",
+            MapKind::Height => "height",
+            MapKind::Emissive => "emissive",
+            MapKind::Opacity => "opacity",
+            MapKind::Orm => "orm",
+        }
+    }
+
+    /// Parses a canonical token (as written by [`MapKind::token`]) or any alias accepted in file names.
+    #[must_use]
+    pub fn from_token(token: &str) -> Option<Self> {
+        crate::naming::kind_from_token(&token.to_ascii_lowercase())
+    }
+
+    /// Colour maps are stored sRGB-encoded; everything else is linear data.
+    #[must_use]
+    pub fn color_space(self) -> ColorSpace {
+        match self {
+            MapKind::Basecolor | MapKind::Emissive => ColorSpace::Srgb,
+            _ => ColorSpace::Linear,
+        }
+    }
+}
+
+impl std::fmt::Display for MapKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.token())
+    }
+}
+
+/// How the stored values of a map are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColorSpace {
+    /// sRGB transfer function (colour maps).
+    Srgb,
+    /// Linear data.
+    Linear,
+}
+
+/// Tangent-space normal map convention (direction of +Y / green).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormalConvention {
+    /// Green points up (+Y): OpenGL, glTF, Blender.
+    #[default]
+    OpenGl,
+    /// Green points down (−Y): DirectX, Unreal.
+    DirectX,
+}
+
+/// How a decoded map is written back: PNG sample format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleFormat {
+    /// 8 bits per channel.
+    U8,
+    /// 16 bits per channel.
+    U16,
+    /// 32-bit float (EXR sources); written as 16-bit PNG on decode with the stored range.
+    F32,
+}
+
+impl SampleFormat {
+    /// Bits per channel in the source file.
+    #[must_use]
+    pub fn bits(self) -> u32 {
+        match self {
+            SampleFormat::U8 => 8,
+            SampleFormat::U16 => 16,
+            SampleFormat::F32 => 32,
+        }
+    }
+}
+
+/// One map (texture) of a material, decoded into normalised floats.
+#[derive(Clone, Debug)]
+pub struct Texture {
+    /// What the map means.
+    pub kind: MapKind,
+    /// Where it was read from (for messages and reports).
+    pub source_path: PathBuf,
+    /// Width in texels.
+    pub width: u32,
+    /// Height in texels.
+    pub height: u32,
+    /// Number of channels (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA).
+    pub channels: u32,
+    /// Sample format of the source file (decode writes the same).
+    pub sample_format: SampleFormat,
+    /// Colour space of the stored values.
+    pub color_space: ColorSpace,
+    /// Normal-map convention (meaningful for [`MapKind::Normal`] only).
+    pub normal_convention: NormalConvention,
+    /// Per channel `[low, high]`: stored value = `low + (high - low) * t` for the model's `t` in
+    /// `[0, 1]`. `[0, 1]` for integer formats; the data range for float (EXR) sources.
+    pub channel_ranges: Vec<[f32; 2]>,
+    /// `width * height * channels` values in `[0, 1]`, interleaved `[y][x][c]`.
+    pub texels: Vec<f32>,
+}
+
+impl Texture {
+    /// Number of texels (`width * height`).
+    #[must_use]
+    pub fn texel_count(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+
+    /// Normalised value of channel `c` at texel `(x, y)`.
+    #[must_use]
+    pub fn value(&self, x: u32, y: u32, c: u32) -> f32 {
+        let i = (y as usize * self.width as usize + x as usize) * self.channels as usize + c as usize;
+        self.texels.get(i).copied().unwrap_or(0.0)
+    }
+}
+
+/// A material: a named set of maps that share one UV layout.
+#[derive(Clone, Debug)]
+pub struct Material {
+    /// Material name (the folder name).
+    pub name: String,
+    /// Where it was read from.
+    pub source_dir: PathBuf,
+    /// Its maps, sorted by kind.
+    pub textures: Vec<Texture>,
+}
+
+impl Material {
+    /// The material's texel count: that of its largest map (the denominator of bits per texel).
+    #[must_use]
+    pub fn texel_count(&self) -> usize {
+        self.textures.iter().map(Texture::texel_count).max().unwrap_or(0)
+    }
+}
+
+/// A library: one or more materials compressed together into one bundle.
+#[derive(Clone, Debug, Default)]
+pub struct TextureSet {
+    /// The materials, in the order given.
+    pub materials: Vec<Material>,
+}
+
+impl TextureSet {
+    /// Sum of the materials' texel counts (denominator of bits per texel).
+    #[must_use]
+    pub fn texel_count(&self) -> usize {
+        self.materials.iter().map(Material::texel_count).sum()
+    }
+
+    /// Every texture with its (material, map) index, in library order.
+    pub fn textures(&self) -> impl Iterator<Item = (usize, usize, &Texture)> {
+        self.materials
+            .iter()
+            .enumerate()
+            .flat_map(|(m, mat)| mat.textures.iter().enumerate().map(move |(t, tex)| (m, t, tex)))
+    }
+
+    /// Total output channels over all textures (the MLP's output width).
+    #[must_use]
+    pub fn output_channels(&self) -> usize {
+        self.textures().map(|(_, _, t)| t.channels as usize).sum()
+    }
+}

@@ -1,0 +1,732 @@
+//! Training: the texel sampler every backend shares, and the hand-fused CPU trainer (latent
+//! gather + MLP forward/backward through sgemm + Adam), with burn as its reference in tests.
+//!
+//! Determinism: a step's batch is split into fixed chunks of [`CHUNK_TEXELS`]; each chunk draws its
+//! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed
+//! in chunk order, so results do not depend on the number of threads.
+
+use crate::gemm::{Strides, gemm};
+use crate::layout::ModelLayout;
+use crate::options::CompressOptions;
+use crate::params::{LayerParams, ModelParams, pe_angular_frequency};
+use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
+use crate::quant;
+use crate::reference::bilinear_corners;
+use crate::set::TextureSet;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Texels per deterministic work chunk.
+pub const CHUNK_TEXELS: usize = 256;
+
+/// A training failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrainError {
+    /// Cancelled through [`Cancel`].
+    #[error("training was cancelled")]
+    Cancelled,
+    /// A checkpoint could not be written or read.
+    #[error("checkpoint {path:?}: {message}")]
+    Checkpoint {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The training backend failed.
+    #[error("training backend failed: {0}")]
+    Backend(String),
+}
+
+/// SplitMix64: small, fast and good enough for sampling texels and noise.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `(seed, a, b)`.
+    #[must_use]
+    pub fn new(seed: u64, a: u64, b: u64) -> Self {
+        let mut r = Self(seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        r.next_u64();
+        r
+    }
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn next_f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    /// Uniform in `[0, n)`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// A batch in dense form: what every backend consumes.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Texels in the batch.
+    pub len: usize,
+    /// `[len][2]` texture coordinates.
+    pub uv: Vec<f32>,
+    /// `[len][latent_channels]` channel masks.
+    pub mask: Vec<f32>,
+    /// `[len][output_channels]` targets (0 where not targeted).
+    pub target: Vec<f32>,
+    /// `[len][output_channels]` loss weights (0 where not targeted).
+    pub weight: Vec<f32>,
+}
+
+struct TargetRef<'a> {
+    data: &'a [f32],
+    channels: usize,
+    output_offset: usize,
+    weight: f32,
+}
+
+/// Textures of one material that share a resolution and a channel mask: one MLP evaluation per
+/// texel serves all of them.
+struct Group<'a> {
+    width: u32,
+    height: u32,
+    mask: Vec<f32>,
+    targets: Vec<TargetRef<'a>>,
+}
+
+/// Draws training texels uniformly over every texel of every texture group of the library, so
+/// each map is trained in proportion to its size.
+pub struct Sampler<'a> {
+    groups: Vec<Group<'a>>,
+    cumulative_texels: Vec<u64>,
+    latent_channels: usize,
+    output_channels: usize,
+}
+
+impl<'a> Sampler<'a> {
+    /// Groups the set's textures by (material, resolution, mask).
+    #[must_use]
+    pub fn new(set: &'a TextureSet, layout: &ModelLayout) -> Self {
+        let mut groups: Vec<Group<'a>> = Vec::new();
+        for (material, slots) in set.materials.iter().zip(&layout.textures) {
+            let first_group = groups.len();
+            for (texture, slot) in material.textures.iter().zip(slots) {
+                let mask = layout.mask(slot);
+                let target = TargetRef {
+                    data: &texture.texels,
+                    channels: texture.channels as usize,
+                    output_offset: slot.output_offset,
+                    weight: slot.loss_weight,
+                };
+                if let Some(g) = groups[first_group..]
+                    .iter_mut()
+                    .find(|g| g.width == texture.width && g.height == texture.height && g.mask == mask)
+                {
+                    g.targets.push(target);
+                } else {
+                    groups.push(Group { width: texture.width, height: texture.height, mask, targets: vec![target] });
+                }
+            }
+        }
+        let mut total = 0u64;
+        let cumulative_texels = groups
+            .iter()
+            .map(|g| {
+                total += u64::from(g.width) * u64::from(g.height);
+                total
+            })
+            .collect();
+        Self { groups, cumulative_texels, latent_channels: layout.latent_channels(), output_channels: layout.output_channels() }
+    }
+
+    /// Total texels over all groups.
+    #[must_use]
+    pub fn texel_count(&self) -> u64 {
+        self.cumulative_texels.last().copied().unwrap_or(0)
+    }
+
+    /// Fills `batch` with `len` random texels.
+    pub fn fill(&self, rng: &mut Rng, len: usize, batch: &mut Batch) {
+        let (lc, oc) = (self.latent_channels, self.output_channels);
+        batch.len = len;
+        batch.uv.clear();
+        batch.uv.resize(len * 2, 0.0);
+        batch.mask.clear();
+        batch.mask.resize(len * lc, 0.0);
+        batch.target.clear();
+        batch.target.resize(len * oc, 0.0);
+        batch.weight.clear();
+        batch.weight.resize(len * oc, 0.0);
+        let total = self.texel_count();
+        if total == 0 {
+            return;
+        }
+        for i in 0..len {
+            let r = rng.below(total);
+            let g = self.cumulative_texels.partition_point(|&c| c <= r);
+            let Some(group) = self.groups.get(g) else { continue };
+            let start = if g == 0 { 0 } else { self.cumulative_texels[g - 1] };
+            let texel = (r - start) as usize;
+            let (x, y) = (texel % group.width as usize, texel / group.width as usize);
+            batch.uv[2 * i] = (x as f32 + 0.5) / group.width as f32;
+            batch.uv[2 * i + 1] = (y as f32 + 0.5) / group.height as f32;
+            batch.mask[i * lc..(i + 1) * lc].copy_from_slice(&group.mask);
+            for t in &group.targets {
+                for c in 0..t.channels {
+                    let o = i * oc + t.output_offset + c;
+                    batch.target[o] = t.data.get(texel * t.channels + c).copied().unwrap_or(0.0);
+                    batch.weight[o] = t.weight;
+                }
+            }
+        }
+    }
+}
+
+/// Gradients and statistics of one chunk.
+pub struct ChunkGrads {
+    /// `Σ weight · (y − t)²` over the chunk (not yet divided by the batch size).
+    pub weighted_sq_err: f64,
+    /// `Σ (y − t)²` over targeted channels, and their count (for the PSNR estimate).
+    pub sq_err: f64,
+    /// Number of targeted channel values.
+    pub targeted: f64,
+    /// Per layer, `d loss / d W` and `d loss / d b` (unscaled by the batch size).
+    pub layers: Vec<LayerParams>,
+    /// `[len][latent_channels]` gradient of the masked latent features (unscaled).
+    pub d_features: Vec<f32>,
+    /// `[len][grids]` bilinear corner cells and weights of each texel.
+    pub corners: Vec<([usize; 4], [f32; 4])>,
+}
+
+/// Forward and backward of the model on a batch (the fused CPU kernel). `mlp` are the layers to
+/// run (the float ones, or their int8 fake-quantised copies); `noise` adds uniform noise of the
+/// given amplitude to every gathered latent corner value.
+#[must_use]
+pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch, noise: Option<(f32, &mut Rng)>) -> ChunkGrads {
+    let n = batch.len;
+    let lc = params.latent_channels();
+    let inputs = params.mlp_inputs();
+    let oc = params.output_channels();
+    let grid_count = params.grids.len();
+    let mut noise = noise;
+
+    // Features.
+    let mut x = vec![0.0f32; n * inputs];
+    let mut corners = Vec::with_capacity(n * grid_count);
+    for i in 0..n {
+        let (u, v) = (batch.uv[2 * i], batch.uv[2 * i + 1]);
+        let row = &mut x[i * inputs..(i + 1) * inputs];
+        let mut offset = 0;
+        for grid in &params.grids {
+            let ch = grid.channels as usize;
+            let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
+            for c in 0..ch {
+                let mut value = 0.0;
+                for k in 0..4 {
+                    let mut g = grid.values[cells[k] * ch + c];
+                    if let Some((amplitude, rng)) = noise.as_mut() {
+                        g += (rng.next_f32() * 2.0 - 1.0) * *amplitude;
+                    }
+                    value += weights[k] * g;
+                }
+                row[offset + c] = value * batch.mask[i * lc + offset + c];
+            }
+            offset += ch;
+            corners.push((cells, weights));
+        }
+        let (w0, h0) = params.grids.first().map_or((1, 1), |g| (g.width, g.height));
+        let (px, py) = (u * w0 as f32, v * h0 as f32);
+        for k in 0..params.pe_frequencies {
+            let a = pe_angular_frequency(k);
+            let j = offset + 4 * k as usize;
+            row[j] = (a * px).sin();
+            row[j + 1] = (a * px).cos();
+            row[j + 2] = (a * py).sin();
+            row[j + 3] = (a * py).cos();
+        }
+    }
+
+    // Forward: z_l = a_{l-1} · W_lᵀ + b_l; a_l = relu(z_l) except the last.
+    let mut activations: Vec<Vec<f32>> = vec![x];
+    let mut pre: Vec<Vec<f32>> = Vec::with_capacity(mlp.len());
+    let last = mlp.len().saturating_sub(1);
+    for (l, layer) in mlp.iter().enumerate() {
+        let mut z = Vec::with_capacity(n * layer.outputs);
+        for _ in 0..n {
+            z.extend_from_slice(&layer.biases);
+        }
+        gemm(
+            &activations[l],
+            Strides::row_major(n, layer.inputs),
+            &layer.weights,
+            Strides::transposed(layer.outputs, layer.inputs),
+            1.0,
+            &mut z,
+            Strides::row_major(n, layer.outputs),
+        );
+        let a = if l == last { z.clone() } else { z.iter().map(|v| v.max(0.0)).collect() };
+        pre.push(z);
+        activations.push(a);
+    }
+
+    // Loss gradient.
+    let y = &activations[mlp.len()];
+    let mut dz = vec![0.0f32; n * oc];
+    let (mut weighted_sq_err, mut sq_err, mut targeted) = (0.0f64, 0.0f64, 0.0f64);
+    for j in 0..n * oc {
+        let w = batch.weight[j];
+        if w != 0.0 {
+            let d = y[j] - batch.target[j];
+            weighted_sq_err += f64::from(w * d * d);
+            sq_err += f64::from(d * d);
+            targeted += 1.0;
+            dz[j] = 2.0 * w * d;
+        }
+    }
+
+    // Backward.
+    let mut layer_grads: Vec<LayerParams> = mlp.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect();
+    let mut d_features = Vec::new();
+    for l in (0..mlp.len()).rev() {
+        let layer = &mlp[l];
+        let grad = &mut layer_grads[l];
+        gemm(
+            &dz,
+            Strides::transposed(n, layer.outputs),
+            &activations[l],
+            Strides::row_major(n, layer.inputs),
+            0.0,
+            &mut grad.weights,
+            Strides::row_major(layer.outputs, layer.inputs),
+        );
+        for row in dz.chunks_exact(layer.outputs) {
+            for (b, d) in grad.biases.iter_mut().zip(row) {
+                *b += d;
+            }
+        }
+        let mut da = vec![0.0f32; n * layer.inputs];
+        gemm(
+            &dz,
+            Strides::row_major(n, layer.outputs),
+            &layer.weights,
+            Strides::row_major(layer.outputs, layer.inputs),
+            0.0,
+            &mut da,
+            Strides::row_major(n, layer.inputs),
+        );
+        if l == 0 {
+            d_features = Vec::with_capacity(n * lc);
+            for i in 0..n {
+                for c in 0..lc {
+                    d_features.push(da[i * inputs + c] * batch.mask[i * lc + c]);
+                }
+            }
+        } else {
+            for (d, z) in da.iter_mut().zip(&pre[l - 1]) {
+                if *z <= 0.0 {
+                    *d = 0.0;
+                }
+            }
+            dz = da;
+        }
+    }
+    ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners }
+}
+
+/// Adds a chunk's latent-feature gradients into the grid gradients (bilinear scatter).
+pub fn scatter_grid_grads(params: &ModelParams, chunk: &ChunkGrads, grads: &mut ModelParams) {
+    let lc = params.latent_channels();
+    let grid_count = params.grids.len();
+    let n = chunk.d_features.len() / lc.max(1);
+    for i in 0..n {
+        let mut offset = 0;
+        for (g, grid) in grads.grids.iter_mut().enumerate() {
+            let ch = grid.channels as usize;
+            let (cells, weights) = chunk.corners[i * grid_count + g];
+            let d = &chunk.d_features[i * lc + offset..i * lc + offset + ch];
+            for k in 0..4 {
+                let base = cells[k] * ch;
+                for (c, dv) in d.iter().enumerate() {
+                    grid.values[base + c] += weights[k] * dv;
+                }
+            }
+            offset += ch;
+        }
+    }
+}
+
+/// Loss and gradient of every parameter on one batch, without noise: the fused kernel's answer to
+/// what burn's autodiff computes (`loss = Σ weight·(y − t)² / len`).
+#[must_use]
+pub fn loss_and_grads(params: &ModelParams, batch: &Batch) -> (f32, ModelParams) {
+    let chunk = forward_backward(params, &params.layers, batch, None);
+    let mut grads = params.zeros_like();
+    scatter_grid_grads(params, &chunk, &mut grads);
+    let scale = 1.0 / batch.len.max(1) as f32;
+    for (g, c) in grads.layers.iter_mut().zip(&chunk.layers) {
+        g.weights = c.weights.iter().map(|v| v * scale).collect();
+        g.biases = c.biases.iter().map(|v| v * scale).collect();
+    }
+    for g in &mut grads.grids {
+        for v in &mut g.values {
+            *v *= scale;
+        }
+    }
+    ((chunk.weighted_sq_err / batch.len.max(1) as f64) as f32, grads)
+}
+
+/// The schedule a trainer follows.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// Total steps.
+    pub steps: u32,
+    /// Texels per step.
+    pub batch_texels: usize,
+    /// Grid learning rate.
+    pub grid_learning_rate: f32,
+    /// MLP learning rate.
+    pub mlp_learning_rate: f32,
+    /// Step at which latents are rounded and frozen.
+    pub freeze_step: u32,
+    /// Step from which weights train through int8 fake-quantisation.
+    pub int8_step: u32,
+    /// Bits of each grid.
+    pub grid_bits: Vec<u32>,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Schedule {
+    /// The schedule of some options for a layout.
+    #[must_use]
+    pub fn new(options: &CompressOptions, layout: &ModelLayout) -> Self {
+        let steps = options.steps;
+        Self {
+            steps,
+            batch_texels: options.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
+            grid_learning_rate: options.grid_learning_rate,
+            mlp_learning_rate: options.mlp_learning_rate,
+            freeze_step: (steps as f32 * options.freeze_latents_at) as u32,
+            int8_step: (steps as f32 * options.quantize_weights_at) as u32,
+            grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
+            seed: options.seed,
+        }
+    }
+
+    /// Phase of a step.
+    #[must_use]
+    pub fn phase(&self, step: u32) -> TrainPhase {
+        if step >= self.int8_step.max(self.freeze_step) {
+            TrainPhase::Int8Weights
+        } else if step >= self.freeze_step {
+            TrainPhase::FrozenLatents
+        } else {
+            TrainPhase::NoisyLatents
+        }
+    }
+
+    /// Cosine decay factor at a step (1 → 0.05).
+    #[must_use]
+    pub fn decay(&self, step: u32) -> f32 {
+        let t = step as f32 / self.steps.max(1) as f32;
+        0.05 + 0.95 * 0.5 * (1.0 + (std::f32::consts::PI * t).cos())
+    }
+}
+
+/// Initial parameters: latents uniform in ±0.25, He-uniform weights, output biases at each
+/// channel's mean value.
+#[must_use]
+pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> ModelParams {
+    let mut params = layout.zero_params();
+    let mut rng = Rng::new(seed, 0xA11CE, 0);
+    for grid in &mut params.grids {
+        for v in &mut grid.values {
+            *v = (rng.next_f32() * 2.0 - 1.0) * 0.25;
+        }
+    }
+    let last = params.layers.len().saturating_sub(1);
+    for (l, layer) in params.layers.iter_mut().enumerate() {
+        let bound = (6.0 / layer.inputs.max(1) as f32).sqrt() * if l == last { 0.1 } else { 1.0 };
+        for w in &mut layer.weights {
+            *w = (rng.next_f32() * 2.0 - 1.0) * bound;
+        }
+    }
+    if let Some(out) = params.layers.last_mut() {
+        for (material, slots) in set.materials.iter().zip(&layout.textures) {
+            for (texture, slot) in material.textures.iter().zip(slots) {
+                let ch = texture.channels as usize;
+                for c in 0..ch {
+                    let sum: f64 = texture.texels.iter().skip(c).step_by(ch).map(|&v| f64::from(v)).sum();
+                    if let Some(b) = out.biases.get_mut(slot.output_offset + c) {
+                        *b = (sum / texture.texel_count().max(1) as f64) as f32;
+                    }
+                }
+            }
+        }
+    }
+    params
+}
+
+/// Adam state for [`ModelParams`].
+#[derive(Clone, Debug)]
+pub struct Adam {
+    /// First moments.
+    pub m: ModelParams,
+    /// Second moments.
+    pub v: ModelParams,
+    /// Updates done (for bias correction).
+    pub t: u32,
+}
+
+const ADAM_BETA1: f32 = 0.9;
+const ADAM_BETA2: f32 = 0.99;
+const ADAM_EPS: f32 = 1e-8;
+
+fn adam_update(theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], lr: f32, c1: f32, c2: f32) {
+    theta.par_chunks_mut(4096).zip(grad.par_chunks(4096)).zip(m.par_chunks_mut(4096)).zip(v.par_chunks_mut(4096)).for_each(
+        |(((theta, grad), m), v)| {
+            for j in 0..theta.len() {
+                let g = grad[j];
+                m[j] = ADAM_BETA1 * m[j] + (1.0 - ADAM_BETA1) * g;
+                v[j] = ADAM_BETA2 * v[j] + (1.0 - ADAM_BETA2) * g * g;
+                theta[j] -= lr * (m[j] / c1) / ((v[j] / c2).sqrt() + ADAM_EPS);
+            }
+        },
+    );
+}
+
+impl Adam {
+    /// Zero moments for these parameters.
+    #[must_use]
+    pub fn new(params: &ModelParams) -> Self {
+        Self { m: params.zeros_like(), v: params.zeros_like(), t: 0 }
+    }
+
+    /// One update. Grids update only when `grid_lr` is `Some`.
+    pub fn step(&mut self, params: &mut ModelParams, grads: &ModelParams, grid_lr: Option<f32>, mlp_lr: f32) {
+        self.t += 1;
+        let c1 = 1.0 - ADAM_BETA1.powi(self.t as i32);
+        let c2 = 1.0 - ADAM_BETA2.powi(self.t as i32);
+        if let Some(lr) = grid_lr {
+            for (((p, g), m), v) in params.grids.iter_mut().zip(&grads.grids).zip(&mut self.m.grids).zip(&mut self.v.grids) {
+                adam_update(&mut p.values, &g.values, &mut m.values, &mut v.values, lr, c1, c2);
+                for value in &mut p.values {
+                    *value = value.clamp(quant::LATENT_RANGE[0], quant::LATENT_RANGE[1]);
+                }
+            }
+        }
+        for (((p, g), m), v) in params.layers.iter_mut().zip(&grads.layers).zip(&mut self.m.layers).zip(&mut self.v.layers) {
+            adam_update(&mut p.weights, &g.weights, &mut m.weights, &mut v.weights, mlp_lr, c1, c2);
+            adam_update(&mut p.biases, &g.biases, &mut m.biases, &mut v.biases, mlp_lr, c1, c2);
+        }
+    }
+}
+
+/// The fused CPU trainer.
+pub struct FusedTrainer<'a> {
+    /// Current parameters.
+    pub params: ModelParams,
+    /// Optimiser state.
+    pub adam: Adam,
+    /// Next step to run.
+    pub step: u32,
+    sampler: Sampler<'a>,
+    schedule: Schedule,
+}
+
+/// What one step did.
+#[derive(Clone, Copy, Debug)]
+pub struct StepStats {
+    /// Mean squared error per targeted channel value.
+    pub mse: f32,
+    /// Phase of the step.
+    pub phase: TrainPhase,
+}
+
+impl<'a> FusedTrainer<'a> {
+    /// A trainer starting from `params` at step 0.
+    #[must_use]
+    pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: ModelParams) -> Self {
+        let adam = Adam::new(&params);
+        Self { params, adam, step: 0, sampler, schedule }
+    }
+
+    /// The schedule.
+    #[must_use]
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// Runs one step.
+    pub fn run_step(&mut self) -> StepStats {
+        let step = self.step;
+        let phase = self.schedule.phase(step);
+        if step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0) {
+            for (grid, &bits) in self.params.grids.iter_mut().zip(&self.schedule.grid_bits) {
+                quant::round_grid(grid, bits);
+            }
+        }
+        let mlp: Vec<LayerParams> = if phase == TrainPhase::Int8Weights {
+            self.params.layers.iter().map(quant::fake_quantize).collect()
+        } else {
+            self.params.layers.clone()
+        };
+        let train_grids = phase == TrainPhase::NoisyLatents;
+        let chunks = self.schedule.batch_texels / CHUNK_TEXELS;
+        let params = &self.params;
+        let sampler = &self.sampler;
+        let seed = self.schedule.seed;
+        let bits = &self.schedule.grid_bits;
+        // One noise amplitude for all grids would be wrong when their bits differ; the kernel takes
+        // one amplitude, so use the finest grid's half step (grids share bits in every preset).
+        let amplitude = 0.5 * quant::latent_step(bits.first().copied().unwrap_or(8));
+        let results: Vec<ChunkGrads> = (0..chunks)
+            .into_par_iter()
+            .map(|chunk| {
+                let mut rng = Rng::new(seed, u64::from(step), chunk as u64);
+                let mut batch = Batch::default();
+                sampler.fill(&mut rng, CHUNK_TEXELS, &mut batch);
+                let noise = if train_grids { Some((amplitude, &mut rng)) } else { None };
+                forward_backward(params, &mlp, &batch, noise)
+            })
+            .collect();
+        let mut grads = self.params.zeros_like();
+        let (mut sq_err, mut targeted) = (0.0f64, 0.0f64);
+        for r in &results {
+            sq_err += r.sq_err;
+            targeted += r.targeted;
+            for (g, c) in grads.layers.iter_mut().zip(&r.layers) {
+                for (a, b) in g.weights.iter_mut().zip(&c.weights) {
+                    *a += b;
+                }
+                for (a, b) in g.biases.iter_mut().zip(&c.biases) {
+                    *a += b;
+                }
+            }
+            if train_grids {
+                scatter_grid_grads(&self.params, r, &mut grads);
+            }
+        }
+        let scale = 1.0 / self.schedule.batch_texels as f32;
+        for g in &mut grads.layers {
+            g.weights.iter_mut().chain(g.biases.iter_mut()).for_each(|v| *v *= scale);
+        }
+        if train_grids {
+            for g in &mut grads.grids {
+                g.values.par_iter_mut().for_each(|v| *v *= scale);
+            }
+        }
+        let decay = self.schedule.decay(step);
+        let grid_lr = train_grids.then_some(self.schedule.grid_learning_rate * decay);
+        self.adam.step(&mut self.params, &grads, grid_lr, self.schedule.mlp_learning_rate * decay);
+        self.step += 1;
+        StepStats { mse: (sq_err / targeted.max(1.0)) as f32, phase }
+    }
+
+    /// The final model: latents rounded, weights int8-quantised (dequantised values).
+    #[must_use]
+    pub fn final_params(&self) -> ModelParams {
+        let mut p = self.params.clone();
+        for (grid, &bits) in p.grids.iter_mut().zip(&self.schedule.grid_bits) {
+            quant::round_grid(grid, bits);
+        }
+        p.layers = p.layers.iter().map(quant::fake_quantize).collect();
+        p
+    }
+}
+
+/// What training did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TrainReport {
+    /// Backend that ran.
+    pub backend: String,
+    /// Steps run in this call (fewer than `total_steps` after a resume).
+    pub steps_run: u32,
+    /// Steps in all.
+    pub total_steps: u32,
+    /// Texels per step.
+    pub batch_texels: usize,
+    /// Wall time of training, seconds.
+    pub train_secs: f64,
+    /// Training throughput.
+    pub texels_per_sec: f64,
+    /// Final per-channel MSE estimate (last steps).
+    pub final_mse: f32,
+    /// Step the run resumed from, if any.
+    pub resumed_from_step: Option<u32>,
+}
+
+/// Runs the fused trainer to the end with progress, cancellation and checkpoints.
+pub fn train_fused(
+    set: &TextureSet,
+    layout: &ModelLayout,
+    options: &CompressOptions,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<(ModelParams, TrainReport), TrainError> {
+    let schedule = Schedule::new(options, layout);
+    let sampler = Sampler::new(set, layout);
+    let fingerprint = crate::checkpoint::fingerprint(set, layout, options);
+    let mut trainer = FusedTrainer::new(sampler, schedule.clone(), initial_params(set, layout, options.seed));
+    let mut resumed_from_step = None;
+    if let Some(path) = &options.resume_from {
+        if path.exists() {
+            crate::checkpoint::load(path, &fingerprint, &mut trainer)?;
+            resumed_from_step = Some(trainer.step);
+        }
+    }
+    let start = Instant::now();
+    let start_step = trainer.step;
+    let mut last_report = Instant::now();
+    let mut last_checkpoint = Instant::now();
+    let mut mse_ema: Option<f32> = None;
+    while trainer.step < schedule.steps {
+        if cancel.is_cancelled() {
+            return Err(TrainError::Cancelled);
+        }
+        let stats = trainer.run_step();
+        mse_ema = Some(mse_ema.map_or(stats.mse, |e| 0.9 * e + 0.1 * stats.mse));
+        let done = trainer.step == schedule.steps;
+        if done || last_report.elapsed().as_secs_f64() > 0.5 {
+            last_report = Instant::now();
+            let elapsed = start.elapsed().as_secs_f64();
+            let steps_here = f64::from(trainer.step - start_step);
+            let mse = mse_ema.unwrap_or(stats.mse);
+            progress.train_status(&TrainStatus {
+                step: trainer.step,
+                total_steps: schedule.steps,
+                phase: stats.phase,
+                loss: mse,
+                psnr_estimate_db: -10.0 * mse.max(1e-12).log10(),
+                texels_per_sec: steps_here * schedule.batch_texels as f64 / elapsed.max(1e-9),
+                elapsed_secs: elapsed,
+                eta_secs: elapsed / steps_here.max(1.0) * f64::from(schedule.steps - trainer.step),
+            });
+        }
+        if let Some(cp) = &options.checkpoint {
+            if !done && last_checkpoint.elapsed().as_secs_f64() >= cp.every_secs {
+                crate::checkpoint::save(&cp.path, &fingerprint, &trainer)?;
+                last_checkpoint = Instant::now();
+            }
+        }
+    }
+    let train_secs = start.elapsed().as_secs_f64();
+    let steps_run = trainer.step - start_step;
+    let report = TrainReport {
+        backend: "cpu (fused)".into(),
+        steps_run,
+        total_steps: schedule.steps,
+        batch_texels: schedule.batch_texels,
+        train_secs,
+        texels_per_sec: f64::from(steps_run) * schedule.batch_texels as f64 / train_secs.max(1e-9),
+        final_mse: mse_ema.unwrap_or(0.0),
+        resumed_from_step,
+    };
+    Ok((trainer.final_params(), report))
+}

@@ -1,0 +1,66 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::missing_panics_doc, missing_docs)]
+
+use std::path::PathBuf;
+use texset_core::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// `../shared/textures` beside the checkout, if present.
+pub fn shared_textures() -> Option<PathBuf> {
+    let p = repo_root().parent()?.join("shared").join("textures");
+    p.is_dir().then_some(p)
+}
+
+/// The sample material folders, sorted.
+pub fn sample_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("sample_textures"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// A synthetic texture from a function of (x, y, c).
+pub fn texture(kind: MapKind, width: u32, height: u32, channels: u32, f: impl Fn(u32, u32, u32) -> f32) -> Texture {
+    let mut texels = Vec::new();
+    for y in 0..height {
+        for x in 0..width {
+            for c in 0..channels {
+                texels.push((f(x, y, c).clamp(0.0, 1.0) * 255.0).round() / 255.0);
+            }
+        }
+    }
+    Texture {
+        kind,
+        source_path: PathBuf::from(format!("synthetic_{kind}.png")),
+        width,
+        height,
+        channels,
+        sample_format: SampleFormat::U8,
+        color_space: if kind == MapKind::Basecolor { ColorSpace::Srgb } else { ColorSpace::Linear },
+        normal_convention: NormalConvention::OpenGl,
+        channel_ranges: vec![[0.0, 1.0]; channels as usize],
+        texels,
+    }
+}
+
+/// A small smooth-but-detailed material: base colour (RGB), roughness (gray) at half resolution.
+pub fn small_set(size: u32) -> TextureSet {
+    let s = size as f32;
+    let base = texture(MapKind::Basecolor, size, size, 3, |x, y, c| {
+        let (u, v) = (x as f32 / s, y as f32 / s);
+        0.5 + 0.35 * ((u * 9.0 + c as f32).sin() * (v * 7.0 - c as f32 * 0.5).cos())
+    });
+    let half = size / 2;
+    let rough = texture(MapKind::Roughness, half, half, 1, |x, y, _| {
+        let (u, v) = (x as f32 / half as f32, y as f32 / half as f32);
+        0.4 + 0.3 * (u * 5.0 + v * 3.0).sin()
+    });
+    TextureSet { materials: vec![Material { name: "synthetic".into(), source_dir: PathBuf::from("synthetic"), textures: vec![base, rough] }] }
+}

@@ -1,0 +1,171 @@
+//! Ingest: real shared sets, the samples, naming, and every error naming its file.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use texset_core::MapKind;
+use texset_core::ingest::{IngestError, IngestReport, load_library, load_material};
+
+fn write_png(path: &Path, width: u32, height: u32, channels: u8) {
+    let data: Vec<u8> = (0..width * height * u32::from(channels)).map(|i| (i * 37 % 251) as u8).collect();
+    let color = match channels {
+        1 => image::ExtendedColorType::L8,
+        3 => image::ExtendedColorType::Rgb8,
+        _ => image::ExtendedColorType::Rgba8,
+    };
+    image::save_buffer(path, &data, width, height, color).unwrap();
+}
+
+#[test]
+fn every_shared_material_ingests() {
+    let Some(root) = common::shared_textures() else {
+        eprintln!("SKIPPED: ../shared/textures is absent; the shared-set ingest test did not run");
+        return;
+    };
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    assert!(dirs.len() >= 6, "expected the six shared sets, found {dirs:?}");
+    for dir in &dirs {
+        let mut report = IngestReport::default();
+        let m = load_material(dir, &mut report).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        assert!(m.textures.len() >= 3, "{}: {} maps", dir.display(), m.textures.len());
+        assert!(m.textures.iter().any(|t| t.kind == MapKind::Basecolor));
+        assert!(m.textures.iter().any(|t| t.kind == MapKind::Normal));
+        for t in &m.textures {
+            assert_eq!(t.texels.len(), t.texel_count() * t.channels as usize);
+            assert!(t.texels.iter().all(|v| (0.0..=1.0).contains(v)));
+        }
+        if m.name == "glass_pattern_001" {
+            let height = m.textures.iter().find(|t| t.kind == MapKind::Height).unwrap();
+            assert_eq!(height.sample_format, texset_core::set::SampleFormat::U16, "16-bit height kept");
+            assert_eq!(m.textures.len(), 7);
+        } else {
+            assert!(m.textures.iter().any(|t| t.kind == MapKind::Orm), "{}: orm", m.name);
+        }
+    }
+}
+
+#[test]
+fn sample_textures_ingest_as_one_library() {
+    let (set, report) = load_library(&common::sample_dirs()).unwrap();
+    assert_eq!(set.materials.len(), 5);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let metal = set.materials.iter().find(|m| m.name == "metal_plates").unwrap();
+    assert!(metal.textures.iter().any(|t| t.kind == MapKind::Orm && t.channels == 3));
+}
+
+#[test]
+fn unknown_names_are_reported_not_guessed_and_config_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("mat_basecolor.png"), 8, 8, 3);
+    write_png(&dir.path().join("mat_preview.png"), 8, 8, 3);
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let mut report = IngestReport::default();
+    let m = load_material(dir.path(), &mut report).unwrap();
+    assert_eq!(m.textures.len(), 1);
+    assert!(report.skipped.iter().any(|s| s.path.ends_with("mat_preview.png") && s.reason.contains("cannot be told")));
+    // texset.toml names it.
+    std::fs::write(dir.path().join("texset.toml"), "name = \"named\"\nnormal = \"directx\"\n[maps]\n\"mat_preview.png\" = \"normal\"\n").unwrap();
+    let mut report = IngestReport::default();
+    let m = load_material(dir.path(), &mut report).unwrap();
+    assert_eq!(m.name, "named");
+    let normal = m.textures.iter().find(|t| t.kind == MapKind::Normal).unwrap();
+    assert_eq!(normal.normal_convention, texset_core::set::NormalConvention::DirectX);
+}
+
+#[test]
+fn maps_of_different_resolutions_load() {
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("m_albedo.png"), 64, 64, 3);
+    write_png(&dir.path().join("m_rough.png"), 16, 16, 1);
+    let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
+    let sizes: Vec<(u32, u32)> = m.textures.iter().map(|t| (t.width, t.channels)).collect();
+    assert_eq!(sizes, vec![(64, 3), (16, 1)]);
+}
+
+fn expect_error(dir: &Path, check: impl Fn(&IngestError) -> bool) -> String {
+    let err = load_material(dir, &mut IngestReport::default()).unwrap_err();
+    assert!(check(&err), "unexpected error: {err:?}");
+    err.to_string()
+}
+
+#[test]
+fn errors_name_the_file_and_the_problem() {
+    // Empty folder.
+    let dir = tempfile::tempdir().unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::EmptyFolder { .. }));
+    assert!(msg.contains(&dir.path().display().to_string()));
+
+    // Two files for one kind.
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("a_basecolor.png"), 4, 4, 3);
+    write_png(&dir.path().join("a_albedo.png"), 4, 4, 3);
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::DuplicateKind { .. }));
+    assert!(msg.contains("a_albedo.png") && msg.contains("a_basecolor.png"), "{msg}");
+
+    // Corrupt and truncated PNG.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c_normal.png"), b"\x89PNG\r\n\x1a\nthis is not a png").unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::Decode { .. }));
+    assert!(msg.contains("c_normal.png"), "{msg}");
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("t_normal.png"), 64, 64, 3);
+    let full = std::fs::read(dir.path().join("t_normal.png")).unwrap();
+    std::fs::write(dir.path().join("t_normal.png"), &full[..full.len() / 2]).unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::Decode { .. }));
+    assert!(msg.contains("t_normal.png"), "{msg}");
+
+    // A JPEG that is garbage.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("j_roughness.jpg"), [0xFF, 0xD8, 0xFF, 0x00, 0x01]).unwrap();
+    expect_error(dir.path(), |e| matches!(e, IngestError::Decode { .. }));
+
+    // Not a folder, missing path.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x_basecolor.png");
+    write_png(&file, 4, 4, 3);
+    expect_error(&file, |e| matches!(e, IngestError::NotAFolder { .. }));
+    expect_error(&dir.path().join("missing"), |e| matches!(e, IngestError::Io { .. }));
+
+    // Bad config.
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("x_basecolor.png"), 4, 4, 3);
+    std::fs::write(dir.path().join("texset.toml"), "[maps]\n\"x_basecolor.png\" = \"sparkle\"\n").unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::Config { .. }));
+    assert!(msg.contains("sparkle") && msg.contains("texset.toml"), "{msg}");
+
+    // Two materials with one name.
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    for d in [&a, &b] {
+        write_png(&d.path().join("m_basecolor.png"), 4, 4, 3);
+        std::fs::write(d.path().join("texset.toml"), "name = \"same\"\n").unwrap();
+    }
+    let err = load_library(&[a.path().to_path_buf(), b.path().to_path_buf()]).unwrap_err();
+    assert!(matches!(err, IngestError::DuplicateMaterial { .. }), "{err}");
+    assert!(matches!(load_library(&[]).unwrap_err(), IngestError::NothingGiven));
+}
+
+#[test]
+fn oversized_dimensions_are_refused_before_decoding() {
+    // A valid PNG header claiming 20000×20000 with no data: refused by the size check.
+    let dir = tempfile::tempdir().unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend_from_slice(&20_000u32.to_be_bytes());
+    ihdr.extend_from_slice(&20_000u32.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    png.extend_from_slice(&13u32.to_be_bytes());
+    png.extend_from_slice(&ihdr);
+    png.extend_from_slice(&crc32fast::hash(&ihdr).to_be_bytes());
+    // An empty IDAT and IEND, so the header parses; the pixel data is simply absent.
+    for tag in [&b"IDAT"[..], &b"IEND"[..]] {
+        png.extend_from_slice(&0u32.to_be_bytes());
+        png.extend_from_slice(tag);
+        png.extend_from_slice(&crc32fast::hash(tag).to_be_bytes());
+    }
+    std::fs::write(dir.path().join("big_basecolor.png"), &png).unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::TooLarge { width: 20_000, .. }));
+    assert!(msg.contains("big_basecolor.png"), "{msg}");
+}

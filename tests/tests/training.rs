@@ -1,0 +1,184 @@
+//! Training quality, determinism, resume, budgets and the decoder against the burn model.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use texset_core::burn_model::NtcModel;
+use texset_core::decode::Decoder;
+use texset_core::eval::evaluate;
+use texset_core::options::CheckpointOptions;
+use texset_core::pipeline::analyse;
+use texset_core::progress::TrainStatus;
+use texset_core::train::{Batch, Rng, Sampler, initial_params, loss_and_grads};
+use texset_core::{Cancel, CompressOptions, NoProgress, Progress, compress};
+
+fn quick_options() -> CompressOptions {
+    CompressOptions { steps: 400, batch_texels: 2048, ..CompressOptions::default() }
+}
+
+/// PSNR of predicting every channel's mean: what a model that learned nothing spatial reaches.
+fn mean_predictor_psnr(set: &texset_core::TextureSet) -> f64 {
+    let mut se = texset_core::metrics::SquaredError::default();
+    for (_, _, t) in set.textures() {
+        let ch = t.channels as usize;
+        for c in 0..ch {
+            let values: Vec<f32> = t.texels.iter().skip(c).step_by(ch).copied().collect();
+            let mean = values.iter().sum::<f32>() / values.len() as f32;
+            se.add(texset_core::metrics::SquaredError::of(&values, &vec![mean; values.len()]));
+        }
+    }
+    se.psnr_db()
+}
+
+#[test]
+fn training_reaches_a_psnr_floor_a_broken_model_cannot() {
+    let set = common::small_set(64);
+    let out = compress(&set, &quick_options(), &NoProgress, &Cancel::new()).unwrap();
+    let eval = evaluate(&set, &Decoder::new(&out.bundle), true).unwrap();
+    let baseline = mean_predictor_psnr(&set);
+    // The maps are smooth at this resolution: a working model gets far above predicting the mean
+    // (≈ 13 dB here); 30 dB needs the latents, the MLP and quantisation all to work.
+    assert!(eval.pooled_psnr_db >= 30.0, "pooled PSNR {:.2} dB (mean predictor {baseline:.2} dB)", eval.pooled_psnr_db);
+    assert!(eval.pooled_psnr_db > baseline + 12.0);
+    // Maps of different resolutions in one material decode at their own size.
+    assert_eq!(out.bundle.manifest.materials[0].maps[1].width, 32);
+    assert!(eval.maps.iter().all(|m| m.ssim > 0.8), "{:?}", eval.maps);
+}
+
+#[test]
+fn same_seed_same_bundle_and_other_seed_other_bundle() {
+    let set = common::small_set(32);
+    let o = CompressOptions { steps: 30, batch_texels: 1024, ..CompressOptions::default() };
+    let a = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
+    let b = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
+    assert_eq!(a, b);
+    let c = compress(&set, &CompressOptions { seed: 2, ..o }, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
+    assert_ne!(a, c);
+}
+
+struct CancelAt {
+    step: u32,
+    cancel: Cancel,
+}
+impl Progress for CancelAt {
+    fn train_status(&self, s: &TrainStatus) {
+        if s.step >= self.step {
+            self.cancel.cancel();
+        }
+    }
+}
+
+#[test]
+fn cancel_then_resume_gives_the_uninterrupted_bundle() {
+    let set = common::small_set(32);
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("run.ckpt");
+    let base = CompressOptions { steps: 120, batch_texels: 1024, ..CompressOptions::default() };
+    let straight = compress(&set, &base, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
+
+    let with_checkpoints = CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
+    let cancel = Cancel::new();
+    let stopper = CancelAt { step: 50, cancel: cancel.clone() };
+    let err = compress(&set, &with_checkpoints, &stopper, &cancel).unwrap_err();
+    assert!(err.to_string().contains("cancelled"), "{err}");
+    assert!(checkpoint.exists());
+
+    let resumed_options = CompressOptions { resume_from: Some(checkpoint.clone()), ..with_checkpoints };
+    let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
+    assert!(resumed.report.train.resumed_from_step.is_some_and(|s| s >= 50 && s < 120));
+    assert_eq!(resumed.bundle_bytes, straight, "resumed run differs from the uninterrupted one");
+}
+
+#[test]
+fn manual_budgets_reach_the_manifest() {
+    let set = common::small_set(32);
+    let mut o = CompressOptions { steps: 10, batch_texels: 512, ..CompressOptions::default() };
+    o.budgets.insert("roughness".into(), 4);
+    let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
+    let maps = &out.bundle.manifest.materials[0].maps;
+    assert_eq!(maps[1].latent_channels.len(), 4);
+    assert_eq!(maps[0].latent_channels.len(), out.bundle.manifest.latent_channels());
+    // Roughness's channels are a subset of the base colour's (budgets nest).
+    assert!(maps[1].latent_channels.iter().all(|c| maps[0].latent_channels.contains(c)));
+    o.budgets.insert("emissive".into(), 1);
+    assert!(compress(&set, &o, &NoProgress, &Cancel::new()).is_err(), "a budget for a missing map must be an error");
+}
+
+#[test]
+fn cpu_reference_decoder_matches_the_burn_model() {
+    let set = common::small_set(32);
+    let out = compress(&set, &CompressOptions { steps: 60, batch_texels: 1024, ..CompressOptions::default() }, &NoProgress, &Cancel::new()).unwrap();
+    let decoder = Decoder::new(&out.bundle);
+    let device = burn::prelude::Device::flex();
+    let model = NtcModel::from_params(decoder.params(), &device);
+    let manifest = decoder.manifest();
+    let lc = manifest.latent_channels();
+    let n = 500;
+    let mut rng = Rng::new(9, 0, 0);
+    let mut worst = 0.0f32;
+    for (mi, material) in manifest.materials.iter().enumerate() {
+        for (ti, map) in material.maps.iter().enumerate() {
+            let mut uv = Vec::new();
+            for i in 0..n {
+                // Include the edges and corners.
+                let (u, v) = match i {
+                    0 => (0.0, 0.0),
+                    1 => (1.0, 1.0),
+                    2 => (0.0, 1.0),
+                    _ => (rng.next_f32(), rng.next_f32()),
+                };
+                uv.push(u);
+                uv.push(v);
+            }
+            let mut mask = vec![0.0f32; n * lc];
+            for i in 0..n {
+                for &c in &map.latent_channels {
+                    mask[i * lc + c as usize] = 1.0;
+                }
+            }
+            let uv_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(uv.clone(), [n, 2]), &device);
+            let mask_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(mask, [n, lc]), &device);
+            let y: Vec<f32> = model.decode(uv_t, mask_t).into_data().try_into_vec_as::<f32>().unwrap();
+            let oc = manifest.output_channels();
+            let mut texel = [0.0f32; 4];
+            for i in 0..n {
+                decoder.decode_texel(mi, ti, uv[2 * i], uv[2 * i + 1], &mut texel).unwrap();
+                for c in 0..map.channels as usize {
+                    let d = (texel[c] - y[i * oc + map.output_offset as usize + c]).abs();
+                    worst = worst.max(d);
+                }
+            }
+        }
+    }
+    // Same math in f32 with different summation orders (burn's matmul vs a scalar loop):
+    // differences stay at rounding level, far below one 8-bit step (3.9e-3).
+    assert!(worst <= 1e-4, "max |cpu − burn| = {worst}");
+}
+
+#[test]
+fn fused_trainer_gradients_match_burn_autodiff() {
+    let set = common::small_set(32);
+    let (layout, _) = analyse(&set, &CompressOptions::default()).unwrap();
+    let params = initial_params(&set, &layout, 3);
+    let sampler = Sampler::new(&set, &layout);
+    let mut batch = Batch::default();
+    sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
+    let (loss, grads) = loss_and_grads(&params, &batch);
+    let (burn_loss, burn_grads) =
+        texset_core::burn_model::loss_and_grads(&params, &batch.uv, &batch.mask, &batch.target, &batch.weight, &burn::prelude::Device::flex());
+    assert!((loss - burn_loss).abs() <= 1e-5 * loss.abs().max(1.0), "loss {loss} vs burn {burn_loss}");
+    // Compare every gradient array relative to its own scale (f32 sums in different orders).
+    let check = |name: &str, a: &[f32], b: &[f32]| {
+        assert_eq!(a.len(), b.len(), "{name} length");
+        let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-12);
+        let worst = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+        assert!(worst <= 1e-3 * scale, "{name}: max diff {worst} vs scale {scale}");
+    };
+    for (i, (g, b)) in grads.grids.iter().zip(&burn_grads.grids).enumerate() {
+        check(&format!("grid {i}"), &g.values, &b.values);
+    }
+    for (i, (g, b)) in grads.layers.iter().zip(&burn_grads.layers).enumerate() {
+        check(&format!("layer {i} weights"), &g.weights, &b.weights);
+        check(&format!("layer {i} biases"), &g.biases, &b.biases);
+    }
+}
