@@ -15,10 +15,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn default_dirs() -> Result<Vec<PathBuf>> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("sample_textures")?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir("sample_textures")?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
     dirs.sort();
     Ok(dirs)
 }
@@ -54,7 +52,11 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, burn: bool, wgpu: bool, json: bool) 
             }
             times.push(f64::from(steps_per_run) * batch / t.elapsed().as_secs_f64());
         }
-        results.push(Measurement { what: format!("train cpu-fused ({threads} threads, batch {batch})"), texels_per_sec: median(times), runs });
+        results.push(Measurement {
+            what: format!("train cpu-fused ({threads} threads, batch {batch})"),
+            texels_per_sec: median(times),
+            runs,
+        });
     }
     // burn backends.
     let mut burn_backends = Vec::new();
@@ -82,7 +84,11 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, burn: bool, wgpu: bool, json: bool) 
             }
             times.push(f64::from(steps_per_run) * schedule.batch_texels as f64 / t.elapsed().as_secs_f64());
         }
-        results.push(Measurement { what: format!("train burn-{backend:?} (batch {})", schedule.batch_texels), texels_per_sec: median(times), runs });
+        results.push(Measurement {
+            what: format!("train burn-{backend:?} (batch {})", schedule.batch_texels),
+            texels_per_sec: median(times),
+            runs,
+        });
     }
 
     // CPU reference decode of the first material, whole maps, multi- and single-threaded.
@@ -99,7 +105,11 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, burn: bool, wgpu: bool, json: bool) 
     };
     decode_once()?;
     let times: Vec<f64> = (0..runs).map(|_| decode_once()).collect::<Result<_>>()?;
-    results.push(Measurement { what: format!("decode cpu whole-material ({threads} threads, texels of all maps per MLP eval)"), texels_per_sec: median(times), runs });
+    results.push(Measurement {
+        what: format!("decode cpu whole-material ({threads} threads, texels of all maps per MLP eval)"),
+        texels_per_sec: median(times),
+        runs,
+    });
     let single = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     let times: Vec<f64> = single.install(|| (0..runs).map(|_| decode_once()).collect::<Result<_>>())?;
     results.push(Measurement { what: "decode cpu whole-material (1 thread)".into(), texels_per_sec: median(times), runs });

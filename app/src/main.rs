@@ -22,7 +22,7 @@ struct Cli {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
-    /// GPU through burn-wgpu when asked for, else the fused CPU trainer (today: the CPU).
+    /// burn-wgpu when a hardware GPU adapter exists, else the fused CPU trainer.
     Auto,
     /// Fused CPU trainer.
     Cpu,
@@ -113,7 +113,7 @@ enum Command {
     },
     /// Measure training and decode throughput.
     Bench {
-        /// Material folders to train on (default: sample_textures/*).
+        /// Material folders to train on (default: `sample_textures`/*).
         dirs: Vec<PathBuf>,
         /// Timed runs per measurement (median reported).
         #[arg(long, default_value_t = 5)]
@@ -246,8 +246,10 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(bpp) = bpp {
                 // Estimate the manifest size from a dry layout; it is small next to the latents.
                 let manifest_bytes = 600 + 400 * set.textures().count();
+                let max_width = set.textures().map(|(_, _, t)| t.width).max().unwrap_or(1);
+                let max_height = set.textures().map(|(_, _, t)| t.height).max().unwrap_or(1);
                 options
-                    .fit_bits_per_texel(bpp, set.texel_count(), set.output_channels(), manifest_bytes)
+                    .fit_bits_per_texel(bpp, set.texel_count(), (max_width, max_height), set.output_channels(), manifest_bytes)
                     .map_err(anyhow::Error::msg)?;
             }
             if let Some(steps) = steps {
@@ -265,6 +267,9 @@ fn run(cli: Cli) -> Result<()> {
                 BackendArg::Wgpu => Backend::Wgpu,
                 BackendArg::Flex => Backend::Flex,
             };
+            if !(checkpoint_secs.is_finite() && checkpoint_secs >= 0.0) {
+                bail!("--checkpoint-secs must be a non-negative number of seconds, got {checkpoint_secs}");
+            }
             if let Some(path) = checkpoint {
                 if resume {
                     options.resume_from = Some(path.clone());
@@ -276,7 +281,12 @@ fn run(cli: Cli) -> Result<()> {
                 set.materials.len(),
                 set.textures().count(),
                 set.texel_count(),
-                options.grids.iter().map(|g: &GridOptions| format!("1/{} x {}ch @ {}b", g.texels_per_cell, g.channels, g.bits)).collect::<Vec<_>>().join(", ")
+                options
+                    .grids
+                    .iter()
+                    .map(|g: &GridOptions| format!("1/{} x {}ch @ {}b", g.texels_per_cell, g.channels, g.bits))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             let progress = TerminalProgress::new();
             let cancel = Cancel::new();
@@ -335,11 +345,20 @@ fn run(cli: Cli) -> Result<()> {
                 });
                 println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
-                println!("{}: {} bytes, {:.3} bits per texel ({})", bundle.display(), bytes, bytes as f64 * 8.0 / b.texel_count().max(1) as f64, m.producer);
+                println!(
+                    "{}: {} bytes, {:.3} bits per texel ({})",
+                    bundle.display(),
+                    bytes,
+                    bytes as f64 * 8.0 / b.texel_count().max(1) as f64,
+                    m.producer
+                );
                 for (i, g) in m.grids.iter().enumerate() {
                     println!("grid {i}: {}x{} cells x {} channels @ {} bits", g.width, g.height, g.channels, g.bits);
                 }
-                let widths: Vec<String> = std::iter::once(m.layers.first().map_or(0, |l| l.inputs)).chain(m.layers.iter().map(|l| l.outputs)).map(|w| w.to_string()).collect();
+                let widths: Vec<String> = std::iter::once(m.layers.first().map_or(0, |l| l.inputs))
+                    .chain(m.layers.iter().map(|l| l.outputs))
+                    .map(|w| w.to_string())
+                    .collect();
                 println!("mlp: {} (int8 weights, per-row scales), {} positional frequencies", widths.join("-"), m.pe_frequencies);
                 let total = m.latent_channels();
                 for mat in &m.materials {

@@ -32,8 +32,14 @@ pub mod limits {
     pub const MAX_GRID_SIDE: u32 = 16_384;
     /// Most channels in one grid.
     pub const MAX_GRID_CHANNELS: u32 = 256;
-    /// Most latent values over all grids (2^28: 256 MiB of 8-bit levels).
-    pub const MAX_LATENT_VALUES: u64 = 1 << 28;
+    /// Most latent values over all grids (2^26: 256 MiB once dequantised to f32).
+    pub const MAX_LATENT_VALUES: u64 = 1 << 26;
+    /// Most decoded values (width × height × channels) of one map (2^28: 1 GiB of f32).
+    pub const MAX_MAP_VALUES: u64 = 1 << 28;
+    /// Most decoded values of one material's maps together (decoded at once).
+    pub const MAX_MATERIAL_VALUES: u64 = 1 << 29;
+    /// Longest material name, in bytes.
+    pub const MAX_NAME_BYTES: usize = 255;
     /// Most MLP layers.
     pub const MAX_LAYERS: usize = 16;
     /// Widest MLP layer.
@@ -231,6 +237,22 @@ pub struct SectionSizes {
 
 const SECTION_ENTRY_BYTES: usize = 24;
 
+/// Checks that a material name is safe as a single path component (decode writes
+/// `<dir>/<name>/<name>_<map>.png`): non-empty, at most 255 bytes, no separators, NUL or control
+/// characters, not `.` or `..`.
+pub fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() || name.len() > limits::MAX_NAME_BYTES {
+        return Err("must be 1 to 255 bytes long");
+    }
+    if name == "." || name == ".." {
+        return Err("must not be '.' or '..'");
+    }
+    if name.chars().any(|c| c == '/' || c == '\\' || c == ':' || c.is_control()) {
+        return Err("must not contain '/', '\\', ':' or control characters");
+    }
+    Ok(())
+}
+
 fn packed_len(values: u64, bits: u32) -> u64 {
     (values * u64::from(bits)).div_ceil(8)
 }
@@ -265,7 +287,10 @@ impl Bundle {
     /// Validates the manifest's internal consistency and limits (the reader calls this before
     /// allocating anything sized by the manifest).
     pub fn validate_manifest(m: &Manifest) -> Result<(), BundleError> {
-        use limits::*;
+        use limits::{
+            MAX_GRID_CHANNELS, MAX_GRID_SIDE, MAX_GRIDS, MAX_LATENT_VALUES, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MAP_SIDE, MAX_MAP_VALUES,
+            MAX_MATERIAL_VALUES, MAX_MATERIALS, MAX_PE_FREQUENCIES,
+        };
         let invalid = |s: String| Err(BundleError::Invalid(s));
         if m.grids.is_empty() || m.grids.len() > MAX_GRIDS {
             return invalid(format!("{} latent grids (1..={MAX_GRIDS} allowed)", m.grids.len()));
@@ -317,11 +342,31 @@ impl Bundle {
             return invalid(format!("{} materials (1..={MAX_MATERIALS})", m.materials.len()));
         }
         let mut next_output = 0usize;
+        let mut names = std::collections::BTreeSet::new();
         for mat in &m.materials {
+            if let Err(why) = check_name(&mat.name) {
+                return invalid(format!("material name {:?}: {why}", mat.name));
+            }
+            if !names.insert(mat.name.as_str()) {
+                return invalid(format!("two materials named '{}'", mat.name));
+            }
             if mat.maps.is_empty() {
                 return invalid(format!("material '{}' has no maps", mat.name));
             }
+            let mut kinds = std::collections::BTreeSet::new();
+            let mut material_values = 0u64;
             for map in &mat.maps {
+                if !kinds.insert(map.kind) {
+                    return invalid(format!("material '{}' has two {} maps", mat.name, map.kind));
+                }
+                let values = u64::from(map.width) * u64::from(map.height) * u64::from(map.channels);
+                material_values += values;
+                if values > MAX_MAP_VALUES || material_values > MAX_MATERIAL_VALUES {
+                    return invalid(format!(
+                        "material '{}' decodes to more than the limit of {MAX_MAP_VALUES} values per map / {MAX_MATERIAL_VALUES} per material",
+                        mat.name
+                    ));
+                }
                 let name = format!("{}/{}", mat.name, map.kind);
                 if map.width == 0 || map.height == 0 || map.width > MAX_MAP_SIDE || map.height > MAX_MAP_SIDE {
                     return invalid(format!("map {name} is {}x{} (1..={MAX_MAP_SIDE} per side)", map.width, map.height));
@@ -409,6 +454,9 @@ impl Bundle {
                 return Err(BundleError::Invalid(format!("grid {i} levels do not match its shape or bits")));
             }
         }
+        if self.layers.iter().any(|l| l.scales.iter().chain(&l.biases).any(|v| !v.is_finite())) {
+            return Err(BundleError::Invalid("non-finite weight scale or bias (did training diverge?)".into()));
+        }
         for (i, (e, l)) in m.layers.iter().zip(&self.layers).enumerate() {
             if l.inputs != e.inputs as usize
                 || l.outputs != e.outputs as usize
@@ -482,11 +530,8 @@ impl Bundle {
         Self::validate_manifest(&manifest)?;
 
         let latent_bytes = find(SECTION_LATENTS)?;
-        let expected: u64 = manifest
-            .grids
-            .iter()
-            .map(|g| packed_len(u64::from(g.width) * u64::from(g.height) * u64::from(g.channels), g.bits))
-            .sum();
+        let expected: u64 =
+            manifest.grids.iter().map(|g| packed_len(u64::from(g.width) * u64::from(g.height) * u64::from(g.channels), g.bits)).sum();
         if latent_bytes.len() as u64 != expected {
             return Err(BundleError::Invalid(format!("latent section has {} bytes, the manifest needs {expected}", latent_bytes.len())));
         }
@@ -500,11 +545,8 @@ impl Bundle {
         }
 
         let weight_bytes = find(SECTION_WEIGHTS)?;
-        let expected: usize = manifest
-            .layers
-            .iter()
-            .map(|l| (l.inputs as usize * l.outputs as usize).next_multiple_of(4) + 8 * l.outputs as usize)
-            .sum();
+        let expected: usize =
+            manifest.layers.iter().map(|l| (l.inputs as usize * l.outputs as usize).next_multiple_of(4) + 8 * l.outputs as usize).sum();
         if weight_bytes.len() != expected {
             return Err(BundleError::Invalid(format!("weight section has {} bytes, the manifest needs {expected}", weight_bytes.len())));
         }
@@ -558,10 +600,7 @@ impl Bundle {
                     width: g.width,
                     height: g.height,
                     channels: g.channels,
-                    values: levels
-                        .iter()
-                        .map(|&l| level_value(l, g.bits, g.range))
-                        .collect(),
+                    values: levels.iter().map(|&l| level_value(l, g.bits, g.range)).collect(),
                 })
                 .collect(),
             pe_frequencies: self.manifest.pe_frequencies,

@@ -25,6 +25,50 @@ pub fn device_for(backend: Backend) -> Device {
     }
 }
 
+/// A wgpu adapter as wgpu reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// Adapter name (`llvmpipe (LLVM 19.1.7, 256 bits)`, `NVIDIA H100`).
+    pub name: String,
+    /// Graphics API (`Vulkan`, `Metal`, `Dx12`, `Gl`).
+    pub backend: String,
+    /// True for software rasterisers (lavapipe/llvmpipe, WARP).
+    pub is_software: bool,
+}
+
+/// Every adapter wgpu can see on this machine (empty when there is none or wgpu cannot start).
+#[must_use]
+pub fn adapters() -> Vec<AdapterSummary> {
+    use burn::tensor::wgpu::wgpu;
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    // Enumeration is synchronous on native targets: its future is ready at the first poll.
+    let mut future = std::pin::pin!(instance.enumerate_adapters(wgpu::Backends::all()));
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    let std::task::Poll::Ready(list) = future.as_mut().poll(&mut context) else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|a| {
+            let info = a.get_info();
+            AdapterSummary {
+                name: info.name,
+                backend: format!("{:?}", info.backend),
+                is_software: info.device_type == wgpu::DeviceType::Cpu,
+            }
+        })
+        .collect()
+}
+
+/// What [`Backend::Auto`] resolves to: wgpu when a hardware GPU adapter exists (a software one
+/// is 20–50× slower than the CPU trainer), else the fused CPU trainer. Returns the choice and why.
+#[must_use]
+pub fn resolve_auto() -> (Backend, String) {
+    match adapters().into_iter().find(|a| !a.is_software) {
+        Some(a) => (Backend::Wgpu, format!("GPU adapter {} ({})", a.name, a.backend)),
+        None => (Backend::Cpu, "no hardware GPU adapter: training on the CPU".to_owned()),
+    }
+}
+
 /// Trains with burn on the backend the options name.
 pub fn train_burn(
     set: &TextureSet,

@@ -30,10 +30,8 @@ pub fn fingerprint(set: &TextureSet, layout: &ModelLayout, options: &CompressOpt
     o.checkpoint = None;
     o.resume_from = None;
     o.backend = crate::options::Backend::Auto;
-    let shapes: Vec<String> = set
-        .textures()
-        .map(|(m, _, t)| format!("{}:{}:{}x{}x{}", set.materials[m].name, t.kind, t.width, t.height, t.channels))
-        .collect();
+    let shapes: Vec<String> =
+        set.textures().map(|(m, _, t)| format!("{}:{}:{}x{}x{}", set.materials[m].name, t.kind, t.width, t.height, t.channels)).collect();
     let text = format!(
         "{}|{}|{}",
         serde_json::to_string(&o).unwrap_or_default(),
@@ -64,13 +62,8 @@ fn all_slices_mut(p: &mut ModelParams) -> Vec<&mut [f32]> {
 /// Writes a checkpoint atomically.
 pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Result<(), TrainError> {
     let floats = 3 * trainer.params.parameter_count() as u64;
-    let header = serde_json::to_vec(&Header {
-        fingerprint: fingerprint.to_owned(),
-        step: trainer.step,
-        adam_t: trainer.adam.t,
-        floats,
-    })
-    .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
+    let header = serde_json::to_vec(&Header { fingerprint: fingerprint.to_owned(), step: trainer.step, adam_t: trainer.adam.t, floats })
+        .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
     let mut bytes = Vec::with_capacity(16 + header.len() + floats as usize * 4);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
@@ -100,6 +93,14 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
     if header.fingerprint != fingerprint {
         return Err(err("it was made for another set or other options".into()));
     }
+    if header.adam_t != header.step || header.step > trainer.schedule().steps {
+        return Err(err(format!(
+            "step {} / optimiser step {} do not fit a run of {} steps",
+            header.step,
+            header.adam_t,
+            trainer.schedule().steps
+        )));
+    }
     let expected = 3 * trainer.params.parameter_count() as u64;
     if header.floats != expected || bytes.len() as u64 != header_end + 4 * expected {
         return Err(err(format!("size does not match ({} floats, expected {expected})", header.floats)));
@@ -109,6 +110,9 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
         for s in all_slices_mut(p) {
             for v in s.iter_mut() {
                 *v = f32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+                if !v.is_finite() {
+                    return Err(err("holds a non-finite value".into()));
+                }
                 at += 4;
             }
         }

@@ -141,7 +141,12 @@ impl Decoder {
             .iter()
             .map(|&m| {
                 let e = &entries[m];
-                DecodedMap { width: e.width, height: e.height, channels: e.channels, values: vec![0.0; e.width as usize * e.height as usize * e.channels as usize] }
+                DecodedMap {
+                    width: e.width,
+                    height: e.height,
+                    channels: e.channels,
+                    values: vec![0.0; e.width as usize * e.height as usize * e.channels as usize],
+                }
             })
             .collect();
         // Group by (resolution, budget).
@@ -167,7 +172,8 @@ impl Decoder {
                 .map(|y| {
                     let mut features = vec![0.0; self.params.mlp_inputs()];
                     let mut scratch = MlpScratch::default();
-                    let mut row_out: Vec<Vec<f32>> = members.iter().map(|&j| Vec::with_capacity(width * entries[maps[j]].channels as usize)).collect();
+                    let mut row_out: Vec<Vec<f32>> =
+                        members.iter().map(|&j| Vec::with_capacity(width * entries[maps[j]].channels as usize)).collect();
                     let v = (y as f32 + 0.5) / height as f32;
                     for x in 0..width {
                         let u = (x as f32 + 0.5) / width as f32;

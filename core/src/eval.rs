@@ -78,8 +78,16 @@ pub fn evaluate(set: &TextureSet, decoder: &Decoder, with_ssim: bool) -> Result<
             let mut d = decoded[ti].clone();
             if (d.width, d.height, d.channels) != (texture.width, texture.height, texture.channels) {
                 return Err(EvalError::Mismatch(format!(
-                    "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {:?}",
-                    material.name, texture.kind, d.width, d.height, d.channels, texture.width, texture.height, texture.channels, texture.source_path
+                    "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {}",
+                    material.name,
+                    texture.kind,
+                    d.width,
+                    d.height,
+                    d.channels,
+                    texture.width,
+                    texture.height,
+                    texture.channels,
+                    texture.source_path.display()
                 )));
             }
             quantize_to_format(&mut d.values, map_entry.sample_format);
@@ -93,8 +101,15 @@ pub fn evaluate(set: &TextureSet, decoder: &Decoder, with_ssim: bool) -> Result<
                     SquaredError::of(&a, &b).psnr_db()
                 })
                 .collect();
-            let ssim_value = if with_ssim { ssim(&d.values, &texture.texels, texture.width as usize, texture.height as usize, ch) } else { f64::NAN };
-            maps.push(MapScore { material: material.name.clone(), map: texture.kind.to_string(), psnr_db: se.psnr_db(), channel_psnr_db, ssim: ssim_value });
+            let ssim_value =
+                if with_ssim { ssim(&d.values, &texture.texels, texture.width as usize, texture.height as usize, ch) } else { f64::NAN };
+            maps.push(MapScore {
+                material: material.name.clone(),
+                map: texture.kind.to_string(),
+                psnr_db: se.psnr_db(),
+                channel_psnr_db,
+                ssim: ssim_value,
+            });
         }
     }
     Ok(EvalReport { pooled_psnr_db: pooled.psnr_db(), maps })

@@ -1,7 +1,7 @@
 //! Writing decoded maps as image files with the source's names, channel layout and bit depth.
 
-use crate::bundle::{MapEntry, Manifest};
-use crate::decode::{DecodeError, Decoder, DecodedMap};
+use crate::bundle::{Manifest, MapEntry};
+use crate::decode::{DecodeError, DecodedMap, Decoder};
 use crate::set::SampleFormat;
 use std::path::{Path, PathBuf};
 
@@ -22,7 +22,35 @@ pub enum ExportError {
     },
 }
 
-/// Encodes one decoded map as PNG bytes in the map's format (8 or 16 bit; float sources as 16 bit).
+/// Encodes one decoded map in its source's format: 8/16-bit PNG, or float EXR with the stored
+/// channel ranges applied (so float sources come back at their original scale).
+pub fn encode_map(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
+    if entry.sample_format == SampleFormat::F32 { encode_exr(map, entry) } else { encode_png(map, entry) }
+}
+
+fn encode_exr(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
+    use image::{ImageEncoder, codecs::openexr::OpenExrEncoder};
+    let color = match entry.channels {
+        3 => image::ExtendedColorType::Rgb32F,
+        4 => image::ExtendedColorType::Rgba32F,
+        c => return Err(format!("{c}-channel float maps cannot be written as EXR")),
+    };
+    let ch = entry.channels as usize;
+    let bytes: Vec<u8> = map
+        .values
+        .iter()
+        .enumerate()
+        .flat_map(|(i, v)| {
+            let [lo, hi] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
+            (lo + (hi - lo) * v).to_le_bytes()
+        })
+        .collect();
+    let mut out = std::io::Cursor::new(Vec::new());
+    OpenExrEncoder::new(&mut out).write_image(&bytes, map.width, map.height, color).map_err(|e| e.to_string())?;
+    Ok(out.into_inner())
+}
+
+/// Encodes one decoded map as PNG bytes (8 or 16 bit, as the map's sample format says).
 pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
     use image::{ImageEncoder, codecs::png::PngEncoder};
     let color = match (entry.channels, entry.sample_format) {
@@ -47,10 +75,12 @@ pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String>
     Ok(out)
 }
 
-/// The file a decoded map is written to: `<dir>/<material>/<material>_<kind>.png`.
+/// The file a decoded map is written to: `<dir>/<material>/<material>_<kind>.png` (`.exr` for
+/// float sources).
 #[must_use]
 pub fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf {
-    dir.join(material).join(format!("{material}_{}.png", entry.kind))
+    let extension = if entry.sample_format == SampleFormat::F32 { "exr" } else { "png" };
+    dir.join(material).join(format!("{material}_{}.{extension}", entry.kind))
 }
 
 /// Decodes every map of the bundle into `dir` (atomic writes); returns the written paths.
@@ -63,7 +93,7 @@ pub fn decode_to_folder(decoder: &Decoder, dir: &Path) -> Result<Vec<PathBuf>, E
         let maps = decoder.decode_material(mi)?;
         for (map, entry) in maps.iter().zip(&material.maps) {
             let path = map_path(dir, &material.name, entry);
-            let bytes = encode_png(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
+            let bytes = encode_map(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
             crate::fsutil::write_atomic(&path, &bytes).map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
             written.push(path);
         }

@@ -13,7 +13,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("output");
     let temp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
+        // `create_new` never follows a link planted at the temporary name.
+        let _ = std::fs::remove_file(&temp);
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);

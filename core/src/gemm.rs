@@ -27,9 +27,7 @@ impl Strides {
     }
 
     fn fits(&self, len: usize) -> bool {
-        self.rows == 0
-            || self.cols == 0
-            || (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride < len
+        self.rows == 0 || self.cols == 0 || (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride < len
     }
 }
 

@@ -2,7 +2,7 @@
 //! naming the file. Source files are only ever opened for reading.
 
 use crate::naming::parse_map_name;
-use crate::set::{Material, MapKind, NormalConvention, SampleFormat, Texture, TextureSet};
+use crate::set::{MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
 use image::{DynamicImage, ImageReader};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -162,9 +162,11 @@ fn read_config(dir: &Path) -> Result<Option<FolderConfig>, IngestError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(IngestError::Io { path, source }),
     };
-    toml::from_str(&text)
-        .map(Some)
-        .map_err(|e| IngestError::Config { path, message: e.to_string() })
+    toml::from_str(&text).map(Some).map_err(|e| {
+        // One line: the message and where, not toml's multi-line snippet.
+        let line = e.span().map_or(0, |span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        IngestError::Config { path, message: format!("line {line}: {}", e.message().replace('\n', " ")) }
+    })
 }
 
 fn parse_convention(text: &str, config_path: &Path) -> Result<NormalConvention, IngestError> {
@@ -188,11 +190,7 @@ pub fn load_library(dirs: &[PathBuf]) -> Result<(TextureSet, IngestReport), Inge
     for dir in dirs {
         let material = load_material(dir, &mut report)?;
         if let Some(other) = set.materials.iter().find(|m| m.name == material.name) {
-            return Err(IngestError::DuplicateMaterial {
-                name: material.name,
-                first: other.source_dir.clone(),
-                second: dir.clone(),
-            });
+            return Err(IngestError::DuplicateMaterial { name: material.name, first: other.source_dir.clone(), second: dir.clone() });
         }
         set.materials.push(material);
     }
@@ -250,24 +248,15 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
             (kind, None)
         } else {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-            match parse_map_name(stem) {
-                Some(info) => (info.kind, info.normal_convention),
-                None => {
-                    skipped_here.push(Skipped {
-                        path,
-                        reason: "map kind cannot be told from the name (name it in texset.toml [maps])".into(),
-                    });
-                    continue;
-                }
+            if let Some(info) = parse_map_name(stem) {
+                (info.kind, info.normal_convention)
+            } else {
+                skipped_here.push(Skipped { path, reason: "map kind cannot be told from the name (name it in texset.toml [maps])".into() });
+                continue;
             }
         };
         if let Some((first, _)) = chosen.get(&kind) {
-            return Err(IngestError::DuplicateKind {
-                folder: dir.to_path_buf(),
-                kind,
-                first: first.clone(),
-                second: path,
-            });
+            return Err(IngestError::DuplicateKind { folder: dir.to_path_buf(), kind, first: first.clone(), second: path });
         }
         chosen.insert(kind, (path, convention));
     }
@@ -279,7 +268,7 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
                 "; skipped: {}",
                 skipped_here
                     .iter()
-                    .map(|s| format!("{:?} ({})", s.path.file_name().unwrap_or_default(), s.reason))
+                    .map(|s| format!("{} ({})", s.path.file_name().unwrap_or_default().display(), s.reason))
                     .collect::<Vec<_>>()
                     .join(", ")
             )
@@ -288,9 +277,13 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
     }
     report.skipped.extend(skipped_here);
 
-    let name = config.name.clone().unwrap_or_else(|| {
-        dir.file_name().and_then(|n| n.to_str()).map_or_else(|| "material".to_owned(), str::to_owned)
-    });
+    let name = config
+        .name
+        .clone()
+        .unwrap_or_else(|| dir.file_name().and_then(|n| n.to_str()).map_or_else(|| "material".to_owned(), str::to_owned));
+    if let Err(why) = crate::bundle::check_name(&name) {
+        return Err(IngestError::Config { path: config_path, message: format!("material name {name:?} {why}") });
+    }
     let mut textures = Vec::with_capacity(chosen.len());
     for (kind, (path, name_convention)) in chosen {
         let convention = folder_convention.or(name_convention).unwrap_or_default();
@@ -346,6 +339,10 @@ pub fn texture_from_image(
     if width == 0 || height == 0 {
         return Err(IngestError::ZeroSize { path: path.to_path_buf(), width, height });
     }
+    let values = u64::from(width) * u64::from(height) * u64::from(image.color().channel_count());
+    if values > crate::bundle::limits::MAX_MAP_VALUES {
+        return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
+    }
     let unsupported = |what: &str| IngestError::Unsupported { path: path.to_path_buf(), what: what.to_owned() };
     let (channels, sample_format, texels): (u32, SampleFormat, Vec<f32>) = match image {
         DynamicImage::ImageLuma8(i) => (1, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
@@ -365,21 +362,24 @@ pub fn texture_from_image(
     if sample_format == SampleFormat::F32 {
         // Float data is mapped per channel to [0, 1] by its range; the range is stored in the
         // bundle so decode writes the original scale back.
-        for c in 0..channels as usize {
-            let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+        for (c, range) in channel_ranges.iter_mut().enumerate() {
+            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
             for v in texels.iter().skip(c).step_by(channels as usize) {
                 if !v.is_finite() {
                     return Err(unsupported("float image with NaN or infinite values"));
                 }
-                lo = lo.min(*v);
-                hi = hi.max(*v);
+                lo = lo.min(f64::from(*v));
+                hi = hi.max(f64::from(*v));
             }
             if hi <= lo {
-                hi = lo + 1.0;
+                hi = lo + lo.abs().max(1.0);
             }
-            channel_ranges[c] = [lo, hi];
+            if !((hi - lo) as f32).is_finite() {
+                return Err(unsupported("float image whose value range overflows f32"));
+            }
+            *range = [lo as f32, hi as f32];
             for v in texels.iter_mut().skip(c).step_by(channels as usize) {
-                *v = (*v - lo) / (hi - lo);
+                *v = ((f64::from(*v) - lo) / (hi - lo)) as f32;
             }
         }
     }

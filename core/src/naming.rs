@@ -15,19 +15,20 @@ pub struct NameInfo {
 #[must_use]
 pub fn kind_from_token(token: &str) -> Option<MapKind> {
     Some(match token {
-        "basecolor" | "basecolour" | "albedo" | "diffuse" | "diff" | "color" | "colour" | "col" => {
-            MapKind::Basecolor
-        }
-        "normal" | "normals" | "nrm" | "nor" | "normalgl" | "normaldx" | "norgl" | "nordx"
-        | "normalmap" => MapKind::Normal,
+        "basecolor" | "basecolour" | "albedo" | "diffuse" | "diff" | "color" | "colour" | "col" => MapKind::Basecolor,
+        "normal" | "normals" | "nrm" | "nor" | "normalgl" | "normaldx" | "norgl" | "nordx" | "normalmap" => MapKind::Normal,
         "roughness" | "rough" => MapKind::Roughness,
         "metallic" | "metalness" | "metal" => MapKind::Metallic,
         "ao" | "occlusion" | "ambientocclusion" => MapKind::Ao,
         "height" | "displacement" | "disp" | "heightmap" => MapKind::Height,
         "emissive" | "emission" => MapKind::Emissive,
         "opacity" | "alpha" => MapKind::Opacity,
-        "orm" | "arm" | "metallicroughness" | "occlusionroughnessmetallic"
-        | "occlusionroughnessmetalness" | "occlusionrougnessmetalness" => MapKind::Orm,
+        "orm"
+        | "arm"
+        | "metallicroughness"
+        | "occlusionroughnessmetallic"
+        | "occlusionroughnessmetalness"
+        | "occlusionrougnessmetalness" => MapKind::Orm,
         _ => return None,
     })
 }
@@ -88,20 +89,14 @@ pub fn parse_map_name(stem: &str) -> Option<NameInfo> {
     for take in (1..=n.min(4)).rev() {
         let joined: String = toks[n - take..].concat();
         if let Some(kind) = kind_from_token(&joined) {
-            let normal_convention = if kind == MapKind::Normal {
-                convention_from_token(&joined)
-            } else {
-                None
-            };
+            let normal_convention = if kind == MapKind::Normal { convention_from_token(&joined) } else { None };
             return Some(NameInfo { kind, normal_convention });
         }
         // `nor_gl`, `normal_dx`: a convention suffix after a normal token.
-        if take == 2 {
-            if let (Some(MapKind::Normal), Some(conv)) =
-                (kind_from_token(&toks[n - 2]), convention_from_token(&toks[n - 1]))
-            {
-                return Some(NameInfo { kind: MapKind::Normal, normal_convention: Some(conv) });
-            }
+        if take == 2
+            && let (Some(MapKind::Normal), Some(conv)) = (kind_from_token(&toks[n - 2]), convention_from_token(&toks[n - 1]))
+        {
+            return Some(NameInfo { kind: MapKind::Normal, normal_convention: Some(conv) });
         }
     }
     None

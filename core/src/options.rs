@@ -129,16 +129,22 @@ impl CompressOptions {
     /// Latent bits per texel these grids cost for a square map of `side` texels (weights excluded).
     #[must_use]
     pub fn latent_bits_per_texel(&self) -> f64 {
-        self.grids
-            .iter()
-            .map(|g| f64::from(g.channels * g.bits) / f64::from(g.texels_per_cell * g.texels_per_cell))
-            .sum()
+        self.grids.iter().map(|g| f64::from(g.channels * g.bits) / f64::from(g.texels_per_cell * g.texels_per_cell)).sum()
     }
 
     /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a
-    /// library with `texel_count` texels and `output_channels` outputs fits `bits_per_texel`.
-    /// Keeps the ratio between grids; errors when even one channel per grid does not fit.
-    pub fn fit_bits_per_texel(&mut self, bits_per_texel: f64, texel_count: usize, output_channels: usize, manifest_bytes: usize) -> Result<(), String> {
+    /// library with `texel_count` texels (the bits-per-texel denominator), whose largest map is
+    /// `max_width × max_height` (the grids' extent), and `output_channels` outputs fits
+    /// `bits_per_texel`. Keeps the ratio between grids, then adds single channels while they fit;
+    /// errors when even one channel per grid does not fit.
+    pub fn fit_bits_per_texel(
+        &mut self,
+        bits_per_texel: f64,
+        texel_count: usize,
+        (max_width, max_height): (u32, u32),
+        output_channels: usize,
+        manifest_bytes: usize,
+    ) -> Result<(), String> {
         if !(bits_per_texel.is_finite() && bits_per_texel > 0.0) {
             return Err(format!("bits per texel must be positive, got {bits_per_texel}"));
         }
@@ -149,12 +155,12 @@ impl CompressOptions {
         let mut best = None;
         for step in (1..=400).rev() {
             let factor = f64::from(step) / 50.0;
-            let channels: Vec<u32> = base.iter().map(|&c| ((f64::from(c) * factor).round() as u32).max(1)).collect();
+            let channels: Vec<u32> = base.iter().map(|&c| ((f64::from(c) * factor).round() as u32).clamp(1, 256)).collect();
             let mut candidate = self.clone();
             for (g, c) in candidate.grids.iter_mut().zip(&channels) {
                 g.channels = *c;
             }
-            let bits = candidate.estimated_bundle_bytes(texel_count, output_channels, manifest_bytes) as f64 * 8.0;
+            let bits = candidate.estimated_bundle_bytes((max_width, max_height), output_channels, manifest_bytes) as f64 * 8.0;
             if bits <= budget_bits {
                 best = Some(channels);
                 break;
@@ -168,19 +174,40 @@ impl CompressOptions {
         for (g, c) in self.grids.iter_mut().zip(channels) {
             g.channels = c;
         }
+        // Spend what rounding left: add single channels, finest grid first, while they fit.
+        loop {
+            let mut grew = false;
+            for g in 0..self.grids.len() {
+                let mut candidate = self.clone();
+                candidate.grids[g].channels += 1;
+                if candidate.grids[g].channels <= 256
+                    && candidate.estimated_bundle_bytes((max_width, max_height), output_channels, manifest_bytes) as f64 * 8.0
+                        <= budget_bits
+                {
+                    *self = candidate;
+                    grew = true;
+                    break;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
         Ok(())
     }
 
-    /// Estimated bundle size for a square-ish library of `texel_count` texels.
+    /// Bundle size for a library whose largest map is `max_width × max_height` (grid shapes as
+    /// the analyse pass makes them) and whose maps have `output_channels` channels in all.
     #[must_use]
-    pub fn estimated_bundle_bytes(&self, texel_count: usize, output_channels: usize, manifest_bytes: usize) -> usize {
-        let side = (texel_count as f64).sqrt();
+    pub fn estimated_bundle_bytes(&self, (max_width, max_height): (u32, u32), output_channels: usize, manifest_bytes: usize) -> usize {
         let latent_bits: f64 = self
             .grids
             .iter()
             .map(|g| {
-                let cells = (side / f64::from(g.texels_per_cell)).ceil().max(1.0);
-                cells * cells * f64::from(g.channels * g.bits)
+                let cells_x = f64::from(max_width.div_ceil(g.texels_per_cell).max(2));
+                let cells_y = f64::from(max_height.div_ceil(g.texels_per_cell).max(2));
+                // Each grid's levels start on a byte boundary.
+                (cells_x * cells_y * f64::from(g.channels * g.bits) / 8.0).ceil() * 8.0
             })
             .sum();
         let mut inputs = self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize;

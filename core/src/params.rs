@@ -44,12 +44,7 @@ impl GridParams {
     /// A grid of zeros.
     #[must_use]
     pub fn zeros(width: u32, height: u32, channels: u32) -> Self {
-        Self {
-            width,
-            height,
-            channels,
-            values: vec![0.0; width as usize * height as usize * channels as usize],
-        }
+        Self { width, height, channels, values: vec![0.0; width as usize * height as usize * channels as usize] }
     }
 
     /// Number of values (`width * height * channels`).
@@ -120,19 +115,14 @@ impl ModelParams {
     /// Number of scalar parameters (grids + weights + biases).
     #[must_use]
     pub fn parameter_count(&self) -> usize {
-        self.grids.iter().map(GridParams::len).sum::<usize>()
-            + self.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()
+        self.grids.iter().map(GridParams::len).sum::<usize>() + self.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()
     }
 
     /// A copy with every value set to zero (same shapes): the shape of a gradient.
     #[must_use]
     pub fn zeros_like(&self) -> Self {
         Self {
-            grids: self
-                .grids
-                .iter()
-                .map(|g| GridParams::zeros(g.width, g.height, g.channels))
-                .collect(),
+            grids: self.grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
             pe_frequencies: self.pe_frequencies,
             layers: self.layers.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect(),
         }

@@ -1,7 +1,7 @@
 //! The front door: `compress(&set, &options, &progress, &cancel)`, run as explicit passes
 //! (analyse/budget → train → prune → quantise → pack), each returning a report.
 
-use crate::bundle::{Bundle, GridEntry, LayerEntry, MapEntry, MaterialEntry, Manifest, SectionSizes, WeightFormat};
+use crate::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, SectionSizes, WeightFormat};
 use crate::layout::{GridShape, ModelLayout, TextureSlot};
 use crate::options::{Backend, CompressOptions};
 use crate::params::ModelParams;
@@ -186,14 +186,26 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
             let n = t.texels.len().max(1) as f64;
             let mean = t.texels.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
             let var = t.texels.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
-            budgets.push(TextureBudget { texture: name, channels: count, total_channels: total, reason, mean: mean as f32, std_dev: var.sqrt() as f32 });
+            budgets.push(TextureBudget {
+                texture: name,
+                channels: count,
+                total_channels: total,
+                reason,
+                mean: mean as f32,
+                std_dev: var.sqrt() as f32,
+            });
             let loss_weight = options.loss_weights.get(t.kind.token()).copied().unwrap_or(1.0);
             slots.push(TextureSlot { output_offset, channels: t.channels as usize, latent_channels, loss_weight });
             output_offset += t.channels as usize;
         }
         textures.push(slots);
     }
-    let layout = ModelLayout { grids: grids.clone(), pe_frequencies: options.pe_frequencies, hidden_widths: options.hidden_widths.clone(), textures };
+    let layout = ModelLayout {
+        grids: grids.clone(),
+        pe_frequencies: options.pe_frequencies,
+        hidden_widths: options.hidden_widths.clone(),
+        textures,
+    };
     let mut mlp_widths = vec![layout.latent_channels() + 4 * options.pe_frequencies as usize];
     mlp_widths.extend(&options.hidden_widths);
     mlp_widths.push(layout.output_channels());
@@ -210,6 +222,15 @@ pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelP
         for &c in &slot.latent_channels {
             used[c as usize] = true;
         }
+    }
+    // Keep at least one channel per grid (the format needs one; an unread one costs its bits only).
+    let mut offset = 0usize;
+    for g in &layout.grids {
+        let ch = g.channels as usize;
+        if ch > 0 && !used[offset..offset + ch].contains(&true) {
+            used[offset] = true;
+        }
+        offset += ch;
     }
     let mut remap = vec![None; lc];
     let mut next = 0u32;
@@ -260,12 +281,21 @@ pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Ve
             p.weights.iter().zip(d.weights).map(|(a, b)| (a - b).abs()).collect::<Vec<_>>()
         })
         .fold(0.0f32, f32::max);
-    let report = QuantiseReport { latent_bits: layout.grids.iter().map(|g| g.bits).collect(), max_weight_error, weight_format: WeightFormat::Int8PerRow };
+    let report = QuantiseReport {
+        latent_bits: layout.grids.iter().map(|g| g.bits).collect(),
+        max_weight_error,
+        weight_format: WeightFormat::Int8PerRow,
+    };
     (levels, layers, report)
 }
 
 /// Pack pass: the manifest and the bundle bytes.
-pub fn pack(set: &TextureSet, layout: &ModelLayout, latent_levels: Vec<Vec<u8>>, layers: Vec<QuantizedLayer>) -> Result<(Bundle, Vec<u8>, PackReport), CompressError> {
+pub fn pack(
+    set: &TextureSet,
+    layout: &ModelLayout,
+    latent_levels: Vec<Vec<u8>>,
+    layers: Vec<QuantizedLayer>,
+) -> Result<(Bundle, Vec<u8>, PackReport), CompressError> {
     let materials = set
         .materials
         .iter()
@@ -295,7 +325,11 @@ pub fn pack(set: &TextureSet, layout: &ModelLayout, latent_levels: Vec<Vec<u8>>,
     let last = layers.len().saturating_sub(1);
     let manifest = Manifest {
         materials,
-        grids: layout.grids.iter().map(|g| GridEntry { width: g.width, height: g.height, channels: g.channels, bits: g.bits, range: quant::LATENT_RANGE }).collect(),
+        grids: layout
+            .grids
+            .iter()
+            .map(|g| GridEntry { width: g.width, height: g.height, channels: g.channels, bits: g.bits, range: quant::LATENT_RANGE })
+            .collect(),
         pe_frequencies: layout.pe_frequencies,
         layers: layers
             .iter()
@@ -313,12 +347,22 @@ pub fn pack(set: &TextureSet, layout: &ModelLayout, latent_levels: Vec<Vec<u8>>,
     let bundle = Bundle { manifest, latent_levels, layers };
     let (bytes, sections) = bundle.to_bytes()?;
     let texel_count = bundle.texel_count();
-    let report = PackReport { bundle_bytes: bytes.len() as u64, bits_per_texel: bytes.len() as f64 * 8.0 / texel_count.max(1) as f64, texel_count, sections };
+    let report = PackReport {
+        bundle_bytes: bytes.len() as u64,
+        bits_per_texel: bytes.len() as f64 * 8.0 / texel_count.max(1) as f64,
+        texel_count,
+        sections,
+    };
     Ok((bundle, bytes, report))
 }
 
 /// Compresses a library into a bundle. The one entry point of the studio, the CLI and the tests.
-pub fn compress(set: &TextureSet, options: &CompressOptions, progress: &dyn Progress, cancel: &Cancel) -> Result<Compressed, CompressError> {
+pub fn compress(
+    set: &TextureSet,
+    options: &CompressOptions,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<Compressed, CompressError> {
     progress.pass_started(Pass::Analyse);
     let (layout, analyse_report) = analyse(set, options)?;
     progress.pass_finished(
@@ -326,19 +370,37 @@ pub fn compress(set: &TextureSet, options: &CompressOptions, progress: &dyn Prog
         &format!(
             "{} textures, grids {}, MLP {:?}",
             analyse_report.budgets.len(),
-            analyse_report.grids.iter().map(|g| format!("{}x{}x{}@{}b", g.width, g.height, g.channels, g.bits)).collect::<Vec<_>>().join(" + "),
+            analyse_report
+                .grids
+                .iter()
+                .map(|g| format!("{}x{}x{}@{}b", g.width, g.height, g.channels, g.bits))
+                .collect::<Vec<_>>()
+                .join(" + "),
             analyse_report.mlp_widths
         ),
     );
 
     progress.pass_started(Pass::Train);
-    let (params, train_report) = match options.backend {
+    let backend = match options.backend {
+        Backend::Auto => crate::burn_train::resolve_auto().0,
+        other => other,
+    };
+    let (params, train_report) = match backend {
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
-        Backend::Wgpu | Backend::Flex => crate::burn_train::train_burn(set, &layout, options, progress, cancel)?,
+        Backend::Wgpu | Backend::Flex => {
+            let resolved = CompressOptions { backend, ..options.clone() };
+            crate::burn_train::train_burn(set, &layout, &resolved, progress, cancel)?
+        }
     };
     progress.pass_finished(
         Pass::Train,
-        &format!("{} steps on {} in {:.1} s ({:.2} M texels/s)", train_report.steps_run, train_report.backend, train_report.train_secs, train_report.texels_per_sec / 1e6),
+        &format!(
+            "{} steps on {} in {:.1} s ({:.2} M texels/s)",
+            train_report.steps_run,
+            train_report.backend,
+            train_report.train_secs,
+            train_report.texels_per_sec / 1e6
+        ),
     );
 
     progress.pass_started(Pass::Prune);
@@ -347,7 +409,10 @@ pub fn compress(set: &TextureSet, options: &CompressOptions, progress: &dyn Prog
 
     progress.pass_started(Pass::Quantise);
     let (levels, layers, quantise_report) = quantise(&layout, &params);
-    progress.pass_finished(Pass::Quantise, &format!("latents at {:?} bits, weights int8 (max error {:.2e})", quantise_report.latent_bits, quantise_report.max_weight_error));
+    progress.pass_finished(
+        Pass::Quantise,
+        &format!("latents at {:?} bits, weights int8 (max error {:.2e})", quantise_report.latent_bits, quantise_report.max_weight_error),
+    );
 
     progress.pass_started(Pass::Pack);
     let (bundle, bundle_bytes, pack_report) = pack(set, &layout, levels, layers)?;
@@ -356,6 +421,12 @@ pub fn compress(set: &TextureSet, options: &CompressOptions, progress: &dyn Prog
     Ok(Compressed {
         bundle,
         bundle_bytes,
-        report: CompressReport { analyse: analyse_report, train: train_report, prune: prune_report, quantise: quantise_report, pack: pack_report },
+        report: CompressReport {
+            analyse: analyse_report,
+            train: train_report,
+            prune: prune_report,
+            quantise: quantise_report,
+            pack: pack_report,
+        },
     })
 }

@@ -115,12 +115,7 @@ mod tests {
 
     #[test]
     fn int8_error_is_within_half_a_step() {
-        let layer = LayerParams {
-            inputs: 3,
-            outputs: 2,
-            weights: vec![0.5, -0.25, 0.125, 0.0, 0.0, 0.0],
-            biases: vec![0.1, 0.2],
-        };
+        let layer = LayerParams { inputs: 3, outputs: 2, weights: vec![0.5, -0.25, 0.125, 0.0, 0.0, 0.0], biases: vec![0.1, 0.2] };
         let q = QuantizedLayer::quantize(&layer);
         let d = q.dequantize();
         for o in 0..2 {

@@ -20,10 +20,7 @@ pub fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usize; 4],
     let y0 = fy0.clamp(0.0, max_y) as usize;
     let y1 = (fy0 + 1.0).clamp(0.0, max_y) as usize;
     let w = width as usize;
-    (
-        [y0 * w + x0, y0 * w + x1, y1 * w + x0, y1 * w + x1],
-        [(1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy],
-    )
+    ([y0 * w + x0, y0 * w + x1, y1 * w + x0, y1 * w + x1], [(1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy])
 }
 
 /// Writes the MLP input for texel `(u, v)` of a texture whose channel mask is `mask` into

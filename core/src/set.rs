@@ -200,10 +200,7 @@ impl TextureSet {
 
     /// Every texture with its (material, map) index, in library order.
     pub fn textures(&self) -> impl Iterator<Item = (usize, usize, &Texture)> {
-        self.materials
-            .iter()
-            .enumerate()
-            .flat_map(|(m, mat)| mat.textures.iter().enumerate().map(move |(t, tex)| (m, t, tex)))
+        self.materials.iter().enumerate().flat_map(|(m, mat)| mat.textures.iter().enumerate().map(move |(t, tex)| (m, t, tex)))
     }
 
     /// Total output channels over all textures (the MLP's output width).

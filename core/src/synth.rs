@@ -55,13 +55,7 @@ pub enum SynthError {
 }
 
 /// The names of the generated materials, in order.
-pub const MATERIALS: &[&str] = &[
-    "bricks",
-    "wood",
-    "metal_plates",
-    "fabric_indigo",
-    "fabric_ochre",
-];
+pub const MATERIALS: &[&str] = &["bricks", "wood", "metal_plates", "fabric_indigo", "fabric_ochre"];
 
 /// The smallest supported texture size in pixels.
 pub const MIN_SIZE_PX: u32 = 16;
@@ -74,11 +68,7 @@ pub const MAX_SIZE_PX: u32 = 2048;
 /// The textures are square, `size` × `size` pixels, with `size` in
 /// `MIN_SIZE_PX..=MAX_SIZE_PX`. The same `seed` and `size` always give byte-identical files.
 /// Each file is written to a temporary file in its folder and then renamed into place.
-pub fn write_sample_textures(
-    out_dir: &Path,
-    size: u32,
-    seed: u64,
-) -> Result<Vec<PathBuf>, SynthError> {
+pub fn write_sample_textures(out_dir: &Path, size: u32, seed: u64) -> Result<Vec<PathBuf>, SynthError> {
     if !(MIN_SIZE_PX..=MAX_SIZE_PX).contains(&size) {
         return Err(SynthError::InvalidSize { size });
     }
@@ -128,9 +118,7 @@ fn splitmix64(x: u64) -> u64 {
 
 /// Hashes a seed and two integer coordinates.
 fn hash2(seed: u64, a: i64, b: i64) -> u64 {
-    splitmix64(
-        seed ^ splitmix64((a as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ splitmix64(b as u64)),
-    )
+    splitmix64(seed ^ splitmix64((a as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ splitmix64(b as u64)))
 }
 
 /// Converts a hash to a float uniformly distributed in `[0, 1)`.
@@ -235,20 +223,12 @@ type Rgb = [f32; 3];
 
 /// Builds a colour from 8-bit sRGB components.
 fn rgb8(r: u8, g: u8, b: u8) -> Rgb {
-    [
-        f32::from(r) / 255.0,
-        f32::from(g) / 255.0,
-        f32::from(b) / 255.0,
-    ]
+    [f32::from(r) / 255.0, f32::from(g) / 255.0, f32::from(b) / 255.0]
 }
 
 /// Component-wise colour interpolation.
 fn mix(a: Rgb, b: Rgb, t: f32) -> Rgb {
-    [
-        lerp(a[0], b[0], t),
-        lerp(a[1], b[1], t),
-        lerp(a[2], b[2], t),
-    ]
+    [lerp(a[0], b[0], t), lerp(a[1], b[1], t), lerp(a[2], b[2], t)]
 }
 
 /// Scales a colour's brightness.
@@ -311,9 +291,7 @@ impl Field {
         let mut horizontal = vec![0.0_f32; n * n];
         for y in 0..n {
             let row = &self.data[y * n..(y + 1) * n];
-            let mut sum: f64 = (0..=2 * radius_px)
-                .map(|k| f64::from(row[(k + n * (radius_px / n + 1) - radius_px) % n]))
-                .sum();
+            let mut sum: f64 = (0..=2 * radius_px).map(|k| f64::from(row[(k + n * (radius_px / n + 1) - radius_px) % n])).sum();
             for x in 0..n {
                 horizontal[y * n + x] = (sum / width) as f32;
                 let leaving = row[(x + n * (radius_px / n + 1) - radius_px) % n];
@@ -324,9 +302,7 @@ impl Field {
         let mut out = vec![0.0_f32; n * n];
         for x in 0..n {
             let column = |y: usize| horizontal[y * n + x];
-            let mut sum: f64 = (0..=2 * radius_px)
-                .map(|k| f64::from(column((k + n * (radius_px / n + 1) - radius_px) % n)))
-                .sum();
+            let mut sum: f64 = (0..=2 * radius_px).map(|k| f64::from(column((k + n * (radius_px / n + 1) - radius_px) % n))).sum();
             for y in 0..n {
                 out[y * n + x] = (sum / width) as f32;
                 let leaving = column((y + n * (radius_px / n + 1) - radius_px) % n);
@@ -334,10 +310,7 @@ impl Field {
                 sum += f64::from(entering) - f64::from(leaving);
             }
         }
-        Self {
-            size_px: n,
-            data: out,
-        }
+        Self { size_px: n, data: out }
     }
 }
 
@@ -377,18 +350,12 @@ fn ambient_occlusion(height: &Field, radii_tile_frac: &[f32], strength: f32) -> 
     for &radius in radii_tile_frac {
         let radius_px = ((radius * n as f32 + 0.5).floor() as usize).clamp(1, n / 2);
         let blurred = height.box_blur(radius_px);
-        for (occ, (&avg, &h)) in occlusion
-            .iter_mut()
-            .zip(blurred.data.iter().zip(&height.data))
-        {
+        for (occ, (&avg, &h)) in occlusion.iter_mut().zip(blurred.data.iter().zip(&height.data)) {
             *occ += (avg - h).max(0.0);
         }
     }
     let k = strength / radii_tile_frac.len().max(1) as f32;
-    Field {
-        size_px: n,
-        data: occlusion.iter().map(|&o| clamp01(1.0 - k * o)).collect(),
-    }
+    Field { size_px: n, data: occlusion.iter().map(|&o| clamp01(1.0 - k * o)).collect() }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,11 +381,7 @@ struct MaterialSet {
 /// Builds the height-derived maps shared by every material.
 fn derived(height: &Field, relief_depth_tile_frac: f32, ao_strength: f32) -> (Vec<u8>, Field) {
     let normal = normal_map(height, relief_depth_tile_frac);
-    let ao = ambient_occlusion(
-        height,
-        &[1.5 / 256.0, 4.0 / 256.0, 10.0 / 256.0],
-        ao_strength,
-    );
+    let ao = ambient_occlusion(height, &[1.5 / 256.0, 4.0 / 256.0, 10.0 / 256.0], ao_strength);
     (normal, ao)
 }
 
@@ -458,11 +421,7 @@ fn bricks(size_px: usize, seed: u64) -> MaterialSet {
         let dy = fv.min(1.0 - fv) * brick_h;
         let roughen = (fbm(s_edge, u, v, 24, 24, 3, 0.5) - 0.5) * 0.008;
         let d = dx.min(dy) + roughen;
-        let profile = smoothstep(
-            MORTAR_HALF_TILE_FRAC,
-            MORTAR_HALF_TILE_FRAC + BEVEL_TILE_FRAC,
-            d,
-        );
+        let profile = smoothstep(MORTAR_HALF_TILE_FRAC, MORTAR_HALF_TILE_FRAC + BEVEL_TILE_FRAC, d);
 
         let surface = fbm(s_surface ^ id, u, v, 16, 16, 5, 0.55);
         let pits = value_noise(s_pits, u, v, 128, 128);
@@ -477,12 +436,7 @@ fn bricks(size_px: usize, seed: u64) -> MaterialSet {
     });
     let (normal, ao) = derived(&height, 0.02, 3.0);
 
-    let reds = [
-        rgb8(150, 62, 44),
-        rgb8(122, 48, 38),
-        rgb8(170, 92, 60),
-        rgb8(138, 74, 56),
-    ];
+    let reds = [rgb8(150, 62, 44), rgb8(122, 48, 38), rgb8(170, 92, 60), rgb8(138, 74, 56)];
     let mortar_colour = rgb8(168, 162, 150);
     let mut basecolor = Vec::with_capacity(n);
     let mut roughness = Vec::with_capacity(n);
@@ -500,21 +454,9 @@ fn bricks(size_px: usize, seed: u64) -> MaterialSet {
         // A little grime settles in cavities.
         let cavity = 0.8 + 0.2 * ao.data[i];
         basecolor.push(scale(mix(mortar, brick, t), cavity));
-        roughness.push(clamp01(
-            lerp(0.94, 0.8 + 0.1 * surfaces[i], t) + 0.04 * (mottle - 0.5),
-        ));
+        roughness.push(clamp01(lerp(0.94, 0.8 + 0.1 * surfaces[i], t) + 0.04 * (mottle - 0.5)));
     }
-    MaterialSet {
-        height,
-        normal,
-        ao,
-        roughness: Field {
-            size_px,
-            data: roughness,
-        },
-        metallic: None,
-        basecolor,
-    }
+    MaterialSet { height, normal, ao, roughness: Field { size_px, data: roughness }, metallic: None, basecolor }
 }
 
 /// One knot in a wood board.
@@ -579,11 +521,7 @@ fn wood(size_px: usize, seed: u64) -> MaterialSet {
         let board = hash2(s_layout, row_i as i64, segment);
         let du = wrap_delta(u, a).abs().min(wrap_delta(u, b).abs());
         let dv = fv.min(1.0 - fv) * plank_h;
-        let gap = smoothstep(
-            GAP_HALF_TILE_FRAC,
-            GAP_HALF_TILE_FRAC + GAP_BEVEL_TILE_FRAC,
-            du.min(dv),
-        );
+        let gap = smoothstep(GAP_HALF_TILE_FRAC, GAP_HALF_TILE_FRAC + GAP_BEVEL_TILE_FRAC, du.min(dv));
 
         // Growth rings: stripes along the plank, bent by low-frequency noise, with each board
         // cut at a different distance from the heart of its log.
@@ -608,8 +546,7 @@ fn wood(size_px: usize, seed: u64) -> MaterialSet {
         let fine = value_noise(s_fine, u, v, 64, 256);
 
         let board_top = 0.7 + (unit(board >> 17) - 0.5) * 0.05;
-        let top =
-            board_top + 0.035 * late + 0.03 * (fibre - 0.5) + 0.01 * (fine - 0.5) - 0.025 * knot;
+        let top = board_top + 0.035 * late + 0.03 * (fibre - 0.5) + 0.01 * (fine - 0.5) - 0.025 * knot;
         gap_mask.push(gap);
         board_ids.push(board);
         latewood.push(late);
@@ -636,17 +573,7 @@ fn wood(size_px: usize, seed: u64) -> MaterialSet {
         let r = 0.62 - 0.08 * latewood[i] + 0.08 * (fibres[i] - 0.5) - 0.06 * knot_mask[i];
         roughness.push(clamp01(lerp(0.9, r, gap_mask[i])));
     }
-    MaterialSet {
-        height,
-        normal,
-        ao,
-        roughness: Field {
-            size_px,
-            data: roughness,
-        },
-        metallic: None,
-        basecolor,
-    }
+    MaterialSet { height, normal, ao, roughness: Field { size_px, data: roughness }, metallic: None, basecolor }
 }
 
 /// Riveted steel plates with seams, dents, scratches and grime.
@@ -682,11 +609,7 @@ fn metal_plates(size_px: usize, seed: u64) -> MaterialSet {
         let lu = (pu_f - pu_i) * plate;
         let lv = (pv_f - pv_i) * plate;
         let d = lu.min(plate - lu).min(lv.min(plate - lv));
-        let profile = smoothstep(
-            SEAM_HALF_TILE_FRAC,
-            SEAM_HALF_TILE_FRAC + BEVEL_TILE_FRAC,
-            d,
-        );
+        let profile = smoothstep(SEAM_HALF_TILE_FRAC, SEAM_HALF_TILE_FRAC + BEVEL_TILE_FRAC, d);
 
         // Rivets sit on a ring inset from the plate edges; find the nearest one.
         let snap = |t: f32| {
@@ -710,9 +633,7 @@ fn metal_plates(size_px: usize, seed: u64) -> MaterialSet {
 
         let dent = fbm(s_dent ^ id, u, v, 4, 4, 4, 0.5) - 0.5;
         let brush = fbm(s_brush ^ id, u, v, 2, 96, 3, 0.6);
-        let top = 0.62 + (unit(id >> 9) - 0.5) * 0.04 + dent * 0.08 + (brush - 0.5) * 0.012
-            - 0.05 * scratch.data[index]
-            + 0.22 * dome;
+        let top = 0.62 + (unit(id >> 9) - 0.5) * 0.04 + dent * 0.08 + (brush - 0.5) * 0.012 - 0.05 * scratch.data[index] + 0.22 * dome;
         index += 1;
         plate_mask.push(profile);
         plate_ids.push(id);
@@ -736,16 +657,14 @@ fn metal_plates(size_px: usize, seed: u64) -> MaterialSet {
         let scratched = scratch.data[i];
         // Grime gathers in cavities and in blotches driven by noise.
         let blotch = fbm(s_grime, u, v, 8, 8, 4, 0.55);
-        let grime = clamp01(smoothstep(0.6, 0.8, blotch) * 0.6 + (1.0 - ao.data[i]) * 1.6)
-            * (1.0 - scratched);
+        let grime = clamp01(smoothstep(0.6, 0.8, blotch) * 0.6 + (1.0 - ao.data[i]) * 1.6) * (1.0 - scratched);
         let plate_tint = 0.9 + 0.14 * unit(id >> 13);
         let mut c = scale(steel, plate_tint * (0.96 + 0.08 * brushes[i]));
         c = mix(c, bright, 0.6 * scratched);
         c = mix(c, grime_colour, 0.85 * grime);
         c = mix(scale(grime_colour, 0.7), c, plate_mask[i]);
         basecolor.push(c);
-        let plate_rough =
-            0.32 + 0.1 * unit(id >> 19) + 0.12 * (brushes[i] - 0.5) - 0.08 * rivet_mask[i];
+        let plate_rough = 0.32 + 0.1 * unit(id >> 19) + 0.12 * (brushes[i] - 0.5) - 0.08 * rivet_mask[i];
         let r = lerp(lerp(plate_rough, 0.2, scratched), 0.85, grime);
         roughness.push(clamp01(lerp(0.9, r, plate_mask[i])));
         metallic.push(clamp01(lerp(0.3, 1.0 - 0.75 * grime, plate_mask[i])));
@@ -754,14 +673,8 @@ fn metal_plates(size_px: usize, seed: u64) -> MaterialSet {
         height,
         normal,
         ao,
-        roughness: Field {
-            size_px,
-            data: roughness,
-        },
-        metallic: Some(Field {
-            size_px,
-            data: metallic,
-        }),
+        roughness: Field { size_px, data: roughness },
+        metallic: Some(Field { size_px, data: metallic }),
         basecolor,
     }
 }
@@ -769,10 +682,7 @@ fn metal_plates(size_px: usize, seed: u64) -> MaterialSet {
 /// Rasterises `count` random thin scratches into a wrap-around mask in `[0, 1]`.
 fn scratch_mask(size_px: usize, seed: u64, count: u32) -> Field {
     let n = size_px as f32;
-    let mut mask = Field {
-        size_px,
-        data: vec![0.0; size_px * size_px],
-    };
+    let mut mask = Field { size_px, data: vec![0.0; size_px * size_px] };
     let mut rng = Rng(seed);
     for _ in 0..count {
         // Work in pixel units; the segment may extend past the edges and wraps around.
@@ -787,14 +697,8 @@ fn scratch_mask(size_px: usize, seed: u64, count: u32) -> Field {
         let strength = rng.range(0.3, 0.9);
         let (x1, y1) = (x0 + dx * length_px, y0 + dy * length_px);
         let pad = half_width_px + 1.0;
-        let (bx0, bx1) = (
-            (x0.min(x1) - pad).floor() as isize,
-            (x0.max(x1) + pad).ceil() as isize,
-        );
-        let (by0, by1) = (
-            (y0.min(y1) - pad).floor() as isize,
-            (y0.max(y1) + pad).ceil() as isize,
-        );
+        let (bx0, bx1) = ((x0.min(x1) - pad).floor() as isize, (x0.max(x1) + pad).ceil() as isize);
+        let (by0, by1) = ((y0.min(y1) - pad).floor() as isize, (y0.max(y1) + pad).ceil() as isize);
         for py in by0..=by1 {
             for px in bx0..=bx1 {
                 // Distance from the pixel centre to the segment.
@@ -805,9 +709,7 @@ fn scratch_mask(size_px: usize, seed: u64, count: u32) -> Field {
                 // Scratches fade out towards both ends.
                 let along = t / length_px;
                 let taper = smoothstep(0.0, 0.2, along) * smoothstep(0.0, 0.2, 1.0 - along);
-                let value = (1.0 - smoothstep(half_width_px * 0.3, half_width_px + 0.5, dist))
-                    * taper
-                    * strength;
+                let value = (1.0 - smoothstep(half_width_px * 0.3, half_width_px + 0.5, dist)) * taper * strength;
                 if value > 0.0 {
                     let xi = px.rem_euclid(size_px as isize) as usize;
                     let yi = py.rem_euclid(size_px as isize) as usize;
@@ -829,16 +731,10 @@ struct Colourway {
 }
 
 /// An indigo, denim-like colourway.
-const INDIGO: Colourway = Colourway {
-    dark: [14, 22, 52],
-    light: [112, 134, 184],
-};
+const INDIGO: Colourway = Colourway { dark: [14, 22, 52], light: [112, 134, 184] };
 
 /// An ochre colourway.
-const OCHRE: Colourway = Colourway {
-    dark: [78, 46, 8],
-    light: [232, 184, 92],
-};
+const OCHRE: Colourway = Colourway { dark: [78, 46, 8], light: [232, 184, 92] };
 
 /// A woven fabric before it is given a colourway.
 struct Fabric {
@@ -865,12 +761,7 @@ impl Fabric {
             ao: self.ao.clone(),
             roughness: self.roughness.clone(),
             metallic: None,
-            basecolor: self
-                .luminance
-                .data
-                .iter()
-                .map(|&l| mix(dark, light, l))
-                .collect(),
+            basecolor: self.luminance.data.iter().map(|&l| mix(dark, light, l)).collect(),
         }
     }
 }
@@ -891,29 +782,24 @@ fn fabric(size_px: usize, seed: u64) -> Fabric {
     let count = i64::from(thread_count);
     // The warp thread `i` lies on top of the weft thread `j` in a diagonal 2/2 twill.
     let warp_over = |i: i64, j: i64| {
-        if (i + j).rem_euclid(4) < 2 {
-            1.0_f32
-        } else {
-            -1.0
-        }
+        if (i + j).rem_euclid(4) < 2 { 1.0_f32 } else { -1.0 }
     };
 
     // The height of one thread surface: its centre line undulates over and under the
     // crossing threads and its cross-section is round.
-    let thread =
-        |across: f32, along: f32, index: i64, over: &dyn Fn(i64) -> f32| -> Option<(f32, f32)> {
-            let thickness = THREAD_WIDTH_CELL_FRAC * (0.9 + 0.2 * rand2(s_thread, index, 0));
-            let a = (across - 0.5) * 2.0 / thickness;
-            if a.abs() >= 1.0 {
-                return None;
-            }
-            let cross = (1.0 - a * a).sqrt();
-            let y = along - 0.5;
-            let j0 = y.floor();
-            let t = fade(y - j0);
-            let centre = lerp(over(j0 as i64), over(j0 as i64 + 1), t);
-            Some((0.5 + 0.22 * centre + 0.26 * cross, cross))
-        };
+    let thread = |across: f32, along: f32, index: i64, over: &dyn Fn(i64) -> f32| -> Option<(f32, f32)> {
+        let thickness = THREAD_WIDTH_CELL_FRAC * (0.9 + 0.2 * rand2(s_thread, index, 0));
+        let a = (across - 0.5) * 2.0 / thickness;
+        if a.abs() >= 1.0 {
+            return None;
+        }
+        let cross = (1.0 - a * a).sqrt();
+        let y = along - 0.5;
+        let j0 = y.floor();
+        let t = fade(y - j0);
+        let centre = lerp(over(j0 as i64), over(j0 as i64 + 1), t);
+        Some((0.5 + 0.22 * centre + 0.26 * cross, cross))
+    };
 
     let n = size_px * size_px;
     let mut luminance = Vec::with_capacity(n);
@@ -921,12 +807,8 @@ fn fabric(size_px: usize, seed: u64) -> Fabric {
     let height = Field::from_fn(size_px, |u, v| {
         let (x, y) = (u * threads, v * threads);
         let (i, j) = (x.floor() as i64, y.floor() as i64);
-        let warp = thread(x - x.floor(), y, i.rem_euclid(count), &|jj| {
-            warp_over(i, jj)
-        });
-        let weft = thread(y - y.floor(), x, j.rem_euclid(count) + count, &|ii| {
-            -warp_over(ii, j)
-        });
+        let warp = thread(x - x.floor(), y, i.rem_euclid(count), &|jj| warp_over(i, jj));
+        let weft = thread(y - y.floor(), x, j.rem_euclid(count) + count, &|ii| -warp_over(ii, j));
         let fuzz = fbm(s_fuzz, u, v, 64, 64, 2, 0.5);
         let (h, shade, rough) = match (warp, weft) {
             (Some((hw, cw)), weft) if weft.is_none_or(|(hf, _)| hw >= hf) => {
@@ -951,19 +833,7 @@ fn fabric(size_px: usize, seed: u64) -> Fabric {
         h
     });
     let (normal, ao) = derived(&height, 0.012, 3.0);
-    Fabric {
-        height,
-        normal,
-        ao,
-        roughness: Field {
-            size_px,
-            data: roughness,
-        },
-        luminance: Field {
-            size_px,
-            data: luminance,
-        },
-    }
+    Fabric { height, normal, ao, roughness: Field { size_px, data: roughness }, luminance: Field { size_px, data: luminance } }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -971,12 +841,7 @@ fn fabric(size_px: usize, seed: u64) -> Fabric {
 // ---------------------------------------------------------------------------------------------
 
 /// Writes basecolor, normal, roughness, ao, height and (if present) metallic maps.
-fn write_standard_set(
-    out_dir: &Path,
-    name: &str,
-    set: &MaterialSet,
-    written: &mut Vec<PathBuf>,
-) -> Result<(), SynthError> {
+fn write_standard_set(out_dir: &Path, name: &str, set: &MaterialSet, written: &mut Vec<PathBuf>) -> Result<(), SynthError> {
     let dir = create_dir(out_dir, name)?;
     write_common(&dir, name, set, written)?;
     write_gray8(&dir, name, "roughness", &set.roughness, written)?;
@@ -989,12 +854,7 @@ fn write_standard_set(
 
 /// Writes basecolor, normal, height and a packed ORM map (R = occlusion, G = roughness,
 /// B = metallic, the glTF convention) instead of separate ao/roughness/metallic maps.
-fn write_orm_set(
-    out_dir: &Path,
-    name: &str,
-    set: &MaterialSet,
-    written: &mut Vec<PathBuf>,
-) -> Result<(), SynthError> {
+fn write_orm_set(out_dir: &Path, name: &str, set: &MaterialSet, written: &mut Vec<PathBuf>) -> Result<(), SynthError> {
     let dir = create_dir(out_dir, name)?;
     write_common(&dir, name, set, written)?;
     let mut orm = Vec::with_capacity(set.ao.data.len() * 3);
@@ -1009,18 +869,9 @@ fn write_orm_set(
 }
 
 /// Writes the basecolor, normal and 16-bit height maps.
-fn write_common(
-    dir: &Path,
-    name: &str,
-    set: &MaterialSet,
-    written: &mut Vec<PathBuf>,
-) -> Result<(), SynthError> {
+fn write_common(dir: &Path, name: &str, set: &MaterialSet, written: &mut Vec<PathBuf>) -> Result<(), SynthError> {
     let size_px = set.height.size_px;
-    let basecolor: Vec<u8> = set
-        .basecolor
-        .iter()
-        .flat_map(|c| c.map(quantize_u8))
-        .collect();
+    let basecolor: Vec<u8> = set.basecolor.iter().flat_map(|c| c.map(quantize_u8)).collect();
     let path = dir.join(format!("{name}_basecolor.png"));
     write_png(&path, &basecolor, size_px, ExtendedColorType::Rgb8)?;
     written.push(path);
@@ -1030,12 +881,7 @@ fn write_common(
     written.push(path);
 
     // The encoder expects 16-bit samples in native byte order and stores them big-endian.
-    let height: Vec<u8> = set
-        .height
-        .data
-        .iter()
-        .flat_map(|&h| quantize_u16(h).to_ne_bytes())
-        .collect();
+    let height: Vec<u8> = set.height.data.iter().flat_map(|&h| quantize_u16(h).to_ne_bytes()).collect();
     let path = dir.join(format!("{name}_height.png"));
     write_png(&path, &height, size_px, ExtendedColorType::L16)?;
     written.push(path);
@@ -1043,13 +889,7 @@ fn write_common(
 }
 
 /// Writes an 8-bit grayscale map.
-fn write_gray8(
-    dir: &Path,
-    name: &str,
-    map: &str,
-    field: &Field,
-    written: &mut Vec<PathBuf>,
-) -> Result<(), SynthError> {
+fn write_gray8(dir: &Path, name: &str, map: &str, field: &Field, written: &mut Vec<PathBuf>) -> Result<(), SynthError> {
     let bytes: Vec<u8> = field.data.iter().map(|&x| quantize_u8(x)).collect();
     let path = dir.join(format!("{name}_{map}.png"));
     write_png(&path, &bytes, field.size_px, ExtendedColorType::L8)?;
@@ -1060,10 +900,7 @@ fn write_gray8(
 /// Creates `out_dir/name` (and its parents) and returns it.
 fn create_dir(out_dir: &Path, name: &str) -> Result<PathBuf, SynthError> {
     let dir = out_dir.join(name);
-    fs::create_dir_all(&dir).map_err(|source| SynthError::Io {
-        path: dir.clone(),
-        source,
-    })?;
+    fs::create_dir_all(&dir).map_err(|source| SynthError::Io { path: dir.clone(), source })?;
     Ok(dir)
 }
 
@@ -1072,36 +909,18 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Encodes a square PNG and writes it atomically: first to a temporary file in the same
 /// folder, which is synced and then renamed over `path`.
-fn write_png(
-    path: &Path,
-    bytes: &[u8],
-    size_px: usize,
-    color: ExtendedColorType,
-) -> Result<(), SynthError> {
-    let io_err = |source| SynthError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file_name = path
-        .file_name()
-        .map_or_else(|| "texture".into(), |n| n.to_string_lossy().into_owned());
-    let temp_name = format!(
-        ".{file_name}.{}.{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
+fn write_png(path: &Path, bytes: &[u8], size_px: usize, color: ExtendedColorType) -> Result<(), SynthError> {
+    let io_err = |source| SynthError::Io { path: path.to_path_buf(), source };
+    let file_name = path.file_name().map_or_else(|| "texture".into(), |n| n.to_string_lossy().into_owned());
+    let temp_name = format!(".{file_name}.{}.{}.tmp", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
     let temp = path.with_file_name(temp_name);
     let result = (|| {
         let file = fs::File::create(&temp).map_err(io_err)?;
         let mut writer = BufWriter::new(file);
-        let encoder =
-            PngEncoder::new_with_quality(&mut writer, CompressionType::Best, FilterType::Adaptive);
+        let encoder = PngEncoder::new_with_quality(&mut writer, CompressionType::Best, FilterType::Adaptive);
         encoder
             .write_image(bytes, size_px as u32, size_px as u32, color)
-            .map_err(|source| SynthError::Encode {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            .map_err(|source| SynthError::Encode { path: path.to_path_buf(), source })?;
         writer.flush().map_err(io_err)?;
         let file = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
         file.sync_all().map_err(io_err)?;
@@ -1123,13 +942,8 @@ mod tests {
     fn temp_dir(tag: &str) -> PathBuf {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        std::env::temp_dir().join(format!(
-            "texset-synth-{tag}-{}-{nanos}-{unique}",
-            std::process::id()
-        ))
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        std::env::temp_dir().join(format!("texset-synth-{tag}-{}-{nanos}-{unique}", std::process::id()))
     }
 
     /// Reads a file's bytes, panicking with its path on failure.
@@ -1145,18 +959,11 @@ mod tests {
         assert_eq!(files_a.len(), files_b.len());
         for (fa, fb) in files_a.iter().zip(&files_b) {
             assert_eq!(fa.strip_prefix(&a).unwrap(), fb.strip_prefix(&b).unwrap());
-            assert!(
-                read(fa) == read(fb),
-                "{} differs between runs",
-                fa.display()
-            );
+            assert!(read(fa) == read(fb), "{} differs between runs", fa.display());
         }
         let other = temp_dir("det-c");
         let files_c = write_sample_textures(&other, 48, 8).unwrap();
-        assert!(
-            read(&files_a[0]) != read(&files_c[0]),
-            "a different seed should change the output"
-        );
+        assert!(read(&files_a[0]) != read(&files_c[0]), "a different seed should change the output");
         for dir in [a, b, other] {
             fs::remove_dir_all(dir).unwrap();
         }
@@ -1169,33 +976,16 @@ mod tests {
         let mut sorted = files.clone();
         sorted.sort();
         assert_eq!(files, sorted);
-        let names: Vec<String> = files
-            .iter()
-            .map(|p| {
-                p.strip_prefix(&dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .replace('\\', "/")
-            })
-            .collect();
+        let names: Vec<String> = files.iter().map(|p| p.strip_prefix(&dir).unwrap().to_string_lossy().replace('\\', "/")).collect();
         for material in MATERIALS {
             for map in ["basecolor", "normal", "height"] {
-                assert!(
-                    names.contains(&format!("{material}/{material}_{map}.png")),
-                    "{material} {map}"
-                );
+                assert!(names.contains(&format!("{material}/{material}_{map}.png")), "{material} {map}");
             }
             let packed = *material == "metal_plates";
             for map in ["ao", "roughness"] {
-                assert_eq!(
-                    names.contains(&format!("{material}/{material}_{map}.png")),
-                    !packed
-                );
+                assert_eq!(names.contains(&format!("{material}/{material}_{map}.png")), !packed);
             }
-            assert_eq!(
-                names.contains(&format!("{material}/{material}_orm.png")),
-                packed
-            );
+            assert_eq!(names.contains(&format!("{material}/{material}_orm.png")), packed);
         }
         // No temporary files are left behind.
         for material in MATERIALS {
@@ -1221,21 +1011,12 @@ mod tests {
             let b = read(&dir.join(format!("fabric_ochre/fabric_ochre_{map}.png")));
             assert!(a == b, "{map} differs between colourways");
         }
-        let a = image::open(dir.join("fabric_indigo/fabric_indigo_basecolor.png"))
-            .unwrap()
-            .to_rgb8();
-        let b = image::open(dir.join("fabric_ochre/fabric_ochre_basecolor.png"))
-            .unwrap()
-            .to_rgb8();
+        let a = image::open(dir.join("fabric_indigo/fabric_indigo_basecolor.png")).unwrap().to_rgb8();
+        let b = image::open(dir.join("fabric_ochre/fabric_ochre_basecolor.png")).unwrap().to_rgb8();
         assert!(a != b);
         // Same luminance ordering: a brighter indigo texel is never a clearly darker ochre texel.
-        let luma = |p: &image::Rgb<u8>| {
-            0.2126 * f32::from(p[0]) + 0.7152 * f32::from(p[1]) + 0.0722 * f32::from(p[2])
-        };
-        let (pa, pb): (Vec<_>, Vec<_>) = (
-            a.pixels().map(luma).collect(),
-            b.pixels().map(luma).collect(),
-        );
+        let luma = |p: &image::Rgb<u8>| 0.2126 * f32::from(p[0]) + 0.7152 * f32::from(p[1]) + 0.0722 * f32::from(p[2]);
+        let (pa, pb): (Vec<_>, Vec<_>) = (a.pixels().map(luma).collect(), b.pixels().map(luma).collect());
         for i in (0..pa.len()).step_by(7) {
             for j in (0..pa.len()).step_by(11) {
                 if pa[i] > pa[j] + 3.0 {
@@ -1250,10 +1031,7 @@ mod tests {
     fn normals_decode_to_unit_length() {
         let dir = temp_dir("normals");
         let files = write_sample_textures(&dir, 64, 11).unwrap();
-        let normals: Vec<_> = files
-            .iter()
-            .filter(|p| p.to_string_lossy().ends_with("_normal.png"))
-            .collect();
+        let normals: Vec<_> = files.iter().filter(|p| p.to_string_lossy().ends_with("_normal.png")).collect();
         assert_eq!(normals.len(), MATERIALS.len());
         for path in normals {
             let img = image::open(path).unwrap().to_rgb8();
@@ -1262,16 +1040,8 @@ mod tests {
                 let d = |c: u8| f32::from(c) / 255.0 * 2.0 - 1.0;
                 let (x, y, z) = (d(p[0]), d(p[1]), d(p[2]));
                 let len = (x * x + y * y + z * z).sqrt();
-                assert!(
-                    (len - 1.0).abs() <= 2.0 / 255.0,
-                    "{}: length {len}",
-                    path.display()
-                );
-                assert!(
-                    z > 0.0,
-                    "{}: normal points into the surface",
-                    path.display()
-                );
+                assert!((len - 1.0).abs() <= 2.0 / 255.0, "{}: length {len}", path.display());
+                assert!(z > 0.0, "{}: normal points into the surface", path.display());
                 tilted += usize::from(z < 0.999);
             }
             assert!(tilted > 0, "{} is flat", path.display());
@@ -1291,10 +1061,7 @@ mod tests {
         let texel = |x: usize, y: usize| &normal[(y * size_px + x) * 3..(y * size_px + x) * 3 + 3];
         assert!(texel(20, 16)[0] > 140, "right flank should face +X");
         assert!(texel(12, 16)[0] < 116, "left flank should face -X");
-        assert!(
-            texel(16, 12)[1] > 140,
-            "upper flank should face +Y (OpenGL)"
-        );
+        assert!(texel(16, 12)[1] > 140, "upper flank should face +Y (OpenGL)");
         assert!(texel(16, 20)[1] < 116, "lower flank should face -Y");
     }
 
@@ -1317,10 +1084,7 @@ mod tests {
             let err = write_sample_textures(&dir, size, 1).unwrap_err();
             assert!(matches!(err, SynthError::InvalidSize { size: s } if s == size));
         }
-        assert!(
-            !dir.exists(),
-            "nothing should be written for an invalid size"
-        );
+        assert!(!dir.exists(), "nothing should be written for an invalid size");
     }
 
     #[test]

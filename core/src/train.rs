@@ -39,7 +39,7 @@ pub enum TrainError {
     Backend(String),
 }
 
-/// SplitMix64: small, fast and good enough for sampling texels and noise.
+/// `SplitMix64`: small, fast and good enough for sampling texels and noise.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
@@ -124,9 +124,8 @@ impl<'a> Sampler<'a> {
                     output_offset: slot.output_offset,
                     weight: slot.loss_weight,
                 };
-                if let Some(g) = groups[first_group..]
-                    .iter_mut()
-                    .find(|g| g.width == texture.width && g.height == texture.height && g.mask == mask)
+                if let Some(g) =
+                    groups[first_group..].iter_mut().find(|g| g.width == texture.width && g.height == texture.height && g.mask == mask)
                 {
                     g.targets.push(target);
                 } else {
@@ -457,6 +456,23 @@ pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> Mode
             *w = (rng.next_f32() * 2.0 - 1.0) * bound;
         }
     }
+    // Channels no texture reads get zero first-layer weights: they never receive a gradient, so
+    // they stay zero, and pruning them later changes nothing (not even int8 row scales).
+    let mut read = vec![false; layout.latent_channels()];
+    for slot in layout.textures.iter().flatten() {
+        for &c in &slot.latent_channels {
+            read[c as usize] = true;
+        }
+    }
+    if let Some(first) = params.layers.first_mut() {
+        for o in 0..first.outputs {
+            for (c, r) in read.iter().enumerate() {
+                if !r {
+                    first.weights[o * first.inputs + c] = 0.0;
+                }
+            }
+        }
+    }
     if let Some(out) = params.layers.last_mut() {
         for (material, slots) in set.materials.iter().zip(&layout.textures) {
             for (texture, slot) in material.textures.iter().zip(slots) {
@@ -675,11 +691,11 @@ pub fn train_fused(
     let fingerprint = crate::checkpoint::fingerprint(set, layout, options);
     let mut trainer = FusedTrainer::new(sampler, schedule.clone(), initial_params(set, layout, options.seed));
     let mut resumed_from_step = None;
-    if let Some(path) = &options.resume_from {
-        if path.exists() {
-            crate::checkpoint::load(path, &fingerprint, &mut trainer)?;
-            resumed_from_step = Some(trainer.step);
-        }
+    if let Some(path) = &options.resume_from
+        && path.exists()
+    {
+        crate::checkpoint::load(path, &fingerprint, &mut trainer)?;
+        resumed_from_step = Some(trainer.step);
     }
     let start = Instant::now();
     let start_step = trainer.step;
@@ -709,11 +725,12 @@ pub fn train_fused(
                 eta_secs: elapsed / steps_here.max(1.0) * f64::from(schedule.steps - trainer.step),
             });
         }
-        if let Some(cp) = &options.checkpoint {
-            if !done && last_checkpoint.elapsed().as_secs_f64() >= cp.every_secs {
-                crate::checkpoint::save(&cp.path, &fingerprint, &trainer)?;
-                last_checkpoint = Instant::now();
-            }
+        if let Some(cp) = &options.checkpoint
+            && !done
+            && last_checkpoint.elapsed().as_secs_f64() >= cp.every_secs
+        {
+            crate::checkpoint::save(&cp.path, &fingerprint, &trainer)?;
+            last_checkpoint = Instant::now();
         }
     }
     let train_secs = start.elapsed().as_secs_f64();

@@ -107,7 +107,9 @@ fn forged_hostile_bundles_are_rejected_by_the_reader() {
         (0..n)
             .map(|i| &bytes[16 + 24 * i..16 + 24 * (i + 1)])
             .find(|e| &e[..4] == tag)
-            .map(|e| (u64::from_le_bytes(e[8..16].try_into().unwrap()) as usize, u64::from_le_bytes(e[16..24].try_into().unwrap()) as usize))
+            .map(|e| {
+                (u64::from_le_bytes(e[8..16].try_into().unwrap()) as usize, u64::from_le_bytes(e[16..24].try_into().unwrap()) as usize)
+            })
             .unwrap()
     };
     let (lo, ll) = start(b"LATN");
@@ -133,6 +135,20 @@ fn forged_hostile_bundles_are_rejected_by_the_reader() {
     let mut m = bundle.manifest.clone();
     m.materials[0].maps[0].output_offset = 5;
     cases.push(("overlapping outputs", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
+    for bad_name in ["../escape", "/abs", "a\\b", "", "..", "tab\there"] {
+        let mut m = bundle.manifest.clone();
+        m.materials[0].name = bad_name.into();
+        cases.push(("unsafe material name", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
+    }
+    let mut m = bundle.manifest.clone();
+    m.materials[0].maps[1].kind = m.materials[0].maps[0].kind;
+    cases.push(("two maps of one kind", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
+    let mut m = bundle.manifest.clone();
+    m.materials[0].maps[0].width = 16_384;
+    m.materials[0].maps[0].height = 16_384;
+    m.materials[0].maps[0].channels = 4;
+    m.materials[0].maps[0].channel_ranges = vec![[0.0, 1.0]; 4];
+    cases.push(("decodes to gigabytes", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
     cases.push(("manifest not JSON", forge(b"{not json", latents, weights)));
     cases.push(("short latents", forge(&manifest, &latents[..latents.len() - 1], weights)));
     cases.push(("long weights", forge(&manifest, latents, &[weights, &[0u8; 4]].concat())));

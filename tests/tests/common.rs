@@ -5,23 +5,23 @@ use std::path::PathBuf;
 use texset_core::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
 
 /// The repository root.
+#[must_use]
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 /// `../shared/textures` beside the checkout, if present.
+#[must_use]
 pub fn shared_textures() -> Option<PathBuf> {
     let p = repo_root().parent()?.join("shared").join("textures");
     p.is_dir().then_some(p)
 }
 
 /// The sample material folders, sorted.
+#[must_use]
 pub fn sample_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("sample_textures"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(repo_root().join("sample_textures")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
     dirs
 }
@@ -51,6 +51,7 @@ pub fn texture(kind: MapKind, width: u32, height: u32, channels: u32, f: impl Fn
 }
 
 /// A small smooth-but-detailed material: base colour (RGB), roughness (gray) at half resolution.
+#[must_use]
 pub fn small_set(size: u32) -> TextureSet {
     let s = size as f32;
     let base = texture(MapKind::Basecolor, size, size, 3, |x, y, c| {
@@ -62,5 +63,7 @@ pub fn small_set(size: u32) -> TextureSet {
         let (u, v) = (x as f32 / half as f32, y as f32 / half as f32);
         0.4 + 0.3 * (u * 5.0 + v * 3.0).sin()
     });
-    TextureSet { materials: vec![Material { name: "synthetic".into(), source_dir: PathBuf::from("synthetic"), textures: vec![base, rough] }] }
+    TextureSet {
+        materials: vec![Material { name: "synthetic".into(), source_dir: PathBuf::from("synthetic"), textures: vec![base, rough] }],
+    }
 }

@@ -66,7 +66,8 @@ fn unknown_names_are_reported_not_guessed_and_config_names_them() {
     assert_eq!(m.textures.len(), 1);
     assert!(report.skipped.iter().any(|s| s.path.ends_with("mat_preview.png") && s.reason.contains("cannot be told")));
     // texset.toml names it.
-    std::fs::write(dir.path().join("texset.toml"), "name = \"named\"\nnormal = \"directx\"\n[maps]\n\"mat_preview.png\" = \"normal\"\n").unwrap();
+    std::fs::write(dir.path().join("texset.toml"), "name = \"named\"\nnormal = \"directx\"\n[maps]\n\"mat_preview.png\" = \"normal\"\n")
+        .unwrap();
     let mut report = IngestReport::default();
     let m = load_material(dir.path(), &mut report).unwrap();
     assert_eq!(m.name, "named");
@@ -168,4 +169,47 @@ fn oversized_dimensions_are_refused_before_decoding() {
     std::fs::write(dir.path().join("big_basecolor.png"), &png).unwrap();
     let msg = expect_error(dir.path(), |e| matches!(e, IngestError::TooLarge { width: 20_000, .. }));
     assert!(msg.contains("big_basecolor.png"), "{msg}");
+}
+
+#[test]
+fn config_errors_are_one_line_and_names_must_be_safe() {
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("x_basecolor.png"), 4, 4, 3);
+    std::fs::write(dir.path().join("texset.toml"), "name = \"ok\"\nmaps = [broken\n").unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::Config { .. }));
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+    assert!(msg.contains("line "), "{msg}");
+    std::fs::write(dir.path().join("texset.toml"), "name = \"../../escape\"\n").unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::Config { .. }));
+    assert!(msg.contains("escape"), "{msg}");
+}
+
+#[test]
+fn float_exr_maps_keep_their_range_through_compress_and_decode() {
+    use texset_core::{Cancel, CompressOptions, NoProgress};
+    let src = tempfile::tempdir().unwrap();
+    let (w, h) = (16u32, 16u32);
+    // Height in metres, −2 … 6: outside [0, 1] on purpose.
+    let data: Vec<f32> = (0..w * h)
+        .flat_map(|i| {
+            let v = -2.0 + 8.0 * ((i % w) as f32 / (w - 1) as f32);
+            [v, v * 0.5, 1.0]
+        })
+        .collect();
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    image::save_buffer(src.path().join("rock_height.exr"), &bytes, w, h, image::ExtendedColorType::Rgb32F).unwrap();
+    write_png(&src.path().join("rock_basecolor.png"), w, h, 3);
+    let (set, _) = load_library(&[src.path().to_path_buf()]).unwrap();
+    let height = set.materials[0].textures.iter().find(|t| t.kind == MapKind::Height).unwrap();
+    assert_eq!(height.sample_format, texset_core::set::SampleFormat::F32);
+    assert!((height.channel_ranges[0][0] + 2.0).abs() < 1e-6 && (height.channel_ranges[0][1] - 6.0).abs() < 1e-6);
+    let options = CompressOptions { steps: 200, batch_texels: 1024, ..CompressOptions::default() };
+    let out = texset_core::compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+    let decoded = tempfile::tempdir().unwrap();
+    let files = texset_core::export::decode_to_folder(&texset_core::Decoder::new(&out.bundle), decoded.path()).unwrap();
+    let exr = files.iter().find(|p| p.extension().is_some_and(|e| e == "exr")).expect("an EXR output");
+    let back = image::open(exr).unwrap().to_rgb32f();
+    let (lo, hi) = back.as_raw().iter().step_by(3).fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    // Decoded at the original scale (metres), not squeezed into [0, 1].
+    assert!(lo < -1.0 && hi > 5.0, "decoded range {lo}..{hi}");
 }

@@ -76,7 +76,8 @@ fn cancel_then_resume_gives_the_uninterrupted_bundle() {
     let base = CompressOptions { steps: 120, batch_texels: 1024, ..CompressOptions::default() };
     let straight = compress(&set, &base, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
 
-    let with_checkpoints = CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
+    let with_checkpoints =
+        CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
     let cancel = Cancel::new();
     let stopper = CancelAt { step: 50, cancel: cancel.clone() };
     let err = compress(&set, &with_checkpoints, &stopper, &cancel).unwrap_err();
@@ -85,7 +86,7 @@ fn cancel_then_resume_gives_the_uninterrupted_bundle() {
 
     let resumed_options = CompressOptions { resume_from: Some(checkpoint.clone()), ..with_checkpoints };
     let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
-    assert!(resumed.report.train.resumed_from_step.is_some_and(|s| s >= 50 && s < 120));
+    assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (50..120).contains(&s)));
     assert_eq!(resumed.bundle_bytes, straight, "resumed run differs from the uninterrupted one");
 }
 
@@ -107,7 +108,8 @@ fn manual_budgets_reach_the_manifest() {
 #[test]
 fn cpu_reference_decoder_matches_the_burn_model() {
     let set = common::small_set(32);
-    let out = compress(&set, &CompressOptions { steps: 60, batch_texels: 1024, ..CompressOptions::default() }, &NoProgress, &Cancel::new()).unwrap();
+    let out = compress(&set, &CompressOptions { steps: 60, batch_texels: 1024, ..CompressOptions::default() }, &NoProgress, &Cancel::new())
+        .unwrap();
     let decoder = Decoder::new(&out.bundle);
     let device = burn::prelude::Device::flex();
     let model = NtcModel::from_params(decoder.params(), &device);
@@ -164,8 +166,14 @@ fn fused_trainer_gradients_match_burn_autodiff() {
     let mut batch = Batch::default();
     sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
     let (loss, grads) = loss_and_grads(&params, &batch);
-    let (burn_loss, burn_grads) =
-        texset_core::burn_model::loss_and_grads(&params, &batch.uv, &batch.mask, &batch.target, &batch.weight, &burn::prelude::Device::flex());
+    let (burn_loss, burn_grads) = texset_core::burn_model::loss_and_grads(
+        &params,
+        &batch.uv,
+        &batch.mask,
+        &batch.target,
+        &batch.weight,
+        &burn::prelude::Device::flex(),
+    );
     assert!((loss - burn_loss).abs() <= 1e-5 * loss.abs().max(1.0), "loss {loss} vs burn {burn_loss}");
     // Compare every gradient array relative to its own scale (f32 sums in different orders).
     let check = |name: &str, a: &[f32], b: &[f32]| {
