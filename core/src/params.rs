@@ -82,7 +82,7 @@ impl LayerParams {
 }
 
 /// Every learned value of a neural texture model, as plain `f32`s.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelParams {
     /// Latent grids, finest first. Grid 0 also sets the positional-encoding period.
     pub grids: Vec<GridParams>,

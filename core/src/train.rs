@@ -504,14 +504,19 @@ const ADAM_BETA1: f32 = 0.9;
 const ADAM_BETA2: f32 = 0.99;
 const ADAM_EPS: f32 = 1e-8;
 
-fn adam_update(theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], lr: f32, c1: f32, c2: f32) {
+/// One Adam update of a parameter array, gradients scaled by `grad_scale` as they are read; latent
+/// grids (`clamp_latents`) are projected back into the quantisation range in the same pass.
+fn adam_update(theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], lr: f32, c1: f32, c2: f32, grad_scale: f32, clamp_latents: bool) {
     theta.par_chunks_mut(4096).zip(grad.par_chunks(4096)).zip(m.par_chunks_mut(4096)).zip(v.par_chunks_mut(4096)).for_each(
         |(((theta, grad), m), v)| {
             for j in 0..theta.len() {
-                let g = grad[j];
+                let g = grad[j] * grad_scale;
                 m[j] = ADAM_BETA1 * m[j] + (1.0 - ADAM_BETA1) * g;
                 v[j] = ADAM_BETA2 * v[j] + (1.0 - ADAM_BETA2) * g * g;
                 theta[j] -= lr * (m[j] / c1) / ((v[j] / c2).sqrt() + ADAM_EPS);
+                if clamp_latents {
+                    theta[j] = theta[j].clamp(quant::LATENT_RANGE[0], quant::LATENT_RANGE[1]);
+                }
             }
         },
     );
@@ -525,21 +530,19 @@ impl Adam {
     }
 
     /// One update. Grids update only when `grid_lr` is `Some`.
-    pub fn step(&mut self, params: &mut ModelParams, grads: &ModelParams, grid_lr: Option<f32>, mlp_lr: f32) {
+    /// `grads` are multiplied by `grad_scale` as they are read (the fused `1 / batch` scale).
+    pub fn step(&mut self, params: &mut ModelParams, grads: &ModelParams, grad_scale: f32, grid_lr: Option<f32>, mlp_lr: f32) {
         self.t += 1;
         let c1 = 1.0 - ADAM_BETA1.powi(self.t as i32);
         let c2 = 1.0 - ADAM_BETA2.powi(self.t as i32);
         if let Some(lr) = grid_lr {
             for (((p, g), m), v) in params.grids.iter_mut().zip(&grads.grids).zip(&mut self.m.grids).zip(&mut self.v.grids) {
-                adam_update(&mut p.values, &g.values, &mut m.values, &mut v.values, lr, c1, c2);
-                for value in &mut p.values {
-                    *value = value.clamp(quant::LATENT_RANGE[0], quant::LATENT_RANGE[1]);
-                }
+                adam_update(&mut p.values, &g.values, &mut m.values, &mut v.values, lr, c1, c2, grad_scale, true);
             }
         }
         for (((p, g), m), v) in params.layers.iter_mut().zip(&grads.layers).zip(&mut self.m.layers).zip(&mut self.v.layers) {
-            adam_update(&mut p.weights, &g.weights, &mut m.weights, &mut v.weights, mlp_lr, c1, c2);
-            adam_update(&mut p.biases, &g.biases, &mut m.biases, &mut v.biases, mlp_lr, c1, c2);
+            adam_update(&mut p.weights, &g.weights, &mut m.weights, &mut v.weights, mlp_lr, c1, c2, grad_scale, false);
+            adam_update(&mut p.biases, &g.biases, &mut m.biases, &mut v.biases, mlp_lr, c1, c2, grad_scale, false);
         }
     }
 }
@@ -554,6 +557,8 @@ pub struct FusedTrainer<'a> {
     pub step: u32,
     sampler: Sampler<'a>,
     schedule: Schedule,
+    /// Gradient buffer, reused across steps.
+    grads: ModelParams,
 }
 
 /// What one step did.
@@ -570,7 +575,8 @@ impl<'a> FusedTrainer<'a> {
     #[must_use]
     pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: ModelParams) -> Self {
         let adam = Adam::new(&params);
-        Self { params, adam, step: 0, sampler, schedule }
+        let grads = params.zeros_like();
+        Self { params, adam, step: 0, sampler, schedule, grads }
     }
 
     /// The schedule.
@@ -612,7 +618,16 @@ impl<'a> FusedTrainer<'a> {
                 forward_backward(params, &mlp, &batch, noise)
             })
             .collect();
-        let mut grads = self.params.zeros_like();
+        let mut grads = std::mem::take(&mut self.grads);
+        for g in &mut grads.layers {
+            g.weights.fill(0.0);
+            g.biases.fill(0.0);
+        }
+        if train_grids {
+            for g in &mut grads.grids {
+                g.values.par_chunks_mut(1 << 16).for_each(|c| c.fill(0.0));
+            }
+        }
         let (mut sq_err, mut targeted) = (0.0f64, 0.0f64);
         for r in &results {
             sq_err += r.sq_err;
@@ -630,17 +645,10 @@ impl<'a> FusedTrainer<'a> {
             }
         }
         let scale = 1.0 / self.schedule.batch_texels as f32;
-        for g in &mut grads.layers {
-            g.weights.iter_mut().chain(g.biases.iter_mut()).for_each(|v| *v *= scale);
-        }
-        if train_grids {
-            for g in &mut grads.grids {
-                g.values.par_iter_mut().for_each(|v| *v *= scale);
-            }
-        }
         let decay = self.schedule.decay(step);
         let grid_lr = train_grids.then_some(self.schedule.grid_learning_rate * decay);
-        self.adam.step(&mut self.params, &grads, grid_lr, self.schedule.mlp_learning_rate * decay);
+        self.adam.step(&mut self.params, &grads, scale, grid_lr, self.schedule.mlp_learning_rate * decay);
+        self.grads = grads;
         self.step += 1;
         StepStats { mse: (sq_err / targeted.max(1.0)) as f32, phase }
     }
