@@ -506,7 +506,17 @@ const ADAM_EPS: f32 = 1e-8;
 
 /// One Adam update of a parameter array, gradients scaled by `grad_scale` as they are read; latent
 /// grids (`clamp_latents`) are projected back into the quantisation range in the same pass.
-fn adam_update(theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], lr: f32, c1: f32, c2: f32, grad_scale: f32, clamp_latents: bool) {
+fn adam_update(
+    theta: &mut [f32],
+    grad: &[f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    lr: f32,
+    c1: f32,
+    c2: f32,
+    grad_scale: f32,
+    clamp_latents: bool,
+) {
     theta.par_chunks_mut(4096).zip(grad.par_chunks(4096)).zip(m.par_chunks_mut(4096)).zip(v.par_chunks_mut(4096)).for_each(
         |(((theta, grad), m), v)| {
             for j in 0..theta.len() {

@@ -67,3 +67,24 @@ pub fn small_set(size: u32) -> TextureSet {
         materials: vec![Material { name: "synthetic".into(), source_dir: PathBuf::from("synthetic"), textures: vec![base, rough] }],
     }
 }
+
+/// Decodes `uv` pairs (`[n][2]`) through a burn model with one texture's channel budget applied
+/// to every sample; returns `[n][output_channels]` clamped outputs.
+pub fn burn_decode(
+    model: &texset_core::burn_model::NtcModel,
+    device: &burn::prelude::Device,
+    uv: &[f32],
+    budget: &[u32],
+    latent_channels: usize,
+) -> Vec<f32> {
+    let n = uv.len() / 2;
+    let mut mask = vec![0.0f32; n * latent_channels];
+    for i in 0..n {
+        for &c in budget {
+            mask[i * latent_channels + c as usize] = 1.0;
+        }
+    }
+    let uv_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(uv.to_vec(), [n, 2]), device);
+    let mask_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(mask, [n, latent_channels]), device);
+    model.decode(uv_t, mask_t).into_data().try_into_vec_as::<f32>().unwrap()
+}

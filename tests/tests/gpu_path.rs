@@ -34,15 +34,7 @@ fn burn_wgpu_trains_and_its_forward_matches_the_cpu_reference() {
     let map = &manifest.materials[0].maps[0];
     let n = 64;
     let uv: Vec<f32> = (0..n).flat_map(|i| [(i as f32 + 0.5) / n as f32, ((i * 7) % n) as f32 / (n - 1) as f32]).collect();
-    let mut mask = vec![0.0f32; n * lc];
-    for i in 0..n {
-        for &c in &map.latent_channels {
-            mask[i * lc + c as usize] = 1.0;
-        }
-    }
-    let uv_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(uv.clone(), [n, 2]), &device);
-    let mask_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(mask, [n, lc]), &device);
-    let y: Vec<f32> = model.decode(uv_t, mask_t).into_data().try_into_vec_as::<f32>().unwrap();
+    let y = common::burn_decode(&model, &device, &uv, &map.latent_channels, lc);
     let mut texel = [0.0f32; 4];
     let mut worst = 0.0f32;
     for i in 0..n {

@@ -132,15 +132,7 @@ fn cpu_reference_decoder_matches_the_burn_model() {
                 uv.push(u);
                 uv.push(v);
             }
-            let mut mask = vec![0.0f32; n * lc];
-            for i in 0..n {
-                for &c in &map.latent_channels {
-                    mask[i * lc + c as usize] = 1.0;
-                }
-            }
-            let uv_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(uv.clone(), [n, 2]), &device);
-            let mask_t = burn::prelude::Tensor::<2>::from_data(burn::tensor::TensorData::new(mask, [n, lc]), &device);
-            let y: Vec<f32> = model.decode(uv_t, mask_t).into_data().try_into_vec_as::<f32>().unwrap();
+            let y = common::burn_decode(&model, &device, &uv, &map.latent_channels, lc);
             let oc = manifest.output_channels();
             let mut texel = [0.0f32; 4];
             for i in 0..n {
