@@ -70,6 +70,7 @@ pub fn small_set(size: u32) -> TextureSet {
 
 /// Decodes `uv` pairs (`[n][2]`) through a burn model with one texture's channel budget applied
 /// to every sample; returns `[n][output_channels]` clamped outputs.
+#[must_use]
 pub fn burn_decode(
     model: &texset_core::burn_model::NtcModel,
     device: &burn::prelude::Device,
