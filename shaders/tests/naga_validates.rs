@@ -1,0 +1,35 @@
+//! Every WGSL file of the crate parses with naga's WGSL frontend and passes naga's validator.
+
+use std::path::{Path, PathBuf};
+
+fn wgsl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())).path();
+        if path.is_dir() {
+            wgsl_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "wgsl") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn naga_validates_every_wgsl() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    wgsl_files(&src, &mut files);
+    files.sort();
+    assert!(!files.is_empty(), "no .wgsl files under {}", src.display());
+    for file in &files {
+        let name = file.display();
+        let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let module =
+            naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: WGSL parse error:\n{}", e.emit_to_string(&source)));
+        let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
+        if let Err(e) = validator.validate(&module) {
+            panic!("{name}: naga validation error:\n{}", e.emit_to_string(&source));
+        }
+        println!("validated {name}");
+    }
+}
