@@ -93,6 +93,10 @@ enum Command {
         /// Output folder.
         #[arg(short, long)]
         output: PathBuf,
+        /// Decode with the WGSL decoder on a GPU adapter (lavapipe counts); falls back to the CPU
+        /// reference with a warning when there is none.
+        #[arg(long)]
+        gpu: bool,
     },
     /// Show what a bundle holds.
     Inspect {
@@ -328,9 +332,28 @@ fn run(cli: Cli) -> Result<()> {
                     .with_context(|| format!("cannot write report {}", path.display()))?;
             }
         }
-        Command::Decode { bundle, output } => {
+        Command::Decode { bundle, output, gpu } => {
             let b = read_bundle(&bundle)?;
-            let written = texset_core::export::decode_to_folder(&Decoder::new(&b), &output)?;
+            let device = if gpu { texset_shaders::request_device()? } else { None };
+            let written = if let Some((adapter, device, queue)) = device {
+                let info = adapter.get_info();
+                eprintln!("decoding on the GPU: {} ({:?})", info.name, info.backend);
+                let decoder = texset_shaders::GpuDecoder::new(&device, &b)?;
+                texset_core::export::write_folder(&b.manifest, &output, |material| {
+                    (0..b.manifest.materials[material].maps.len())
+                        .map(|map| {
+                            decoder
+                                .decode_map(&device, &queue, material, map)
+                                .map_err(|e| texset_core::export::ExportError::Gpu(e.to_string()))
+                        })
+                        .collect()
+                })?
+            } else {
+                if gpu {
+                    eprintln!("warning: no GPU adapter found; decoding with the CPU reference");
+                }
+                texset_core::export::decode_to_folder(&Decoder::new(&b), &output)?
+            };
             eprintln!("wrote {} maps under {}", written.len(), output.display());
         }
         Command::Inspect { bundle, json } => {

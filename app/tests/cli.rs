@@ -74,6 +74,25 @@ fn compress_inspect_decode_eval_round_trip() {
         assert_eq!((a.width(), a.height()), (b.width(), b.height()));
     }
 
+    // The written files carry the decoded values: PSNR computed from the PNGs themselves equals the
+    // report's (which is computed from the decoder's output rounded to the file's bit depth).
+    for m in json["maps"].as_array().unwrap() {
+        let name = format!("wood_{}.png", m["map"].as_str().unwrap());
+        let a = image::open(wood.join(&name)).unwrap().to_rgba32f();
+        let b = image::open(decoded.join("wood").join(&name)).unwrap().to_rgba32f();
+        let channels = image::open(wood.join(&name)).unwrap().color().channel_count() as usize;
+        let (mut sum, mut count) = (0.0f64, 0.0f64);
+        for (p, q) in a.pixels().zip(b.pixels()) {
+            for c in 0..channels.clamp(1, 3) {
+                sum += f64::from(p.0[c] - q.0[c]).powi(2);
+                count += 1.0;
+            }
+        }
+        let file_psnr = -10.0 * (sum / count).log10();
+        let report_psnr = m["psnr_db"].as_f64().unwrap();
+        assert!((file_psnr - report_psnr).abs() < 0.05, "{name}: PSNR from files {file_psnr:.3} vs report {report_psnr:.3}");
+    }
+
     let out = texset(&["eval", wood.to_str().unwrap(), bundle.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let eval: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -104,4 +123,36 @@ fn bad_input_exits_non_zero_with_one_line_naming_the_file() {
     }
     let stderr = String::from_utf8_lossy(&texset(&["inspect", not_bundle.to_str().unwrap()]).stderr).into_owned();
     assert!(stderr.contains("junk.texset"), "{stderr}");
+}
+
+#[test]
+fn gpu_decode_matches_cpu_decode_within_one_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metal = samples().join("metal_plates");
+    let bundle = tmp.path().join("metal.texset");
+    let out = texset(&["compress", metal.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "40", "--no-ssim"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (cpu, gpu) = (tmp.path().join("cpu"), tmp.path().join("gpu"));
+    assert!(texset(&["decode", bundle.to_str().unwrap(), "-o", cpu.to_str().unwrap()]).status.success());
+    let out = texset(&["decode", bundle.to_str().unwrap(), "-o", gpu.to_str().unwrap(), "--gpu"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("no GPU adapter") {
+        eprintln!("SKIPPED: no wgpu adapter; `decode --gpu` fell back to the CPU and the GPU path was NOT compared");
+    }
+    let mut compared = 0;
+    for entry in std::fs::read_dir(cpu.join("metal_plates")).unwrap() {
+        let path = entry.unwrap().path();
+        let a = image::open(&path).unwrap();
+        let b = image::open(gpu.join("metal_plates").join(path.file_name().unwrap())).unwrap();
+        assert_eq!(a.color(), b.color());
+        // 16-bit maps compared at 16 bits, 8-bit at 8: GPU and CPU f32 results differ by ~1e-7,
+        // which can flip a rounding at most one step.
+        let (x, y) = (a.to_rgba16(), b.to_rgba16());
+        let step = if a.color().bytes_per_pixel() / a.color().channel_count() == 2 { 1 } else { 257 };
+        let worst = x.as_raw().iter().zip(y.as_raw()).map(|(p, q)| p.abs_diff(*q)).max().unwrap();
+        assert!(worst <= step, "{}: max difference {worst} (> one step {step})", path.display());
+        compared += 1;
+    }
+    assert_eq!(compared, 4);
 }

@@ -12,6 +12,9 @@ pub enum ExportError {
     /// Decoding failed.
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    /// The GPU decoder failed.
+    #[error("GPU decode failed: {0}")]
+    Gpu(String),
     /// A file or folder could not be written.
     #[error("cannot write {path:?}: {message}")]
     Write {
@@ -67,8 +70,9 @@ pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String>
     let bytes: Vec<u8> = if entry.sample_format == SampleFormat::U8 {
         map.values.iter().map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8).collect()
     } else {
-        // PNG stores 16-bit samples big-endian.
-        map.values.iter().flat_map(|v| ((v.clamp(0.0, 1.0) * 65535.0).round() as u16).to_be_bytes()).collect()
+        // `image`'s encoders take 16-bit samples in native byte order (the PNG encoder swaps them
+        // to the file's big-endian itself).
+        map.values.iter().flat_map(|v| ((v.clamp(0.0, 1.0) * 65535.0).round() as u16).to_ne_bytes()).collect()
     };
     let mut out = Vec::new();
     PngEncoder::new(&mut out).write_image(&bytes, map.width, map.height, color).map_err(|e| e.to_string())?;
@@ -83,14 +87,24 @@ pub fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf {
     dir.join(material).join(format!("{material}_{}.{extension}", entry.kind))
 }
 
-/// Decodes every map of the bundle into `dir` (atomic writes); returns the written paths.
+/// Decodes every map of the bundle into `dir` (atomic writes) on the CPU; returns the written paths.
 pub fn decode_to_folder(decoder: &Decoder, dir: &Path) -> Result<Vec<PathBuf>, ExportError> {
-    let manifest: &Manifest = decoder.manifest();
+    write_folder(decoder.manifest(), dir, |material| Ok(decoder.decode_material(material)?))
+}
+
+/// Writes every map of a bundle into `dir` as `<material>/<material>_<map>.png` (atomic writes),
+/// with `decode_material(material index)` giving each material's decoded maps in manifest order
+/// (the CPU decoder, or a GPU one). Returns the written paths.
+pub fn write_folder(
+    manifest: &Manifest,
+    dir: &Path,
+    mut decode_material: impl FnMut(usize) -> Result<Vec<DecodedMap>, ExportError>,
+) -> Result<Vec<PathBuf>, ExportError> {
     let mut written = Vec::new();
     for (mi, material) in manifest.materials.iter().enumerate() {
         let folder = dir.join(&material.name);
         std::fs::create_dir_all(&folder).map_err(|e| ExportError::Write { path: folder.clone(), message: e.to_string() })?;
-        let maps = decoder.decode_material(mi)?;
+        let maps = decode_material(mi)?;
         for (map, entry) in maps.iter().zip(&material.maps) {
             let path = map_path(dir, &material.name, entry);
             let bytes = encode_map(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
