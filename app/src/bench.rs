@@ -28,7 +28,7 @@ struct Measurement {
     runs: usize,
 }
 
-pub fn run(dirs: Vec<PathBuf>, runs: usize, burn: bool, wgpu: bool, json: bool) -> Result<()> {
+pub fn run(dirs: Vec<PathBuf>, runs: usize, burn: bool, wgpu: bool, gpu_decode: bool, json: bool) -> Result<()> {
     let dirs = if dirs.is_empty() { default_dirs()? } else { dirs };
     let (set, _) = texset_core::ingest::load_library(&dirs)?;
     let options = CompressOptions::default();
@@ -127,6 +127,30 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, burn: bool, wgpu: bool, json: bool) 
         times.push(f64::from(n) / t.elapsed().as_secs_f64());
     }
     results.push(Measurement { what: "decode cpu random-access texel (1 thread, one map)".into(), texels_per_sec: median(times), runs });
+
+    // GPU whole-map decode through the WGSL decoder, timed to the end of the read-back (queue sync).
+    if gpu_decode {
+        if let Some((adapter, device, queue)) = texset_shaders::request_device()? {
+            let gpu = texset_shaders::GpuDecoder::new(&device, &bundle)?;
+            let entry = &bundle.manifest.materials[0].maps[0];
+            let map_texels = f64::from(entry.width) * f64::from(entry.height);
+            gpu.decode_map(&device, &queue, 0, 0)?;
+            let mut times = Vec::new();
+            for _ in 0..runs {
+                let t = Instant::now();
+                std::hint::black_box(gpu.decode_map(&device, &queue, 0, 0)?);
+                times.push(map_texels / t.elapsed().as_secs_f64());
+            }
+            let info = adapter.get_info();
+            results.push(Measurement {
+                what: format!("decode gpu whole map incl. read-back ({}, {:?}; {} ch)", info.name, info.backend, entry.channels),
+                texels_per_sec: median(times),
+                runs,
+            });
+        } else {
+            eprintln!("SKIPPED: no wgpu adapter; GPU decode not measured");
+        }
+    }
 
     if json {
         println!("{}", serde_json::to_string_pretty(&results)?);

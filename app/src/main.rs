@@ -128,6 +128,9 @@ enum Command {
         /// Include burn-wgpu (needs a GPU adapter; lavapipe is slow).
         #[arg(long)]
         wgpu: bool,
+        /// Include GPU decode through the WGSL decoder (any adapter, lavapipe included).
+        #[arg(long)]
+        gpu_decode: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -418,7 +421,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Bench { dirs, runs, burn, wgpu, json } => bench::run(dirs, runs, burn, wgpu, json)?,
+        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json } => bench::run(dirs, runs, burn, wgpu, gpu_decode, json)?,
         Command::GenSamples { output, size, seed } => {
             let files = texset_core::synth::write_sample_textures(&output, size, seed)?;
             eprintln!("wrote {} files under {}", files.len(), output.display());
