@@ -28,7 +28,20 @@ struct Measurement {
     runs: usize,
 }
 
-pub fn run(dirs: Vec<PathBuf>, runs: usize, burn: bool, wgpu: bool, gpu_decode: bool, json: bool) -> Result<()> {
+/// A measurement beyond the fused trainer and the CPU decoder, which always run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    /// Train with burn on flex.
+    BurnFlex,
+    /// Train with burn on wgpu.
+    BurnWgpu,
+    /// Decode with the WGSL decoder.
+    GpuDecode,
+}
+
+pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Result<()> {
+    let (burn, wgpu, gpu_decode) =
+        (extras.contains(&Extra::BurnFlex), extras.contains(&Extra::BurnWgpu), extras.contains(&Extra::GpuDecode));
     let dirs = if dirs.is_empty() { default_dirs()? } else { dirs };
     let (set, _) = texset_core::ingest::load_library(&dirs)?;
     let options = CompressOptions::default();

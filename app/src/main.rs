@@ -421,7 +421,14 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json } => bench::run(dirs, runs, burn, wgpu, gpu_decode, json)?,
+        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json } => {
+            let extras: Vec<bench::Extra> =
+                [(burn, bench::Extra::BurnFlex), (wgpu, bench::Extra::BurnWgpu), (gpu_decode, bench::Extra::GpuDecode)]
+                    .into_iter()
+                    .filter_map(|(on, extra)| on.then_some(extra))
+                    .collect();
+            bench::run(dirs, runs, &extras, json)?;
+        }
         Command::GenSamples { output, size, seed } => {
             let files = texset_core::synth::write_sample_textures(&output, size, seed)?;
             eprintln!("wrote {} files under {}", files.len(), output.display());
