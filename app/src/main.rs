@@ -253,10 +253,8 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(bpp) = bpp {
                 // Estimate the manifest size from a dry layout; it is small next to the latents.
                 let manifest_bytes = 600 + 400 * set.textures().count();
-                let max_width = set.textures().map(|(_, _, t)| t.width).max().unwrap_or(1);
-                let max_height = set.textures().map(|(_, _, t)| t.height).max().unwrap_or(1);
                 options
-                    .fit_bits_per_texel(bpp, set.texel_count(), (max_width, max_height), set.output_channels(), manifest_bytes)
+                    .fit_bits_per_texel(bpp, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes)
                     .map_err(anyhow::Error::msg)?;
             }
             if let Some(steps) = steps {

@@ -9,12 +9,13 @@ use crate::burn_model::BurnTrainer;
 use crate::layout::ModelLayout;
 use crate::options::{Backend, CompressOptions};
 use crate::params::ModelParams;
-use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
+use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::quant;
 use crate::set::TextureSet;
-use crate::train::{Batch, CHUNK_TEXELS, Rng, Sampler, Schedule, TrainError, TrainReport, initial_params};
+use crate::train::{
+    Batch, CHUNK_TEXELS, Rng, Sampler, Schedule, StatusReporter, TrainError, TrainReport, finalize, initial_params, round_grids,
+};
 use burn::prelude::Device;
-use std::time::Instant;
 
 /// The burn device for a backend.
 #[must_use]
@@ -83,12 +84,10 @@ pub fn train_burn(
     let params = initial_params(set, layout, options.seed);
     let mut trainer = BurnTrainer::new(&params, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
     let amplitude = 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8));
-    let start = Instant::now();
-    let mut last_report = Instant::now();
+    let mut status = StatusReporter::new(0);
     let mut batch = Batch::default();
     let mut chunk = Batch::default();
     let mut frozen = false;
-    let mut mse_ema: Option<f32> = None;
     for step in 0..schedule.steps {
         if cancel.is_cancelled() {
             return Err(TrainError::Cancelled);
@@ -97,9 +96,7 @@ pub fn train_burn(
         if phase != TrainPhase::NoisyLatents && !frozen {
             // Round and freeze the latents: rebuild the trainer from the rounded parameters.
             let mut p = trainer.params();
-            for (grid, &bits) in p.grids.iter_mut().zip(&schedule.grid_bits) {
-                quant::round_grid(grid, bits);
-            }
+            round_grids(&mut p, &schedule.grid_bits);
             trainer = BurnTrainer::new(&p, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
             frozen = true;
         }
@@ -124,30 +121,10 @@ pub fn train_burn(
         let loss = trainer.step(&batch.uv, &batch.mask, &batch.target, &batch.weight, decay, noisy.then_some(amplitude), noisy);
         let targeted = batch.weight.iter().filter(|&&w| w != 0.0).count().max(1) as f32;
         let mse = loss * batch.len as f32 / targeted;
-        mse_ema = Some(mse_ema.map_or(mse, |e| 0.9 * e + 0.1 * mse));
-        if step + 1 == schedule.steps || last_report.elapsed().as_secs_f64() > 0.5 {
-            last_report = Instant::now();
-            let elapsed = start.elapsed().as_secs_f64();
-            let done = f64::from(step + 1);
-            let m = mse_ema.unwrap_or(mse);
-            progress.train_status(&TrainStatus {
-                step: step + 1,
-                total_steps: schedule.steps,
-                phase,
-                loss: m,
-                psnr_estimate_db: -10.0 * m.max(1e-12).log10(),
-                texels_per_sec: done * schedule.batch_texels as f64 / elapsed.max(1e-9),
-                elapsed_secs: elapsed,
-                eta_secs: elapsed / done * f64::from(schedule.steps - step - 1),
-            });
-        }
+        status.record(progress, &schedule, step + 1, phase, mse);
     }
-    let train_secs = start.elapsed().as_secs_f64();
-    let mut p = trainer.params();
-    for (grid, &bits) in p.grids.iter_mut().zip(&schedule.grid_bits) {
-        quant::round_grid(grid, bits);
-    }
-    p.layers = p.layers.iter().map(quant::fake_quantize).collect();
+    let train_secs = status.elapsed_secs();
+    let p = finalize(trainer.params(), &schedule.grid_bits);
     let report = TrainReport {
         backend: format!("burn {}", if options.backend == Backend::Wgpu { "wgpu" } else { "flex" }),
         steps_run: schedule.steps,
@@ -155,7 +132,7 @@ pub fn train_burn(
         batch_texels: schedule.batch_texels,
         train_secs,
         texels_per_sec: f64::from(schedule.steps) * schedule.batch_texels as f64 / train_secs.max(1e-9),
-        final_mse: mse_ema.unwrap_or(0.0),
+        final_mse: status.mse(),
         resumed_from_step: None,
     };
     Ok((p, report))

@@ -56,6 +56,20 @@ impl ModelLayout {
         self.textures.iter().flatten().map(|t| t.channels).sum()
     }
 
+    /// Per latent channel, whether any texture reads it.
+    #[must_use]
+    pub fn read_channels(&self) -> Vec<bool> {
+        let mut read = vec![false; self.latent_channels()];
+        for slot in self.textures.iter().flatten() {
+            for &c in &slot.latent_channels {
+                if let Some(r) = read.get_mut(c as usize) {
+                    *r = true;
+                }
+            }
+        }
+        read
+    }
+
     /// The channel mask of a texture: 1.0 for each latent channel it reads.
     #[must_use]
     pub fn mask(&self, slot: &TextureSlot) -> Vec<f32> {

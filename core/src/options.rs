@@ -16,6 +16,15 @@ pub struct GridOptions {
     pub bits: u32,
 }
 
+impl GridOptions {
+    /// Cells across and down for a library whose largest map is `max_width × max_height`
+    /// (at least 2×2, so bilinear fetches always have two cells per axis).
+    #[must_use]
+    pub fn cells(&self, (max_width, max_height): (u32, u32)) -> (u32, u32) {
+        (max_width.div_ceil(self.texels_per_cell).max(2), max_height.div_ceil(self.texels_per_cell).max(2))
+    }
+}
+
 /// Where training runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "snake_case")]
@@ -134,14 +143,14 @@ impl CompressOptions {
 
     /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a
     /// library with `texel_count` texels (the bits-per-texel denominator), whose largest map is
-    /// `max_width × max_height` (the grids' extent), and `output_channels` outputs fits
+    /// `max_extent` (width, height; the grids' extent), and `output_channels` outputs fits
     /// `bits_per_texel`. Keeps the ratio between grids, then adds single channels while they fit;
     /// errors when even one channel per grid does not fit.
     pub fn fit_bits_per_texel(
         &mut self,
         bits_per_texel: f64,
         texel_count: usize,
-        (max_width, max_height): (u32, u32),
+        max_extent: (u32, u32),
         output_channels: usize,
         manifest_bytes: usize,
     ) -> Result<(), String> {
@@ -160,7 +169,7 @@ impl CompressOptions {
             for (g, c) in candidate.grids.iter_mut().zip(&channels) {
                 g.channels = *c;
             }
-            let bits = candidate.estimated_bundle_bytes((max_width, max_height), output_channels, manifest_bytes) as f64 * 8.0;
+            let bits = candidate.estimated_bundle_bytes(max_extent, output_channels, manifest_bytes) as f64 * 8.0;
             if bits <= budget_bits {
                 best = Some(channels);
                 break;
@@ -181,8 +190,7 @@ impl CompressOptions {
                 let mut candidate = self.clone();
                 candidate.grids[g].channels += 1;
                 if candidate.grids[g].channels <= 256
-                    && candidate.estimated_bundle_bytes((max_width, max_height), output_channels, manifest_bytes) as f64 * 8.0
-                        <= budget_bits
+                    && candidate.estimated_bundle_bytes(max_extent, output_channels, manifest_bytes) as f64 * 8.0 <= budget_bits
                 {
                     *self = candidate;
                     grew = true;
@@ -199,13 +207,13 @@ impl CompressOptions {
     /// Bundle size for a library whose largest map is `max_width × max_height` (grid shapes as
     /// the analyse pass makes them) and whose maps have `output_channels` channels in all.
     #[must_use]
-    pub fn estimated_bundle_bytes(&self, (max_width, max_height): (u32, u32), output_channels: usize, manifest_bytes: usize) -> usize {
+    pub fn estimated_bundle_bytes(&self, max_extent: (u32, u32), output_channels: usize, manifest_bytes: usize) -> usize {
         let latent_bits: f64 = self
             .grids
             .iter()
             .map(|g| {
-                let cells_x = f64::from(max_width.div_ceil(g.texels_per_cell).max(2));
-                let cells_y = f64::from(max_height.div_ceil(g.texels_per_cell).max(2));
+                let (cells_x, cells_y) = g.cells(max_extent);
+                let (cells_x, cells_y) = (f64::from(cells_x), f64::from(cells_y));
                 // Each grid's levels start on a byte boundary.
                 (cells_x * cells_y * f64::from(g.channels * g.bits) / 8.0).ceil() * 8.0
             })

@@ -150,16 +150,13 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
     if set.textures().next().is_none() {
         return Err(CompressError::EmptySet);
     }
-    let max_w = set.textures().map(|(_, _, t)| t.width).max().unwrap_or(1);
-    let max_h = set.textures().map(|(_, _, t)| t.height).max().unwrap_or(1);
+    let extent = set.max_extent();
     let grids: Vec<GridShape> = options
         .grids
         .iter()
-        .map(|g| GridShape {
-            width: max_w.div_ceil(g.texels_per_cell).max(2),
-            height: max_h.div_ceil(g.texels_per_cell).max(2),
-            channels: g.channels,
-            bits: g.bits,
+        .map(|g| {
+            let (width, height) = g.cells(extent);
+            GridShape { width, height, channels: g.channels, bits: g.bits }
         })
         .collect();
     let total: u32 = grids.iter().map(|g| g.channels).sum();
@@ -217,12 +214,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
 #[must_use]
 pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelParams, PruneReport) {
     let lc = layout.latent_channels();
-    let mut used = vec![false; lc];
-    for slot in layout.textures.iter().flatten() {
-        for &c in &slot.latent_channels {
-            used[c as usize] = true;
-        }
-    }
+    let mut used = layout.read_channels();
     // Keep at least one channel per grid (the format needs one; an unread one costs its bits only).
     let mut offset = 0usize;
     for g in &layout.grids {
@@ -381,9 +373,12 @@ pub fn compress(
     );
 
     progress.pass_started(Pass::Train);
-    let backend = match options.backend {
-        Backend::Auto => crate::burn_train::resolve_auto().0,
-        other => other,
+    let (backend, backend_reason) = match options.backend {
+        Backend::Auto => {
+            let (backend, reason) = crate::burn_train::resolve_auto();
+            (backend, format!(" (auto: {reason})"))
+        }
+        other => (other, String::new()),
     };
     let (params, train_report) = match backend {
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
@@ -395,7 +390,7 @@ pub fn compress(
     progress.pass_finished(
         Pass::Train,
         &format!(
-            "{} steps on {} in {:.1} s ({:.2} M texels/s)",
+            "{} steps on {}{backend_reason} in {:.1} s ({:.2} M texels/s)",
             train_report.steps_run,
             train_report.backend,
             train_report.train_secs,

@@ -198,6 +198,14 @@ impl TextureSet {
         self.materials.iter().map(Material::texel_count).sum()
     }
 
+    /// Width and height of the largest map (at least 1×1): the extent the latent grids cover.
+    #[must_use]
+    pub fn max_extent(&self) -> (u32, u32) {
+        let width = self.textures().map(|(_, _, t)| t.width).max().unwrap_or(1);
+        let height = self.textures().map(|(_, _, t)| t.height).max().unwrap_or(1);
+        (width, height)
+    }
+
     /// Every texture with its (material, map) index, in library order.
     pub fn textures(&self) -> impl Iterator<Item = (usize, usize, &Texture)> {
         self.materials.iter().enumerate().flat_map(|(m, mat)| mat.textures.iter().enumerate().map(move |(t, tex)| (m, t, tex)))

@@ -458,12 +458,7 @@ pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> Mode
     }
     // Channels no texture reads get zero first-layer weights: they never receive a gradient, so
     // they stay zero, and pruning them later changes nothing (not even int8 row scales).
-    let mut read = vec![false; layout.latent_channels()];
-    for slot in layout.textures.iter().flatten() {
-        for &c in &slot.latent_channels {
-            read[c as usize] = true;
-        }
-    }
+    let read = layout.read_channels();
     if let Some(first) = params.layers.first_mut() {
         for o in 0..first.outputs {
             for (c, r) in read.iter().enumerate() {
@@ -600,9 +595,7 @@ impl<'a> FusedTrainer<'a> {
         let step = self.step;
         let phase = self.schedule.phase(step);
         if step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0) {
-            for (grid, &bits) in self.params.grids.iter_mut().zip(&self.schedule.grid_bits) {
-                quant::round_grid(grid, bits);
-            }
+            round_grids(&mut self.params, &self.schedule.grid_bits);
         }
         let mlp: Vec<LayerParams> = if phase == TrainPhase::Int8Weights {
             self.params.layers.iter().map(quant::fake_quantize).collect()
@@ -666,12 +659,73 @@ impl<'a> FusedTrainer<'a> {
     /// The final model: latents rounded, weights int8-quantised (dequantised values).
     #[must_use]
     pub fn final_params(&self) -> ModelParams {
-        let mut p = self.params.clone();
-        for (grid, &bits) in p.grids.iter_mut().zip(&self.schedule.grid_bits) {
-            quant::round_grid(grid, bits);
+        finalize(self.params.clone(), &self.schedule.grid_bits)
+    }
+}
+
+/// Rounds every grid to its bits' levels (in place).
+pub fn round_grids(params: &mut ModelParams, grid_bits: &[u32]) {
+    for (grid, &bits) in params.grids.iter_mut().zip(grid_bits) {
+        quant::round_grid(grid, bits);
+    }
+}
+
+/// The model as it ships: latents rounded, weights int8-quantised (dequantised values).
+#[must_use]
+pub fn finalize(mut params: ModelParams, grid_bits: &[u32]) -> ModelParams {
+    round_grids(&mut params, grid_bits);
+    params.layers = params.layers.iter().map(quant::fake_quantize).collect();
+    params
+}
+
+/// Smooths the per-step loss and reports [`TrainStatus`] at most twice a second (and at the last
+/// step): the bookkeeping every trainer shares.
+pub struct StatusReporter {
+    start: Instant,
+    last_report: Instant,
+    start_step: u32,
+    mse_ema: Option<f32>,
+}
+
+impl StatusReporter {
+    /// Starts timing a run that begins at `start_step` (non-zero after a resume).
+    #[must_use]
+    pub fn new(start_step: u32) -> Self {
+        Self { start: Instant::now(), last_report: Instant::now(), start_step, mse_ema: None }
+    }
+
+    /// Records a finished step (`step` steps done in all) with its per-channel MSE.
+    pub fn record(&mut self, progress: &dyn Progress, schedule: &Schedule, step: u32, phase: TrainPhase, mse: f32) {
+        let smoothed = self.mse_ema.map_or(mse, |e| 0.9 * e + 0.1 * mse);
+        self.mse_ema = Some(smoothed);
+        if step != schedule.steps && self.last_report.elapsed().as_secs_f64() <= 0.5 {
+            return;
         }
-        p.layers = p.layers.iter().map(quant::fake_quantize).collect();
-        p
+        self.last_report = Instant::now();
+        let elapsed = self.elapsed_secs();
+        let steps_here = f64::from(step - self.start_step);
+        progress.train_status(&TrainStatus {
+            step,
+            total_steps: schedule.steps,
+            phase,
+            loss: smoothed,
+            psnr_estimate_db: -10.0 * smoothed.max(1e-12).log10(),
+            texels_per_sec: steps_here * schedule.batch_texels as f64 / elapsed.max(1e-9),
+            elapsed_secs: elapsed,
+            eta_secs: elapsed / steps_here.max(1.0) * f64::from(schedule.steps - step),
+        });
+    }
+
+    /// Seconds since the run started.
+    #[must_use]
+    pub fn elapsed_secs(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The smoothed MSE of the last steps (0 before any step).
+    #[must_use]
+    pub fn mse(&self) -> f32 {
+        self.mse_ema.unwrap_or(0.0)
     }
 }
 
@@ -715,34 +769,16 @@ pub fn train_fused(
         crate::checkpoint::load(path, &fingerprint, &mut trainer)?;
         resumed_from_step = Some(trainer.step);
     }
-    let start = Instant::now();
     let start_step = trainer.step;
-    let mut last_report = Instant::now();
+    let mut status = StatusReporter::new(start_step);
     let mut last_checkpoint = Instant::now();
-    let mut mse_ema: Option<f32> = None;
     while trainer.step < schedule.steps {
         if cancel.is_cancelled() {
             return Err(TrainError::Cancelled);
         }
         let stats = trainer.run_step();
-        mse_ema = Some(mse_ema.map_or(stats.mse, |e| 0.9 * e + 0.1 * stats.mse));
+        status.record(progress, &schedule, trainer.step, stats.phase, stats.mse);
         let done = trainer.step == schedule.steps;
-        if done || last_report.elapsed().as_secs_f64() > 0.5 {
-            last_report = Instant::now();
-            let elapsed = start.elapsed().as_secs_f64();
-            let steps_here = f64::from(trainer.step - start_step);
-            let mse = mse_ema.unwrap_or(stats.mse);
-            progress.train_status(&TrainStatus {
-                step: trainer.step,
-                total_steps: schedule.steps,
-                phase: stats.phase,
-                loss: mse,
-                psnr_estimate_db: -10.0 * mse.max(1e-12).log10(),
-                texels_per_sec: steps_here * schedule.batch_texels as f64 / elapsed.max(1e-9),
-                elapsed_secs: elapsed,
-                eta_secs: elapsed / steps_here.max(1.0) * f64::from(schedule.steps - trainer.step),
-            });
-        }
         if let Some(cp) = &options.checkpoint
             && !done
             && last_checkpoint.elapsed().as_secs_f64() >= cp.every_secs
@@ -751,7 +787,7 @@ pub fn train_fused(
             last_checkpoint = Instant::now();
         }
     }
-    let train_secs = start.elapsed().as_secs_f64();
+    let train_secs = status.elapsed_secs();
     let steps_run = trainer.step - start_step;
     let report = TrainReport {
         backend: "cpu (fused)".into(),
@@ -760,7 +796,7 @@ pub fn train_fused(
         batch_texels: schedule.batch_texels,
         train_secs,
         texels_per_sec: f64::from(steps_run) * schedule.batch_texels as f64 / train_secs.max(1e-9),
-        final_mse: mse_ema.unwrap_or(0.0),
+        final_mse: status.mse(),
         resumed_from_step,
     };
     Ok((trainer.final_params(), report))
