@@ -98,6 +98,20 @@ enum Command {
         #[arg(long)]
         gpu: bool,
     },
+    /// Write the GPU decoder specialised to a bundle as WGSL, GLSL, HLSL or MSL (validated).
+    ExportShader {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Shading language.
+        #[arg(long, value_enum)]
+        lang: LangArg,
+        /// Entry point of a GLSL file (GLSL holds one; the other languages hold all).
+        #[arg(long, value_enum, default_value_t = EntryArg::CsDecodeMap)]
+        entry: EntryArg,
+        /// Output file.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Show what a bundle holds.
     Inspect {
         /// The bundle.
@@ -313,6 +327,10 @@ fn run(cli: Cli) -> Result<()> {
             for m in &eval.maps {
                 eprintln!("  {}/{}: {:.2} dB, SSIM {:.4}", m.material, m.map, m.psnr_db, m.ssim);
             }
+            eprintln!("channel budgets:");
+            for b in &r.analyse.budgets {
+                eprintln!("  {}: {}/{} channels ({})", b.texture, b.channels, b.total_channels, b.reason);
+            }
             if let Some(path) = report {
                 let json = serde_json::json!({
                     "bundle": output,
@@ -344,7 +362,7 @@ fn run(cli: Cli) -> Result<()> {
                     (0..b.manifest.materials[material].maps.len())
                         .map(|map| {
                             decoder
-                                .decode_map(&device, &queue, material, map)
+                                .decode_map(&device, &queue, material, map, texset_shaders::DecodeMode::Stored)
                                 .map_err(|e| texset_core::export::ExportError::Gpu(e.to_string()))
                         })
                         .collect()
@@ -356,6 +374,21 @@ fn run(cli: Cli) -> Result<()> {
                 texset_core::export::decode_to_folder(&Decoder::new(&b), &output)?
             };
             eprintln!("wrote {} maps under {}", written.len(), output.display());
+        }
+        Command::ExportShader { bundle, lang, entry, output } => {
+            let b = read_bundle(&bundle)?;
+            let (lang, entry) = (lang.into(), entry.into());
+            let source = texset_shaders::export_shader(&b, lang, entry)
+                .with_context(|| format!("cannot export a shader for {}", bundle.display()))?;
+            texset_core::fsutil::write_atomic(&output, source.as_bytes()).with_context(|| format!("cannot write {}", output.display()))?;
+            let check = match texset_shaders::export::external_check(&output, lang, entry) {
+                texset_shaders::export::ExternalCheck::Passed(tool) => format!("naga and {tool} validated it"),
+                texset_shaders::export::ExternalCheck::Unavailable(why) => format!("naga validated it ({why})"),
+                texset_shaders::export::ExternalCheck::Failed(why) => {
+                    anyhow::bail!("{} was written but glslangValidator rejects it (a texset bug):\n{why}", output.display())
+                }
+            };
+            eprintln!("wrote {} ({:?}, {} bytes); {check}", output.display(), lang, source.len());
         }
         Command::Inspect { bundle, json } => {
             let bytes = std::fs::metadata(&bundle).with_context(|| format!("cannot read {}", bundle.display()))?.len();
@@ -385,11 +418,21 @@ fn run(cli: Cli) -> Result<()> {
                     .collect();
                 println!("mlp: {} (int8 weights, per-row scales), {} positional frequencies", widths.join("-"), m.pe_frequencies);
                 let total = m.latent_channels();
+                // The first map writing each output slice; later maps on the same slice are
+                // duplicates stored once.
+                let mut owners: std::collections::BTreeMap<u32, String> = std::collections::BTreeMap::new();
                 for mat in &m.materials {
                     println!("material {}", mat.name);
                     for map in &mat.maps {
+                        let name = format!("{}/{}", mat.name, map.kind);
+                        let shared = if let Some(owner) = owners.get(&map.output_offset) {
+                            format!(", identical to {owner}: shares its outputs")
+                        } else {
+                            owners.insert(map.output_offset, name);
+                            String::new()
+                        };
                         println!(
-                            "  {:<10} {}x{} {}ch {:?} {:?}{} budget {}/{} channels",
+                            "  {:<10} {}x{} {}ch {:?} {:?}{} budget {}/{} channels{shared}",
                             map.kind.token(),
                             map.width,
                             map.height,
@@ -433,4 +476,45 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--lang` values.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum LangArg {
+    Wgsl,
+    Glsl,
+    Hlsl,
+    Msl,
+}
+
+impl From<LangArg> for texset_shaders::ShaderLang {
+    fn from(lang: LangArg) -> Self {
+        match lang {
+            LangArg::Wgsl => Self::Wgsl,
+            LangArg::Glsl => Self::Glsl,
+            LangArg::Hlsl => Self::Hlsl,
+            LangArg::Msl => Self::Msl,
+        }
+    }
+}
+
+/// `--entry` values (the WGSL entry point names).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[clap(rename_all = "snake_case")]
+enum EntryArg {
+    CsDecodeMap,
+    CsDecodeSamples,
+    VsFullscreen,
+    FsDecodeMap,
+}
+
+impl From<EntryArg> for texset_shaders::EntryPoint {
+    fn from(entry: EntryArg) -> Self {
+        match entry {
+            EntryArg::CsDecodeMap => Self::DecodeMap,
+            EntryArg::CsDecodeSamples => Self::DecodeSamples,
+            EntryArg::VsFullscreen => Self::Fullscreen,
+            EntryArg::FsDecodeMap => Self::FragmentDecode,
+        }
+    }
 }

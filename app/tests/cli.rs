@@ -155,4 +155,21 @@ fn gpu_decode_matches_cpu_decode_within_one_step() {
         compared += 1;
     }
     assert_eq!(compared, 4);
+
+    // The same trained bundle exports as a shader in every language, each validated by the CLI
+    // (naga, and glslangValidator for GLSL/HLSL where installed; a rejection fails the command).
+    for (lang, entry, needle) in [
+        ("wgsl", "cs_decode_map", "fn decode_texel("),
+        ("glsl", "cs_decode_map", "#version 450"),
+        ("glsl", "fs_decode_map", "#version 450"),
+        ("hlsl", "cs_decode_map", "[numthreads(8, 8, 1)]"),
+        ("msl", "cs_decode_map", "#include <metal_stdlib>"),
+    ] {
+        let file = tmp.path().join(format!("decoder_{entry}.{lang}"));
+        let out = texset(&["export-shader", bundle.to_str().unwrap(), "--lang", lang, "--entry", entry, "-o", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{lang}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(needle), "{lang} export lacks {needle:?}");
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr).trim());
+    }
 }

@@ -204,10 +204,10 @@ impl Manifest {
         self.grids.iter().map(|g| g.channels as usize).sum()
     }
 
-    /// Total MLP output channels.
+    /// Total MLP output channels (a map sharing an earlier map's outputs adds none).
     #[must_use]
     pub fn output_channels(&self) -> usize {
-        self.materials.iter().flat_map(|m| &m.maps).map(|m| m.channels as usize).sum()
+        self.materials.iter().flat_map(|m| &m.maps).map(|m| (m.output_offset + m.channels) as usize).max().unwrap_or(0)
     }
 }
 
@@ -342,6 +342,7 @@ impl Bundle {
             return invalid(format!("{} materials (1..={MAX_MATERIALS})", m.materials.len()));
         }
         let mut next_output = 0usize;
+        let mut outputs: std::collections::BTreeMap<u32, (u32, &Vec<u32>)> = std::collections::BTreeMap::new();
         let mut names = std::collections::BTreeSet::new();
         for mat in &m.materials {
             if let Err(why) = check_name(&mat.name) {
@@ -377,14 +378,21 @@ impl Bundle {
                 if map.channel_ranges.iter().any(|r| !(r[0].is_finite() && r[1].is_finite() && r[0] < r[1])) {
                     return invalid(format!("map {name} has an invalid channel range"));
                 }
-                if map.output_offset as usize != next_output {
-                    return invalid(format!("map {name} output offset {} (expected {next_output})", map.output_offset));
-                }
-                next_output += map.channels as usize;
                 if map.latent_channels.windows(2).any(|w| w[0] >= w[1])
                     || map.latent_channels.iter().any(|&c| c as usize >= latent_channels)
                 {
                     return invalid(format!("map {name} has an invalid channel budget"));
+                }
+                if map.output_offset as usize == next_output {
+                    next_output += map.channels as usize;
+                    outputs.insert(map.output_offset, (map.channels, &map.latent_channels));
+                } else if outputs.get(&map.output_offset) != Some(&(map.channels, &map.latent_channels)) {
+                    // A map may share an earlier map's outputs (a duplicate stored once) only
+                    // with the same channel count and budget.
+                    return invalid(format!(
+                        "map {name} output offset {} is neither the next ({next_output}) nor an earlier map's with the same channels and budget",
+                        map.output_offset
+                    ));
                 }
             }
         }

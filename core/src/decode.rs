@@ -1,9 +1,10 @@
 //! The CPU reference decoder: random access to any texel of any map, or whole maps, from a
 //! [`Bundle`]. Plain Rust (rayon for whole maps); no burn. The GPU shader must match it.
 
-use crate::bundle::{Bundle, Manifest};
+use crate::bundle::{Bundle, Manifest, MapEntry};
 use crate::params::ModelParams;
-use crate::reference::{MlpScratch, features_at, mlp_forward};
+use crate::reference::{MlpScratch, features_at, mlp_forward, srgb_to_linear};
+use crate::set::{ColorSpace, MapKind, NormalConvention};
 use rayon::prelude::*;
 
 /// A decode request that does not fit the bundle.
@@ -42,6 +43,38 @@ pub struct DecodedMap {
     pub channels: u32,
     /// Values.
     pub values: Vec<f32>,
+}
+
+/// Un-maps a decoded texel (`t`: stored values in `[0, 1]`, channels beyond the map's count 0)
+/// into the values a shader lights with: the channel range applied (`low + (high − low)·t`, which
+/// restores float sources), sRGB colour channels (the first three) converted to linear, and a
+/// normal map's `xyz` as a unit vector in the +Y (OpenGL) convention whatever the source's was.
+/// The WGSL `decode_texel_linear` is the GPU twin of this function.
+#[must_use]
+pub fn unmap(entry: &MapEntry, t: [f32; 4]) -> [f32; 4] {
+    let mut v = [0.0; 4];
+    let channels = (entry.channels as usize).min(4);
+    for (c, value) in v.iter_mut().enumerate() {
+        let [low, high] = entry.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
+        *value = low + (high - low) * t[c];
+    }
+    if entry.color_space == ColorSpace::Srgb {
+        for value in v.iter_mut().take(channels.min(3)) {
+            *value = srgb_to_linear(*value);
+        }
+    }
+    if entry.kind == MapKind::Normal {
+        let mut n = [v[0] * 2.0 - 1.0, v[1] * 2.0 - 1.0, v[2] * 2.0 - 1.0];
+        if entry.normal_convention == NormalConvention::DirectX {
+            n[1] = -n[1];
+        }
+        let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+        if len > 0.0 {
+            n = n.map(|x| x / len);
+        }
+        v = [n[0], n[1], n[2], v[3]];
+    }
+    v
 }
 
 /// Decodes texels from a bundle on the CPU.
@@ -115,6 +148,13 @@ impl Decoder {
             *o = value.clamp(0.0, 1.0);
         }
         Ok(())
+    }
+
+    /// Decodes one map at `(u, v)` and un-maps it for shading ([`unmap`]): up to 4 values.
+    pub fn decode_texel_linear(&self, material: usize, map: usize, u: f32, v: f32) -> Result<[f32; 4], DecodeError> {
+        let mut t = [0.0; 4];
+        self.decode_texel(material, map, u, v, &mut t)?;
+        Ok(unmap(&self.manifest.materials[material].maps[map], t))
     }
 
     /// Decodes one whole map at its own resolution.

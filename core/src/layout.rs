@@ -28,6 +28,9 @@ pub struct TextureSlot {
     pub latent_channels: Vec<u32>,
     /// Loss weight of each of its channels.
     pub loss_weight: f32,
+    /// `(material, map)` of an earlier, identical texture whose outputs this one shares: it is
+    /// stored once (same `output_offset` and budget) and not sampled again in training.
+    pub duplicate_of: Option<(usize, usize)>,
 }
 
 /// The whole layout.
@@ -53,7 +56,7 @@ impl ModelLayout {
     /// Total output channels.
     #[must_use]
     pub fn output_channels(&self) -> usize {
-        self.textures.iter().flatten().map(|t| t.channels).sum()
+        self.textures.iter().flatten().filter(|t| t.duplicate_of.is_none()).map(|t| t.channels).sum()
     }
 
     /// Per latent channel, whether any texture reads it.

@@ -45,7 +45,7 @@ pub struct TextureBudget {
     pub reason: String,
     /// Mean of its values (all channels).
     pub mean: f32,
-    /// Standard deviation of its values (a first measure of content).
+    /// Largest per-channel standard deviation of its values (a first measure of content).
     pub std_dev: f32,
 }
 
@@ -58,6 +58,59 @@ pub struct AnalyseReport {
     pub mlp_widths: Vec<usize>,
     /// Budgets per texture.
     pub budgets: Vec<TextureBudget>,
+    /// Textures identical to an earlier one (stored once).
+    pub duplicates: Vec<DuplicateFinding>,
+}
+
+/// A texture found identical to an earlier one at ingest: same size, channels, value ranges and
+/// every decoded value. It shares the earlier texture's MLP outputs (stored once).
+#[derive(Clone, Debug, Serialize)]
+pub struct DuplicateFinding {
+    /// `material/kind` of the duplicate.
+    pub texture: String,
+    /// `material/kind` of the texture it repeats.
+    pub same_as: String,
+    /// Output channels saved.
+    pub channels: u32,
+}
+
+/// A texture whose every channel a constant (its mean) reproduces at this PSNR or better counts
+/// as flat: the MLP bias carries it, so it gets no latent channels (it then costs one output row
+/// of the last layer, nothing else). 48 dB is a per-channel standard deviation of ~1/255.
+pub const FLAT_PSNR_DB: f32 = 48.0;
+
+/// Per channel standard deviations of a texture's values.
+fn channel_std_devs(t: &crate::set::Texture) -> Vec<f32> {
+    let ch = t.channels as usize;
+    let n = t.texel_count().max(1) as f64;
+    (0..ch)
+        .map(|c| {
+            let values = t.texels.iter().skip(c).step_by(ch).map(|&v| f64::from(v));
+            let mean = values.clone().sum::<f64>() / n;
+            (values.map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt() as f32
+        })
+        .collect()
+}
+
+/// Whether two textures hold the same data (what a map may share outputs on).
+fn same_data(a: &crate::set::Texture, b: &crate::set::Texture) -> bool {
+    a.width == b.width
+        && a.height == b.height
+        && a.channels == b.channels
+        && a.channel_ranges == b.channel_ranges
+        && a.texels.len() == b.texels.len()
+        && a.texels.iter().zip(&b.texels).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+fn texel_hash(t: &crate::set::Texture) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&t.width.to_le_bytes());
+    hasher.update(&t.height.to_le_bytes());
+    hasher.update(&t.channels.to_le_bytes());
+    for v in &t.texels {
+        hasher.update(&v.to_bits().to_le_bytes());
+    }
+    hasher.finalize()
 }
 
 /// What the prune pass removed.
@@ -167,32 +220,60 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
             return Err(CompressError::UnknownBudget(key.clone()));
         }
     }
-    let mut textures = Vec::new();
+    let mut textures: Vec<Vec<TextureSlot>> = Vec::new();
     let mut budgets = Vec::new();
+    let mut duplicates = Vec::new();
+    let mut seen: std::collections::HashMap<u32, Vec<(usize, usize)>> = std::collections::HashMap::new();
     let mut output_offset = 0;
-    for material in &set.materials {
-        let mut slots = Vec::new();
-        for t in &material.textures {
+    for (mi, material) in set.materials.iter().enumerate() {
+        let mut slots: Vec<TextureSlot> = Vec::new();
+        for (ti, t) in material.textures.iter().enumerate() {
             let name = format!("{}/{}", material.name, t.kind);
+            let std_devs = channel_std_devs(t);
+            let std_dev = std_devs.iter().copied().fold(0.0f32, f32::max);
+            let n = t.texels.len().max(1) as f64;
+            let mean = (t.texels.iter().map(|&v| f64::from(v)).sum::<f64>() / n) as f32;
+            let loss_weight = options.loss_weights.get(t.kind.token()).copied().unwrap_or(1.0);
+
+            // Exact duplicate of an earlier texture: share its outputs and budget.
+            let hash = texel_hash(t);
+            let original = seen
+                .get(&hash)
+                .and_then(|candidates| candidates.iter().copied().find(|&(m, k)| same_data(&set.materials[m].textures[k], t)));
+            if let Some((m, k)) = original {
+                let source = if m == mi { &slots[k] } else { &textures[m][k] };
+                let slot = TextureSlot { duplicate_of: Some((m, k)), ..source.clone() };
+                let same_as = format!("{}/{}", set.materials[m].name, set.materials[m].textures[k].kind);
+                budgets.push(TextureBudget {
+                    texture: name.clone(),
+                    channels: slot.latent_channels.len() as u32,
+                    total_channels: total,
+                    reason: format!("identical to {same_as}: stored once, shares its outputs"),
+                    mean,
+                    std_dev,
+                });
+                duplicates.push(DuplicateFinding { texture: name, same_as, channels: t.channels });
+                slots.push(slot);
+                continue;
+            }
+            seen.entry(hash).or_default().push((mi, ti));
+
             let (count, reason) = match options.budgets.get(&name).or_else(|| options.budgets.get(t.kind.token())) {
                 Some(&k) => (k.min(total), format!("manual override ({k} requested)")),
+                // PSNR of its mean as a constant: -10 log10(variance).
+                None if std_dev <= 10f32.powf(-FLAT_PSNR_DB / 20.0) => (
+                    0,
+                    format!(
+                        "flat: its mean reproduces it at {:.1} dB (>= {FLAT_PSNR_DB} dB), so the MLP bias carries it",
+                        -20.0 * std_dev.max(1e-12).log10()
+                    ),
+                ),
                 None => (total, "default: reads every shared channel".to_owned()),
             };
             let mut latent_channels: Vec<u32> = priority[..count as usize].to_vec();
             latent_channels.sort_unstable();
-            let n = t.texels.len().max(1) as f64;
-            let mean = t.texels.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-            let var = t.texels.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
-            budgets.push(TextureBudget {
-                texture: name,
-                channels: count,
-                total_channels: total,
-                reason,
-                mean: mean as f32,
-                std_dev: var.sqrt() as f32,
-            });
-            let loss_weight = options.loss_weights.get(t.kind.token()).copied().unwrap_or(1.0);
-            slots.push(TextureSlot { output_offset, channels: t.channels as usize, latent_channels, loss_weight });
+            budgets.push(TextureBudget { texture: name, channels: count, total_channels: total, reason, mean, std_dev });
+            slots.push(TextureSlot { output_offset, channels: t.channels as usize, latent_channels, loss_weight, duplicate_of: None });
             output_offset += t.channels as usize;
         }
         textures.push(slots);
@@ -206,7 +287,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
     let mut mlp_widths = vec![layout.latent_channels() + 4 * options.pe_frequencies as usize];
     mlp_widths.extend(&options.hidden_widths);
     mlp_widths.push(layout.output_channels());
-    Ok((layout, AnalyseReport { grids, mlp_widths, budgets }))
+    Ok((layout, AnalyseReport { grids, mlp_widths, budgets, duplicates }))
 }
 
 /// Prune pass: removes latent channels that no texture reads (their inputs are always masked to
@@ -360,8 +441,10 @@ pub fn compress(
     progress.pass_finished(
         Pass::Analyse,
         &format!(
-            "{} textures, grids {}, MLP {:?}",
+            "{} textures ({} stored once as duplicates, {} flat), grids {}, MLP {:?}",
             analyse_report.budgets.len(),
+            analyse_report.duplicates.len(),
+            analyse_report.budgets.iter().filter(|b| b.reason.starts_with("flat")).count(),
             analyse_report
                 .grids
                 .iter()

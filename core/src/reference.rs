@@ -94,3 +94,9 @@ pub fn decode_all_outputs(params: &ModelParams, u: f32, v: f32, mask: &[f32], sc
         *o = value.clamp(0.0, 1.0);
     }
 }
+
+/// The inverse sRGB transfer function (IEC 61966-2-1), one channel.
+#[must_use]
+pub fn srgb_to_linear(c: f32) -> f32 {
+    if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
+}

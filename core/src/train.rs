@@ -117,6 +117,10 @@ impl<'a> Sampler<'a> {
         for (material, slots) in set.materials.iter().zip(&layout.textures) {
             let first_group = groups.len();
             for (texture, slot) in material.textures.iter().zip(slots) {
+                if slot.duplicate_of.is_some() {
+                    // Stored once: its original is sampled.
+                    continue;
+                }
                 let mask = layout.mask(slot);
                 let target = TargetRef {
                     data: &texture.texels,

@@ -1,26 +1,57 @@
 // texset GPU decoder: the WGSL twin of core/src/reference.rs (model spec: core/src/params.rs).
 //
-// A texel of map `m` at `uv` is decoded as: bilinear clamp-to-edge fetch of every latent grid
-// (texel centres at (x + 0.5) / width), times the map's channel-budget mask, positional encoding
-// sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP (last layer linear), clamp to [0, 1].
+// A texel of map `m` at `uv` is decoded as: bilinear clamp-to-edge fetch of every latent grid the
+// map's channel budget reads (texel centres at (x + 0.5) / width), positional encoding
+// sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP with int8 weights and per-row scales (last
+// layer linear, only the map's own outputs), clamp to [0, 1]. `decode_texel_linear` then un-maps
+// the stored value for shading (channel range, sRGB -> linear, normal vector in +Y convention).
 //
-// This first slice reads *dequantised* f32 latents and f32 weights. Reading the bit-packed latent
-// levels and the int8 per-row weights in-shader (4-8x less GPU memory) is a later optimisation.
+// f32 constants are given as their IEEE bit patterns (`*_BITS`, read with `bitcast<f32>`) so no
+// decimal rounding can differ between the CPU and a shader compiler.
 //
-// The fixed maximum sizes below are mirrored in `texset_shaders` (lib.rs), which rejects a bundle
-// beyond them with a clear error before any GPU work.
+// This file is a *template*: the block between the `texset:specialise` markers holds one model's
+// shapes as constants. `texset_shaders::specialise_wgsl` replaces it with a bundle's own values
+// (what `GpuDecoder` compiles and `texset export-shader` writes); the defaults below describe a
+// tiny model so the template validates by itself. Everything else is the same for every bundle.
+//
+// Buffers (exact layouts: docs/integration.md):
+//   latents: every grid's latent levels, bit-packed LSB-first in `GRID_BITS[g]` bits each,
+//            `[y][x][c]` order, grid `g` starting at word `GRID_WORD_OFFSET[g]`.
+//   mlp:     per layer `l` from word `LAYER_WORD_OFFSET[l]`: `outputs` rows of int8 weights, 4 per
+//            word (byte 0 = lowest bits), each row padded to `LAYER_ROW_WORDS[l]` words; then
+//            `outputs` f32 scales; then `outputs` f32 biases.
 
-// Most latent grids (same as the bundle limit).
-const MAX_GRIDS: u32 = 8u;
-// Most MLP layers (same as the bundle limit).
-const MAX_LAYERS: u32 = 16u;
-// Most latent channels over all grids (the width of a budget mask).
-const MAX_LATENT: u32 = 256u;
-// Most values of any MLP layer input and of every hidden activation. The last layer's output is
-// not bounded: only the decoded map's own slice of it is computed.
-const MAX_WIDTH: u32 = 256u;
-// Compute workgroup side (8 x 8 texels).
+// texset:specialise:begin
+const GRID_COUNT: u32 = 1u;
+const PE_FREQUENCIES: u32 = 2u;
+const LAYER_COUNT: u32 = 2u;
+const MAX_WIDTH: u32 = 12u;
+const MAP_COUNT: u32 = 1u;
+const MASK_WORDS: u32 = 1u;
+const GRID_WIDTH = array<u32, 1>(8u);
+const GRID_HEIGHT = array<u32, 1>(8u);
+const GRID_CHANNELS = array<u32, 1>(4u);
+const GRID_FIRST_CHANNEL = array<u32, 1>(0u);
+const GRID_BITS = array<u32, 1>(4u);
+const GRID_WORD_OFFSET = array<u32, 1>(0u);
+const GRID_LOW_BITS = array<u32, 1>(0xbf800000u);
+const GRID_STEP_BITS = array<u32, 1>(0x3e088889u);
+const LAYER_INPUTS = array<u32, 2>(12u, 8u);
+const LAYER_OUTPUTS = array<u32, 2>(8u, 3u);
+const LAYER_ROW_WORDS = array<u32, 2>(3u, 2u);
+const LAYER_WORD_OFFSET = array<u32, 2>(0u, 40u);
+const MAP_OUTPUT_OFFSET = array<u32, 1>(0u);
+const MAP_CHANNELS = array<u32, 1>(3u);
+const MAP_MASK = array<u32, 1>(15u);
+const MAP_SRGB = array<u32, 1>(1u);
+const MAP_NORMAL = array<u32, 1>(0u);
+const MAP_RANGE_LOW_BITS = array<vec4<u32>, 1>(vec4<u32>(0u, 0u, 0u, 0u));
+const MAP_RANGE_SCALE_BITS = array<vec4<u32>, 1>(vec4<u32>(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u));
+// texset:specialise:end
+
+// Compute workgroup sides: 8 x 8 texels for whole maps, 64 for sample lists.
 const WORKGROUP_SIDE: u32 = 8u;
+const SAMPLE_WORKGROUP: u32 = 64u;
 
 // 2*pi split for Cody-Waite range reduction: C1 has 8 significant bits so n * C1 is exact.
 const TWO_PI_C1: f32 = 6.28125;
@@ -29,72 +60,34 @@ const TWO_PI_C3: f32 = 1.0253131677018246e-11;
 const INV_TWO_PI: f32 = 0.15915493667125702;
 const TAU: f32 = 6.2831855;
 
-// One latent grid: `height x width x channels` values `[y][x][c]` at `offset` in `values`.
-struct GridInfo {
-    width: u32,
-    height: u32,
-    channels: u32,
-    offset: u32,
-}
+// `MAP_NORMAL` values.
+const NORMAL_NONE: u32 = 0u;
+const NORMAL_OPENGL: u32 = 1u;
+const NORMAL_DIRECTX: u32 = 2u;
 
-// (a) Dequantised latent grids, concatenated.
-struct Latents {
-    grid_count: u32,
-    // Sum of the grids' channels.
-    latent_channels: u32,
-    _pad0: u32,
-    _pad1: u32,
-    grids: array<GridInfo, MAX_GRIDS>,
-    values: array<f32>,
-}
+// The model data (read-only, shared by every entry point).
+@group(0) @binding(0) var<storage, read> latents: array<u32>;
+@group(0) @binding(1) var<storage, read> mlp: array<u32>;
 
-// One dense layer: `outputs x inputs` weights `[out][in]` row-major at `weight_offset`, `outputs`
-// biases at `bias_offset` (both in `values`).
-struct LayerInfo {
-    inputs: u32,
-    outputs: u32,
-    weight_offset: u32,
-    bias_offset: u32,
-}
-
-// (b) Dequantised MLP weights and biases.
-struct Mlp {
-    layer_count: u32,
-    pe_frequencies: u32,
-    _pad0: u32,
-    _pad1: u32,
-    layers: array<LayerInfo, MAX_LAYERS>,
-    values: array<f32>,
-}
-
-// (c) One map of the library (all materials, in library order): its slice of the MLP output and
-// its channel budget as a 0/1 mask per latent channel.
-struct MapInfo {
-    output_offset: u32,
-    channels: u32,
-    _pad0: u32,
-    _pad1: u32,
-    mask: array<f32, MAX_LATENT>,
-}
-
-// The compute dispatch: decode map `map_index` at `width x height` texels into
-// `output[out_offset + (y * width + x) * channels + c]`.
-struct Dispatch {
+// What the compute and fragment entry points decode. `mode` 0 writes the stored values
+// (`decode_texel`), 1 the shading values (`decode_texel_linear`).
+struct Params {
     map_index: u32,
     width: u32,
     height: u32,
     channels: u32,
-    out_offset: u32,
+    sample_count: u32,
+    mode: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
-@group(0) @binding(0) var<storage, read> latents: Latents;
-@group(0) @binding(1) var<storage, read> mlp: Mlp;
-@group(0) @binding(2) var<storage, read> maps: array<MapInfo>;
-@group(0) @binding(3) var<uniform> dispatch: Dispatch;
-@group(0) @binding(4) var<storage, read_write> output: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+// Compute outputs: `cs_decode_map` writes `[y][x][c]` with the map's channel count,
+// `cs_decode_samples` writes 4 values per sample.
+@group(0) @binding(3) var<storage, read_write> output: array<f32>;
+// `cs_decode_samples` inputs: one (u, v) per sample.
+@group(0) @binding(4) var<storage, read> samples: array<vec2<f32>>;
 
 // sin/cos of an f32 angle after an explicit Cody-Waite reduction to [-pi, pi]: the GPU's built-in
 // sin/cos are only accurate near zero, the CPU reference (libm) is accurate everywhere.
@@ -103,7 +96,7 @@ fn reduce_angle(p: f32) -> f32 {
     return ((p - n * TWO_PI_C1) - n * TWO_PI_C2) - n * TWO_PI_C3;
 }
 
-// Bilinear clamp-to-edge corners of grid `g` at `uv` (exactly as reference.rs
+// Bilinear clamp-to-edge corners of a grid at `uv` (exactly as reference.rs
 // `bilinear_corners`): cell indices (x0,y0) (x1,y0) (x0,y1) (x1,y1) and their weights.
 struct Corners {
     cells: vec4<u32>,
@@ -129,59 +122,88 @@ fn bilinear_corners(uv: vec2<f32>, width: u32, height: u32) -> Corners {
     return c;
 }
 
-// Decodes every channel of library map `map_index` at texture coordinates `uv` (texel centres at
-// (x + 0.5) / width). Returns the map's channels clamped to [0, 1]; channels beyond the map's
-// count (maps have 1-4) are 0. Usable from compute and fragment shaders.
-fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
-    // Two halves: activations of the current layer's input and output (ping-pong).
-    var act: array<f32, 512>;
+// The dequantised value of latent `index` (`[y][x][c]` order) of grid `g`:
+// low + level * step, the expression of `texset_core::quant::level_value`.
+fn latent_value(g: u32, index: u32) -> f32 {
+    let bits = GRID_BITS[g];
+    let bit = index * bits;
+    let word = GRID_WORD_OFFSET[g] + bit / 32u;
+    let shift = bit % 32u;
+    var level = latents[word] >> shift;
+    if (shift + bits > 32u) {
+        level = level | (latents[word + 1u] << (32u - shift));
+    }
+    level = level & ((1u << bits) - 1u);
+    return bitcast<f32>(GRID_LOW_BITS[g]) + f32(level) * bitcast<f32>(GRID_STEP_BITS[g]);
+}
 
-    // 1-2. Latent fetch times the budget mask.
-    var feature = 0u;
-    let grid_count = min(latents.grid_count, MAX_GRIDS);
-    for (var g = 0u; g < grid_count; g++) {
-        let grid = latents.grids[g];
-        let corners = bilinear_corners(uv, grid.width, grid.height);
-        for (var c = 0u; c < grid.channels; c++) {
+// The int8 weight (row `o`, input `i`) of layer `l`, dequantised with its row's scale.
+fn weight(l: u32, o: u32, i: u32, scale: f32) -> f32 {
+    let word = mlp[LAYER_WORD_OFFSET[l] + o * LAYER_ROW_WORDS[l] + i / 4u];
+    let q = bitcast<i32>(word << (24u - 8u * (i % 4u))) >> 24u;
+    return f32(q) * scale;
+}
+
+fn layer_scale(l: u32, o: u32) -> f32 {
+    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * LAYER_ROW_WORDS[l] + o]);
+}
+
+fn layer_bias(l: u32, o: u32) -> f32 {
+    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * (LAYER_ROW_WORDS[l] + 1u) + o]);
+}
+
+fn reads_channel(map_index: u32, channel: u32) -> bool {
+    return ((MAP_MASK[map_index * MASK_WORDS + channel / 32u] >> (channel % 32u)) & 1u) == 1u;
+}
+
+// Decodes every channel of library map `map_index` (maps of all materials in library order) at
+// texture coordinates `uv` in [0, 1]^2 (texel centres at (x + 0.5) / width). Returns the stored
+// values in [0, 1] (sRGB-encoded for colour maps, n * 0.5 + 0.5 for normals); channels beyond
+// the map's count are 0. Callable from compute and fragment shaders.
+fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
+    // Two halves: the current layer's input and output (ping-pong).
+    var act: array<f32, 2u * MAX_WIDTH>;
+
+    // 1-2. Latent fetch of the channels in the map's budget (the others are 0).
+    for (var g = 0u; g < GRID_COUNT; g++) {
+        let corners = bilinear_corners(uv, GRID_WIDTH[g], GRID_HEIGHT[g]);
+        let channels = GRID_CHANNELS[g];
+        for (var c = 0u; c < channels; c++) {
+            let feature = GRID_FIRST_CHANNEL[g] + c;
             var value = 0.0;
-            for (var k = 0u; k < 4u; k++) {
-                value += corners.weights[k] * latents.values[grid.offset + corners.cells[k] * grid.channels + c];
+            if (reads_channel(map_index, feature)) {
+                for (var k = 0u; k < 4u; k++) {
+                    value += corners.weights[k] * latent_value(g, corners.cells[k] * channels + c);
+                }
             }
-            if (feature < MAX_LATENT) {
-                act[feature] = value * maps[map_index].mask[feature];
-            }
-            feature++;
+            act[feature] = value;
         }
     }
 
     // 3. Positional encoding in grid-0 cells.
-    let px = uv.x * f32(latents.grids[0].width);
-    let py = uv.y * f32(latents.grids[0].height);
-    for (var k = 0u; k < mlp.pe_frequencies; k++) {
+    let pe_start = GRID_FIRST_CHANNEL[GRID_COUNT - 1u] + GRID_CHANNELS[GRID_COUNT - 1u];
+    let px = uv.x * f32(GRID_WIDTH[0]);
+    let py = uv.y * f32(GRID_HEIGHT[0]);
+    for (var k = 0u; k < PE_FREQUENCIES; k++) {
         let a = TAU * f32(1u << k) * 0.5;
         let ax = reduce_angle(a * px);
         let ay = reduce_angle(a * py);
-        let i = feature + 4u * k;
-        if (i + 3u < MAX_WIDTH) {
-            act[i] = sin(ax);
-            act[i + 1u] = cos(ax);
-            act[i + 2u] = sin(ay);
-            act[i + 3u] = cos(ay);
-        }
+        let i = pe_start + 4u * k;
+        act[i] = sin(ax);
+        act[i + 1u] = cos(ax);
+        act[i + 2u] = sin(ay);
+        act[i + 3u] = cos(ay);
     }
 
-    // 4. MLP: hidden layers with ReLU, ping-ponging between act[0..256] and act[256..512].
-    let info = maps[map_index];
-    let layer_count = min(mlp.layer_count, MAX_LAYERS);
+    // 4. MLP: hidden layers with ReLU, ping-ponging between act[0..MAX_WIDTH] and the rest.
     var src = 0u;
-    for (var l = 0u; l + 1u < layer_count; l++) {
-        let layer = mlp.layers[l];
+    for (var l = 0u; l + 1u < LAYER_COUNT; l++) {
         let dst = MAX_WIDTH - src;
-        for (var o = 0u; o < min(layer.outputs, MAX_WIDTH); o++) {
-            var z = mlp.values[layer.bias_offset + o];
-            let row = layer.weight_offset + o * layer.inputs;
-            for (var i = 0u; i < min(layer.inputs, MAX_WIDTH); i++) {
-                z += mlp.values[row + i] * act[src + i];
+        for (var o = 0u; o < LAYER_OUTPUTS[l]; o++) {
+            let scale = layer_scale(l, o);
+            var z = layer_bias(l, o);
+            for (var i = 0u; i < LAYER_INPUTS[l]; i++) {
+                z += weight(l, o, i, scale) * act[src + i];
             }
             act[dst + o] = max(z, 0.0);
         }
@@ -189,33 +211,108 @@ fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
     }
 
     // The last (linear) layer: only this map's slice of the outputs, then 5. clamp.
+    let last = LAYER_COUNT - 1u;
     var result = vec4<f32>(0.0);
-    if (layer_count == 0u) {
-        return result;
-    }
-    let last = mlp.layers[layer_count - 1u];
-    for (var c = 0u; c < min(info.channels, 4u); c++) {
-        let o = info.output_offset + c;
-        var z = mlp.values[last.bias_offset + o];
-        let row = last.weight_offset + o * last.inputs;
-        for (var i = 0u; i < min(last.inputs, MAX_WIDTH); i++) {
-            z += mlp.values[row + i] * act[src + i];
+    for (var c = 0u; c < min(MAP_CHANNELS[map_index], 4u); c++) {
+        let o = MAP_OUTPUT_OFFSET[map_index] + c;
+        let scale = layer_scale(last, o);
+        var z = layer_bias(last, o);
+        for (var i = 0u; i < LAYER_INPUTS[last]; i++) {
+            z += weight(last, o, i, scale) * act[src + i];
         }
         result[c] = clamp(z, 0.0, 1.0);
     }
     return result;
 }
 
-// Decodes one whole map, one invocation per texel, into `output` as f32 `[y][x][c]`.
+// The sRGB transfer function, inverse (exactly as `texset_core::reference::srgb_to_linear`).
+fn srgb_to_linear(c: f32) -> f32 {
+    if (c <= 0.04045) {
+        return c / 12.92;
+    }
+    return pow((c + 0.055) / 1.055, 2.4);
+}
+
+// `decode_texel` un-mapped for shading (as `texset_core::reference::unmap`): the channel range
+// applied (float sources), sRGB colour channels to linear, and normal maps as a unit vector in the
+// +Y (OpenGL) convention whatever the source's convention was.
+fn decode_texel_linear(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
+    let t = decode_texel(map_index, uv);
+    var v = bitcast<vec4<f32>>(MAP_RANGE_LOW_BITS[map_index]) + bitcast<vec4<f32>>(MAP_RANGE_SCALE_BITS[map_index]) * t;
+    let channels = MAP_CHANNELS[map_index];
+    if (MAP_SRGB[map_index] == 1u) {
+        for (var c = 0u; c < min(channels, 3u); c++) {
+            v[c] = srgb_to_linear(v[c]);
+        }
+    }
+    let normal = MAP_NORMAL[map_index];
+    if (normal != NORMAL_NONE) {
+        var n = v.xyz * 2.0 - 1.0;
+        if (normal == NORMAL_DIRECTX) {
+            n.y = -n.y;
+        }
+        let len = length(n);
+        if (len > 0.0) {
+            n = n / len;
+        }
+        v = vec4<f32>(n, v.w);
+    }
+    return v;
+}
+
+fn decode_mode(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
+    if (params.mode == 1u) {
+        return decode_texel_linear(map_index, uv);
+    }
+    return decode_texel(map_index, uv);
+}
+
+// Decodes one whole map (`params.width x params.height`), one invocation per texel, into
+// `output` as f32 `[y][x][c]` with `params.channels` channels.
 @compute @workgroup_size(WORKGROUP_SIDE, WORKGROUP_SIDE, 1)
-fn cs_main(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x >= dispatch.width || id.y >= dispatch.height) {
+fn cs_decode_map(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x >= params.width || id.y >= params.height || params.map_index >= MAP_COUNT) {
         return;
     }
-    let uv = vec2<f32>((f32(id.x) + 0.5) / f32(dispatch.width), (f32(id.y) + 0.5) / f32(dispatch.height));
-    let texel = decode_texel(dispatch.map_index, uv);
-    let base = dispatch.out_offset + (id.y * dispatch.width + id.x) * dispatch.channels;
-    for (var c = 0u; c < min(dispatch.channels, 4u); c++) {
+    let uv = vec2<f32>((f32(id.x) + 0.5) / f32(params.width), (f32(id.y) + 0.5) / f32(params.height));
+    let texel = decode_mode(params.map_index, uv);
+    let base = (id.y * params.width + id.x) * params.channels;
+    for (var c = 0u; c < min(params.channels, 4u); c++) {
         output[base + c] = texel[c];
     }
+}
+
+// Decodes `params.sample_count` random-access samples at `samples[i]` into `output[4 i ..]`.
+@compute @workgroup_size(SAMPLE_WORKGROUP, 1, 1)
+fn cs_decode_samples(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = id.y * groups.x * SAMPLE_WORKGROUP + id.x;
+    if (i >= params.sample_count || params.map_index >= MAP_COUNT) {
+        return;
+    }
+    let texel = decode_mode(params.map_index, samples[i]);
+    for (var c = 0u; c < 4u; c++) {
+        output[4u * i + c] = texel[c];
+    }
+}
+
+// A full-screen triangle for `fs_decode_map`.
+struct VertexOut {
+    @builtin(position) position: vec4<f32>,
+    @location(0) uv: vec2<f32>,
+}
+
+@vertex
+fn vs_fullscreen(@builtin(vertex_index) vertex: u32) -> VertexOut {
+    let uv = vec2<f32>(f32((vertex << 1u) & 2u), f32(vertex & 2u));
+    var out: VertexOut;
+    out.position = vec4<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0, 0.0, 1.0);
+    out.uv = uv;
+    return out;
+}
+
+// Decodes `params.map_index` per pixel in a fragment shader (what a material shader does): draw
+// the full-screen triangle into a render target of the map's size to decode it on load.
+@fragment
+fn fs_decode_map(in: VertexOut) -> @location(0) vec4<f32> {
+    return decode_mode(min(params.map_index, MAP_COUNT - 1u), in.uv);
 }

@@ -1,11 +1,12 @@
 //! texset GPU side: the WGSL decoder (`decode.wgsl`, the twin of `texset_core::reference`) and the
 //! wgpu code that runs it.
 //!
-//! [`GpuDecoder`] uploads a bundle's *dequantised* model (f32 latents, f32 weights and biases, one
-//! 0/1 budget mask per map) to storage buffers once, then [`GpuDecoder::decode_map`] decodes a
-//! whole map with one compute invocation per texel and reads it back. Uploading f32 keeps this
-//! first slice simple; reading the bit-packed latent levels and int8 per-row weights in the
-//! shader (4–8× less GPU memory) is a later optimisation.
+//! [`GpuModel`] lays a bundle out as the shader reads it: the latent levels bit-packed as the
+//! bundle stores them, int8 weights four to a word with per-row scales, and a block of WGSL
+//! constants (shapes, offsets, budgets as bit masks) that specialises `decode.wgsl` to the bundle.
+//! [`GpuDecoder`] uploads that once and decodes whole maps (compute, or a fragment shader into a
+//! render target) or lists of random-access samples. [`export`] writes the same specialised
+//! decoder as WGSL, GLSL, HLSL or MSL for engines.
 //!
 //! The library never creates a GPU device: callers pass theirs. [`request_device`] is a blocking
 //! helper for tests and the CLI.
@@ -15,35 +16,34 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::task::{Context, Poll, Wake, Waker};
 use texset_core::bundle::Bundle;
+use texset_core::bundle::MapEntry;
 use texset_core::decode::DecodeError;
 use texset_core::{DecodedMap, Decoder};
 
-/// The WGSL source of the decoder (entry point [`DECODE_ENTRY_POINT`]).
+pub mod export;
+pub mod model;
+
+pub use export::{EntryPoint, ExportError, ShaderLang, export_shader};
+pub use model::GpuModel;
+
+/// The WGSL template of the decoder ([`model::GpuModel::wgsl`] specialises it to a bundle).
 pub const DECODE_WGSL: &str = include_str!("decode.wgsl");
 
-/// Compute entry point of [`DECODE_WGSL`] that decodes one whole map.
-pub const DECODE_ENTRY_POINT: &str = "cs_main";
-
-/// Most latent grids the shader reads (`MAX_GRIDS` in the WGSL).
-pub const MAX_GRIDS: usize = 8;
-/// Most MLP layers the shader runs (`MAX_LAYERS` in the WGSL).
-pub const MAX_LAYERS: usize = 16;
-/// Most latent channels over all grids (`MAX_LATENT` in the WGSL).
-pub const MAX_LATENT: usize = 256;
-/// Most values of any MLP layer's input and of any hidden layer's output (`MAX_WIDTH` in the
-/// WGSL). The last layer's output width is not bounded (only the decoded map's slice is computed).
-pub const MAX_WIDTH: usize = 256;
-/// Side of the square compute workgroup (`WORKGROUP_SIDE` in the WGSL).
+/// Side of the square compute workgroup of `cs_decode_map` (`WORKGROUP_SIDE` in the WGSL).
 pub const WORKGROUP_SIDE: u32 = 8;
+/// Workgroup size of `cs_decode_samples` (`SAMPLE_WORKGROUP` in the WGSL).
+pub const SAMPLE_WORKGROUP: u32 = 64;
+/// Bytes of the `Params` uniform.
+const PARAMS_BYTES: usize = 32;
 
-/// Bytes before `values` in the `Latents` and `Mlp` storage structs (a 16-byte header, then the
-/// fixed table of 16-byte entries).
-const LATENT_HEADER_BYTES: usize = 16 + 16 * MAX_GRIDS;
-const MLP_HEADER_BYTES: usize = 16 + 16 * MAX_LAYERS;
-/// Bytes of one `MapInfo` (16-byte header, then the `MAX_LATENT` f32 mask).
-const MAP_INFO_BYTES: usize = 16 + 4 * MAX_LATENT;
-/// Bytes of the `Dispatch` uniform.
-const DISPATCH_BYTES: usize = 32;
+/// What the decoder writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeMode {
+    /// The stored values in `[0, 1]` (`decode_texel`; [`Decoder::decode_texel`] on the CPU).
+    Stored,
+    /// Un-mapped for shading (`decode_texel_linear`; [`texset_core::decode::unmap`] on the CPU).
+    Shading,
+}
 
 /// Why the GPU decoder could not run.
 #[derive(Debug, thiserror::Error)]
@@ -120,177 +120,114 @@ pub fn request_device() -> Result<Option<(wgpu::Adapter, wgpu::Device, wgpu::Que
     Ok(Some((adapter, device, queue)))
 }
 
-fn push_u32(bytes: &mut Vec<u8>, value: u32) {
-    bytes.extend_from_slice(&value.to_le_bytes());
-}
-
-fn push_f32s(bytes: &mut Vec<u8>, values: &[f32]) {
-    for v in values {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
+fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode) -> Vec<u8> {
+    let mode = match mode {
+        DecodeMode::Stored => 0u32,
+        DecodeMode::Shading => 1,
+    };
+    let bytes: Vec<u8> = [map_index, width, height, channels, sample_count, mode, 0, 0].iter().flat_map(|w| w.to_le_bytes()).collect();
+    debug_assert_eq!(bytes.len(), PARAMS_BYTES);
+    bytes
 }
 
 fn to_u32(what: &'static str, value: usize) -> Result<u32, GpuError> {
     u32::try_from(value).map_err(|_| GpuError::ModelTooLarge { what, got: value, limit: u32::MAX as usize })
 }
 
-fn check_max(what: &'static str, got: usize, limit: usize) -> Result<(), GpuError> {
-    if got > limit { Err(GpuError::ModelTooLarge { what, got, limit }) } else { Ok(()) }
-}
-
-/// A bundle's model resident on the GPU, with the compute pipeline that decodes its maps.
+/// A bundle's model resident on the GPU (bit-packed latents and int8 weights, as the bundle stores
+/// them), with the pipelines of the decoder specialised to it.
 pub struct GpuDecoder {
     decoder: Decoder,
-    /// Per material, the index of its first map in the library-wide map table.
-    first_map: Vec<usize>,
+    model: GpuModel,
     latents: wgpu::Buffer,
     mlp: wgpu::Buffer,
-    maps: wgpu::Buffer,
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    map_pipeline: wgpu::ComputePipeline,
+    samples_pipeline: wgpu::ComputePipeline,
+    render_pipeline: wgpu::RenderPipeline,
 }
 
+/// A list of (u, v) samples uploaded once, for repeated [`GpuDecoder::run_samples`] calls.
+pub struct SampleBatch {
+    count: u32,
+    groups: (u32, u32),
+    samples: wgpu::Buffer,
+    output: wgpu::Buffer,
+}
+
+impl SampleBatch {
+    /// Number of samples.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// True when the batch holds no samples.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// Colour format of the render target `decode_map_fragment` draws into.
+const FRAGMENT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
+
 impl GpuDecoder {
-    /// Validates the bundle's model against the shader's fixed sizes and the device's limits,
-    /// uploads it and compiles the decode pipeline.
+    /// Lays the bundle out for the GPU ([`GpuModel`]), uploads it and compiles the decoder
+    /// specialised to its shapes.
     pub fn new(device: &wgpu::Device, bundle: &Bundle) -> Result<Self, GpuError> {
         let decoder = Decoder::new(bundle);
-        let params = decoder.params();
-        check_max("latent grids", params.grids.len(), MAX_GRIDS)?;
-        check_max("MLP layers", params.layers.len(), MAX_LAYERS)?;
-        check_max("latent channels", params.latent_channels(), MAX_LATENT)?;
-        check_max("MLP inputs", params.mlp_inputs(), MAX_WIDTH)?;
-        for layer in &params.layers {
-            check_max("MLP layer inputs", layer.inputs, MAX_WIDTH)?;
-        }
-        if let Some((_, hidden)) = params.layers.split_last() {
-            for layer in hidden {
-                check_max("hidden MLP layer outputs", layer.outputs, MAX_WIDTH)?;
-            }
-        }
-
-        // (a) Latents: header, grid table, then every grid's values.
-        let mut latents = Vec::with_capacity(LATENT_HEADER_BYTES + 4 * params.grids.iter().map(|g| g.values.len()).sum::<usize>());
-        push_u32(&mut latents, to_u32("latent grids", params.grids.len())?);
-        push_u32(&mut latents, to_u32("latent channels", params.latent_channels())?);
-        push_u32(&mut latents, 0);
-        push_u32(&mut latents, 0);
-        let mut offset = 0usize;
-        for i in 0..MAX_GRIDS {
-            let (w, h, c, o) = params.grids.get(i).map_or((0, 0, 0, 0), |g| (g.width, g.height, g.channels, offset));
-            for word in [w, h, c, to_u32("latent values", o)?] {
-                push_u32(&mut latents, word);
-            }
-            offset += params.grids.get(i).map_or(0, |g| g.values.len());
-        }
-        for grid in &params.grids {
-            push_f32s(&mut latents, &grid.values);
-        }
-
-        // (b) MLP: header, layer table, then per layer its weights then its biases.
-        let mut mlp = Vec::new();
-        push_u32(&mut mlp, to_u32("MLP layers", params.layers.len())?);
-        push_u32(&mut mlp, params.pe_frequencies);
-        push_u32(&mut mlp, 0);
-        push_u32(&mut mlp, 0);
-        let mut offset = 0usize;
-        for i in 0..MAX_LAYERS {
-            let (inputs, outputs, w, b) =
-                params.layers.get(i).map_or((0, 0, 0, 0), |l| (l.inputs, l.outputs, offset, offset + l.weights.len()));
-            for (what, word) in [("MLP width", inputs), ("MLP width", outputs), ("MLP values", w), ("MLP values", b)] {
-                push_u32(&mut mlp, to_u32(what, word)?);
-            }
-            offset += params.layers.get(i).map_or(0, |l| l.weights.len() + l.biases.len());
-        }
-        for layer in &params.layers {
-            push_f32s(&mut mlp, &layer.weights);
-            push_f32s(&mut mlp, &layer.biases);
-        }
-
-        // (c) Maps of every material in library order: output slice and budget mask.
-        let manifest = decoder.manifest();
-        let mut maps = Vec::new();
-        let mut first_map = Vec::with_capacity(manifest.materials.len());
-        let mut count = 0usize;
-        for material in &manifest.materials {
-            first_map.push(count);
-            for map in &material.maps {
-                push_u32(&mut maps, map.output_offset);
-                push_u32(&mut maps, map.channels);
-                push_u32(&mut maps, 0);
-                push_u32(&mut maps, 0);
-                let mut mask = [0.0f32; MAX_LATENT];
-                for &c in &map.latent_channels {
-                    if let Some(m) = mask.get_mut(c as usize) {
-                        *m = 1.0;
-                    }
-                }
-                push_f32s(&mut maps, &mask);
-                count += 1;
-            }
-        }
-        debug_assert_eq!(maps.len(), count * MAP_INFO_BYTES);
-        debug_assert_eq!(mlp.len(), MLP_HEADER_BYTES + 4 * offset);
-
+        let model = GpuModel::new(bundle)?;
+        let latent_bytes = model::words_to_bytes(&model.latent_words);
+        let mlp_bytes = model::words_to_bytes(&model.mlp_words);
         let limit = device.limits().max_storage_buffer_binding_size;
-        for (what, bytes) in [("the latent buffer", &latents), ("the MLP buffer", &mlp), ("the map table", &maps)] {
+        for (what, bytes) in [("the latent buffer", &latent_bytes), ("the MLP buffer", &mlp_bytes)] {
             check_device_limit(what, bytes.len() as u64, limit)?;
         }
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let latents = storage_buffer(device, "texset latents", &latents);
-        let mlp = storage_buffer(device, "texset MLP weights", &mlp);
-        let maps = storage_buffer(device, "texset map table", &maps);
+        let latents = storage_buffer(device, "texset latents", &latent_bytes);
+        let mlp = storage_buffer(device, "texset MLP weights", &mlp_bytes);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("texset decode.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(DECODE_WGSL.into()),
+            label: Some("texset decode.wgsl (specialised)"),
+            source: wgpu::ShaderSource::Wgsl(model.wgsl().into()),
         });
-        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
+        let compute = |label: &'static str, entry: EntryPoint| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry.name()),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            })
         };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("texset decode bind group layout"),
-            entries: &[
-                storage(0, true),
-                storage(1, true),
-                storage(2, true),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 3,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-                storage(4, false),
-            ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("texset decode pipeline layout"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("texset decode pipeline"),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some(DECODE_ENTRY_POINT),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
+        let map_pipeline = compute("texset decode map pipeline", EntryPoint::DecodeMap);
+        let samples_pipeline = compute("texset decode samples pipeline", EntryPoint::DecodeSamples);
+        let render_pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("texset fragment decode pipeline"),
+            layout: None,
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some(EntryPoint::Fullscreen.name()),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                buffers: &[],
+            },
+            primitive: wgpu::PrimitiveState::default(),
+            depth_stencil: None,
+            multisample: wgpu::MultisampleState::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some(EntryPoint::FragmentDecode.name()),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                targets: &[Some(wgpu::ColorTargetState { format: FRAGMENT_FORMAT, blend: None, write_mask: wgpu::ColorWrites::ALL })],
+            }),
+            multiview_mask: None,
             cache: None,
         });
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
-        Ok(Self { decoder, first_map, latents, mlp, maps, layout, pipeline })
+        Ok(Self { decoder, model, latents, mlp, map_pipeline, samples_pipeline, render_pipeline })
     }
 
     /// The CPU decoder of the same bundle (manifest and dequantised parameters).
@@ -299,15 +236,43 @@ impl GpuDecoder {
         &self.decoder
     }
 
-    /// Decodes one whole map of a material at its own resolution on the GPU and reads it back:
-    /// normalised values in `[0, 1]`, `[y][x][c]`, like [`Decoder::decode_map`].
-    pub fn decode_map(&self, device: &wgpu::Device, queue: &wgpu::Queue, material: usize, map: usize) -> Result<DecodedMap, GpuError> {
+    /// The GPU layout of the bundle (buffers and the specialised shader's constants).
+    #[must_use]
+    pub fn model(&self) -> &GpuModel {
+        &self.model
+    }
+
+    /// The library-wide map index of a material's map, and its manifest entry.
+    fn map_index(&self, material: usize, map: usize) -> Result<(u32, &MapEntry), GpuError> {
         let manifest = self.decoder.manifest();
         let mat = manifest.materials.get(material).ok_or(DecodeError::NoMaterial(material))?;
         let entry = mat.maps.get(map).ok_or_else(|| DecodeError::NoMap { material: mat.name.clone(), map })?;
-        let map_index = self.first_map.get(material).copied().unwrap_or(0) + map;
-        let values = u64::from(entry.width) * u64::from(entry.height) * u64::from(entry.channels);
-        let bytes = values * 4;
+        let first = self.model.first_map.get(material).copied().unwrap_or(0);
+        Ok((first + to_u32("maps", map)?, entry))
+    }
+
+    fn bind_group(&self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, extra: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
+        let mut entries = vec![
+            wgpu::BindGroupEntry { binding: 0, resource: self.latents.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: self.mlp.as_entire_binding() },
+        ];
+        entries
+            .extend(extra.iter().map(|(binding, buffer)| wgpu::BindGroupEntry { binding: *binding, resource: buffer.as_entire_binding() }));
+        device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("texset decode bind group"), layout, entries: &entries })
+    }
+
+    /// Decodes one whole map of a material at its own resolution on the GPU (compute) and reads
+    /// it back: `[y][x][c]` with the map's channels, like [`Decoder::decode_map`] (`Stored`).
+    pub fn decode_map(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        mode: DecodeMode,
+    ) -> Result<DecodedMap, GpuError> {
+        let (map_index, entry) = self.map_index(material, map)?;
+        let bytes = u64::from(entry.width) * u64::from(entry.height) * u64::from(entry.channels) * 4;
         let limits = device.limits();
         check_device_limit("the decoded map", bytes, limits.max_storage_buffer_binding_size)?;
         check_device_limit("the decoded map", bytes, limits.max_buffer_size)?;
@@ -315,71 +280,220 @@ impl GpuDecoder {
         let groups_y = entry.height.div_ceil(WORKGROUP_SIDE);
         check_device_limit("the dispatch", u64::from(groups_x.max(groups_y)), u64::from(limits.max_compute_workgroups_per_dimension))?;
 
-        let mut uniform = Vec::with_capacity(DISPATCH_BYTES);
-        for word in [to_u32("maps", map_index)?, entry.width, entry.height, entry.channels, 0, 0, 0, 0] {
-            push_u32(&mut uniform, word);
-        }
-
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let dispatch = wgpu::util::DeviceExt::create_buffer_init(
-            device,
-            &wgpu::util::BufferInitDescriptor {
-                label: Some("texset decode dispatch"),
-                contents: &uniform,
-                usage: wgpu::BufferUsages::UNIFORM,
-            },
-        );
-        let output = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("texset decoded map"),
-            size: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
+        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode));
+        let output = output_buffer(device, "texset decoded map", bytes);
+        let bind_group = self.bind_group(device, &self.map_pipeline.get_bind_group_layout(0), &[(2, &params), (3, &output)]);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset decode map encoder") });
+        {
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset decode map pass"), timestamp_writes: None });
+            pass.set_pipeline(&self.map_pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(groups_x, groups_y, 1);
+        }
+        let values = read_back(device, queue, encoder, &output, bytes, scope)?;
+        Ok(DecodedMap { width: entry.width, height: entry.height, channels: entry.channels, values })
+    }
+
+    /// Decodes one whole map in a *fragment* shader (`fs_decode_map` over a full-screen triangle
+    /// into an `Rgba32Float` target of the map's size) and reads it back like [`Self::decode_map`].
+    /// This is the path a material shader takes.
+    pub fn decode_map_fragment(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        mode: DecodeMode,
+    ) -> Result<DecodedMap, GpuError> {
+        let (map_index, entry) = self.map_index(material, map)?;
+        let max_side = device.limits().max_texture_dimension_2d;
+        check_device_limit("the render target side", u64::from(entry.width.max(entry.height)), u64::from(max_side))?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode));
+        let size = wgpu::Extent3d { width: entry.width, height: entry.height, depth_or_array_layers: 1 };
+        let target = device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("texset fragment decode target"),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: FRAGMENT_FORMAT,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
         });
+        let view = target.create_view(&wgpu::TextureViewDescriptor::default());
+        let bind_group = self.bind_group(device, &self.render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
+        let row_bytes = u64::from(entry.width) * 16;
+        let padded_row = row_bytes.next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
+        let bytes = padded_row * u64::from(entry.height);
         let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("texset decoded map read-back"),
+            label: Some("texset fragment decode read-back"),
             size: bytes,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("texset decode bind group"),
-            layout: &self.layout,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: self.latents.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: self.mlp.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: self.maps.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 3, resource: dispatch.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 4, resource: output.as_entire_binding() },
-            ],
-        });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset decode encoder") });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset fragment decode encoder") });
         {
-            let mut pass =
-                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset decode pass"), timestamp_writes: None });
-            pass.set_pipeline(&self.pipeline);
+            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("texset fragment decode pass"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view: &view,
+                    depth_slice: None,
+                    resolve_target: None,
+                    ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::TRANSPARENT), store: wgpu::StoreOp::Store },
+                })],
+                depth_stencil_attachment: None,
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            pass.set_pipeline(&self.render_pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(groups_x, groups_y, 1);
+            pass.draw(0..3, 0..1);
         }
-        encoder.copy_buffer_to_buffer(&output, 0, &staging, 0, bytes);
-        let submission = queue.submit([encoder.finish()]);
-        if let Some(error) = block_on(scope.pop()) {
-            return Err(GpuError::Wgpu(error.to_string()));
+        encoder.copy_texture_to_buffer(
+            target.as_image_copy(),
+            wgpu::TexelCopyBufferInfo {
+                buffer: &staging,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(to_u32("render target row", padded_row as usize)?),
+                    rows_per_image: None,
+                },
+            },
+            size,
+        );
+        let padded = map_read(device, queue, encoder, &staging, scope)?;
+        let channels = entry.channels as usize;
+        let mut values = Vec::with_capacity(entry.width as usize * entry.height as usize * channels);
+        for row in padded.chunks_exact(padded_row as usize / 4) {
+            for texel in row[..entry.width as usize * 4].chunks_exact(4) {
+                values.extend_from_slice(&texel[..channels]);
+            }
         }
-
-        let (sender, receiver) = mpsc::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |result| {
-            // The receiver outlives the poll below; a failed send only means it is gone.
-            let _ = sender.send(result);
-        });
-        device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })?;
-        receiver.recv().map_err(|_| GpuError::Wgpu("the read-back callback never ran".into()))??;
-        let values = {
-            let view = staging.get_mapped_range(..).map_err(|e| GpuError::Wgpu(format!("{e:?}")))?;
-            view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-        };
-        staging.unmap();
         Ok(DecodedMap { width: entry.width, height: entry.height, channels: entry.channels, values })
     }
+
+    /// Uploads a list of (u, v) samples for [`Self::run_samples`].
+    pub fn upload_samples(&self, device: &wgpu::Device, uvs: &[[f32; 2]]) -> Result<SampleBatch, GpuError> {
+        let count = to_u32("samples", uvs.len())?;
+        let limits = device.limits();
+        let bytes = u64::from(count).max(1) * 16;
+        check_device_limit("the sample output", bytes, limits.max_storage_buffer_binding_size)?;
+        let groups = count.div_ceil(SAMPLE_WORKGROUP).max(1);
+        let max_groups = limits.max_compute_workgroups_per_dimension.max(1);
+        let groups = (groups.min(max_groups), groups.div_ceil(max_groups));
+        let mut input: Vec<u8> = uvs.iter().flat_map(|[u, v]| u.to_le_bytes().into_iter().chain(v.to_le_bytes())).collect();
+        input.resize(input.len().max(8), 0);
+        let samples = storage_buffer(device, "texset samples", &input);
+        let output = output_buffer(device, "texset decoded samples", bytes);
+        Ok(SampleBatch { count, groups, samples, output })
+    }
+
+    /// Decodes an uploaded batch of samples of one map (4 values per sample; the map's channels,
+    /// then 0) and waits for the GPU; with `read` the values are read back, else an empty vector
+    /// is returned (for timing the decode alone).
+    #[allow(clippy::too_many_arguments, reason = "device, queue, batch, what to decode, how: all needed")]
+    pub fn run_samples(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        batch: &SampleBatch,
+        material: usize,
+        map: usize,
+        mode: DecodeMode,
+        read: bool,
+    ) -> Result<Vec<[f32; 4]>, GpuError> {
+        let (map_index, entry) = self.map_index(material, map)?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, batch.count, mode));
+        let bind_group = self.bind_group(
+            device,
+            &self.samples_pipeline.get_bind_group_layout(0),
+            &[(2, &params), (3, &batch.output), (4, &batch.samples)],
+        );
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset decode samples encoder") });
+        {
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset decode samples pass"), timestamp_writes: None });
+            pass.set_pipeline(&self.samples_pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(batch.groups.0, batch.groups.1, 1);
+        }
+        if !read {
+            let submission = queue.submit([encoder.finish()]);
+            if let Some(error) = block_on(scope.pop()) {
+                return Err(GpuError::Wgpu(error.to_string()));
+            }
+            device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })?;
+            return Ok(Vec::new());
+        }
+        let values = read_back(device, queue, encoder, &batch.output, u64::from(batch.count) * 16, scope)?;
+        Ok(values.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect())
+    }
+
+    /// Decodes `uvs` of one map (4 values per sample): upload, decode, read back.
+    pub fn decode_samples(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        uvs: &[[f32; 2]],
+        mode: DecodeMode,
+    ) -> Result<Vec<[f32; 4]>, GpuError> {
+        let batch = self.upload_samples(device, uvs)?;
+        self.run_samples(device, queue, &batch, material, map, mode, true)
+    }
+}
+
+/// Copies `bytes` of `source` to a mappable buffer after the encoded work, submits, waits and
+/// returns the f32 values.
+fn read_back(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    mut encoder: wgpu::CommandEncoder,
+    source: &wgpu::Buffer,
+    bytes: u64,
+    scope: wgpu::ErrorScopeGuard,
+) -> Result<Vec<f32>, GpuError> {
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("texset read-back"),
+        size: bytes.max(4),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    encoder.copy_buffer_to_buffer(source, 0, &staging, 0, bytes);
+    map_read(device, queue, encoder, &staging, scope)
+}
+
+/// Submits `encoder`, reports validation errors of the scope, waits and maps `staging`.
+fn map_read(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    encoder: wgpu::CommandEncoder,
+    staging: &wgpu::Buffer,
+    scope: wgpu::ErrorScopeGuard,
+) -> Result<Vec<f32>, GpuError> {
+    let submission = queue.submit([encoder.finish()]);
+    if let Some(error) = block_on(scope.pop()) {
+        return Err(GpuError::Wgpu(error.to_string()));
+    }
+    let (sender, receiver) = mpsc::channel();
+    staging.map_async(wgpu::MapMode::Read, .., move |result| {
+        // The receiver outlives the poll below; a failed send only means it is gone.
+        let _ = sender.send(result);
+    });
+    device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })?;
+    receiver.recv().map_err(|_| GpuError::Wgpu("the read-back callback never ran".into()))??;
+    let values = {
+        let view = staging.get_mapped_range(..).map_err(|e| GpuError::Wgpu(format!("{e:?}")))?;
+        view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    };
+    staging.unmap();
+    Ok(values)
 }
 
 fn check_device_limit(what: &'static str, got: u64, limit: u64) -> Result<(), GpuError> {
@@ -393,19 +507,34 @@ fn storage_buffer(device: &wgpu::Device, label: &str, contents: &[u8]) -> wgpu::
     )
 }
 
+fn uniform_buffer(device: &wgpu::Device, contents: &[u8]) -> wgpu::Buffer {
+    wgpu::util::DeviceExt::create_buffer_init(
+        device,
+        &wgpu::util::BufferInitDescriptor { label: Some("texset decode params"), contents, usage: wgpu::BufferUsages::UNIFORM },
+    )
+}
+
+fn output_buffer(device: &wgpu::Device, label: &str, bytes: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes.max(4),
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The Rust mirrors of the WGSL size constants must match the shader.
+    /// The Rust mirrors of the WGSL constants must match the shader.
     #[test]
     fn wgsl_constants_match_rust() {
-        for (name, value) in [("MAX_GRIDS", MAX_GRIDS), ("MAX_LAYERS", MAX_LAYERS), ("MAX_LATENT", MAX_LATENT), ("MAX_WIDTH", MAX_WIDTH)] {
-            let line = format!("const {name}: u32 = {value}u;");
-            assert!(DECODE_WGSL.contains(&line), "decode.wgsl lacks `{line}`");
-        }
         assert!(DECODE_WGSL.contains(&format!("const WORKGROUP_SIDE: u32 = {WORKGROUP_SIDE}u;")));
-        assert!(DECODE_WGSL.contains(&format!("var act: array<f32, {}>;", 2 * MAX_WIDTH)));
-        assert!(DECODE_WGSL.contains(&format!("fn {DECODE_ENTRY_POINT}(")));
+        assert!(DECODE_WGSL.contains(&format!("const SAMPLE_WORKGROUP: u32 = {SAMPLE_WORKGROUP}u;")));
+        for entry in EntryPoint::ALL {
+            assert!(DECODE_WGSL.contains(&format!("fn {}(", entry.name())), "decode.wgsl lacks {}", entry.name());
+        }
+        assert!(DECODE_WGSL.contains("var act: array<f32, 2u * MAX_WIDTH>;"));
     }
 }

@@ -1,106 +1,29 @@
-//! The WGSL decoder matches the CPU reference decoder on a small hand-built bundle.
+//! The WGSL decoder matches the CPU reference decoder on a small hand-built library: every map,
+//! through every path (compute whole map, fragment shader, random-access samples), in both modes
+//! (stored values and shading values).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::tiny_bundle;
 use texset_core::Decoder;
-use texset_core::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat};
-use texset_core::quant::QuantizedLayer;
-use texset_core::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
-use texset_shaders::{GpuDecoder, request_device};
+use texset_shaders::{DecodeMode, GpuDecoder, request_device};
 
-/// A small deterministic generator (`SplitMix64`).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[-1, 1)`.
-    fn signed(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
+/// Largest |a - b| per channel over two interleaved maps.
+fn max_diff_per_channel(got: &[f32], want: &[f32], channels: usize) -> Vec<f32> {
+    assert_eq!(got.len(), want.len());
+    (0..channels)
+        .map(|c| {
+            got.iter().skip(c).step_by(channels).zip(want.iter().skip(c).step_by(channels)).fold(0.0f32, |m, (g, w)| m.max((g - w).abs()))
+        })
+        .collect()
 }
 
-fn map(
-    kind: MapKind,
-    width: u32,
-    height: u32,
-    channels: u32,
-    color_space: ColorSpace,
-    output_offset: u32,
-    latent_channels: Vec<u32>,
-) -> MapEntry {
-    MapEntry {
-        kind,
-        width,
-        height,
-        channels,
-        sample_format: SampleFormat::U8,
-        color_space,
-        normal_convention: NormalConvention::OpenGl,
-        channel_ranges: vec![[0.0, 1.0]; channels as usize],
-        output_offset,
-        latent_channels,
-        source_file: format!("m_{kind}.png"),
-    }
-}
-
-fn tiny_bundle() -> Bundle {
-    let mut rng = Rng(0x007E_75E7);
-    let grids = vec![
-        GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0] },
-        GridEntry { width: 5, height: 4, channels: 2, bits: 4, range: [-1.0, 1.0] },
-    ];
-    let latent_levels: Vec<Vec<u8>> =
-        grids.iter().map(|g| (0..g.width * g.height * g.channels).map(|_| (rng.next() % 16) as u8).collect()).collect();
-    let pe_frequencies = 2;
-    let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
-    let widths = [latent_channels + 4 * pe_frequencies, 16, 12, 4];
-    let mut layers = Vec::new();
-    let mut layer_entries = Vec::new();
-    for (i, pair) in widths.windows(2).enumerate() {
-        let (inputs, outputs) = (pair[0] as usize, pair[1] as usize);
-        let last = i + 2 == widths.len();
-        // Weights of magnitude ~1/sqrt(inputs) keep activations O(1); the last bias centres the
-        // outputs near 0.5 so most texels are not clamped.
-        let scale = if last { 1.0 } else { 2.0 } / (127.0 * (inputs as f32).sqrt());
-        layers.push(QuantizedLayer {
-            inputs,
-            outputs,
-            weights: (0..inputs * outputs).map(|_| ((rng.next() % 255) as i32 - 127) as i8).collect(),
-            scales: (0..outputs).map(|_| scale * (1.0 + 0.25 * rng.signed())).collect(),
-            biases: (0..outputs).map(|_| if last { 0.5 + 0.1 * rng.signed() } else { 0.1 * rng.signed() }).collect(),
-        });
-        layer_entries.push(LayerEntry {
-            inputs: inputs as u32,
-            outputs: outputs as u32,
-            format: WeightFormat::Int8PerRow,
-            activation: if last { "linear" } else { "relu" }.to_string(),
-        });
-    }
-    let manifest = Manifest {
-        materials: vec![MaterialEntry {
-            name: "m".to_string(),
-            maps: vec![
-                map(MapKind::Basecolor, 13, 11, 3, ColorSpace::Srgb, 0, (0..latent_channels).collect()),
-                map(MapKind::Roughness, 6, 5, 1, ColorSpace::Linear, 3, vec![0, 3]),
-            ],
-        }],
-        grids,
-        pe_frequencies,
-        layers: layer_entries,
-        mip_levels: 1,
-        producer: "texset-shaders test".to_string(),
-    };
-    let bundle = Bundle { manifest, latent_levels, layers };
-    // Validates the manifest and the data shapes.
-    bundle.to_bytes().unwrap();
-    bundle
-}
+// Tolerance: the GPU runs the same f32 math in the same order as the CPU reference; they differ
+// only by FMA contraction, GPU division and sin/cos/pow precision: ~1e-6 measured, far below one
+// 8-bit step (1/255 ≈ 3.9e-3), so 1e-4 still catches any real divergence (a wrong bit, weight or
+// offset moves values by ≥ 1e-2).
+const TOLERANCE: f32 = 1e-4;
 
 #[test]
 fn gpu_matches_cpu_reference() {
@@ -113,27 +36,68 @@ fn gpu_matches_cpu_reference() {
     let info = adapter.get_info();
     println!("adapter: {} ({:?}, {:?})", info.name, info.backend, info.device_type);
     let gpu = GpuDecoder::new(&device, &bundle).unwrap();
-    let material = &bundle.manifest.materials[0];
-    for (m, entry) in material.maps.iter().enumerate() {
-        let want = cpu.decode_map(0, m).unwrap();
-        let got = gpu.decode_map(&device, &queue, 0, m).unwrap();
-        assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
-        assert_eq!(got.values.len(), want.values.len());
-        let channels = want.channels as usize;
-        for c in 0..channels {
-            let mut max_diff = 0.0f32;
-            let mut clamped = 0;
-            for (g, w) in got.values.iter().skip(c).step_by(channels).zip(want.values.iter().skip(c).step_by(channels)) {
-                max_diff = max_diff.max((g - w).abs());
-                clamped += usize::from(*w <= 0.0 || *w >= 1.0);
+    let mut worst = 0.0f32;
+    for (k, material) in bundle.manifest.materials.iter().enumerate() {
+        for (m, entry) in material.maps.iter().enumerate() {
+            let name = format!("{}/{}", material.name, entry.kind);
+            let want = cpu.decode_map(k, m).unwrap();
+            let channels = want.channels as usize;
+            // Stored values: compute and fragment paths.
+            for (path, got) in [
+                ("compute", gpu.decode_map(&device, &queue, k, m, DecodeMode::Stored).unwrap()),
+                ("fragment", gpu.decode_map_fragment(&device, &queue, k, m, DecodeMode::Stored).unwrap()),
+            ] {
+                assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
+                let diffs = max_diff_per_channel(&got.values, &want.values, channels);
+                println!("{name} {path}: max |gpu - cpu| per channel = {diffs:?}");
+                for d in diffs {
+                    worst = worst.max(d);
+                    assert!(d <= TOLERANCE, "{name} {path}: GPU differs from the CPU reference by {d}");
+                }
             }
-            println!("map {} channel {c}: max |gpu - cpu| = {max_diff:e} ({clamped} clamped texels)", entry.kind);
-            // Same f32 math in the same order; they differ only by FMA contraction, GPU division
-            // and sin/cos precision: ~1e-6 in practice, far below one 8-bit step (1/255 ≈ 3.9e-3).
-            assert!(max_diff <= 1e-4, "map {} channel {c}: GPU differs from the CPU reference by {max_diff}", entry.kind);
+            // Shading values: whole map (compute) against `unmap` of the CPU decode.
+            let shaded = gpu.decode_map(&device, &queue, k, m, DecodeMode::Shading).unwrap();
+            let mut want_shaded = Vec::with_capacity(want.values.len());
+            for texel in want.values.chunks_exact(channels) {
+                let mut t = [0.0; 4];
+                t[..channels].copy_from_slice(texel);
+                want_shaded.extend_from_slice(&texset_core::decode::unmap(entry, t)[..channels]);
+            }
+            let diffs = max_diff_per_channel(&shaded.values, &want_shaded, channels);
+            println!("{name} shading: max |gpu - cpu| per channel = {diffs:?}");
+            for d in diffs {
+                // Float ranges scale the error by (high - low) = 3 at most here.
+                assert!(d <= 3.0 * TOLERANCE, "{name} shading: GPU differs from the CPU reference by {d}");
+            }
+            // Random access: off-centre samples, including the edges and outside [0, 1].
+            let uvs: Vec<[f32; 2]> = (0..257)
+                .map(|i| {
+                    let t = i as f32 / 256.0;
+                    [t * 1.1 - 0.05, (t * 7.3).fract()]
+                })
+                .collect();
+            for mode in [DecodeMode::Stored, DecodeMode::Shading] {
+                let got = gpu.decode_samples(&device, &queue, k, m, &uvs, mode).unwrap();
+                assert_eq!(got.len(), uvs.len());
+                for (g, [u, v]) in got.iter().zip(&uvs) {
+                    let want = match mode {
+                        DecodeMode::Stored => {
+                            let mut t = [0.0; 4];
+                            cpu.decode_texel(k, m, *u, *v, &mut t).unwrap();
+                            t
+                        }
+                        DecodeMode::Shading => cpu.decode_texel_linear(k, m, *u, *v).unwrap(),
+                    };
+                    for c in 0..4 {
+                        let d = (g[c] - want[c]).abs();
+                        assert!(d <= 3.0 * TOLERANCE, "{name} sample ({u}, {v}) {mode:?} channel {c}: gpu {} cpu {}", g[c], want[c]);
+                    }
+                }
+            }
         }
     }
+    println!("worst stored-value difference: {worst:e}");
     // Out-of-range requests are errors, not panics.
-    assert!(gpu.decode_map(&device, &queue, 1, 0).is_err());
-    assert!(gpu.decode_map(&device, &queue, 0, 2).is_err());
+    assert!(gpu.decode_map(&device, &queue, 2, 0, DecodeMode::Stored).is_err());
+    assert!(gpu.decode_map(&device, &queue, 0, 2, DecodeMode::Stored).is_err());
 }

@@ -1,0 +1,206 @@
+//! `texset export-shader`: the decoder specialised to one bundle, as WGSL, or translated by naga
+//! to GLSL, HLSL or MSL, and validated.
+//!
+//! Every output is checked before it is returned: the specialised WGSL is parsed and validated by
+//! naga (the IR every translation starts from), WGSL and GLSL outputs are parsed back by naga's
+//! own front ends and validated again, and [`external_check`] runs `glslangValidator` on GLSL
+//! when it is installed.
+
+use crate::GpuError;
+use crate::model::GpuModel;
+use texset_core::bundle::Bundle;
+
+/// A shading language the decoder can be exported to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShaderLang {
+    /// WebGPU Shading Language (the source; all entry points).
+    Wgsl,
+    /// GLSL 4.50 core (one entry point per file, as GLSL requires).
+    Glsl,
+    /// HLSL shader model 5.1 (all entry points).
+    Hlsl,
+    /// Metal Shading Language 2.1 (all entry points).
+    Msl,
+}
+
+impl ShaderLang {
+    /// The usual file extension.
+    #[must_use]
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Wgsl => "wgsl",
+            Self::Glsl => "glsl",
+            Self::Hlsl => "hlsl",
+            Self::Msl => "metal",
+        }
+    }
+}
+
+/// An entry point of the decoder (GLSL files hold one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryPoint {
+    /// `cs_decode_map`: decode a whole map, one invocation per texel.
+    DecodeMap,
+    /// `cs_decode_samples`: decode a list of (u, v) samples.
+    DecodeSamples,
+    /// `vs_fullscreen`: the full-screen triangle for `fs_decode_map`.
+    Fullscreen,
+    /// `fs_decode_map`: decode per pixel in a fragment shader.
+    FragmentDecode,
+}
+
+impl EntryPoint {
+    /// Every entry point.
+    pub const ALL: [Self; 4] = [Self::DecodeMap, Self::DecodeSamples, Self::Fullscreen, Self::FragmentDecode];
+
+    /// Its name in the WGSL.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DecodeMap => "cs_decode_map",
+            Self::DecodeSamples => "cs_decode_samples",
+            Self::Fullscreen => "vs_fullscreen",
+            Self::FragmentDecode => "fs_decode_map",
+        }
+    }
+
+    fn stage(self) -> naga::ShaderStage {
+        match self {
+            Self::DecodeMap | Self::DecodeSamples => naga::ShaderStage::Compute,
+            Self::Fullscreen => naga::ShaderStage::Vertex,
+            Self::FragmentDecode => naga::ShaderStage::Fragment,
+        }
+    }
+
+    /// The stage name `glslangValidator -S` takes.
+    #[must_use]
+    pub fn glslang_stage(self) -> &'static str {
+        match self.stage() {
+            naga::ShaderStage::Vertex => "vert",
+            naga::ShaderStage::Fragment => "frag",
+            _ => "comp",
+        }
+    }
+}
+
+/// Why a shader could not be exported.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The bundle does not fit the shader.
+    #[error(transparent)]
+    Model(#[from] GpuError),
+    /// naga rejected the generated or translated shader (a texset bug: please report it).
+    #[error("{stage}: {message}")]
+    Naga {
+        /// Which step failed.
+        stage: &'static str,
+        /// naga's message.
+        message: String,
+    },
+}
+
+fn naga_error(stage: &'static str) -> impl Fn(String) -> ExportError {
+    move |message| ExportError::Naga { stage, message }
+}
+
+/// Parses and validates WGSL with naga.
+pub fn validate_wgsl(source: &str) -> Result<(naga::Module, naga::valid::ModuleInfo), ExportError> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| naga_error("parsing the WGSL")(e.emit_to_string(source)))?;
+    let info = validator().validate(&module).map_err(|e| naga_error("validating the WGSL")(e.emit_to_string(source)))?;
+    Ok((module, info))
+}
+
+fn validator() -> naga::valid::Validator {
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
+}
+
+/// The decoder specialised to `bundle`, in `lang`, validated as the module docs say. `entry`
+/// picks the entry point of a GLSL file (other languages hold all of them).
+pub fn export_shader(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint) -> Result<String, ExportError> {
+    let wgsl = GpuModel::new(bundle)?.wgsl();
+    translate(&wgsl, lang, entry)
+}
+
+/// Translates (specialised) decoder WGSL to `lang` and validates the result.
+pub fn translate(wgsl: &str, lang: ShaderLang, entry: EntryPoint) -> Result<String, ExportError> {
+    let (module, info) = validate_wgsl(wgsl)?;
+    match lang {
+        ShaderLang::Wgsl => Ok(wgsl.to_owned()),
+        ShaderLang::Glsl => {
+            let mut binding_map = naga::back::glsl::BindingMap::default();
+            for binding in 0..5u8 {
+                binding_map.insert(naga::ResourceBinding { group: 0, binding: u32::from(binding) }, binding);
+            }
+            let options = naga::back::glsl::Options {
+                version: naga::back::glsl::Version::Desktop(450),
+                writer_flags: naga::back::glsl::WriterFlags::empty(),
+                binding_map,
+                zero_initialize_workgroup_memory: true,
+            };
+            let pipeline =
+                naga::back::glsl::PipelineOptions { shader_stage: entry.stage(), entry_point: entry.name().to_owned(), multiview: None };
+            let mut out = String::new();
+            let mut writer =
+                naga::back::glsl::Writer::new(&mut out, &module, &info, &options, &pipeline, naga::proc::BoundsCheckPolicies::default())
+                    .map_err(|e| naga_error("translating to GLSL")(e.to_string()))?;
+            writer.write().map_err(|e| naga_error("translating to GLSL")(e.to_string()))?;
+            // Round trip: naga's GLSL front end must read it back into a valid module. That front
+            // end speaks Vulkan GLSL, which names OpenGL's `gl_VertexID` `gl_VertexIndex`.
+            let vulkan_glsl = out.replace("gl_VertexID", "gl_VertexIndex");
+            let back = naga::front::glsl::Frontend::default()
+                .parse(&naga::front::glsl::Options::from(entry.stage()), &vulkan_glsl)
+                .map_err(|e| naga_error("parsing the GLSL back")(e.emit_to_string(&out)))?;
+            validator().validate(&back).map_err(|e| naga_error("validating the GLSL read back")(e.emit_to_string(&out)))?;
+            Ok(out)
+        }
+        ShaderLang::Hlsl => {
+            let options =
+                naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V5_1, ..naga::back::hlsl::Options::default() };
+            let pipeline = naga::back::hlsl::PipelineOptions::default();
+            let mut out = String::new();
+            naga::back::hlsl::Writer::new(&mut out, &options, &pipeline)
+                .write(&module, &info, None)
+                .map_err(|e| naga_error("translating to HLSL")(e.to_string()))?;
+            Ok(out)
+        }
+        ShaderLang::Msl => {
+            let options = naga::back::msl::Options { lang_version: (2, 1), ..naga::back::msl::Options::default() };
+            let pipeline = naga::back::msl::PipelineOptions::default();
+            let (out, _) = naga::back::msl::write_string(&module, &info, &options, &pipeline)
+                .map_err(|e| naga_error("translating to MSL")(e.to_string()))?;
+            Ok(out)
+        }
+    }
+}
+
+/// What an external validator said of an exported shader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExternalCheck {
+    /// The tool accepted it.
+    Passed(String),
+    /// The tool rejected it (its output).
+    Failed(String),
+    /// No tool for this language is installed here (which one was looked for).
+    Unavailable(String),
+}
+
+/// Runs `glslangValidator` on a GLSL export. Other languages get [`ExternalCheck::Unavailable`]:
+/// naga's IR validation is their check. No Metal or DXC compiler exists for Linux in Debian, and
+/// glslang's own HLSL front end rejects naga's zero-initialised arrays (`(float[N])0`), which
+/// FXC and DXC accept. `path` is the written file.
+#[must_use]
+pub fn external_check(path: &std::path::Path, lang: ShaderLang, entry: EntryPoint) -> ExternalCheck {
+    let tool = "glslangValidator";
+    if lang != ShaderLang::Glsl {
+        return ExternalCheck::Unavailable(format!("no external validator for {lang:?} here; naga validated the IR it was written from"));
+    }
+    let mut command = std::process::Command::new(tool);
+    command.args(["-S", entry.glslang_stage()]);
+    command.arg(path);
+    match command.output() {
+        Err(e) => ExternalCheck::Unavailable(format!("{tool}: {e}")),
+        Ok(out) if out.status.success() => ExternalCheck::Passed(format!("{tool} {}", entry.glslang_stage())),
+        Ok(out) => ExternalCheck::Failed(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+    }
+}

@@ -1,0 +1,122 @@
+//! A small hand-built bundle shared by the GPU tests.
+#![allow(clippy::unwrap_used, dead_code)]
+
+use texset_core::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat};
+use texset_core::quant::QuantizedLayer;
+use texset_core::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
+
+/// A small deterministic generator (`SplitMix64`).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[-1, 1)`.
+    fn signed(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+fn map(
+    kind: MapKind,
+    width: u32,
+    height: u32,
+    channels: u32,
+    color_space: ColorSpace,
+    output_offset: u32,
+    latent_channels: Vec<u32>,
+) -> MapEntry {
+    MapEntry {
+        kind,
+        width,
+        height,
+        channels,
+        sample_format: SampleFormat::U8,
+        color_space,
+        normal_convention: NormalConvention::OpenGl,
+        channel_ranges: vec![[0.0, 1.0]; channels as usize],
+        output_offset,
+        latent_channels,
+        source_file: format!("m_{kind}.png"),
+    }
+}
+
+/// A two-material library with varied grids (4- and 3-bit), budgets, colour spaces, a DirectX
+/// normal map and a float-range map; validated by the bundle writer.
+pub fn tiny_bundle() -> Bundle {
+    let mut rng = Rng(0x007E_75E7);
+    let grids = vec![
+        GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0] },
+        // 3 bits: levels straddle 32-bit words in the GPU layout.
+        GridEntry { width: 5, height: 4, channels: 2, bits: 3, range: [-0.75, 1.25] },
+    ];
+    let latent_levels: Vec<Vec<u8>> =
+        grids.iter().map(|g| (0..g.width * g.height * g.channels).map(|_| (rng.next() % (1 << g.bits)) as u8).collect()).collect();
+    let pe_frequencies = 2;
+    let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
+    // Outputs: m/basecolor 3, m/roughness 1, n/normal 3, n/height 1.
+    let widths = [latent_channels + 4 * pe_frequencies, 16, 12, 8];
+    let mut layers = Vec::new();
+    let mut layer_entries = Vec::new();
+    for (i, pair) in widths.windows(2).enumerate() {
+        let (inputs, outputs) = (pair[0] as usize, pair[1] as usize);
+        let last = i + 2 == widths.len();
+        // Weights of magnitude ~1/sqrt(inputs) keep activations O(1); the last bias centres the
+        // outputs near 0.5 so most texels are not clamped.
+        let scale = if last { 1.0 } else { 2.0 } / (127.0 * (inputs as f32).sqrt());
+        layers.push(QuantizedLayer {
+            inputs,
+            outputs,
+            weights: (0..inputs * outputs).map(|_| ((rng.next() % 255) as i32 - 127) as i8).collect(),
+            scales: (0..outputs).map(|_| scale * (1.0 + 0.25 * rng.signed())).collect(),
+            biases: (0..outputs).map(|_| if last { 0.5 + 0.1 * rng.signed() } else { 0.1 * rng.signed() }).collect(),
+        });
+        layer_entries.push(LayerEntry {
+            inputs: inputs as u32,
+            outputs: outputs as u32,
+            format: WeightFormat::Int8PerRow,
+            activation: if last { "linear" } else { "relu" }.to_string(),
+        });
+    }
+    let manifest = Manifest {
+        materials: vec![
+            MaterialEntry {
+                name: "m".to_string(),
+                maps: vec![
+                    map(MapKind::Basecolor, 13, 11, 3, ColorSpace::Srgb, 0, (0..latent_channels).collect()),
+                    map(MapKind::Roughness, 6, 5, 1, ColorSpace::Linear, 3, vec![0, 3]),
+                ],
+            },
+            MaterialEntry {
+                name: "n".to_string(),
+                maps: vec![
+                    MapEntry {
+                        normal_convention: NormalConvention::DirectX,
+                        ..map(MapKind::Normal, 10, 12, 3, ColorSpace::Linear, 4, vec![1, 2, 4])
+                    },
+                    // A float source: the channel range un-maps it.
+                    MapEntry {
+                        sample_format: SampleFormat::F32,
+                        channel_ranges: vec![[-0.5, 2.5]],
+                        ..map(MapKind::Height, 7, 7, 1, ColorSpace::Linear, 7, vec![])
+                    },
+                ],
+            },
+        ],
+        grids,
+        pe_frequencies,
+        layers: layer_entries,
+        mip_levels: 1,
+        producer: "texset-shaders test".to_string(),
+    };
+    let bundle = Bundle { manifest, latent_levels, layers };
+    // Validates the manifest and the data shapes.
+    bundle.to_bytes().unwrap();
+    bundle
+}

@@ -1,0 +1,53 @@
+//! `export_shader` gives WGSL, GLSL, HLSL and MSL for a bundle, each validated by naga (and the
+//! GLSL by glslangValidator where it is installed, as in CI).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use texset_shaders::export::{ExternalCheck, external_check};
+use texset_shaders::{EntryPoint, ShaderLang, export_shader};
+
+#[test]
+fn every_language_exports_and_validates() {
+    let bundle = common::tiny_bundle();
+    let dir = tempfile::tempdir().unwrap();
+    let mut external = Vec::new();
+    for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
+        // GLSL holds one entry point per file: export each.
+        let entries: &[EntryPoint] = if lang == ShaderLang::Glsl { &EntryPoint::ALL } else { &[EntryPoint::DecodeMap] };
+        for &entry in entries {
+            let source = export_shader(&bundle, lang, entry).unwrap_or_else(|e| panic!("{lang:?} {}: {e}", entry.name()));
+            // (The full-screen vertex shader alone does not decode.)
+            if entry != EntryPoint::Fullscreen {
+                assert!(source.contains("decode_texel"), "{lang:?} export lacks the decode function");
+            }
+            // The bundle's shapes are baked in: grid 1 is 5 cells wide and 3-bit.
+            if lang == ShaderLang::Wgsl {
+                assert!(source.contains("const GRID_WIDTH = array<u32, 2>(9u, 5u);"), "{source}");
+                assert!(source.contains("const GRID_BITS = array<u32, 2>(4u, 3u);"));
+                texset_shaders::export::validate_wgsl(&source).unwrap();
+            }
+            let path = dir.path().join(format!("decoder_{}.{}", entry.name(), lang.extension()));
+            std::fs::write(&path, &source).unwrap();
+            match external_check(&path, lang, entry) {
+                ExternalCheck::Failed(why) => panic!("{lang:?} {}: glslangValidator rejected it:\n{why}\n{source}", entry.name()),
+                outcome => external.push(format!("{lang:?} {}: {outcome:?}", entry.name())),
+            }
+        }
+    }
+    for line in &external {
+        println!("{line}");
+    }
+    let ran = external.iter().filter(|l| l.contains("Passed")).count();
+    if ran == 0 {
+        println!("SKIPPED (partly): glslangValidator is not installed; GLSL was checked by naga only");
+    }
+}
+
+#[test]
+fn oversized_model_is_a_clear_error() {
+    let mut bundle = common::tiny_bundle();
+    bundle.manifest.pe_frequencies = 200;
+    let error = export_shader(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap).unwrap_err().to_string();
+    assert!(error.contains("MLP width"), "{error}");
+}
