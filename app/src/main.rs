@@ -325,7 +325,8 @@ fn run(cli: Cli) -> Result<()> {
                 r.train.train_secs
             );
             for m in &eval.maps {
-                eprintln!("  {}/{}: {:.2} dB, SSIM {:.4}", m.material, m.map, m.psnr_db, m.ssim);
+                let ssim = if m.ssim.is_nan() { "not measured (--no-ssim)".to_owned() } else { format!("{:.4}", m.ssim) };
+                eprintln!("  {}/{}: {:.2} dB, SSIM {ssim}", m.material, m.map, m.psnr_db);
             }
             eprintln!("channel budgets:");
             for b in &r.analyse.budgets {

@@ -241,8 +241,11 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
                 .get(&hash)
                 .and_then(|candidates| candidates.iter().copied().find(|&(m, k)| same_data(&set.materials[m].textures[k], t)));
             if let Some((m, k)) = original {
-                let source = if m == mi { &slots[k] } else { &textures[m][k] };
-                let slot = TextureSlot { duplicate_of: Some((m, k)), ..source.clone() };
+                // The original is trained once for every copy: its loss counts each of them, as
+                // an evaluation of the whole set does.
+                let source = if m == mi { &mut slots[k] } else { &mut textures[m][k] };
+                source.loss_weight += loss_weight;
+                let slot = TextureSlot { duplicate_of: Some((m, k)), loss_weight, ..source.clone() };
                 let same_as = format!("{}/{}", set.materials[m].name, set.materials[m].textures[k].kind);
                 budgets.push(TextureBudget {
                     texture: name.clone(),
