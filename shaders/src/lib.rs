@@ -130,7 +130,8 @@ fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_c
     bytes
 }
 
-fn to_u32(what: &'static str, value: usize) -> Result<u32, GpuError> {
+/// `value` as a u32, or [`GpuError::ModelTooLarge`] naming `what`.
+pub(crate) fn to_u32(what: &'static str, value: usize) -> Result<u32, GpuError> {
     u32::try_from(value).map_err(|_| GpuError::ModelTooLarge { what, got: value, limit: u32::MAX as usize })
 }
 
@@ -284,14 +285,7 @@ impl GpuDecoder {
         let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode));
         let output = output_buffer(device, "texset decoded map", bytes);
         let bind_group = self.bind_group(device, &self.map_pipeline.get_bind_group_layout(0), &[(2, &params), (3, &output)]);
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset decode map encoder") });
-        {
-            let mut pass =
-                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset decode map pass"), timestamp_writes: None });
-            pass.set_pipeline(&self.map_pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(groups_x, groups_y, 1);
-        }
+        let encoder = compute_pass(device, "texset decode map", &self.map_pipeline, &bind_group, (groups_x, groups_y));
         let values = read_back(device, queue, encoder, &output, bytes, scope)?;
         Ok(DecodedMap { width: entry.width, height: entry.height, channels: entry.channels, values })
     }
@@ -414,19 +408,9 @@ impl GpuDecoder {
             &self.samples_pipeline.get_bind_group_layout(0),
             &[(2, &params), (3, &batch.output), (4, &batch.samples)],
         );
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset decode samples encoder") });
-        {
-            let mut pass = encoder
-                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset decode samples pass"), timestamp_writes: None });
-            pass.set_pipeline(&self.samples_pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(batch.groups.0, batch.groups.1, 1);
-        }
+        let encoder = compute_pass(device, "texset decode samples", &self.samples_pipeline, &bind_group, batch.groups);
         if !read {
-            let submission = queue.submit([encoder.finish()]);
-            if let Some(error) = block_on(scope.pop()) {
-                return Err(GpuError::Wgpu(error.to_string()));
-            }
+            let submission = submit(queue, encoder, scope)?;
             device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })?;
             return Ok(Vec::new());
         }
@@ -447,6 +431,34 @@ impl GpuDecoder {
         let batch = self.upload_samples(device, uvs)?;
         self.run_samples(device, queue, &batch, material, map, mode, true)
     }
+}
+
+/// An encoder holding one compute pass: `pipeline` with `bind_group` at group 0, `groups`
+/// workgroups in x and y. `label` names the encoder and the pass.
+fn compute_pass(
+    device: &wgpu::Device,
+    label: &str,
+    pipeline: &wgpu::ComputePipeline,
+    bind_group: &wgpu::BindGroup,
+    groups: (u32, u32),
+) -> wgpu::CommandEncoder {
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+        pass.dispatch_workgroups(groups.0, groups.1, 1);
+    }
+    encoder
+}
+
+/// Submits `encoder`, then reports the validation errors the scope caught.
+fn submit(queue: &wgpu::Queue, encoder: wgpu::CommandEncoder, scope: wgpu::ErrorScopeGuard) -> Result<wgpu::SubmissionIndex, GpuError> {
+    let submission = queue.submit([encoder.finish()]);
+    if let Some(error) = block_on(scope.pop()) {
+        return Err(GpuError::Wgpu(error.to_string()));
+    }
+    Ok(submission)
 }
 
 /// Copies `bytes` of `source` to a mappable buffer after the encoded work, submits, waits and
@@ -477,10 +489,7 @@ fn map_read(
     staging: &wgpu::Buffer,
     scope: wgpu::ErrorScopeGuard,
 ) -> Result<Vec<f32>, GpuError> {
-    let submission = queue.submit([encoder.finish()]);
-    if let Some(error) = block_on(scope.pop()) {
-        return Err(GpuError::Wgpu(error.to_string()));
-    }
+    let submission = submit(queue, encoder, scope)?;
     let (sender, receiver) = mpsc::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |result| {
         // The receiver outlives the poll below; a failed send only means it is gone.

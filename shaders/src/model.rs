@@ -2,7 +2,7 @@
 //! levels, int8 weights with scales and biases) and the constants block that specialises
 //! `decode.wgsl` to the bundle's shapes. The byte layouts are specified in docs/integration.md.
 
-use crate::GpuError;
+use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
 use texset_core::bundle::Bundle;
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
@@ -67,10 +67,6 @@ fn f32_array(name: &str, values: &[f32]) -> String {
 fn vec4_array(name: &str, values: &[[f32; 4]]) -> String {
     let items: Vec<String> = values.iter().map(|v| format!("vec4<u32>({})", v.map(f32_bits).join(", "))).collect();
     format!("const {name} = array<vec4<u32>, {}>({});\n", values.len(), items.join(", "))
-}
-
-fn to_u32(what: &'static str, value: usize) -> Result<u32, GpuError> {
-    u32::try_from(value).map_err(|_| GpuError::ModelTooLarge { what, got: value, limit: u32::MAX as usize })
 }
 
 impl GpuModel {
