@@ -70,6 +70,10 @@ enum Command {
         /// Channel budgets: `kind=N` or `material/kind=N`, comma separated.
         #[arg(long)]
         budget: Option<String>,
+        /// Every texture reads every channel unless `--budget` names it (no graded budgets from
+        /// the content analysis).
+        #[arg(long)]
+        no_auto_budgets: bool,
         /// Write a JSON report here.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -83,6 +87,34 @@ enum Command {
         #[arg(long, requires = "checkpoint")]
         resume: bool,
         /// Skip SSIM in the report (faster on large sets).
+        #[arg(long)]
+        no_ssim: bool,
+    },
+    /// Add materials to a trained library: only their own latents and a small adapter (new
+    /// first-layer columns and output rows) train; the library's materials decode exactly as before.
+    Add {
+        /// The trained library bundle.
+        library: PathBuf,
+        /// Material folders to add.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Output bundle (.texset).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Training steps (default: a fifth of the default preset's).
+        #[arg(long)]
+        steps: Option<u32>,
+        /// New latent channels per grid, comma separated (default: each grid's channels over the
+        /// library's material count).
+        #[arg(long)]
+        adapter_channels: Option<String>,
+        /// Random seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write a JSON report here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Skip SSIM in the report.
         #[arg(long)]
         no_ssim: bool,
     },
@@ -243,6 +275,7 @@ fn run(cli: Cli) -> Result<()> {
             preset,
             seed,
             budget,
+            no_auto_budgets,
             report,
             checkpoint,
             checkpoint_secs,
@@ -280,6 +313,7 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(b) = budget {
                 options.budgets = parse_budgets(&b)?;
             }
+            options.auto_budgets = !no_auto_budgets;
             options.backend = match backend {
                 BackendArg::Auto => Backend::Auto,
                 BackendArg::Cpu => Backend::Cpu,
@@ -348,6 +382,54 @@ fn run(cli: Cli) -> Result<()> {
                     "passes": r,
                     "ingest": ingest_report,
                 });
+                texset_core::fsutil::write_atomic(&path, serde_json::to_string_pretty(&json)?.as_bytes())
+                    .with_context(|| format!("cannot write report {}", path.display()))?;
+            }
+        }
+        Command::Add { library, dirs, output, steps, adapter_channels, seed, report, no_ssim } => {
+            let lib = read_bundle(&library)?;
+            let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
+            for s in &ingest_report.skipped {
+                eprintln!("skipped {}: {}", s.path.display(), s.reason);
+            }
+            let mut train = CompressOptions::default();
+            train.steps = steps.unwrap_or(train.steps / 5);
+            if let Some(seed) = seed {
+                train.seed = seed;
+            }
+            let adapter_channels = adapter_channels
+                .map(|text| {
+                    text.split(',')
+                        .map(|c| c.trim().parse::<u32>().with_context(|| format!("--adapter-channels: '{c}' is not a channel count")))
+                        .collect::<Result<Vec<u32>>>()
+                })
+                .transpose()?;
+            eprintln!("adding {} material(s) to {} ({} materials)", set.materials.len(), library.display(), lib.manifest.materials.len());
+            let options = texset_core::extend::AddOptions { train, adapter_channels };
+            let grown = texset_core::extend::add_materials(&lib, &set, &options, &TerminalProgress::new(), &Cancel::new())?;
+            texset_core::fsutil::write_atomic(&output, &grown.bundle_bytes)
+                .with_context(|| format!("cannot write bundle {}", output.display()))?;
+            let eval = texset_core::eval::evaluate(&set, &Decoder::new(&grown.bundle), !no_ssim)?;
+            let r = &grown.report;
+            eprintln!(
+                "wrote {} ({} bytes, {:.3} bits per texel); new material(s) pooled PSNR {:.2} dB; trained {} of {} parameters in {:.1} s",
+                output.display(),
+                r.pack.bundle_bytes,
+                r.pack.bits_per_texel,
+                eval.pooled_psnr_db,
+                r.trained_parameters,
+                r.total_parameters,
+                r.train.train_secs
+            );
+            for m in &eval.maps {
+                eprintln!("  {}/{}: {:.2} dB", m.material, m.map, m.psnr_db);
+            }
+            eprintln!("channel budgets:");
+            for b in &r.budgets {
+                eprintln!("  {}: {}/{} channels ({})", b.texture, b.channels, b.total_channels, b.reason);
+            }
+            if let Some(path) = report {
+                let json = serde_json::json!({ "bundle": output, "pooled_psnr_db": eval.pooled_psnr_db, "maps": eval.maps, "add": r });
                 texset_core::fsutil::write_atomic(&path, serde_json::to_string_pretty(&json)?.as_bytes())
                     .with_context(|| format!("cannot write report {}", path.display()))?;
             }
@@ -427,7 +509,11 @@ fn run(cli: Cli) -> Result<()> {
                     for map in &mat.maps {
                         let name = format!("{}/{}", mat.name, map.kind);
                         let shared = if let Some(owner) = owners.get(&map.output_offset) {
-                            format!(", identical to {owner}: shares its outputs")
+                            if map.color_transform.is_some() {
+                                format!(", colour variant of {owner}: its outputs through an affine colour transform")
+                            } else {
+                                format!(", identical to {owner}: shares its outputs")
+                            }
                         } else {
                             owners.insert(map.output_offset, name);
                             String::new()

@@ -11,8 +11,11 @@ use std::path::Path;
 
 /// First eight bytes of every bundle.
 pub const MAGIC: [u8; 8] = *b"TEXSET\0\x1a";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this build writes and reads. Version 2 adds per-map colour
+/// transforms; a bundle without any is written as version 1, which older readers read.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Section tags, in file order.
 pub const SECTION_MANIFEST: [u8; 4] = *b"MANI";
 /// Bit-packed latent levels.
@@ -68,7 +71,7 @@ pub enum BundleError {
     #[error("not a texset bundle (bad magic)")]
     BadMagic,
     /// A version this build does not read.
-    #[error("bundle format version {found} is not supported (this build reads version {supported})")]
+    #[error("bundle format version {found} is not supported (this build reads versions 1 to {supported})")]
     UnsupportedVersion {
         /// Version in the file.
         found: u32,
@@ -133,6 +136,38 @@ pub struct MapEntry {
     pub latent_channels: Vec<u32>,
     /// File name the source had (for decode naming and reports).
     pub source_file: String,
+    /// An affine colour transform of the map whose outputs this map shares (format version 2):
+    /// row `c` is `[m0, m1, m2, m3, offset]` and channel `c` decodes as
+    /// `clamp(offset + Σ_k m_k · ref_k, 0, 1)` over the shared map's clamped channels `ref_k`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color_transform: Option<Vec<[f32; 5]>>,
+}
+
+impl MapEntry {
+    /// Applies the map's colour transform (if any) to its shared outputs `t` (clamped, channels
+    /// beyond the map's count 0), in place. Every decoder (CPU, WGSL) uses exactly this order.
+    pub fn apply_color_transform(&self, t: &mut [f32]) {
+        apply_color_rows(self.color_transform.as_deref(), t);
+    }
+}
+
+/// Applies colour transform rows (see [`MapEntry::color_transform`]) to `t` in place; `None`
+/// leaves it unchanged.
+pub fn apply_color_rows(rows: Option<&[[f32; 5]]>, t: &mut [f32]) {
+    {
+        let Some(rows) = rows else { return };
+        let mut source = [0.0f32; 4];
+        for (s, v) in source.iter_mut().zip(t.iter()) {
+            *s = *v;
+        }
+        for (value, row) in t.iter_mut().zip(rows) {
+            let mut z = row[4];
+            for k in 0..4 {
+                z += row[k] * source[k];
+            }
+            *value = z.clamp(0.0, 1.0);
+        }
+    }
 }
 
 /// One material of the library.
@@ -383,6 +418,16 @@ impl Bundle {
                 {
                     return invalid(format!("map {name} has an invalid channel budget"));
                 }
+                if let Some(rows) = &map.color_transform {
+                    if rows.len() != map.channels as usize || rows.iter().flatten().any(|v| !v.is_finite() || v.abs() > 1e4) {
+                        return invalid(format!("map {name} has an invalid colour transform (one row of 5 finite values per channel)"));
+                    }
+                    if map.output_offset as usize == next_output {
+                        return invalid(format!(
+                            "map {name} has a colour transform but no map to transform (it must share an earlier map's outputs)"
+                        ));
+                    }
+                }
                 if map.output_offset as usize == next_output {
                     next_output += map.channels as usize;
                     outputs.insert(map.output_offset, (map.channels, &map.latent_channels));
@@ -427,7 +472,12 @@ impl Bundle {
         let header_len = 16 + SECTION_ENTRY_BYTES * sections.len() + 4;
         let mut out = Vec::with_capacity(header_len + manifest.len() + latents.len() + weights.len());
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let version = if self.manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
+            FORMAT_VERSION
+        } else {
+            OLDEST_FORMAT_VERSION
+        };
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
         let mut offset = header_len as u64;
         for (tag, data) in &sections {
@@ -493,7 +543,7 @@ impl Bundle {
             return Err(BundleError::BadMagic);
         }
         let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(BundleError::UnsupportedVersion { found: version, supported: FORMAT_VERSION });
         }
         let section_count = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
@@ -535,6 +585,9 @@ impl Bundle {
             return Err(BundleError::Invalid(format!("manifest of {} bytes (limit {})", manifest_bytes.len(), limits::MAX_MANIFEST_BYTES)));
         }
         let manifest: Manifest = serde_json::from_slice(manifest_bytes).map_err(|e| BundleError::Manifest(e.to_string()))?;
+        if version < 2 && manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
+            return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold colour transforms (version 2 adds them)")));
+        }
         Self::validate_manifest(&manifest)?;
 
         let latent_bytes = find(SECTION_LATENTS)?;

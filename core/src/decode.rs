@@ -144,9 +144,12 @@ impl Decoder {
         let mut scratch = MlpScratch::default();
         let y = mlp_forward(&self.params, &features, &mut scratch);
         let offset = entry.output_offset as usize;
-        for (o, value) in out.iter_mut().zip(&y[offset..offset + channels]) {
+        let mut t = [0.0f32; 4];
+        for (o, value) in t.iter_mut().zip(&y[offset..offset + channels]) {
             *o = value.clamp(0.0, 1.0);
         }
+        entry.apply_color_transform(&mut t);
+        out[..channels].copy_from_slice(&t[..channels]);
         Ok(())
     }
 
@@ -221,8 +224,13 @@ impl Decoder {
                         let out_all = mlp_forward(&self.params, &features, &mut scratch);
                         for (r, &j) in row_out.iter_mut().zip(&members) {
                             let e = &entries[maps[j]];
-                            let o = e.output_offset as usize;
-                            r.extend(out_all[o..o + e.channels as usize].iter().map(|v| v.clamp(0.0, 1.0)));
+                            let (o, ch) = (e.output_offset as usize, e.channels as usize);
+                            let mut t = [0.0f32; 4];
+                            for (dst, v) in t.iter_mut().zip(&out_all[o..o + ch]) {
+                                *dst = v.clamp(0.0, 1.0);
+                            }
+                            e.apply_color_transform(&mut t);
+                            r.extend_from_slice(&t[..ch]);
                         }
                     }
                     row_out

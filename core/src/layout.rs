@@ -31,6 +31,9 @@ pub struct TextureSlot {
     /// `(material, map)` of an earlier, identical texture whose outputs this one shares: it is
     /// stored once (same `output_offset` and budget) and not sampled again in training.
     pub duplicate_of: Option<(usize, usize)>,
+    /// With `duplicate_of`: the affine colour transform that turns the original's decoded values
+    /// into this texture's (`None`: identical).
+    pub color_transform: Option<Vec<[f32; 5]>>,
 }
 
 /// The whole layout.
@@ -53,10 +56,11 @@ impl ModelLayout {
         self.grids.iter().map(|g| g.channels as usize).sum()
     }
 
-    /// Total output channels.
+    /// Total output channels: the end of the last output slice (a layout that adds materials to
+    /// a trained library lists only the new ones, whose slices start after the old outputs).
     #[must_use]
     pub fn output_channels(&self) -> usize {
-        self.textures.iter().flatten().filter(|t| t.duplicate_of.is_none()).map(|t| t.channels).sum()
+        self.textures.iter().flatten().map(|t| t.output_offset + t.channels).max().unwrap_or(0)
     }
 
     /// Per latent channel, whether any texture reads it.

@@ -31,6 +31,8 @@ pub mod checkpoint;
 #[cfg(feature = "train")]
 pub mod export;
 #[cfg(feature = "train")]
+pub mod extend;
+#[cfg(feature = "train")]
 mod gemm;
 #[cfg(feature = "train")]
 pub mod ingest;

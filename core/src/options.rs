@@ -76,6 +76,10 @@ pub struct CompressOptions {
     /// Channel budgets: `kind` or `material/kind` → number of latent channels the texture reads.
     /// Textures not named read every channel. Default empty.
     pub budgets: BTreeMap<String, u32>,
+    /// Graded budgets from the analyse pass's content estimate (a texture with a fraction of the
+    /// busiest texture's content reads half or a quarter of the channels). Off: every texture not
+    /// named in `budgets` reads every channel. Default on.
+    pub auto_budgets: bool,
     /// Loss weight per map kind (`kind` → weight). Default 1 for every kind.
     pub loss_weights: BTreeMap<String, f32>,
     /// Where training runs. Default [`Backend::Auto`].
@@ -103,6 +107,7 @@ impl Default for CompressOptions {
             quantize_weights_at: 0.9,
             seed: 1,
             budgets: BTreeMap::new(),
+            auto_budgets: true,
             loss_weights: BTreeMap::new(),
             backend: Backend::Auto,
             checkpoint: None,

@@ -72,6 +72,105 @@ pub struct DuplicateFinding {
     pub same_as: String,
     /// Output channels saved.
     pub channels: u32,
+    /// For a colour variant: PSNR of the affine colour transform that reproduces it from the
+    /// texture it repeats (`None`: identical).
+    pub transform_fit_psnr_db: Option<f32>,
+}
+
+/// A texture that an affine colour transform of an earlier texture (same kind, size, channels)
+/// reproduces at this PSNR or better is stored as that texture's outputs plus the transform: a
+/// few dozen bytes in the manifest instead of output rows and a share of the latents. 45 dB is
+/// above what the model itself reaches at the default rate, so the transform's error does not
+/// show next to the model's.
+pub const AFFINE_PSNR_DB: f32 = 45.0;
+
+/// Most texels the affine fit's normal equations use (an even sample of the map).
+const AFFINE_FIT_SAMPLES: usize = 1 << 16;
+
+/// Least-squares affine colour transform from `source` to `target` (same size and channels),
+/// channel by channel over `[source channels, 1]`, and the PSNR of the transform as decoders apply
+/// it (clamped, over every texel). `None` when the shapes differ.
+#[must_use]
+pub fn fit_color_transform(source: &crate::set::Texture, target: &crate::set::Texture) -> Option<(Vec<[f32; 5]>, f32)> {
+    if (source.width, source.height, source.channels) != (target.width, target.height, target.channels) || source.channels > 4 {
+        return None;
+    }
+    let ch = source.channels as usize;
+    let texels = source.texel_count();
+    let stride = texels.div_ceil(AFFINE_FIT_SAMPLES).max(1);
+    let n = ch + 1;
+    // Normal equations AᵀA m = Aᵀy, shared by all output channels (same A).
+    let mut ata = vec![0.0f64; n * n];
+    let mut aty = vec![0.0f64; n * ch];
+    let mut row = vec![0.0f64; n];
+    for i in (0..texels).step_by(stride) {
+        for (r, &v) in row.iter_mut().zip(&source.texels[i * ch..(i + 1) * ch]) {
+            *r = f64::from(v);
+        }
+        row[ch] = 1.0;
+        for a in 0..n {
+            for b in 0..n {
+                ata[a * n + b] += row[a] * row[b];
+            }
+            for c in 0..ch {
+                aty[c * n + a] += row[a] * f64::from(target.texels[i * ch + c]);
+            }
+        }
+    }
+    // A small ridge keeps a constant source channel solvable.
+    for a in 0..n {
+        ata[a * n + a] += 1e-9 * (1.0 + ata[a * n + a]);
+    }
+    let mut rows = Vec::with_capacity(ch);
+    for c in 0..ch {
+        let m = solve(&ata, &aty[c * n..(c + 1) * n], n)?;
+        let mut r = [0.0f32; 5];
+        for k in 0..ch {
+            r[k] = m[k] as f32;
+        }
+        r[4] = m[ch] as f32;
+        rows.push(r);
+    }
+    let entry_rows = Some(rows.clone());
+    let mut se = 0.0f64;
+    for i in 0..texels {
+        let mut t = [0.0f32; 4];
+        t[..ch].copy_from_slice(&source.texels[i * ch..(i + 1) * ch]);
+        crate::bundle::apply_color_rows(entry_rows.as_deref(), &mut t);
+        for (a, b) in t.iter().zip(&target.texels[i * ch..(i + 1) * ch]) {
+            se += f64::from(a - b).powi(2);
+        }
+    }
+    let mse = se / (texels * ch).max(1) as f64;
+    Some((rows, (-10.0 * mse.max(1e-12).log10()) as f32))
+}
+
+/// Solves the `n × n` system `a x = b` by Gaussian elimination with partial pivoting.
+fn solve(a: &[f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut m: Vec<f64> = Vec::with_capacity(n * (n + 1));
+    for r in 0..n {
+        m.extend_from_slice(&a[r * n..(r + 1) * n]);
+        m.push(b[r]);
+    }
+    let w = n + 1;
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&x, &y| m[x * w + col].abs().total_cmp(&m[y * w + col].abs()))?;
+        if m[pivot * w + col].abs() < 1e-300 {
+            return None;
+        }
+        for k in 0..w {
+            m.swap(col * w + k, pivot * w + k);
+        }
+        for r in 0..n {
+            if r != col {
+                let f = m[r * w + col] / m[col * w + col];
+                for k in col..w {
+                    m[r * w + k] -= f * m[col * w + k];
+                }
+            }
+        }
+    }
+    Some((0..n).map(|r| m[r * w + n] / m[r * w + r]).collect())
 }
 
 /// A texture whose every channel a constant (its mean) reproduces at this PSNR or better counts
@@ -91,6 +190,60 @@ fn channel_std_devs(t: &crate::set::Texture) -> Vec<f32> {
         })
         .collect()
 }
+
+/// The distortion the content estimate aims at: mean squared error of 40 dB.
+pub const CONTENT_TARGET_PSNR_DB: f32 = 40.0;
+
+/// How much a texture has to say, in bits per texel at [`CONTENT_TARGET_PSNR_DB`]: per channel,
+/// the Gaussian rate `½·log2(1 + σ²/D)` of its whole variance plus the same rate of its detail
+/// energy above the finest latent grid's Nyquist rate (the variance left after averaging over
+/// `block × block` cells, which only latent channels, not the MLP's smooth inputs, can carry).
+/// Returns `(bits, detail energy of the busiest channel)`.
+#[must_use]
+pub fn content_bits(t: &crate::set::Texture, block: u32) -> (f32, f32) {
+    let (w, h, ch) = (t.width as usize, t.height as usize, t.channels as usize);
+    let block = block.max(1) as usize;
+    let distortion = 10f64.powf(-f64::from(CONTENT_TARGET_PSNR_DB) / 10.0);
+    let (bw, bh) = (w.div_ceil(block), h.div_ceil(block));
+    let mut bits = 0.0f64;
+    let mut busiest = 0.0f64;
+    for c in 0..ch {
+        let value = |x: usize, y: usize| f64::from(t.texels[(y * w + x) * ch + c]);
+        let mut sums = vec![(0.0f64, 0u32); bw * bh];
+        let (mut sum, mut sum_sq) = (0.0f64, 0.0f64);
+        for y in 0..h {
+            for x in 0..w {
+                let v = value(x, y);
+                sum += v;
+                sum_sq += v * v;
+                let cell = &mut sums[(y / block) * bw + x / block];
+                cell.0 += v;
+                cell.1 += 1;
+            }
+        }
+        let n = (w * h).max(1) as f64;
+        let variance = (sum_sq / n - (sum / n).powi(2)).max(0.0);
+        let mut detail = 0.0f64;
+        for y in 0..h {
+            for x in 0..w {
+                let (s, k) = sums[(y / block) * bw + x / block];
+                detail += (value(x, y) - s / f64::from(k.max(1))).powi(2);
+            }
+        }
+        let detail = detail / n;
+        busiest = busiest.max(detail);
+        bits += 0.5 * (1.0 + variance / distortion).log2() + 0.5 * (1.0 + detail / distortion).log2();
+    }
+    (bits as f32, busiest as f32)
+}
+
+/// A texture whose content is at most this fraction of the library's busiest texture reads half
+/// the channels; at most [`QUARTER_BUDGET_SHARE`], a quarter. Budgets come in these three steps
+/// (not a continuum) because textures of a material with one budget share one MLP evaluation per
+/// texel in training and decoding; every distinct budget adds one.
+pub const HALF_BUDGET_SHARE: f32 = 0.5;
+/// See [`HALF_BUDGET_SHARE`].
+pub const QUARTER_BUDGET_SHARE: f32 = 0.25;
 
 /// Whether two textures hold the same data (what a map may share outputs on).
 fn same_data(a: &crate::set::Texture, b: &crate::set::Texture) -> bool {
@@ -225,6 +378,25 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
     let mut duplicates = Vec::new();
     let mut seen: std::collections::HashMap<u32, Vec<(usize, usize)>> = std::collections::HashMap::new();
     let mut output_offset = 0;
+    let mut originals: Vec<(usize, usize)> = Vec::new();
+    // Content of every texture; the busiest sets the scale of the graded budgets.
+    let block = options.grids.iter().map(|g| g.texels_per_cell).min().unwrap_or(1);
+    let extent = set.max_extent();
+    let contents: Vec<Vec<(f32, f32)>> = set
+        .materials
+        .iter()
+        .map(|m| {
+            m.textures
+                .iter()
+                .map(|t| {
+                    // The grid cell as this map sees it (a smaller map has fewer texels per cell).
+                    let scaled = (block as usize * t.width as usize).div_ceil(extent.0.max(1) as usize).max(1) as u32;
+                    content_bits(t, scaled)
+                })
+                .collect()
+        })
+        .collect();
+    let busiest = contents.iter().flatten().map(|c| c.0).fold(0.0f32, f32::max).max(1e-6);
     for (mi, material) in set.materials.iter().enumerate() {
         let mut slots: Vec<TextureSlot> = Vec::new();
         for (ti, t) in material.textures.iter().enumerate() {
@@ -255,11 +427,43 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
                     mean,
                     std_dev,
                 });
-                duplicates.push(DuplicateFinding { texture: name, same_as, channels: t.channels });
+                duplicates.push(DuplicateFinding { texture: name, same_as, channels: t.channels, transform_fit_psnr_db: None });
+                slots.push(slot);
+                continue;
+            }
+            // A colour variant of an earlier texture: its outputs plus an affine transform.
+            let variant = originals
+                .iter()
+                .copied()
+                .filter(|&(m, k)| {
+                    let o = &set.materials[m].textures[k];
+                    o.kind == t.kind && o.color_space == t.color_space && o.channel_ranges == t.channel_ranges
+                })
+                .filter_map(|(m, k)| fit_color_transform(&set.materials[m].textures[k], t).map(|(rows, db)| ((m, k), rows, db)))
+                .filter(|(_, _, db)| *db >= AFFINE_PSNR_DB)
+                .max_by(|a, b| a.2.total_cmp(&b.2));
+            if let Some(((m, k), rows, fit_db)) = variant {
+                let source = if m == mi { &mut slots[k] } else { &mut textures[m][k] };
+                source.loss_weight += loss_weight;
+                let slot = TextureSlot { duplicate_of: Some((m, k)), color_transform: Some(rows), loss_weight, ..source.clone() };
+                let same_as = format!("{}/{}", set.materials[m].name, set.materials[m].textures[k].kind);
+                budgets.push(TextureBudget {
+                    texture: name.clone(),
+                    channels: slot.latent_channels.len() as u32,
+                    total_channels: total,
+                    reason: format!(
+                        "colour variant of {same_as}: an affine transform reproduces it at {fit_db:.1} dB (>= {AFFINE_PSNR_DB} dB), stored as its outputs plus a {}x5 matrix",
+                        t.channels
+                    ),
+                    mean,
+                    std_dev,
+                });
+                duplicates.push(DuplicateFinding { texture: name, same_as, channels: t.channels, transform_fit_psnr_db: Some(fit_db) });
                 slots.push(slot);
                 continue;
             }
             seen.entry(hash).or_default().push((mi, ti));
+            originals.push((mi, ti));
 
             let (count, reason) = match options.budgets.get(&name).or_else(|| options.budgets.get(t.kind.token())) {
                 Some(&k) => (k.min(total), format!("manual override ({k} requested)")),
@@ -271,12 +475,38 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
                         -20.0 * std_dev.max(1e-12).log10()
                     ),
                 ),
-                None => (total, "default: reads every shared channel".to_owned()),
+                None if !options.auto_budgets => (total, "reads every shared channel (automatic budgets off)".to_owned()),
+                None => {
+                    let (bits, detail) = contents[mi][ti];
+                    let share = bits / busiest;
+                    let count = if share <= QUARTER_BUDGET_SHARE {
+                        total.div_ceil(4)
+                    } else if share <= HALF_BUDGET_SHARE {
+                        total.div_ceil(2)
+                    } else {
+                        total
+                    };
+                    (
+                        count.max(1),
+                        format!(
+                            "content {bits:.1} bits/texel at {CONTENT_TARGET_PSNR_DB} dB ({:.0}% of the busiest), detail above the grid {:.1} dB below full scale",
+                            100.0 * share,
+                            -10.0 * detail.max(1e-12).log10()
+                        ),
+                    )
+                }
             };
             let mut latent_channels: Vec<u32> = priority[..count as usize].to_vec();
             latent_channels.sort_unstable();
             budgets.push(TextureBudget { texture: name, channels: count, total_channels: total, reason, mean, std_dev });
-            slots.push(TextureSlot { output_offset, channels: t.channels as usize, latent_channels, loss_weight, duplicate_of: None });
+            slots.push(TextureSlot {
+                output_offset,
+                channels: t.channels as usize,
+                latent_channels,
+                loss_weight,
+                duplicate_of: None,
+                color_transform: None,
+            });
             output_offset += t.channels as usize;
         }
         textures.push(slots);
@@ -394,6 +624,7 @@ pub fn pack(
                     output_offset: s.output_offset as u32,
                     latent_channels: s.latent_channels.clone(),
                     source_file: t.source_path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned(),
+                    color_transform: s.color_transform.clone(),
                 })
                 .collect(),
         })

@@ -77,6 +77,25 @@ impl QuantizedLayer {
         Self { inputs: layer.inputs, outputs: layer.outputs, weights, scales, biases: layer.biases.clone() }
     }
 
+    /// Quantises a layer keeping some rows' scales: `fixed[o] = Some(scale)` quantises row `o`
+    /// with that scale (clamped to ±127), `None` picks `max |w| / 127` as [`Self::quantize`] does.
+    /// Weights that are already `q · scale` come back as exactly `q`, so a frozen row keeps its
+    /// int8 values and scale bit for bit.
+    #[must_use]
+    pub fn quantize_with_scales(layer: &LayerParams, fixed: &[Option<f32>]) -> Self {
+        let mut q = Self::quantize(layer);
+        for (o, scale) in fixed.iter().enumerate().take(layer.outputs) {
+            if let Some(scale) = *scale {
+                q.scales[o] = scale;
+                let row = &layer.weights[o * layer.inputs..(o + 1) * layer.inputs];
+                for (dst, w) in q.weights[o * layer.inputs..(o + 1) * layer.inputs].iter_mut().zip(row) {
+                    *dst = (w / scale).round().clamp(-127.0, 127.0) as i8;
+                }
+            }
+        }
+        q
+    }
+
     /// The float layer these int8 values stand for.
     #[must_use]
     pub fn dequantize(&self) -> LayerParams {
@@ -111,6 +130,23 @@ mod tests {
             assert_eq!(latent_level(-5.0, bits), 0);
             assert_eq!(u32::from(latent_level(5.0, bits)), max_level);
         }
+    }
+
+    #[test]
+    fn fixed_scales_keep_frozen_rows_bit_for_bit() {
+        let layer =
+            LayerParams { inputs: 4, outputs: 2, weights: vec![0.3, -0.7, 0.01, 0.2, 0.5, 0.25, -0.125, 0.9], biases: vec![0.0; 2] };
+        let q = QuantizedLayer::quantize(&layer);
+        // Row 0 frozen: its dequantised values requantise to the same int8 and scale, even with a
+        // new, larger weight in column 3 (clamped to the old scale's range).
+        let mut grown = q.dequantize();
+        grown.weights[3] = 5.0;
+        let fixed = [Some(q.scales[0]), None];
+        let again = QuantizedLayer::quantize_with_scales(&grown, &fixed);
+        assert_eq!(again.scales[0].to_bits(), q.scales[0].to_bits());
+        assert_eq!(&again.weights[..3], &q.weights[..3]);
+        assert_eq!(again.weights[3], 127);
+        assert_eq!(&again.weights[4..], &q.weights[4..]);
     }
 
     #[test]

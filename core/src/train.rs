@@ -10,7 +10,7 @@ use crate::layout::ModelLayout;
 use crate::options::CompressOptions;
 use crate::params::{LayerParams, ModelParams, pe_angular_frequency};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
-use crate::quant;
+use crate::quant::{self, QuantizedLayer};
 use crate::reference::bilinear_corners;
 use crate::set::TextureSet;
 use rayon::prelude::*;
@@ -556,6 +556,58 @@ impl Adam {
     }
 }
 
+/// Which parameters a run may change; everything else stays bit-identical. Used to add materials
+/// to a trained library: the new latent channels, the first layer's columns that read them and
+/// the last layer's rows of the new maps train; the shared decoder is frozen.
+#[derive(Clone, Debug)]
+pub struct Trainable {
+    /// Per grid, the first channel that trains (channels before it are frozen).
+    pub grid_first_channel: Vec<u32>,
+    /// Per first-layer input, whether its column trains (first-layer biases are frozen).
+    pub first_layer_columns: Vec<bool>,
+    /// First row of the last layer that trains (weights and biases); earlier rows are frozen.
+    pub last_layer_first_row: usize,
+    /// Per layer, per row, a scale that row's int8 quantisation must keep (`None`: free).
+    pub fixed_row_scales: Vec<Vec<Option<f32>>>,
+}
+
+impl Trainable {
+    /// Zeroes the gradient of every frozen parameter (Adam then leaves it exactly unchanged).
+    pub fn mask_grads(&self, grads: &mut ModelParams) {
+        for (grid, &first) in grads.grids.iter_mut().zip(&self.grid_first_channel) {
+            let ch = grid.channels as usize;
+            for cell in grid.values.chunks_exact_mut(ch.max(1)) {
+                cell[..(first as usize).min(ch)].fill(0.0);
+            }
+        }
+        let last = grads.layers.len().saturating_sub(1);
+        for (l, layer) in grads.layers.iter_mut().enumerate() {
+            for o in 0..layer.outputs {
+                let row_trains = l == last && o >= self.last_layer_first_row;
+                for i in 0..layer.inputs {
+                    let trains = row_trains || (l == 0 && self.first_layer_columns.get(i).copied().unwrap_or(false));
+                    if !trains {
+                        layer.weights[o * layer.inputs + i] = 0.0;
+                    }
+                }
+                if !row_trains {
+                    layer.biases[o] = 0.0;
+                }
+            }
+        }
+    }
+
+    /// The int8 values of the layers as they will ship, dequantised (fixed scales kept).
+    #[must_use]
+    pub fn quantise_layers(&self, layers: &[LayerParams]) -> Vec<QuantizedLayer> {
+        layers
+            .iter()
+            .enumerate()
+            .map(|(l, layer)| QuantizedLayer::quantize_with_scales(layer, self.fixed_row_scales.get(l).map_or(&[], Vec::as_slice)))
+            .collect()
+    }
+}
+
 /// The fused CPU trainer.
 pub struct FusedTrainer<'a> {
     /// Current parameters.
@@ -568,6 +620,8 @@ pub struct FusedTrainer<'a> {
     schedule: Schedule,
     /// Gradient buffer, reused across steps.
     grads: ModelParams,
+    /// Parameters that train (all when `None`).
+    trainable: Option<Trainable>,
 }
 
 /// What one step did.
@@ -585,7 +639,22 @@ impl<'a> FusedTrainer<'a> {
     pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: ModelParams) -> Self {
         let adam = Adam::new(&params);
         let grads = params.zeros_like();
-        Self { params, adam, step: 0, sampler, schedule, grads }
+        Self { params, adam, step: 0, sampler, schedule, grads, trainable: None }
+    }
+
+    /// Trains only these parameters; the rest stay bit-identical.
+    #[must_use]
+    pub fn with_trainable(mut self, trainable: Trainable) -> Self {
+        self.trainable = Some(trainable);
+        self
+    }
+
+    /// The layers with int8 fake-quantisation (fixed row scales kept when some rows are frozen).
+    fn fake_quantised_layers(&self) -> Vec<LayerParams> {
+        match &self.trainable {
+            Some(t) => t.quantise_layers(&self.params.layers).iter().map(QuantizedLayer::dequantize).collect(),
+            None => self.params.layers.iter().map(quant::fake_quantize).collect(),
+        }
     }
 
     /// The schedule.
@@ -601,11 +670,8 @@ impl<'a> FusedTrainer<'a> {
         if step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0) {
             round_grids(&mut self.params, &self.schedule.grid_bits);
         }
-        let mlp: Vec<LayerParams> = if phase == TrainPhase::Int8Weights {
-            self.params.layers.iter().map(quant::fake_quantize).collect()
-        } else {
-            self.params.layers.clone()
-        };
+        let mlp: Vec<LayerParams> =
+            if phase == TrainPhase::Int8Weights { self.fake_quantised_layers() } else { self.params.layers.clone() };
         let train_grids = phase == TrainPhase::NoisyLatents;
         let chunks = self.schedule.batch_texels / CHUNK_TEXELS;
         let params = &self.params;
@@ -651,6 +717,9 @@ impl<'a> FusedTrainer<'a> {
                 scatter_grid_grads(&self.params, r, &mut grads);
             }
         }
+        if let Some(t) = &self.trainable {
+            t.mask_grads(&mut grads);
+        }
         let scale = 1.0 / self.schedule.batch_texels as f32;
         let decay = self.schedule.decay(step);
         let grid_lr = train_grids.then_some(self.schedule.grid_learning_rate * decay);
@@ -663,7 +732,10 @@ impl<'a> FusedTrainer<'a> {
     /// The final model: latents rounded, weights int8-quantised (dequantised values).
     #[must_use]
     pub fn final_params(&self) -> ModelParams {
-        finalize(self.params.clone(), &self.schedule.grid_bits)
+        let mut params = self.params.clone();
+        round_grids(&mut params, &self.schedule.grid_bits);
+        params.layers = self.fake_quantised_layers();
+        params
     }
 }
 

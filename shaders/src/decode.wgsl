@@ -47,6 +47,8 @@ const MAP_SRGB = array<u32, 1>(1u);
 const MAP_NORMAL = array<u32, 1>(0u);
 const MAP_RANGE_LOW_BITS = array<vec4<u32>, 1>(vec4<u32>(0u, 0u, 0u, 0u));
 const MAP_RANGE_SCALE_BITS = array<vec4<u32>, 1>(vec4<u32>(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u));
+const MAP_TRANSFORM = array<u32, 1>(0u);
+const MAP_TRANSFORM_BITS = array<u32, 20>(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
 // texset:specialise:end
 
 // Compute workgroup sides: 8 x 8 texels for whole maps, 64 for sample lists.
@@ -221,6 +223,20 @@ fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
             z += weight(last, o, i, scale) * act[src + i];
         }
         result[c] = clamp(z, 0.0, 1.0);
+    }
+
+    // 6. A colour variant: an affine transform of the shared outputs (as
+    // `texset_core::bundle::apply_color_rows`: offset first, then the four channels in order).
+    if (MAP_TRANSFORM[map_index] == 1u) {
+        let source = result;
+        for (var c = 0u; c < min(MAP_CHANNELS[map_index], 4u); c++) {
+            let row = map_index * 20u + c * 5u;
+            var z = bitcast<f32>(MAP_TRANSFORM_BITS[row + 4u]);
+            for (var k = 0u; k < 4u; k++) {
+                z += bitcast<f32>(MAP_TRANSFORM_BITS[row + k]) * source[k];
+            }
+            result[c] = clamp(z, 0.0, 1.0);
+        }
     }
     return result;
 }

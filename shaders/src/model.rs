@@ -130,6 +130,7 @@ impl GpuModel {
         let mut first_map = Vec::new();
         let (mut output_offset, mut channels, mut mask, mut srgb, mut normal, mut low, mut scale) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut transform, mut transform_rows) = (Vec::new(), Vec::new());
         for material in &manifest.materials {
             first_map.push(to_u32("maps", output_offset.len())?);
             for map in &material.maps {
@@ -156,6 +157,14 @@ impl GpuModel {
                 }
                 low.push(l);
                 scale.push(s);
+                let mut rows = [0.0f32; 20];
+                if let Some(t) = &map.color_transform {
+                    for (c, row) in t.iter().enumerate().take(4) {
+                        rows[c * 5..c * 5 + 5].copy_from_slice(row);
+                    }
+                }
+                transform.push(u32::from(map.color_transform.is_some()));
+                transform_rows.extend(rows);
             }
         }
 
@@ -189,6 +198,8 @@ impl GpuModel {
         constants += &u32_array("MAP_NORMAL", &normal);
         constants += &vec4_array("MAP_RANGE_LOW_BITS", &low);
         constants += &vec4_array("MAP_RANGE_SCALE_BITS", &scale);
+        constants += &u32_array("MAP_TRANSFORM", &transform);
+        constants += &f32_array("MAP_TRANSFORM_BITS", &transform_rows);
         Ok(Self { latent_words, mlp_words, constants, first_map })
     }
 

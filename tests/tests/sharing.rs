@@ -31,7 +31,8 @@ fn colourways(size: u32) -> TextureSet {
     let base = |tint: f32| {
         common::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
             let (u, v) = (x as f32 / s, y as f32 / s);
-            (0.3 + 0.2 * (u * 6.0 + v * 4.0).sin()) * (1.0 + tint * (c as f32 - 1.0))
+            // A pattern shifted with the tint: not a colour transform of the other colourway.
+            (0.3 + 0.2 * (u * 6.0 + v * 4.0 + 3.0 * tint).sin()) * (1.0 + tint * (c as f32 - 1.0))
         })
     };
     let material =
@@ -113,4 +114,100 @@ fn a_flat_map_gets_no_channels_and_loses_nothing_for_it() {
     // away costs less than 0.1 dB (it usually gains: no latent noise reaches the map).
     assert!(auto_db >= 45.0, "{auto_db}");
     assert!(auto_db >= full_db - 0.1, "auto {auto_db} dB vs full {full_db} dB");
+}
+
+/// A material with a noisy base colour and a near-constant roughness (±3/255 of grain: not flat
+/// enough for the bias alone, but far less content than the base colour).
+fn near_flat_and_noisy(size: u32) -> TextureSet {
+    let mut rng = texset_core::train::Rng::new(5, 0, 0);
+    let noise: Vec<f32> = (0..size * size * 3).map(|_| rng.next_f32()).collect();
+    let grain: Vec<f32> = (0..size * size).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
+    let base = common::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
+    let rough = common::texture(MapKind::Roughness, size, size, 1, |x, y, _| 0.6 + grain[(y * size + x) as usize] * 3.0 / 255.0);
+    TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![base, rough] }] }
+}
+
+#[test]
+fn a_near_constant_map_gets_a_quarter_of_the_channels_and_loses_little_for_it() {
+    let set = near_flat_and_noisy(32);
+    let (_, report) = analyse(&set, &options()).unwrap();
+    let budget = |name: &str| report.budgets.iter().find(|b| b.texture == name).unwrap();
+    let (quiet, noisy) = (budget("m/roughness"), budget("m/basecolor"));
+    assert!(quiet.reason.starts_with("content"), "{}", quiet.reason);
+    assert!(quiet.channels > 0 && quiet.channels * 4 <= noisy.channels, "{} vs {}", quiet.channels, noisy.channels);
+    assert_eq!(noisy.channels, noisy.total_channels);
+
+    let roughness_psnr = |options: &CompressOptions| {
+        let out = compress(&set, options, &NoProgress, &Cancel::new()).unwrap();
+        let eval = evaluate(&set, &Decoder::new(&out.bundle), false).unwrap();
+        eval.maps.iter().find(|m| m.map == "roughness").unwrap().psnr_db
+    };
+    let auto_db = roughness_psnr(&options());
+    let full_db = roughness_psnr(&CompressOptions { auto_budgets: false, ..options() });
+    println!("near-constant roughness: {auto_db:.2} dB with {} channels, {full_db:.2} dB with all", quiet.channels);
+    assert!(auto_db >= full_db - 0.1, "auto {auto_db} dB vs full {full_db} dB");
+}
+
+/// Two colourways whose base colours differ by an affine colour transform (a tint and a channel
+/// mix), the way an artist's hue-shifted variant does.
+fn affine_colourways(size: u32) -> TextureSet {
+    let s = size as f32;
+    let colour = |x: u32, y: u32, c: u32| {
+        let (u, v) = (x as f32 / s, y as f32 / s);
+        0.45 + 0.3 * (u * 6.0 + v * 4.0 + c as f32).sin() * (v * 5.0 - c as f32 * 0.7).cos()
+    };
+    let red = common::texture(MapKind::Basecolor, size, size, 3, colour);
+    let blue = common::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
+        let (r, g, b) = (colour(x, y, 0), colour(x, y, 1), colour(x, y, 2));
+        match c {
+            0 => 0.2 * r + 0.1 * g + 0.05,
+            1 => 0.3 * g + 0.5 * b + 0.1,
+            _ => 0.7 * b + 0.2 * r + 0.1,
+        }
+    });
+    let material = |name: &str, base| Material { name: name.into(), source_dir: PathBuf::from(name), textures: vec![base] };
+    TextureSet { materials: vec![material("red", red), material("blue", blue)] }
+}
+
+#[test]
+fn a_colour_variant_is_stored_as_its_original_plus_a_transform() {
+    let set = affine_colourways(32);
+    let (layout, report) = analyse(&set, &options()).unwrap();
+    assert_eq!(report.duplicates.len(), 1, "{:?}", report.duplicates);
+    let finding = &report.duplicates[0];
+    assert_eq!((finding.texture.as_str(), finding.same_as.as_str()), ("blue/basecolor", "red/basecolor"));
+    // 8-bit rounding of both maps is all the fit cannot explain.
+    assert!(finding.transform_fit_psnr_db.unwrap() >= 45.0, "{finding:?}");
+    assert_eq!(layout.output_channels(), 3);
+
+    let out = compress(&set, &options(), &NoProgress, &Cancel::new()).unwrap();
+    let bytes = out.bundle_bytes.clone();
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2, "a bundle with a colour transform is format version 2");
+    let read = Bundle::from_bytes(&bytes).unwrap();
+    let blue = &read.manifest.materials[1].maps[0];
+    assert_eq!(blue.output_offset, read.manifest.materials[0].maps[0].output_offset);
+    assert!(blue.color_transform.is_some());
+    let eval = evaluate(&set, &Decoder::new(&read), false).unwrap();
+    let psnr = |m: &str| eval.maps.iter().find(|s| s.material == m).unwrap().psnr_db;
+    println!("red {:.2} dB, blue (transform) {:.2} dB", psnr("red"), psnr("blue"));
+    // The variant's error is the original's, scaled down by the transform's gains (< 1 here).
+    assert!(psnr("blue") >= psnr("red") - 1.0, "red {} blue {}", psnr("red"), psnr("blue"));
+    assert!(psnr("red") > 30.0);
+
+    // A version 1 bundle may not carry a transform.
+    let mut v1 = bytes.clone();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let header_len = 16 + 24 * 3;
+    let crc = crc32fast::hash(&v1[..header_len]);
+    v1[header_len..header_len + 4].copy_from_slice(&crc.to_le_bytes());
+    let error = Bundle::from_bytes(&v1).unwrap_err().to_string();
+    assert!(error.contains("version 1 bundle cannot hold colour transforms"), "{error}");
+}
+
+#[test]
+fn bundles_without_transforms_stay_version_1() {
+    let set = flat_and_noisy(16);
+    let o = CompressOptions { steps: 2, batch_texels: 256, ..CompressOptions::default() };
+    let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
+    assert_eq!(u32::from_le_bytes(out.bundle_bytes[8..12].try_into().unwrap()), 1);
 }

@@ -44,6 +44,7 @@ fn map(
         output_offset,
         latent_channels,
         source_file: format!("m_{kind}.png"),
+        color_transform: None,
     }
 }
 
@@ -105,6 +106,11 @@ pub fn tiny_bundle() -> Bundle {
                         sample_format: SampleFormat::F32,
                         channel_ranges: vec![[-0.5, 2.5]],
                         ..map(MapKind::Height, 7, 7, 1, ColorSpace::Linear, 7, vec![])
+                    },
+                    // A colour variant of m/basecolor: its outputs through an affine transform.
+                    MapEntry {
+                        color_transform: Some(vec![[0.8, 0.1, 0.0, 0.0, 0.05], [0.0, -0.5, 0.2, 0.0, 0.6], [0.3, 0.3, 0.3, 0.0, -0.1]]),
+                        ..map(MapKind::Emissive, 9, 8, 3, ColorSpace::Srgb, 0, (0..latent_channels).collect())
                     },
                 ],
             },
