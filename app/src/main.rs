@@ -70,10 +70,10 @@ enum Command {
         /// Channel budgets: `kind=N` or `material/kind=N`, comma separated.
         #[arg(long)]
         budget: Option<String>,
-        /// Every texture reads every channel unless `--budget` names it (no graded budgets from
-        /// the content analysis).
+        /// Apply the graded budgets the content analysis proposes (otherwise they are only
+        /// reported; flat maps get no channels either way).
         #[arg(long)]
-        no_auto_budgets: bool,
+        auto_budgets: bool,
         /// Write a JSON report here.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -275,7 +275,7 @@ fn run(cli: Cli) -> Result<()> {
             preset,
             seed,
             budget,
-            no_auto_budgets,
+            auto_budgets,
             report,
             checkpoint,
             checkpoint_secs,
@@ -313,7 +313,7 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(b) = budget {
                 options.budgets = parse_budgets(&b)?;
             }
-            options.auto_budgets = !no_auto_budgets;
+            options.auto_budgets = auto_budgets;
             options.backend = match backend {
                 BackendArg::Auto => Backend::Auto,
                 BackendArg::Cpu => Backend::Cpu,

@@ -76,9 +76,12 @@ pub struct CompressOptions {
     /// Channel budgets: `kind` or `material/kind` → number of latent channels the texture reads.
     /// Textures not named read every channel. Default empty.
     pub budgets: BTreeMap<String, u32>,
-    /// Graded budgets from the analyse pass's content estimate (a texture with a fraction of the
-    /// busiest texture's content reads half or a quarter of the channels). Off: every texture not
-    /// named in `budgets` reads every channel. Default on.
+    /// Apply the graded budgets the analyse pass proposes from its content estimate (a texture
+    /// with a fraction of the busiest texture's content reads half or a quarter of the channels).
+    /// Off: they are only reported, and every texture not named in `budgets` and not flat reads
+    /// every channel. Default off: with the fused trainer a material whose maps have different
+    /// budgets trains each budget group on its own texels, which cost 1.1 dB on `tea_set_01`
+    /// (docs/benchmarks.md).
     pub auto_budgets: bool,
     /// Loss weight per map kind (`kind` → weight). Default 1 for every kind.
     pub loss_weights: BTreeMap<String, f32>,
@@ -107,7 +110,7 @@ impl Default for CompressOptions {
             quantize_weights_at: 0.9,
             seed: 1,
             budgets: BTreeMap::new(),
-            auto_budgets: true,
+            auto_budgets: false,
             loss_weights: BTreeMap::new(),
             backend: Backend::Auto,
             checkpoint: None,

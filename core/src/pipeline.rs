@@ -475,25 +475,29 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
                         -20.0 * std_dev.max(1e-12).log10()
                     ),
                 ),
-                None if !options.auto_budgets => (total, "reads every shared channel (automatic budgets off)".to_owned()),
                 None => {
                     let (bits, detail) = contents[mi][ti];
                     let share = bits / busiest;
-                    let count = if share <= QUARTER_BUDGET_SHARE {
+                    let proposed = if share <= QUARTER_BUDGET_SHARE {
                         total.div_ceil(4)
                     } else if share <= HALF_BUDGET_SHARE {
                         total.div_ceil(2)
                     } else {
                         total
-                    };
-                    (
-                        count.max(1),
-                        format!(
-                            "content {bits:.1} bits/texel at {CONTENT_TARGET_PSNR_DB} dB ({:.0}% of the busiest), detail above the grid {:.1} dB below full scale",
-                            100.0 * share,
-                            -10.0 * detail.max(1e-12).log10()
-                        ),
-                    )
+                    }
+                    .max(1);
+                    let content = format!(
+                        "content {bits:.1} bits/texel at {CONTENT_TARGET_PSNR_DB} dB ({:.0}% of the busiest), detail above the grid {:.1} dB below full scale",
+                        100.0 * share,
+                        -10.0 * detail.max(1e-12).log10()
+                    );
+                    if options.auto_budgets {
+                        (proposed, content)
+                    } else if proposed < total {
+                        (total, format!("every channel; {content}: the analysis proposes {proposed} (--auto-budgets applies it)"))
+                    } else {
+                        (total, format!("every channel; {content}"))
+                    }
                 }
             };
             let mut latent_channels: Vec<u32> = priority[..count as usize].to_vec();
