@@ -33,6 +33,14 @@ enum BackendArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum PruneMethodArg {
+    /// Keep the channels with the largest first-layer column L1 norms.
+    L1,
+    /// Keep a random subset (baseline).
+    Random,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum PresetArg {
     Fast,
     Default,
@@ -70,6 +78,19 @@ enum Command {
         /// Channel budgets: `kind=N` or `material/kind=N`, comma separated.
         #[arg(long)]
         budget: Option<String>,
+        /// Train with more channels, then keep this many per grid (comma separated) part-way
+        /// through training; the prune pass drops the others.
+        #[arg(long)]
+        prune_to: Option<String>,
+        /// How `--prune-to` chooses the channels it keeps.
+        #[arg(long, value_enum, default_value_t = PruneMethodArg::L1)]
+        prune_method: PruneMethodArg,
+        /// Fraction of the steps at which `--prune-to` removes channels.
+        #[arg(long, default_value_t = 0.5)]
+        prune_at: f32,
+        /// Group-lasso strength on each channel's first-layer column before `--prune-to`.
+        #[arg(long, default_value_t = 0.0)]
+        group_lasso: f32,
         /// Apply the graded budgets the content analysis proposes (otherwise they are only
         /// reported; flat maps get no channels either way).
         #[arg(long)]
@@ -275,6 +296,10 @@ fn run(cli: Cli) -> Result<()> {
             preset,
             seed,
             budget,
+            prune_to,
+            prune_method,
+            prune_at,
+            group_lasso,
             auto_budgets,
             report,
             checkpoint,
@@ -314,6 +339,21 @@ fn run(cli: Cli) -> Result<()> {
                 options.budgets = parse_budgets(&b)?;
             }
             options.auto_budgets = auto_budgets;
+            if let Some(text) = prune_to {
+                let keep_per_grid = text
+                    .split(',')
+                    .map(|c| c.trim().parse::<u32>().with_context(|| format!("--prune-to: '{c}' is not a channel count")))
+                    .collect::<Result<Vec<u32>>>()?;
+                options.prune = Some(texset_core::options::ChannelPruning {
+                    keep_per_grid,
+                    method: match prune_method {
+                        PruneMethodArg::L1 => texset_core::options::PruneMethod::L1,
+                        PruneMethodArg::Random => texset_core::options::PruneMethod::Random,
+                    },
+                    at: prune_at,
+                    group_lasso,
+                });
+            }
             options.backend = match backend {
                 BackendArg::Auto => Backend::Auto,
                 BackendArg::Cpu => Backend::Cpu,

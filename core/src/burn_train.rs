@@ -78,6 +78,9 @@ pub fn train_burn(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
+    if options.prune.is_some() {
+        return Err(TrainError::Backend("removing channels during training needs the fused CPU trainer (--backend cpu)".into()));
+    }
     let schedule = Schedule::new(options, layout);
     let sampler = Sampler::new(set, layout);
     let device = device_for(options.backend);
@@ -134,6 +137,7 @@ pub fn train_burn(
         texels_per_sec: f64::from(schedule.steps) * schedule.batch_texels as f64 / train_secs.max(1e-9),
         final_mse: status.mse(),
         resumed_from_step: None,
+        pruned_channels: Vec::new(),
     };
     Ok((p, report))
 }

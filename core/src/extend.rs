@@ -259,6 +259,7 @@ pub fn add_materials(
         texels_per_sec: f64::from(schedule.steps) * schedule.batch_texels as f64 / train_secs.max(1e-9),
         final_mse: status.mse(),
         resumed_from_step: None,
+        pruned_channels: Vec::new(),
     };
     progress.pass_finished(
         Pass::Train,

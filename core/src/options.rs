@@ -40,6 +40,32 @@ pub enum Backend {
     Flex,
 }
 
+/// How channels are chosen for removal during training.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneMethod {
+    /// Keep the channels whose first-layer weight columns have the largest L1 norm.
+    #[default]
+    L1,
+    /// Keep a random subset (the baseline L1 must beat).
+    Random,
+}
+
+/// Removing latent channels part-way through training ("train wide, prune, fine-tune"): the
+/// removed channels are masked for every texture from then on, and the prune pass drops them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChannelPruning {
+    /// Channels each grid keeps.
+    pub keep_per_grid: Vec<u32>,
+    /// How the kept channels are chosen.
+    pub method: PruneMethod,
+    /// Fraction of the steps after which channels are removed (before latents freeze).
+    pub at: f32,
+    /// Group-lasso strength on each latent channel's first-layer column before the removal
+    /// (pushes unneeded channels towards zero so the removal costs less). 0 turns it off.
+    pub group_lasso: f32,
+}
+
 /// Training checkpoints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointOptions {
@@ -91,6 +117,8 @@ pub struct CompressOptions {
     pub checkpoint: Option<CheckpointOptions>,
     /// Resume training from this checkpoint. Default none.
     pub resume_from: Option<PathBuf>,
+    /// Remove latent channels during training. Default none.
+    pub prune: Option<ChannelPruning>,
 }
 
 impl Default for CompressOptions {
@@ -115,6 +143,7 @@ impl Default for CompressOptions {
             backend: Backend::Auto,
             checkpoint: None,
             resume_from: None,
+            prune: None,
         }
     }
 }
@@ -256,6 +285,20 @@ impl CompressOptions {
         }
         if !(0.0..=1.0).contains(&self.freeze_latents_at) || !(0.0..=1.0).contains(&self.quantize_weights_at) {
             return Err("freeze_latents_at and quantize_weights_at are fractions in 0..=1".into());
+        }
+        if let Some(p) = &self.prune {
+            if p.keep_per_grid.len() != self.grids.len() {
+                return Err(format!("pruning keeps channels for {} grids, there are {}", p.keep_per_grid.len(), self.grids.len()));
+            }
+            if p.keep_per_grid.iter().zip(&self.grids).any(|(&k, g)| k == 0 || k > g.channels) {
+                return Err("pruning must keep 1 to all of each grid's channels".into());
+            }
+            if !(p.at > 0.0 && p.at < self.freeze_latents_at) {
+                return Err("pruning happens after some training and before the latents freeze (0 < at < freeze_latents_at)".into());
+            }
+            if !(p.group_lasso.is_finite() && p.group_lasso >= 0.0) {
+                return Err("the group-lasso strength must be a non-negative number".into());
+            }
         }
         if self.pe_frequencies > 8 {
             return Err("at most 8 positional-encoding frequencies".into());

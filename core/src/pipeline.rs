@@ -273,6 +273,8 @@ pub struct PruneReport {
     pub channels_before: usize,
     /// Latent channels after (channels no texture reads are removed).
     pub channels_after: usize,
+    /// What the removal during training did, when it ran.
+    pub during_training: Option<String>,
 }
 
 /// What the quantise pass did.
@@ -573,7 +575,7 @@ pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelP
     for slot in new_layout.textures.iter_mut().flatten() {
         slot.latent_channels = slot.latent_channels.iter().filter_map(|&c| remap[c as usize]).collect();
     }
-    let report = PruneReport { channels_before: lc, channels_after: next as usize };
+    let report = PruneReport { channels_before: lc, channels_after: next as usize, during_training: None };
     (new_layout, new_params, report)
 }
 
@@ -720,8 +722,33 @@ pub fn compress(
     );
 
     progress.pass_started(Pass::Prune);
-    let (layout, params, prune_report) = prune(&layout, &params);
-    progress.pass_finished(Pass::Prune, &format!("latent channels {} → {}", prune_report.channels_before, prune_report.channels_after));
+    // Channels training removed are read by no texture any more.
+    let mut layout = layout;
+    if !train_report.pruned_channels.is_empty() {
+        for slot in layout.textures.iter_mut().flatten() {
+            slot.latent_channels.retain(|c| train_report.pruned_channels.binary_search(c).is_err());
+        }
+    }
+    let (layout, params, mut prune_report) = prune(&layout, &params);
+    if let Some(p) = &options.prune {
+        prune_report.during_training = Some(format!(
+            "{} channels removed at {:.0}% of training by {:?} (group lasso {}), keeping {:?} per grid",
+            train_report.pruned_channels.len(),
+            100.0 * p.at,
+            p.method,
+            p.group_lasso,
+            p.keep_per_grid
+        ));
+    }
+    progress.pass_finished(
+        Pass::Prune,
+        &format!(
+            "latent channels {} → {}{}",
+            prune_report.channels_before,
+            prune_report.channels_after,
+            prune_report.during_training.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+        ),
+    );
 
     progress.pass_started(Pass::Quantise);
     let (levels, layers, quantise_report) = quantise(&layout, &params);

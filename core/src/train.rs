@@ -7,7 +7,7 @@
 
 use crate::gemm::{Strides, gemm};
 use crate::layout::ModelLayout;
-use crate::options::CompressOptions;
+use crate::options::{ChannelPruning, CompressOptions, PruneMethod};
 use crate::params::{LayerParams, ModelParams, pe_angular_frequency};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
 use crate::quant::{self, QuantizedLayer};
@@ -152,6 +152,17 @@ impl<'a> Sampler<'a> {
     #[must_use]
     pub fn texel_count(&self) -> u64 {
         self.cumulative_texels.last().copied().unwrap_or(0)
+    }
+
+    /// Masks these latent channels (`true`: removed) for every texture group from now on.
+    pub fn drop_channels(&mut self, dropped: &[bool]) {
+        for g in &mut self.groups {
+            for (m, d) in g.mask.iter_mut().zip(dropped) {
+                if *d {
+                    *m = 0.0;
+                }
+            }
+        }
     }
 
     /// Fills `batch` with `len` random texels.
@@ -622,6 +633,10 @@ pub struct FusedTrainer<'a> {
     grads: ModelParams,
     /// Parameters that train (all when `None`).
     trainable: Option<Trainable>,
+    /// Channel removal during training, and the step it happens at.
+    pruning: Option<(ChannelPruning, u32)>,
+    /// Per latent channel, whether it was removed.
+    pruned: Vec<bool>,
 }
 
 /// What one step did.
@@ -639,7 +654,93 @@ impl<'a> FusedTrainer<'a> {
     pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: ModelParams) -> Self {
         let adam = Adam::new(&params);
         let grads = params.zeros_like();
-        Self { params, adam, step: 0, sampler, schedule, grads, trainable: None }
+        let pruned = vec![false; params.latent_channels()];
+        Self { params, adam, step: 0, sampler, schedule, grads, trainable: None, pruning: None, pruned }
+    }
+
+    /// Removes latent channels part-way through training.
+    #[must_use]
+    pub fn with_pruning(mut self, pruning: ChannelPruning) -> Self {
+        let at = (self.schedule.steps as f32 * pruning.at) as u32;
+        self.pruning = Some((pruning, at));
+        self
+    }
+
+    /// Latent channels removed so far (indices in the layout the trainer started with).
+    #[must_use]
+    pub fn pruned_channels(&self) -> Vec<u32> {
+        self.pruned.iter().enumerate().filter(|(_, p)| **p).map(|(c, _)| c as u32).collect()
+    }
+
+    /// After a resume past the pruning step: the removed channels are the read channels whose
+    /// first-layer columns are exactly zero (removal zeroes them and they get no gradient after).
+    pub fn restore_pruning(&mut self, read: &[bool]) {
+        let Some((_, at)) = &self.pruning else { return };
+        if self.step <= *at {
+            return;
+        }
+        let Some(first) = self.params.layers.first() else { return };
+        let dropped: Vec<bool> = (0..self.pruned.len())
+            .map(|c| read.get(c).copied().unwrap_or(false) && (0..first.outputs).all(|o| first.weights[o * first.inputs + c] == 0.0))
+            .collect();
+        self.sampler.drop_channels(&dropped);
+        self.pruned = dropped;
+    }
+
+    /// Chooses the channels to keep per grid and masks the others for every texture.
+    fn prune_channels(&mut self, pruning: &ChannelPruning) {
+        let Some(first) = self.params.layers.first() else { return };
+        let mut dropped = vec![false; self.pruned.len()];
+        let mut offset = 0usize;
+        let mut rng = Rng::new(self.schedule.seed, 0x9121_E5, 0);
+        for (grid, &keep) in self.params.grids.iter().zip(&pruning.keep_per_grid) {
+            let ch = grid.channels as usize;
+            let mut order: Vec<usize> = (0..ch).collect();
+            match pruning.method {
+                PruneMethod::L1 => {
+                    let norm = |c: usize| (0..first.outputs).map(|o| first.weights[o * first.inputs + offset + c].abs()).sum::<f32>();
+                    order.sort_by(|&a, &b| norm(b).total_cmp(&norm(a)).then(a.cmp(&b)));
+                }
+                PruneMethod::Random => {
+                    for i in (1..ch).rev() {
+                        order.swap(i, rng.below(i as u64 + 1) as usize);
+                    }
+                }
+            }
+            for &c in order.iter().skip(keep as usize) {
+                dropped[offset + c] = true;
+            }
+            offset += ch;
+        }
+        for layers in [&mut self.params.layers, &mut self.adam.m.layers, &mut self.adam.v.layers] {
+            if let Some(first) = layers.first_mut() {
+                for o in 0..first.outputs {
+                    for (c, d) in dropped.iter().enumerate() {
+                        if *d {
+                            first.weights[o * first.inputs + c] = 0.0;
+                        }
+                    }
+                }
+            }
+        }
+        self.sampler.drop_channels(&dropped);
+        self.pruned = dropped;
+    }
+
+    /// Adds the group-lasso subgradient `λ · w / ‖column‖₂` on every latent channel's first-layer
+    /// column to `grads` (unscaled sums, so multiplied by the batch size).
+    fn add_group_lasso(&self, grads: &mut ModelParams, strength: f32) {
+        let lc = self.params.latent_channels();
+        let (Some(w), Some(g)) = (self.params.layers.first(), grads.layers.first_mut()) else { return };
+        let k = strength * self.schedule.batch_texels as f32;
+        for c in 0..lc {
+            let norm = (0..w.outputs).map(|o| w.weights[o * w.inputs + c].powi(2)).sum::<f32>().sqrt();
+            if norm > 1e-12 {
+                for o in 0..w.outputs {
+                    g.weights[o * g.inputs + c] += k * w.weights[o * w.inputs + c] / norm;
+                }
+            }
+        }
     }
 
     /// Trains only these parameters; the rest stay bit-identical.
@@ -666,6 +767,11 @@ impl<'a> FusedTrainer<'a> {
     /// Runs one step.
     pub fn run_step(&mut self) -> StepStats {
         let step = self.step;
+        if let Some((pruning, at)) = self.pruning.clone()
+            && step == at
+        {
+            self.prune_channels(&pruning);
+        }
         let phase = self.schedule.phase(step);
         if step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0) {
             round_grids(&mut self.params, &self.schedule.grid_bits);
@@ -719,6 +825,12 @@ impl<'a> FusedTrainer<'a> {
         }
         if let Some(t) = &self.trainable {
             t.mask_grads(&mut grads);
+        }
+        if let Some((pruning, at)) = &self.pruning
+            && step < *at
+            && pruning.group_lasso > 0.0
+        {
+            self.add_group_lasso(&mut grads, pruning.group_lasso);
         }
         let scale = 1.0 / self.schedule.batch_texels as f32;
         let decay = self.schedule.decay(step);
@@ -824,6 +936,8 @@ pub struct TrainReport {
     pub final_mse: f32,
     /// Step the run resumed from, if any.
     pub resumed_from_step: Option<u32>,
+    /// Latent channels removed during training (indices in the analysed layout).
+    pub pruned_channels: Vec<u32>,
 }
 
 /// Runs the fused trainer to the end with progress, cancellation and checkpoints.
@@ -838,11 +952,15 @@ pub fn train_fused(
     let sampler = Sampler::new(set, layout);
     let fingerprint = crate::checkpoint::fingerprint(set, layout, options);
     let mut trainer = FusedTrainer::new(sampler, schedule.clone(), initial_params(set, layout, options.seed));
+    if let Some(pruning) = &options.prune {
+        trainer = trainer.with_pruning(pruning.clone());
+    }
     let mut resumed_from_step = None;
     if let Some(path) = &options.resume_from
         && path.exists()
     {
         crate::checkpoint::load(path, &fingerprint, &mut trainer)?;
+        trainer.restore_pruning(&layout.read_channels());
         resumed_from_step = Some(trainer.step);
     }
     let start_step = trainer.step;
@@ -874,6 +992,7 @@ pub fn train_fused(
         texels_per_sec: f64::from(steps_run) * schedule.batch_texels as f64 / train_secs.max(1e-9),
         final_mse: status.mse(),
         resumed_from_step,
+        pruned_channels: trainer.pruned_channels(),
     };
     Ok((trainer.final_params(), report))
 }

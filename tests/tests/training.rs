@@ -3,10 +3,11 @@
 
 mod common;
 
+use texset_core::bundle::Bundle;
 use texset_core::burn_model::NtcModel;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
-use texset_core::options::CheckpointOptions;
+use texset_core::options::{ChannelPruning, CheckpointOptions, PruneMethod};
 use texset_core::pipeline::analyse;
 use texset_core::progress::TrainStatus;
 use texset_core::train::{Batch, Rng, Sampler, initial_params, loss_and_grads};
@@ -181,4 +182,49 @@ fn fused_trainer_gradients_match_burn_autodiff() {
         check(&format!("layer {i} weights"), &g.weights, &b.weights);
         check(&format!("layer {i} biases"), &g.biases, &b.biases);
     }
+}
+
+fn pruned_options(method: PruneMethod) -> CompressOptions {
+    CompressOptions {
+        steps: 120,
+        batch_texels: 1024,
+        prune: Some(ChannelPruning { keep_per_grid: vec![6, 8], method, at: 0.3, group_lasso: 1e-3 }),
+        ..CompressOptions::default()
+    }
+}
+
+#[test]
+fn channels_removed_during_training_leave_the_bundle() {
+    let set = common::small_set(32);
+    let l1 = compress(&set, &pruned_options(PruneMethod::L1), &NoProgress, &Cancel::new()).unwrap();
+    let grids: Vec<u32> = l1.bundle.manifest.grids.iter().map(|g| g.channels).collect();
+    assert_eq!(grids, vec![6, 8]);
+    assert_eq!(l1.report.train.pruned_channels.len(), 14);
+    assert!(l1.report.prune.during_training.as_deref().is_some_and(|d| d.contains("14 channels removed")));
+    let random = compress(&set, &pruned_options(PruneMethod::Random), &NoProgress, &Cancel::new()).unwrap();
+    assert_ne!(l1.report.train.pruned_channels, random.report.train.pruned_channels);
+    for out in [&l1, &random] {
+        let read = Bundle::from_bytes(&out.bundle_bytes).unwrap();
+        let eval = evaluate(&set, &Decoder::new(&read), false).unwrap();
+        assert!(eval.pooled_psnr_db > 25.0, "{:?}", eval.maps);
+    }
+}
+
+#[test]
+fn a_run_resumed_after_the_removal_gives_the_uninterrupted_bundle() {
+    let set = common::small_set(32);
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("run.ckpt");
+    let base = pruned_options(PruneMethod::L1);
+    let straight = compress(&set, &base, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
+    let with_checkpoints =
+        CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
+    let cancel = Cancel::new();
+    // Removal happens at step 36; stop well after it.
+    let stopper = CancelAt { step: 60, cancel: cancel.clone() };
+    assert!(compress(&set, &with_checkpoints, &stopper, &cancel).is_err());
+    let resumed_options = CompressOptions { resume_from: Some(checkpoint), ..with_checkpoints };
+    let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
+    assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (37..120).contains(&s)));
+    assert_eq!(resumed.bundle_bytes, straight, "resumed run differs from the uninterrupted one");
 }
