@@ -173,3 +173,48 @@ fn gpu_decode_matches_cpu_decode_within_one_step() {
         eprintln!("{}", String::from_utf8_lossy(&out.stderr).trim());
     }
 }
+
+/// Colourways in one library (the ochre fabric is a colour variant of the indigo one), then a
+/// third material added with `texset add`: the fabrics decode to the same PNG bytes as before.
+#[test]
+fn colour_variant_library_and_add_keep_earlier_materials_byte_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = |name: &str| tmp.path().join(name).to_str().unwrap().to_owned();
+    let (indigo, ochre, wood) = (samples().join("fabric_indigo"), samples().join("fabric_ochre"), samples().join("wood"));
+    let out = texset(&[
+        "compress",
+        indigo.to_str().unwrap(),
+        ochre.to_str().unwrap(),
+        "-o",
+        &path("fabrics.texset"),
+        "--steps",
+        "100",
+        "--no-ssim",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("colour variant of fabric_indigo/basecolor"));
+    let out = texset(&["inspect", &path("fabrics.texset")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("colour variant of fabric_indigo/basecolor"), "{text}");
+
+    let out = texset(&["add", &path("fabrics.texset"), wood.to_str().unwrap(), "-o", &path("grown.texset"), "--steps", "60", "--no-ssim"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wood/basecolor"));
+    for (bundle, dir) in [("fabrics.texset", "before"), ("grown.texset", "after")] {
+        let out = texset(&["decode", &path(bundle), "-o", &path(dir)]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    for material in ["fabric_indigo", "fabric_ochre"] {
+        let before = snapshot(&tmp.path().join("before").join(material));
+        let after = snapshot(&tmp.path().join("after").join(material));
+        assert_eq!(before.len(), 5);
+        for ((_, a, _), (_, b, _)) in before.iter().zip(&after) {
+            assert!(a == b, "{material} changed after add");
+        }
+    }
+    assert!(tmp.path().join("after").join("wood").join("wood_basecolor.png").exists());
+    // A name already in the library is refused with one line.
+    let out = texset(&["add", &path("grown.texset"), wood.to_str().unwrap(), "-o", &path("again.texset")]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already has a material named 'wood'"));
+}

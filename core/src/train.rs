@@ -692,7 +692,7 @@ impl<'a> FusedTrainer<'a> {
         let Some(first) = self.params.layers.first() else { return };
         let mut dropped = vec![false; self.pruned.len()];
         let mut offset = 0usize;
-        let mut rng = Rng::new(self.schedule.seed, 0x9121_E5, 0);
+        let mut rng = Rng::new(self.schedule.seed, 0x0091_21E5, 0);
         for (grid, &keep) in self.params.grids.iter().zip(&pruning.keep_per_grid) {
             let ch = grid.channels as usize;
             let mut order: Vec<usize> = (0..ch).collect();
