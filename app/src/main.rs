@@ -33,6 +33,12 @@ enum BackendArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum SharingArg {
+    All,
+    Related,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum PruneMethodArg {
     /// Keep the channels with the largest first-layer column L1 norms.
     L1,
@@ -91,6 +97,11 @@ enum Command {
         /// Group-lasso strength on each channel's first-layer column before `--prune-to`.
         #[arg(long, default_value_t = 0.0)]
         group_lasso: f32,
+        /// How a library's materials share latent channels: `all` read every channel; `related`
+        /// gives each group of related materials (a duplicate or colour-variant map between them)
+        /// its own channels.
+        #[arg(long, value_enum, default_value_t = SharingArg::All)]
+        sharing: SharingArg,
         /// Apply the graded budgets the content analysis proposes (otherwise they are only
         /// reported; flat maps get no channels either way).
         #[arg(long)]
@@ -300,6 +311,7 @@ fn run(cli: Cli) -> Result<()> {
             prune_method,
             prune_at,
             group_lasso,
+            sharing,
             auto_budgets,
             report,
             checkpoint,
@@ -339,6 +351,10 @@ fn run(cli: Cli) -> Result<()> {
                 options.budgets = parse_budgets(&b)?;
             }
             options.auto_budgets = auto_budgets;
+            options.library_sharing = match sharing {
+                SharingArg::All => texset_core::options::LibrarySharing::All,
+                SharingArg::Related => texset_core::options::LibrarySharing::Related,
+            };
             if let Some(text) = prune_to {
                 let keep_per_grid = text
                     .split(',')

@@ -40,6 +40,18 @@ pub enum Backend {
     Flex,
 }
 
+/// How the materials of a library share latent channels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LibrarySharing {
+    /// Every material reads every channel (budgets aside).
+    #[default]
+    All,
+    /// Materials related by a duplicate or colour-variant map form a group; each group reads its
+    /// own channels, split in proportion to the groups' content.
+    Related,
+}
+
 /// How channels are chosen for removal during training.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -119,6 +131,8 @@ pub struct CompressOptions {
     pub resume_from: Option<PathBuf>,
     /// Remove latent channels during training. Default none.
     pub prune: Option<ChannelPruning>,
+    /// How a library's materials share channels. Default [`LibrarySharing::All`].
+    pub library_sharing: LibrarySharing,
 }
 
 impl Default for CompressOptions {
@@ -144,6 +158,7 @@ impl Default for CompressOptions {
             checkpoint: None,
             resume_from: None,
             prune: None,
+            library_sharing: LibrarySharing::All,
         }
     }
 }

@@ -217,3 +217,25 @@ fn bundles_without_transforms_stay_version_1() {
     let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
     assert_eq!(u32::from_le_bytes(out.bundle_bytes[8..12].try_into().unwrap()), 1);
 }
+
+#[test]
+fn related_sharing_gives_each_material_group_its_own_channels() {
+    // red and blue share a normal map (one group); m is unrelated (its own group).
+    let mut set = colourways(16);
+    set.materials.extend(flat_and_noisy(16).materials);
+    let o = CompressOptions { library_sharing: texset_core::options::LibrarySharing::Related, ..options() };
+    let (layout, report) = analyse(&set, &o).unwrap();
+    assert_eq!(texset_core::pipeline::material_groups(&layout.textures), vec![0, 0, 1]);
+    let red = &layout.textures[0][0].latent_channels;
+    let blue = &layout.textures[1][0].latent_channels;
+    let m = &layout.textures[2][0].latent_channels;
+    assert_eq!(red, blue);
+    assert!(red.iter().all(|c| !m.contains(c)), "groups overlap: {red:?} / {m:?}");
+    assert_eq!(red.len() + m.len(), layout.latent_channels());
+    // Every grid gives each group at least one channel.
+    assert!(m.iter().any(|&c| c < 12) && m.iter().any(|&c| c >= 12));
+    assert!(report.budgets.iter().all(|b| b.reason.contains("material group") || b.channels == 0), "{:?}", report.budgets);
+    let out = compress(&set, &CompressOptions { steps: 20, batch_texels: 512, ..o }, &NoProgress, &Cancel::new()).unwrap();
+    let read = Bundle::from_bytes(&out.bundle_bytes).unwrap();
+    assert_eq!(read.manifest.materials[2].maps[0].latent_channels, *m);
+}
