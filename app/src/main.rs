@@ -100,7 +100,7 @@ enum Command {
         /// How a library's materials share latent channels: `all` read every channel; `related`
         /// gives each group of related materials (a duplicate or colour-variant map between them)
         /// its own channels.
-        #[arg(long, value_enum, default_value_t = SharingArg::All)]
+        #[arg(long, value_enum, default_value_t = SharingArg::Related)]
         sharing: SharingArg,
         /// Apply the graded budgets the content analysis proposes (otherwise they are only
         /// reported; flat maps get no channels either way).
@@ -140,6 +140,9 @@ enum Command {
         /// library's material count).
         #[arg(long)]
         adapter_channels: Option<String>,
+        /// The new maps read only their own channels, not the library's shared ones.
+        #[arg(long)]
+        own_channels_only: bool,
         /// Random seed.
         #[arg(long)]
         seed: Option<u64>,
@@ -442,7 +445,7 @@ fn run(cli: Cli) -> Result<()> {
                     .with_context(|| format!("cannot write report {}", path.display()))?;
             }
         }
-        Command::Add { library, dirs, output, steps, adapter_channels, seed, report, no_ssim } => {
+        Command::Add { library, dirs, output, steps, adapter_channels, own_channels_only, seed, report, no_ssim } => {
             let lib = read_bundle(&library)?;
             let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
             for s in &ingest_report.skipped {
@@ -461,7 +464,7 @@ fn run(cli: Cli) -> Result<()> {
                 })
                 .transpose()?;
             eprintln!("adding {} material(s) to {} ({} materials)", set.materials.len(), library.display(), lib.manifest.materials.len());
-            let options = texset_core::extend::AddOptions { train, adapter_channels };
+            let options = texset_core::extend::AddOptions { train, adapter_channels, read_shared: !own_channels_only };
             let grown = texset_core::extend::add_materials(&lib, &set, &options, &TerminalProgress::new(), &Cancel::new())?;
             texset_core::fsutil::write_atomic(&output, &grown.bundle_bytes)
                 .with_context(|| format!("cannot write bundle {}", output.display()))?;

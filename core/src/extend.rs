@@ -28,6 +28,8 @@ pub struct AddOptions {
     /// New latent channels per grid (`None`: the library's channels per grid divided by its
     /// material count, at least one).
     pub adapter_channels: Option<Vec<u32>>,
+    /// Whether the new maps also read the library's (frozen) shared channels. Default true.
+    pub read_shared: bool,
 }
 
 /// What adding did.
@@ -133,7 +135,8 @@ pub fn add_materials(
                 .iter()
                 .map(|s| {
                     // A flat map reads nothing; the others read the shared channels and their own.
-                    let mut latent_channels: Vec<u32> = if s.latent_channels.is_empty() { Vec::new() } else { shared.clone() };
+                    let mut latent_channels: Vec<u32> =
+                        if s.latent_channels.is_empty() || !options.read_shared { Vec::new() } else { shared.clone() };
                     latent_channels.extend(s.latent_channels.iter().map(|&c| local_to_new[c as usize]));
                     latent_channels.sort_unstable();
                     TextureSlot {
@@ -154,14 +157,18 @@ pub fn add_materials(
         .collect();
     let hidden_widths: Vec<usize> = manifest.layers[..manifest.layers.len() - 1].iter().map(|l| l.outputs as usize).collect();
     let layout = ModelLayout { grids: grids.clone(), pe_frequencies: manifest.pe_frequencies, hidden_widths, textures };
+    let shared_read = if options.read_shared { old_lc } else { 0 };
     let budgets: Vec<TextureBudget> = local_report
         .budgets
         .iter()
-        .map(|b| TextureBudget {
-            channels: if b.channels == 0 && !b.reason.starts_with("identical") { 0 } else { b.channels + old_lc },
-            total_channels: old_lc + b.total_channels,
-            reason: format!("{} ({} shared, frozen + {} of its own)", b.reason, if b.channels == 0 { 0 } else { old_lc }, b.channels),
-            ..b.clone()
+        .map(|b| {
+            let shared = if b.channels == 0 { 0 } else { shared_read };
+            TextureBudget {
+                channels: b.channels + shared,
+                total_channels: old_lc + b.total_channels,
+                reason: format!("{} ({shared} shared, frozen + {} of its own)", b.reason, b.channels),
+                ..b.clone()
+            }
         })
         .collect();
     progress.pass_finished(

@@ -485,7 +485,8 @@ pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> Mode
     }
     if let Some(out) = params.layers.last_mut() {
         for (material, slots) in set.materials.iter().zip(&layout.textures) {
-            for (texture, slot) in material.textures.iter().zip(slots) {
+            // A duplicate or colour variant shares its original's outputs: the original's mean.
+            for (texture, slot) in material.textures.iter().zip(slots).filter(|(_, s)| s.duplicate_of.is_none()) {
                 let ch = texture.channels as usize;
                 for c in 0..ch {
                     let sum: f64 = texture.texels.iter().skip(c).step_by(ch).map(|&v| f64::from(v)).sum();

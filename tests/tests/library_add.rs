@@ -41,7 +41,7 @@ fn adding_a_material_trains_only_its_adapter_and_leaves_the_library_byte_identic
     let before: Vec<Vec<Vec<u8>>> = (0..2).map(|m| pngs(&trained.bundle, m)).collect();
 
     let extra = TextureSet { materials: vec![material("green", 32, 1.3, 0.1)] };
-    let add = AddOptions { train: CompressOptions { steps: 100, ..options.clone() }, adapter_channels: None };
+    let add = AddOptions { train: CompressOptions { steps: 100, ..options.clone() }, adapter_channels: None, read_shared: true };
     let grown = add_materials(&trained.bundle, &extra, &add, &NoProgress, &Cancel::new()).unwrap();
     let r = &grown.report;
     assert_eq!((r.materials_before, r.materials_added), (2, 1));
@@ -74,7 +74,7 @@ fn a_material_name_already_in_the_library_is_refused() {
     let options = CompressOptions { steps: 2, batch_texels: 256, ..CompressOptions::default() };
     let trained = compress(&library, &options, &NoProgress, &Cancel::new()).unwrap();
     let again = TextureSet { materials: vec![material("red", 16, 1.0, 0.0)] };
-    let add = AddOptions { train: options, adapter_channels: None };
+    let add = AddOptions { train: options, adapter_channels: None, read_shared: true };
     let error = add_materials(&trained.bundle, &again, &add, &NoProgress, &Cancel::new()).unwrap_err().to_string();
     assert!(error.contains("already has a material named 'red'"), "{error}");
 }
