@@ -140,9 +140,10 @@ enum Command {
         /// library's material count).
         #[arg(long)]
         adapter_channels: Option<String>,
-        /// The new maps read only their own channels, not the library's shared ones.
+        /// The new maps also read the library's channels (frozen), not only their own: for a
+        /// material close to the library's (a colourway of one of them).
         #[arg(long)]
-        own_channels_only: bool,
+        read_shared: bool,
         /// Random seed.
         #[arg(long)]
         seed: Option<u64>,
@@ -445,7 +446,7 @@ fn run(cli: Cli) -> Result<()> {
                     .with_context(|| format!("cannot write report {}", path.display()))?;
             }
         }
-        Command::Add { library, dirs, output, steps, adapter_channels, own_channels_only, seed, report, no_ssim } => {
+        Command::Add { library, dirs, output, steps, adapter_channels, read_shared, seed, report, no_ssim } => {
             let lib = read_bundle(&library)?;
             let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
             for s in &ingest_report.skipped {
@@ -464,7 +465,7 @@ fn run(cli: Cli) -> Result<()> {
                 })
                 .transpose()?;
             eprintln!("adding {} material(s) to {} ({} materials)", set.materials.len(), library.display(), lib.manifest.materials.len());
-            let options = texset_core::extend::AddOptions { train, adapter_channels, read_shared: !own_channels_only };
+            let options = texset_core::extend::AddOptions { train, adapter_channels, read_shared };
             let grown = texset_core::extend::add_materials(&lib, &set, &options, &TerminalProgress::new(), &Cancel::new())?;
             texset_core::fsutil::write_atomic(&output, &grown.bundle_bytes)
                 .with_context(|| format!("cannot write bundle {}", output.display()))?;

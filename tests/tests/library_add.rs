@@ -41,7 +41,7 @@ fn adding_a_material_trains_only_its_adapter_and_leaves_the_library_byte_identic
     let before: Vec<Vec<Vec<u8>>> = (0..2).map(|m| pngs(&trained.bundle, m)).collect();
 
     let extra = TextureSet { materials: vec![material("green", 32, 1.3, 0.1)] };
-    let add = AddOptions { train: CompressOptions { steps: 100, ..options.clone() }, adapter_channels: None, read_shared: true };
+    let add = AddOptions { train: CompressOptions { steps: 100, ..options.clone() }, adapter_channels: None, read_shared: false };
     let grown = add_materials(&trained.bundle, &extra, &add, &NoProgress, &Cancel::new()).unwrap();
     let r = &grown.report;
     assert_eq!((r.materials_before, r.materials_added), (2, 1));
@@ -66,6 +66,17 @@ fn adding_a_material_trains_only_its_adapter_and_leaves_the_library_byte_identic
     assert!(eval.pooled_psnr_db > 28.0, "{:?}", eval.maps);
     // Training it alone would take the full budget of steps; the adapter ran a third of them.
     assert_eq!(r.train.steps_run, 100);
+    // By default the new maps read only their own channels; on request the library's too, and
+    // the library still decodes to the same bytes.
+    let own = &read.manifest.materials[2].maps[0].latent_channels;
+    assert_eq!(own.len(), 14);
+    let add_shared = AddOptions { read_shared: true, ..add };
+    let grown = add_materials(&trained.bundle, &extra, &add_shared, &NoProgress, &Cancel::new()).unwrap();
+    let read = Bundle::from_bytes(&grown.bundle_bytes).unwrap();
+    assert_eq!(read.manifest.materials[2].maps[0].latent_channels.len(), 14 + 28);
+    for (m, old_pngs) in before.iter().enumerate() {
+        assert_eq!(&pngs(&read, m), old_pngs, "material {m} changed (reading shared channels)");
+    }
 }
 
 #[test]
@@ -74,7 +85,7 @@ fn a_material_name_already_in_the_library_is_refused() {
     let options = CompressOptions { steps: 2, batch_texels: 256, ..CompressOptions::default() };
     let trained = compress(&library, &options, &NoProgress, &Cancel::new()).unwrap();
     let again = TextureSet { materials: vec![material("red", 16, 1.0, 0.0)] };
-    let add = AddOptions { train: options, adapter_channels: None, read_shared: true };
+    let add = AddOptions { train: options, adapter_channels: None, read_shared: false };
     let error = add_materials(&trained.bundle, &again, &add, &NoProgress, &Cancel::new()).unwrap_err().to_string();
     assert!(error.contains("already has a material named 'red'"), "{error}");
 }
