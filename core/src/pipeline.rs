@@ -637,7 +637,7 @@ fn split_channels_by_material_group(
                 budget.channels = slot.latent_channels.len() as u32;
                 budget.reason = format!(
                     "{}; material group {} of {count} ({}) reads its own {} channels",
-                    budget.reason,
+                    budget.reason.replacen("every channel", "every channel of its group", 1),
                     groups[m] + 1,
                     names[groups[m]].join(", "),
                     list.len()
