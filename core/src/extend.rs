@@ -9,7 +9,7 @@
 //! (`tests/tests/library_add.rs` checks the PNG bytes), and the run trains a fraction of the
 //! parameters on the new material's texels only.
 
-use crate::bundle::{Bundle, GridEntry, LayerEntry, MapEntry, MaterialEntry};
+use crate::bundle::{Bundle, LayerEntry};
 use crate::layout::{GridShape, ModelLayout, TextureSlot};
 use crate::options::{CompressOptions, GridOptions};
 use crate::params::ModelParams;
@@ -292,34 +292,8 @@ pub fn add_materials(
             map.latent_channels = map.latent_channels.iter().map(|&c| remap_old_channel(&old_channels, &added, c)).collect();
         }
     }
-    for (m, slots) in set.materials.iter().zip(&layout.textures) {
-        new_manifest.materials.push(MaterialEntry {
-            name: m.name.clone(),
-            maps: m
-                .textures
-                .iter()
-                .zip(slots)
-                .map(|(t, s)| MapEntry {
-                    kind: t.kind,
-                    width: t.width,
-                    height: t.height,
-                    channels: t.channels,
-                    sample_format: t.sample_format,
-                    color_space: t.color_space,
-                    normal_convention: t.normal_convention,
-                    channel_ranges: t.channel_ranges.clone(),
-                    output_offset: s.output_offset as u32,
-                    latent_channels: s.latent_channels.clone(),
-                    source_file: t.source_path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned(),
-                    color_transform: s.color_transform.clone(),
-                })
-                .collect(),
-        });
-    }
-    new_manifest.grids = grids
-        .iter()
-        .map(|g| GridEntry { width: g.width, height: g.height, channels: g.channels, bits: g.bits, range: quant::LATENT_RANGE })
-        .collect();
+    new_manifest.materials.extend(crate::pipeline::material_entries(set, &layout.textures));
+    new_manifest.grids = crate::pipeline::grid_entries(&grids);
     new_manifest.layers = layers
         .iter()
         .zip(&manifest.layers)
@@ -327,14 +301,7 @@ pub fn add_materials(
         .collect();
     new_manifest.producer = format!("texset {}", env!("CARGO_PKG_VERSION"));
     let grown = Bundle { manifest: new_manifest, latent_levels, layers };
-    let (bundle_bytes, sections) = grown.to_bytes()?;
-    let texel_count = grown.texel_count();
-    let pack = PackReport {
-        bundle_bytes: bundle_bytes.len() as u64,
-        bits_per_texel: bundle_bytes.len() as f64 * 8.0 / texel_count.max(1) as f64,
-        texel_count,
-        sections,
-    };
+    let (bundle_bytes, pack) = crate::pipeline::serialise(&grown)?;
     progress.pass_finished(Pass::Pack, &format!("{} bytes, {:.3} bits per texel", pack.bundle_bytes, pack.bits_per_texel));
     Ok(Extended {
         bundle: grown,

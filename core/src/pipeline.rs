@@ -726,10 +726,35 @@ pub fn pack(
     latent_levels: Vec<Vec<u8>>,
     layers: Vec<QuantizedLayer>,
 ) -> Result<(Bundle, Vec<u8>, PackReport), CompressError> {
-    let materials = set
-        .materials
+    let last = layers.len().saturating_sub(1);
+    let manifest = Manifest {
+        materials: material_entries(set, &layout.textures),
+        grids: grid_entries(&layout.grids),
+        pe_frequencies: layout.pe_frequencies,
+        layers: layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LayerEntry {
+                inputs: l.inputs as u32,
+                outputs: l.outputs as u32,
+                format: WeightFormat::Int8PerRow,
+                activation: if i == last { "linear".into() } else { "relu".into() },
+            })
+            .collect(),
+        mip_levels: 1,
+        producer: format!("texset {}", env!("CARGO_PKG_VERSION")),
+    };
+    let bundle = Bundle { manifest, latent_levels, layers };
+    let (bytes, report) = serialise(&bundle)?;
+    Ok((bundle, bytes, report))
+}
+
+/// The manifest entries of the set's materials, each map at its slot (output slice, budget,
+/// colour transform).
+pub(crate) fn material_entries(set: &TextureSet, slots: &[Vec<TextureSlot>]) -> Vec<MaterialEntry> {
+    set.materials
         .iter()
-        .zip(&layout.textures)
+        .zip(slots)
         .map(|(m, slots)| MaterialEntry {
             name: m.name.clone(),
             maps: m
@@ -752,30 +777,19 @@ pub fn pack(
                 })
                 .collect(),
         })
-        .collect();
-    let last = layers.len().saturating_sub(1);
-    let manifest = Manifest {
-        materials,
-        grids: layout
-            .grids
-            .iter()
-            .map(|g| GridEntry { width: g.width, height: g.height, channels: g.channels, bits: g.bits, range: quant::LATENT_RANGE })
-            .collect(),
-        pe_frequencies: layout.pe_frequencies,
-        layers: layers
-            .iter()
-            .enumerate()
-            .map(|(i, l)| LayerEntry {
-                inputs: l.inputs as u32,
-                outputs: l.outputs as u32,
-                format: WeightFormat::Int8PerRow,
-                activation: if i == last { "linear".into() } else { "relu".into() },
-            })
-            .collect(),
-        mip_levels: 1,
-        producer: format!("texset {}", env!("CARGO_PKG_VERSION")),
-    };
-    let bundle = Bundle { manifest, latent_levels, layers };
+        .collect()
+}
+
+/// The manifest entries of the grids (levels over [`quant::LATENT_RANGE`]).
+pub(crate) fn grid_entries(grids: &[GridShape]) -> Vec<GridEntry> {
+    grids
+        .iter()
+        .map(|g| GridEntry { width: g.width, height: g.height, channels: g.channels, bits: g.bits, range: quant::LATENT_RANGE })
+        .collect()
+}
+
+/// The bundle's bytes and what the pack pass reports of them.
+pub(crate) fn serialise(bundle: &Bundle) -> Result<(Vec<u8>, PackReport), CompressError> {
     let (bytes, sections) = bundle.to_bytes()?;
     let texel_count = bundle.texel_count();
     let report = PackReport {
@@ -784,7 +798,7 @@ pub fn pack(
         texel_count,
         sections,
     };
-    Ok((bundle, bytes, report))
+    Ok((bytes, report))
 }
 
 /// Compresses a library into a bundle. The one entry point of the studio, the CLI and the tests.
