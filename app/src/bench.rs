@@ -15,9 +15,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn default_dirs() -> Result<Vec<PathBuf>> {
-    let mut dirs: Vec<PathBuf> =
-        std::fs::read_dir("sample_textures")?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
-    dirs.sort();
+    let dirs = crate::sample_folders();
+    if dirs.is_empty() {
+        anyhow::bail!("no material folders given and no ./sample_textures to bench");
+    }
     Ok(dirs)
 }
 

@@ -1,4 +1,5 @@
-//! `texset`: the command line of the texset engine (the studio comes later; this stays thin).
+//! `texset`: the studio (no arguments, or `texset studio DIR...`) and the command line of the
+//! texset engine. Thin: the work is in texset-core, texset-shaders and the studio module.
 
 mod bench;
 
@@ -16,8 +17,9 @@ use texset_core::{Backend, Cancel, CompressOptions, Preset, Progress};
 #[derive(Parser)]
 #[command(name = "texset", version, about = "Neural compression of material texture sets")]
 struct Cli {
+    /// No subcommand: open the studio with `sample_textures` (or the last session's library).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -55,6 +57,18 @@ enum PresetArg {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Open the studio window with these material folders (none: the last session's library).
+    Studio {
+        /// Material folders.
+        dirs: Vec<PathBuf>,
+        /// Training steps (default: the preset's).
+        #[arg(long)]
+        steps: Option<u32>,
+        /// Train, screenshot the window (compare view, PBR preview at two light angles) into this
+        /// folder as PNGs, and close. A fresh session: nothing is restored or saved.
+        #[arg(long)]
+        capture: Option<PathBuf>,
+    },
     /// Compress material folders (one library) into a bundle.
     Compress {
         /// Material folders (each a folder of maps).
@@ -213,6 +227,9 @@ enum Command {
         /// Include GPU decode through the WGSL decoder (any adapter, lavapipe included).
         #[arg(long)]
         gpu_decode: bool,
+        /// Instead: the studio's frame time (headless UI + tessellation) while it trains.
+        #[arg(long)]
+        ui: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -286,6 +303,15 @@ fn parse_budgets(text: &str) -> Result<std::collections::BTreeMap<String, u32>> 
     Ok(out)
 }
 
+/// The material folders of `./sample_textures` (empty when there is none).
+fn sample_folders() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("sample_textures")
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
 fn read_bundle(path: &Path) -> Result<Bundle> {
     Bundle::read(path).with_context(|| format!("cannot read bundle {}", path.display()))
 }
@@ -300,7 +326,11 @@ fn main() {
 
 #[allow(clippy::too_many_lines)] // One match arm per subcommand, each short.
 fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return texset::studio::run(sample_folders(), None, None);
+    };
+    match command {
+        Command::Studio { dirs, steps, capture } => texset::studio::run(dirs, capture, steps)?,
         Command::Compress {
             dirs,
             output,
@@ -339,11 +369,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
             if let Some(bpp) = bpp {
-                // Estimate the manifest size from a dry layout; it is small next to the latents.
-                let manifest_bytes = 600 + 400 * set.textures().count();
-                options
-                    .fit_bits_per_texel(bpp, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes)
-                    .map_err(anyhow::Error::msg)?;
+                options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
             }
             if let Some(steps) = steps {
                 options.steps = steps;
@@ -609,7 +635,24 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json } => {
+        Command::Bench { dirs, ui: true, json, .. } => {
+            let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
+            let report = texset::studio::bench_ui::run(dirs, 1500, Duration::from_mins(10))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "studio frame time while training: median {:.2} ms, p95 {:.2} ms, max {:.2} ms over {} frames ({} training steps, {} snapshots shown)",
+                    report.median_frame_ms,
+                    report.p95_frame_ms,
+                    report.max_frame_ms,
+                    report.frames,
+                    report.train_steps,
+                    report.snapshots_shown
+                );
+            }
+        }
+        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false } => {
             let extras: Vec<bench::Extra> =
                 [(burn, bench::Extra::BurnFlex), (wgpu, bench::Extra::BurnWgpu), (gpu_decode, bench::Extra::GpuDecode)]
                     .into_iter()

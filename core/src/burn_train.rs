@@ -125,6 +125,9 @@ pub fn train_burn(
         let targeted = batch.weight.iter().filter(|&&w| w != 0.0).count().max(1) as f32;
         let mse = loss * batch.len as f32 / targeted;
         status.record(progress, &schedule, step + 1, phase, mse);
+        if progress.snapshot_due() {
+            progress.snapshot(layout, &finalize(trainer.params(), &schedule.grid_bits));
+        }
     }
     let train_secs = status.elapsed_secs();
     let p = finalize(trainer.params(), &schedule.grid_bits);

@@ -23,6 +23,8 @@ pub mod reference;
 pub mod set;
 
 #[cfg(feature = "train")]
+pub mod bcn;
+#[cfg(feature = "train")]
 pub mod burn_model;
 #[cfg(feature = "train")]
 pub mod burn_train;

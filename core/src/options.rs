@@ -195,6 +195,13 @@ impl CompressOptions {
         self.grids.iter().map(|g| f64::from(g.channels * g.bits) / f64::from(g.texels_per_cell * g.texels_per_cell)).sum()
     }
 
+    /// [`Self::fit_bits_per_texel`] for a library: its texel count, extent and outputs, with the
+    /// manifest's size estimated from its map count (small next to the latents).
+    pub fn fit_bits_per_texel_for(&mut self, bits_per_texel: f64, set: &crate::set::TextureSet) -> Result<(), String> {
+        let manifest_bytes = 600 + 400 * set.textures().count();
+        self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes)
+    }
+
     /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a
     /// library with `texel_count` texels (the bits-per-texel denominator), whose largest map is
     /// `max_extent` (width, height; the grids' extent), and `output_channels` outputs fits

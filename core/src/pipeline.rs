@@ -629,11 +629,15 @@ fn split_channels_by_material_group(
     for (m, slots) in textures.iter_mut().enumerate() {
         let list = &own[groups[m]];
         for slot in slots {
-            let k = (slot.latent_channels.len() * list.len()).div_ceil(total.max(1));
+            let budget = b.next();
+            // An artist's budget is a channel count (up to the group's own channels); the
+            // analysis's budgets are fractions of all channels, scaled to the group's.
+            let manual = budget.as_ref().is_some_and(|b| b.reason.starts_with("manual override"));
+            let k = if manual { slot.latent_channels.len() } else { (slot.latent_channels.len() * list.len()).div_ceil(total.max(1)) };
             let mut channels = list[..k.min(list.len())].to_vec();
             channels.sort_unstable();
             slot.latent_channels = channels;
-            if let Some(budget) = b.next() {
+            if let Some(budget) = budget {
                 budget.channels = slot.latent_channels.len() as u32;
                 budget.reason = format!(
                     "{}; material group {} of {count} ({}) reads its own {} channels",
@@ -717,6 +721,14 @@ pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Ve
         weight_format: WeightFormat::Int8PerRow,
     };
     (levels, layers, report)
+}
+
+/// The bundle a model in training would make if training stopped now: the quantise and pack
+/// passes on `params` (what [`Progress::snapshot`] hands over), for live previews.
+pub fn snapshot_bundle(set: &TextureSet, layout: &ModelLayout, params: &ModelParams) -> Result<Bundle, CompressError> {
+    let (levels, layers, _) = quantise(layout, params);
+    let (bundle, _, _) = pack(set, layout, levels, layers)?;
+    Ok(bundle)
 }
 
 /// Pack pass: the manifest and the bundle bytes.

@@ -61,6 +61,15 @@ pub trait Progress: Sync {
     fn train_status(&self, _status: &TrainStatus) {}
     /// A pass finished; `summary` says what it did in one line.
     fn pass_finished(&self, _pass: Pass, _summary: &str) {}
+    /// Whether the receiver wants the current model now (asked after every training step; keep
+    /// it cheap). The studio says yes every few seconds to refresh its previews.
+    fn snapshot_due(&self) -> bool {
+        false
+    }
+    /// The current model, as it would ship if training stopped now (latents rounded, weights
+    /// int8-quantised): sent when [`Progress::snapshot_due`] said yes. Pack it with
+    /// [`crate::pipeline::snapshot_bundle`].
+    fn snapshot(&self, _layout: &crate::layout::ModelLayout, _params: &crate::params::ModelParams) {}
 }
 
 /// Ignores progress.

@@ -973,6 +973,9 @@ pub fn train_fused(
         }
         let stats = trainer.run_step();
         status.record(progress, &schedule, trainer.step, stats.phase, stats.mse);
+        if progress.snapshot_due() {
+            progress.snapshot(layout, &trainer.final_params());
+        }
         let done = trainer.step == schedule.steps;
         if let Some(cp) = &options.checkpoint
             && !done

@@ -163,9 +163,16 @@ fn reads_channel(map_index: u32, channel: u32) -> bool {
 // values in [0, 1] (sRGB-encoded for colour maps, n * 0.5 + 0.5 for normals); channels beyond
 // the map's count are 0. Callable from compute and fragment shaders.
 fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
-    // Two halves: the current layer's input and output (ping-pong).
     var act: array<f32, 2u * MAX_WIDTH>;
+    let src = decode_hidden(map_index, uv, &act);
+    return decode_output(map_index, &act, src);
+}
 
+// Steps 1-4 of `decode_texel`: latent fetch under the map's budget, positional encoding and the
+// hidden layers, in `act` (two halves: a layer's input and output, ping-pong). Returns where in
+// `act` the last hidden layer's activations start. Depends on the map only through the latent
+// channels it reads (`MAP_MASK`): maps with equal masks (`same_budget`) share the result.
+fn decode_hidden(map_index: u32, uv: vec2<f32>, act: ptr<function, array<f32, 2u * MAX_WIDTH>>) -> u32 {
     // 1-2. Latent fetch of the channels in the map's budget (the others are 0).
     for (var g = 0u; g < GRID_COUNT; g++) {
         let corners = bilinear_corners(uv, GRID_WIDTH[g], GRID_HEIGHT[g]);
@@ -211,8 +218,22 @@ fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
         }
         src = dst;
     }
+    return src;
+}
 
-    // The last (linear) layer: only this map's slice of the outputs, then 5. clamp.
+// Whether two maps read the same latent channels (and so share `decode_hidden`).
+fn same_budget(a: u32, b: u32) -> bool {
+    for (var w = 0u; w < MASK_WORDS; w++) {
+        if (MAP_MASK[a * MASK_WORDS + w] != MAP_MASK[b * MASK_WORDS + w]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Steps 5-6 of `decode_texel`: the last (linear) layer for this map's slice of the outputs,
+// clamp, and a colour variant's transform.
+fn decode_output(map_index: u32, act: ptr<function, array<f32, 2u * MAX_WIDTH>>, src: u32) -> vec4<f32> {
     let last = LAYER_COUNT - 1u;
     var result = vec4<f32>(0.0);
     for (var c = 0u; c < min(MAP_CHANNELS[map_index], 4u); c++) {
@@ -220,12 +241,12 @@ fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
         let scale = layer_scale(last, o);
         var z = layer_bias(last, o);
         for (var i = 0u; i < LAYER_INPUTS[last]; i++) {
-            z += weight(last, o, i, scale) * act[src + i];
+            z += weight(last, o, i, scale) * (*act)[src + i];
         }
         result[c] = clamp(z, 0.0, 1.0);
     }
 
-    // 6. A colour variant: an affine transform of the shared outputs (as
+    // A colour variant: an affine transform of the shared outputs (as
     // `texset_core::bundle::apply_color_rows`: offset first, then the four channels in order).
     if (MAP_TRANSFORM[map_index] == 1u) {
         let source = result;
@@ -253,7 +274,12 @@ fn srgb_to_linear(c: f32) -> f32 {
 // applied (float sources), sRGB colour channels to linear, and normal maps as a unit vector in the
 // +Y (OpenGL) convention whatever the source's convention was.
 fn decode_texel_linear(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
-    let t = decode_texel(map_index, uv);
+    return unmap_texel(map_index, decode_texel(map_index, uv));
+}
+
+// The un-mapping of `decode_texel_linear` for stored values `t` of map `map_index` from any
+// source (the studio's preview feeds it the original maps too).
+fn unmap_texel(map_index: u32, t: vec4<f32>) -> vec4<f32> {
     var v = bitcast<vec4<f32>>(MAP_RANGE_LOW_BITS[map_index]) + bitcast<vec4<f32>>(MAP_RANGE_SCALE_BITS[map_index]) * t;
     let channels = MAP_CHANNELS[map_index];
     if (MAP_SRGB[map_index] == 1u) {

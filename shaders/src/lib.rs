@@ -22,6 +22,7 @@ use texset_core::{DecodedMap, Decoder};
 
 pub mod export;
 pub mod model;
+pub mod preview;
 
 pub use export::{EntryPoint, ExportError, ShaderLang, export_shader};
 pub use model::GpuModel;

@@ -23,7 +23,13 @@ fn naga_validates_every_wgsl() {
     assert!(!files.is_empty(), "no .wgsl files under {}", src.display());
     for file in &files {
         let name = file.display();
-        let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // A file that extends another (`// texset:append-to decode.wgsl`) is validated appended to it.
+        if let Some(base) = source.lines().next().and_then(|l| l.strip_prefix("// texset:append-to ")) {
+            let base_path = file.with_file_name(base.trim());
+            let base_source = std::fs::read_to_string(&base_path).unwrap_or_else(|e| panic!("{}: {e}", base_path.display()));
+            source = format!("{base_source}\n{source}");
+        }
         let module =
             naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: WGSL parse error:\n{}", e.emit_to_string(&source)));
         let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());

@@ -1,0 +1,4 @@
+//! The texset studio (eframe/egui) as a library, so tests can drive it without a screen. The
+//! `texset` binary (src/main.rs) opens it, or runs the CLI.
+
+pub mod studio;

@@ -1,0 +1,334 @@
+//! The studio: an eframe/egui window over the engine. `texset` with no arguments opens it.
+//!
+//! - [`state`]: what is persisted (folders, settings, budgets, views) and the commands panels emit.
+//! - [`session`]: the runtime (library, training run, bundle on screen), changed only by commands.
+//! - [`worker`]: training (`compress`) and decoding on named threads; the UI never blocks on them.
+//! - [`panels`], [`preview`]: the `*_ui` functions; the preview draws with wgpu in a paint callback.
+
+pub mod bench_ui;
+pub mod budgets;
+pub mod panels;
+pub mod preview;
+pub mod session;
+pub mod state;
+pub mod textures;
+pub mod worker;
+
+use eframe::egui;
+use eframe::egui_wgpu::RenderState;
+use panels::Dialog;
+use session::Session;
+use state::{CentralView, Command, STORAGE_KEY, Settings};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Instant;
+
+/// The eframe app: the session plus what only the window has (textures, dialogs, frame timing).
+pub struct StudioApp {
+    /// The session (public for tests that drive the app).
+    pub session: Session,
+    textures: textures::Textures,
+    render_state: Option<RenderState>,
+    dialog_results: (Sender<Command>, Receiver<Command>),
+    /// Frame times of the last frames, milliseconds (for `texset bench --ui`).
+    pub frame_ms: Vec<f64>,
+    last_frame: Option<Instant>,
+    confirm_close: bool,
+    allow_close: bool,
+    capture: Option<Capture>,
+}
+
+/// `texset studio --capture DIR`: train, then screenshot the real window (compare view, and the
+/// PBR preview at two light angles) into DIR and close. What the screenshot test and
+/// docs/studio.md use.
+struct Capture {
+    dir: PathBuf,
+    /// Index into [`CAPTURE_SHOTS`] of the next screenshot.
+    next: usize,
+    /// Frames to let pass before the next screenshot (the view settles, the GPU catches up).
+    wait_frames: u32,
+    /// A screenshot was asked for and has not arrived.
+    pending: bool,
+    /// Screenshots written (or failed), in words.
+    arrived: (Sender<String>, Receiver<String>),
+}
+
+/// The screenshots `--capture` takes: file name, central view, light angle (radians).
+const CAPTURE_SHOTS: [(&str, CentralView, f32); 3] = [
+    ("compare.png", CentralView::Compare, 0.0),
+    ("preview_a.png", CentralView::Preview, 0.4),
+    ("preview_b.png", CentralView::Preview, 2.4),
+];
+
+impl StudioApp {
+    /// A studio with `settings`; `folders` (if any) replace the remembered library.
+    pub fn new(
+        settings: Settings,
+        folders: Vec<PathBuf>,
+        render_state: Option<RenderState>,
+        data_dir: Option<PathBuf>,
+        ctx: &egui::Context,
+    ) -> std::io::Result<Self> {
+        let repaint_ctx = ctx.clone();
+        Self::with_repaint(settings, folders, render_state, data_dir, Arc::new(move || repaint_ctx.request_repaint()))
+    }
+
+    /// As [`Self::new`], with `repaint` called when background work has something to show.
+    pub fn with_repaint(
+        mut settings: Settings,
+        folders: Vec<PathBuf>,
+        render_state: Option<RenderState>,
+        data_dir: Option<PathBuf>,
+        repaint: Arc<dyn Fn() + Send + Sync>,
+    ) -> std::io::Result<Self> {
+        if !folders.is_empty() {
+            if settings.folders != folders {
+                settings.trained_bundle = None;
+            }
+            settings.folders = folders;
+        }
+        let device = match &render_state {
+            Some(rs) => {
+                let info = rs.adapter.get_info();
+                let kind = if info.device_type == wgpu::DeviceType::Cpu { "software GPU" } else { "GPU" };
+                format!("{} ({kind}, {:?}); training: {}", info.name, info.backend, training_device())
+            }
+            None => format!("no GPU renderer; training: {}", training_device()),
+        };
+        let session = Session::new(settings, device, data_dir, repaint)?;
+        Ok(Self {
+            session,
+            textures: textures::Textures::default(),
+            render_state,
+            dialog_results: channel(),
+            frame_ms: Vec::new(),
+            last_frame: None,
+            confirm_close: false,
+            allow_close: false,
+            capture: None,
+        })
+    }
+
+    /// Screenshots into `dir` once training has finished (see [`Capture`]); starts training.
+    pub fn capture_to(&mut self, dir: PathBuf) {
+        self.capture = Some(Capture { dir, next: 0, wait_frames: 0, pending: false, arrived: channel() });
+    }
+
+    /// Drives `--capture`: start training when loaded, then take the shots in turn, then close.
+    fn drive_capture(&mut self, ui: &egui::Ui) {
+        let Some(capture) = &mut self.capture else { return };
+        ui.ctx().request_repaint();
+        let session = &mut self.session;
+        if session.run.state == session::RunState::Idle && !session.library.set.materials.is_empty() && !session.is_training() {
+            session.apply(Command::StartTraining);
+            return;
+        }
+        let ready = session.run.state == session::RunState::Finished && session.decoded.as_ref().is_some_and(|d| d.scores.is_some());
+        if session.run.state == session::RunState::Failed {
+            eprintln!("texset: capture: training failed: {:?}", session.run.lines.last());
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+            return;
+        }
+        if !ready {
+            return;
+        }
+        while let Ok(message) = capture.arrived.1.try_recv() {
+            eprintln!("texset: capture: {message}");
+            capture.pending = false;
+            capture.next += 1;
+            capture.wait_frames = 0;
+        }
+        if capture.pending {
+            return;
+        }
+        let Some(&(name, central, angle)) = CAPTURE_SHOTS.get(capture.next) else {
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+            return;
+        };
+        let view = &mut session.settings.view;
+        view.central = central;
+        view.lights_orbit = false;
+        view.light_angle = angle;
+        capture.wait_frames += 1;
+        if capture.wait_frames >= 2 {
+            capture.pending = true;
+            let path = capture.dir.join(name);
+            let sender = capture.arrived.0.clone();
+            let repaint = ui.ctx().clone();
+            ui.ctx().request_screenshot(move |image| {
+                let rgba: Vec<u8> = image.pixels.iter().flat_map(egui::Color32::to_array).collect();
+                let saved = std::fs::create_dir_all(path.parent().unwrap_or(&path)).map_err(|e| e.to_string()).and_then(|()| {
+                    image::save_buffer(&path, &rgba, image.size[0] as u32, image.size[1] as u32, image::ExtendedColorType::Rgba8)
+                        .map_err(|e| e.to_string())
+                });
+                let _ = sender.send(match saved {
+                    Ok(()) => format!("wrote {}", path.display()),
+                    Err(e) => format!("{}: {e}", path.display()),
+                });
+                repaint.request_repaint();
+            });
+        }
+    }
+
+    /// One frame of the whole UI (also what UI tests drive).
+    pub fn frame_ui(&mut self, ui: &mut egui::Ui) {
+        let now = Instant::now();
+        if let Some(last) = self.last_frame {
+            self.frame_ms.push(now.duration_since(last).as_secs_f64() * 1e3);
+            if self.frame_ms.len() > 4096 {
+                self.frame_ms.drain(..2048);
+            }
+        }
+        self.last_frame = Some(now);
+
+        self.session.poll();
+        while let Ok(command) = self.dialog_results.1.try_recv() {
+            self.session.apply(command);
+        }
+        let dropped: Vec<PathBuf> =
+            ui.input(|i| i.raw.dropped_files.iter().map(|f| f.path().to_path_buf()).filter(|p| !p.as_os_str().is_empty()).collect());
+        if !dropped.is_empty() {
+            self.session.apply(Command::AddPaths(dropped));
+        }
+        self.textures.reset_if_library_changed(Arc::as_ptr(&self.session.library.set) as usize);
+
+        let mut commands = Vec::new();
+        let mut dialogs = Vec::new();
+        let mut view = self.session.settings.view.clone();
+        egui::Panel::top("menu").show(ui, |ui| panels::menu_ui(ui, &self.session, &mut dialogs));
+        egui::Panel::bottom("status").show(ui, |ui| panels::status_ui(ui, &self.session));
+        egui::Panel::left("library").default_size(300.0).show(ui, |ui| panels::library_ui(ui, &self.session, &mut view, &mut commands));
+        egui::Panel::right("training").default_size(380.0).show(ui, |ui| {
+            egui::ScrollArea::vertical().id_salt("right").show(ui, |ui| {
+                panels::training_ui(ui, &self.session, &mut commands);
+                ui.separator();
+                panels::budgets_ui(ui, &self.session, &mut commands);
+                ui.separator();
+                panels::scores_ui(ui, &self.session);
+            });
+        });
+        egui::CentralPanel::default().show(ui, |ui| {
+            panels::central_tabs_ui(ui, &mut view);
+            match view.central {
+                CentralView::Compare => panels::compare_ui(ui, &self.session, &mut self.textures, &mut view, &mut commands),
+                CentralView::Preview => preview::preview_ui(ui, &self.session, &mut view, self.render_state.as_ref()),
+            }
+        });
+        if self.confirm_close {
+            egui::Modal::new(egui::Id::unique("confirm_close")).show(ui.ctx(), |ui| {
+                ui.label("Training is running. Close anyway? The run is cancelled; the settings are saved.");
+                ui.horizontal(|ui| {
+                    if ui.button("Close").clicked() {
+                        self.allow_close = true;
+                        self.confirm_close = false;
+                        ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+                    }
+                    if ui.button("Keep training").clicked() {
+                        self.confirm_close = false;
+                    }
+                });
+            });
+        }
+        self.session.settings.view = view;
+        for command in commands {
+            self.session.apply(command);
+        }
+        for dialog in dialogs {
+            self.open_dialog(dialog);
+        }
+        if self.session.is_busy() {
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(250));
+        }
+    }
+
+    /// Runs a native file dialog on the thread `texset-dialog`; its answer arrives as a command.
+    fn open_dialog(&self, dialog: Dialog) {
+        let sender = self.dialog_results.0.clone();
+        let start_dir = self.session.settings.export_dir.clone().or_else(|| self.session.settings.folders.first().cloned());
+        let _ = std::thread::Builder::new().name("texset-dialog".into()).spawn(move || {
+            let mut picker = rfd::FileDialog::new();
+            if let Some(dir) = &start_dir {
+                picker = picker.set_directory(dir);
+            }
+            let command = match dialog {
+                Dialog::OpenFolders => picker.pick_folders().map(Command::AddPaths),
+                Dialog::SaveBundle => {
+                    picker.add_filter("texset bundle", &["texset"]).set_file_name("library.texset").save_file().map(Command::ExportBundle)
+                }
+                Dialog::ExportImages => picker.pick_folder().map(Command::ExportImages),
+                Dialog::ExportShaders => picker.pick_folder().map(Command::ExportShaders),
+            };
+            if let Some(command) = command {
+                let _ = sender.send(command);
+            }
+        });
+    }
+}
+
+/// Where training runs, in words (the engine's automatic choice).
+fn training_device() -> String {
+    texset_core::burn_train::resolve_auto().1
+}
+
+impl eframe::App for StudioApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        if ui.input(|i| i.viewport().close_requested()) && self.session.is_training() && !self.allow_close {
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::CancelClose);
+            self.confirm_close = true;
+        }
+        self.drive_capture(ui);
+        self.frame_ui(ui);
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, STORAGE_KEY, &self.session.settings);
+    }
+}
+
+/// Opens the studio window with `folders` (or the last session's library when empty). With
+/// `capture`, trains with `steps` steps (a fresh session, nothing persisted), screenshots into the
+/// folder and closes.
+pub fn run(folders: Vec<PathBuf>, capture: Option<PathBuf>, steps: Option<u32>) -> anyhow::Result<()> {
+    let wgpu_setup = eframe::egui_wgpu::WgpuSetup::CreateNew(eframe::egui_wgpu::WgpuSetupCreateNew {
+        // Burn's kernels (training on this device) need the adapter's own features and limits,
+        // not egui's defaults (../shared/DEPENDENCIES.md).
+        device_descriptor: Arc::new(|adapter: &wgpu::Adapter| wgpu::DeviceDescriptor {
+            label: Some("texset studio device"),
+            required_features: adapter.features(),
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }),
+        ..eframe::egui_wgpu::WgpuSetupCreateNew::without_display_handle()
+    });
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default().with_inner_size([1440.0, 900.0]).with_title("texset studio").with_drag_and_drop(true),
+        renderer: eframe::Renderer::Wgpu,
+        wgpu_options: eframe::egui_wgpu::WgpuConfiguration { wgpu_setup, ..Default::default() },
+        persist_window: capture.is_none(),
+        persistence_path: capture.as_ref().map(|dir| dir.join("studio_state.ron")),
+        ..Default::default()
+    };
+    let data_dir = match &capture {
+        Some(dir) => Some(dir.join("data")),
+        None => eframe::storage_dir("texset"),
+    };
+    eframe::run_native(
+        "texset",
+        options,
+        Box::new(move |cc| {
+            let mut settings: Settings = cc.storage.and_then(|s| eframe::get_value(s, STORAGE_KEY)).unwrap_or_default();
+            if capture.is_some() {
+                settings = Settings { steps, ..Settings::default() };
+            } else if steps.is_some() {
+                settings.steps = steps;
+            }
+            let mut app = StudioApp::new(settings, folders, cc.wgpu_render_state.clone(), data_dir, &cc.egui_ctx)?;
+            if let Some(dir) = capture {
+                app.capture_to(dir);
+            }
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("the studio window could not open: {e}"))
+}

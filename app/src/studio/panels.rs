@@ -1,0 +1,489 @@
+//! The panels. Each `*_ui` reads the session and pushes [`Command`]s; view settings (split,
+//! zoom, lights) are edited in place since they change nothing but the view.
+
+use super::budgets::{BudgetInput, BudgetRow};
+use super::session::{RunState, Session};
+use super::state::{CentralView, Command, PreviewShape, ViewSettings};
+use super::textures::{MapRef, Textures};
+use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Vec2};
+use texset_core::Preset;
+
+/// File dialogs: opened on the thread `texset-dialog` so a native dialog never blocks a frame.
+pub enum Dialog {
+    /// Pick material folders to add.
+    OpenFolders,
+    /// Pick where the bundle goes.
+    SaveBundle,
+    /// Pick a folder for decoded images.
+    ExportImages,
+    /// Pick a folder for shaders.
+    ExportShaders,
+}
+
+/// Engine text for egui's built-in fonts, which lack arrows and some maths signs.
+#[must_use]
+pub fn plain(text: &str) -> String {
+    text.replace('→', "->").replace('−', "-").replace('≥', ">=").replace('≤', "<=").replace('±', "+/-").replace(['–', '—'], "-")
+}
+
+/// The menu bar.
+pub fn menu_ui(ui: &mut egui::Ui, session: &Session, dialogs: &mut Vec<Dialog>) {
+    egui::MenuBar::new().ui(ui, |ui| {
+        ui.menu_button("File", |ui| {
+            if ui.button("Open folder…").clicked() {
+                dialogs.push(Dialog::OpenFolders);
+                ui.close();
+            }
+            let finished = session.trained.as_ref().is_some_and(|t| t.bytes.is_some());
+            let any = session.trained.is_some();
+            if ui.add_enabled(finished, egui::Button::new("Export bundle…")).clicked() {
+                dialogs.push(Dialog::SaveBundle);
+                ui.close();
+            }
+            if ui.add_enabled(any, egui::Button::new("Export decoded images…")).clicked() {
+                dialogs.push(Dialog::ExportImages);
+                ui.close();
+            }
+            if ui.add_enabled(any, egui::Button::new("Export shaders…")).clicked() {
+                dialogs.push(Dialog::ExportShaders);
+                ui.close();
+            }
+        });
+        ui.separator();
+        ui.label(RichText::new(format!("device: {}", session.device)).weak());
+    });
+}
+
+/// Left panel: the materials and their maps, with ingest problems in plain words.
+pub fn library_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, commands: &mut Vec<Command>) {
+    ui.heading("Library");
+    ui.label(RichText::new("Drop material folders (or files) here, or File > Open folder.").weak());
+    ui.separator();
+    let set = &session.library.set;
+    egui::ScrollArea::vertical().id_salt("library").show(ui, |ui| {
+        for (mi, material) in set.materials.iter().enumerate() {
+            egui::CollapsingHeader::new(RichText::new(&material.name).strong()).id_salt(("material", mi)).default_open(true).show(
+                ui,
+                |ui| {
+                    for (ti, t) in material.textures.iter().enumerate() {
+                        let selected = view.material == mi && view.map == ti;
+                        let space = match t.color_space {
+                            texset_core::set::ColorSpace::Srgb => "sRGB",
+                            texset_core::set::ColorSpace::Linear => "linear",
+                        };
+                        let text = format!(
+                            "{}  {}×{}  {}-bit {space}  {} ch",
+                            t.kind.token(),
+                            t.width,
+                            t.height,
+                            t.sample_format.bits(),
+                            t.channels
+                        );
+                        if ui.selectable_label(selected, text).clicked() {
+                            view.material = mi;
+                            view.map = ti;
+                        }
+                    }
+                    if let Some(folder) = session.settings.folders.iter().position(|f| *f == material.source_dir)
+                        && ui.small_button("Remove from library").clicked()
+                    {
+                        commands.push(Command::RemoveMaterial(folder));
+                    }
+                },
+            );
+        }
+        if !session.library.problems.is_empty() {
+            ui.separator();
+            ui.label(RichText::new("Problems").strong());
+            for p in &session.library.problems {
+                ui.label(RichText::new(plain(&format!("{}: {}", p.path.display(), p.message))).color(Color32::from_rgb(230, 120, 90)));
+            }
+        }
+    });
+}
+
+/// Right panel, part 1: training controls, status and curves.
+pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
+    ui.heading("Training");
+    let training = session.is_training();
+    ui.add_enabled_ui(!training, |ui| {
+        ui.horizontal(|ui| {
+            ui.label("Preset");
+            for (preset, name) in [(Preset::Fast, "fast"), (Preset::Default, "default"), (Preset::High, "high")] {
+                if ui.selectable_label(session.settings.preset == preset, name).clicked() && session.settings.preset != preset {
+                    commands.push(Command::SetPreset(preset));
+                }
+            }
+        });
+        ui.horizontal(|ui| {
+            let mut on = session.settings.bits_per_texel.is_some();
+            if ui.checkbox(&mut on, "Target bits/texel").changed() {
+                commands.push(Command::SetBitsPerTexel(on.then_some(2.0)));
+            }
+            if let Some(mut bpp) = session.settings.bits_per_texel
+                && ui.add(egui::DragValue::new(&mut bpp).range(0.25..=16.0).speed(0.05)).changed()
+            {
+                commands.push(Command::SetBitsPerTexel(Some(bpp)));
+            }
+        });
+        ui.horizontal(|ui| {
+            ui.label("Steps");
+            let mut steps = session.settings.steps.unwrap_or_else(|| session.options().steps);
+            if ui.add(egui::DragValue::new(&mut steps).range(10..=100_000).speed(10)).changed() {
+                commands.push(Command::SetSteps(Some(steps)));
+            }
+        });
+    });
+    ui.horizontal(|ui| {
+        match session.run.state {
+            RunState::Running => {
+                if ui.button("Pause").clicked() {
+                    commands.push(Command::PauseTraining);
+                }
+            }
+            RunState::Paused => {
+                if ui.button("Resume").clicked() {
+                    commands.push(Command::ResumeTraining);
+                }
+            }
+            _ => {
+                let enabled = !session.library.set.materials.is_empty();
+                if ui.add_enabled(enabled, egui::Button::new("Start training")).clicked() {
+                    commands.push(Command::StartTraining);
+                }
+            }
+        }
+        if training && ui.button("Cancel").clicked() {
+            commands.push(Command::CancelTraining);
+        }
+    });
+    let run = &session.run;
+    let state = match run.state {
+        RunState::Idle => "idle",
+        RunState::Running => "running",
+        RunState::Paused => "paused",
+        RunState::Finished => "finished",
+        RunState::Cancelled => "cancelled",
+        RunState::Failed => "failed",
+    };
+    ui.label(format!("State: {state}{}", run.pass.map(|p| format!(" ({p:?})")).unwrap_or_default()));
+    if let Some(s) = &run.status {
+        let steps_per_sec = f64::from(s.step) / s.elapsed_secs.max(1e-9);
+        ui.label(format!(
+            "step {}/{} · {:?} · {:.1} steps/s · ETA {:.0} s · ~{:.2} dB",
+            s.step, s.total_steps, s.phase, steps_per_sec, s.eta_secs, s.psnr_estimate_db
+        ));
+        ui.add(egui::ProgressBar::new(s.step as f32 / s.total_steps.max(1) as f32));
+    }
+    if !run.psnr.is_empty() {
+        egui_plot::Plot::new("psnr_curve").height(110.0).allow_scroll(false).legend(egui_plot::Legend::default()).show(ui, |plot| {
+            plot.line(egui_plot::Line::new("PSNR estimate (dB)", run.psnr.clone()));
+        });
+        egui_plot::Plot::new("loss_curve").height(90.0).allow_scroll(false).legend(egui_plot::Legend::default()).show(ui, |plot| {
+            let log_loss: Vec<[f64; 2]> = run.loss.iter().map(|&[x, y]| [x, y.max(1e-12).log10()]).collect();
+            plot.line(egui_plot::Line::new("log10 loss (MSE)", log_loss));
+        });
+    }
+    for line in &run.lines {
+        ui.label(RichText::new(plain(line)).small());
+    }
+}
+
+/// The rows the budget panel shows: from the bundle on screen, else from the analyse pass.
+#[must_use]
+pub fn budget_rows(session: &Session) -> Vec<BudgetRow> {
+    if let Some(trained) = &session.trained {
+        return BudgetInput::from_manifest(&trained.bundle.manifest).rows();
+    }
+    if let Some(Ok(analysis)) = &session.analysis {
+        let names: Vec<(String, Vec<String>)> = session
+            .library
+            .set
+            .materials
+            .iter()
+            .map(|m| (m.name.clone(), m.textures.iter().map(|t| t.kind.token().to_owned()).collect()))
+            .collect();
+        return BudgetInput::from_layout(&analysis.layout, &names).rows();
+    }
+    Vec::new()
+}
+
+/// Right panel, part 2: channel budgets per texture, as bars, with the artist's overrides.
+pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
+    ui.heading("Channel budgets");
+    let rows = budget_rows(session);
+    if rows.is_empty() {
+        ui.label("Load a library to see its budgets.");
+        return;
+    }
+    if let Some(Err(e)) = &session.analysis {
+        ui.label(RichText::new(plain(e)).color(Color32::from_rgb(230, 120, 90)));
+    }
+    let total_bits: f64 = rows.iter().map(|r| r.bits).sum::<f64>().max(1.0);
+    let reasons: std::collections::BTreeMap<&str, &str> = match &session.analysis {
+        Some(Ok(a)) => a.report.budgets.iter().map(|b| (b.texture.as_str(), b.reason.as_str())).collect(),
+        _ => std::collections::BTreeMap::new(),
+    };
+    ui.label(RichText::new("channels read (shared/own) · share of the bundle's bits · budget").weak());
+    let training = session.is_training();
+    egui::Grid::new("budgets").striped(true).num_columns(4).show(ui, |ui| {
+        for row in &rows {
+            ui.label(RichText::new(&row.texture).monospace())
+                .on_hover_text(plain(reasons.get(row.texture.as_str()).copied().unwrap_or("")));
+            let share = (row.bits / total_bits) as f32;
+            let fraction = row.channels as f32 / row.total_channels.max(1) as f32;
+            let bar = egui::ProgressBar::new(fraction)
+                .desired_width(130.0)
+                .text(format!("{}/{}, {} shared", row.channels, row.total_channels, row.shared_channels));
+            ui.add(bar);
+            ui.label(if row.stored_once { "stored once".to_owned() } else { format!("{:.1}%", 100.0 * share) });
+            ui.add_enabled_ui(!training, |ui| {
+                let overridden = session.settings.budgets.get(&row.texture).copied();
+                let mut value = overridden.unwrap_or(row.channels);
+                let response = ui.add(egui::DragValue::new(&mut value).range(0..=row.total_channels).prefix("ch "));
+                if response.changed() {
+                    commands.push(Command::SetBudget(row.texture.clone(), Some(value)));
+                }
+                if overridden.is_some() && ui.small_button("auto").on_hover_text("Let the analysis choose again").clicked() {
+                    commands.push(Command::SetBudget(row.texture.clone(), None));
+                }
+            });
+            ui.end_row();
+        }
+    });
+    if !session.settings.budgets.is_empty() && session.trained.is_some() {
+        ui.label(RichText::new("Budgets changed: Start training to retrain with them.").weak());
+    }
+}
+
+/// Right panel, part 3: scores of the bundle on screen.
+pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
+    ui.heading("Quality");
+    let Some(decoded) = &session.decoded else {
+        ui.label(if session.trained.is_some() { "decoding…" } else { "Train to see scores." });
+        return;
+    };
+    let Some(scores) = &decoded.scores else { return };
+    let trained = session.trained.as_ref();
+    let bytes = trained.and_then(|t| t.bytes.as_ref()).map(|b| b.len());
+    let texels = session.library.set.texel_count().max(1);
+    match bytes {
+        Some(b) => {
+            ui.label(format!("{b} bytes · {:.3} bits/texel · pooled {:.2} dB", b as f64 * 8.0 / texels as f64, scores.pooled_psnr_db))
+        }
+        None => ui.label(format!("snapshot of the model in training · pooled {:.2} dB", scores.pooled_psnr_db)),
+    };
+    egui::Grid::new("scores").striped(true).show(ui, |ui| {
+        for m in &scores.maps {
+            ui.label(RichText::new(format!("{}/{}", m.material, m.map)).monospace());
+            ui.label(format!("{:.2} dB", m.psnr_db));
+            if m.ssim > 0.0 {
+                ui.label(format!("SSIM {:.4}", m.ssim));
+            }
+            ui.end_row();
+        }
+    });
+}
+
+/// Bottom bar: the newest messages.
+pub fn status_ui(ui: &mut egui::Ui, session: &Session) {
+    ui.horizontal(|ui| {
+        if session.is_busy() {
+            ui.spinner();
+        }
+        if let Some(m) = session.messages.last() {
+            let color = if m.is_error { Color32::from_rgb(230, 120, 90) } else { ui.visuals().text_color() };
+            ui.label(RichText::new(plain(&m.text)).color(color));
+        }
+    });
+}
+
+/// Central tabs.
+pub fn central_tabs_ui(ui: &mut egui::Ui, view: &mut ViewSettings) {
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut view.central, CentralView::Compare, "Compare");
+        ui.selectable_value(&mut view.central, CentralView::Preview, "PBR preview");
+    });
+}
+
+/// Original vs decoded, split, with synced zoom/pan to single texels, a difference view with gain,
+/// a pixel inspector and the map's scores.
+pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures, view: &mut ViewSettings, commands: &mut Vec<Command>) {
+    let set = &session.library.set;
+    let Some(texture) = set.materials.get(view.material).and_then(|m| m.textures.get(view.map)) else {
+        ui.label("Select a map in the library.");
+        return;
+    };
+    let material = &set.materials[view.material];
+    let decoded = session.decoded.as_ref().and_then(|d| d.maps.get(view.material)?.get(view.map).map(|m| (d.generation, m)));
+    ui.horizontal_wrapped(|ui| {
+        ui.label(format!("{} / {}", material.name, texture.kind.token()));
+        ui.add(egui::Slider::new(&mut view.split, 0.0..=1.0).text("split"));
+        ui.checkbox(&mut view.bcn, "BCn").on_hover_text("Show the map block-compressed as engines ship it today (BC7 colour, BC5 normals, BC4 one channel) instead of the neural decode");
+        ui.checkbox(&mut view.difference, "difference");
+        ui.add_enabled(view.difference, egui::Slider::new(&mut view.difference_gain, 1.0..=64.0).logarithmic(true).text("gain"));
+        if ui.button("fit").clicked() {
+            view.zoom = 0.0;
+            view.center_uv = [0.5, 0.5];
+        }
+        if ui.button("1:1").clicked() {
+            view.zoom = 1.0;
+        }
+        if let Some(score) = session
+            .decoded
+            .as_ref()
+            .and_then(|d| d.scores.as_ref())
+            .and_then(|s| s.maps.iter().find(|m| m.material == material.name && m.map == texture.kind.token()))
+        {
+            ui.label(RichText::new(format!("{:.2} dB · SSIM {:.4}", score.psnr_db, score.ssim)).strong());
+        }
+    });
+    let bcn = session.bcn.get(&(view.material, view.map));
+    if view.bcn {
+        if let Some(b) = bcn {
+            let neural = session
+                .decoded
+                .as_ref()
+                .and_then(|d| d.scores.as_ref())
+                .and_then(|s| s.maps.iter().find(|m| m.material == material.name && m.map == texture.kind.token()));
+            let bundle_bpt = session
+                .trained
+                .as_ref()
+                .and_then(|t| t.bytes.as_ref())
+                .map(|b| b.len() as f64 * 8.0 / session.library.set.texel_count().max(1) as f64);
+            let mut line = format!("{:?}: {:.0} bits/texel, {:.2} dB", b.format, b.bits_per_texel, b.psnr_db);
+            if let (Some(n), Some(bpt)) = (neural, bundle_bpt) {
+                line = format!("{line} | neural: {bpt:.2} bits/texel for the whole library, this map {:.2} dB", n.psnr_db);
+            }
+            ui.label(line);
+        } else {
+            commands.push(Command::ComputeBcn(view.material, view.map));
+            ui.label("block-compressing...");
+        }
+    }
+    let original_id = textures.original(ui.ctx(), view.material, view.map, texture);
+    let key = (view.material, view.map);
+    // BCn results of a library never change: generation u64::MAX keys them apart from decodes.
+    let right = if view.bcn {
+        bcn.map(|b| (u64::MAX, MapRef { width: texture.width, height: texture.height, channels: texture.channels, values: &b.values }))
+    } else {
+        decoded.map(|(generation, map)| (generation, MapRef::from(map)))
+    };
+    let right_id = right.map(|(generation, map)| {
+        if view.difference {
+            textures.difference(ui.ctx(), key, generation, view.difference_gain, texture, map)
+        } else {
+            textures.decoded(ui.ctx(), key, generation, map)
+        }
+    });
+
+    let available = ui.available_size() - Vec2::new(0.0, 22.0);
+    let (rect, response) = ui.allocate_exact_size(available.max(Vec2::splat(32.0)), Sense::click_and_drag());
+    let size = Vec2::new(texture.width as f32, texture.height as f32);
+    let fit = (rect.width() / size.x).min(rect.height() / size.y);
+    let mut scale = if view.zoom > 0.0 { view.zoom } else { fit };
+    // Zoom around the cursor with the wheel; drag pans.
+    if response.hovered() {
+        let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+        if scroll != 0.0 {
+            let cursor = response.hover_pos().unwrap_or(rect.center());
+            let before = uv_at(rect, view.center_uv, size, scale, cursor);
+            scale = (scale * (scroll / 200.0).exp()).clamp(fit.min(1.0) * 0.5, 64.0);
+            view.zoom = scale;
+            let after = uv_at(rect, view.center_uv, size, scale, cursor);
+            view.center_uv = [view.center_uv[0] + before.x - after.x, view.center_uv[1] + before.y - after.y];
+        }
+    }
+    if response.dragged() {
+        let delta = response.drag_delta();
+        view.center_uv[0] -= delta.x / (scale * size.x);
+        view.center_uv[1] -= delta.y / (scale * size.y);
+    }
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 0.0, Color32::from_gray(24));
+    let split_x = rect.left() + view.split * rect.width();
+    let left = Rect::from_min_max(rect.min, Pos2::new(split_x, rect.bottom()));
+    let right = Rect::from_min_max(Pos2::new(split_x, rect.top()), rect.max);
+    paint_window(&painter, left, rect, view.center_uv, size, scale, original_id);
+    if let Some(id) = right_id {
+        paint_window(&painter, right, rect, view.center_uv, size, scale, id);
+    } else {
+        painter.text(right.center(), egui::Align2::CENTER_CENTER, "not trained yet", egui::FontId::proportional(16.0), Color32::GRAY);
+    }
+    painter.vline(split_x, rect.y_range(), egui::Stroke::new(1.5, Color32::WHITE));
+    painter.text(
+        rect.left_top() + Vec2::new(6.0, 4.0),
+        egui::Align2::LEFT_TOP,
+        "original",
+        egui::FontId::proportional(13.0),
+        Color32::WHITE,
+    );
+    let right_label = match (view.bcn, view.difference) {
+        (false, false) => "decoded".to_owned(),
+        (false, true) => "|decoded - original| × gain".to_owned(),
+        (true, false) => bcn.map_or("BCn".to_owned(), |b| format!("{:?}", b.format)),
+        (true, true) => "|BCn - original| × gain".to_owned(),
+    };
+    painter.text(
+        rect.right_top() + Vec2::new(-6.0, 4.0),
+        egui::Align2::RIGHT_TOP,
+        right_label,
+        egui::FontId::proportional(13.0),
+        Color32::WHITE,
+    );
+
+    // Pixel inspector.
+    let hovered = response.hover_pos().map(|p| uv_at(rect, view.center_uv, size, scale, p));
+    let line = match hovered {
+        Some(uv) if (0.0..1.0).contains(&uv.x) && (0.0..1.0).contains(&uv.y) => {
+            let (x, y) = ((uv.x * size.x) as u32, (uv.y * size.y) as u32);
+            let original: Vec<String> = (0..texture.channels).map(|c| format!("{:.3}", texture.value(x, y, c))).collect();
+            let decoded_values = decoded.map(|(_, m)| {
+                let i = (y as usize * m.width as usize + x as usize) * m.channels as usize;
+                m.values
+                    .get(i..i + m.channels as usize)
+                    .map(|v| v.iter().map(|v| format!("{v:.3}")).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default()
+            });
+            format!("texel ({x}, {y}) · original [{}] · decoded [{}]", original.join(", "), decoded_values.unwrap_or_else(|| "-".into()))
+        }
+        _ => "hover the image to inspect texels · wheel zooms · drag pans".to_owned(),
+    };
+    ui.label(RichText::new(line).monospace());
+}
+
+/// UV under a screen point for a view centred on `center_uv` at `scale` screen px per texel.
+fn uv_at(rect: Rect, center_uv: [f32; 2], size: Vec2, scale: f32, point: Pos2) -> Vec2 {
+    let d = point - rect.center();
+    Vec2::new(center_uv[0] + d.x / (scale * size.x), center_uv[1] + d.y / (scale * size.y))
+}
+
+/// Paints the part of the image that falls inside `clip` (a part of the view `rect`).
+fn paint_window(painter: &egui::Painter, clip: Rect, rect: Rect, center_uv: [f32; 2], size: Vec2, scale: f32, texture: egui::TextureId) {
+    let image_min = rect.center() - Vec2::new(center_uv[0] * size.x * scale, center_uv[1] * size.y * scale);
+    let image = Rect::from_min_size(image_min, size * scale);
+    let shown = image.intersect(clip);
+    if shown.width() <= 0.0 || shown.height() <= 0.0 {
+        return;
+    }
+    let uv = Rect::from_min_max(
+        Pos2::new((shown.left() - image.left()) / image.width(), (shown.top() - image.top()) / image.height()),
+        Pos2::new((shown.right() - image.left()) / image.width(), (shown.bottom() - image.top()) / image.height()),
+    );
+    painter.image(texture, shown, uv, Color32::WHITE);
+}
+
+/// Preview controls (the render itself is the preview module's paint callback).
+pub fn preview_controls_ui(ui: &mut egui::Ui, view: &mut ViewSettings) {
+    ui.horizontal_wrapped(|ui| {
+        ui.selectable_value(&mut view.shape, PreviewShape::Sphere, "sphere");
+        ui.selectable_value(&mut view.shape, PreviewShape::Plane, "plane");
+        ui.selectable_value(&mut view.shape, PreviewShape::Cube, "cube");
+        ui.separator();
+        ui.checkbox(&mut view.lights_orbit, "lights orbit");
+        ui.add(egui::Slider::new(&mut view.light_speed, 0.0..=3.0).text("speed"));
+        ui.add(egui::Slider::new(&mut view.light_intensity, 0.0..=10.0).text("intensity"));
+        ui.add(egui::Slider::new(&mut view.light_angle, 0.0..=std::f32::consts::TAU).text("angle"));
+        ui.checkbox(&mut view.show_original, "original beside");
+    });
+}

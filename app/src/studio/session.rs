@@ -1,0 +1,574 @@
+//! The studio's runtime: the loaded library, the training run, the trained bundle and its decoded
+//! maps. Commands change it; `poll` takes in what the worker threads finished. Nothing here
+//! touches egui (the panels draw it) or the GPU (the preview owns its resources).
+
+use super::state::{Command, Settings};
+use super::worker::{DecodeWorker, Decoded, TrainEvent, TrainJob};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+use texset_core::bundle::Bundle;
+use texset_core::pipeline::{AnalyseReport, CompressReport};
+use texset_core::progress::{Pass, TrainStatus};
+use texset_core::{CompressOptions, TextureSet};
+
+/// How often a running training sends its current model for the previews.
+pub const SNAPSHOT_EVERY: Duration = Duration::from_secs(3);
+
+/// A material folder that could not be loaded, in plain words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The loaded library.
+#[derive(Clone, Default)]
+pub struct Library {
+    /// Materials that loaded.
+    pub set: Arc<TextureSet>,
+    /// Folders that did not load, and files left out of folders that did.
+    pub problems: Vec<Problem>,
+}
+
+/// Where training stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    /// No run yet, or the last one ended.
+    Idle,
+    /// Running.
+    Running,
+    /// Held.
+    Paused,
+    /// Finished with a bundle.
+    Finished,
+    /// Cancelled by the artist.
+    Cancelled,
+    /// Failed (the message is in the log).
+    Failed,
+}
+
+/// The training run's record: passes, curves, status.
+pub struct RunLog {
+    /// State.
+    pub state: RunState,
+    /// One line per finished pass (and errors).
+    pub lines: Vec<String>,
+    /// Pass running now.
+    pub pass: Option<Pass>,
+    /// Loss per step (`[step, mse]`).
+    pub loss: Vec<[f64; 2]>,
+    /// PSNR estimate per step (`[step, dB]`).
+    pub psnr: Vec<[f64; 2]>,
+    /// Last status.
+    pub status: Option<TrainStatus>,
+}
+
+impl Default for RunLog {
+    fn default() -> Self {
+        Self { state: RunState::Idle, lines: Vec::new(), pass: None, loss: Vec::new(), psnr: Vec::new(), status: None }
+    }
+}
+
+/// A bundle on screen: the finished result or a snapshot of the model in training.
+pub struct Trained {
+    /// The bundle.
+    pub bundle: Arc<Bundle>,
+    /// Its bytes (finished runs and restored bundles; not snapshots).
+    pub bytes: Option<Arc<Vec<u8>>>,
+    /// The pass reports (runs that finished in this session).
+    pub report: Option<Box<CompressReport>>,
+    /// Counter that tells newer bundles from older ones.
+    pub generation: u64,
+}
+
+/// The analyse pass's decisions for the current settings.
+pub struct Analysis {
+    /// Which channels each texture reads.
+    pub layout: texset_core::layout::ModelLayout,
+    /// Budgets with their reasons.
+    pub report: AnalyseReport,
+}
+
+/// A message for the status bar.
+#[derive(Clone, Debug)]
+pub struct Message {
+    /// Whether it reports a failure.
+    pub is_error: bool,
+    /// Text.
+    pub text: String,
+}
+
+type Repaint = Arc<dyn Fn() + Send + Sync>;
+
+/// What the ingest thread sends back: the library and its analysis (none when empty).
+type Loaded = (Library, Option<Result<Analysis, String>>);
+
+/// The studio's runtime state.
+pub struct Session {
+    /// Persisted settings.
+    pub settings: Settings,
+    /// Loaded materials.
+    pub library: Library,
+    /// Budgets the analyse pass chose for the current settings (before training).
+    pub analysis: Option<Result<Analysis, String>>,
+    /// The current run.
+    pub run: RunLog,
+    /// What is on screen.
+    pub trained: Option<Trained>,
+    /// Its decoded maps and scores.
+    pub decoded: Option<Decoded>,
+    /// Status bar messages (newest last).
+    pub messages: Vec<Message>,
+    /// Which device renders (and decodes on the GPU), in words.
+    pub device: String,
+    /// Where the trained bundle is kept between sessions.
+    pub data_dir: Option<PathBuf>,
+    /// Maps block-compressed for comparison, by (material, map) of the current library.
+    pub bcn: std::collections::BTreeMap<(usize, usize), Arc<texset_core::bcn::BcRoundTrip>>,
+    bcn_pending: Option<((usize, usize), Receiver<texset_core::bcn::BcRoundTrip>)>,
+    job: Option<TrainJob>,
+    loading: Option<Receiver<Loaded>>,
+    analysing: Option<Receiver<Result<Analysis, String>>>,
+    decoder: DecodeWorker,
+    generation: u64,
+    repaint: Repaint,
+}
+
+impl Session {
+    /// A session with `settings` (its folders start loading at once).
+    pub fn new(settings: Settings, device: String, data_dir: Option<PathBuf>, repaint: Repaint) -> std::io::Result<Self> {
+        let decoder = DecodeWorker::start(Arc::clone(&repaint))?;
+        let mut session = Self {
+            settings,
+            library: Library::default(),
+            analysis: None,
+            run: RunLog::default(),
+            trained: None,
+            decoded: None,
+            messages: Vec::new(),
+            device,
+            data_dir,
+            bcn: std::collections::BTreeMap::new(),
+            bcn_pending: None,
+            job: None,
+            loading: None,
+            analysing: None,
+            decoder,
+            generation: 0,
+            repaint,
+        };
+        session.reload();
+        Ok(session)
+    }
+
+    /// The compress options the settings describe.
+    #[must_use]
+    pub fn options(&self) -> CompressOptions {
+        let mut options = CompressOptions::preset(self.settings.preset);
+        if let Some(steps) = self.settings.steps {
+            options.steps = steps;
+        }
+        options.budgets.clone_from(&self.settings.budgets);
+        options
+    }
+
+    /// Options with the bits-per-texel target applied for this library.
+    fn fitted_options(&self) -> Result<CompressOptions, String> {
+        fit(&self.library.set, (self.options(), self.settings.bits_per_texel))
+    }
+
+    /// Whether anything runs in the background.
+    #[must_use]
+    pub fn is_busy(&self) -> bool {
+        self.job.is_some() || self.loading.is_some() || self.analysing.is_some() || self.bcn_pending.is_some() || self.decoder.is_busy()
+    }
+
+    /// Whether training runs (or is paused).
+    #[must_use]
+    pub fn is_training(&self) -> bool {
+        self.job.is_some()
+    }
+
+    fn say(&mut self, is_error: bool, text: impl Into<String>) {
+        self.messages.push(Message { is_error, text: text.into() });
+        if self.messages.len() > 50 {
+            self.messages.remove(0);
+        }
+    }
+
+    /// Carries out a command.
+    pub fn apply(&mut self, command: Command) {
+        match command {
+            Command::AddPaths(paths) => {
+                let mut added = 0;
+                for path in paths {
+                    // A file adds the folder it is in: a material is a folder of maps.
+                    let folder = if path.is_file() { path.parent().map(Path::to_path_buf).unwrap_or(path) } else { path };
+                    if !self.settings.folders.contains(&folder) {
+                        self.settings.folders.push(folder);
+                        added += 1;
+                    }
+                }
+                if added > 0 {
+                    self.forget_trained();
+                    self.reload();
+                }
+            }
+            Command::RemoveMaterial(index) => {
+                if index < self.settings.folders.len() {
+                    self.settings.folders.remove(index);
+                    self.forget_trained();
+                    self.reload();
+                }
+            }
+            Command::StartTraining => self.start_training(),
+            Command::PauseTraining => {
+                if let Some(job) = &self.job {
+                    job.pause();
+                    self.run.state = RunState::Paused;
+                }
+            }
+            Command::ResumeTraining => {
+                if let Some(job) = &self.job {
+                    job.resume();
+                    self.run.state = RunState::Running;
+                }
+            }
+            Command::CancelTraining => {
+                if let Some(job) = &self.job {
+                    job.cancel();
+                }
+            }
+            Command::SetBudget(texture, channels) => {
+                match channels {
+                    Some(c) => self.settings.budgets.insert(texture, c),
+                    None => self.settings.budgets.remove(&texture),
+                };
+                self.reanalyse();
+            }
+            Command::SetPreset(preset) => {
+                self.settings.preset = preset;
+                self.reanalyse();
+            }
+            Command::SetBitsPerTexel(bpp) => {
+                self.settings.bits_per_texel = bpp;
+                self.reanalyse();
+            }
+            Command::SetSteps(steps) => self.settings.steps = steps,
+            Command::ComputeBcn(material, map) => self.compute_bcn(material, map),
+            Command::ExportBundle(path) => self.export(|s| s.export_bundle(&path)),
+            Command::ExportImages(dir) => self.export(|s| s.export_images(&dir)),
+            Command::ExportShaders(dir) => self.export(|s| s.export_shaders(&dir)),
+        }
+    }
+
+    /// Starts block-compressing a map on the thread `texset-bcn` (one at a time).
+    fn compute_bcn(&mut self, material: usize, map: usize) {
+        if self.bcn.contains_key(&(material, map)) || self.bcn_pending.is_some() {
+            return;
+        }
+        let Some(texture) = self.library.set.materials.get(material).and_then(|m| m.textures.get(map)) else { return };
+        let set = Arc::clone(&self.library.set);
+        let (sender, receiver) = channel();
+        let repaint = Arc::clone(&self.repaint);
+        let format = texset_core::bcn::BcFormat::for_map(texture.kind, texture.channels);
+        let spawned = std::thread::Builder::new().name("texset-bcn".into()).spawn(move || {
+            let texture = &set.materials[material].textures[map];
+            let _ = sender.send(texset_core::bcn::round_trip(texture, format));
+            repaint();
+        });
+        if spawned.is_ok() {
+            self.bcn_pending = Some(((material, map), receiver));
+        }
+    }
+
+    fn export(&mut self, write: impl FnOnce(&Self) -> Result<String, String>) {
+        match write(self) {
+            Ok(summary) => self.say(false, summary),
+            Err(e) => self.say(true, e),
+        }
+    }
+
+    fn forget_trained(&mut self) {
+        self.job = None;
+        self.trained = None;
+        self.decoded = None;
+        self.run = RunLog::default();
+        self.settings.trained_bundle = None;
+    }
+
+    /// Loads the settings' folders again (on the thread `texset-ingest`), then analyses them.
+    fn reload(&mut self) {
+        let folders = self.settings.folders.clone();
+        let options = self.options_and_target();
+        let (sender, receiver) = channel();
+        let repaint = Arc::clone(&self.repaint);
+        let spawned = std::thread::Builder::new().name("texset-ingest".into()).spawn(move || {
+            let library = load_folders(&folders);
+            let analysis = (!library.set.materials.is_empty()).then(|| analyse(&library.set, options));
+            let _ = sender.send((library, analysis));
+            repaint();
+        });
+        match spawned {
+            Ok(_) => self.loading = Some(receiver),
+            Err(e) => self.say(true, format!("could not start loading: {e}")),
+        }
+    }
+
+    /// The options for a library not loaded yet (the bits-per-texel fit happens in `analyse`).
+    fn options_and_target(&self) -> (CompressOptions, Option<f64>) {
+        (self.options(), self.settings.bits_per_texel)
+    }
+
+    /// Re-runs the analyse pass (on `texset-analyse`) after a settings change.
+    fn reanalyse(&mut self) {
+        if self.library.set.materials.is_empty() {
+            return;
+        }
+        let set = Arc::clone(&self.library.set);
+        let options = self.options_and_target();
+        let (sender, receiver) = channel();
+        let repaint = Arc::clone(&self.repaint);
+        let spawned = std::thread::Builder::new().name("texset-analyse".into()).spawn(move || {
+            let _ = sender.send(analyse(&set, options));
+            repaint();
+        });
+        if spawned.is_ok() {
+            self.analysing = Some(receiver);
+        }
+    }
+
+    fn start_training(&mut self) {
+        if self.library.set.materials.is_empty() {
+            self.say(true, "nothing to train: add a material folder first");
+            return;
+        }
+        let options = match self.fitted_options() {
+            Ok(o) => o,
+            Err(e) => {
+                self.say(true, e);
+                return;
+            }
+        };
+        self.job = None;
+        self.run = RunLog { state: RunState::Running, ..RunLog::default() };
+        match TrainJob::start(Arc::clone(&self.library.set), options, SNAPSHOT_EVERY, Arc::clone(&self.repaint)) {
+            Ok(job) => self.job = Some(job),
+            Err(e) => {
+                self.run.state = RunState::Failed;
+                self.say(true, format!("could not start training: {e}"));
+            }
+        }
+    }
+
+    /// Takes in what the background threads finished. Call once a frame; never blocks.
+    pub fn poll(&mut self) {
+        if let Some(loading) = &self.loading
+            && let Ok((library, analysis)) = loading.try_recv()
+        {
+            self.loading = None;
+            let loaded = library.set.materials.len();
+            for p in &library.problems {
+                self.messages.push(Message { is_error: true, text: format!("{}: {}", p.path.display(), p.message) });
+            }
+            self.library = library;
+            self.analysis = analysis;
+            self.bcn.clear();
+            self.say(false, format!("loaded {loaded} material(s)"));
+            self.restore_trained();
+        }
+        if let Some((key, receiver)) = &self.bcn_pending
+            && let Ok(result) = receiver.try_recv()
+        {
+            self.bcn.insert(*key, Arc::new(result));
+            self.bcn_pending = None;
+        }
+        if let Some(analysing) = &self.analysing
+            && let Ok(analysis) = analysing.try_recv()
+        {
+            self.analysing = None;
+            self.analysis = Some(analysis);
+        }
+        let events = self.job.as_ref().map(TrainJob::drain).unwrap_or_default();
+        for event in events {
+            self.take_event(event);
+        }
+        if let Some(result) = self.decoder.poll() {
+            match result {
+                Ok(decoded) if self.trained.as_ref().is_some_and(|t| t.generation == decoded.generation) => self.decoded = Some(decoded),
+                Ok(_) => {}
+                Err(e) => self.say(true, format!("decoding the bundle: {e}")),
+            }
+        }
+    }
+
+    fn take_event(&mut self, event: TrainEvent) {
+        match event {
+            TrainEvent::PassStarted(pass) => self.run.pass = Some(pass),
+            TrainEvent::PassFinished(pass, summary) => self.run.lines.push(format!("{pass:?}: {summary}")),
+            TrainEvent::Status(status) => {
+                let step = f64::from(status.step);
+                self.run.loss.push([step, f64::from(status.loss)]);
+                self.run.psnr.push([step, f64::from(status.psnr_estimate_db)]);
+                self.run.status = Some(status);
+            }
+            TrainEvent::Snapshot(bundle) => self.show_bundle(bundle, None, None),
+            TrainEvent::Finished(result) => {
+                self.job = None;
+                self.run.pass = None;
+                match *result {
+                    Ok(compressed) => {
+                        self.run.state = RunState::Finished;
+                        let bytes = Arc::new(compressed.bundle_bytes);
+                        self.say(
+                            false,
+                            format!(
+                                "trained: {} bytes, {:.3} bits per texel",
+                                compressed.report.pack.bundle_bytes, compressed.report.pack.bits_per_texel
+                            ),
+                        );
+                        self.keep_trained(&bytes);
+                        self.show_bundle(Arc::new(compressed.bundle), Some(bytes), Some(Box::new(compressed.report)));
+                    }
+                    Err(e) => {
+                        let cancelled = e.contains("cancel");
+                        self.run.state = if cancelled { RunState::Cancelled } else { RunState::Failed };
+                        self.run.lines.push(e.clone());
+                        self.say(!cancelled, if cancelled { "training cancelled".to_owned() } else { format!("training failed: {e}") });
+                    }
+                }
+            }
+        }
+    }
+
+    fn show_bundle(&mut self, bundle: Arc<Bundle>, bytes: Option<Arc<Vec<u8>>>, report: Option<Box<CompressReport>>) {
+        self.generation += 1;
+        // Snapshots are scored by PSNR only (SSIM costs more than a preview refresh is worth).
+        let with_ssim = bytes.is_some();
+        self.decoder.request(self.generation, Arc::clone(&bundle), Arc::clone(&self.library.set), with_ssim);
+        self.trained = Some(Trained { bundle, bytes, report, generation: self.generation });
+    }
+
+    /// Saves the finished bundle in the data folder so the next session shows it again.
+    fn keep_trained(&mut self, bytes: &[u8]) {
+        let Some(dir) = &self.data_dir else { return };
+        let path = dir.join("last_trained.texset");
+        let written = std::fs::create_dir_all(dir).and_then(|()| texset_core::fsutil::write_atomic(&path, bytes));
+        match written {
+            Ok(()) => self.settings.trained_bundle = Some(path),
+            Err(e) => self.say(true, format!("{}: could not keep the trained bundle: {e}", path.display())),
+        }
+    }
+
+    /// Shows the bundle kept from the last session if it matches the library.
+    fn restore_trained(&mut self) {
+        let Some(path) = self.settings.trained_bundle.clone() else { return };
+        if self.trained.is_some() {
+            return;
+        }
+        let bundle = match std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| Bundle::from_bytes(&b).map(|x| (x, b)).map_err(|e| e.to_string()))
+        {
+            Ok(b) => b,
+            Err(e) => {
+                self.settings.trained_bundle = None;
+                self.say(true, format!("{}: the last session's bundle did not load: {e}", path.display()));
+                return;
+            }
+        };
+        let names: Vec<&str> = bundle.0.manifest.materials.iter().map(|m| m.name.as_str()).collect();
+        let library: Vec<&str> = self.library.set.materials.iter().map(|m| m.name.as_str()).collect();
+        if names != library {
+            self.settings.trained_bundle = None;
+            return;
+        }
+        self.run.state = RunState::Finished;
+        self.say(false, format!("restored the last trained bundle ({})", path.display()));
+        self.show_bundle(Arc::new(bundle.0), Some(Arc::new(bundle.1)), None);
+    }
+
+    fn export_bundle(&self, path: &Path) -> Result<String, String> {
+        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
+        texset_core::fsutil::write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let texels = self.library.set.texel_count().max(1);
+        let mut summary =
+            format!("wrote {} ({} bytes, {:.3} bits per texel)", path.display(), bytes.len(), bytes.len() as f64 * 8.0 / texels as f64);
+        if let Some(scores) = self.decoded.as_ref().and_then(|d| d.scores.as_ref()) {
+            summary = format!("{summary}, pooled PSNR {:.2} dB", scores.pooled_psnr_db);
+        }
+        Ok(summary)
+    }
+
+    fn export_images(&self, dir: &Path) -> Result<String, String> {
+        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        let decoder = texset_core::Decoder::new(&trained.bundle);
+        let written = texset_core::export::decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
+        Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
+    }
+
+    fn export_shaders(&self, dir: &Path) -> Result<String, String> {
+        use texset_shaders::export::{EntryPoint, ShaderLang, export_shader};
+        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut files = 0;
+        for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
+            let entries: &[EntryPoint] = if lang == ShaderLang::Glsl {
+                &[EntryPoint::DecodeMap, EntryPoint::DecodeSamples, EntryPoint::Fullscreen, EntryPoint::FragmentDecode]
+            } else {
+                &[EntryPoint::DecodeMap]
+            };
+            for &entry in entries {
+                let source = export_shader(&trained.bundle, lang, entry).map_err(|e| e.to_string())?;
+                let name = if lang == ShaderLang::Glsl {
+                    format!("decoder_{}.{}", entry.name(), lang.extension())
+                } else {
+                    format!("decoder.{}", lang.extension())
+                };
+                let path = dir.join(name);
+                texset_core::fsutil::write_atomic(&path, source.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+                files += 1;
+            }
+        }
+        Ok(format!("wrote {files} decoder shaders under {}", dir.display()))
+    }
+}
+
+/// Loads each folder on its own: one bad folder is a problem listed, not a failed library.
+#[must_use]
+pub fn load_folders(folders: &[PathBuf]) -> Library {
+    let mut set = TextureSet::default();
+    let mut problems = Vec::new();
+    for folder in folders {
+        let mut report = texset_core::ingest::IngestReport::default();
+        match texset_core::ingest::load_material(folder, &mut report) {
+            Ok(material) if set.materials.iter().any(|m| m.name == material.name) => problems.push(Problem {
+                path: folder.clone(),
+                message: format!("a material named '{}' is already loaded; rename one folder (or set name in texset.toml)", material.name),
+            }),
+            Ok(material) => set.materials.push(material),
+            Err(e) => problems.push(Problem { path: folder.clone(), message: e.to_string() }),
+        }
+        problems.extend(report.skipped.into_iter().map(|s| Problem { path: s.path, message: format!("left out: {}", s.reason) }));
+    }
+    Library { set: Arc::new(set), problems }
+}
+
+/// The analyse pass for the studio's budget panel (bits-per-texel target applied first).
+fn analyse(set: &TextureSet, options: (CompressOptions, Option<f64>)) -> Result<Analysis, String> {
+    let options = fit(set, options)?;
+    texset_core::pipeline::analyse(set, &options).map(|(layout, report)| Analysis { layout, report }).map_err(|e| e.to_string())
+}
+
+/// `options` with the bits-per-texel target (if any) fitted to `set`.
+fn fit(set: &TextureSet, (mut options, bpp): (CompressOptions, Option<f64>)) -> Result<CompressOptions, String> {
+    if let Some(bpp) = bpp {
+        options.fit_bits_per_texel_for(bpp, set).map_err(|e| format!("{bpp} bits per texel: {e}"))?;
+    }
+    Ok(options)
+}

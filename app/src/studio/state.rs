@@ -1,0 +1,162 @@
+//! The studio's persisted state (saved on exit, restored on the next start) and the commands the
+//! panels emit. No GPU resources and nothing derived live here: those are rebuilt from this.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use texset_core::Preset;
+
+/// Key under which the settings are stored in eframe's storage.
+pub const STORAGE_KEY: &str = "texset-studio";
+
+/// Everything the studio remembers between sessions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Material folders of the library, in order.
+    pub folders: Vec<PathBuf>,
+    /// Training preset.
+    pub preset: Preset,
+    /// Target bits per texel (`None`: the preset's grids).
+    pub bits_per_texel: Option<f64>,
+    /// Training steps (`None`: the preset's).
+    pub steps: Option<u32>,
+    /// Per-texture channel budgets set by the artist: `material/kind` → channels.
+    pub budgets: BTreeMap<String, u32>,
+    /// The last trained bundle of this library (in the studio's data folder), restored on start.
+    pub trained_bundle: Option<PathBuf>,
+    /// Last folder exported to.
+    pub export_dir: Option<PathBuf>,
+    /// Views.
+    pub view: ViewSettings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            folders: Vec::new(),
+            preset: Preset::Fast,
+            bits_per_texel: None,
+            steps: None,
+            budgets: BTreeMap::new(),
+            trained_bundle: None,
+            export_dir: None,
+            view: ViewSettings::default(),
+        }
+    }
+}
+
+/// Which texture is shown and how.
+// Reason: independent view toggles (difference, block-compressed side, orbit, originals), each a
+// checkbox; an enum per toggle would only rename `bool`.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ViewSettings {
+    /// Selected material index.
+    pub material: usize,
+    /// Selected map index within it.
+    pub map: usize,
+    /// Compare: where the split between original (left) and decoded (right) is, 0..1.
+    pub split: f32,
+    /// Compare: show |decoded − original| × gain instead of the decoded map.
+    pub difference: bool,
+    /// Compare: difference gain.
+    pub difference_gain: f32,
+    /// Compare: show the map block-compressed (BC1/BC4/BC5/BC7, as engines ship it) on the right
+    /// instead of the neural decode.
+    pub bcn: bool,
+    /// Compare: zoom (screen pixels per texel; 0 = fit).
+    pub zoom: f32,
+    /// Compare: texel at the view's centre, in UV.
+    pub center_uv: [f32; 2],
+    /// Preview: shape.
+    pub shape: PreviewShape,
+    /// Preview: lights orbit.
+    pub lights_orbit: bool,
+    /// Preview: orbit speed, radians per second.
+    pub light_speed: f32,
+    /// Preview: light intensity.
+    pub light_intensity: f32,
+    /// Preview: orbit angle now, radians (advances while orbiting).
+    pub light_angle: f32,
+    /// Preview: show the original maps' render beside the decoded one.
+    pub show_original: bool,
+    /// Which panel the central area shows.
+    pub central: CentralView,
+}
+
+impl Default for ViewSettings {
+    fn default() -> Self {
+        Self {
+            material: 0,
+            map: 0,
+            split: 0.5,
+            difference: false,
+            difference_gain: 8.0,
+            bcn: false,
+            zoom: 0.0,
+            center_uv: [0.5, 0.5],
+            shape: PreviewShape::Sphere,
+            lights_orbit: true,
+            light_speed: 0.8,
+            light_intensity: 3.0,
+            light_angle: 0.0,
+            show_original: true,
+            central: CentralView::Compare,
+        }
+    }
+}
+
+/// Shapes the PBR preview can show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PreviewShape {
+    /// A sphere.
+    Sphere,
+    /// A flat plane facing the viewer.
+    Plane,
+    /// A cube.
+    Cube,
+}
+
+/// The central area's content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CentralView {
+    /// Original vs decoded, split.
+    Compare,
+    /// Lit preview.
+    Preview,
+}
+
+/// What the panels ask the studio to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Add material folders (a file adds the folder it is in).
+    AddPaths(Vec<PathBuf>),
+    /// Remove a material from the library.
+    RemoveMaterial(usize),
+    /// Start training from scratch with the current settings and budgets.
+    StartTraining,
+    /// Hold training.
+    PauseTraining,
+    /// Continue it.
+    ResumeTraining,
+    /// Stop it (the last snapshot stays on screen; nothing is kept as trained).
+    CancelTraining,
+    /// Set (`Some`) or clear (`None`) the artist's budget of a texture (`material/kind`).
+    SetBudget(String, Option<u32>),
+    /// Change the preset.
+    SetPreset(Preset),
+    /// Change the target bits per texel.
+    SetBitsPerTexel(Option<f64>),
+    /// Change the step count.
+    SetSteps(Option<u32>),
+    /// Block-compress a map (material, map) for the compare view's block-compressed side.
+    ComputeBcn(usize, usize),
+    /// Write the bundle (atomically).
+    ExportBundle(PathBuf),
+    /// Write the decoded maps as images into a folder.
+    ExportImages(PathBuf),
+    /// Write the generated decoder shaders (WGSL, GLSL, HLSL, MSL) into a folder.
+    ExportShaders(PathBuf),
+}

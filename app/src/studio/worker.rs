@@ -1,0 +1,244 @@
+//! Long work off the UI thread: training (the engine's `compress` front door) on the named thread
+//! `texset-train`, decoding and scoring previews on `texset-decode`. Both report through channels
+//! the UI drains once a frame; neither ever blocks a frame.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use texset_core::bundle::Bundle;
+use texset_core::decode::{DecodedMap, Decoder};
+use texset_core::eval::EvalReport;
+use texset_core::layout::ModelLayout;
+use texset_core::params::ModelParams;
+use texset_core::progress::{Cancel, Pass, Progress, TrainStatus};
+use texset_core::{CompressOptions, Compressed, TextureSet};
+
+/// What the training thread reports.
+pub enum TrainEvent {
+    /// A pass started.
+    PassStarted(Pass),
+    /// A pass finished, with its one-line summary.
+    PassFinished(Pass, String),
+    /// Training moved on.
+    Status(TrainStatus),
+    /// The model as it stands, packed (sent every `snapshot_every`).
+    Snapshot(Arc<Bundle>),
+    /// The run ended: the bundle, or why not (cancelled included).
+    Finished(Box<Result<Compressed, String>>),
+}
+
+/// Sends the engine's progress to the UI; blocks the training thread while paused.
+struct ChannelProgress {
+    events: Mutex<Sender<TrainEvent>>,
+    set: Arc<TextureSet>,
+    paused: Arc<AtomicBool>,
+    cancel: Cancel,
+    snapshot_every: Duration,
+    last_snapshot: Mutex<Instant>,
+    repaint: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl ChannelProgress {
+    fn send(&self, event: TrainEvent) {
+        if let Ok(events) = self.events.lock() {
+            // The UI may have dropped the receiver (job replaced): nothing to tell then.
+            let _ = events.send(event);
+        }
+        (self.repaint)();
+    }
+}
+
+impl Progress for ChannelProgress {
+    fn pass_started(&self, pass: Pass) {
+        self.send(TrainEvent::PassStarted(pass));
+    }
+    fn train_status(&self, status: &TrainStatus) {
+        self.send(TrainEvent::Status(status.clone()));
+        // Pause: the trainer calls this a few times a second; hold it here until resumed or cancelled.
+        while self.paused.load(Ordering::Relaxed) && !self.cancel.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+    fn pass_finished(&self, pass: Pass, summary: &str) {
+        self.send(TrainEvent::PassFinished(pass, summary.to_owned()));
+    }
+    fn snapshot_due(&self) -> bool {
+        self.last_snapshot.lock().is_ok_and(|t| t.elapsed() >= self.snapshot_every)
+    }
+    fn snapshot(&self, layout: &ModelLayout, params: &ModelParams) {
+        if let Ok(mut t) = self.last_snapshot.lock() {
+            *t = Instant::now();
+        }
+        if let Ok(bundle) = texset_core::pipeline::snapshot_bundle(&self.set, layout, params) {
+            self.send(TrainEvent::Snapshot(Arc::new(bundle)));
+        }
+    }
+}
+
+/// A training run on its own thread.
+pub struct TrainJob {
+    events: Receiver<TrainEvent>,
+    cancel: Cancel,
+    paused: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TrainJob {
+    /// Starts `compress(set, options)` on the thread `texset-train`. `repaint` is called after each
+    /// event so the UI wakes up to show it.
+    pub fn start(
+        set: Arc<TextureSet>,
+        options: CompressOptions,
+        snapshot_every: Duration,
+        repaint: Arc<dyn Fn() + Send + Sync>,
+    ) -> std::io::Result<Self> {
+        let (sender, events) = channel();
+        let cancel = Cancel::new();
+        let paused = Arc::new(AtomicBool::new(false));
+        let progress = ChannelProgress {
+            events: Mutex::new(sender),
+            set: Arc::clone(&set),
+            paused: Arc::clone(&paused),
+            cancel: cancel.clone(),
+            snapshot_every,
+            last_snapshot: Mutex::new(Instant::now()),
+            repaint,
+        };
+        let thread_cancel = cancel.clone();
+        let thread = std::thread::Builder::new().name("texset-train".into()).spawn(move || {
+            let result = texset_core::compress(&set, &options, &progress, &thread_cancel).map_err(|e| e.to_string());
+            progress.send(TrainEvent::Finished(Box::new(result)));
+        })?;
+        Ok(Self { events, cancel, paused, thread: Some(thread) })
+    }
+
+    /// Events since the last call (never blocks).
+    #[must_use]
+    pub fn drain(&self) -> Vec<TrainEvent> {
+        let mut out = Vec::new();
+        loop {
+            match self.events.try_recv() {
+                Ok(event) => out.push(event),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
+            }
+        }
+    }
+
+    /// Holds training at its next status report.
+    pub fn pause(&self) {
+        self.paused.store(true, Ordering::Relaxed);
+    }
+    /// Lets it go on.
+    pub fn resume(&self) {
+        self.paused.store(false, Ordering::Relaxed);
+    }
+    /// Whether it is held.
+    #[must_use]
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+    /// Asks it to stop; it reports `Finished(Err("cancelled"))`.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+}
+
+impl Drop for TrainJob {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        if let Some(thread) = self.thread.take() {
+            // The trainer checks the flag every step: this returns within one step.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Decoded maps of a bundle and their scores against the set.
+pub struct Decoded {
+    /// Which bundle generation this is (to drop stale results).
+    pub generation: u64,
+    /// Per material, per map (in the set's order).
+    pub maps: Vec<Vec<DecodedMap>>,
+    /// PSNR/SSIM per map and pooled.
+    pub scores: Option<EvalReport>,
+}
+
+/// Decodes bundles on the thread `texset-decode`, one at a time; a bundle sent while one decodes
+/// waits, and only the newest waiting one is decoded.
+pub struct DecodeWorker {
+    requests: Sender<(u64, Arc<Bundle>, Arc<TextureSet>, bool)>,
+    results: Receiver<Result<Decoded, String>>,
+    busy: Arc<AtomicBool>,
+}
+
+impl DecodeWorker {
+    /// Starts the thread.
+    pub fn start(repaint: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Self> {
+        let (requests, inbox) = channel::<(u64, Arc<Bundle>, Arc<TextureSet>, bool)>();
+        let (outbox, results) = channel();
+        let busy = Arc::new(AtomicBool::new(false));
+        let thread_busy = Arc::clone(&busy);
+        std::thread::Builder::new().name("texset-decode".into()).spawn(move || {
+            while let Ok(mut request) = inbox.recv() {
+                // Skip to the newest request.
+                while let Ok(newer) = inbox.try_recv() {
+                    request = newer;
+                }
+                thread_busy.store(true, Ordering::Relaxed);
+                let (generation, bundle, set, with_ssim) = request;
+                let result = decode_and_score(generation, &bundle, &set, with_ssim);
+                thread_busy.store(false, Ordering::Relaxed);
+                if outbox.send(result).is_err() {
+                    return;
+                }
+                repaint();
+            }
+        })?;
+        Ok(Self { requests, results, busy })
+    }
+
+    /// Queues a bundle.
+    pub fn request(&self, generation: u64, bundle: Arc<Bundle>, set: Arc<TextureSet>, with_ssim: bool) {
+        let _ = self.requests.send((generation, bundle, set, with_ssim));
+    }
+
+    /// The newest finished result, if any.
+    #[must_use]
+    pub fn poll(&self) -> Option<Result<Decoded, String>> {
+        let mut newest = None;
+        while let Ok(r) = self.results.try_recv() {
+            newest = Some(r);
+        }
+        newest
+    }
+
+    /// Whether a decode is running.
+    #[must_use]
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed)
+    }
+}
+
+/// Decodes every map of `bundle` in the set's order and scores it (when the set matches).
+pub fn decode_and_score(generation: u64, bundle: &Bundle, set: &TextureSet, with_ssim: bool) -> Result<Decoded, String> {
+    let decoder = Decoder::new(bundle);
+    let manifest = decoder.manifest();
+    let mut maps = Vec::new();
+    for material in &set.materials {
+        let Some(mi) = manifest.materials.iter().position(|m| m.name == material.name) else {
+            return Err(format!("the bundle has no material '{}'", material.name));
+        };
+        let mut decoded = Vec::new();
+        for texture in &material.textures {
+            let Some(ti) = manifest.materials[mi].maps.iter().position(|e| e.kind == texture.kind) else {
+                return Err(format!("the bundle has no {} map for '{}'", texture.kind.token(), material.name));
+            };
+            decoded.push(decoder.decode_map(mi, ti).map_err(|e| e.to_string())?);
+        }
+        maps.push(decoded);
+    }
+    let scores = texset_core::eval::evaluate(set, &decoder, with_ssim).ok();
+    Ok(Decoded { generation, maps, scores })
+}

@@ -1,0 +1,155 @@
+//! The studio driven without a screen (`egui_kittest`): load the sample folders, train, change a
+//! budget and retrain, export, restore the session — asserting on state and on the exported file,
+//! and that the source folders' bytes and modification times are unchanged.
+#![allow(clippy::unwrap_used)]
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use texset::studio::StudioApp;
+use texset::studio::session::RunState;
+use texset::studio::state::{Command, Settings};
+use texset_core::Preset;
+use texset_core::bundle::Bundle;
+
+fn sample_folders() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    dirs
+}
+
+/// Every file's bytes and modification time under the folders.
+fn snapshot(folders: &[PathBuf]) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
+    let mut out = BTreeMap::new();
+    for folder in folders {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::metadata(&path).unwrap();
+            out.insert(path.clone(), (std::fs::read(&path).unwrap(), meta.modified().unwrap()));
+        }
+    }
+    out
+}
+
+fn new_harness(app: StudioApp) -> Harness<'static, StudioApp> {
+    Harness::builder().with_size([1400.0, 900.0]).build_ui_state(|ui, app: &mut StudioApp| app.frame_ui(ui), app)
+}
+
+/// Steps the UI until `done` holds (panics after `limit`).
+fn step_until(harness: &mut Harness<'_, StudioApp>, what: &str, limit: Duration, done: impl Fn(&StudioApp) -> bool) {
+    let start = Instant::now();
+    while !done(harness.state()) {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}; messages: {:?}", harness.state().session.messages);
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    harness.step();
+}
+
+#[test]
+fn studio_loads_trains_changes_a_budget_exports_and_restores() {
+    let folders = sample_folders();
+    assert!(folders.len() >= 2, "sample_textures is missing");
+    let before = snapshot(&folders);
+    let data_dir = tempfile::tempdir().unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let settings = Settings { preset: Preset::Fast, steps: Some(150), ..Settings::default() };
+    let app = StudioApp::with_repaint(settings, folders.clone(), None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+
+    // Load: every sample material appears in the library panel with its maps.
+    step_until(&mut harness, "the library to load", Duration::from_mins(1), |a| !a.session.library.set.materials.is_empty());
+    let set = Arc::clone(&harness.state().session.library.set);
+    assert_eq!(set.materials.len(), folders.len());
+    assert!(harness.state().session.library.problems.is_empty(), "{:?}", harness.state().session.library.problems);
+    harness.get_by_label("bricks");
+    assert!(harness.query_all_by_label_contains("basecolor").count() >= folders.len());
+    // Budgets are shown before training (from the analyse pass).
+    step_until(&mut harness, "the analysis", Duration::from_mins(1), |a| matches!(a.session.analysis, Some(Ok(_))));
+
+    // Train by clicking the button; it runs on its thread while frames keep coming.
+    harness.get_by_label("Start training").click();
+    harness.step();
+    assert!(harness.state().session.is_training());
+    step_until(&mut harness, "training to finish", Duration::from_mins(10), |a| a.session.run.state == RunState::Finished);
+    step_until(&mut harness, "the decoded maps", Duration::from_mins(2), |a| {
+        a.session.decoded.as_ref().is_some_and(|d| d.scores.is_some())
+    });
+    let first_psnr = harness.state().session.decoded.as_ref().unwrap().scores.as_ref().unwrap().pooled_psnr_db;
+    assert!(first_psnr > 20.0, "pooled PSNR {first_psnr:.2} dB after the short run");
+    assert!(!harness.state().session.run.psnr.is_empty(), "the PSNR curve has points");
+    let first_bytes = harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap();
+
+    // The BCn side: tick the checkbox; the selected map (the first material's first map) is
+    // block-compressed on its thread and shown with its format, cost and PSNR.
+    harness.get_by_label("BCn").click();
+    step_until(&mut harness, "the BCn round trip", Duration::from_mins(1), |a| a.session.bcn.contains_key(&(0, 0)));
+    let bcn = Arc::clone(&harness.state().session.bcn[&(0, 0)]);
+    let first = &set.materials[0].textures[0];
+    assert_eq!(bcn.format, texset_core::bcn::BcFormat::for_map(first.kind, first.channels));
+    assert!(bcn.psnr_db > 25.0, "{:?} at {:.2} dB", bcn.format, bcn.psnr_db);
+    assert!(harness.state().session.settings.view.bcn);
+    harness.get_by_label_contains(&format!("{:?}: {:.0} bits/texel", bcn.format, bcn.bits_per_texel));
+
+    // Change a budget (what the budget panel's drag value emits) and retrain.
+    let texture = "bricks/roughness".to_owned();
+    harness.state_mut().session.apply(Command::SetBudget(texture.clone(), Some(4)));
+    harness.get_by_label("Start training").click();
+    harness.step();
+    step_until(&mut harness, "the retrain", Duration::from_mins(10), |a| {
+        a.session.run.state == RunState::Finished && !a.session.is_training()
+    });
+    let trained = harness.state().session.trained.as_ref().unwrap();
+    let bricks = trained.bundle.manifest.materials.iter().find(|m| m.name == "bricks").unwrap();
+    let roughness = bricks.maps.iter().find(|e| e.kind.token() == "roughness").unwrap();
+    assert_eq!(roughness.latent_channels.len(), 4, "the artist's budget reached the bundle");
+    let bytes = trained.bytes.clone().unwrap();
+    assert_ne!(*bytes, *first_bytes);
+
+    // Export: the bundle file is exactly the trained bytes; images and shaders are written.
+    let bundle_path = out_dir.path().join("library.texset");
+    harness.state_mut().session.apply(Command::ExportBundle(bundle_path.clone()));
+    assert_eq!(std::fs::read(&bundle_path).unwrap(), *bytes);
+    let exported = Bundle::read(&bundle_path).unwrap();
+    assert_eq!(exported.manifest.materials.len(), folders.len());
+    harness.state_mut().session.apply(Command::ExportImages(out_dir.path().join("decoded")));
+    assert!(out_dir.path().join("decoded/bricks/bricks_roughness.png").is_file(), "{:?}", harness.state().session.messages);
+    harness.state_mut().session.apply(Command::ExportShaders(out_dir.path().join("shaders")));
+    for name in ["decoder.wgsl", "decoder.hlsl", "decoder.metal", "decoder_fs_decode_map.glsl"] {
+        assert!(out_dir.path().join("shaders").join(name).is_file(), "{name}: {:?}", harness.state().session.messages);
+    }
+
+    // Restore: a new studio from the saved settings shows the same trained bundle.
+    let saved = harness.state().session.settings.clone();
+    assert_eq!(saved.budgets.get(&texture), Some(&4));
+    drop(harness);
+    let app = StudioApp::with_repaint(saved, Vec::new(), None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+    step_until(&mut harness, "the restored bundle", Duration::from_mins(1), |a| a.session.trained.is_some());
+    assert_eq!(*harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap(), *bytes);
+    assert_eq!(harness.state().session.run.state, RunState::Finished);
+
+    // The sources were only read.
+    assert_eq!(snapshot(&folders), before, "source folders changed");
+}
+
+#[test]
+fn a_bad_folder_is_a_problem_listed_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("broken");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(bad.join("broken_basecolor.png"), b"not a png").unwrap();
+    let good = sample_folders().into_iter().next().unwrap();
+    let settings = Settings::default();
+    let app = StudioApp::with_repaint(settings, vec![bad.clone(), good], None, None, Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+    step_until(&mut harness, "loading", Duration::from_mins(1), |a| !a.session.library.set.materials.is_empty());
+    let problems = &harness.state().session.library.problems;
+    assert_eq!(harness.state().session.library.set.materials.len(), 1);
+    assert!(problems.iter().any(|p| p.message.contains("broken_basecolor.png")), "{problems:?}");
+    harness.get_by_label_contains("broken_basecolor.png");
+}

@@ -1,0 +1,236 @@
+// texset:append-to decode.wgsl
+//
+// The studio's PBR preview: a sphere, plane or cube lit by two orbiting lights, its material
+// decoded per pixel from the bundle by `decode_texel` (this file is appended to the specialised
+// decoder), or read from the original maps for comparison. The CPU twin is
+// `texset_shaders::preview::shade` (keep them in step).
+//
+// Camera at (0, 0, 3) looking down -z, vertical field of view 2·atan(0.45); unit-radius shapes.
+// Shading: Lambert diffuse + GGX specular (Smith-Schlick visibility, Schlick Fresnel, F0 0.04
+// for dielectrics) per light, ambient 0.03 · albedo · AO, Reinhard tone map, sRGB encoding when
+// the target is not an sRGB format.
+
+struct Preview {
+    // Library map indices (0xffffffff: the material has no such map):
+    // basecolor, normal, roughness, metallic.
+    maps: vec4<u32>,
+    // ao, orm, emissive, unused.
+    maps2: vec4<u32>,
+    // The same maps' layers in `originals`.
+    layers: vec4<u32>,
+    layers2: vec4<u32>,
+    // Direction towards each light (unit xyz) and its intensity (w).
+    light0: vec4<f32>,
+    light1: vec4<f32>,
+    // x: shape (0 sphere, 1 plane, 2 cube), y: aspect (width / height), z: 1 = shade the original
+    // maps, w: 1 = encode sRGB on output.
+    view: vec4<f32>,
+}
+
+const NONE: u32 = 0xffffffffu;
+const PI: f32 = 3.14159265;
+
+@group(1) @binding(0) var<uniform> preview: Preview;
+@group(1) @binding(1) var originals: texture_2d_array<f32>;
+
+struct Hit {
+    found: bool,
+    position: vec3<f32>,
+    normal: vec3<f32>,
+    tangent: vec3<f32>,
+    uv: vec2<f32>,
+}
+
+// The cube's rotation (fixed, so all three visible faces show).
+fn cube_rotation() -> mat3x3<f32> {
+    let yaw = 0.6;
+    let pitch = 0.45;
+    let ry = mat3x3<f32>(vec3<f32>(cos(yaw), 0.0, -sin(yaw)), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(sin(yaw), 0.0, cos(yaw)));
+    let rx = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, cos(pitch), sin(pitch)), vec3<f32>(0.0, -sin(pitch), cos(pitch)));
+    return rx * ry;
+}
+
+fn intersect(origin: vec3<f32>, dir: vec3<f32>, shape: u32) -> Hit {
+    var hit: Hit;
+    hit.found = false;
+    if (shape == 0u) {
+        // Sphere: u around +y (seam at the back), v from the north pole down.
+        let b = dot(origin, dir);
+        let c = dot(origin, origin) - 1.0;
+        let disc = b * b - c;
+        if (disc < 0.0) {
+            return hit;
+        }
+        let t = -b - sqrt(disc);
+        let p = origin + t * dir;
+        hit.found = true;
+        hit.position = p;
+        hit.normal = normalize(p);
+        let phi = atan2(p.x, p.z);
+        hit.uv = vec2<f32>(phi / (2.0 * PI) + 0.5, acos(clamp(p.y, -1.0, 1.0)) / PI);
+        hit.tangent = vec3<f32>(cos(phi), 0.0, -sin(phi));
+        return hit;
+    }
+    if (shape == 1u) {
+        // Plane z = 0, |x|, |y| <= 1, facing the camera.
+        if (abs(dir.z) < 1e-6) {
+            return hit;
+        }
+        let t = -origin.z / dir.z;
+        let p = origin + t * dir;
+        if (t <= 0.0 || abs(p.x) > 1.0 || abs(p.y) > 1.0) {
+            return hit;
+        }
+        hit.found = true;
+        hit.position = p;
+        hit.normal = vec3<f32>(0.0, 0.0, 1.0);
+        hit.tangent = vec3<f32>(1.0, 0.0, 0.0);
+        hit.uv = vec2<f32>(p.x * 0.5 + 0.5, 0.5 - p.y * 0.5);
+        return hit;
+    }
+    // Cube of half-size 0.75, rotated: intersect in its own frame (slabs).
+    let r = cube_rotation();
+    let o = transpose(r) * origin;
+    let d = transpose(r) * dir;
+    let size = 0.75;
+    let inv = 1.0 / d;
+    let t0 = (vec3<f32>(-size) - o) * inv;
+    let t1 = (vec3<f32>(size) - o) * inv;
+    let tmin = min(t0, t1);
+    let tmax = max(t0, t1);
+    let near = max(max(tmin.x, tmin.y), tmin.z);
+    let far = min(min(tmax.x, tmax.y), tmax.z);
+    if (near > far || far < 0.0) {
+        return hit;
+    }
+    let p = o + near * d;
+    var n = vec3<f32>(0.0);
+    var tangent = vec3<f32>(0.0);
+    var uv = vec2<f32>(0.0);
+    let q = p / size;
+    if (near == tmin.x) {
+        n = vec3<f32>(sign(q.x), 0.0, 0.0);
+        tangent = vec3<f32>(0.0, 0.0, -sign(q.x));
+        uv = vec2<f32>(-sign(q.x) * q.z, -q.y);
+    } else if (near == tmin.y) {
+        n = vec3<f32>(0.0, sign(q.y), 0.0);
+        tangent = vec3<f32>(1.0, 0.0, 0.0);
+        uv = vec2<f32>(q.x, sign(q.y) * q.z);
+    } else {
+        n = vec3<f32>(0.0, 0.0, sign(q.z));
+        tangent = vec3<f32>(sign(q.z), 0.0, 0.0);
+        uv = vec2<f32>(sign(q.z) * q.x, -q.y);
+    }
+    hit.found = true;
+    hit.position = r * p;
+    hit.normal = r * n;
+    hit.tangent = r * tangent;
+    hit.uv = clamp(uv * 0.5 + 0.5, vec2<f32>(0.0), vec2<f32>(1.0));
+    return hit;
+}
+
+// What `fetch` keeps between the maps of one pixel: the hidden activations of the last map it
+// decoded, where they start, and that map's index. Maps with the same budget reuse them (a
+// material's maps usually read the same channels), so a pixel runs the hidden layers once per
+// distinct budget instead of once per map.
+struct Cache {
+    map_index: u32,
+    src: u32,
+}
+
+// The material's map `map_index` (library index) / `layer` (in `originals`) at `uv`, un-mapped
+// for shading; `fallback` where the material has no such map.
+fn fetch(
+    map_index: u32,
+    layer: u32,
+    uv: vec2<f32>,
+    fallback: vec4<f32>,
+    act: ptr<function, array<f32, 2u * MAX_WIDTH>>,
+    cache: ptr<function, Cache>,
+) -> vec4<f32> {
+    if (map_index == NONE) {
+        return fallback;
+    }
+    if (preview.view.z > 0.5) {
+        let size = textureDimensions(originals);
+        let texel = min(vec2<u32>(uv * vec2<f32>(size)), size - vec2<u32>(1u));
+        return unmap_texel(map_index, textureLoad(originals, texel, layer, 0));
+    }
+    if ((*cache).map_index == NONE || !same_budget((*cache).map_index, map_index)) {
+        (*cache).src = decode_hidden(map_index, uv, act);
+        (*cache).map_index = map_index;
+    }
+    return unmap_texel(map_index, decode_output(map_index, act, (*cache).src));
+}
+
+fn light_contribution(n: vec3<f32>, v: vec3<f32>, l: vec3<f32>, intensity: f32, albedo: vec3<f32>, roughness: f32, metallic: f32) -> vec3<f32> {
+    let n_dot_l = dot(n, l);
+    if (n_dot_l <= 0.0) {
+        return vec3<f32>(0.0);
+    }
+    let h = normalize(v + l);
+    let n_dot_v = max(dot(n, v), 1e-4);
+    let n_dot_h = max(dot(n, h), 0.0);
+    let v_dot_h = max(dot(v, h), 0.0);
+    let alpha = max(roughness * roughness, 1e-3);
+    let a2 = alpha * alpha;
+    let denom = n_dot_h * n_dot_h * (a2 - 1.0) + 1.0;
+    let d = a2 / (PI * denom * denom);
+    let k = alpha * 0.5;
+    let vis = 1.0 / ((n_dot_l * (1.0 - k) + k) * (n_dot_v * (1.0 - k) + k) * 4.0);
+    let f0 = mix(vec3<f32>(0.04), albedo, metallic);
+    let fresnel = f0 + (vec3<f32>(1.0) - f0) * pow(1.0 - v_dot_h, 5.0);
+    let specular = d * vis * fresnel;
+    let diffuse = (vec3<f32>(1.0) - fresnel) * (1.0 - metallic) * albedo / PI;
+    return (diffuse + specular) * n_dot_l * intensity;
+}
+
+fn encode_srgb(c: f32) -> f32 {
+    if (c <= 0.0031308) {
+        return c * 12.92;
+    }
+    return 1.055 * pow(c, 1.0 / 2.4) - 0.055;
+}
+
+// One pixel at `uv` in the viewport (0..1, y down).
+fn shade(uv: vec2<f32>) -> vec4<f32> {
+    let tan_half = 0.45;
+    let ndc = vec2<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
+    let dir = normalize(vec3<f32>(ndc.x * tan_half * preview.view.y, ndc.y * tan_half, -1.0));
+    let origin = vec3<f32>(0.0, 0.0, 3.0);
+    let hit = intersect(origin, dir, u32(preview.view.x + 0.5));
+    if (!hit.found) {
+        let g = 0.08 + 0.06 * (1.0 - uv.y);
+        return vec4<f32>(g, g, g * 1.1, 1.0);
+    }
+    var act: array<f32, 2u * MAX_WIDTH>;
+    var cache = Cache(NONE, 0u);
+    let base = fetch(preview.maps.x, preview.layers.x, hit.uv, vec4<f32>(0.5, 0.5, 0.5, 1.0), &act, &cache);
+    let normal_ts = fetch(preview.maps.y, preview.layers.y, hit.uv, vec4<f32>(0.0, 0.0, 1.0, 0.0), &act, &cache);
+    let orm = fetch(preview.maps2.y, preview.layers2.y, hit.uv, vec4<f32>(1.0, 0.5, 0.0, 0.0), &act, &cache);
+    let roughness = fetch(preview.maps.z, preview.layers.z, hit.uv, vec4<f32>(orm.y), &act, &cache).x;
+    let metallic = fetch(preview.maps.w, preview.layers.w, hit.uv, vec4<f32>(orm.z), &act, &cache).x;
+    let ao = fetch(preview.maps2.x, preview.layers2.x, hit.uv, vec4<f32>(orm.x), &act, &cache).x;
+    let emissive = fetch(preview.maps2.z, preview.layers2.z, hit.uv, vec4<f32>(0.0), &act, &cache).xyz;
+
+    // Tangent frame: +Y of the normal map points up the image (towards smaller v).
+    let n_geo = hit.normal;
+    let t = normalize(hit.tangent - n_geo * dot(n_geo, hit.tangent));
+    let b = cross(n_geo, t);
+    let n = normalize(t * normal_ts.x + b * normal_ts.y + n_geo * max(normal_ts.z, 1e-3));
+    let v = -dir;
+    let albedo = base.xyz;
+    var color = 0.03 * albedo * ao + emissive;
+    color += light_contribution(n, v, preview.light0.xyz, preview.light0.w, albedo, clamp(roughness, 0.0, 1.0), clamp(metallic, 0.0, 1.0));
+    color += light_contribution(n, v, preview.light1.xyz, preview.light1.w, albedo, clamp(roughness, 0.0, 1.0), clamp(metallic, 0.0, 1.0));
+    color = color / (vec3<f32>(1.0) + color);
+    if (preview.view.w > 0.5) {
+        color = vec3<f32>(encode_srgb(color.x), encode_srgb(color.y), encode_srgb(color.z));
+    }
+    return vec4<f32>(color, 1.0);
+}
+
+@fragment
+fn fs_preview(in: VertexOut) -> @location(0) vec4<f32> {
+    return shade(in.uv);
+}
