@@ -54,11 +54,13 @@ struct Capture {
     arrived: (Sender<String>, Receiver<String>),
 }
 
-/// The screenshots `--capture` takes: file name, central view, light angle (radians).
-const CAPTURE_SHOTS: [(&str, CentralView, f32); 3] = [
-    ("compare.png", CentralView::Compare, 0.0),
-    ("preview_a.png", CentralView::Preview, 0.4),
-    ("preview_b.png", CentralView::Preview, 2.4),
+/// The screenshots `--capture` takes: file name, central view, light angle (radians), whether the
+/// compare view shows the block-compressed map (with the difference at gain 8) instead.
+const CAPTURE_SHOTS: [(&str, CentralView, f32, bool); 4] = [
+    ("compare.png", CentralView::Compare, 0.0, false),
+    ("compare_bcn.png", CentralView::Compare, 0.0, true),
+    ("preview_a.png", CentralView::Preview, 0.4, false),
+    ("preview_b.png", CentralView::Preview, 2.4, false),
 ];
 
 impl StudioApp {
@@ -142,7 +144,7 @@ impl StudioApp {
         if capture.pending {
             return;
         }
-        let Some(&(name, central, angle)) = CAPTURE_SHOTS.get(capture.next) else {
+        let Some(&(name, central, angle, bcn)) = CAPTURE_SHOTS.get(capture.next) else {
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         };
@@ -150,8 +152,11 @@ impl StudioApp {
         view.central = central;
         view.lights_orbit = false;
         view.light_angle = angle;
+        view.bcn = bcn;
+        view.difference = bcn;
         capture.wait_frames += 1;
-        if capture.wait_frames >= 2 {
+        let waiting_for_bcn = bcn && !session.bcn.contains_key(&(view.material, view.map)) && capture.wait_frames < 600;
+        if capture.wait_frames >= 2 && !waiting_for_bcn {
             capture.pending = true;
             let path = capture.dir.join(name);
             let sender = capture.arrived.0.clone();

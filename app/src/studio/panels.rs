@@ -364,12 +364,12 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
     let original_id = textures.original(ui.ctx(), view.material, view.map, texture);
     let key = (view.material, view.map);
     // BCn results of a library never change: generation u64::MAX keys them apart from decodes.
-    let right = if view.bcn {
+    let right_map = if view.bcn {
         bcn.map(|b| (u64::MAX, MapRef { width: texture.width, height: texture.height, channels: texture.channels, values: &b.values }))
     } else {
         decoded.map(|(generation, map)| (generation, MapRef::from(map)))
     };
-    let right_id = right.map(|(generation, map)| {
+    let right_id = right_map.map(|(generation, map)| {
         if view.difference {
             textures.difference(ui.ctx(), key, generation, view.difference_gain, texture, map)
         } else {
@@ -438,14 +438,15 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
         Some(uv) if (0.0..1.0).contains(&uv.x) && (0.0..1.0).contains(&uv.y) => {
             let (x, y) = ((uv.x * size.x) as u32, (uv.y * size.y) as u32);
             let original: Vec<String> = (0..texture.channels).map(|c| format!("{:.3}", texture.value(x, y, c))).collect();
-            let decoded_values = decoded.map(|(_, m)| {
+            let right_values = right_map.map(|(_, m)| {
                 let i = (y as usize * m.width as usize + x as usize) * m.channels as usize;
                 m.values
                     .get(i..i + m.channels as usize)
                     .map(|v| v.iter().map(|v| format!("{v:.3}")).collect::<Vec<_>>().join(", "))
                     .unwrap_or_default()
             });
-            format!("texel ({x}, {y}) · original [{}] · decoded [{}]", original.join(", "), decoded_values.unwrap_or_else(|| "-".into()))
+            let side = if view.bcn { "BCn" } else { "decoded" };
+            format!("texel ({x}, {y}) · original [{}] · {side} [{}]", original.join(", "), right_values.unwrap_or_else(|| "-".into()))
         }
         _ => "hover the image to inspect texels · wheel zooms · drag pans".to_owned(),
     };
