@@ -132,6 +132,10 @@ enum Command {
         /// Continue from `--checkpoint` if it exists.
         #[arg(long, requires = "checkpoint")]
         resume: bool,
+        /// Fine-tune: start from this bundle's model (a bundle of the same library's shape) at
+        /// lower learning rates, e.g. after a source map changed.
+        #[arg(long)]
+        init_from: Option<PathBuf>,
         /// Skip SSIM in the report (faster on large sets).
         #[arg(long)]
         no_ssim: bool,
@@ -351,6 +355,7 @@ fn run(cli: Cli) -> Result<()> {
             checkpoint,
             checkpoint_secs,
             resume,
+            init_from,
             no_ssim,
         } => {
             let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
@@ -415,6 +420,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 options.checkpoint = Some(CheckpointOptions { path, every_secs: checkpoint_secs });
             }
+            options.init_from = init_from;
             eprintln!(
                 "compressing {} material(s), {} maps, {} texels; grids {}",
                 set.materials.len(),

@@ -153,3 +153,67 @@ fn a_bad_folder_is_a_problem_listed_not_a_crash() {
     assert!(problems.iter().any(|p| p.message.contains("broken_basecolor.png")), "{problems:?}");
     harness.get_by_label_contains("broken_basecolor.png");
 }
+
+#[test]
+fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
+    // A copy of one sample material the test may change (the samples themselves are never written).
+    let source = sample_folders().into_iter().find(|p| p.ends_with("bricks")).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("bricks");
+    std::fs::create_dir(&folder).unwrap();
+    for entry in std::fs::read_dir(&source).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, folder.join(path.file_name().unwrap())).unwrap();
+    }
+    let data_dir = tempfile::tempdir().unwrap();
+    let settings = Settings { preset: Preset::Fast, steps: Some(200), ..Settings::default() };
+    let app = StudioApp::with_repaint(settings, vec![folder.clone()], None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+    step_until(&mut harness, "loading", Duration::from_mins(1), |a| !a.session.library.set.materials.is_empty());
+    harness.get_by_label("Start training").click();
+    harness.step();
+    step_until(&mut harness, "training", Duration::from_mins(10), |a| {
+        a.session.run.state == RunState::Finished && a.session.settings.trained_bundle.is_some()
+    });
+    let before = harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap();
+    let old_set = Arc::clone(&harness.state().session.library.set);
+
+    // The artist darkens the roughness map in their painting tool and saves it.
+    let roughness = folder.join("bricks_roughness.png");
+    let mut image = image::open(&roughness).unwrap().to_luma8();
+    for p in image.pixels_mut() {
+        p.0[0] /= 2;
+    }
+    image.save(&roughness).unwrap();
+
+    step_until(&mut harness, "the fine-tune to start", Duration::from_mins(1), |a| a.session.is_training());
+    assert!(
+        harness.state().session.run.lines.iter().any(|l| l.contains("fine-tuning") && l.contains("bricks_roughness.png")),
+        "{:?}",
+        harness.state().session.run.lines
+    );
+    let new_set = Arc::clone(&harness.state().session.library.set);
+    assert!(!Arc::ptr_eq(&old_set, &new_set), "the library was re-imported");
+    let index = new_set.materials[0].textures.iter().position(|t| t.kind.token() == "roughness").unwrap();
+    let (old_mean, new_mean) = [&old_set, &new_set]
+        .map(|s| {
+            let t = &s.materials[0].textures[index];
+            t.texels.iter().sum::<f32>() / t.texels.len() as f32
+        })
+        .into();
+    assert!(new_mean < old_mean * 0.6, "the re-imported roughness is the edited one ({new_mean} vs {old_mean})");
+    step_until(&mut harness, "the fine-tune to finish", Duration::from_mins(10), |a| a.session.run.state == RunState::Finished);
+    step_until(&mut harness, "the scores", Duration::from_mins(2), |a| {
+        a.session
+            .decoded
+            .as_ref()
+            .is_some_and(|d| d.scores.is_some() && a.session.trained.as_ref().is_some_and(|t| t.generation == d.generation))
+    });
+    let after = harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap();
+    assert_ne!(*after, *before);
+    let score = harness.state().session.decoded.as_ref().unwrap().scores.as_ref().unwrap();
+    let map = score.maps.iter().find(|m| m.map == "roughness").unwrap();
+    // Scored against the edited map: the fine-tune learned the change.
+    println!("roughness after the fine-tune: {:.2} dB (pooled {:.2} dB)", map.psnr_db, score.pooled_psnr_db);
+    assert!(map.psnr_db > 25.0, "roughness after the fine-tune: {:.2} dB", map.psnr_db);
+}

@@ -12,9 +12,7 @@ use crate::params::ModelParams;
 use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::quant;
 use crate::set::TextureSet;
-use crate::train::{
-    Batch, CHUNK_TEXELS, Rng, Sampler, Schedule, StatusReporter, TrainError, TrainReport, finalize, initial_params, round_grids,
-};
+use crate::train::{Batch, CHUNK_TEXELS, Rng, Sampler, Schedule, StatusReporter, TrainError, TrainReport, finalize, round_grids};
 use burn::prelude::Device;
 
 /// The burn device for a backend.
@@ -84,7 +82,7 @@ pub fn train_burn(
     let schedule = Schedule::new(options, layout);
     let sampler = Sampler::new(set, layout);
     let device = device_for(options.backend);
-    let params = initial_params(set, layout, options.seed);
+    let params = crate::train::starting_params(set, layout, options)?;
     let mut trainer = BurnTrainer::new(&params, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
     let amplitude = 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8));
     let mut status = StatusReporter::new(0);

@@ -15,7 +15,8 @@ pub const MAX_IMAGE_BYTES: u64 = 2 << 30;
 /// Name of the optional per-folder configuration file.
 pub const CONFIG_FILE_NAME: &str = "texset.toml";
 
-const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "tga", "exr"];
+/// File extensions ingest reads (lower case).
+pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "tga", "exr"];
 
 /// An ingest failure. Every variant names the file or folder.
 #[derive(Debug, thiserror::Error)]

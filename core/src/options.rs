@@ -133,6 +133,10 @@ pub struct CompressOptions {
     pub resume_from: Option<PathBuf>,
     /// Remove latent channels during training. Default none.
     pub prune: Option<ChannelPruning>,
+    /// Start from this bundle's model instead of a fresh one (a fine-tune: the studio uses it
+    /// when a source map changes). Its grids and layers must have this library's shapes.
+    /// Default none.
+    pub init_from: Option<PathBuf>,
     /// How a library's materials share channels. Default [`LibrarySharing::Related`].
     pub library_sharing: LibrarySharing,
 }
@@ -160,6 +164,7 @@ impl Default for CompressOptions {
             checkpoint: None,
             resume_from: None,
             prune: None,
+            init_from: None,
             library_sharing: LibrarySharing::Related,
         }
     }

@@ -37,6 +37,14 @@ pub enum TrainError {
     /// The training backend failed.
     #[error("training backend failed: {0}")]
     Backend(String),
+    /// The bundle to start from (`CompressOptions::init_from`) does not fit this library's model.
+    #[error("cannot start from {path:?}: {message}")]
+    InitFrom {
+        /// The bundle.
+        path: std::path::PathBuf,
+        /// What does not fit.
+        message: String,
+    },
 }
 
 /// `SplitMix64`: small, fast and good enough for sampling texels and noise.
@@ -420,12 +428,15 @@ impl Schedule {
     /// The schedule of some options for a layout.
     #[must_use]
     pub fn new(options: &CompressOptions, layout: &ModelLayout) -> Self {
+        // A fine-tune starts from a trained model: full learning rates (and a fresh Adam) would
+        // first undo much of it.
+        let lr_scale = if options.init_from.is_some() { FINE_TUNE_LEARNING_RATE_SCALE } else { 1.0 };
         let steps = options.steps;
         Self {
             steps,
             batch_texels: options.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
-            grid_learning_rate: options.grid_learning_rate,
-            mlp_learning_rate: options.mlp_learning_rate,
+            grid_learning_rate: options.grid_learning_rate * lr_scale,
+            mlp_learning_rate: options.mlp_learning_rate * lr_scale,
             freeze_step: (steps as f32 * options.freeze_latents_at) as u32,
             int8_step: (steps as f32 * options.quantize_weights_at) as u32,
             grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
@@ -941,6 +952,34 @@ pub struct TrainReport {
     pub pruned_channels: Vec<u32>,
 }
 
+/// Learning rates of a fine-tune (`CompressOptions::init_from`), relative to the options'.
+pub const FINE_TUNE_LEARNING_RATE_SCALE: f32 = 0.3;
+
+/// The parameters training starts from: `options.init_from`'s model (dequantised) when given, a
+/// fine-tune, else the seeded initialisation.
+pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<ModelParams, TrainError> {
+    let fresh = initial_params(set, layout, options.seed);
+    let Some(path) = &options.init_from else { return Ok(fresh) };
+    let error = |message: String| TrainError::InitFrom { path: path.clone(), message };
+    let bundle = crate::bundle::Bundle::read(path).map_err(|e| error(e.to_string()))?;
+    let params = crate::decode::Decoder::new(&bundle).params().clone();
+    let grid_shape = |p: &ModelParams| p.grids.iter().map(|g| (g.width, g.height, g.channels)).collect::<Vec<_>>();
+    let layer_shape = |p: &ModelParams| p.layers.iter().map(|l| (l.inputs, l.outputs)).collect::<Vec<_>>();
+    if grid_shape(&params) != grid_shape(&fresh)
+        || layer_shape(&params) != layer_shape(&fresh)
+        || params.pe_frequencies != fresh.pe_frequencies
+    {
+        return Err(error(format!(
+            "its model (grids {:?}, layers {:?}) is not this library's (grids {:?}, layers {:?})",
+            grid_shape(&params),
+            layer_shape(&params),
+            grid_shape(&fresh),
+            layer_shape(&fresh)
+        )));
+    }
+    Ok(params)
+}
+
 /// Runs the fused trainer to the end with progress, cancellation and checkpoints.
 pub fn train_fused(
     set: &TextureSet,
@@ -952,7 +991,7 @@ pub fn train_fused(
     let schedule = Schedule::new(options, layout);
     let sampler = Sampler::new(set, layout);
     let fingerprint = crate::checkpoint::fingerprint(set, layout, options);
-    let mut trainer = FusedTrainer::new(sampler, schedule.clone(), initial_params(set, layout, options.seed));
+    let mut trainer = FusedTrainer::new(sampler, schedule.clone(), starting_params(set, layout, options)?);
     if let Some(pruning) = &options.prune {
         trainer = trainer.with_pruning(pruning.clone());
     }

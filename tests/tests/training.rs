@@ -228,3 +228,30 @@ fn a_run_resumed_after_the_removal_gives_the_uninterrupted_bundle() {
     assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (37..120).contains(&s)));
     assert_eq!(resumed.bundle_bytes, straight, "resumed run differs from the uninterrupted one");
 }
+
+#[test]
+fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
+    let set = common::small_set(64);
+    let dir = tempfile::tempdir().unwrap();
+    let first = compress(&set, &quick_options(), &NoProgress, &Cancel::new()).unwrap();
+    let path = dir.path().join("first.texset");
+    std::fs::write(&path, &first.bundle_bytes).unwrap();
+    let first_db = evaluate(&set, &Decoder::new(&first.bundle), false).unwrap().pooled_psnr_db;
+
+    // 40 steps from the bundle keep (about) its quality; 40 steps from scratch are far below.
+    let short = CompressOptions { steps: 40, ..quick_options() };
+    let tuned = compress(&set, &CompressOptions { init_from: Some(path.clone()), ..short.clone() }, &NoProgress, &Cancel::new()).unwrap();
+    let tuned_db = evaluate(&set, &Decoder::new(&tuned.bundle), false).unwrap().pooled_psnr_db;
+    let scratch = compress(&set, &short, &NoProgress, &Cancel::new()).unwrap();
+    let scratch_db = evaluate(&set, &Decoder::new(&scratch.bundle), false).unwrap().pooled_psnr_db;
+    println!("first {first_db:.2} dB; 40 more steps from it {tuned_db:.2} dB; 40 steps from scratch {scratch_db:.2} dB");
+    assert!(tuned_db > first_db - 0.5, "the fine-tune lost quality: {tuned_db:.2} vs {first_db:.2} dB");
+    assert!(tuned_db > scratch_db + 3.0, "the fine-tune did not start from the bundle: {tuned_db:.2} vs {scratch_db:.2} dB");
+
+    // A bundle of another shape is a clear error naming it.
+    let other = common::small_set(32);
+    let wide = CompressOptions { hidden_widths: vec![32, 16], ..quick_options() };
+    let err = compress(&other, &CompressOptions { init_from: Some(path.clone()), ..wide }, &NoProgress, &Cancel::new()).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("first.texset") && message.contains("not this library's"), "{message}");
+}

@@ -7,11 +7,18 @@ use super::worker::{DecodeWorker, Decoded, TrainEvent, TrainJob};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use texset_core::bundle::Bundle;
 use texset_core::pipeline::{AnalyseReport, CompressReport};
 use texset_core::progress::{Pass, TrainStatus};
 use texset_core::{CompressOptions, TextureSet};
+
+/// A changed source is re-imported once no further change came for this long (a painting tool
+/// may write a file in several steps).
+pub const HOT_RELOAD_QUIET: Duration = Duration::from_millis(500);
+
+/// A fine-tune after a source changed runs this fraction of the steps of a full training.
+pub const FINE_TUNE_STEP_FRACTION: u32 = 2;
 
 /// How often a running training sends its current model for the previews.
 pub const SNAPSHOT_EVERY: Duration = Duration::from_secs(3);
@@ -131,6 +138,13 @@ pub struct Session {
     pub bcn: std::collections::BTreeMap<(usize, usize), Arc<texset_core::bcn::BcRoundTrip>>,
     bcn_pending: Option<((usize, usize), Receiver<texset_core::bcn::BcRoundTrip>)>,
     job: Option<TrainJob>,
+    /// Watches the library's folders (hot reload); events arrive on `fs_events`.
+    watcher: Option<notify::RecommendedWatcher>,
+    fs_events: Option<Receiver<notify::Result<notify::Event>>>,
+    /// Source files that changed, and when the last change came (re-import after a quiet spell).
+    changed: Option<(Instant, Vec<PathBuf>)>,
+    /// After this load, fine-tune the bundle on screen (a source map changed).
+    fine_tune_after_load: Option<Vec<PathBuf>>,
     loading: Option<Receiver<Loaded>>,
     analysing: Option<Receiver<Result<Analysis, String>>>,
     decoder: DecodeWorker,
@@ -155,6 +169,10 @@ impl Session {
             bcn: std::collections::BTreeMap::new(),
             bcn_pending: None,
             job: None,
+            watcher: None,
+            fs_events: None,
+            changed: None,
+            fine_tune_after_load: None,
             loading: None,
             analysing: None,
             decoder,
@@ -303,6 +321,7 @@ impl Session {
 
     /// Loads the settings' folders again (on the thread `texset-ingest`), then analyses them.
     fn reload(&mut self) {
+        self.watch_folders();
         let folders = self.settings.folders.clone();
         let options = self.options_and_target();
         let (sender, receiver) = channel();
@@ -316,6 +335,99 @@ impl Session {
         match spawned {
             Ok(_) => self.loading = Some(receiver),
             Err(e) => self.say(true, format!("could not start loading: {e}")),
+        }
+    }
+
+    /// Watches the library's folders for changed maps (hot reload). A folder that cannot be
+    /// watched is said once; the studio works on without hot reload for it.
+    fn watch_folders(&mut self) {
+        use notify::Watcher;
+        let (sender, receiver) = channel();
+        let repaint = Arc::clone(&self.repaint);
+        let handler = move |event: notify::Result<notify::Event>| {
+            let _ = sender.send(event);
+            repaint();
+        };
+        match notify::recommended_watcher(handler) {
+            Ok(mut watcher) => {
+                let mut failed = Vec::new();
+                for folder in &self.settings.folders {
+                    if let Err(e) = watcher.watch(folder, notify::RecursiveMode::NonRecursive) {
+                        failed.push(format!("{}: {e}", folder.display()));
+                    }
+                }
+                for f in failed {
+                    self.say(true, format!("not watching for changes: {f}"));
+                }
+                self.watcher = Some(watcher);
+                self.fs_events = Some(receiver);
+            }
+            Err(e) => self.say(true, format!("hot reload is off: {e}")),
+        }
+    }
+
+    /// Takes in file-system events: changed source images start a re-import (and, with a
+    /// trained bundle kept, a fine-tune from it) once the folder is quiet.
+    fn poll_hot_reload(&mut self) {
+        if let Some(events) = &self.fs_events {
+            while let Ok(event) = events.try_recv() {
+                let Ok(event) = event else { continue };
+                if !(event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove()) {
+                    continue;
+                }
+                let images: Vec<PathBuf> = event.paths.into_iter().filter(|p| is_source_image(p)).collect();
+                if images.is_empty() {
+                    continue;
+                }
+                let (_, paths) = self.changed.get_or_insert_with(|| (Instant::now(), Vec::new()));
+                for p in images {
+                    if !paths.contains(&p) {
+                        paths.push(p);
+                    }
+                }
+                if let Some((when, _)) = &mut self.changed {
+                    *when = Instant::now();
+                }
+            }
+        }
+        let quiet = self.changed.as_ref().is_some_and(|(when, _)| when.elapsed() >= HOT_RELOAD_QUIET);
+        if !quiet || self.loading.is_some() || self.job.is_some() {
+            return;
+        }
+        let Some((_, paths)) = self.changed.take() else { return };
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        self.say(false, format!("changed on disk: {}; re-importing", names.join(", ")));
+        let kept =
+            self.trained.as_ref().is_some_and(|t| t.bytes.is_some()) && self.settings.trained_bundle.as_ref().is_some_and(|p| p.is_file());
+        self.fine_tune_after_load = kept.then_some(paths);
+        self.reload();
+    }
+
+    /// Fine-tunes the bundle on screen (kept in the data folder) on the re-imported library.
+    fn start_fine_tune(&mut self, changed: &[PathBuf]) {
+        let Some(path) = self.settings.trained_bundle.clone() else { return };
+        let mut options = match self.fitted_options() {
+            Ok(o) => o,
+            Err(e) => {
+                self.say(true, e);
+                return;
+            }
+        };
+        options.steps = (options.steps / FINE_TUNE_STEP_FRACTION).max(50);
+        options.init_from = Some(path);
+        self.job = None;
+        let names: Vec<String> = changed.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+        self.run = RunLog { state: RunState::Running, ..RunLog::default() };
+        self.run.lines.push(format!("fine-tuning from the current model ({} steps) after {} changed", options.steps, names.join(", ")));
+        match TrainJob::start(Arc::clone(&self.library.set), options, SNAPSHOT_EVERY, Arc::clone(&self.repaint)) {
+            Ok(job) => {
+                self.say(false, format!("fine-tuning after {} changed", names.join(", ")));
+                self.job = Some(job);
+            }
+            Err(e) => {
+                self.run.state = RunState::Failed;
+                self.say(true, format!("could not start the fine-tune: {e}"));
+            }
         }
     }
 
@@ -367,6 +479,7 @@ impl Session {
 
     /// Takes in what the background threads finished. Call once a frame; never blocks.
     pub fn poll(&mut self) {
+        self.poll_hot_reload();
         if let Some(loading) = &self.loading
             && let Ok((library, analysis)) = loading.try_recv()
         {
@@ -380,6 +493,9 @@ impl Session {
             self.bcn.clear();
             self.say(false, format!("loaded {loaded} material(s)"));
             self.restore_trained();
+            if let Some(changed) = self.fine_tune_after_load.take() {
+                self.start_fine_tune(&changed);
+            }
         }
         if let Some((key, receiver)) = &self.bcn_pending
             && let Ok(result) = receiver.try_recv()
@@ -537,6 +653,13 @@ impl Session {
         }
         Ok(format!("wrote {files} decoder shaders under {}", dir.display()))
     }
+}
+
+/// Whether a path is an image ingest reads (by extension).
+fn is_source_image(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| texset_core::ingest::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// Loads each folder on its own: one bad folder is a problem listed, not a failed library.
