@@ -19,9 +19,34 @@ use burn::prelude::Device;
 #[must_use]
 pub fn device_for(backend: Backend) -> Device {
     match backend {
-        Backend::Wgpu => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
+        Backend::Wgpu => SHARED_WGPU.get().cloned().unwrap_or_else(|| Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
         _ => Device::flex(),
     }
+}
+
+/// The application's own wgpu device, when it registered one with [`share_wgpu_device`].
+static SHARED_WGPU: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
+
+/// Registers an application's wgpu device (the studio's, the one egui renders with) so wgpu
+/// training runs on it instead of on a device of its own: one device for training and rendering.
+/// The device must have been created with the adapter's own features and limits (burn's kernels
+/// need more than wgpu's defaults). Once per process; a second call is an error.
+pub fn share_wgpu_device(
+    instance: burn::tensor::wgpu::wgpu::Instance,
+    adapter: burn::tensor::wgpu::wgpu::Adapter,
+    device: burn::tensor::wgpu::wgpu::Device,
+    queue: burn::tensor::wgpu::wgpu::Queue,
+) -> Result<(), String> {
+    let backend = adapter.get_info().backend;
+    let setup = burn::tensor::wgpu::WgpuSetup { instance, adapter, device, queue, backend };
+    let shared = Device::wgpu_options().setup(setup).init().map_err(|e| format!("burn could not use the device: {e}"))?;
+    SHARED_WGPU.set(shared).map_err(|_| "a wgpu device is already shared with training".to_owned())
+}
+
+/// Whether wgpu training runs on a device the application shared.
+#[must_use]
+pub fn wgpu_device_is_shared() -> bool {
+    SHARED_WGPU.get().is_some()
 }
 
 /// A wgpu adapter as wgpu reports it.
@@ -130,7 +155,11 @@ pub fn train_burn(
     let train_secs = status.elapsed_secs();
     let p = finalize(trainer.params(), &schedule.grid_bits);
     let report = TrainReport {
-        backend: format!("burn {}", if options.backend == Backend::Wgpu { "wgpu" } else { "flex" }),
+        backend: match options.backend {
+            Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)".to_owned(),
+            Backend::Wgpu => "burn wgpu".to_owned(),
+            _ => "burn flex".to_owned(),
+        },
         steps_run: schedule.steps,
         total_steps: schedule.steps,
         batch_texels: schedule.batch_texels,

@@ -109,16 +109,27 @@ fn block_on<F: Future>(future: F) -> F::Output {
 /// Opens the default adapter (respecting the `WGPU_BACKEND`, `WGPU_ADAPTER_NAME`... environment
 /// variables) and a device with the adapter's own limits, blocking. `Ok(None)` when there is no adapter.
 pub fn request_device() -> Result<Option<(wgpu::Adapter, wgpu::Device, wgpu::Queue)>, GpuError> {
+    Ok(open_device(false)?.map(|(_, adapter, device, queue)| (adapter, device, queue)))
+}
+
+/// As [`request_device`], with every feature the adapter has enabled too (what burn's training
+/// kernels need on a device shared with them, as the studio's is), and the instance.
+pub fn request_device_for_training() -> Result<Option<(wgpu::Instance, wgpu::Adapter, wgpu::Device, wgpu::Queue)>, GpuError> {
+    open_device(true)
+}
+
+fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, wgpu::Adapter, wgpu::Device, wgpu::Queue)>, GpuError> {
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let Ok(adapter) = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default())) else {
         return Ok(None);
     };
     let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("texset device"),
+        required_features: if all_features { adapter.features() } else { wgpu::Features::empty() },
         required_limits: adapter.limits(),
         ..Default::default()
     }))?;
-    Ok(Some((adapter, device, queue)))
+    Ok(Some((instance, adapter, device, queue)))
 }
 
 fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode) -> Vec<u8> {

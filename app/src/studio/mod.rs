@@ -93,8 +93,24 @@ impl StudioApp {
         let device = match &render_state {
             Some(rs) => {
                 let info = rs.adapter.get_info();
-                let kind = if info.device_type == wgpu::DeviceType::Cpu { "software GPU" } else { "GPU" };
-                format!("{} ({kind}, {:?}); training: {}", info.name, info.backend, training_device())
+                let software = info.device_type == wgpu::DeviceType::Cpu;
+                let kind = if software { "software GPU" } else { "GPU" };
+                // On a hardware GPU, training (burn-wgpu, what Auto picks there) runs on this same
+                // device; a software one trains faster on the CPU.
+                let training = if software {
+                    training_device()
+                } else {
+                    match texset_core::burn_train::share_wgpu_device(
+                        rs.instance.clone(),
+                        rs.adapter.clone(),
+                        rs.device.clone(),
+                        rs.queue.clone(),
+                    ) {
+                        Ok(()) => "on this GPU, shared with the renderer".to_owned(),
+                        Err(e) => format!("{} ({e})", training_device()),
+                    }
+                };
+                format!("{} ({kind}, {:?}); training: {training}", info.name, info.backend)
             }
             None => format!("no GPU renderer; training: {}", training_device()),
         };
