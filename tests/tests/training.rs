@@ -9,7 +9,6 @@ use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::options::{ChannelPruning, CheckpointOptions, PruneMethod};
 use texset_core::pipeline::analyse;
-use texset_core::progress::TrainStatus;
 use texset_core::train::{Batch, Rng, Sampler, initial_params, loss_and_grads};
 use texset_core::{Cancel, CompressOptions, NoProgress, Progress, compress};
 
@@ -57,15 +56,26 @@ fn same_seed_same_bundle_and_other_seed_other_bundle() {
     assert_ne!(a, c);
 }
 
+/// Cancels after `step` training steps. Counts steps through `snapshot_due`, which the trainer
+/// asks after every step: status reports come at most twice a second, so on a fast machine a
+/// short run can end before any report at the step (the old flake).
 struct CancelAt {
     step: u32,
     cancel: Cancel,
+    steps_seen: std::sync::atomic::AtomicU32,
+}
+impl CancelAt {
+    fn new(step: u32, cancel: Cancel) -> Self {
+        Self { step, cancel, steps_seen: std::sync::atomic::AtomicU32::new(0) }
+    }
 }
 impl Progress for CancelAt {
-    fn train_status(&self, s: &TrainStatus) {
-        if s.step >= self.step {
+    fn snapshot_due(&self) -> bool {
+        let seen = self.steps_seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if seen >= self.step {
             self.cancel.cancel();
         }
+        false
     }
 }
 
@@ -80,7 +90,7 @@ fn cancel_then_resume_gives_the_uninterrupted_bundle() {
     let with_checkpoints =
         CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
     let cancel = Cancel::new();
-    let stopper = CancelAt { step: 50, cancel: cancel.clone() };
+    let stopper = CancelAt::new(50, cancel.clone());
     let err = compress(&set, &with_checkpoints, &stopper, &cancel).unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     assert!(checkpoint.exists());
@@ -221,7 +231,7 @@ fn a_run_resumed_after_the_removal_gives_the_uninterrupted_bundle() {
         CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
     let cancel = Cancel::new();
     // Removal happens at step 36; stop well after it.
-    let stopper = CancelAt { step: 60, cancel: cancel.clone() };
+    let stopper = CancelAt::new(60, cancel.clone());
     assert!(compress(&set, &with_checkpoints, &stopper, &cancel).is_err());
     let resumed_options = CompressOptions { resume_from: Some(checkpoint), ..with_checkpoints };
     let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
