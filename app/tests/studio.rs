@@ -3,10 +3,14 @@
 //! and that the source folders' bytes and modification times are unchanged.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::sample_folders;
+
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use texset::studio::StudioApp;
@@ -14,13 +18,6 @@ use texset::studio::session::RunState;
 use texset::studio::state::{Command, Settings};
 use texset_core::Preset;
 use texset_core::bundle::Bundle;
-
-fn sample_folders() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    dirs
-}
 
 /// Every file's bytes and modification time under the folders.
 fn snapshot(folders: &[PathBuf]) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {

@@ -4,16 +4,13 @@
 //! screenshots are kept in `target/ci-artifacts/studio/` (CI's artifact folder).
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::sample_folders;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn sample_folders() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    dirs
-}
 
 /// Kills the child on drop (Xvfb must not outlive the test).
 struct Child(std::process::Child);

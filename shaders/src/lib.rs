@@ -216,27 +216,8 @@ impl GpuDecoder {
         };
         let map_pipeline = compute("texset decode map pipeline", EntryPoint::DecodeMap);
         let samples_pipeline = compute("texset decode samples pipeline", EntryPoint::DecodeSamples);
-        let render_pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("texset fragment decode pipeline"),
-            layout: None,
-            vertex: wgpu::VertexState {
-                module: &module,
-                entry_point: Some(EntryPoint::Fullscreen.name()),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                buffers: &[],
-            },
-            primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: None,
-            multisample: wgpu::MultisampleState::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &module,
-                entry_point: Some(EntryPoint::FragmentDecode.name()),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                targets: &[Some(wgpu::ColorTargetState { format: FRAGMENT_FORMAT, blend: None, write_mask: wgpu::ColorWrites::ALL })],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+        let render_pipeline =
+            fullscreen_pipeline(device, &module, "texset fragment decode pipeline", EntryPoint::FragmentDecode.name(), FRAGMENT_FORMAT);
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
@@ -515,6 +496,38 @@ fn map_read(
     };
     staging.unmap();
     Ok(values)
+}
+
+/// A pipeline drawing `vs_fullscreen`'s triangle with `fragment_entry` of `module` into one
+/// colour target of `format` (the fragment decode and the studio's preview).
+fn fullscreen_pipeline(
+    device: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    label: &str,
+    fragment_entry: &str,
+    format: wgpu::TextureFormat,
+) -> wgpu::RenderPipeline {
+    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some(label),
+        layout: None,
+        vertex: wgpu::VertexState {
+            module,
+            entry_point: Some(EntryPoint::Fullscreen.name()),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            buffers: &[],
+        },
+        primitive: wgpu::PrimitiveState::default(),
+        depth_stencil: None,
+        multisample: wgpu::MultisampleState::default(),
+        fragment: Some(wgpu::FragmentState {
+            module,
+            entry_point: Some(fragment_entry),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            targets: &[Some(wgpu::ColorTargetState { format, blend: None, write_mask: wgpu::ColorWrites::ALL })],
+        }),
+        multiview_mask: None,
+        cache: None,
+    })
 }
 
 fn check_device_limit(what: &'static str, got: u64, limit: u64) -> Result<(), GpuError> {

@@ -327,27 +327,7 @@ fn create_pipeline(device: &wgpu::Device, wgsl: &str, format: wgpu::TextureForma
         label: Some("texset preview.wgsl"),
         source: wgpu::ShaderSource::Wgsl(wgsl.into()),
     });
-    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-        label: Some("texset preview pipeline"),
-        layout: None,
-        vertex: wgpu::VertexState {
-            module: &module,
-            entry_point: Some("vs_fullscreen"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            buffers: &[],
-        },
-        primitive: wgpu::PrimitiveState::default(),
-        depth_stencil: None,
-        multisample: wgpu::MultisampleState::default(),
-        fragment: Some(wgpu::FragmentState {
-            module: &module,
-            entry_point: Some("fs_preview"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            targets: &[Some(wgpu::ColorTargetState { format, blend: None, write_mask: wgpu::ColorWrites::ALL })],
-        }),
-        multiview_mask: None,
-        cache: None,
-    })
+    crate::fullscreen_pipeline(device, &module, "texset preview pipeline", "fs_preview", format)
 }
 
 fn model_bind_group(device: &wgpu::Device, pipeline: &wgpu::RenderPipeline, model: &GpuModel) -> Result<wgpu::BindGroup, GpuError> {
