@@ -1,6 +1,6 @@
 //! Scoring a bundle against its source set: PSNR pooled, per map and per channel, and SSIM.
 
-use crate::decode::{DecodeError, Decoder};
+use crate::decode::{DecodeError, DecodedMap, Decoder};
 use crate::metrics::{SquaredError, ssim};
 use crate::set::{SampleFormat, TextureSet};
 use serde::Serialize;
@@ -57,9 +57,14 @@ pub fn quantize_to_format(values: &mut [f32], format: SampleFormat) {
 /// Decodes every map of the bundle and scores it against the set (matched by material name and
 /// map kind). `with_ssim` can be turned off for speed.
 pub fn evaluate(set: &TextureSet, decoder: &Decoder, with_ssim: bool) -> Result<EvalReport, EvalError> {
+    Ok(score(set, &decode_set(set, decoder)?, with_ssim))
+}
+
+/// Decodes the bundle's maps of every texture of the set, in the set's order (matched by
+/// material name and map kind; sizes checked), rounded to what each map's file format stores.
+pub fn decode_set(set: &TextureSet, decoder: &Decoder) -> Result<Vec<Vec<DecodedMap>>, EvalError> {
     let manifest = decoder.manifest();
-    let mut pooled = SquaredError::default();
-    let mut maps = Vec::new();
+    let mut out = Vec::with_capacity(set.materials.len());
     for material in &set.materials {
         let (mi, entry) = manifest
             .materials
@@ -68,6 +73,7 @@ pub fn evaluate(set: &TextureSet, decoder: &Decoder, with_ssim: bool) -> Result<
             .find(|(_, m)| m.name == material.name)
             .ok_or_else(|| EvalError::Mismatch(format!("no material '{}' in the bundle", material.name)))?;
         let decoded = decoder.decode_material(mi)?;
+        let mut maps = Vec::with_capacity(material.textures.len());
         for texture in &material.textures {
             let (ti, map_entry) = entry
                 .maps
@@ -91,6 +97,20 @@ pub fn evaluate(set: &TextureSet, decoder: &Decoder, with_ssim: bool) -> Result<
                 )));
             }
             quantize_to_format(&mut d.values, map_entry.sample_format);
+            maps.push(d);
+        }
+        out.push(maps);
+    }
+    Ok(out)
+}
+
+/// Scores maps decoded by [`decode_set`] against the set.
+#[must_use]
+pub fn score(set: &TextureSet, decoded: &[Vec<DecodedMap>], with_ssim: bool) -> EvalReport {
+    let mut pooled = SquaredError::default();
+    let mut maps = Vec::new();
+    for (material, decoded) in set.materials.iter().zip(decoded) {
+        for (texture, d) in material.textures.iter().zip(decoded) {
             let se = SquaredError::of(&d.values, &texture.texels);
             pooled.add(se);
             let ch = texture.channels as usize;
@@ -112,5 +132,5 @@ pub fn evaluate(set: &TextureSet, decoder: &Decoder, with_ssim: bool) -> Result<
             });
         }
     }
-    Ok(EvalReport { pooled_psnr_db: pooled.psnr_db(), maps })
+    EvalReport { pooled_psnr_db: pooled.psnr_db(), maps }
 }

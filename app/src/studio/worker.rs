@@ -221,24 +221,10 @@ impl DecodeWorker {
     }
 }
 
-/// Decodes every map of `bundle` in the set's order and scores it (when the set matches).
+/// Decodes every map of `bundle` in the set's order (rounded to each file's format, as exported)
+/// and scores it: one decode serves both.
 pub fn decode_and_score(generation: u64, bundle: &Bundle, set: &TextureSet, with_ssim: bool) -> Result<Decoded, String> {
-    let decoder = Decoder::new(bundle);
-    let manifest = decoder.manifest();
-    let mut maps = Vec::new();
-    for material in &set.materials {
-        let Some(mi) = manifest.materials.iter().position(|m| m.name == material.name) else {
-            return Err(format!("the bundle has no material '{}'", material.name));
-        };
-        let mut decoded = Vec::new();
-        for texture in &material.textures {
-            let Some(ti) = manifest.materials[mi].maps.iter().position(|e| e.kind == texture.kind) else {
-                return Err(format!("the bundle has no {} map for '{}'", texture.kind.token(), material.name));
-            };
-            decoded.push(decoder.decode_map(mi, ti).map_err(|e| e.to_string())?);
-        }
-        maps.push(decoded);
-    }
-    let scores = texset_core::eval::evaluate(set, &decoder, with_ssim).ok();
+    let maps = texset_core::eval::decode_set(set, &Decoder::new(bundle)).map_err(|e| e.to_string())?;
+    let scores = Some(texset_core::eval::score(set, &maps, with_ssim));
     Ok(Decoded { generation, maps, scores })
 }
