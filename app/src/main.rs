@@ -2,6 +2,7 @@
 //! texset engine. Thin: the work is in texset-core, texset-shaders and the studio module.
 
 mod bench;
+mod load;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -234,6 +235,23 @@ enum Command {
         /// Instead: the studio's frame time (headless UI + tessellation) while it trains.
         #[arg(long)]
         ui: bool,
+        /// Instead: memory under load. Compress `--load-materials` generated materials one after
+        /// another, then decode random texels through the runtime API at `--load-texels-per-sec`
+        /// for `--load-decode-secs`; report RSS at the start and end of each.
+        #[arg(long)]
+        load: bool,
+        /// Materials the load test compresses.
+        #[arg(long, default_value_t = 50)]
+        load_materials: usize,
+        /// Training steps per material in the load test.
+        #[arg(long, default_value_t = 300)]
+        load_steps: u32,
+        /// Seconds of decoding in the load test.
+        #[arg(long, default_value_t = 600.0)]
+        load_decode_secs: f64,
+        /// Random texels decoded per second in the load test.
+        #[arg(long, default_value_t = 10_000)]
+        load_texels_per_sec: u32,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -295,6 +313,10 @@ impl Progress for TerminalProgress {
         }
         eprintln!("{pass:?}: {summary}");
     }
+
+    fn warning(&self, message: &str) {
+        self.bar.suspend(|| eprintln!("warning: {message}"));
+    }
 }
 
 fn parse_budgets(text: &str) -> Result<std::collections::BTreeMap<String, u32>> {
@@ -314,6 +336,43 @@ fn sample_folders() -> Vec<PathBuf> {
         .unwrap_or_default();
     dirs.sort();
     dirs
+}
+
+/// `texset decode --gpu`: every map through the WGSL decoder. Any GPU trouble (no adapter, no
+/// device, a failure mid-way; or one simulated through `TEXSET_FAULT`) is an error the caller
+/// answers with the CPU reference decoder.
+fn decode_on_gpu(b: &Bundle, output: &Path) -> Result<Vec<PathBuf>> {
+    use texset_core::fault::{self, Fault};
+    if fault::is_active(Fault::GpuNoAdapter) {
+        bail!("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)");
+    }
+    if fault::is_active(Fault::GpuDevice) {
+        bail!("the adapter failed to create a device (simulated: TEXSET_FAULT=gpu-device)");
+    }
+    let Some((adapter, device, queue)) = texset_shaders::request_device()? else {
+        bail!("no GPU adapter found");
+    };
+    let info = adapter.get_info();
+    eprintln!("decoding on the GPU: {} ({:?})", info.name, info.backend);
+    let decoder = texset_shaders::GpuDecoder::new(&device, b)?;
+    let lost_at = fault::gpu_lost_at_step();
+    let mut decoded = 0u32;
+    let written = texset_core::export::write_folder(&b.manifest, output, |material| {
+        (0..b.manifest.materials[material].maps.len())
+            .map(|map| {
+                if lost_at == Some(decoded) {
+                    return Err(texset_core::export::ExportError::Gpu(format!(
+                        "device lost at map {decoded} (simulated: TEXSET_FAULT=gpu-lost-at-step={decoded})"
+                    )));
+                }
+                decoded += 1;
+                decoder
+                    .decode_map(&device, &queue, material, map, texset_shaders::DecodeMode::Stored)
+                    .map_err(|e| texset_core::export::ExportError::Gpu(e.to_string()))
+            })
+            .collect()
+    })?;
+    Ok(written)
 }
 
 fn read_bundle(path: &Path) -> Result<Bundle> {
@@ -528,25 +587,15 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Decode { bundle, output, gpu } => {
             let b = read_bundle(&bundle)?;
-            let device = if gpu { texset_shaders::request_device()? } else { None };
-            let written = if let Some((adapter, device, queue)) = device {
-                let info = adapter.get_info();
-                eprintln!("decoding on the GPU: {} ({:?})", info.name, info.backend);
-                let decoder = texset_shaders::GpuDecoder::new(&device, &b)?;
-                texset_core::export::write_folder(&b.manifest, &output, |material| {
-                    (0..b.manifest.materials[material].maps.len())
-                        .map(|map| {
-                            decoder
-                                .decode_map(&device, &queue, material, map, texset_shaders::DecodeMode::Stored)
-                                .map_err(|e| texset_core::export::ExportError::Gpu(e.to_string()))
-                        })
-                        .collect()
-                })?
-            } else {
-                if gpu {
-                    eprintln!("warning: no GPU adapter found; decoding with the CPU reference");
+            let on_gpu = if gpu { decode_on_gpu(&b, &output).map_err(|why| format!("{why:#}")) } else { Err(String::new()) };
+            let written = match on_gpu {
+                Ok(written) => written,
+                Err(why) => {
+                    if gpu {
+                        eprintln!("warning: GPU decode failed ({why}); decoding with the CPU reference");
+                    }
+                    texset_core::export::decode_to_folder(&Decoder::new(&b), &output)?
                 }
-                texset_core::export::decode_to_folder(&Decoder::new(&b), &output)?
             };
             eprintln!("wrote {} maps under {}", written.len(), output.display());
         }
@@ -641,6 +690,16 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Bench { load: true, load_materials, load_steps, load_decode_secs, load_texels_per_sec, json, .. } => {
+            let options = load::LoadOptions {
+                materials: load_materials,
+                steps: load_steps,
+                size_px: 64,
+                decode_secs: load_decode_secs,
+                texels_per_sec: load_texels_per_sec,
+            };
+            load::run(&options, json)?;
+        }
         Command::Bench { dirs, ui: true, json, .. } => {
             let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
             let report = texset::studio::bench_ui::run(dirs, 1500, Duration::from_mins(10))?;
@@ -658,7 +717,7 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
-        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false } => {
+        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false, load: false, .. } => {
             let extras: Vec<bench::Extra> =
                 [(burn, bench::Extra::BurnFlex), (wgpu, bench::Extra::BurnWgpu), (gpu_decode, bench::Extra::GpuDecode)]
                     .into_iter()

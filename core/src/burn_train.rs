@@ -6,6 +6,7 @@
 //! fine-tune yet; its final weights are quantised after training (post-training quantisation).
 
 use crate::burn_model::BurnTrainer;
+use crate::fault::{self, Fault};
 use crate::layout::ModelLayout;
 use crate::options::{Backend, CompressOptions};
 use crate::params::ModelParams;
@@ -64,9 +65,14 @@ pub struct AdapterSummary {
 #[must_use]
 pub fn adapters() -> Vec<AdapterSummary> {
     use burn::tensor::wgpu::wgpu;
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    // Vulkan, Metal and DX12 (or what WGPU_BACKEND names): the APIs burn's kernels run on. Not
+    // probing GL also spares one "XDG_RUNTIME_DIR is invalid" line from EGL where no session exists.
+    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    descriptor.backends = backends;
+    let instance = wgpu::Instance::new(descriptor);
     // Enumeration is synchronous on native targets: its future is ready at the first poll.
-    let mut future = std::pin::pin!(instance.enumerate_adapters(wgpu::Backends::all()));
+    let mut future = std::pin::pin!(instance.enumerate_adapters(backends));
     let mut context = std::task::Context::from_waker(std::task::Waker::noop());
     let std::task::Poll::Ready(list) = future.as_mut().poll(&mut context) else {
         return Vec::new();
@@ -93,6 +99,47 @@ pub fn resolve_auto() -> (Backend, String) {
     }
 }
 
+/// [`train_burn`], with every GPU failure an error instead of an abort: no adapter, a device that
+/// cannot be created and a device lost mid-run (burn/cubecl panic on those; the panic is caught
+/// here) all return [`TrainError::Gpu`], and [`crate::compress`] goes on with the CPU trainer.
+/// Faults can be simulated through [`crate::fault`].
+pub fn train_burn_guarded(
+    set: &TextureSet,
+    layout: &ModelLayout,
+    options: &CompressOptions,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<(ModelParams, TrainReport), TrainError> {
+    let on_gpu = options.backend == Backend::Wgpu;
+    if on_gpu {
+        if fault::is_active(Fault::GpuNoAdapter) {
+            return Err(TrainError::Gpu("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)".into()));
+        }
+        if fault::is_active(Fault::GpuDevice) {
+            return Err(TrainError::Gpu("the adapter failed to create a device (simulated: TEXSET_FAULT=gpu-device)".into()));
+        }
+        if !wgpu_device_is_shared() && adapters().is_empty() {
+            return Err(TrainError::Gpu("no GPU adapter found".into()));
+        }
+    }
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| train_burn(set, layout, options, progress, cancel)));
+    match run {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(if on_gpu {
+                TrainError::Gpu(format!("the GPU backend failed: {message}"))
+            } else {
+                TrainError::Backend(format!("burn failed: {message}"))
+            })
+        }
+    }
+}
+
 /// Trains with burn on the backend the options name.
 pub fn train_burn(
     set: &TextureSet,
@@ -114,9 +161,13 @@ pub fn train_burn(
     let mut batch = Batch::default();
     let mut chunk = Batch::default();
     let mut frozen = false;
+    let lost_at_step = if options.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None };
     for step in 0..schedule.steps {
         if cancel.is_cancelled() {
             return Err(TrainError::Cancelled);
+        }
+        if lost_at_step == Some(step) {
+            return Err(TrainError::Gpu(format!("device lost at step {step} (simulated: TEXSET_FAULT=gpu-lost-at-step={step})")));
         }
         let phase = schedule.phase(step);
         if phase != TrainPhase::NoisyLatents && !frozen {
@@ -152,22 +203,12 @@ pub fn train_burn(
             progress.snapshot(layout, &finalize(trainer.params(), &schedule.grid_bits));
         }
     }
-    let train_secs = status.elapsed_secs();
     let p = finalize(trainer.params(), &schedule.grid_bits);
-    let report = TrainReport {
-        backend: match options.backend {
-            Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)".to_owned(),
-            Backend::Wgpu => "burn wgpu".to_owned(),
-            _ => "burn flex".to_owned(),
-        },
-        steps_run: schedule.steps,
-        total_steps: schedule.steps,
-        batch_texels: schedule.batch_texels,
-        train_secs,
-        texels_per_sec: f64::from(schedule.steps) * schedule.batch_texels as f64 / train_secs.max(1e-9),
-        final_mse: status.mse(),
-        resumed_from_step: None,
-        pruned_channels: Vec::new(),
+    let backend = match options.backend {
+        Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
+        Backend::Wgpu => "burn wgpu",
+        _ => "burn flex",
     };
+    let report = TrainReport::new(backend.to_owned(), &schedule, schedule.steps, &status);
     Ok((p, report))
 }

@@ -258,23 +258,12 @@ pub fn add_materials(
         let stats = trainer.run_step();
         status.record(progress, &schedule, trainer.step, stats.phase, stats.mse);
     }
-    let train_secs = status.elapsed_secs();
-    let train = TrainReport {
-        backend: "cpu (fused, adapter only)".into(),
-        steps_run: schedule.steps,
-        total_steps: schedule.steps,
-        batch_texels: schedule.batch_texels,
-        train_secs,
-        texels_per_sec: f64::from(schedule.steps) * schedule.batch_texels as f64 / train_secs.max(1e-9),
-        final_mse: status.mse(),
-        resumed_from_step: None,
-        pruned_channels: Vec::new(),
-    };
+    let train = TrainReport::new("cpu (fused, adapter only)".into(), &schedule, schedule.steps, &status);
     progress.pass_finished(
         Pass::Train,
         &format!(
-            "{} steps on the new material(s) in {train_secs:.1} s, {trained_parameters} of {total_parameters} parameters trained",
-            train.steps_run
+            "{} steps on the new material(s) in {:.1} s, {trained_parameters} of {total_parameters} parameters trained",
+            train.steps_run, train.train_secs
         ),
     );
 

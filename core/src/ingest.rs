@@ -74,6 +74,18 @@ pub enum IngestError {
         /// The limit.
         max: u32,
     },
+    /// The image is smaller than [`MIN_DIMENSION`] on a side.
+    #[error("image {path:?} is {width}x{height}; texset needs at least {min}x{min} texels (set a constant map as a material constant)")]
+    TooSmall {
+        /// The file.
+        path: PathBuf,
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+        /// The limit.
+        min: u32,
+    },
     /// The image's pixel format is not supported.
     #[error("image {path:?} has an unsupported format: {what}")]
     Unsupported {
@@ -229,7 +241,13 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
             skipped_here.push(Skipped { path, reason: "file name is not valid UTF-8".into() });
             continue;
         };
-        if file_name == CONFIG_FILE_NAME || path.is_dir() {
+        if file_name == CONFIG_FILE_NAME {
+            continue;
+        }
+        if path.is_dir() {
+            if path.extension().is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|x| e.eq_ignore_ascii_case(x))) {
+                skipped_here.push(Skipped { path, reason: "a folder, not an image file".into() });
+            }
             continue;
         }
         if config.ignore.iter().any(|i| i == &file_name) {
@@ -278,10 +296,18 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
     }
     report.skipped.extend(skipped_here);
 
-    let name = config
-        .name
-        .clone()
-        .unwrap_or_else(|| dir.file_name().and_then(|n| n.to_str()).map_or_else(|| "material".to_owned(), str::to_owned));
+    let name = match (&config.name, dir.file_name()) {
+        (Some(name), _) => name.clone(),
+        (None, Some(folder)) => folder.to_str().map(str::to_owned).ok_or_else(|| IngestError::Config {
+            path: config_path.clone(),
+            message: "the folder's name is not valid UTF-8, so it cannot name the material: set name = \"...\" in texset.toml".into(),
+        })?,
+        (None, None) => {
+            // `dir` ends in `..` or is a root: name the material after the folder it resolves to.
+            let resolved = std::fs::canonicalize(dir).map_err(|source| IngestError::Io { path: dir.to_path_buf(), source })?;
+            resolved.file_name().and_then(|n| n.to_str()).map_or_else(|| "material".to_owned(), str::to_owned)
+        }
+    };
     if let Err(why) = crate::bundle::check_name(&name) {
         return Err(IngestError::Config { path: config_path, message: format!("material name {name:?} {why}") });
     }
@@ -302,24 +328,43 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
     Ok(Material { name, source_dir: dir.to_path_buf(), textures })
 }
 
-/// Decodes one image file into a [`Texture`] of the given kind.
+/// Decodes one image file into a [`Texture`] of the given kind. The file is opened read-only
+/// and must be a regular file (a FIFO or device would block or never end).
 pub fn load_texture(path: &Path, kind: MapKind, normal_convention: NormalConvention) -> Result<Texture, IngestError> {
+    let io = |source: std::io::Error| IngestError::Io { path: path.to_path_buf(), source };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(IngestError::Unsupported { path: path.to_path_buf(), what: "not a regular file".into() });
+    }
+    if meta.len() > MAX_IMAGE_BYTES {
+        return Err(IngestError::Unsupported {
+            path: path.to_path_buf(),
+            what: format!("file of {} bytes, beyond the limit of {MAX_IMAGE_BYTES}", meta.len()),
+        });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    decode_texture(&bytes, path, kind, normal_convention)
+}
+
+/// Decodes an image file's bytes into a [`Texture`]. The format is told from the bytes, else
+/// from `path`'s extension; `path` names the file in errors. Dimensions are checked before any
+/// pixel is decoded, and decoding runs under allocation limits (decompression bombs are errors).
+pub fn decode_texture(bytes: &[u8], path: &Path, kind: MapKind, normal_convention: NormalConvention) -> Result<Texture, IngestError> {
     let decode_err = |message: String| IngestError::Decode { path: path.to_path_buf(), message };
-    let reader = ImageReader::open(path)
-        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?
-        .with_guessed_format()
-        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?;
-    let (width, height) = reader.into_dimensions().map_err(|e| decode_err(e.to_string()))?;
-    if width == 0 || height == 0 {
-        return Err(IngestError::ZeroSize { path: path.to_path_buf(), width, height });
+    let reader = || -> Result<ImageReader<std::io::Cursor<&[u8]>>, IngestError> {
+        let mut reader = ImageReader::new(std::io::Cursor::new(bytes));
+        if let Ok(format) = image::ImageFormat::from_path(path) {
+            reader.set_format(format);
+        }
+        reader.with_guessed_format().map_err(|source| IngestError::Io { path: path.to_path_buf(), source })
+    };
+    if reader()?.format().is_none() {
+        return Err(decode_err("not a PNG, JPEG, TGA or EXR image".into()));
     }
-    if width > MAX_DIMENSION || height > MAX_DIMENSION {
-        return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
-    }
-    let mut reader = ImageReader::open(path)
-        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?
-        .with_guessed_format()
-        .map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?;
+    // The header alone first (bounded work), so a size beyond the limit is named as such.
+    let (width, height) = reader()?.into_dimensions().map_err(|e| decode_err(e.to_string()))?;
+    check_dimensions(path, width, height)?;
+    let mut reader = reader()?;
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_DIMENSION);
     limits.max_image_height = Some(MAX_DIMENSION);
@@ -327,6 +372,23 @@ pub fn load_texture(path: &Path, kind: MapKind, normal_convention: NormalConvent
     reader.limits(limits);
     let image = reader.decode().map_err(|e| decode_err(e.to_string()))?;
     texture_from_image(&image, path, kind, normal_convention)
+}
+
+/// Smallest accepted width or height, in texels: below it there is nothing to learn (a constant
+/// map belongs in the material's constants).
+pub const MIN_DIMENSION: u32 = 4;
+
+fn check_dimensions(path: &Path, width: u32, height: u32) -> Result<(), IngestError> {
+    if width == 0 || height == 0 {
+        return Err(IngestError::ZeroSize { path: path.to_path_buf(), width, height });
+    }
+    if width > MAX_DIMENSION || height > MAX_DIMENSION {
+        return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
+    }
+    if width < MIN_DIMENSION || height < MIN_DIMENSION {
+        return Err(IngestError::TooSmall { path: path.to_path_buf(), width, height, min: MIN_DIMENSION });
+    }
+    Ok(())
 }
 
 /// Converts a decoded image into a normalised [`Texture`].
@@ -337,9 +399,7 @@ pub fn texture_from_image(
     normal_convention: NormalConvention,
 ) -> Result<Texture, IngestError> {
     let (width, height) = (image.width(), image.height());
-    if width == 0 || height == 0 {
-        return Err(IngestError::ZeroSize { path: path.to_path_buf(), width, height });
-    }
+    check_dimensions(path, width, height)?;
     let values = u64::from(width) * u64::from(height) * u64::from(image.color().channel_count());
     if values > crate::bundle::limits::MAX_MAP_VALUES {
         return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });

@@ -14,6 +14,7 @@
 pub mod bundle;
 pub mod decode;
 pub mod eval;
+pub mod fault;
 pub mod fsutil;
 pub mod metrics;
 pub mod naming;
@@ -36,7 +37,7 @@ pub mod export;
 pub mod extend;
 #[cfg(feature = "train")]
 mod gemm;
-#[cfg(feature = "train")]
+#[cfg(feature = "ingest")]
 pub mod ingest;
 #[cfg(feature = "train")]
 pub mod layout;

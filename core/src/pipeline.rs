@@ -851,7 +851,15 @@ pub fn compress(
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
         Backend::Wgpu | Backend::Flex => {
             let resolved = CompressOptions { backend, ..options.clone() };
-            crate::burn_train::train_burn(set, &layout, &resolved, progress, cancel)?
+            match crate::burn_train::train_burn_guarded(set, &layout, &resolved, progress, cancel) {
+                Ok(trained) => trained,
+                Err(TrainError::Gpu(why)) => {
+                    progress.warning(&format!("GPU training failed ({why}); training on the CPU instead"));
+                    let (params, report) = crate::train::train_fused(set, &layout, options, progress, cancel)?;
+                    (params, TrainReport { gpu_fallback: Some(why), ..report })
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     };
     progress.pass_finished(

@@ -61,6 +61,9 @@ pub trait Progress: Sync {
     fn train_status(&self, _status: &TrainStatus) {}
     /// A pass finished; `summary` says what it did in one line.
     fn pass_finished(&self, _pass: Pass, _summary: &str) {}
+    /// Something went wrong and the pass went on another way (a GPU failure fell back to the
+    /// CPU); `message` says what, in one line.
+    fn warning(&self, _message: &str) {}
     /// Whether the receiver wants the current model now (asked after every training step; keep
     /// it cheap). The studio says yes every few seconds to refresh its previews.
     fn snapshot_due(&self) -> bool {

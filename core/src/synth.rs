@@ -17,9 +17,7 @@
 //! files store; the normal maps use the OpenGL (+Y up) tangent-space convention.
 
 use std::fs;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
@@ -904,39 +902,20 @@ fn create_dir(out_dir: &Path, name: &str) -> Result<PathBuf, SynthError> {
     Ok(dir)
 }
 
-/// Distinguishes temporary files written concurrently by one process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Encodes a square PNG and writes it atomically: first to a temporary file in the same
-/// folder, which is synced and then renamed over `path`.
+/// Encodes a square PNG and writes it atomically ([`crate::fsutil::write_atomic`]).
 fn write_png(path: &Path, bytes: &[u8], size_px: usize, color: ExtendedColorType) -> Result<(), SynthError> {
-    let io_err = |source| SynthError::Io { path: path.to_path_buf(), source };
-    let file_name = path.file_name().map_or_else(|| "texture".into(), |n| n.to_string_lossy().into_owned());
-    let temp_name = format!(".{file_name}.{}.{}.tmp", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
-    let temp = path.with_file_name(temp_name);
-    let result = (|| {
-        let file = fs::File::create(&temp).map_err(io_err)?;
-        let mut writer = BufWriter::new(file);
-        let encoder = PngEncoder::new_with_quality(&mut writer, CompressionType::Best, FilterType::Adaptive);
-        encoder
-            .write_image(bytes, size_px as u32, size_px as u32, color)
-            .map_err(|source| SynthError::Encode { path: path.to_path_buf(), source })?;
-        writer.flush().map_err(io_err)?;
-        let file = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
-        file.sync_all().map_err(io_err)?;
-        fs::rename(&temp, path).map_err(io_err)
-    })();
-    if result.is_err() {
-        // Best effort: do not leave a half-written temporary file behind.
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    let mut encoded = Vec::new();
+    PngEncoder::new_with_quality(&mut encoded, CompressionType::Best, FilterType::Adaptive)
+        .write_image(bytes, size_px as u32, size_px as u32, color)
+        .map_err(|source| SynthError::Encode { path: path.to_path_buf(), source })?;
+    crate::fsutil::write_atomic(path, &encoded).map_err(|source| SynthError::Io { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests fail loudly on any error")]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A fresh, unique temporary folder for one test run.
     fn temp_dir(tag: &str) -> PathBuf {

@@ -37,6 +37,10 @@ pub enum TrainError {
     /// The training backend failed.
     #[error("training backend failed: {0}")]
     Backend(String),
+    /// GPU training could not start or went on no further (no adapter, no device, device lost);
+    /// [`crate::compress`] falls back to the CPU trainer.
+    #[error("GPU training failed: {0}")]
+    Gpu(String),
     /// The bundle to start from (`CompressOptions::init_from`) does not fit this library's model.
     #[error("cannot start from {path:?}: {message}")]
     InitFrom {
@@ -950,6 +954,28 @@ pub struct TrainReport {
     pub resumed_from_step: Option<u32>,
     /// Latent channels removed during training (indices in the analysed layout).
     pub pruned_channels: Vec<u32>,
+    /// Why GPU training was given up for the CPU trainer, when it was (no adapter, no device,
+    /// device lost mid-run).
+    pub gpu_fallback: Option<String>,
+}
+
+impl TrainReport {
+    /// The report of a run of `steps_run` steps that `status` timed.
+    pub(crate) fn new(backend: String, schedule: &Schedule, steps_run: u32, status: &StatusReporter) -> Self {
+        let train_secs = status.elapsed_secs();
+        Self {
+            backend,
+            steps_run,
+            total_steps: schedule.steps,
+            batch_texels: schedule.batch_texels,
+            train_secs,
+            texels_per_sec: f64::from(steps_run) * schedule.batch_texels as f64 / train_secs.max(1e-9),
+            final_mse: status.mse(),
+            resumed_from_step: None,
+            pruned_channels: Vec::new(),
+            gpu_fallback: None,
+        }
+    }
 }
 
 /// Learning rates of a fine-tune (`CompressOptions::init_from`), relative to the options'.
@@ -1024,18 +1050,10 @@ pub fn train_fused(
             last_checkpoint = Instant::now();
         }
     }
-    let train_secs = status.elapsed_secs();
-    let steps_run = trainer.step - start_step;
     let report = TrainReport {
-        backend: "cpu (fused)".into(),
-        steps_run,
-        total_steps: schedule.steps,
-        batch_texels: schedule.batch_texels,
-        train_secs,
-        texels_per_sec: f64::from(steps_run) * schedule.batch_texels as f64 / train_secs.max(1e-9),
-        final_mse: status.mse(),
         resumed_from_step,
         pruned_channels: trainer.pruned_channels(),
+        ..TrainReport::new("cpu (fused)".into(), &schedule, trainer.step - start_step, &status)
     };
     Ok((trainer.final_params(), report))
 }

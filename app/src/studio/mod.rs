@@ -180,8 +180,16 @@ impl StudioApp {
             ui.ctx().request_screenshot(move |image| {
                 let rgba: Vec<u8> = image.pixels.iter().flat_map(egui::Color32::to_array).collect();
                 let saved = std::fs::create_dir_all(path.parent().unwrap_or(&path)).map_err(|e| e.to_string()).and_then(|()| {
-                    image::save_buffer(&path, &rgba, image.size[0] as u32, image.size[1] as u32, image::ExtendedColorType::Rgba8)
-                        .map_err(|e| e.to_string())
+                    let mut png = Vec::new();
+                    image::ImageEncoder::write_image(
+                        image::codecs::png::PngEncoder::new(&mut png),
+                        &rgba,
+                        image.size[0] as u32,
+                        image.size[1] as u32,
+                        image::ExtendedColorType::Rgba8,
+                    )
+                    .map_err(|e| e.to_string())?;
+                    texset_core::fsutil::write_atomic(&path, &png).map_err(|e| e.to_string())
                 });
                 let _ = sender.send(match saved {
                     Ok(()) => format!("wrote {}", path.display()),

@@ -526,6 +526,7 @@ impl Session {
         match event {
             TrainEvent::PassStarted(pass) => self.run.pass = Some(pass),
             TrainEvent::PassFinished(pass, summary) => self.run.lines.push(format!("{pass:?}: {summary}")),
+            TrainEvent::Warning(message) => self.run.lines.push(format!("warning: {message}")),
             TrainEvent::Status(status) => {
                 let step = f64::from(status.step);
                 self.run.loss.push([step, f64::from(status.loss)]);

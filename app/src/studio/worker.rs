@@ -23,6 +23,8 @@ pub enum TrainEvent {
     PassFinished(Pass, String),
     /// Training moved on.
     Status(TrainStatus),
+    /// The engine went on another way (a GPU failure fell back to the CPU).
+    Warning(String),
     /// The model as it stands, packed (sent every `snapshot_every`).
     Snapshot(Arc<Bundle>),
     /// The run ended: the bundle, or why not (cancelled included).
@@ -63,6 +65,9 @@ impl Progress for ChannelProgress {
     }
     fn pass_finished(&self, pass: Pass, summary: &str) {
         self.send(TrainEvent::PassFinished(pass, summary.to_owned()));
+    }
+    fn warning(&self, message: &str) {
+        self.send(TrainEvent::Warning(message.to_owned()));
     }
     fn snapshot_due(&self) -> bool {
         self.last_snapshot.lock().is_ok_and(|t| t.elapsed() >= self.snapshot_every)

@@ -1,0 +1,120 @@
+//! GPU trouble falls back to the CPU with a warning: no adapter (real, with Vulkan pointed at no
+//! driver, and simulated), an adapter that fails to create a device, a device lost mid-run — for
+//! training (`compress --backend wgpu`) and for decoding (`decode --gpu`). Faults are simulated
+//! through `TEXSET_FAULT` (`texset_core::fault`).
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn texset(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_texset")).args(args).envs(env.iter().copied()).output().unwrap()
+}
+
+fn material(root: &Path) -> PathBuf {
+    let dir = root.join("gpumat");
+    std::fs::create_dir_all(&dir).unwrap();
+    image::RgbImage::from_fn(16, 16, |x, y| image::Rgb([(x * 16) as u8, (y * 16) as u8, 77])).save(dir.join("g_basecolor.png")).unwrap();
+    image::GrayImage::from_fn(16, 16, |x, y| image::Luma([((x + y) * 8) as u8])).save(dir.join("g_roughness.png")).unwrap();
+    dir
+}
+
+/// (what, environment, the reason the warning must give)
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+
+fn has_adapter() -> bool {
+    let adapters = texset_core::burn_train::adapters();
+    if adapters.is_empty() {
+        eprintln!(
+            "SKIPPED PART: no wgpu adapter on this machine (install mesa-vulkan-drivers for lavapipe); the device-lost cases run only with one"
+        );
+    }
+    !adapters.is_empty()
+}
+
+fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(folder_bytes(&path));
+        } else {
+            out.push((path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn gpu_training_failures_fall_back_to_the_cpu_trainer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = material(tmp.path());
+    let dir = dir.to_str().unwrap();
+    let cpu = tmp.path().join("cpu.texset");
+    let run = texset(&["compress", dir, "-o", cpu.to_str().unwrap(), "--steps", "30", "--backend", "cpu"], &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let cpu_bytes = std::fs::read(&cpu).unwrap();
+
+    let mut cases: Vec<Case> = vec![
+        ("simulated: no adapter", vec![("TEXSET_FAULT", "gpu-no-adapter")], "no GPU adapter (simulated"),
+        ("simulated: no device", vec![("TEXSET_FAULT", "gpu-device")], "failed to create a device (simulated"),
+        // A real absence: Vulkan pointed at no driver, the other APIs off.
+        (
+            "real: no adapter",
+            vec![("WGPU_BACKEND", "vulkan"), ("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")],
+            "no GPU adapter found",
+        ),
+    ];
+    if has_adapter() {
+        cases.push(("simulated: device lost at step 2", vec![("TEXSET_FAULT", "gpu-lost-at-step=2")], "device lost at step 2"));
+    }
+    for (what, env, reason) in cases {
+        let out = tmp.path().join("gpu.texset");
+        let report = tmp.path().join("gpu.json");
+        let run = texset(
+            &["compress", dir, "-o", out.to_str().unwrap(), "--steps", "30", "--backend", "wgpu", "--report", report.to_str().unwrap()],
+            &env,
+        );
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{what}: aborted instead of falling back: {stderr}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert!(
+            stderr.contains("warning: GPU training failed") && stderr.contains(reason) && stderr.contains("training on the CPU instead"),
+            "{what}: no warning naming {reason:?}: {stderr}"
+        );
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert!(json["passes"]["train"]["gpu_fallback"].as_str().unwrap().contains(reason), "{what}: {json}");
+        assert_eq!(json["backend"], "cpu (fused)", "{what}");
+        // The fallback is the CPU trainer's run from the start: the same bundle as --backend cpu.
+        assert_eq!(std::fs::read(&out).unwrap(), cpu_bytes, "{what}: the fallback bundle differs from the CPU run's");
+    }
+}
+
+#[test]
+fn gpu_decode_failures_fall_back_to_the_cpu_decoder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = material(tmp.path());
+    let bundle = tmp.path().join("b.texset");
+    let run = texset(&["compress", dir.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "30", "--backend", "cpu"], &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let reference = tmp.path().join("cpu");
+    assert!(texset(&["decode", bundle.to_str().unwrap(), "-o", reference.to_str().unwrap()], &[]).status.success());
+    let expected = folder_bytes(&reference);
+
+    let mut cases: Vec<(&str, &str, &str)> = vec![
+        ("no adapter", "gpu-no-adapter", "no GPU adapter (simulated"),
+        ("no device", "gpu-device", "failed to create a device (simulated"),
+    ];
+    if has_adapter() {
+        cases.push(("device lost at the second map", "gpu-lost-at-step=1", "device lost at map 1"));
+    }
+    for (what, fault, reason) in cases {
+        let out = tmp.path().join(fault);
+        let run = texset(&["decode", bundle.to_str().unwrap(), "-o", out.to_str().unwrap(), "--gpu"], &[("TEXSET_FAULT", fault)]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{what}: {stderr}");
+        assert!(stderr.contains("warning: GPU decode failed") && stderr.contains(reason), "{what}: {stderr}");
+        assert_eq!(folder_bytes(&out), expected, "{what}: the CPU fallback's PNGs differ from a CPU decode");
+    }
+}
