@@ -197,6 +197,8 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
     cases.push(compress(&d, &["m_height.png", "100000x100000", "beyond the limit"], "PNG decompression bomb"));
     let d = material(root, "jpeg_bomb", &[("m_normal.jpg", jpeg_claiming(65_000, 65_000))]);
     cases.push(compress(&d, &["m_normal.jpg", "65000x65000", "beyond the limit"], "JPEG decompression bomb"));
+    let d = material(root, "png_small_bomb", &[("m_height.png", png_header(16_000, 16_000, 16, 6))]);
+    cases.push(compress(&d, &["m_height.png", "16000x16000", "decompression bomb"], "small PNG claiming 2 GB of texels"));
     let d = material(root, "png_bit_depth", &[("m_ao.png", png_header(16, 16, 3, 0))]);
     cases.push(compress(&d, &["m_ao.png", "cannot decode"], "PNG of bit depth 3"));
     let d = material(root, "png_color_type", &[("m_ao.png", png_header(16, 16, 8, 5))]);

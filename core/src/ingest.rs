@@ -12,6 +12,13 @@ use std::path::{Path, PathBuf};
 pub const MAX_DIMENSION: u32 = 16_384;
 /// Largest decoded image allocation accepted from one file, in bytes (a decompression-bomb guard).
 pub const MAX_IMAGE_BYTES: u64 = 2 << 30;
+/// Largest ratio of decoded bytes to file bytes accepted above [`BOMB_MIN_DECODED_BYTES`]: a
+/// flat 8K map saved as PNG expands about 1000:1, real textures 2–10:1; a file that claims far
+/// more is a decompression bomb (a 511-byte PNG claiming 14856x10504 16-bit RGB, found by the
+/// ingest fuzz target, asked for 900 MiB).
+pub const MAX_EXPANSION: u64 = 2048;
+/// Decoded sizes up to this are accepted whatever the file size.
+pub const BOMB_MIN_DECODED_BYTES: u64 = 64 << 20;
 /// Name of the optional per-folder configuration file.
 pub const CONFIG_FILE_NAME: &str = "texset.toml";
 
@@ -73,6 +80,22 @@ pub enum IngestError {
         height: u32,
         /// The limit.
         max: u32,
+    },
+    /// The file would decode to far more bytes than it holds ([`MAX_EXPANSION`]).
+    #[error(
+        "image {path:?} looks like a decompression bomb: {file_bytes} bytes of file claim {width}x{height} texels, {decoded_bytes} bytes decoded (more than {MAX_EXPANSION}x the file)"
+    )]
+    Bomb {
+        /// The file.
+        path: PathBuf,
+        /// Claimed width.
+        width: u32,
+        /// Claimed height.
+        height: u32,
+        /// Bytes the decoded image would take.
+        decoded_bytes: u64,
+        /// Bytes of the file.
+        file_bytes: u64,
     },
     /// The image is smaller than [`MIN_DIMENSION`] on a side.
     #[error("image {path:?} is {width}x{height}; texset needs at least {min}x{min} texels (set a constant map as a material constant)")]
@@ -362,15 +385,20 @@ pub fn decode_texture(bytes: &[u8], path: &Path, kind: MapKind, normal_conventio
         return Err(decode_err("not a PNG, JPEG, TGA or EXR image".into()));
     }
     // The header alone first (bounded work), so a size beyond the limit is named as such.
-    let (width, height) = reader()?.into_dimensions().map_err(|e| decode_err(e.to_string()))?;
+    let mut decoder = reader()?.into_decoder().map_err(|e| decode_err(e.to_string()))?;
+    let (width, height) = image::ImageDecoder::dimensions(&decoder);
     check_dimensions(path, width, height)?;
-    let mut reader = reader()?;
+    let decoded_bytes = image::ImageDecoder::total_bytes(&decoder);
+    let file_bytes = bytes.len() as u64;
+    if decoded_bytes > BOMB_MIN_DECODED_BYTES && decoded_bytes / file_bytes.max(1) > MAX_EXPANSION {
+        return Err(IngestError::Bomb { path: path.to_path_buf(), width, height, decoded_bytes, file_bytes });
+    }
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_DIMENSION);
     limits.max_image_height = Some(MAX_DIMENSION);
     limits.max_alloc = Some(MAX_IMAGE_BYTES);
-    reader.limits(limits);
-    let image = reader.decode().map_err(|e| decode_err(e.to_string()))?;
+    image::ImageDecoder::set_limits(&mut decoder, limits).map_err(|e| decode_err(e.to_string()))?;
+    let image = DynamicImage::from_decoder(decoder).map_err(|e| decode_err(e.to_string()))?;
     texture_from_image(&image, path, kind, normal_convention)
 }
 

@@ -165,3 +165,86 @@ fn forged_hostile_bundles_are_rejected_by_the_reader() {
         assert!(!message.is_empty(), "{name}: empty message");
     }
 }
+
+/// The sections of a real bundle, by tag.
+fn sections_of(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let n = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    (0..n)
+        .map(|i| {
+            let e = &bytes[16 + 24 * i..16 + 24 * (i + 1)];
+            let offset = u64::from_le_bytes(e[8..16].try_into().unwrap()) as usize;
+            let size = u64::from_le_bytes(e[16..24].try_into().unwrap()) as usize;
+            bytes[offset..offset + size].to_vec()
+        })
+        .collect()
+}
+
+/// The fuzz target's property (fuzz/fuzz_targets/bundle_reader.rs) on stable, in CI: thousands
+/// of mutated bundles whose checksums are made right again, so every mutation reaches the parser
+/// and the validation behind the checksums. Each must be rejected or decode without a panic.
+#[test]
+fn mutated_bundles_with_valid_checksums_never_panic() {
+    let bytes = small_bundle();
+    let original = sections_of(&bytes);
+    let interesting = ["0", "1", "-1", "2", "3", "255", "4294967295", "4294967296", "1e30", "-0", "65536", "1000000", "null", "\"x\"", "[]"];
+    let mut rng = texset_core::train::Rng::new(2026, 11, 22);
+    let (mut accepted, mut rejected) = (0, 0);
+    for iteration in 0..4000 {
+        let mut s = original.clone();
+        for _ in 0..=rng.below(3) {
+            let which = rng.below(3) as usize;
+            let section = &mut s[which];
+            match rng.below(5) {
+                // Replace a number of the manifest by an edge value.
+                0 if which == 0 => {
+                    let text = String::from_utf8_lossy(section).into_owned();
+                    let numbers: Vec<(usize, usize)> = text
+                        .char_indices()
+                        .filter(|(i, c)| c.is_ascii_digit() && (*i == 0 || !text.as_bytes()[i - 1].is_ascii_digit()))
+                        .map(|(i, _)| (i, i + text[i..].find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len() - i)))
+                        .collect();
+                    if let Some(&(a, b)) = numbers.get(rng.below(numbers.len().max(1) as u64) as usize) {
+                        let v = interesting[rng.below(interesting.len() as u64) as usize];
+                        *section = format!("{}{v}{}", &text[..a], &text[b..]).into_bytes();
+                    }
+                }
+                1 if !section.is_empty() => {
+                    let at = rng.below(section.len() as u64) as usize;
+                    section[at] ^= 1 << rng.below(8);
+                }
+                2 if !section.is_empty() => {
+                    let at = rng.below(section.len() as u64) as usize;
+                    section.truncate(at);
+                }
+                3 => {
+                    let n = rng.below(64) as usize;
+                    section.extend(std::iter::repeat_n(rng.below(256) as u8, n));
+                }
+                _ if !section.is_empty() => {
+                    let at = rng.below(section.len() as u64) as usize;
+                    section[at] = rng.below(256) as u8;
+                }
+                _ => {}
+            }
+        }
+        let forged = forge(&s[0], &s[1], &s[2]);
+        match Bundle::from_bytes(&forged) {
+            Ok(bundle) => {
+                accepted += 1;
+                let decoder = texset_core::Decoder::new(&bundle);
+                let mut out = [0.0_f32; 4];
+                for (m, material) in bundle.manifest.materials.iter().enumerate() {
+                    for map in 0..material.maps.len() {
+                        let _ = decoder.decode_texel(m, map, rng.next_f32(), rng.next_f32(), &mut out);
+                    }
+                }
+            }
+            Err(e) => {
+                rejected += 1;
+                assert!(!e.to_string().is_empty(), "iteration {iteration}: an empty error");
+            }
+        }
+    }
+    eprintln!("{accepted} mutated bundles read, {rejected} rejected, none panicked");
+    assert!(accepted > 0 && rejected > 0, "the mutations are too weak or too strong: {accepted} read, {rejected} rejected");
+}

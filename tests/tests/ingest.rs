@@ -213,3 +213,97 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
     // Decoded at the original scale (metres), not squeezed into [0, 1].
     assert!(lo < -1.0 && hi > 5.0, "decoded range {lo}..{hi}");
 }
+
+/// The ingest fuzz target's property (fuzz/fuzz_targets/ingest_image.rs) on stable, in CI:
+/// mutated PNG, JPEG, TGA and EXR files decode or give an error naming the file, never a panic.
+#[test]
+fn mutated_image_files_decode_or_give_an_error_naming_the_file() {
+    use texset_core::ingest::decode_texture;
+    use texset_core::set::NormalConvention;
+    let rgb = image::RgbImage::from_fn(8, 8, |x, y| image::Rgb([(x * 30) as u8, (y * 30) as u8, 128]));
+    let encode = |image: image::DynamicImage, format: image::ImageFormat| {
+        let mut bytes = Vec::new();
+        image.write_to(&mut std::io::Cursor::new(&mut bytes), format).unwrap();
+        bytes
+    };
+    let seeds = [
+        ("m_basecolor.png", encode(image::DynamicImage::ImageRgb8(rgb.clone()), image::ImageFormat::Png)),
+        ("m_height.png", encode(image::DynamicImage::ImageRgb8(rgb.clone()).to_luma16().into(), image::ImageFormat::Png)),
+        ("m_normal.jpg", encode(image::DynamicImage::ImageRgb8(rgb.clone()), image::ImageFormat::Jpeg)),
+        ("m_ao.tga", encode(image::DynamicImage::ImageRgb8(rgb.clone()), image::ImageFormat::Tga)),
+        ("m_emissive.exr", encode(image::DynamicImage::ImageRgb32F(image::DynamicImage::ImageRgb8(rgb).to_rgb32f()), image::ImageFormat::OpenExr)),
+    ];
+    let mut rng = texset_core::train::Rng::new(7, 7, 7);
+    let (mut decoded, mut rejected) = (0, 0);
+    for (name, seed) in &seeds {
+        let path = std::path::Path::new(name);
+        for _ in 0..600 {
+            let mut bytes = seed.clone();
+            for _ in 0..=rng.below(4) {
+                let at = rng.below(bytes.len() as u64) as usize;
+                match rng.below(3) {
+                    0 => bytes[at] ^= 1 << rng.below(8),
+                    1 => bytes[at] = [0, 0xFF, 0x7F, 0x80][rng.below(4) as usize],
+                    _ => bytes.truncate(at.max(1)),
+                }
+            }
+            match decode_texture(&bytes, path, MapKind::Basecolor, NormalConvention::default()) {
+                Ok(t) => {
+                    decoded += 1;
+                    assert_eq!(t.texels.len(), (t.width * t.height * t.channels) as usize);
+                }
+                Err(e) => {
+                    rejected += 1;
+                    assert!(e.to_string().contains(name), "error does not name {name}: {e}");
+                }
+            }
+        }
+    }
+    eprintln!("{decoded} mutated images decoded, {rejected} rejected with the file named, none panicked");
+    assert!(decoded > 0 && rejected > 0);
+}
+
+/// A PNG with every chunk's CRC made right: fuzz builds of the png crate skip CRC checks
+/// (`cfg(fuzzing)`), so a found input only reproduces in a normal build with its CRCs fixed.
+fn with_png_crcs_fixed(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    if !out.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return out;
+    }
+    let mut at = 8;
+    while at + 12 <= out.len() {
+        let len = u32::from_be_bytes(out[at..at + 4].try_into().unwrap()) as usize;
+        let Some(end) = (at + 8).checked_add(len).filter(|&e| e + 4 <= out.len()) else { break };
+        let crc = crc32fast::hash(&out[at + 4..end]);
+        out[end..end + 4].copy_from_slice(&crc.to_be_bytes());
+        at = end + 4;
+    }
+    out
+}
+
+/// Every input the ingest fuzz target found a problem with (tests/data/fuzz-regressions/
+/// ingest_image, first byte choosing the file name as in the target) stays fixed.
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    use texset_core::ingest::decode_texture;
+    use texset_core::set::NormalConvention;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/fuzz-regressions/ingest_image");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let file = entry.unwrap().path();
+        let data = std::fs::read(&file).unwrap();
+        let Some((&selector, bytes)) = data.split_first() else { continue };
+        let name = ["t_basecolor.png", "t_normal.jpg", "t_roughness.tga", "t_height.exr"][usize::from(selector & 3)];
+        let bytes = &with_png_crcs_fixed(bytes);
+        let result = decode_texture(bytes, Path::new(name), MapKind::Basecolor, NormalConvention::default());
+        if let Err(e) = &result {
+            assert!(e.to_string().contains(name), "{}: {e}", file.display());
+        }
+        // The out-of-memory finds are decompression bombs: refused before any allocation.
+        if file.file_name().unwrap().to_string_lossy().starts_with("oom-") {
+            assert!(matches!(result, Err(IngestError::Bomb { .. })), "{}: {result:?}", file.display());
+        }
+        count += 1;
+    }
+    assert!(count > 0, "no regression inputs under {}", dir.display());
+}
