@@ -299,34 +299,12 @@ impl GpuDecoder {
         check_device_limit("the render target side", u64::from(entry.width.max(entry.height)), u64::from(max_side))?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode));
-        let size = wgpu::Extent3d { width: entry.width, height: entry.height, depth_or_array_layers: 1 };
-        let target = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("texset fragment decode target"),
-            size,
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: FRAGMENT_FORMAT,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-            view_formats: &[],
-        });
-        let view = target.create_view(&wgpu::TextureViewDescriptor::default());
         let bind_group = self.bind_group(device, &self.render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
-        let row_bytes = u64::from(entry.width) * 16;
-        let padded_row = row_bytes.next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
-        let bytes = padded_row * u64::from(entry.height);
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("texset fragment decode read-back"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset fragment decode encoder") });
-        {
+        let rgba = render_rgba32f(device, queue, "texset fragment decode", entry.width, entry.height, scope, |encoder, view| {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("texset fragment decode pass"),
                 color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &view,
+                    view,
                     depth_slice: None,
                     resolve_target: None,
                     ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::TRANSPARENT), store: wgpu::StoreOp::Store },
@@ -339,27 +317,9 @@ impl GpuDecoder {
             pass.set_pipeline(&self.render_pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.draw(0..3, 0..1);
-        }
-        encoder.copy_texture_to_buffer(
-            target.as_image_copy(),
-            wgpu::TexelCopyBufferInfo {
-                buffer: &staging,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(to_u32("render target row", padded_row as usize)?),
-                    rows_per_image: None,
-                },
-            },
-            size,
-        );
-        let padded = map_read(device, queue, encoder, &staging, scope)?;
+        })?;
         let channels = entry.channels as usize;
-        let mut values = Vec::with_capacity(entry.width as usize * entry.height as usize * channels);
-        for row in padded.chunks_exact(padded_row as usize / 4) {
-            for texel in row[..entry.width as usize * 4].chunks_exact(4) {
-                values.extend_from_slice(&texel[..channels]);
-            }
-        }
+        let values = rgba.chunks_exact(4).flat_map(|texel| &texel[..channels]).copied().collect();
         Ok(DecodedMap { width: entry.width, height: entry.height, channels: entry.channels, values })
     }
 
@@ -472,6 +432,59 @@ fn read_back(
     });
     encoder.copy_buffer_to_buffer(source, 0, &staging, 0, bytes);
     map_read(device, queue, encoder, &staging, scope)
+}
+
+/// Records a full-screen pass (`draw`, given the encoder and the target's view) into a new
+/// `width` x `height` [`FRAGMENT_FORMAT`] (`Rgba32Float`) target, copies the target out and
+/// returns its texels as tightly packed RGBA rows. Errors raised inside `scope` are returned.
+pub(crate) fn render_rgba32f(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    label: &str,
+    width: u32,
+    height: u32,
+    scope: wgpu::ErrorScopeGuard,
+    draw: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::TextureView),
+) -> Result<Vec<f32>, GpuError> {
+    let size = wgpu::Extent3d { width, height, depth_or_array_layers: 1 };
+    let target = device.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size,
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: FRAGMENT_FORMAT,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    });
+    let view = target.create_view(&wgpu::TextureViewDescriptor::default());
+    let padded_row = (u64::from(width) * 16).next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: padded_row * u64::from(height),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    draw(&mut encoder, &view);
+    encoder.copy_texture_to_buffer(
+        target.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &staging,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(to_u32("render target row", padded_row as usize)?),
+                rows_per_image: None,
+            },
+        },
+        size,
+    );
+    let padded = map_read(device, queue, encoder, &staging, scope)?;
+    let mut out = Vec::with_capacity(width as usize * height as usize * 4);
+    for row in padded.chunks_exact(padded_row as usize / 4) {
+        out.extend_from_slice(&row[..width as usize * 4]);
+    }
+    Ok(out)
 }
 
 /// Submits `encoder`, reports validation errors of the scope, waits and maps `staging`.

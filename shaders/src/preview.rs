@@ -274,45 +274,9 @@ impl PreviewRenderer {
             return Err(GpuError::Wgpu("offscreen preview renders need an Rgba32Float renderer".into()));
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let size = wgpu::Extent3d { width, height, depth_or_array_layers: 1 };
-        let target = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("texset preview target"),
-            size,
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: self.format,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-            view_formats: &[],
-        });
-        let view = target.create_view(&wgpu::TextureViewDescriptor::default());
-        let padded_row = (u64::from(width) * 16).next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("texset preview read-back"),
-            size: padded_row * u64::from(height),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview encoder") });
-        self.encode(&mut encoder, &view, width, height, 1);
-        encoder.copy_texture_to_buffer(
-            target.as_image_copy(),
-            wgpu::TexelCopyBufferInfo {
-                buffer: &staging,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(to_u32("row", padded_row as usize)?),
-                    rows_per_image: None,
-                },
-            },
-            size,
-        );
-        let padded = crate::map_read(device, queue, encoder, &staging, scope)?;
-        let mut out = Vec::with_capacity(width as usize * height as usize * 4);
-        for row in padded.chunks_exact(padded_row as usize / 4) {
-            out.extend_from_slice(&row[..width as usize * 4]);
-        }
-        Ok(out)
+        crate::render_rgba32f(device, queue, "texset preview", width, height, scope, |encoder, view| {
+            self.encode(encoder, view, width, height, 1)
+        })
     }
 }
 

@@ -231,7 +231,10 @@ fn mutated_image_files_decode_or_give_an_error_naming_the_file() {
         ("m_height.png", encode(image::DynamicImage::ImageRgb8(rgb.clone()).to_luma16().into(), image::ImageFormat::Png)),
         ("m_normal.jpg", encode(image::DynamicImage::ImageRgb8(rgb.clone()), image::ImageFormat::Jpeg)),
         ("m_ao.tga", encode(image::DynamicImage::ImageRgb8(rgb.clone()), image::ImageFormat::Tga)),
-        ("m_emissive.exr", encode(image::DynamicImage::ImageRgb32F(image::DynamicImage::ImageRgb8(rgb).to_rgb32f()), image::ImageFormat::OpenExr)),
+        (
+            "m_emissive.exr",
+            encode(image::DynamicImage::ImageRgb32F(image::DynamicImage::ImageRgb8(rgb).to_rgb32f()), image::ImageFormat::OpenExr),
+        ),
     ];
     let mut rng = texset_core::train::Rng::new(7, 7, 7);
     let (mut decoded, mut rejected) = (0, 0);
