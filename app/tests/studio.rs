@@ -214,3 +214,46 @@ fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
     println!("roughness after the fine-tune: {:.2} dB (pooled {:.2} dB)", map.psnr_db, score.pooled_psnr_db);
     assert!(map.psnr_db > 25.0, "roughness after the fine-tune: {:.2} dB", map.psnr_db);
 }
+
+#[test]
+fn pause_holds_training_and_resume_continues_it() {
+    let folders = sample_folders();
+    let data_dir = tempfile::tempdir().unwrap();
+    // Long enough that it cannot finish during the test; it is cancelled at the end.
+    let settings = Settings { preset: Preset::Fast, steps: Some(100_000), ..Settings::default() };
+    let app = StudioApp::with_repaint(settings, folders, None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+    step_until(&mut harness, "the library to load", Duration::from_mins(1), |a| !a.session.library.set.materials.is_empty());
+    harness.get_by_label("Start training").click();
+    step_until(&mut harness, "the first training status", Duration::from_mins(2), |a| {
+        a.session.run.status.as_ref().is_some_and(|s| s.step > 0)
+    });
+
+    harness.get_by_label("Pause").click();
+    harness.step();
+    assert_eq!(harness.state().session.run.state, RunState::Paused);
+    // The trainer stops at its next status report (at most half a second away); after that the
+    // step count holds.
+    let settle = Instant::now();
+    while settle.elapsed() < Duration::from_millis(1500) {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let held = harness.state().session.run.status.as_ref().unwrap().step;
+    let hold = Instant::now();
+    while hold.elapsed() < Duration::from_millis(1500) {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(harness.state().session.run.status.as_ref().unwrap().step, held, "training went on while paused");
+    harness.get_by_label("Resume").click();
+    harness.step();
+    assert_eq!(harness.state().session.run.state, RunState::Running);
+    step_until(&mut harness, "training to go on after Resume", Duration::from_mins(1), |a| {
+        a.session.run.status.as_ref().is_some_and(|s| s.step > held)
+    });
+
+    harness.get_by_label("Cancel").click();
+    step_until(&mut harness, "the run to be cancelled", Duration::from_mins(1), |a| a.session.run.state == RunState::Cancelled);
+    assert!(!harness.state().session.is_training());
+}
