@@ -70,14 +70,27 @@ enum Command {
         #[arg(long)]
         capture: Option<PathBuf>,
     },
-    /// Compress material folders (one library) into a bundle.
+    /// Compress material folders (one library) into a bundle; with `--batch`, every material
+    /// folder of a library directory into its own bundle.
     Compress {
         /// Material folders (each a folder of maps).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "batch")]
         dirs: Vec<PathBuf>,
-        /// Output bundle (.texset).
+        /// Output bundle (.texset); with `--batch`, the output folder.
         #[arg(short, long)]
         output: PathBuf,
+        /// Batch mode: one bundle per material folder of this directory, `<material>.texset` in
+        /// the output folder, with a `summary.json`. Unchanged materials are skipped; one failing
+        /// does not stop the others (the exit code tells).
+        #[arg(long, conflicts_with_all = ["dirs", "checkpoint", "resume", "init_from", "report"])]
+        batch: Option<PathBuf>,
+        /// With `--batch`: run shard `i` of `n` (`i/n`); shards together give the unsharded
+        /// run's bundles byte for byte.
+        #[arg(long, requires = "batch")]
+        shard: Option<String>,
+        /// With `--batch`: materials compressed at once.
+        #[arg(long, default_value_t = 1, requires = "batch")]
+        jobs: usize,
         /// Target bits per texel of the whole bundle (sizes the latent channels to fit).
         #[arg(long)]
         bpp: Option<f64>,
@@ -338,6 +351,49 @@ fn sample_folders() -> Vec<PathBuf> {
     dirs
 }
 
+/// `texset compress --batch`: one bundle per material folder of `library` (docs/scale.md).
+fn run_batch(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Option<f64>, shard: Option<&str>, jobs: usize) -> Result<()> {
+    use texset_core::batch::{self, Shard, UnitStatus};
+    let shard = shard.map(Shard::parse).transpose()?.unwrap_or(Shard::ALL);
+    let options_for = |set: &texset_core::TextureSet| -> std::result::Result<CompressOptions, String> {
+        let mut o = options.clone();
+        if let Some(bpp) = bpp {
+            o.fit_bits_per_texel_for(bpp, set)?;
+        }
+        Ok(o)
+    };
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let report = |u: &batch::UnitRecord| {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        match u.status {
+            UnitStatus::Compressed => eprintln!(
+                "[{n}] {}: {:.2} dB, {:.3} bits/texel, {} bytes, trained in {:.1} s",
+                u.material, u.pooled_psnr_db, u.bits_per_texel, u.bundle_bytes, u.train_secs
+            ),
+            UnitStatus::UpToDate => eprintln!("[{n}] {}: up to date ({:.2} dB)", u.material, u.pooled_psnr_db),
+            UnitStatus::Failed => eprintln!("[{n}] {}: FAILED: {}", u.material, u.error.as_deref().unwrap_or("")),
+        }
+    };
+    eprintln!("batch {} shard {}/{} with {jobs} job(s) into {}", library.display(), shard.index, shard.count, out_dir.display());
+    let summary = batch::run(library, out_dir, &options_for, shard, jobs, &report)?;
+    let path = batch::BatchSummary::path(out_dir, shard);
+    let count = |s: UnitStatus| summary.units.iter().filter(|u| u.status == s).count();
+    eprintln!(
+        "{} of the library's {} materials in this shard: {} compressed, {} up to date, {} failed in {:.1} s; summary {}",
+        summary.units.len(),
+        summary.library_materials,
+        count(UnitStatus::Compressed),
+        count(UnitStatus::UpToDate),
+        summary.failed(),
+        summary.wall_secs,
+        path.display()
+    );
+    if summary.failed() > 0 {
+        bail!("{} of {} materials failed (see {})", summary.failed(), summary.units.len(), path.display());
+    }
+    Ok(())
+}
+
 /// `texset decode --gpu`: every map through the WGSL decoder. Any GPU trouble (no adapter, no
 /// device, a failure mid-way; or one simulated through `TEXSET_FAULT`) is an error the caller
 /// answers with the CPU reference decoder.
@@ -397,6 +453,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Compress {
             dirs,
             output,
+            batch,
+            shard,
+            jobs,
             bpp,
             steps,
             latent_bits,
@@ -417,10 +476,6 @@ fn run(cli: Cli) -> Result<()> {
             init_from,
             no_ssim,
         } => {
-            let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
-            for s in &ingest_report.skipped {
-                eprintln!("skipped {}: {}", s.path.display(), s.reason);
-            }
             let mut options = CompressOptions::preset(match preset {
                 PresetArg::Fast => Preset::Fast,
                 PresetArg::Default => Preset::Default,
@@ -431,9 +486,6 @@ fn run(cli: Cli) -> Result<()> {
                 for g in &mut options.grids {
                     g.bits = bits;
                 }
-            }
-            if let Some(bpp) = bpp {
-                options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
             }
             if let Some(steps) = steps {
                 options.steps = steps;
@@ -480,6 +532,16 @@ fn run(cli: Cli) -> Result<()> {
                 options.checkpoint = Some(CheckpointOptions { path, every_secs: checkpoint_secs });
             }
             options.init_from = init_from;
+            if let Some(library) = batch {
+                return run_batch(&library, &output, &options, bpp, shard.as_deref(), jobs);
+            }
+            let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
+            for s in &ingest_report.skipped {
+                eprintln!("skipped {}: {}", s.path.display(), s.reason);
+            }
+            if let Some(bpp) = bpp {
+                options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
+            }
             eprintln!(
                 "compressing {} material(s), {} maps, {} texels; grids {}",
                 set.materials.len(),

@@ -24,6 +24,8 @@ pub mod reference;
 pub mod set;
 
 #[cfg(feature = "train")]
+pub mod batch;
+#[cfg(feature = "train")]
 pub mod bcn;
 #[cfg(feature = "train")]
 pub mod burn_model;

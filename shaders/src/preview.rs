@@ -275,7 +275,7 @@ impl PreviewRenderer {
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         crate::render_rgba32f(device, queue, "texset preview", width, height, scope, |encoder, view| {
-            self.encode(encoder, view, width, height, 1)
+            self.encode(encoder, view, width, height, 1);
         })
     }
 }

@@ -179,7 +179,7 @@ fn sections_of(bytes: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// The fuzz target's property (fuzz/fuzz_targets/bundle_reader.rs) on stable, in CI: thousands
+/// The fuzz target's property (`fuzz/fuzz_targets/bundle_reader.rs`) on stable, in CI: thousands
 /// of mutated bundles whose checksums are made right again, so every mutation reaches the parser
 /// and the validation behind the checksums. Each must be rejected or decode without a panic.
 #[test]

@@ -214,7 +214,7 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
     assert!(lo < -1.0 && hi > 5.0, "decoded range {lo}..{hi}");
 }
 
-/// The ingest fuzz target's property (fuzz/fuzz_targets/ingest_image.rs) on stable, in CI:
+/// The ingest fuzz target's property (`fuzz/fuzz_targets/ingest_image.rs`) on stable, in CI:
 /// mutated PNG, JPEG, TGA and EXR files decode or give an error naming the file, never a panic.
 #[test]
 fn mutated_image_files_decode_or_give_an_error_naming_the_file() {
@@ -284,8 +284,8 @@ fn with_png_crcs_fixed(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Every input the ingest fuzz target found a problem with (tests/data/fuzz-regressions/
-/// ingest_image, first byte choosing the file name as in the target) stays fixed.
+/// Every input the ingest fuzz target found a problem with (`tests/data/fuzz-regressions/
+/// ingest_image`, first byte choosing the file name as in the target) stays fixed.
 #[test]
 fn fuzz_regressions_stay_fixed() {
     use texset_core::ingest::decode_texture;
