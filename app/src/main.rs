@@ -198,6 +198,25 @@ enum Command {
         #[arg(long)]
         gpu: bool,
     },
+    /// Decode every map and re-encode it with a full mip chain to what engines load today:
+    /// `ktx2`/`bc7` (BC7 colour, BC5 normals, BC4 single channel) or `bc1` (BC1 colour and
+    /// normals) in KTX2 files, `dds` (as `ktx2`, in DDS files), or `png`.
+    Transcode {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Output folder: `<material>/<material>_<map>.<ktx2|dds|png>`.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = TranscodeArg::Ktx2)]
+        format: TranscodeArg,
+        /// Decode with the WGSL decoder on a GPU adapter (falls back to the CPU with a warning).
+        #[arg(long)]
+        gpu: bool,
+        /// The original material folders: also report each map's PSNR against them.
+        #[arg(long, num_args = 1..)]
+        originals: Vec<PathBuf>,
+    },
     /// Write the GPU decoder specialised to a bundle as WGSL, GLSL, HLSL or MSL (validated).
     ExportShader {
         /// The bundle.
@@ -391,6 +410,112 @@ fn run_batch(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Opt
     if summary.failed() > 0 {
         bail!("{} of {} materials failed (see {})", summary.failed(), summary.units.len(), path.display());
     }
+    Ok(())
+}
+
+/// Every map of the bundle, decoded on the GPU when asked and possible, else on the CPU.
+fn decode_all(b: &Bundle, gpu: bool) -> Result<Vec<Vec<texset_core::DecodedMap>>> {
+    let cpu = || -> Result<Vec<Vec<texset_core::DecodedMap>>> {
+        let decoder = Decoder::new(b);
+        Ok((0..b.manifest.materials.len()).map(|m| decoder.decode_material(m)).collect::<Result<_, _>>()?)
+    };
+    if !gpu {
+        return cpu();
+    }
+    let on_gpu = || -> Result<Vec<Vec<texset_core::DecodedMap>>> {
+        let Some((adapter, device, queue)) = texset_shaders::request_device()? else { bail!("no GPU adapter found") };
+        eprintln!("decoding on the GPU: {} ({:?})", adapter.get_info().name, adapter.get_info().backend);
+        let decoder = texset_shaders::GpuDecoder::new(&device, b)?;
+        let mut out = Vec::new();
+        for (m, material) in b.manifest.materials.iter().enumerate() {
+            let maps = (0..material.maps.len())
+                .map(|k| decoder.decode_map(&device, &queue, m, k, texset_shaders::DecodeMode::Stored))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push(maps);
+        }
+        Ok(out)
+    };
+    on_gpu().or_else(|why| {
+        eprintln!("warning: GPU decode failed ({why:#}); decoding with the CPU reference");
+        cpu()
+    })
+}
+
+/// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
+/// KTX2 file back with the `ktx2` crate, and report PSNR per map.
+fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, originals: &[PathBuf]) -> Result<()> {
+    use texset_core::transcode::{Container, Profile, dds_bytes, ktx2_bytes, transcode_map, vk_format};
+    let b = read_bundle(bundle)?;
+    if format == TranscodeArg::Png {
+        let decoded = decode_all(&b, gpu)?;
+        let written = texset_core::export::write_folder(&b.manifest, output, |m| Ok(decoded[m].clone()))?;
+        eprintln!("wrote {} maps under {}", written.len(), output.display());
+        return Ok(());
+    }
+    let (profile, container) = match format {
+        TranscodeArg::Bc1 => (Profile::Low, Container::Ktx2),
+        TranscodeArg::Dds => (Profile::High, Container::Dds),
+        _ => (Profile::High, Container::Ktx2),
+    };
+    let originals = if originals.is_empty() { None } else { Some(texset_core::ingest::load_library(originals)?.0) };
+    let decoded = decode_all(&b, gpu)?;
+    let (mut total_bytes, mut texels) = (0u64, 0u64);
+    for (m, material) in b.manifest.materials.iter().enumerate() {
+        let folder = output.join(&material.name);
+        std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+        for (entry, map) in material.maps.iter().zip(&decoded[m]) {
+            let t = transcode_map(map, entry, profile);
+            let bytes = match container {
+                Container::Ktx2 => ktx2_bytes(t.format, t.srgb, &t.levels),
+                Container::Dds => dds_bytes(t.format, t.srgb, &t.levels),
+            };
+            let path = folder.join(format!("{}_{}.{}", material.name, entry.kind, container.extension()));
+            texset_core::fsutil::write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+            if container == Container::Ktx2 {
+                // Read it back with an independent reader: header, descriptor and every level.
+                let reader = ktx2::Reader::new(&bytes[..]).map_err(|e| anyhow::anyhow!("{} does not validate: {e:?}", path.display()))?;
+                let header = reader.header();
+                let levels_match = reader.levels().zip(&t.levels).all(|(read, ours)| read.data == ours.blocks.as_slice());
+                let format_matches = header.format.map(|f| f.value()) == Some(vk_format(t.format, t.srgb));
+                if !(format_matches
+                    && header.pixel_width == map.width
+                    && header.pixel_height == map.height
+                    && header.level_count as usize == t.levels.len()
+                    && levels_match
+                    && reader.basic_dfd().is_some())
+                {
+                    bail!("{} does not read back as written (a texset bug)", path.display());
+                }
+            }
+            let against_original = originals.as_ref().and_then(|set| {
+                let source = set.materials.iter().find(|s| s.name == material.name)?.textures.iter().find(|t| t.kind == entry.kind)?;
+                let back = texset_core::bcn::decode(&t.levels[0].blocks, map.width, map.height, map.channels, entry.kind, t.format);
+                (source.texels.len() == back.len()).then(|| texset_core::metrics::psnr(&source.texels, &back))
+            });
+            eprintln!(
+                "  {}: {:?}{} {}x{}, {} mips, {} bytes; level 0 {:.2} dB against the bundle's decode{}",
+                path.display(),
+                t.format,
+                if t.srgb { " sRGB" } else { "" },
+                map.width,
+                map.height,
+                t.levels.len(),
+                bytes.len(),
+                t.level0_psnr_db,
+                against_original.map_or_else(String::new, |p| format!(", {p:.2} dB against the original"))
+            );
+            total_bytes += bytes.len() as u64;
+            texels += u64::from(map.width) * u64::from(map.height);
+        }
+    }
+    eprintln!(
+        "wrote {} bytes of {} files under {} ({:.2} bits per level-0 texel, mips included){}",
+        total_bytes,
+        container.extension(),
+        output.display(),
+        total_bytes as f64 * 8.0 / texels.max(1) as f64,
+        if container == Container::Ktx2 { "; every file read back and checked with the ktx2 crate" } else { "" }
+    );
     Ok(())
 }
 
@@ -661,6 +786,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             eprintln!("wrote {} maps under {}", written.len(), output.display());
         }
+        Command::Transcode { bundle, output, format, gpu, originals } => transcode(&bundle, &output, format, gpu, &originals)?,
         Command::ExportShader { bundle, lang, entry, output } => {
             let b = read_bundle(&bundle)?;
             let (lang, entry) = (lang.into(), entry.into());
@@ -793,6 +919,16 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `texset transcode --format` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TranscodeArg {
+    Ktx2,
+    Bc7,
+    Bc1,
+    Dds,
+    Png,
 }
 
 /// `--lang` values.

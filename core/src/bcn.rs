@@ -58,15 +58,33 @@ pub struct BcRoundTrip {
 /// Compresses `texture` with `format` and decodes it back.
 #[must_use]
 pub fn round_trip(texture: &Texture, format: BcFormat) -> BcRoundTrip {
-    let (w, h, c) = (texture.width as usize, texture.height as usize, texture.channels as usize);
-    // Blocks are 4×4: pad by repeating the edge. The encoder reads RGBA8 for every format (BC4
-    // uses R, BC5 R and G).
+    let blocks = encode(texture.width, texture.height, texture.channels, &texture.texels, format);
+    let values = decode(&blocks, texture.width, texture.height, texture.channels, texture.kind, format);
+    BcRoundTrip { format, bits_per_texel: format.bits_per_texel(), psnr_db: psnr(&texture.texels, &values), values }
+}
+
+fn variant(format: BcFormat, channels: u32) -> CompressionVariant {
+    match format {
+        BcFormat::Bc1 => CompressionVariant::BC1,
+        BcFormat::Bc4 => CompressionVariant::BC4,
+        BcFormat::Bc5 => CompressionVariant::BC5,
+        BcFormat::Bc7 => CompressionVariant::BC7(if channels == 4 { BC7Settings::alpha_basic() } else { BC7Settings::opaque_basic() }),
+    }
+}
+
+/// Block-compresses `texels` (`[y][x][c]`, `channels` per texel, in `[0, 1]`) of a `width` x
+/// `height` image with `format`: the blocks in row order, as GPUs and KTX2/DDS files hold them.
+/// Sizes that are not multiples of 4 are padded by repeating the edge.
+#[must_use]
+pub fn encode(width: u32, height: u32, channels: u32, texels: &[f32], format: BcFormat) -> Vec<u8> {
+    let (w, h, c) = (width as usize, height as usize, channels as usize);
+    // Blocks are 4×4. The encoder reads RGBA8 for every format (BC4 uses R, BC5 R and G).
     let (pw, ph) = (w.div_ceil(4) * 4, h.div_ceil(4) * 4);
     let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
     let mut rgba = vec![0u8; pw * ph * 4];
     for y in 0..ph {
         for x in 0..pw {
-            let src = &texture.texels[(y.min(h - 1) * w + x.min(w - 1)) * c..][..c];
+            let src = &texels[(y.min(h - 1) * w + x.min(w - 1)) * c..][..c];
             let dst = &mut rgba[(y * pw + x) * 4..][..4];
             match c {
                 1 => dst.copy_from_slice(&[byte(src[0]), byte(src[0]), byte(src[0]), 255]),
@@ -76,26 +94,29 @@ pub fn round_trip(texture: &Texture, format: BcFormat) -> BcRoundTrip {
             }
         }
     }
-    let variant = match format {
-        BcFormat::Bc1 => CompressionVariant::BC1,
-        BcFormat::Bc4 => CompressionVariant::BC4,
-        BcFormat::Bc5 => CompressionVariant::BC5,
-        BcFormat::Bc7 => CompressionVariant::BC7(if c == 4 { BC7Settings::alpha_basic() } else { BC7Settings::opaque_basic() }),
-    };
+    let variant = variant(format, channels);
     let (pw32, ph32) = (pw as u32, ph as u32);
     let mut blocks = vec![0u8; variant.blocks_byte_size(pw32, ph32)];
     block_compression::encode::compress_rgba8(variant, &rgba, &mut blocks, pw32, ph32, pw32 * 4);
+    blocks
+}
+
+/// Decodes blocks made by [`encode`] back to `channels` values per texel in `[0, 1]` (BC5 normal
+/// maps get z rebuilt from x and y).
+#[must_use]
+pub fn decode(blocks: &[u8], width: u32, height: u32, channels: u32, kind: MapKind, format: BcFormat) -> Vec<f32> {
+    let (w, h, c) = (width as usize, height as usize, channels as usize);
+    let (pw, ph) = (w.div_ceil(4) * 4, h.div_ceil(4) * 4);
     let mut decoded = vec![0u8; pw * ph * 4];
-    block_compression::decode::decompress_blocks_as_rgba8(variant, pw32, ph32, &blocks, &mut decoded);
-    let components = 4;
+    block_compression::decode::decompress_blocks_as_rgba8(variant(format, channels), pw as u32, ph as u32, blocks, &mut decoded);
     let mut values = Vec::with_capacity(w * h * c);
     for y in 0..h {
         for x in 0..w {
-            let p = &decoded[(y * pw + x) * components..][..components];
+            let p = &decoded[(y * pw + x) * 4..][..4];
             let unit = |b: u8| f32::from(b) / 255.0;
             for k in 0..c {
                 let v = match (format, k) {
-                    (BcFormat::Bc5, 2) if texture.kind == MapKind::Normal => {
+                    (BcFormat::Bc5, 2) if kind == MapKind::Normal => {
                         let (nx, ny) = (unit(p[0]) * 2.0 - 1.0, unit(p[1]) * 2.0 - 1.0);
                         (1.0 - nx * nx - ny * ny).max(0.0).sqrt() * 0.5 + 0.5
                     }
@@ -109,7 +130,7 @@ pub fn round_trip(texture: &Texture, format: BcFormat) -> BcRoundTrip {
             }
         }
     }
-    BcRoundTrip { format, bits_per_texel: format.bits_per_texel(), psnr_db: psnr(&texture.texels, &values), values }
+    values
 }
 
 #[cfg(test)]

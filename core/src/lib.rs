@@ -53,6 +53,8 @@ pub mod progress;
 pub mod synth;
 #[cfg(feature = "train")]
 pub mod train;
+#[cfg(feature = "train")]
+pub mod transcode;
 
 pub use bundle::{Bundle, BundleError};
 pub use decode::{DecodedMap, Decoder};

@@ -1,0 +1,101 @@
+//! `texset transcode`: KTX2 and DDS files with full BC mip chains that independent readers (the
+//! `ktx2` and `ddsfile` crates) accept, whose blocks decode back close to the bundle's maps.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::Path;
+use std::process::Command;
+use texset_core::bcn::{self, BcFormat};
+use texset_core::{Bundle, Decoder, MapKind};
+
+fn texset(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_texset")).args(args).output().unwrap()
+}
+
+#[test]
+fn transcoded_files_validate_and_decode_close_to_the_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = tmp.path().join("library");
+    texset_core::synth::write_sample_textures(&library, 48, 11).unwrap();
+    let wood = library.join("wood");
+    let bundle = tmp.path().join("wood.texset");
+    let run = texset(&["compress", wood.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "200"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let b = Bundle::read(&bundle).unwrap();
+    let decoder = Decoder::new(&b);
+    let maps = decoder.decode_material(0).unwrap();
+    let entries = &b.manifest.materials[0].maps;
+
+    for (format, extension) in [("ktx2", "ktx2"), ("bc1", "ktx2"), ("dds", "dds")] {
+        let out = tmp.path().join(format);
+        let run = texset(&[
+            "transcode",
+            bundle.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--format",
+            format,
+            "--originals",
+            wood.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{format}: {stderr}");
+        assert!(stderr.contains("against the original"), "{stderr}");
+        for (entry, map) in entries.iter().zip(&maps) {
+            let path = out.join("wood").join(format!("wood_{}.{extension}", entry.kind));
+            let bytes = std::fs::read(&path).unwrap();
+            let expected = if format == "bc1" {
+                match map.channels {
+                    1 => BcFormat::Bc4,
+                    2 => BcFormat::Bc5,
+                    _ => BcFormat::Bc1,
+                }
+            } else {
+                BcFormat::for_map(entry.kind, map.channels)
+            };
+            let level0 = if extension == "ktx2" {
+                ktx2_level0(&path, &bytes, map.width, map.height)
+            } else {
+                dds_level0(&bytes, map.width, map.height)
+            };
+            let back = bcn::decode(&level0, map.width, map.height, map.channels, entry.kind, expected);
+            let psnr = texset_core::metrics::psnr(&map.values, &back);
+            // BC7/BC4 keep 40+ dB; BC1 and rebuilt-z BC5 normals less.
+            let floor = match (expected, entry.kind) {
+                (BcFormat::Bc1, _) | (BcFormat::Bc5, MapKind::Normal) => 28.0,
+                _ => 36.0,
+            };
+            assert!(psnr > floor, "{format} {}: level 0 {psnr:.2} dB against the bundle's decode", entry.kind);
+        }
+    }
+}
+
+/// Level 0 of a KTX2 file, after checking it with the `ktx2` crate: dimensions, a full mip chain
+/// with the right block counts, and a basic data format descriptor with 4x4 blocks.
+fn ktx2_level0(path: &Path, bytes: &[u8], width: u32, height: u32) -> Vec<u8> {
+    let reader = ktx2::Reader::new(bytes).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+    let header = reader.header();
+    assert_eq!((header.pixel_width, header.pixel_height, header.face_count), (width, height, 1));
+    let full_chain = 32 - width.max(height).leading_zeros();
+    assert_eq!(header.level_count, full_chain, "{}", path.display());
+    let block_bytes = match header.format.unwrap().value() {
+        131 | 132 | 139 => 8,
+        _ => 16,
+    };
+    for (i, level) in reader.levels().enumerate() {
+        let (w, h) = ((width >> i).max(1), (height >> i).max(1));
+        assert_eq!(level.data.len(), (w.div_ceil(4) * h.div_ceil(4)) as usize * block_bytes, "level {i} of {}", path.display());
+    }
+    let dfd = reader.basic_dfd().unwrap();
+    assert_eq!(dfd.texel_block_dimensions.map(std::num::NonZeroU8::get), [4, 4, 1, 1]);
+    reader.levels().next().unwrap().data.to_vec()
+}
+
+/// Level 0 of a DDS file, after checking it with the `ddsfile` crate.
+fn dds_level0(bytes: &[u8], width: u32, height: u32) -> Vec<u8> {
+    let dds = ddsfile::Dds::read(bytes).unwrap();
+    assert_eq!((dds.get_width(), dds.get_height()), (width, height));
+    assert_eq!(dds.get_num_mipmap_levels(), 32 - width.max(height).leading_zeros());
+    assert!(dds.get_dxgi_format().is_some());
+    let size = dds.get_main_texture_size().unwrap() as usize;
+    dds.get_data(0).unwrap()[..size].to_vec()
+}

@@ -1,0 +1,344 @@
+//! Decode on load: every map of a bundle re-encoded to a block-compressed format with a full mip
+//! chain, in a KTX2 or DDS file an engine loads today (the "inference on load" path for GPUs that
+//! cannot afford per-pixel decoding).
+//!
+//! Mips are box-filtered from the decoded level 0: colour maps averaged in linear light, normal
+//! maps renormalised. Blocks come from [`crate::bcn::encode`]; the containers are written here
+//! (KTX2 per the Khronos KTX 2.0 specification with a basic data format descriptor; DDS with the
+//! DX10 header) and read back by independent readers in the tests.
+
+use crate::bcn::{self, BcFormat};
+use crate::bundle::MapEntry;
+use crate::decode::DecodedMap;
+use crate::set::{ColorSpace, MapKind};
+
+/// Which formats the maps get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// High quality: BC7 for colour and packed maps, BC5 for normals and two channels, BC4 for one.
+    High,
+    /// Low: BC1 for colour, packed and normal maps, BC5 for two channels, BC4 for one.
+    Low,
+}
+
+impl Profile {
+    /// The format a map of this kind and channel count gets.
+    #[must_use]
+    pub fn format(self, kind: MapKind, channels: u32) -> BcFormat {
+        match (self, channels) {
+            (Self::High, _) => BcFormat::for_map(kind, channels),
+            (Self::Low, 1) => BcFormat::Bc4,
+            (Self::Low, 2) => BcFormat::Bc5,
+            (Self::Low, _) => BcFormat::Bc1,
+        }
+    }
+}
+
+/// The container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Container {
+    /// Khronos KTX 2.0.
+    Ktx2,
+    /// `DirectDraw` Surface with the DX10 header.
+    Dds,
+}
+
+impl Container {
+    /// File extension.
+    #[must_use]
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Ktx2 => "ktx2",
+            Self::Dds => "dds",
+        }
+    }
+}
+
+fn srgb_to_linear(v: f32) -> f32 {
+    if v <= 0.040_45 { v / 12.92 } else { ((v + 0.055) / 1.055).powf(2.4) }
+}
+
+fn linear_to_srgb(v: f32) -> f32 {
+    if v <= 0.003_130_8 { v * 12.92 } else { 1.055 * v.powf(1.0 / 2.4) - 0.055 }
+}
+
+/// The full mip chain of a decoded map, level 0 first, down to 1x1: each level the 2x2 box
+/// average of the one above (an odd edge repeats its last texel). Colour channels of sRGB maps
+/// are averaged in linear light (alpha as is); normal maps are renormalised.
+#[must_use]
+pub fn mip_chain(level0: &DecodedMap, entry: &MapEntry) -> Vec<DecodedMap> {
+    let c = level0.channels as usize;
+    let srgb_channels = if entry.color_space == ColorSpace::Srgb { c.min(3) } else { 0 };
+    let normal = entry.kind == MapKind::Normal && c >= 3;
+    let mut levels = vec![level0.clone()];
+    while let Some(above) = levels.last().filter(|l| l.width > 1 || l.height > 1) {
+        let (aw, ah) = (above.width as usize, above.height as usize);
+        let (w, h) = ((aw / 2).max(1), (ah / 2).max(1));
+        let mut values = vec![0.0_f32; w * h * c];
+        for y in 0..h {
+            for x in 0..w {
+                let out = &mut values[(y * w + x) * c..][..c];
+                for (dy, dx) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                    let (sx, sy) = ((2 * x + dx).min(aw - 1), (2 * y + dy).min(ah - 1));
+                    for (k, o) in out.iter_mut().enumerate() {
+                        let v = above.values[(sy * aw + sx) * c + k];
+                        *o += 0.25 * if k < srgb_channels { srgb_to_linear(v) } else { v };
+                    }
+                }
+                for o in out.iter_mut().take(srgb_channels) {
+                    *o = linear_to_srgb(*o);
+                }
+                if normal {
+                    let n: Vec<f32> = out[..3].iter().map(|t| t * 2.0 - 1.0).collect();
+                    let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+                    if len > 1e-6 {
+                        for k in 0..3 {
+                            out[k] = n[k] / len * 0.5 + 0.5;
+                        }
+                    }
+                }
+            }
+        }
+        levels.push(DecodedMap { width: w as u32, height: h as u32, channels: level0.channels, values });
+    }
+    levels
+}
+
+/// One encoded mip level.
+pub struct EncodedLevel {
+    /// Width in texels.
+    pub width: u32,
+    /// Height in texels.
+    pub height: u32,
+    /// Blocks in row order.
+    pub blocks: Vec<u8>,
+}
+
+fn block_bytes(format: BcFormat) -> usize {
+    match format {
+        BcFormat::Bc1 | BcFormat::Bc4 => 8,
+        BcFormat::Bc5 | BcFormat::Bc7 => 16,
+    }
+}
+
+/// `VkFormat` of a format (sRGB variants where they exist).
+#[must_use]
+pub fn vk_format(format: BcFormat, srgb: bool) -> u32 {
+    match (format, srgb) {
+        (BcFormat::Bc1, false) => 131, // VK_FORMAT_BC1_RGB_UNORM_BLOCK
+        (BcFormat::Bc1, true) => 132,  // VK_FORMAT_BC1_RGB_SRGB_BLOCK
+        (BcFormat::Bc4, _) => 139,     // VK_FORMAT_BC4_UNORM_BLOCK
+        (BcFormat::Bc5, _) => 141,     // VK_FORMAT_BC5_UNORM_BLOCK
+        (BcFormat::Bc7, false) => 145, // VK_FORMAT_BC7_UNORM_BLOCK
+        (BcFormat::Bc7, true) => 146,  // VK_FORMAT_BC7_SRGB_BLOCK
+    }
+}
+
+/// `DXGI_FORMAT` of a format.
+#[must_use]
+pub fn dxgi_format(format: BcFormat, srgb: bool) -> u32 {
+    match (format, srgb) {
+        (BcFormat::Bc1, false) => 71, // DXGI_FORMAT_BC1_UNORM
+        (BcFormat::Bc1, true) => 72,  // DXGI_FORMAT_BC1_UNORM_SRGB
+        (BcFormat::Bc4, _) => 80,     // DXGI_FORMAT_BC4_UNORM
+        (BcFormat::Bc5, _) => 83,     // DXGI_FORMAT_BC5_UNORM
+        (BcFormat::Bc7, false) => 98, // DXGI_FORMAT_BC7_UNORM
+        (BcFormat::Bc7, true) => 99,  // DXGI_FORMAT_BC7_UNORM_SRGB
+    }
+}
+
+fn push_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn push_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A KTX 2.0 file of `levels` (level 0 first): header, level index, a basic data format
+/// descriptor (BC colour model, BT.709 primaries, sRGB or linear transfer), a `KTXwriter` entry,
+/// and the level data stored smallest first, each level aligned to its block size.
+#[must_use]
+pub fn ktx2_bytes(format: BcFormat, srgb: bool, levels: &[EncodedLevel]) -> Vec<u8> {
+    let (width, height) = levels.first().map_or((0, 0), |l| (l.width, l.height));
+    // Data format descriptor: one sample per 64-bit half of the block (BC5: red, green).
+    let (model, samples): (u8, &[(u16, u8, u8)]) = match format {
+        BcFormat::Bc1 => (128, &[(0, 63, 0)]),
+        BcFormat::Bc4 => (131, &[(0, 63, 0)]),
+        BcFormat::Bc5 => (132, &[(0, 63, 0), (64, 63, 1)]),
+        BcFormat::Bc7 => (134, &[(0, 127, 0)]),
+    };
+    let block_size = 24 + 16 * samples.len();
+    let mut dfd = Vec::new();
+    push_u32(&mut dfd, (4 + block_size) as u32);
+    push_u32(&mut dfd, 0); // vendor 0 (Khronos), descriptor type 0 (basic)
+    dfd.extend_from_slice(&2u16.to_le_bytes()); // version 1.3 of the data format spec
+    dfd.extend_from_slice(&(block_size as u16).to_le_bytes());
+    dfd.extend_from_slice(&[model, 1, if srgb { 2 } else { 1 }, 0]); // model, BT.709, transfer, straight alpha
+    dfd.extend_from_slice(&[3, 3, 0, 0]); // 4x4x1x1 blocks
+    dfd.extend_from_slice(&[block_bytes(format) as u8, 0, 0, 0, 0, 0, 0, 0]);
+    for &(bit_offset, bit_length, channel) in samples {
+        dfd.extend_from_slice(&bit_offset.to_le_bytes());
+        dfd.extend_from_slice(&[bit_length, channel, 0, 0, 0, 0]);
+        push_u32(&mut dfd, 0);
+        push_u32(&mut dfd, u32::MAX);
+    }
+    let mut kvd = Vec::new();
+    let entry = format!("KTXwriter\0texset {}\0", env!("CARGO_PKG_VERSION"));
+    push_u32(&mut kvd, entry.len() as u32);
+    kvd.extend_from_slice(entry.as_bytes());
+    while kvd.len() % 4 != 0 {
+        kvd.push(0);
+    }
+
+    let level_count = levels.len();
+    let dfd_offset = 80 + 24 * level_count;
+    let kvd_offset = dfd_offset + dfd.len();
+    let align = block_bytes(format);
+    // Level data, smallest level first.
+    let mut offsets = vec![0usize; level_count];
+    let mut at = kvd_offset + kvd.len();
+    for i in (0..level_count).rev() {
+        at = at.next_multiple_of(align);
+        offsets[i] = at;
+        at += levels[i].blocks.len();
+    }
+
+    let mut out = Vec::with_capacity(at);
+    out.extend_from_slice(&[0xAB, b'K', b'T', b'X', b' ', b'2', b'0', 0xBB, b'\r', b'\n', 0x1A, b'\n']);
+    for v in [vk_format(format, srgb), 1, width, height, 0, 0, 1, level_count as u32, 0] {
+        push_u32(&mut out, v);
+    }
+    for v in [dfd_offset as u32, dfd.len() as u32, kvd_offset as u32, kvd.len() as u32] {
+        push_u32(&mut out, v);
+    }
+    push_u64(&mut out, 0); // no supercompression global data
+    push_u64(&mut out, 0);
+    for (level, offset) in levels.iter().zip(&offsets) {
+        push_u64(&mut out, *offset as u64);
+        push_u64(&mut out, level.blocks.len() as u64);
+        push_u64(&mut out, level.blocks.len() as u64);
+    }
+    out.extend_from_slice(&dfd);
+    out.extend_from_slice(&kvd);
+    for i in (0..level_count).rev() {
+        out.resize(offsets[i], 0);
+        out.extend_from_slice(&levels[i].blocks);
+    }
+    out
+}
+
+/// A DDS file of `levels` (level 0 first, stored largest first) with the DX10 header.
+#[must_use]
+pub fn dds_bytes(format: BcFormat, srgb: bool, levels: &[EncodedLevel]) -> Vec<u8> {
+    const CAPS: u32 = 0x1;
+    const HEIGHT: u32 = 0x2;
+    const WIDTH: u32 = 0x4;
+    const PIXELFORMAT: u32 = 0x1000;
+    const MIPMAPCOUNT: u32 = 0x2_0000;
+    const LINEARSIZE: u32 = 0x8_0000;
+    let (width, height) = levels.first().map_or((0, 0), |l| (l.width, l.height));
+    let mut out = b"DDS ".to_vec();
+    push_u32(&mut out, 124);
+    push_u32(&mut out, CAPS | HEIGHT | WIDTH | PIXELFORMAT | MIPMAPCOUNT | LINEARSIZE);
+    push_u32(&mut out, height);
+    push_u32(&mut out, width);
+    push_u32(&mut out, levels.first().map_or(0, |l| l.blocks.len() as u32)); // linear size of level 0
+    push_u32(&mut out, 0); // depth
+    push_u32(&mut out, levels.len() as u32);
+    for _ in 0..11 {
+        push_u32(&mut out, 0);
+    }
+    // DDS_PIXELFORMAT: FOURCC "DX10".
+    push_u32(&mut out, 32);
+    push_u32(&mut out, 0x4); // DDPF_FOURCC
+    out.extend_from_slice(b"DX10");
+    for _ in 0..5 {
+        push_u32(&mut out, 0);
+    }
+    push_u32(&mut out, 0x1000 | 0x40_0000 | 0x8); // DDSCAPS_TEXTURE | MIPMAP | COMPLEX
+    for _ in 0..4 {
+        push_u32(&mut out, 0);
+    }
+    // DDS_HEADER_DXT10.
+    push_u32(&mut out, dxgi_format(format, srgb));
+    push_u32(&mut out, 3); // D3D10_RESOURCE_DIMENSION_TEXTURE2D
+    push_u32(&mut out, 0);
+    push_u32(&mut out, 1); // array size
+    push_u32(&mut out, 0);
+    for level in levels {
+        out.extend_from_slice(&level.blocks);
+    }
+    out
+}
+
+/// A map ready to write: its format, levels and what the block compression cost.
+pub struct TranscodedMap {
+    /// The format.
+    pub format: BcFormat,
+    /// sRGB format.
+    pub srgb: bool,
+    /// Levels, level 0 first.
+    pub levels: Vec<EncodedLevel>,
+    /// PSNR of level 0 after block compression against the decoded map, dB.
+    pub level0_psnr_db: f64,
+}
+
+/// Builds the mip chain of a decoded map and block-compresses every level.
+#[must_use]
+pub fn transcode_map(decoded: &DecodedMap, entry: &MapEntry, profile: Profile) -> TranscodedMap {
+    let format = profile.format(entry.kind, decoded.channels);
+    let srgb = entry.color_space == ColorSpace::Srgb && matches!(format, BcFormat::Bc1 | BcFormat::Bc7);
+    let chain = mip_chain(decoded, entry);
+    let levels: Vec<EncodedLevel> = chain
+        .iter()
+        .map(|l| EncodedLevel { width: l.width, height: l.height, blocks: bcn::encode(l.width, l.height, l.channels, &l.values, format) })
+        .collect();
+    let back = bcn::decode(&levels[0].blocks, decoded.width, decoded.height, decoded.channels, entry.kind, format);
+    TranscodedMap { format, srgb, level0_psnr_db: crate::metrics::psnr(&decoded.values, &back), levels }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly on any error")]
+mod tests {
+    use super::*;
+    use crate::set::{NormalConvention, SampleFormat};
+
+    fn entry(kind: MapKind, channels: u32, color_space: ColorSpace) -> MapEntry {
+        MapEntry {
+            kind,
+            width: 8,
+            height: 6,
+            channels,
+            sample_format: SampleFormat::U8,
+            color_space,
+            normal_convention: NormalConvention::OpenGl,
+            channel_ranges: vec![[0.0, 1.0]; channels as usize],
+            output_offset: 0,
+            latent_channels: Vec::new(),
+            source_file: String::new(),
+            color_transform: None,
+        }
+    }
+
+    #[test]
+    fn mip_chains_go_to_1x1_and_keep_constants_and_unit_normals() {
+        let flat = DecodedMap { width: 8, height: 6, channels: 3, values: vec![0.3; 8 * 6 * 3] };
+        let chain = mip_chain(&flat, &entry(MapKind::Basecolor, 3, ColorSpace::Srgb));
+        let sizes: Vec<(u32, u32)> = chain.iter().map(|l| (l.width, l.height)).collect();
+        assert_eq!(sizes, vec![(8, 6), (4, 3), (2, 1), (1, 1)]);
+        for l in &chain {
+            assert!(l.values.iter().all(|v| (v - 0.3).abs() < 1e-5), "a constant map changed in its mips");
+        }
+        // Two opposite tilts average to a short vector; the mip renormalises it.
+        let mut values = Vec::new();
+        for i in 0..4 {
+            let nx: f32 = if i % 2 == 0 { 0.6 } else { -0.6 };
+            values.extend_from_slice(&[nx * 0.5 + 0.5, 0.5, 0.8 * 0.5 + 0.5]);
+        }
+        let normals = DecodedMap { width: 2, height: 2, channels: 3, values };
+        let chain = mip_chain(&normals, &entry(MapKind::Normal, 3, ColorSpace::Linear));
+        let n: Vec<f32> = chain[1].values.iter().map(|t| t * 2.0 - 1.0).collect();
+        assert!((n[0].abs()) < 1e-5 && (n[2] - 1.0).abs() < 1e-5, "{n:?}");
+    }
+}
