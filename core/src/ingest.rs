@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 pub const MAX_DIMENSION: u32 = 16_384;
 /// Largest decoded image allocation accepted from one file, in bytes (a decompression-bomb guard).
 pub const MAX_IMAGE_BYTES: u64 = 2 << 30;
-/// Largest ratio of decoded bytes to file bytes accepted above [`BOMB_MIN_DECODED_BYTES`]: a
-/// flat 8K map saved as PNG expands about 1000:1, real textures 2–10:1; a file that claims far
-/// more is a decompression bomb (a 511-byte PNG claiming 14856x10504 16-bit RGB, found by the
-/// ingest fuzz target, asked for 900 MiB).
+/// Largest ratio of decoded bytes to file bytes accepted above [`BOMB_MIN_DECODED_BYTES`].
+/// Deflate (PNG, EXR's ZIP) cannot expand data more than about 1032:1, and RLE (TGA, EXR) far
+/// less, so a file that claims more is a decompression bomb (a 511-byte PNG claiming 14856x10504
+/// 16-bit RGB, found by the ingest fuzz target, asked for 936 MB).
 pub const MAX_EXPANSION: u64 = 2048;
 /// Decoded sizes up to this are accepted whatever the file size.
 pub const BOMB_MIN_DECODED_BYTES: u64 = 64 << 20;
