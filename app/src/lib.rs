@@ -1,4 +1,6 @@
 //! The texset studio (eframe/egui) as a library, so tests can drive it without a screen. The
 //! `texset` binary (src/main.rs) opens it, or runs the CLI.
 
+pub mod decode;
+pub mod rendered;
 pub mod studio;

@@ -413,42 +413,14 @@ fn run_batch(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Opt
     Ok(())
 }
 
-/// Every map of the bundle, decoded on the GPU when asked and possible, else on the CPU.
-fn decode_all(b: &Bundle, gpu: bool) -> Result<Vec<Vec<texset_core::DecodedMap>>> {
-    let cpu = || -> Result<Vec<Vec<texset_core::DecodedMap>>> {
-        let decoder = Decoder::new(b);
-        Ok((0..b.manifest.materials.len()).map(|m| decoder.decode_material(m)).collect::<Result<_, _>>()?)
-    };
-    if !gpu {
-        return cpu();
-    }
-    let on_gpu = || -> Result<Vec<Vec<texset_core::DecodedMap>>> {
-        let Some((adapter, device, queue)) = texset_shaders::request_device()? else { bail!("no GPU adapter found") };
-        eprintln!("decoding on the GPU: {} ({:?})", adapter.get_info().name, adapter.get_info().backend);
-        let decoder = texset_shaders::GpuDecoder::new(&device, b)?;
-        let mut out = Vec::new();
-        for (m, material) in b.manifest.materials.iter().enumerate() {
-            let maps = (0..material.maps.len())
-                .map(|k| decoder.decode_map(&device, &queue, m, k, texset_shaders::DecodeMode::Stored))
-                .collect::<Result<Vec<_>, _>>()?;
-            out.push(maps);
-        }
-        Ok(out)
-    };
-    on_gpu().or_else(|why| {
-        eprintln!("warning: GPU decode failed ({why:#}); decoding with the CPU reference");
-        cpu()
-    })
-}
-
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
 fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, originals: &[PathBuf]) -> Result<()> {
     use texset_core::transcode::{Container, Profile, dds_bytes, ktx2_bytes, transcode_map, vk_format};
     let b = read_bundle(bundle)?;
+    let mut decoder = texset::decode::MaterialDecoder::new(&b, gpu);
     if format == TranscodeArg::Png {
-        let decoded = decode_all(&b, gpu)?;
-        let written = texset_core::export::write_folder(&b.manifest, output, |m| Ok(decoded[m].clone()))?;
+        let written = texset_core::export::write_folder(&b.manifest, output, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), output.display());
         return Ok(());
     }
@@ -458,12 +430,12 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, orig
         _ => (Profile::High, Container::Ktx2),
     };
     let originals = if originals.is_empty() { None } else { Some(texset_core::ingest::load_library(originals)?.0) };
-    let decoded = decode_all(&b, gpu)?;
     let (mut total_bytes, mut texels) = (0u64, 0u64);
     for (m, material) in b.manifest.materials.iter().enumerate() {
         let folder = output.join(&material.name);
         std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
-        for (entry, map) in material.maps.iter().zip(&decoded[m]) {
+        let decoded = decoder.decode_material(m)?;
+        for (entry, map) in material.maps.iter().zip(&decoded) {
             let t = transcode_map(map, entry, profile);
             let bytes = match container {
                 Container::Ktx2 => ktx2_bytes(t.format, t.srgb, &t.levels),
@@ -517,43 +489,6 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, orig
         if container == Container::Ktx2 { "; every file read back and checked with the ktx2 crate" } else { "" }
     );
     Ok(())
-}
-
-/// `texset decode --gpu`: every map through the WGSL decoder. Any GPU trouble (no adapter, no
-/// device, a failure mid-way; or one simulated through `TEXSET_FAULT`) is an error the caller
-/// answers with the CPU reference decoder.
-fn decode_on_gpu(b: &Bundle, output: &Path) -> Result<Vec<PathBuf>> {
-    use texset_core::fault::{self, Fault};
-    if fault::is_active(Fault::GpuNoAdapter) {
-        bail!("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)");
-    }
-    if fault::is_active(Fault::GpuDevice) {
-        bail!("the adapter failed to create a device (simulated: TEXSET_FAULT=gpu-device)");
-    }
-    let Some((adapter, device, queue)) = texset_shaders::request_device()? else {
-        bail!("no GPU adapter found");
-    };
-    let info = adapter.get_info();
-    eprintln!("decoding on the GPU: {} ({:?})", info.name, info.backend);
-    let decoder = texset_shaders::GpuDecoder::new(&device, b)?;
-    let lost_at = fault::gpu_lost_at_step();
-    let mut decoded = 0u32;
-    let written = texset_core::export::write_folder(&b.manifest, output, |material| {
-        (0..b.manifest.materials[material].maps.len())
-            .map(|map| {
-                if lost_at == Some(decoded) {
-                    return Err(texset_core::export::ExportError::Gpu(format!(
-                        "device lost at map {decoded} (simulated: TEXSET_FAULT=gpu-lost-at-step={decoded})"
-                    )));
-                }
-                decoded += 1;
-                decoder
-                    .decode_map(&device, &queue, material, map, texset_shaders::DecodeMode::Stored)
-                    .map_err(|e| texset_core::export::ExportError::Gpu(e.to_string()))
-            })
-            .collect()
-    })?;
-    Ok(written)
 }
 
 fn read_bundle(path: &Path) -> Result<Bundle> {
@@ -700,9 +635,12 @@ fn run(cli: Cli) -> Result<()> {
                 let ssim = if m.ssim.is_nan() { "not measured (--no-ssim)".to_owned() } else { format!("{:.4}", m.ssim) };
                 eprintln!("  {}/{}: {:.2} dB, SSIM {ssim}", m.material, m.map, m.psnr_db);
             }
-            eprintln!("channel budgets:");
-            for b in &r.analyse.budgets {
+            eprintln!("channel budgets (before training, then in the bundle):");
+            for (b, change) in r.analyse.budgets.iter().zip(&r.prune.budgets) {
                 eprintln!("  {}: {}/{} channels ({})", b.texture, b.channels, b.total_channels, b.reason);
+                if change.after != change.before {
+                    eprintln!("    -> {} channels in the bundle: {}", change.after, change.reason);
+                }
             }
             if let Some(path) = report {
                 let json = serde_json::json!({
@@ -774,16 +712,8 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Decode { bundle, output, gpu } => {
             let b = read_bundle(&bundle)?;
-            let on_gpu = if gpu { decode_on_gpu(&b, &output).map_err(|why| format!("{why:#}")) } else { Err(String::new()) };
-            let written = match on_gpu {
-                Ok(written) => written,
-                Err(why) => {
-                    if gpu {
-                        eprintln!("warning: GPU decode failed ({why}); decoding with the CPU reference");
-                    }
-                    texset_core::export::decode_to_folder(&Decoder::new(&b), &output)?
-                }
-            };
+            let mut decoder = texset::decode::MaterialDecoder::new(&b, gpu);
+            let written = texset_core::export::write_folder(&b.manifest, &output, |m| Ok(decoder.decode_material(m)?))?;
             eprintln!("wrote {} maps under {}", written.len(), output.display());
         }
         Command::Transcode { bundle, output, format, gpu, originals } => transcode(&bundle, &output, format, gpu, &originals)?,
@@ -867,14 +797,39 @@ fn run(cli: Cli) -> Result<()> {
             let Some(bundle) = paths.pop() else { bail!("eval needs reference folders and a bundle") };
             let b = read_bundle(&bundle)?;
             let (set, _) = texset_core::ingest::load_library(&paths)?;
-            let eval = texset_core::eval::evaluate(&set, &Decoder::new(&b), true)?;
+            let decoded = texset_core::eval::decode_set(&set, &Decoder::new(&b))?;
+            let eval = texset_core::eval::score(&set, &decoded, true);
+            let (lights, size_px) = (8, 256);
+            let rendered = texset::rendered::rendered_scores(&set, &b.manifest, &decoded, lights, size_px);
             if json {
-                println!("{}", serde_json::to_string_pretty(&eval)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "pooled_psnr_db": eval.pooled_psnr_db,
+                        "maps": eval.maps,
+                        "rendered": rendered,
+                    }))?
+                );
             } else {
                 println!("pooled PSNR {:.2} dB", eval.pooled_psnr_db);
                 for m in &eval.maps {
                     let ch: Vec<String> = m.channel_psnr_db.iter().map(|p| format!("{p:.2}")).collect();
-                    println!("  {}/{}: PSNR {:.2} dB (channels {}), SSIM {:.4}", m.material, m.map, m.psnr_db, ch.join(" "), m.ssim);
+                    let flip = m.flip.map_or_else(String::new, |f| format!(", FLIP {f:.4}"));
+                    let angle = m.normal_angular_error_deg.map_or_else(String::new, |a| format!(", mean angular error {a:.2} deg"));
+                    println!(
+                        "  {}/{}: PSNR {:.2} dB (channels {}), SSIM {:.4}{flip}{angle}",
+                        m.material,
+                        m.map,
+                        m.psnr_db,
+                        ch.join(" "),
+                        m.ssim
+                    );
+                }
+                println!(
+                    "rendered error (the preview's plane under {lights} light positions, {size_px}x{size_px}, original vs decoded maps):"
+                );
+                for r in &rendered {
+                    println!("  {}: PSNR {:.2} dB, FLIP {:.4}", r.material, r.rendered_psnr_db, r.rendered_flip);
                 }
             }
         }

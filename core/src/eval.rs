@@ -1,4 +1,5 @@
-//! Scoring a bundle against its source set: PSNR pooled, per map and per channel, and SSIM.
+//! Scoring a bundle against its source set: PSNR pooled, per map and per channel, SSIM, FLIP, and
+//! the mean angular error of normal maps.
 
 use crate::decode::{DecodeError, DecodedMap, Decoder};
 use crate::metrics::{SquaredError, ssim};
@@ -18,6 +19,13 @@ pub struct MapScore {
     pub channel_psnr_db: Vec<f64>,
     /// Mean SSIM over channels.
     pub ssim: f64,
+    /// Mean FLIP error (0 = identical; [`crate::metrics::flip_mean`]); measured with SSIM when the
+    /// `flip` feature is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flip: Option<f64>,
+    /// Normal maps: mean angle between decoded and source normals, degrees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normal_angular_error_deg: Option<f64>,
 }
 
 /// Quality of a whole library.
@@ -104,7 +112,8 @@ pub fn decode_set(set: &TextureSet, decoder: &Decoder) -> Result<Vec<Vec<Decoded
     Ok(out)
 }
 
-/// Scores maps decoded by [`decode_set`] against the set.
+/// Scores maps decoded by [`decode_set`] against the set; `with_ssim` also measures FLIP (when
+/// the `flip` feature is on), the two slow metrics.
 #[must_use]
 pub fn score(set: &TextureSet, decoded: &[Vec<DecodedMap>], with_ssim: bool) -> EvalReport {
     let mut pooled = SquaredError::default();
@@ -123,12 +132,21 @@ pub fn score(set: &TextureSet, decoded: &[Vec<DecodedMap>], with_ssim: bool) -> 
                 .collect();
             let ssim_value =
                 if with_ssim { ssim(&d.values, &texture.texels, texture.width as usize, texture.height as usize, ch) } else { f64::NAN };
+            #[cfg(feature = "flip")]
+            let flip = with_ssim
+                .then(|| crate::metrics::flip_mean(&texture.texels, &d.values, texture.width as usize, texture.height as usize, ch));
+            #[cfg(not(feature = "flip"))]
+            let flip = None;
+            let normal_angular_error_deg = (texture.kind == crate::set::MapKind::Normal)
+                .then(|| crate::metrics::normal_angular_error_deg(&texture.texels, &d.values, ch));
             maps.push(MapScore {
                 material: material.name.clone(),
                 map: texture.kind.to_string(),
                 psnr_db: se.psnr_db(),
                 channel_psnr_db,
                 ssim: ssim_value,
+                flip,
+                normal_angular_error_deg,
             });
         }
     }

@@ -6,7 +6,7 @@
 //! the existing materials read changes: their latents, the hidden layers, the first layer's
 //! existing columns, biases and row scales, and their output rows stay bit-identical, and the new
 //! columns multiply inputs that are zero for them. So their decoded maps do not change at all
-//! (`tests/tests/library_add.rs` checks the PNG bytes), and the run trains a fraction of the
+//! (`tests/tests/integration/library_add.rs` checks the PNG bytes), and the run trains a fraction of the
 //! parameters on the new material's texels only.
 
 use crate::bundle::{Bundle, LayerEntry};

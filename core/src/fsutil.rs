@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename over
-/// the target, then fsync of the folder. A crash leaves either the old file or the new one.
+/// the target, then fsync of the folder. A crash leaves either the old file or the new one (and a
+/// temporary file, which the next successful write of the same target removes once its process
+/// is gone: [`remove_stale_temporaries`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     // Unique per process and call: two threads writing one target never share a temporary file.
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -27,12 +29,35 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         if let Ok(d) = std::fs::File::open(&dir) {
             let _ = d.sync_all();
         }
+        remove_stale_temporaries(&dir, file_name);
         Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Removes `.NAME.tmp-PID-N` files of target `file_name` in `dir` left by processes that no longer
+/// run (killed mid-write). Only where a process's liveness can be told (`/proc`); a temporary
+/// file of a live process, or of an unknown one, is left alone.
+pub fn remove_stale_temporaries(dir: &Path, file_name: &str) {
+    let proc_fs = Path::new("/proc/self");
+    if !proc_fs.exists() {
+        return;
+    }
+    let prefix = format!(".{file_name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else { continue };
+        let Some(pid) = rest.split_once('-').and_then(|(pid, call)| call.parse::<u64>().ok().and(pid.parse::<u32>().ok())) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// `write_all`, or the simulated faults of [`crate::fault`] (a full disk, a slow disk).

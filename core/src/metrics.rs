@@ -152,3 +152,86 @@ mod tests {
         assert!(ssim(&a, &shifted, w, h, 1) > s);
     }
 }
+
+/// Mean angle in degrees between the normal vectors of two tangent-space normal maps stored as
+/// `t = n * 0.5 + 0.5` (`channels` ≥ 3 per texel; both in one convention). Each texel's vectors are
+/// normalised first; texels whose vector has no length in either map are skipped.
+#[must_use]
+pub fn normal_angular_error_deg(a: &[f32], b: &[f32], channels: usize) -> f64 {
+    if channels < 3 {
+        return f64::NAN;
+    }
+    let vector = |t: &[f32]| -> Option<[f64; 3]> {
+        let v = [f64::from(t[0]) * 2.0 - 1.0, f64::from(t[1]) * 2.0 - 1.0, f64::from(t[2]) * 2.0 - 1.0];
+        let len = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        (len > 1e-6).then(|| [v[0] / len, v[1] / len, v[2] / len])
+    };
+    let (mut sum, mut count) = (0.0f64, 0usize);
+    for (x, y) in a.chunks_exact(channels).zip(b.chunks_exact(channels)) {
+        if let (Some(u), Some(v)) = (vector(x), vector(y)) {
+            let cos = (u[0] * v[0] + u[1] * v[1] + u[2] * v[2]).clamp(-1.0, 1.0);
+            sum += cos.acos().to_degrees();
+            count += 1;
+        }
+    }
+    if count == 0 { f64::NAN } else { sum / count as f64 }
+}
+
+/// Mean FLIP error (NVIDIA's perceptual difference metric, LDR version: Andersson et al. 2020,
+/// through the `nv-flip` crate, which builds NVIDIA's reference C++) between two images of
+/// `channels` stored values in `[0, 1]` per texel, viewed as sRGB-encoded 8-bit colour at the
+/// default 67 pixels per degree. One-channel maps are viewed as grey, two-channel ones with blue 0,
+/// alpha is ignored. 0 is identical; 1 is the largest difference.
+#[cfg(feature = "flip")]
+#[must_use]
+pub fn flip_mean(reference: &[f32], test: &[f32], width: usize, height: usize, channels: usize) -> f64 {
+    let rgb8 = |values: &[f32]| -> Vec<u8> {
+        let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+        values
+            .chunks_exact(channels.max(1))
+            .flat_map(|t| match t.len() {
+                1 => [byte(t[0]); 3],
+                2 => [byte(t[0]), byte(t[1]), 0],
+                _ => [byte(t[0]), byte(t[1]), byte(t[2])],
+            })
+            .collect()
+    };
+    let (w, h) = (width as u32, height as u32);
+    let reference = nv_flip::FlipImageRgb8::with_data(w, h, &rgb8(reference));
+    let test = nv_flip::FlipImageRgb8::with_data(w, h, &rgb8(test));
+    let error = nv_flip::flip(reference, test, nv_flip::DEFAULT_PIXELS_PER_DEGREE);
+    f64::from(nv_flip::FlipPool::from_image(&error).mean())
+}
+
+#[cfg(test)]
+mod metric_tests {
+    use super::*;
+
+    #[test]
+    fn angular_error_of_a_known_tilt() {
+        // Flat normals against normals tilted by 10 degrees about x.
+        let tilt = 10f32.to_radians();
+        let flat: Vec<f32> = (0..16).flat_map(|_| [0.5, 0.5, 1.0]).collect();
+        let tilted: Vec<f32> = (0..16).flat_map(|_| [0.5, tilt.sin() * 0.5 + 0.5, tilt.cos() * 0.5 + 0.5]).collect();
+        let error = normal_angular_error_deg(&flat, &tilted, 3);
+        assert!((error - 10.0).abs() < 1e-3, "{error}");
+        assert!(normal_angular_error_deg(&flat, &flat, 3).abs() < 1e-3);
+        assert!(normal_angular_error_deg(&flat, &flat, 1).is_nan());
+    }
+
+    #[cfg(feature = "flip")]
+    #[test]
+    fn flip_is_zero_for_identical_images_and_grows_with_the_error() {
+        let (w, h) = (64usize, 64usize);
+        let image: Vec<f32> = (0..w * h).flat_map(|i| [(i % w) as f32 / w as f32, (i / w) as f32 / h as f32, 0.3]).collect();
+        let noisy = |amount: f32| -> Vec<f32> {
+            image.iter().enumerate().map(|(i, v)| v + amount * (((i * 7919) % 13) as f32 / 6.0 - 1.0)).collect()
+        };
+        assert!(flip_mean(&image, &image, w, h, 3) < 1e-6);
+        let (small, large) = (flip_mean(&image, &noisy(0.02), w, h, 3), flip_mean(&image, &noisy(0.2), w, h, 3));
+        assert!(small > 0.0 && large > 2.0 * small && large <= 1.0, "{small} {large}");
+        // One channel is viewed as grey.
+        let grey: Vec<f32> = image.iter().step_by(3).copied().collect();
+        assert!(flip_mean(&grey, &grey, w, h, 1) < 1e-6);
+    }
+}

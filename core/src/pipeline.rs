@@ -275,6 +275,22 @@ pub struct PruneReport {
     pub channels_after: usize,
     /// What the removal during training did, when it ran.
     pub during_training: Option<String>,
+    /// Every texture's budget before training (the analyse pass's, or an override) and in the
+    /// bundle, with the reason for a change; in the order of [`AnalyseReport::budgets`].
+    pub budgets: Vec<BudgetChange>,
+}
+
+/// One texture's channel budget before and after training.
+#[derive(Clone, Debug, Serialize)]
+pub struct BudgetChange {
+    /// `material/kind`.
+    pub texture: String,
+    /// Latent channels it read when training started.
+    pub before: u32,
+    /// Latent channels it reads in the bundle.
+    pub after: u32,
+    /// Why they differ, or that they do not.
+    pub reason: String,
 }
 
 /// What the quantise pass did.
@@ -697,7 +713,7 @@ pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelP
     for slot in new_layout.textures.iter_mut().flatten() {
         slot.latent_channels = slot.latent_channels.iter().filter_map(|&c| remap[c as usize]).collect();
     }
-    let report = PruneReport { channels_before: lc, channels_after: next as usize, during_training: None };
+    let report = PruneReport { channels_before: lc, channels_after: next as usize, during_training: None, budgets: Vec::new() };
     (new_layout, new_params, report)
 }
 
@@ -876,6 +892,7 @@ pub fn compress(
     progress.pass_started(Pass::Prune);
     // Channels training removed are read by no texture any more.
     let mut layout = layout;
+    let budgets_before: Vec<usize> = layout.textures.iter().flatten().map(|s| s.latent_channels.len()).collect();
     if !train_report.pruned_channels.is_empty() {
         for slot in layout.textures.iter_mut().flatten() {
             slot.latent_channels.retain(|c| train_report.pruned_channels.binary_search(c).is_err());
@@ -892,6 +909,34 @@ pub fn compress(
             p.keep_per_grid
         ));
     }
+    let names: Vec<String> = if analyse_report.budgets.len() == budgets_before.len() {
+        analyse_report.budgets.iter().map(|b| b.texture.clone()).collect()
+    } else {
+        set.materials.iter().flat_map(|m| m.textures.iter().map(move |t| format!("{}/{}", m.name, t.kind))).collect()
+    };
+    let method = options.prune.as_ref().map(|p| format!("{:?} pruning at {:.0}% of training", p.method, 100.0 * p.at));
+    prune_report.budgets = layout
+        .textures
+        .iter()
+        .flatten()
+        .zip(&budgets_before)
+        .zip(names)
+        .map(|((slot, &before), texture)| {
+            let after = slot.latent_channels.len();
+            let reason = match (after.cmp(&before), &method) {
+                (std::cmp::Ordering::Less, Some(method)) => {
+                    format!(
+                        "{} of its channels were among the {} that {method} removed",
+                        before - after,
+                        train_report.pruned_channels.len()
+                    )
+                }
+                (std::cmp::Ordering::Equal, Some(_)) => "unchanged: pruning removed none of its channels".to_owned(),
+                _ => "unchanged: no channel pruning during training".to_owned(),
+            };
+            BudgetChange { texture, before: before as u32, after: after as u32, reason }
+        })
+        .collect();
     progress.pass_finished(
         Pass::Prune,
         &format!(

@@ -147,13 +147,51 @@ pub(crate) fn to_u32(what: &'static str, value: usize) -> Result<u32, GpuError> 
     u32::try_from(value).map_err(|_| GpuError::ModelTooLarge { what, got: value, limit: u32::MAX as usize })
 }
 
+/// A model's two storage buffers on the GPU: `latents` (group 0, binding 0 of the decoder WGSL)
+/// and `mlp` (binding 1). An engine that appends its own shader to [`GpuModel::wgsl`] binds these
+/// (`shaders/examples/lit_quad.rs`); [`GpuDecoder`] and the preview use them too.
+pub struct ModelBuffers {
+    /// The bit-packed latent levels.
+    pub latents: wgpu::Buffer,
+    /// The int8 weights with their scales and biases.
+    pub mlp: wgpu::Buffer,
+}
+
+impl ModelBuffers {
+    /// Uploads `model`'s words, after checking them against the device's storage buffer limit.
+    pub fn upload(device: &wgpu::Device, model: &GpuModel) -> Result<Self, GpuError> {
+        let latent_bytes = model::words_to_bytes(&model.latent_words);
+        let mlp_bytes = model::words_to_bytes(&model.mlp_words);
+        let limit = device.limits().max_storage_buffer_binding_size;
+        for (what, bytes) in [("the latent buffer", &latent_bytes), ("the MLP buffer", &mlp_bytes)] {
+            check_device_limit(what, bytes.len() as u64, limit)?;
+        }
+        Ok(Self {
+            latents: storage_buffer(device, "texset latents", &latent_bytes),
+            mlp: storage_buffer(device, "texset MLP weights", &mlp_bytes),
+        })
+    }
+
+    /// Group 0 of a pipeline built on the decoder WGSL: bindings 0 and 1, then `extra` (the
+    /// decoder's own entry points add their parameters and outputs).
+    #[must_use]
+    pub fn bind_group(&self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, extra: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
+        let mut entries = vec![
+            wgpu::BindGroupEntry { binding: 0, resource: self.latents.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: self.mlp.as_entire_binding() },
+        ];
+        entries
+            .extend(extra.iter().map(|(binding, buffer)| wgpu::BindGroupEntry { binding: *binding, resource: buffer.as_entire_binding() }));
+        device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("texset model bind group"), layout, entries: &entries })
+    }
+}
+
 /// A bundle's model resident on the GPU (bit-packed latents and int8 weights, as the bundle stores
 /// them), with the pipelines of the decoder specialised to it.
 pub struct GpuDecoder {
     decoder: Decoder,
     model: GpuModel,
-    latents: wgpu::Buffer,
-    mlp: wgpu::Buffer,
+    buffers: ModelBuffers,
     map_pipeline: wgpu::ComputePipeline,
     samples_pipeline: wgpu::ComputePipeline,
     render_pipeline: wgpu::RenderPipeline,
@@ -181,8 +219,9 @@ impl SampleBatch {
     }
 }
 
-/// Colour format of the render target `decode_map_fragment` draws into.
-const FRAGMENT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
+/// Colour format of the render targets of [`render_rgba32f`] (`decode_map_fragment`, the preview's
+/// tests, the lit-quad example).
+pub const FRAGMENT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
 
 impl GpuDecoder {
     /// Lays the bundle out for the GPU ([`GpuModel`]), uploads it and compiles the decoder
@@ -190,16 +229,8 @@ impl GpuDecoder {
     pub fn new(device: &wgpu::Device, bundle: &Bundle) -> Result<Self, GpuError> {
         let decoder = Decoder::new(bundle);
         let model = GpuModel::new(bundle)?;
-        let latent_bytes = model::words_to_bytes(&model.latent_words);
-        let mlp_bytes = model::words_to_bytes(&model.mlp_words);
-        let limit = device.limits().max_storage_buffer_binding_size;
-        for (what, bytes) in [("the latent buffer", &latent_bytes), ("the MLP buffer", &mlp_bytes)] {
-            check_device_limit(what, bytes.len() as u64, limit)?;
-        }
-
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let latents = storage_buffer(device, "texset latents", &latent_bytes);
-        let mlp = storage_buffer(device, "texset MLP weights", &mlp_bytes);
+        let buffers = ModelBuffers::upload(device, &model)?;
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("texset decode.wgsl (specialised)"),
             source: wgpu::ShaderSource::Wgsl(model.wgsl().into()),
@@ -221,7 +252,7 @@ impl GpuDecoder {
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
-        Ok(Self { decoder, model, latents, mlp, map_pipeline, samples_pipeline, render_pipeline })
+        Ok(Self { decoder, model, buffers, map_pipeline, samples_pipeline, render_pipeline })
     }
 
     /// The CPU decoder of the same bundle (manifest and dequantised parameters).
@@ -246,13 +277,7 @@ impl GpuDecoder {
     }
 
     fn bind_group(&self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, extra: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
-        let mut entries = vec![
-            wgpu::BindGroupEntry { binding: 0, resource: self.latents.as_entire_binding() },
-            wgpu::BindGroupEntry { binding: 1, resource: self.mlp.as_entire_binding() },
-        ];
-        entries
-            .extend(extra.iter().map(|(binding, buffer)| wgpu::BindGroupEntry { binding: *binding, resource: buffer.as_entire_binding() }));
-        device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("texset decode bind group"), layout, entries: &entries })
+        self.buffers.bind_group(device, layout, extra)
     }
 
     /// Decodes one whole map of a material at its own resolution on the GPU (compute) and reads
@@ -437,7 +462,8 @@ fn read_back(
 /// Records a full-screen pass (`draw`, given the encoder and the target's view) into a new
 /// `width` x `height` [`FRAGMENT_FORMAT`] (`Rgba32Float`) target, copies the target out and
 /// returns its texels as tightly packed RGBA rows. Errors raised inside `scope` are returned.
-pub(crate) fn render_rgba32f(
+/// Offscreen rendering for tests and tools; an engine draws into its own targets.
+pub fn render_rgba32f(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     label: &str,

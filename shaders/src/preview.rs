@@ -6,8 +6,8 @@
 //! offscreen for tests). Two uniform slots let one frame show the decoded material beside the
 //! original maps.
 
-use crate::model::{self, GpuModel};
-use crate::{GpuError, block_on, check_device_limit, storage_buffer, to_u32};
+use crate::model::GpuModel;
+use crate::{GpuError, block_on, check_device_limit, to_u32};
 use texset_core::bundle::{Bundle, Manifest};
 use texset_core::set::MapKind;
 
@@ -295,22 +295,7 @@ fn create_pipeline(device: &wgpu::Device, wgsl: &str, format: wgpu::TextureForma
 }
 
 fn model_bind_group(device: &wgpu::Device, pipeline: &wgpu::RenderPipeline, model: &GpuModel) -> Result<wgpu::BindGroup, GpuError> {
-    let latent_bytes = model::words_to_bytes(&model.latent_words);
-    let mlp_bytes = model::words_to_bytes(&model.mlp_words);
-    let limit = device.limits().max_storage_buffer_binding_size;
-    for (what, bytes) in [("the latent buffer", &latent_bytes), ("the MLP buffer", &mlp_bytes)] {
-        check_device_limit(what, bytes.len() as u64, limit)?;
-    }
-    let latents = storage_buffer(device, "texset preview latents", &latent_bytes);
-    let mlp = storage_buffer(device, "texset preview MLP", &mlp_bytes);
-    Ok(device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some("texset preview model"),
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &[
-            wgpu::BindGroupEntry { binding: 0, resource: latents.as_entire_binding() },
-            wgpu::BindGroupEntry { binding: 1, resource: mlp.as_entire_binding() },
-        ],
-    }))
+    Ok(crate::ModelBuffers::upload(device, model)?.bind_group(device, &pipeline.get_bind_group_layout(0), &[]))
 }
 
 fn uniform(device: &wgpu::Device) -> wgpu::Buffer {
@@ -545,6 +530,40 @@ pub fn shade(uniforms: &PreviewUniforms, uv: [f32; 2], fetch: &dyn Fn(usize, [f3
     for c in 0..3 {
         let mapped = color[c] / (1.0 + color[c]);
         out[c] = if uniforms.view[3] > 0.5 { encode_srgb(mapped) } else { mapped };
+    }
+    out
+}
+
+/// One map as stored values in `[0, 1]`: width, height, channels, `[y][x][c]` values.
+pub type StoredMap<'a> = (u32, u32, u32, &'a [f32]);
+
+/// The preview's picture of material `material` computed on the CPU by [`shade`] from stored maps
+/// given in manifest order (nearest texel, un-mapped for shading as `decode_texel_linear` does):
+/// `shape` lit from orbit `angle`, `width` x `height` sRGB-encoded RGBA rows. `texset eval`
+/// renders the original maps and the decoded ones this way and compares the pictures (the
+/// rendered error).
+#[must_use]
+pub fn render_cpu(manifest: &Manifest, material: usize, maps: &[StoredMap], shape: Shape, angle: f32, width: u32, height: u32) -> Vec<f32> {
+    let uniforms = PreviewUniforms::new(manifest, material, angle, 3.0, shape, width as f32 / height as f32).with_srgb_encoding(true);
+    let entries = manifest.materials.get(material).map_or(&[][..], |m| m.maps.as_slice());
+    let fetch = |slot: usize, uv: [f32; 2]| -> Option<[f32; 4]> {
+        let layer = *uniforms.layers.get(slot)? as usize;
+        let (&(w, h, channels, values), entry) = (maps.get(layer)?, entries.get(layer)?);
+        let x = ((uv[0].max(0.0) * w as f32) as u32).min(w.saturating_sub(1));
+        let y = ((uv[1].max(0.0) * h as f32) as u32).min(h.saturating_sub(1));
+        let base = (y as usize * w as usize + x as usize) * channels as usize;
+        let mut t = [0.0; 4];
+        for (c, v) in t.iter_mut().enumerate().take(channels as usize) {
+            *v = values.get(base + c).copied().unwrap_or(0.0);
+        }
+        Some(texset_core::decode::unmap(entry, t))
+    };
+    let mut out = Vec::with_capacity(width as usize * height as usize * 4);
+    for y in 0..height {
+        for x in 0..width {
+            let uv = [(x as f32 + 0.5) / width as f32, (y as f32 + 0.5) / height as f32];
+            out.extend_from_slice(&shade(&uniforms, uv, &fetch));
+        }
     }
     out
 }

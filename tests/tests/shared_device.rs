@@ -3,6 +3,7 @@
 //! training then runs on it. Its own test binary: the registration is once per process.
 #![allow(clippy::unwrap_used, missing_docs)]
 
+#[path = "integration/common/mod.rs"]
 mod common;
 
 use texset_core::burn_train::{share_wgpu_device, wgpu_device_is_shared};

@@ -280,6 +280,12 @@ pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
             if m.ssim > 0.0 {
                 ui.label(format!("SSIM {:.4}", m.ssim));
             }
+            if let Some(flip) = m.flip {
+                ui.label(format!("FLIP {flip:.4}"));
+            }
+            if let Some(degrees) = m.normal_angular_error_deg {
+                ui.label(format!("{degrees:.2}° mean angle"));
+            }
             ui.end_row();
         }
     });

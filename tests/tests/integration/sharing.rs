@@ -1,7 +1,7 @@
 //! Sharing across a set: exact duplicates stored once, flat maps with no latent channels.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use texset_core::bundle::Bundle;

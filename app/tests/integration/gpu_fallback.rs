@@ -1,6 +1,7 @@
 //! GPU trouble falls back to the CPU with a warning: no adapter (real, with Vulkan pointed at no
 //! driver, and simulated), an adapter that fails to create a device, a device lost mid-run — for
-//! training (`compress --backend wgpu`) and for decoding (`decode --gpu`). Faults are simulated
+//! training (`compress --backend wgpu`) and for decoding (`decode --gpu`, `transcode --gpu`: one
+//! decoder, `texset::decode::MaterialDecoder`). Faults are simulated
 //! through `TEXSET_FAULT` (`texset_core::fault`).
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -101,6 +102,12 @@ fn gpu_decode_failures_fall_back_to_the_cpu_decoder() {
     let reference = tmp.path().join("cpu");
     assert!(texset(&["decode", bundle.to_str().unwrap(), "-o", reference.to_str().unwrap()], &[]).status.success());
     let expected = folder_bytes(&reference);
+    let reference_ktx2 = tmp.path().join("cpu-ktx2");
+    assert!(
+        texset(&["transcode", bundle.to_str().unwrap(), "-o", reference_ktx2.to_str().unwrap(), "--format", "bc7"], &[]).status.success()
+    );
+    let expected_ktx2 = folder_bytes(&reference_ktx2);
+    assert!(!expected_ktx2.is_empty());
 
     let mut cases: Vec<(&str, &str, &str)> = vec![
         ("no adapter", "gpu-no-adapter", "no GPU adapter (simulated"),
@@ -116,5 +123,17 @@ fn gpu_decode_failures_fall_back_to_the_cpu_decoder() {
         assert!(run.status.success(), "{what}: {stderr}");
         assert!(stderr.contains("warning: GPU decode failed") && stderr.contains(reason), "{what}: {stderr}");
         assert_eq!(folder_bytes(&out), expected, "{what}: the CPU fallback's PNGs differ from a CPU decode");
+        // transcode decodes through the same decoder: the same fallback, as PNG and as KTX2.
+        for (format, expected) in [("png", &expected), ("bc7", &expected_ktx2)] {
+            let out = tmp.path().join(format!("{fault}-transcode-{format}"));
+            let run = texset(
+                &["transcode", bundle.to_str().unwrap(), "-o", out.to_str().unwrap(), "--format", format, "--gpu"],
+                &[("TEXSET_FAULT", fault)],
+            );
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert!(run.status.success(), "transcode {format}, {what}: {stderr}");
+            assert!(stderr.contains("warning: GPU decode failed") && stderr.contains(reason), "transcode {format}, {what}: {stderr}");
+            assert_eq!(&folder_bytes(&out), expected, "transcode {format}, {what}: the fallback's files differ from the CPU path's");
+        }
     }
 }

@@ -79,7 +79,6 @@ fn kill_during_an_export_leaves_the_earlier_bundle_whole() {
             // The target is the earlier bundle, byte for byte, and it still reads.
             assert_eq!(std::fs::read(&out).unwrap(), earlier, "attempt {attempt}: the bundle was damaged by a kill mid-write");
             texset_core::Bundle::read(&out).unwrap();
-            std::fs::remove_file(&temp).unwrap();
         }
     }
     assert!(caught_mid_write >= 3, "only {caught_mid_write} of 5 kills landed during the write");
@@ -90,6 +89,14 @@ fn kill_during_an_export_leaves_the_earlier_bundle_whole() {
     assert!(again.status.success());
     assert_ne!(std::fs::read(&out).unwrap(), earlier);
     texset_core::Bundle::read(&out).unwrap();
+    // And removes the killed runs' temporary files (their processes are gone).
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".out.texset.tmp-"))
+        .collect();
+    assert!(left.is_empty(), "stale temporary files left: {left:?}");
 }
 
 #[test]

@@ -3,9 +3,7 @@
 //! and that the source folders' bytes and modification times are unchanged.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::sample_folders;
+use crate::common::sample_folders;
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;

@@ -98,6 +98,21 @@ fn compress_inspect_decode_eval_round_trip() {
     let eval: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pooled = eval["pooled_psnr_db"].as_f64().unwrap();
     assert!((pooled - json["pooled_psnr_db"].as_f64().unwrap()).abs() < 1e-9, "eval and compress disagree");
+    // FLIP per map, the normal map's angular error, and the rendered error.
+    for m in eval["maps"].as_array().unwrap() {
+        let flip = m["flip"].as_f64().unwrap();
+        assert!((0.0..0.5).contains(&flip), "{m}");
+        if m["map"] == "normal" {
+            let degrees = m["normal_angular_error_deg"].as_f64().unwrap();
+            assert!(degrees > 0.0 && degrees < 30.0, "{m}");
+        } else {
+            assert!(m.get("normal_angular_error_deg").is_none(), "{m}");
+        }
+    }
+    let rendered = &eval["rendered"][0];
+    assert_eq!(rendered["material"], "wood");
+    let (psnr, flip) = (rendered["rendered_psnr_db"].as_f64().unwrap(), rendered["rendered_flip"].as_f64().unwrap());
+    assert!(psnr > 15.0 && psnr < 80.0 && flip > 0.0 && flip < 0.5, "{rendered}");
 
     // The source folder was not written.
     assert_eq!(snapshot(&wood), before);

@@ -1,7 +1,7 @@
 //! Ingest: real shared sets, the samples, naming, and every error naming its file.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use texset_core::MapKind;

@@ -2,7 +2,7 @@
 //! the CPU reference. Skipped, loudly, when the machine has no adapter at all.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use texset_core::burn_model::NtcModel;
 use texset_core::burn_train::{adapters, device_for};

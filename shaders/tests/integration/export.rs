@@ -2,7 +2,7 @@
 //! GLSL by glslangValidator where it is installed, as in CI).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use texset_shaders::export::{ExternalCheck, external_check};
 use texset_shaders::{EntryPoint, ShaderLang, export_shader};

@@ -1,7 +1,7 @@
 //! Training quality, determinism, resume, budgets and the decoder against the burn model.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use texset_core::bundle::Bundle;
 use texset_core::burn_model::NtcModel;
@@ -211,6 +211,23 @@ fn channels_removed_during_training_leave_the_bundle() {
     assert_eq!(grids, vec![6, 8]);
     assert_eq!(l1.report.train.pruned_channels.len(), 14);
     assert!(l1.report.prune.during_training.as_deref().is_some_and(|d| d.contains("14 channels removed")));
+    // Every texture's budget before and after, matching the bundle, with the reason.
+    let budgets = &l1.report.prune.budgets;
+    assert_eq!(budgets.len(), l1.bundle.manifest.materials.iter().map(|m| m.maps.len()).sum::<usize>());
+    let maps = l1.bundle.manifest.materials.iter().flat_map(|m| m.maps.iter());
+    for (b, (entry, analysed)) in budgets.iter().zip(maps.zip(&l1.report.analyse.budgets)) {
+        println!("{}: {} -> {} ({})", b.texture, b.before, b.after, b.reason);
+        assert_eq!(b.texture, analysed.texture);
+        assert_eq!(b.before, analysed.channels);
+        assert_eq!(b.after as usize, entry.latent_channels.len());
+        let removed = b.before - b.after;
+        if removed > 0 {
+            assert!(b.reason.starts_with(&format!("{removed} of its channels were among the 14 that L1 pruning")), "{}", b.reason);
+        } else {
+            assert!(b.reason.starts_with("unchanged"), "{}", b.reason);
+        }
+    }
+    assert!(budgets.iter().any(|b| b.after < b.before), "pruning 14 channels changed no texture's budget");
     let random = compress(&set, &pruned_options(PruneMethod::Random), &NoProgress, &Cancel::new()).unwrap();
     assert_ne!(l1.report.train.pruned_channels, random.report.train.pruned_channels);
     for out in [&l1, &random] {

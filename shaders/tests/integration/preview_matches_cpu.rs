@@ -3,9 +3,7 @@
 //! tiny library; the image is not blank and changes as the lights move.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::tiny_bundle;
+use crate::common::tiny_bundle;
 use texset_core::Decoder;
 use texset_shaders::preview::{PreviewRenderer, PreviewUniforms, Shape, shade};
 use texset_shaders::request_device;

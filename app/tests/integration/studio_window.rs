@@ -4,9 +4,7 @@
 //! screenshots are kept in `target/ci-artifacts/studio/` (CI's artifact folder).
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::sample_folders;
+use crate::common::sample_folders;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

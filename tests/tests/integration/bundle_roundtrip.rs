@@ -1,7 +1,7 @@
 //! Bundle round trip and rejection of corrupted bytes.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use texset_core::bundle::{Bundle, BundleError};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};

@@ -2,7 +2,7 @@
 //! existing material decodes to the same bytes as before.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use texset_core::bundle::Bundle;

@@ -3,9 +3,7 @@
 //! (stored values and shading values).
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::tiny_bundle;
+use crate::common::tiny_bundle;
 use texset_core::Decoder;
 use texset_shaders::{DecodeMode, GpuDecoder, request_device};
 

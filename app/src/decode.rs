@@ -1,0 +1,102 @@
+//! One way to decode a bundle material by material for the CLI (`texset decode`, `texset
+//! transcode`): on the GPU through the WGSL decoder when asked and possible, else on the CPU
+//! reference decoder. Any GPU trouble (no adapter, no device, a failure mid-way; or one simulated
+//! through `TEXSET_FAULT`) is a warning, and decoding goes on on the CPU from the material where it
+//! happened, so the output is whole either way.
+
+use anyhow::{Result, bail};
+use texset_core::bundle::Bundle;
+use texset_core::decode::{DecodeError, DecodedMap, Decoder};
+use texset_core::fault::{self, Fault};
+
+/// A GPU decoder with its device.
+struct Gpu {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    decoder: texset_shaders::GpuDecoder,
+}
+
+/// Decodes a bundle's materials, on the GPU while that works and on the CPU after.
+pub struct MaterialDecoder<'b> {
+    bundle: &'b Bundle,
+    cpu: Decoder,
+    gpu: Option<Gpu>,
+    /// Maps decoded on the GPU so far (for `TEXSET_FAULT=gpu-lost-at-step=N`).
+    gpu_maps: u32,
+    lost_at: Option<u32>,
+    /// Why the GPU is not (or no longer) used, when it was asked for.
+    pub gpu_fallback: Option<String>,
+}
+
+impl<'b> MaterialDecoder<'b> {
+    /// A decoder for `bundle`; with `gpu`, opens a device and uploads the bundle, and says on stderr
+    /// which adapter decodes (or why the CPU does).
+    #[must_use]
+    pub fn new(bundle: &'b Bundle, gpu: bool) -> Self {
+        let mut this =
+            Self { bundle, cpu: Decoder::new(bundle), gpu: None, gpu_maps: 0, lost_at: fault::gpu_lost_at_step(), gpu_fallback: None };
+        if gpu {
+            match open(bundle) {
+                Ok(g) => this.gpu = Some(g),
+                Err(why) => this.fall_back(&format!("{why:#}")),
+            }
+        }
+        this
+    }
+
+    /// Whether the GPU decodes (so far).
+    #[must_use]
+    pub fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
+    fn fall_back(&mut self, why: &str) {
+        eprintln!("warning: GPU decode failed ({why}); decoding with the CPU reference");
+        self.gpu = None;
+        self.gpu_fallback = Some(why.to_owned());
+    }
+
+    /// Every map of material `m`, in manifest order. Only the CPU decoder's errors are errors.
+    pub fn decode_material(&mut self, m: usize) -> Result<Vec<DecodedMap>, DecodeError> {
+        if let Some(gpu) = &self.gpu {
+            let maps = self.bundle.manifest.materials.get(m).map_or(0, |mat| mat.maps.len());
+            let mut out = Vec::with_capacity(maps);
+            let mut failure = None;
+            for k in 0..maps {
+                if self.lost_at == Some(self.gpu_maps) {
+                    failure = Some(format!("device lost at map {} (simulated: TEXSET_FAULT=gpu-lost-at-step={0})", self.gpu_maps));
+                    break;
+                }
+                match gpu.decoder.decode_map(&gpu.device, &gpu.queue, m, k, texset_shaders::DecodeMode::Stored) {
+                    Ok(map) => out.push(map),
+                    Err(e) => {
+                        failure = Some(e.to_string());
+                        break;
+                    }
+                }
+                self.gpu_maps += 1;
+            }
+            match failure {
+                None => return Ok(out),
+                Some(why) => self.fall_back(&why),
+            }
+        }
+        self.cpu.decode_material(m)
+    }
+}
+
+fn open(bundle: &Bundle) -> Result<Gpu> {
+    if fault::is_active(Fault::GpuNoAdapter) {
+        bail!("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)");
+    }
+    if fault::is_active(Fault::GpuDevice) {
+        bail!("the adapter failed to create a device (simulated: TEXSET_FAULT=gpu-device)");
+    }
+    let Some((adapter, device, queue)) = texset_shaders::request_device()? else {
+        bail!("no GPU adapter found");
+    };
+    let info = adapter.get_info();
+    eprintln!("decoding on the GPU: {} ({:?})", info.name, info.backend);
+    let decoder = texset_shaders::GpuDecoder::new(&device, bundle)?;
+    Ok(Gpu { device, queue, decoder })
+}

@@ -1,0 +1,13 @@
+//! The app's integration tests, one binary: each links the whole engine (burn, wgpu), so one
+//! binary instead of one per file saves gigabytes of target/ and a link per file in CI.
+#![allow(missing_docs)]
+
+mod bad_input;
+mod batch;
+mod cli;
+mod common;
+mod crash;
+mod gpu_fallback;
+mod studio;
+mod studio_window;
+mod transcode;

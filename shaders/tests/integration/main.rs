@@ -1,0 +1,8 @@
+//! The shader crate's integration tests, one binary (see app/tests/integration/main.rs for why).
+#![allow(missing_docs)]
+
+mod common;
+mod export;
+mod gpu_matches_cpu;
+mod naga_validates;
+mod preview_matches_cpu;

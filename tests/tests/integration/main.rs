@@ -1,0 +1,12 @@
+//! The workspace integration tests, one binary (see app/tests/integration/main.rs for why).
+//! `shared_device` stays a binary of its own: it registers burn's wgpu device once per process.
+#![allow(missing_docs)]
+
+mod bundle_roundtrip;
+mod common;
+mod gpu_path;
+mod ingest;
+mod library_add;
+mod lit_quad;
+mod sharing;
+mod training;
