@@ -289,6 +289,17 @@ pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
             ui.end_row();
         }
     });
+    if !decoded.rendered.is_empty() {
+        ui.label(RichText::new("Rendered (preview plane, 8 lights, original vs decoded maps)").weak());
+        egui::Grid::new("rendered scores").striped(true).show(ui, |ui| {
+            for r in &decoded.rendered {
+                ui.label(RichText::new(&r.material).monospace());
+                ui.label(format!("{:.2} dB", r.rendered_psnr_db));
+                ui.label(format!("FLIP {:.4}", r.rendered_flip));
+                ui.end_row();
+            }
+        });
+    }
 }
 
 /// Bottom bar: the newest messages.

@@ -168,6 +168,8 @@ pub struct Decoded {
     pub maps: Vec<Vec<DecodedMap>>,
     /// PSNR/SSIM per map and pooled.
     pub scores: Option<EvalReport>,
+    /// Rendered error per material (with the slow metrics: the final bundle, not snapshots).
+    pub rendered: Vec<crate::rendered::RenderedScore>,
 }
 
 /// Decodes bundles on the thread `texset-decode`, one at a time; a bundle sent while one decodes
@@ -231,5 +233,7 @@ impl DecodeWorker {
 pub fn decode_and_score(generation: u64, bundle: &Bundle, set: &TextureSet, with_ssim: bool) -> Result<Decoded, String> {
     let maps = texset_core::eval::decode_set(set, &Decoder::new(bundle)).map_err(|e| e.to_string())?;
     let scores = Some(texset_core::eval::score(set, &maps, with_ssim));
-    Ok(Decoded { generation, maps, scores })
+    // As `texset eval` measures it (8 lights, 256²), so the two agree.
+    let rendered = if with_ssim { crate::rendered::rendered_scores(set, &bundle.manifest, &maps, 8, 256) } else { Vec::new() };
+    Ok(Decoded { generation, maps, scores, rendered })
 }

@@ -77,6 +77,18 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     let first_psnr = harness.state().session.decoded.as_ref().unwrap().scores.as_ref().unwrap().pooled_psnr_db;
     assert!(first_psnr > 20.0, "pooled PSNR {first_psnr:.2} dB after the short run");
     assert!(!harness.state().session.run.psnr.is_empty(), "the PSNR curve has points");
+    // The final bundle's slow metrics: FLIP per map and the rendered error per material.
+    step_until(&mut harness, "the rendered error", Duration::from_mins(2), |a| {
+        a.session.decoded.as_ref().is_some_and(|d| !d.rendered.is_empty())
+    });
+    {
+        let decoded = harness.state().session.decoded.as_ref().unwrap();
+        assert_eq!(decoded.rendered.len(), set.materials.len());
+        assert!(decoded.rendered.iter().all(|r| r.rendered_psnr_db > 15.0 && r.rendered_flip > 0.0), "{:?}", decoded.rendered);
+        assert!(decoded.scores.as_ref().unwrap().maps.iter().all(|m| m.flip.is_some()));
+    }
+    harness.step();
+    harness.get_by_label_contains("Rendered (preview plane");
     let first_bytes = harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap();
 
     // The BCn side: tick the checkbox; the selected map (the first material's first map) is
