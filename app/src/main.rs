@@ -57,6 +57,8 @@ enum PresetArg {
 }
 
 #[derive(Subcommand)]
+// Parsed once per run: the size of the `compress` variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Open the studio window with these material folders (none: the last session's library).
     Studio {
@@ -92,8 +94,24 @@ enum Command {
         #[arg(long, default_value_t = 1, requires = "batch")]
         jobs: usize,
         /// Target bits per texel of the whole bundle (sizes the latent channels to fit).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "target_psnr")]
         bpp: Option<f64>,
+        /// Rate control: the smallest bundle whose pooled PSNR reaches this many dB (within
+        /// `--tolerance-db`), searched between `--min-bpp` and `--max-bpp` in `--rate-trials` runs.
+        #[arg(long, conflicts_with = "batch")]
+        target_psnr: Option<f64>,
+        /// With `--target-psnr`: the highest rate tried, bits per texel.
+        #[arg(long, default_value_t = 8.0, requires = "target_psnr")]
+        max_bpp: f64,
+        /// With `--target-psnr`: the lowest rate tried, bits per texel.
+        #[arg(long, default_value_t = 0.5, requires = "target_psnr")]
+        min_bpp: f64,
+        /// With `--target-psnr`: whole compressions at most.
+        #[arg(long, default_value_t = 6, requires = "target_psnr")]
+        rate_trials: usize,
+        /// With `--target-psnr`: how far below the target still counts, dB.
+        #[arg(long, default_value_t = 0.5, requires = "target_psnr")]
+        tolerance_db: f64,
         /// Training steps (overrides the preset).
         #[arg(long)]
         steps: Option<u32>,
@@ -517,6 +535,11 @@ fn run(cli: Cli) -> Result<()> {
             shard,
             jobs,
             bpp,
+            target_psnr,
+            max_bpp,
+            min_bpp,
+            rate_trials,
+            tolerance_db,
             steps,
             latent_bits,
             backend,
@@ -616,7 +639,38 @@ fn run(cli: Cli) -> Result<()> {
             );
             let progress = TerminalProgress::new();
             let cancel = Cancel::new();
-            let compressed = texset_core::compress(&set, &options, &progress, &cancel)?;
+            let (compressed, rate) = match target_psnr {
+                Some(psnr_db) => {
+                    use texset_core::rate::{RateTarget, compress_to_psnr};
+                    let target = RateTarget { psnr_db, tolerance_db, min_bpp, max_bpp, trials: rate_trials };
+                    let on_trial = |t: &texset_core::rate::RateTrial| {
+                        eprintln!(
+                            "rate trial: asked {:.3} bits/texel, got {:.3} ({} bytes): {:.2} dB, trained in {:.1} s",
+                            t.target_bits_per_texel, t.bits_per_texel, t.bundle_bytes, t.pooled_psnr_db, t.train_secs
+                        );
+                    };
+                    let (compressed, report) = compress_to_psnr(&set, &options, &target, &progress, &cancel, &on_trial)?;
+                    let chosen = &report.trials[report.chosen];
+                    if report.reached {
+                        eprintln!(
+                            "rate control: trial {} of {} is the smallest bundle at or above {:.2} dB (tolerance {:.2} dB): {:.3} bits/texel, {:.2} dB",
+                            report.chosen + 1,
+                            report.trials.len(),
+                            psnr_db,
+                            tolerance_db,
+                            chosen.bits_per_texel,
+                            chosen.pooled_psnr_db
+                        );
+                    } else {
+                        eprintln!(
+                            "warning: no trial up to {max_bpp} bits/texel reaches {psnr_db:.2} dB; keeping the best one ({:.2} dB at {:.3} bits/texel)",
+                            chosen.pooled_psnr_db, chosen.bits_per_texel
+                        );
+                    }
+                    (compressed, Some(report))
+                }
+                None => (texset_core::compress(&set, &options, &progress, &cancel)?, None),
+            };
             texset_core::fsutil::write_atomic(&output, &compressed.bundle_bytes)
                 .with_context(|| format!("cannot write bundle {}", output.display()))?;
             let decoder = Decoder::new(&compressed.bundle);
@@ -655,6 +709,7 @@ fn run(cli: Cli) -> Result<()> {
                     "texels_per_sec": r.train.texels_per_sec,
                     "backend": r.train.backend,
                     "options": options,
+                    "rate": rate,
                     "passes": r,
                     "ingest": ingest_report,
                 });

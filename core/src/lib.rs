@@ -50,6 +50,8 @@ pub mod pipeline;
 #[cfg(feature = "train")]
 pub mod progress;
 #[cfg(feature = "train")]
+pub mod rate;
+#[cfg(feature = "train")]
 pub mod synth;
 #[cfg(feature = "train")]
 pub mod train;

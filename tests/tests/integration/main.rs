@@ -8,5 +8,6 @@ mod gpu_path;
 mod ingest;
 mod library_add;
 mod lit_quad;
+mod rate;
 mod sharing;
 mod training;
