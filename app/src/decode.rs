@@ -24,8 +24,6 @@ pub struct MaterialDecoder<'b> {
     /// Maps decoded on the GPU so far (for `TEXSET_FAULT=gpu-lost-at-step=N`).
     gpu_maps: u32,
     lost_at: Option<u32>,
-    /// Why the GPU is not (or no longer) used, when it was asked for.
-    pub gpu_fallback: Option<String>,
 }
 
 impl<'b> MaterialDecoder<'b> {
@@ -33,8 +31,7 @@ impl<'b> MaterialDecoder<'b> {
     /// which adapter decodes (or why the CPU does).
     #[must_use]
     pub fn new(bundle: &'b Bundle, gpu: bool) -> Self {
-        let mut this =
-            Self { bundle, cpu: Decoder::new(bundle), gpu: None, gpu_maps: 0, lost_at: fault::gpu_lost_at_step(), gpu_fallback: None };
+        let mut this = Self { bundle, cpu: Decoder::new(bundle), gpu: None, gpu_maps: 0, lost_at: fault::gpu_lost_at_step() };
         if gpu {
             match open(bundle) {
                 Ok(g) => this.gpu = Some(g),
@@ -44,16 +41,9 @@ impl<'b> MaterialDecoder<'b> {
         this
     }
 
-    /// Whether the GPU decodes (so far).
-    #[must_use]
-    pub fn on_gpu(&self) -> bool {
-        self.gpu.is_some()
-    }
-
     fn fall_back(&mut self, why: &str) {
         eprintln!("warning: GPU decode failed ({why}); decoding with the CPU reference");
         self.gpu = None;
-        self.gpu_fallback = Some(why.to_owned());
     }
 
     /// Every map of material `m`, in manifest order. Only the CPU decoder's errors are errors.

@@ -39,22 +39,18 @@ pub fn rendered_scores(
     let mut out = Vec::new();
     for (material, decoded) in set.materials.iter().zip(decoded) {
         let Some((mi, entry)) = manifest.materials.iter().enumerate().find(|(_, m)| m.name == material.name) else { continue };
-        // Both sides in manifest order; a map the set lacks is drawn from the decode on both.
-        let mut originals: Vec<StoredMap> = Vec::with_capacity(entry.maps.len());
-        let mut decodes: Vec<StoredMap> = Vec::with_capacity(entry.maps.len());
-        let mut whole = true;
-        for map in &entry.maps {
-            let found = material.textures.iter().zip(decoded).find(|(t, _)| t.kind == map.kind);
-            let Some((texture, d)) = found else {
-                whole = false;
-                break;
-            };
-            originals.push((texture.width, texture.height, texture.channels, &texture.texels));
-            decodes.push((d.width, d.height, d.channels, &d.values));
-        }
-        if !whole {
-            continue;
-        }
+        // Both sides in manifest order. A material whose set lacks one of the bundle's maps is not
+        // rendered (there is no original to draw it from).
+        let pairs: Option<Vec<(StoredMap, StoredMap)>> = entry
+            .maps
+            .iter()
+            .map(|map| {
+                let (t, d) = material.textures.iter().zip(decoded).find(|(t, _)| t.kind == map.kind)?;
+                Some(((t.width, t.height, t.channels, &t.texels[..]), (d.width, d.height, d.channels, &d.values[..])))
+            })
+            .collect();
+        let Some(pairs) = pairs else { continue };
+        let (originals, decodes): (Vec<StoredMap>, Vec<StoredMap>) = pairs.into_iter().unzip();
         let mut error = SquaredError::default();
         let mut flip = 0.0;
         for light in 0..lights {

@@ -54,7 +54,8 @@ pub fn remove_stale_temporaries(dir: &Path, file_name: &str) {
         let Some(pid) = rest.split_once('-').and_then(|(pid, call)| call.parse::<u64>().ok().and(pid.parse::<u32>().ok())) else {
             continue;
         };
-        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+        // This process's own (and any live one's) entry exists, so only the dead lose theirs.
+        if !Path::new("/proc").join(pid.to_string()).exists() {
             let _ = std::fs::remove_file(entry.path());
         }
     }

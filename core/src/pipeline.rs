@@ -909,11 +909,9 @@ pub fn compress(
             p.keep_per_grid
         ));
     }
-    let names: Vec<String> = if analyse_report.budgets.len() == budgets_before.len() {
-        analyse_report.budgets.iter().map(|b| b.texture.clone()).collect()
-    } else {
-        set.materials.iter().flat_map(|m| m.textures.iter().map(move |t| format!("{}/{}", m.name, t.kind))).collect()
-    };
+    // The layout holds one slot per texture of the set, in the set's order (as the analyse pass
+    // named them).
+    let names = set.materials.iter().flat_map(|m| m.textures.iter().map(move |t| format!("{}/{}", m.name, t.kind)));
     let method = options.prune.as_ref().map(|p| format!("{:?} pruning at {:.0}% of training", p.method, 100.0 * p.at));
     prune_report.budgets = layout
         .textures
