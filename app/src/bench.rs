@@ -218,11 +218,11 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Res
             let mut rng = texset_core::train::Rng::new(7, 0, 0);
             let uvs: Vec<[f32; 2]> = (0..width * height).map(|_| [rng.next_f32(), rng.next_f32()]).collect();
             let batch = gpu.upload_samples(&device, &uvs)?;
-            gpu.run_samples(&device, &queue, &batch, 0, 0, stored, false)?;
+            gpu.run_samples(&device, &queue, &batch, 0, 0, stored, 0.0, false)?;
             let mut frame_secs = Vec::new();
             for _ in 0..runs {
                 let t = Instant::now();
-                gpu.run_samples(&device, &queue, &batch, 0, 0, stored, false)?;
+                gpu.run_samples(&device, &queue, &batch, 0, 0, stored, 0.0, false)?;
                 frame_secs.push(t.elapsed().as_secs_f64());
             }
             let frame = median(frame_secs);

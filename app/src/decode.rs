@@ -48,6 +48,11 @@ impl<'b> MaterialDecoder<'b> {
 
     /// Every map of material `m`, in manifest order. Only the CPU decoder's errors are errors.
     pub fn decode_material(&mut self, m: usize) -> Result<Vec<DecodedMap>, DecodeError> {
+        self.decode_material_level(m, 0)
+    }
+
+    /// Mip level `level` of every map of material `m` (see `Decoder::decode_map_level`).
+    pub fn decode_material_level(&mut self, m: usize, level: u32) -> Result<Vec<DecodedMap>, DecodeError> {
         if let Some(gpu) = &self.gpu {
             let maps = self.bundle.manifest.materials.get(m).map_or(0, |mat| mat.maps.len());
             let mut out = Vec::with_capacity(maps);
@@ -57,7 +62,7 @@ impl<'b> MaterialDecoder<'b> {
                     failure = Some(format!("device lost at map {} (simulated: TEXSET_FAULT=gpu-lost-at-step={0})", self.gpu_maps));
                     break;
                 }
-                match gpu.decoder.decode_map(&gpu.device, &gpu.queue, m, k, texset_shaders::DecodeMode::Stored) {
+                match gpu.decoder.decode_map_level(&gpu.device, &gpu.queue, m, k, level, texset_shaders::DecodeMode::Stored) {
                     Ok(map) => out.push(map),
                     Err(e) => {
                         failure = Some(e.to_string());
@@ -71,7 +76,28 @@ impl<'b> MaterialDecoder<'b> {
                 Some(why) => self.fall_back(&why),
             }
         }
-        self.cpu.decode_material(m)
+        self.cpu.decode_material_level(m, level)
+    }
+
+    /// Every map of material `m` with its full mip chain, level 0 first: each level decoded from
+    /// the bundle's latent pyramid when it stores one, else box-filtered from the decoded level 0
+    /// (`texset_core::transcode::mip_chain`).
+    pub fn decode_material_chains(&mut self, m: usize) -> Result<Vec<Vec<DecodedMap>>, DecodeError> {
+        let level0 = self.decode_material_level(m, 0)?;
+        let material = self.bundle.manifest.materials.get(m).ok_or(DecodeError::NoMaterial(m))?;
+        if self.bundle.manifest.mip_levels <= 1 {
+            return Ok(level0.iter().zip(&material.maps).map(|(map, entry)| texset_core::transcode::mip_chain(map, entry)).collect());
+        }
+        let counts: Vec<u32> = material.maps.iter().map(|e| texset_core::params::full_mip_count(e.width, e.height)).collect();
+        let mut chains: Vec<Vec<DecodedMap>> = level0.into_iter().map(|l| vec![l]).collect();
+        for level in 1..counts.iter().copied().max().unwrap_or(1) {
+            for ((chain, map), count) in chains.iter_mut().zip(self.decode_material_level(m, level)?).zip(&counts) {
+                if level < *count {
+                    chain.push(map);
+                }
+            }
+        }
+        Ok(chains)
     }
 }
 

@@ -152,6 +152,19 @@ enum Command {
         /// reported; flat maps get no channels either way).
         #[arg(long)]
         auto_budgets: bool,
+        /// Store a full mip chain: a latent pyramid (about a third more latent bits) trained on
+        /// every level of box-filtered references, decoded at any level of detail.
+        #[arg(long)]
+        mips: bool,
+        /// With `--mips`: how much denser in cells per texel each pyramid level is than the one
+        /// above (1: the grids halve with the texture, a third more latent bits; 2: they halve
+        /// every other level, about twice the latent bits, every level as good as level 0).
+        #[arg(long, default_value_t = 2.0, requires = "mips")]
+        mip_growth: f32,
+        /// With `--mips`: how much more often training draws a texel of each coarser level than
+        /// one of the level above (1: every texel of the chain alike).
+        #[arg(long, default_value_t = 1.5, requires = "mips")]
+        mip_boost: f32,
         /// Write a JSON report here.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -434,7 +447,7 @@ fn run_batch(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Opt
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
 fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, originals: &[PathBuf]) -> Result<()> {
-    use texset_core::transcode::{Container, Profile, dds_bytes, ktx2_bytes, transcode_map, vk_format};
+    use texset_core::transcode::{Container, Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
     let b = read_bundle(bundle)?;
     let mut decoder = texset::decode::MaterialDecoder::new(&b, gpu);
     if format == TranscodeArg::Png {
@@ -452,9 +465,10 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, orig
     for (m, material) in b.manifest.materials.iter().enumerate() {
         let folder = output.join(&material.name);
         std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
-        let decoded = decoder.decode_material(m)?;
-        for (entry, map) in material.maps.iter().zip(&decoded) {
-            let t = transcode_map(map, entry, profile);
+        let chains = decoder.decode_material_chains(m)?;
+        for (entry, chain) in material.maps.iter().zip(&chains) {
+            let Some(map) = chain.first() else { bail!("no level 0 decoded for {}/{} (a texset bug)", material.name, entry.kind) };
+            let t = transcode_chain(chain, entry, profile);
             let bytes = match container {
                 Container::Ktx2 => ktx2_bytes(t.format, t.srgb, &t.levels),
                 Container::Dds => dds_bytes(t.format, t.srgb, &t.levels),
@@ -483,13 +497,14 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, orig
                 (source.texels.len() == back.len()).then(|| texset_core::metrics::psnr(&source.texels, &back))
             });
             eprintln!(
-                "  {}: {:?}{} {}x{}, {} mips, {} bytes; level 0 {:.2} dB against the bundle's decode{}",
+                "  {}: {:?}{} {}x{}, {} mips ({}), {} bytes; level 0 {:.2} dB against the bundle's decode{}",
                 path.display(),
                 t.format,
                 if t.srgb { " sRGB" } else { "" },
                 map.width,
                 map.height,
                 t.levels.len(),
+                if b.manifest.mip_levels > 1 { "decoded from the bundle's mip chain" } else { "box-filtered from level 0" },
                 bytes.len(),
                 t.level0_psnr_db,
                 against_original.map_or_else(String::new, |p| format!(", {p:.2} dB against the original"))
@@ -552,6 +567,9 @@ fn run(cli: Cli) -> Result<()> {
             group_lasso,
             sharing,
             auto_budgets,
+            mips,
+            mip_growth,
+            mip_boost,
             report,
             checkpoint,
             checkpoint_secs,
@@ -580,6 +598,9 @@ fn run(cli: Cli) -> Result<()> {
                 options.budgets = parse_budgets(&b)?;
             }
             options.auto_budgets = auto_budgets;
+            options.mips = mips;
+            options.mip_cell_growth = mip_growth;
+            options.mip_sample_boost = mip_boost;
             options.library_sharing = match sharing {
                 SharingArg::All => texset_core::options::LibrarySharing::All,
                 SharingArg::Related => texset_core::options::LibrarySharing::Related,
@@ -689,6 +710,10 @@ fn run(cli: Cli) -> Result<()> {
                 let ssim = if m.ssim.is_nan() { "not measured (--no-ssim)".to_owned() } else { format!("{:.4}", m.ssim) };
                 eprintln!("  {}/{}: {:.2} dB, SSIM {ssim}", m.material, m.map, m.psnr_db);
             }
+            let mips = texset_core::eval::evaluate_mips(&set, &decoder)?;
+            if let Some(m) = &mips {
+                eprint!("{}", mip_summary(m));
+            }
             eprintln!("channel budgets (before training, then in the bundle):");
             for (b, change) in r.analyse.budgets.iter().zip(&r.prune.budgets) {
                 eprintln!("  {}: {}/{} channels ({})", b.texture, b.channels, b.total_channels, b.reason);
@@ -710,6 +735,7 @@ fn run(cli: Cli) -> Result<()> {
                     "backend": r.train.backend,
                     "options": options,
                     "rate": rate,
+                    "mips": mips,
                     "passes": r,
                     "ingest": ingest_report,
                 });
@@ -854,6 +880,7 @@ fn run(cli: Cli) -> Result<()> {
             let (set, _) = texset_core::ingest::load_library(&paths)?;
             let decoded = texset_core::eval::decode_set(&set, &Decoder::new(&b))?;
             let eval = texset_core::eval::score(&set, &decoded, true);
+            let mips = texset_core::eval::evaluate_mips(&set, &Decoder::new(&b))?;
             let (lights, size_px) = (8, 256);
             let rendered = texset::rendered::rendered_scores(&set, &b.manifest, &decoded, lights, size_px);
             if json {
@@ -863,6 +890,7 @@ fn run(cli: Cli) -> Result<()> {
                         "pooled_psnr_db": eval.pooled_psnr_db,
                         "maps": eval.maps,
                         "rendered": rendered,
+                        "mips": mips,
                     }))?
                 );
             } else {
@@ -885,6 +913,9 @@ fn run(cli: Cli) -> Result<()> {
                 );
                 for r in &rendered {
                     println!("  {}: PSNR {:.2} dB, FLIP {:.4}", r.material, r.rendered_psnr_db, r.rendered_flip);
+                }
+                if let Some(m) = &mips {
+                    print!("{}", mip_summary(m));
                 }
             }
         }
@@ -980,4 +1011,25 @@ impl From<EntryArg> for texset_shaders::EntryPoint {
             EntryArg::FsDecodeMap => Self::FragmentDecode,
         }
     }
+}
+
+/// Per-level PSNR of a bundle's mip chain, as the CLI prints it.
+fn mip_summary(report: &texset_core::eval::MipReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let levels: Vec<String> = report.pooled_level_psnr_db.iter().map(|p| format!("{p:.2}")).collect();
+    let _ = writeln!(out, "mip chain (PSNR against box-filtered references, level 0 first): pooled {} dB", levels.join(" "));
+    for m in &report.maps {
+        let levels: Vec<String> = m.level_psnr_db.iter().map(|p| format!("{p:.2}")).collect();
+        let _ = writeln!(out, "  {}/{}: {}", m.material, m.map, levels.join(" "));
+    }
+    match report.worst_drop_db() {
+        (drop, Some((map, level))) => {
+            let _ = writeln!(out, "  worst level below level 0: {map} level {level}, {drop:.2} dB below");
+        }
+        _ => {
+            let _ = writeln!(out, "  no level is below its map's level 0");
+        }
+    }
+    out
 }

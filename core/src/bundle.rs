@@ -12,8 +12,9 @@ use std::path::Path;
 /// First eight bytes of every bundle.
 pub const MAGIC: [u8; 8] = *b"TEXSET\0\x1a";
 /// The newest format version this build writes and reads. Version 2 adds per-map colour
-/// transforms; a bundle without any is written as version 1, which older readers read.
-pub const FORMAT_VERSION: u32 = 2;
+/// transforms, version 3 the mip chain (latent pyramid and LOD input); a bundle is written with
+/// the oldest version that holds what it uses, so older readers read it when they can.
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Section tags, in file order.
@@ -29,8 +30,10 @@ pub mod limits {
     pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
     /// Most sections in a file.
     pub const MAX_SECTIONS: u32 = 16;
-    /// Most latent grids.
+    /// Most latent grids (of level 0).
     pub const MAX_GRIDS: usize = 8;
+    /// Most mip levels (a 16384² map has 15).
+    pub const MAX_MIP_LEVELS: u32 = 15;
     /// Largest grid side, in cells.
     pub const MAX_GRID_SIDE: u32 = 16_384;
     /// Most channels in one grid.
@@ -226,8 +229,14 @@ pub struct Manifest {
     pub pe_frequencies: u32,
     /// MLP layers.
     pub layers: Vec<LayerEntry>,
-    /// Mip levels the latents encode (1 in format version 1).
+    /// Mip levels the latents encode: 1 (level 0 only), or the full chain of the largest map
+    /// (format version 3).
     pub mip_levels: u32,
+    /// With `mip_levels > 1`: the latent pyramid's levels 1 and up, level by level, each with
+    /// every grid of `grids` in order: same channels, bits and range, 1 to level 0's cells a
+    /// side. Their latents follow level 0's in the latent section.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mip_grids: Vec<GridEntry>,
     /// Free-form producer string (`texset 0.1.0`).
     pub producer: String,
 }
@@ -237,6 +246,18 @@ impl Manifest {
     #[must_use]
     pub fn latent_channels(&self) -> usize {
         self.grids.iter().map(|g| g.channels as usize).sum()
+    }
+
+    /// Width of the MLP input: latent channels, positional encoding and (with a mip chain) the
+    /// LOD input.
+    #[must_use]
+    pub fn mlp_inputs(&self) -> usize {
+        self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
+    }
+
+    /// Every grid of every pyramid level, level 0 first (the latent section's order).
+    pub fn all_grids(&self) -> impl Iterator<Item = &GridEntry> {
+        self.grids.iter().chain(&self.mip_grids)
     }
 
     /// Total MLP output channels (a map sharing an earlier map's outputs adds none).
@@ -330,8 +351,38 @@ impl Bundle {
         if m.grids.is_empty() || m.grids.len() > MAX_GRIDS {
             return invalid(format!("{} latent grids (1..={MAX_GRIDS} allowed)", m.grids.len()));
         }
+        if m.mip_levels == 0 || m.mip_levels > limits::MAX_MIP_LEVELS {
+            return invalid(format!("{} mip levels (1..={})", m.mip_levels, limits::MAX_MIP_LEVELS));
+        }
+        if m.mip_grids.len() != (m.mip_levels as usize - 1) * m.grids.len() {
+            return invalid(format!(
+                "{} pyramid grids for {} mip levels of {} grids (expected {})",
+                m.mip_grids.len(),
+                m.mip_levels,
+                m.grids.len(),
+                (m.mip_levels as usize - 1) * m.grids.len()
+            ));
+        }
+        for (i, p) in m.mip_grids.iter().enumerate() {
+            let level = i / m.grids.len() + 1;
+            let g = &m.grids[i % m.grids.len()];
+            if p.width == 0 || p.height == 0 || p.width > g.width || p.height > g.height || p.channels != g.channels || p.bits != g.bits || p.range != g.range {
+                return invalid(format!(
+                    "pyramid level {level} grid {} is {}x{}x{}@{} bits; it must have level 0's {} channels at {} bits and range, and 1 to {}x{} cells",
+                    i % m.grids.len(),
+                    p.width,
+                    p.height,
+                    p.channels,
+                    p.bits,
+                    g.channels,
+                    g.bits,
+                    g.width,
+                    g.height
+                ));
+            }
+        }
         let mut latent_values: u64 = 0;
-        for (i, g) in m.grids.iter().enumerate() {
+        for (i, g) in m.all_grids().enumerate() {
             if g.width == 0 || g.height == 0 || g.width > MAX_GRID_SIDE || g.height > MAX_GRID_SIDE {
                 return invalid(format!("grid {i} is {}x{} cells (1..={MAX_GRID_SIDE} per side)", g.width, g.height));
             }
@@ -352,14 +403,11 @@ impl Bundle {
         if m.pe_frequencies > MAX_PE_FREQUENCIES {
             return invalid(format!("{} positional-encoding frequencies (limit {MAX_PE_FREQUENCIES})", m.pe_frequencies));
         }
-        if m.mip_levels != 1 {
-            return invalid(format!("{} mip levels (format version 1 stores 1)", m.mip_levels));
-        }
         if m.layers.is_empty() || m.layers.len() > MAX_LAYERS {
             return invalid(format!("{} MLP layers (1..={MAX_LAYERS})", m.layers.len()));
         }
         let latent_channels = m.latent_channels();
-        let mut width = latent_channels + 4 * m.pe_frequencies as usize;
+        let mut width = m.mlp_inputs();
         for (i, l) in m.layers.iter().enumerate() {
             if l.inputs as usize != width {
                 return invalid(format!("MLP layer {i} takes {} inputs, the previous gives {width}", l.inputs));
@@ -453,7 +501,7 @@ impl Bundle {
         self.check_data_shapes()?;
         let manifest = serde_json::to_vec(&self.manifest).map_err(|e| BundleError::Manifest(e.to_string()))?;
         let mut latents = Vec::new();
-        for (grid, levels) in self.manifest.grids.iter().zip(&self.latent_levels) {
+        for (grid, levels) in self.manifest.all_grids().zip(&self.latent_levels) {
             pack_levels(levels, grid.bits, &mut latents);
         }
         let mut weights = Vec::new();
@@ -472,8 +520,10 @@ impl Bundle {
         let header_len = 16 + SECTION_ENTRY_BYTES * sections.len() + 4;
         let mut out = Vec::with_capacity(header_len + manifest.len() + latents.len() + weights.len());
         out.extend_from_slice(&MAGIC);
-        let version = if self.manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
-            FORMAT_VERSION
+        let version = if self.manifest.mip_levels > 1 {
+            3
+        } else if self.manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
+            2
         } else {
             OLDEST_FORMAT_VERSION
         };
@@ -503,10 +553,10 @@ impl Bundle {
 
     fn check_data_shapes(&self) -> Result<(), BundleError> {
         let m = &self.manifest;
-        if self.latent_levels.len() != m.grids.len() || self.layers.len() != m.layers.len() {
+        if self.latent_levels.len() != m.grids.len() + m.mip_grids.len() || self.layers.len() != m.layers.len() {
             return Err(BundleError::Invalid("data does not match the manifest's grid/layer counts".into()));
         }
-        for (i, (g, levels)) in m.grids.iter().zip(&self.latent_levels).enumerate() {
+        for (i, (g, levels)) in m.all_grids().zip(&self.latent_levels).enumerate() {
             let n = g.width as usize * g.height as usize * g.channels as usize;
             if levels.len() != n || levels.iter().any(|&l| u32::from(l) >> g.bits != 0) {
                 return Err(BundleError::Invalid(format!("grid {i} levels do not match its shape or bits")));
@@ -589,17 +639,20 @@ impl Bundle {
         if version < 2 && manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
             return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold colour transforms (version 2 adds them)")));
         }
+        if version < 3 && manifest.mip_levels > 1 {
+            return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold a mip chain (version 3 adds it)")));
+        }
         Self::validate_manifest(&manifest)?;
 
         let latent_bytes = find(SECTION_LATENTS)?;
         let expected: u64 =
-            manifest.grids.iter().map(|g| packed_len(u64::from(g.width) * u64::from(g.height) * u64::from(g.channels), g.bits)).sum();
+            manifest.all_grids().map(|g| packed_len(u64::from(g.width) * u64::from(g.height) * u64::from(g.channels), g.bits)).sum();
         if latent_bytes.len() as u64 != expected {
             return Err(BundleError::Invalid(format!("latent section has {} bytes, the manifest needs {expected}", latent_bytes.len())));
         }
-        let mut latent_levels = Vec::with_capacity(manifest.grids.len());
+        let mut latent_levels = Vec::with_capacity(manifest.grids.len() + manifest.mip_grids.len());
         let mut at = 0usize;
-        for g in &manifest.grids {
+        for g in manifest.all_grids() {
             let count = g.width as usize * g.height as usize * g.channels as usize;
             let n = packed_len(count as u64, g.bits) as usize;
             latent_levels.push(unpack_levels(&latent_bytes[at..at + n], count, g.bits));
@@ -652,21 +705,23 @@ impl Bundle {
     /// The float model these quantised values stand for (what every decoder evaluates).
     #[must_use]
     pub fn model_params(&self) -> ModelParams {
+        let mut grids: Vec<GridParams> = self
+            .manifest
+            .all_grids()
+            .zip(&self.latent_levels)
+            .map(|(g, levels)| GridParams {
+                width: g.width,
+                height: g.height,
+                channels: g.channels,
+                values: levels.iter().map(|&l| level_value(l, g.bits, g.range)).collect(),
+            })
+            .collect();
+        let mip_grids = grids.split_off(self.manifest.grids.len().min(grids.len()));
         ModelParams {
-            grids: self
-                .manifest
-                .grids
-                .iter()
-                .zip(&self.latent_levels)
-                .map(|(g, levels)| GridParams {
-                    width: g.width,
-                    height: g.height,
-                    channels: g.channels,
-                    values: levels.iter().map(|&l| level_value(l, g.bits, g.range)).collect(),
-                })
-                .collect(),
+            grids,
             pe_frequencies: self.manifest.pe_frequencies,
             layers: self.layers.iter().map(QuantizedLayer::dequantize).collect(),
+            mip_grids,
         }
     }
 

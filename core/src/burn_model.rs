@@ -272,6 +272,7 @@ impl NtcModel {
                     }
                 })
                 .collect(),
+            mip_grids: Vec::new(),
         }
     }
 
@@ -397,6 +398,7 @@ impl NtcModel {
                     LayerParams::zeros(inputs, outputs)
                 })
                 .collect(),
+            mip_grids: Vec::new(),
         }
     }
 }
@@ -691,7 +693,7 @@ mod tests {
                 l
             })
             .collect();
-        ModelParams { grids, pe_frequencies: pe, layers }
+        ModelParams { grids, pe_frequencies: pe, layers, mip_grids: Vec::new() }
     }
 
     fn small_params(rng: &mut Rng) -> ModelParams {

@@ -42,7 +42,7 @@ pub fn fingerprint(set: &TextureSet, layout: &ModelLayout, options: &CompressOpt
 }
 
 fn all_slices(p: &ModelParams) -> Vec<&[f32]> {
-    let mut v: Vec<&[f32]> = p.grids.iter().map(|g| g.values.as_slice()).collect();
+    let mut v: Vec<&[f32]> = p.all_grids().map(|g| g.values.as_slice()).collect();
     for l in &p.layers {
         v.push(&l.weights);
         v.push(&l.biases);
@@ -51,8 +51,9 @@ fn all_slices(p: &ModelParams) -> Vec<&[f32]> {
 }
 
 fn all_slices_mut(p: &mut ModelParams) -> Vec<&mut [f32]> {
-    let mut v: Vec<&mut [f32]> = p.grids.iter_mut().map(|g| g.values.as_mut_slice()).collect();
-    for l in &mut p.layers {
+    let ModelParams { grids, layers, mip_grids, .. } = p;
+    let mut v: Vec<&mut [f32]> = grids.iter_mut().chain(mip_grids.iter_mut()).map(|g| g.values.as_mut_slice()).collect();
+    for l in layers {
         v.push(&mut l.weights);
         v.push(&mut l.biases);
     }

@@ -3,7 +3,7 @@
 
 use crate::bundle::{Bundle, Manifest, MapEntry};
 use crate::params::ModelParams;
-use crate::reference::{MlpScratch, features_at, mlp_forward, srgb_to_linear};
+use crate::reference::{MlpScratch, features_at_level, mlp_forward, srgb_to_linear};
 use crate::set::{ColorSpace, MapKind, NormalConvention};
 use rayon::prelude::*;
 
@@ -131,16 +131,52 @@ impl Decoder {
         Ok(())
     }
 
-    /// Decodes every channel of one map at `(u, v)` into `out` (normalised `[0, 1]`).
+    /// Decodes every channel of one map at `(u, v)` into `out` (normalised `[0, 1]`), mip 0.
     pub fn decode_texel(&self, material: usize, map: usize, u: f32, v: f32, out: &mut [f32]) -> Result<(), DecodeError> {
+        self.decode_texel_lod(material, map, u, v, 0.0, out)
+    }
+
+    /// Mip levels a map decodes at: its full chain when the bundle stores one, else 1.
+    pub fn map_mip_levels(&self, material: usize, map: usize) -> Result<u32, DecodeError> {
         self.check(material, map)?;
+        if self.manifest.mip_levels <= 1 {
+            return Ok(1);
+        }
+        let e = &self.manifest.materials[material].maps[map];
+        Ok(crate::params::full_mip_count(e.width, e.height))
+    }
+
+    /// Decodes every channel of one map at `(u, v)` and level of detail `lod` into `out`
+    /// (normalised `[0, 1]`): `lod` is clamped to the map's mip levels
+    /// ([`Self::map_mip_levels`]); a fractional `lod` blends the two levels around it (trilinear
+    /// filtering of decoded texels). A bundle without a mip chain decodes level 0 at any `lod`.
+    pub fn decode_texel_lod(&self, material: usize, map: usize, u: f32, v: f32, lod: f32, out: &mut [f32]) -> Result<(), DecodeError> {
+        let top = self.map_mip_levels(material, map)? - 1;
         let entry = &self.manifest.materials[material].maps[map];
         let channels = entry.channels as usize;
         if out.len() < channels {
             return Err(DecodeError::BufferTooSmall { needed: channels, got: out.len() });
         }
+        let lod = if lod.is_nan() { 0.0 } else { lod.clamp(0.0, top as f32) };
+        let below = lod.floor() as u32;
+        let blend = lod - below as f32;
+        let mut t = self.decode_level_texel(material, map, u, v, below);
+        if blend > 0.0 {
+            let above = self.decode_level_texel(material, map, u, v, (below + 1).min(top));
+            for (a, b) in t.iter_mut().zip(above) {
+                *a += (b - *a) * blend;
+            }
+        }
+        out[..channels].copy_from_slice(&t[..channels]);
+        Ok(())
+    }
+
+    /// One map at one integer level, clamped outputs with its colour transform (checked indices).
+    fn decode_level_texel(&self, material: usize, map: usize, u: f32, v: f32, level: u32) -> [f32; 4] {
+        let entry = &self.manifest.materials[material].maps[map];
+        let channels = entry.channels as usize;
         let mut features = vec![0.0; self.params.mlp_inputs()];
-        features_at(&self.params, u, v, &self.masks[material][map], &mut features);
+        features_at_level(&self.params, u, v, level, &self.masks[material][map], &mut features);
         let mut scratch = MlpScratch::default();
         let y = mlp_forward(&self.params, &features, &mut scratch);
         let offset = entry.output_offset as usize;
@@ -149,8 +185,7 @@ impl Decoder {
             *o = value.clamp(0.0, 1.0);
         }
         entry.apply_color_transform(&mut t);
-        out[..channels].copy_from_slice(&t[..channels]);
-        Ok(())
+        t
     }
 
     /// Decodes one map at `(u, v)` and un-maps it for shading ([`unmap`]): up to 4 values.
@@ -162,34 +197,43 @@ impl Decoder {
 
     /// Decodes one whole map at its own resolution.
     pub fn decode_map(&self, material: usize, map: usize) -> Result<DecodedMap, DecodeError> {
+        self.decode_map_level(material, map, 0)
+    }
+
+    /// Decodes mip level `level` of one map (its size halved `level` times, rounding down, at
+    /// least 1×1). Without a mip chain in the bundle every level decodes level 0's latents at the
+    /// smaller size, which aliases: check [`Self::map_mip_levels`].
+    pub fn decode_map_level(&self, material: usize, map: usize, level: u32) -> Result<DecodedMap, DecodeError> {
         self.check(material, map)?;
-        let mut maps = self.decode_maps(material, &[map])?;
+        let mut maps = self.decode_maps(material, &[map], level)?;
         maps.pop().ok_or(DecodeError::NoMaterial(material))
     }
 
     /// Decodes every map of a material. Maps that share a resolution and a channel budget are
     /// decoded together: one MLP evaluation per texel serves all of them.
     pub fn decode_material(&self, material: usize) -> Result<Vec<DecodedMap>, DecodeError> {
-        let count = self.manifest.materials.get(material).ok_or(DecodeError::NoMaterial(material))?.maps.len();
-        let all: Vec<usize> = (0..count).collect();
-        self.decode_maps(material, &all)
+        self.decode_material_level(material, 0)
     }
 
-    fn decode_maps(&self, material: usize, maps: &[usize]) -> Result<Vec<DecodedMap>, DecodeError> {
+    /// Decodes mip level `level` of every map of a material (see [`Self::decode_map_level`]).
+    pub fn decode_material_level(&self, material: usize, level: u32) -> Result<Vec<DecodedMap>, DecodeError> {
+        let count = self.manifest.materials.get(material).ok_or(DecodeError::NoMaterial(material))?.maps.len();
+        let all: Vec<usize> = (0..count).collect();
+        self.decode_maps(material, &all, level)
+    }
+
+    fn decode_maps(&self, material: usize, maps: &[usize], level: u32) -> Result<Vec<DecodedMap>, DecodeError> {
         for &m in maps {
             self.check(material, m)?;
         }
         let entries = &self.manifest.materials[material].maps;
+        let size = |e: &MapEntry| crate::mips::level_size(e.width, e.height, level);
         let mut out: Vec<DecodedMap> = maps
             .iter()
             .map(|&m| {
                 let e = &entries[m];
-                DecodedMap {
-                    width: e.width,
-                    height: e.height,
-                    channels: e.channels,
-                    values: vec![0.0; e.width as usize * e.height as usize * e.channels as usize],
-                }
+                let (width, height) = size(e);
+                DecodedMap { width, height, channels: e.channels, values: vec![0.0; width as usize * height as usize * e.channels as usize] }
             })
             .collect();
         // Group by (resolution, budget).
@@ -208,7 +252,11 @@ impl Decoder {
             for &j in &members {
                 done[j] = true;
             }
-            let (width, height) = (key.width as usize, key.height as usize);
+            let (width, height) = size(key);
+            let (width, height) = (width as usize, height as usize);
+            // A level past the map's own chain is its last (1×1) level, as `decode_texel_lod`
+            // and the WGSL clamp it.
+            let level = level.min(crate::params::full_mip_count(key.width, key.height) - 1);
             let mask = &self.masks[material][maps[first]];
             let rows: Vec<Vec<Vec<f32>>> = (0..height)
                 .into_par_iter()
@@ -220,7 +268,7 @@ impl Decoder {
                     let v = (y as f32 + 0.5) / height as f32;
                     for x in 0..width {
                         let u = (x as f32 + 0.5) / width as f32;
-                        features_at(&self.params, u, v, mask, &mut features);
+                        features_at_level(&self.params, u, v, level, mask, &mut features);
                         let out_all = mlp_forward(&self.params, &features, &mut scratch);
                         for (r, &j) in row_out.iter_mut().zip(&members) {
                             let e = &entries[maps[j]];

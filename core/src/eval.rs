@@ -152,3 +152,103 @@ pub fn score(set: &TextureSet, decoded: &[Vec<DecodedMap>], with_ssim: bool) -> 
     }
     EvalReport { pooled_psnr_db: pooled.psnr_db(), maps }
 }
+
+/// PSNR of every mip level of one map against its box-filtered reference chain.
+#[derive(Clone, Debug, Serialize)]
+pub struct MipScore {
+    /// Material name.
+    pub material: String,
+    /// Map kind.
+    pub map: String,
+    /// Per level (0 first), `[width, height]`.
+    pub level_sizes: Vec<[u32; 2]>,
+    /// Per level, PSNR in dB of the decoded level against the reference level
+    /// ([`crate::mips::box_chain`] of the source: linear-light colour, renormalised normals).
+    pub level_psnr_db: Vec<f64>,
+}
+
+/// Per-level PSNR of every map whose bundle entry has a mip chain, and the pooled PSNR of each
+/// level over all of them (levels a map lacks are left out of that level's pool).
+#[derive(Clone, Debug, Serialize)]
+pub struct MipReport {
+    /// Per level, pooled PSNR over every map that has it.
+    pub pooled_level_psnr_db: Vec<f64>,
+    /// Per map.
+    pub maps: Vec<MipScore>,
+}
+
+impl MipReport {
+    /// The largest drop of any level below level 0, over every map, in dB (0 when no level is
+    /// worse than level 0), with the map and level it happens at.
+    #[must_use]
+    pub fn worst_drop_db(&self) -> (f64, Option<(String, usize)>) {
+        let mut worst = (0.0, None);
+        for m in &self.maps {
+            let Some(&base) = m.level_psnr_db.first() else { continue };
+            for (level, &p) in m.level_psnr_db.iter().enumerate().skip(1) {
+                if base - p > worst.0 {
+                    worst = (base - p, Some((format!("{}/{}", m.material, m.map), level)));
+                }
+            }
+        }
+        worst
+    }
+}
+
+/// Scores every mip level of the bundle's maps against box-filtered reference chains of `set`
+/// (decoded levels quantised to each map's sample format first, as files would be). `None` when
+/// the bundle stores no mip chain.
+pub fn evaluate_mips(set: &TextureSet, decoder: &Decoder) -> Result<Option<MipReport>, EvalError> {
+    let manifest = decoder.manifest();
+    if manifest.mip_levels <= 1 {
+        return Ok(None);
+    }
+    let mut pooled: Vec<SquaredError> = Vec::new();
+    let mut maps = Vec::new();
+    for material in &set.materials {
+        let mi = manifest
+            .materials
+            .iter()
+            .position(|m| m.name == material.name)
+            .ok_or_else(|| EvalError::Mismatch(format!("no material '{}' in the bundle", material.name)))?;
+        for texture in &material.textures {
+            let (ti, entry) = manifest.materials[mi]
+                .maps
+                .iter()
+                .enumerate()
+                .find(|(_, m)| m.kind == texture.kind)
+                .ok_or_else(|| EvalError::Mismatch(format!("no {} map for '{}' in the bundle", texture.kind, material.name)))?;
+            if (entry.width, entry.height, entry.channels) != (texture.width, texture.height, texture.channels) {
+                return Err(EvalError::Mismatch(format!(
+                    "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {}",
+                    material.name,
+                    texture.kind,
+                    entry.width,
+                    entry.height,
+                    entry.channels,
+                    texture.width,
+                    texture.height,
+                    texture.channels,
+                    texture.source_path.display()
+                )));
+            }
+            let below = crate::mips::box_chain(&texture.texels, texture.width, texture.height, texture.channels, texture.kind, texture.color_space);
+            let reference = std::iter::once((texture.width, texture.height, texture.texels.as_slice()))
+                .chain(below.iter().map(|l| (l.width, l.height, l.values.as_slice())));
+            let mut score = MipScore { material: material.name.clone(), map: texture.kind.to_string(), level_sizes: Vec::new(), level_psnr_db: Vec::new() };
+            for (level, (width, height, values)) in reference.enumerate() {
+                let mut d = decoder.decode_map_level(mi, ti, level as u32)?;
+                quantize_to_format(&mut d.values, entry.sample_format);
+                let se = SquaredError::of(&d.values, values);
+                if pooled.len() <= level {
+                    pooled.push(SquaredError::default());
+                }
+                pooled[level].add(se);
+                score.level_sizes.push([width, height]);
+                score.level_psnr_db.push(se.psnr_db());
+            }
+            maps.push(score);
+        }
+    }
+    Ok(Some(MipReport { pooled_level_psnr_db: pooled.iter().map(SquaredError::psnr_db).collect(), maps }))
+}

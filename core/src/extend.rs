@@ -94,6 +94,12 @@ pub fn add_materials(
             return Err(CompressError::Options(format!("the library already has a material named '{}'", m.name)));
         }
     }
+    if manifest.mip_levels > 1 {
+        return Err(CompressError::Options(format!(
+            "the library stores a mip chain ({} levels); adding materials to one is not supported yet: compress the whole library again",
+            manifest.mip_levels
+        )));
+    }
     if manifest.grids.iter().any(|g| g.range != quant::LATENT_RANGE) {
         return Err(CompressError::Options("the bundle's latent range is not the one this build trains with".into()));
     }
@@ -158,7 +164,7 @@ pub fn add_materials(
         .map(|(g, &a)| GridShape { width: g.width, height: g.height, channels: g.channels + a, bits: g.bits })
         .collect();
     let hidden_widths: Vec<usize> = manifest.layers[..manifest.layers.len() - 1].iter().map(|l| l.outputs as usize).collect();
-    let layout = ModelLayout { grids: grids.clone(), pe_frequencies: manifest.pe_frequencies, hidden_widths, textures };
+    let layout = ModelLayout { grids: grids.clone(), pe_frequencies: manifest.pe_frequencies, hidden_widths, textures, mip_levels: 1, mip_grids: Vec::new() };
     let shared_read = if options.read_shared { old_lc } else { 0 };
     let budgets: Vec<TextureBudget> = local_report
         .budgets

@@ -47,6 +47,11 @@ pub struct ModelLayout {
     pub hidden_widths: Vec<usize>,
     /// Per material, per map (in the set's order), its slot.
     pub textures: Vec<Vec<TextureSlot>>,
+    /// Levels of the latent pyramid: 1 (level 0 only) or the full mip chain of the largest map.
+    pub mip_levels: u32,
+    /// The pyramid's levels 1 and up, level by level, each with every grid (see
+    /// [`crate::params::ModelParams::mip_grids`]); empty without a mip chain.
+    pub mip_grids: Vec<GridShape>,
 }
 
 impl ModelLayout {
@@ -93,7 +98,7 @@ impl ModelLayout {
     #[must_use]
     pub fn zero_params(&self) -> ModelParams {
         let mut layers = Vec::new();
-        let mut inputs = self.latent_channels() + 4 * self.pe_frequencies as usize;
+        let mut inputs = self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1);
         for &w in self.hidden_widths.iter().chain(std::iter::once(&self.output_channels())) {
             layers.push(LayerParams::zeros(inputs, w));
             inputs = w;
@@ -102,6 +107,7 @@ impl ModelLayout {
             grids: self.grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
             pe_frequencies: self.pe_frequencies,
             layers,
+            mip_grids: self.mip_grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
         }
     }
 }

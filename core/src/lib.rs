@@ -17,6 +17,7 @@ pub mod eval;
 pub mod fault;
 pub mod fsutil;
 pub mod metrics;
+pub mod mips;
 pub mod naming;
 pub mod params;
 pub mod quant;

@@ -139,6 +139,28 @@ pub struct CompressOptions {
     pub init_from: Option<PathBuf>,
     /// How a library's materials share channels. Default [`LibrarySharing::Related`].
     pub library_sharing: LibrarySharing,
+    /// Store a full mip chain: a latent pyramid (a third more latent bits) and the LOD input,
+    /// trained on texels drawn across every mip level of box-filtered references. Default off.
+    #[serde(default)]
+    pub mips: bool,
+    /// With `mips`: how much denser, in cells per texel, each pyramid level's grids are than the
+    /// level above's (1: they halve with the texture; 2: they halve every other level). Coarse
+    /// levels hold less redundant detail per texel and need the extra cells. Default 2.
+    #[serde(default = "default_mip_cell_growth")]
+    pub mip_cell_growth: f32,
+    /// With `mips`: how much more often a texel of each coarser level is drawn in training than
+    /// one of the level above (1: every texel of the chain alike, so level `k` gets `4^-k` of
+    /// level 0's share; 2: level `k` gets `2^-k`). Default 1.5.
+    #[serde(default = "default_mip_sample_boost")]
+    pub mip_sample_boost: f32,
+}
+
+fn default_mip_cell_growth() -> f32 {
+    2.0
+}
+
+fn default_mip_sample_boost() -> f32 {
+    1.5
 }
 
 impl Default for CompressOptions {
@@ -166,6 +188,9 @@ impl Default for CompressOptions {
             prune: None,
             init_from: None,
             library_sharing: LibrarySharing::Related,
+            mips: false,
+            mip_cell_growth: default_mip_cell_growth(),
+            mip_sample_boost: default_mip_sample_boost(),
         }
     }
 }
@@ -274,17 +299,31 @@ impl CompressOptions {
     /// the analyse pass makes them) and whose maps have `output_channels` channels in all.
     #[must_use]
     pub fn estimated_bundle_bytes(&self, max_extent: (u32, u32), output_channels: usize, manifest_bytes: usize) -> usize {
+        let levels = if self.mips { crate::params::full_mip_count(max_extent.0, max_extent.1) } else { 1 };
         let latent_bits: f64 = self
             .grids
             .iter()
             .map(|g| {
                 let (cells_x, cells_y) = g.cells(max_extent);
-                let (cells_x, cells_y) = (f64::from(cells_x), f64::from(cells_y));
-                // Each grid's levels start on a byte boundary.
-                (cells_x * cells_y * f64::from(g.channels * g.bits) / 8.0).ceil() * 8.0
+                (0..levels)
+                    .map(|k| {
+                        let (tw, th) = crate::mips::level_size(max_extent.0, max_extent.1, k);
+                        let (x, y) = if k == 0 {
+                            (cells_x, cells_y)
+                        } else {
+                            (
+                                crate::params::mip_grid_side(cells_x, k, self.mip_cell_growth, tw),
+                                crate::params::mip_grid_side(cells_y, k, self.mip_cell_growth, th),
+                            )
+                        };
+                        // Each grid's levels start on a byte boundary.
+                        (f64::from(x) * f64::from(y) * f64::from(g.channels * g.bits) / 8.0).ceil() * 8.0
+                    })
+                    .sum::<f64>()
             })
             .sum();
-        let mut inputs = self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize;
+        let mut inputs =
+            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(levels > 1);
         let mut weight_bytes = 0;
         for &w in self.hidden_widths.iter().chain(std::iter::once(&output_channels)) {
             weight_bytes += (inputs * w).next_multiple_of(4) + 8 * w;
@@ -331,6 +370,12 @@ impl CompressOptions {
         }
         if self.pe_frequencies > 8 {
             return Err("at most 8 positional-encoding frequencies".into());
+        }
+        if !(self.mip_cell_growth.is_finite() && (1.0..=4.0).contains(&self.mip_cell_growth)) {
+            return Err(format!("the mip cell growth must be 1 to 4, got {}", self.mip_cell_growth));
+        }
+        if !(self.mip_sample_boost.is_finite() && (1.0..=4.0).contains(&self.mip_sample_boost)) {
+            return Err(format!("the mip sample boost must be 1 to 4, got {}", self.mip_sample_boost));
         }
         Ok(())
     }

@@ -24,6 +24,17 @@
 //!
 //! Training minimises `Σ weight · (y - target)²` over the output channels a sample targets,
 //! divided by the batch size.
+//!
+//! # Mip levels
+//!
+//! A model with a mip chain (`mip_levels() > 1`) stores a *latent pyramid*: level `k ≥ 1` has its
+//! own copy of every grid, with the same channels but fewer cells (at most level 0's; texset
+//! makes them with [`mip_grid_side`]), in [`ModelParams::mip_grids`]. Mip level `m` of a map (its `m`-th 2×2 box reduction) is decoded
+//! as above with the grids of pyramid level `k = min(m, mip_levels − 1)` in steps 1 and 3 (the
+//! positional encoding counts that level's grid-0 cells) and one more MLP input after the
+//! positional encoding, the **LOD input** `k · LOD_INPUT_SCALE`. Every level shares the MLP.
+//! A fractional LOD blends the decoded outputs of its two neighbouring levels (trilinear
+//! filtering of decoded texels).
 
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +102,31 @@ pub struct ModelParams {
     /// MLP layers, first to last. The first takes [`ModelParams::mlp_inputs`] values, the last
     /// gives `output_channels` values.
     pub layers: Vec<LayerParams>,
+    /// The latent pyramid's levels 1 and up (empty without a mip chain): level `k` is
+    /// `mip_grids[(k − 1)·G .. k·G]` for the `G` grids of level 0, each with its grid's channels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mip_grids: Vec<GridParams>,
+}
+
+/// The LOD input of pyramid level `k` is `k ·` this.
+pub const LOD_INPUT_SCALE: f32 = 0.25;
+
+/// Cells a side of a grid of `side` cells at pyramid level `level` when each level has `growth`
+/// times the cells per texel of the one above (1: the grid halves with the texture; 2: it halves
+/// every other level), at most `texture_side` (the level's texels: one cell per texel is the
+/// most that helps) and `side`, at least 1: `ceil(side · growth^(level/2) / 2^level)`.
+#[must_use]
+pub fn mip_grid_side(side: u32, level: u32, growth: f32, texture_side: u32) -> u32 {
+    let shrink = 2f64.powi(level.min(64) as i32) / f64::from(growth.max(1.0)).powf(f64::from(level) / 2.0);
+    let cells = (f64::from(side) / shrink).ceil().min(f64::from(u32::MAX)) as u32;
+    cells.min(texture_side).min(side).max(1)
+}
+
+/// Mip levels of a full chain down to 1×1 for a map of `width × height` (each level halves,
+/// rounding down, as GPUs do).
+#[must_use]
+pub fn full_mip_count(width: u32, height: u32) -> u32 {
+    32 - width.max(height).max(1).leading_zeros()
 }
 
 impl ModelParams {
@@ -100,10 +136,48 @@ impl ModelParams {
         self.grids.iter().map(|g| g.channels as usize).sum()
     }
 
-    /// Width of the MLP input: latent channels plus positional encoding.
+    /// Width of the MLP input: latent channels plus positional encoding (plus the LOD input
+    /// with a mip chain).
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        self.latent_channels() + 4 * self.pe_frequencies as usize
+        self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels() > 1)
+    }
+
+    /// Levels of the latent pyramid (1 without a mip chain).
+    #[must_use]
+    pub fn mip_levels(&self) -> u32 {
+        if self.grids.is_empty() { 1 } else { 1 + (self.mip_grids.len() / self.grids.len()) as u32 }
+    }
+
+    /// The grids pyramid level `level` decodes with (the last level for any beyond it).
+    #[must_use]
+    pub fn level_grids(&self, level: u32) -> &[GridParams] {
+        let k = level.min(self.mip_levels() - 1) as usize;
+        if k == 0 {
+            return &self.grids;
+        }
+        let g = self.grids.len();
+        &self.mip_grids[(k - 1) * g..k * g]
+    }
+
+    /// The grids of pyramid level `level`, mutably (the last level for any beyond it).
+    pub fn level_grids_mut(&mut self, level: u32) -> &mut [GridParams] {
+        let k = level.min(self.mip_levels() - 1) as usize;
+        if k == 0 {
+            return &mut self.grids;
+        }
+        let g = self.grids.len();
+        &mut self.mip_grids[(k - 1) * g..k * g]
+    }
+
+    /// Every grid of every level: level 0 first.
+    pub fn all_grids(&self) -> impl Iterator<Item = &GridParams> {
+        self.grids.iter().chain(&self.mip_grids)
+    }
+
+    /// Every grid of every level, mutably: level 0 first.
+    pub fn all_grids_mut(&mut self) -> impl Iterator<Item = &mut GridParams> {
+        self.grids.iter_mut().chain(&mut self.mip_grids)
     }
 
     /// Width of the MLP output (all channels of all textures).
@@ -115,7 +189,7 @@ impl ModelParams {
     /// Number of scalar parameters (grids + weights + biases).
     #[must_use]
     pub fn parameter_count(&self) -> usize {
-        self.grids.iter().map(GridParams::len).sum::<usize>() + self.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()
+        self.all_grids().map(GridParams::len).sum::<usize>() + self.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()
     }
 
     /// A copy with every value set to zero (same shapes): the shape of a gradient.
@@ -125,6 +199,7 @@ impl ModelParams {
             grids: self.grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
             pe_frequencies: self.pe_frequencies,
             layers: self.layers.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect(),
+            mip_grids: self.mip_grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
         }
     }
 }

@@ -541,8 +541,11 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
         pe_frequencies: options.pe_frequencies,
         hidden_widths: options.hidden_widths.clone(),
         textures,
+        mip_levels: 1,
+        mip_grids: Vec::new(),
     };
-    let mut mlp_widths = vec![layout.latent_channels() + 4 * options.pe_frequencies as usize];
+    let layout = if options.mips { with_pyramid(layout, set.max_extent(), options.mip_cell_growth) } else { layout };
+    let mut mlp_widths = vec![layout.latent_channels() + 4 * options.pe_frequencies as usize + usize::from(layout.mip_levels > 1)];
     mlp_widths.extend(&options.hidden_widths);
     mlp_widths.push(layout.output_channels());
     Ok((layout, AnalyseReport { grids, mlp_widths, budgets, duplicates }))
@@ -694,16 +697,26 @@ pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelP
     let mut new_params = params.clone();
     let mut offset = 0usize;
     let mut keep_inputs: Vec<usize> = Vec::new();
-    for (g, (shape, grid)) in new_layout.grids.iter_mut().zip(new_params.grids.iter_mut()).enumerate() {
+    let per_level = layout.grids.len().max(1);
+    let mut kept_per_grid: Vec<Vec<usize>> = Vec::with_capacity(per_level);
+    for shape in &mut new_layout.grids {
         let ch = shape.channels as usize;
         let kept: Vec<usize> = (0..ch).filter(|c| used[offset + c]).collect();
         keep_inputs.extend(kept.iter().map(|c| offset + c));
-        let cells = grid.width as usize * grid.height as usize;
-        let old = &params.grids[g].values;
-        grid.values = (0..cells).flat_map(|cell| kept.iter().map(move |&c| old[cell * ch + c])).collect();
-        grid.channels = kept.len() as u32;
         shape.channels = kept.len() as u32;
+        kept_per_grid.push(kept);
         offset += ch;
+    }
+    for (i, shape) in new_layout.mip_grids.iter_mut().enumerate() {
+        shape.channels = kept_per_grid[i % per_level].len() as u32;
+    }
+    // Every pyramid level drops the same channels as level 0.
+    for (i, (grid, old)) in new_params.all_grids_mut().zip(params.all_grids()).enumerate() {
+        let kept = &kept_per_grid[i % per_level];
+        let ch = old.channels as usize;
+        let cells = grid.width as usize * grid.height as usize;
+        grid.values = (0..cells).flat_map(|cell| kept.iter().map(move |&c| old.values[cell * ch + c])).collect();
+        grid.channels = kept.len() as u32;
     }
     keep_inputs.extend(lc..params.mlp_inputs());
     if let (Some(first), Some(old)) = (new_params.layers.first_mut(), params.layers.first()) {
@@ -720,7 +733,8 @@ pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelP
 /// Quantise pass: latent levels per grid and int8 layers.
 #[must_use]
 pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Vec<QuantizedLayer>, QuantiseReport) {
-    let levels = params.grids.iter().zip(&layout.grids).map(|(g, s)| quant::grid_levels(g, s.bits)).collect();
+    let per_level = layout.grids.len().max(1);
+    let levels = params.all_grids().enumerate().map(|(i, g)| quant::grid_levels(g, layout.grids[i % per_level].bits)).collect();
     let layers: Vec<QuantizedLayer> = params.layers.iter().map(QuantizedLayer::quantize).collect();
     let max_weight_error = params
         .layers
@@ -758,6 +772,7 @@ pub fn pack(
     let manifest = Manifest {
         materials: material_entries(set, &layout.textures),
         grids: grid_entries(&layout.grids),
+        mip_grids: grid_entries(&layout.mip_grids),
         pe_frequencies: layout.pe_frequencies,
         layers: layers
             .iter()
@@ -769,7 +784,7 @@ pub fn pack(
                 activation: if i == last { "linear".into() } else { "relu".into() },
             })
             .collect(),
-        mip_levels: 1,
+        mip_levels: layout.mip_levels,
         producer: format!("texset {}", env!("CARGO_PKG_VERSION")),
     };
     let bundle = Bundle { manifest, latent_levels, layers };
@@ -806,6 +821,25 @@ pub(crate) fn material_entries(set: &TextureSet, slots: &[Vec<TextureSlot>]) -> 
                 .collect(),
         })
         .collect()
+}
+
+/// `layout` with a latent pyramid for the full mip chain of maps up to `extent` (width, height):
+/// level `k` of each grid from [`crate::params::mip_grid_side`] with `growth`.
+#[must_use]
+pub fn with_pyramid(mut layout: ModelLayout, extent: (u32, u32), growth: f32) -> ModelLayout {
+    let (width, height) = extent;
+    layout.mip_levels = crate::params::full_mip_count(width, height);
+    layout.mip_grids = (1..layout.mip_levels)
+        .flat_map(|k| {
+            let (tw, th) = crate::mips::level_size(width, height, k);
+            layout.grids.iter().map(move |g| GridShape {
+                width: crate::params::mip_grid_side(g.width, k, growth, tw),
+                height: crate::params::mip_grid_side(g.height, k, growth, th),
+                ..g.clone()
+            })
+        })
+        .collect();
+    layout
 }
 
 /// The manifest entries of the grids (levels over [`quant::LATENT_RANGE`]).
@@ -862,6 +896,19 @@ pub fn compress(
             (backend, format!(" (auto: {reason})"))
         }
         other => (other, String::new()),
+    };
+    // burn's model has no latent pyramid yet: a mip chain trains on the fused CPU trainer.
+    let (backend, backend_reason) = match backend {
+        Backend::Wgpu | Backend::Flex if layout.mip_levels > 1 => {
+            if options.backend != Backend::Auto {
+                return Err(CompressError::Options(format!(
+                    "--backend {} cannot train a mip chain yet (burn's model has no latent pyramid); use --backend cpu or auto",
+                    format!("{backend:?}").to_lowercase()
+                )));
+            }
+            (Backend::Cpu, " (auto: a mip chain trains on the CPU trainer)".to_owned())
+        }
+        other => (other, backend_reason),
     };
     let (params, train_report) = match backend {
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,

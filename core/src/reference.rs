@@ -1,7 +1,7 @@
 //! The CPU reference of the model math in [`crate::params`], one texel at a time. Plain Rust, no
 //! burn: this is what the GPU shader and the trainers are checked against.
 
-use crate::params::{ModelParams, pe_angular_frequency};
+use crate::params::{LOD_INPUT_SCALE, ModelParams, pe_angular_frequency};
 
 /// Bilinear clamp-to-edge fetch: the four corner cell indices (`y * width + x`) and their weights,
 /// in the order `(x0,y0), (x1,y0), (x0,y1), (x1,y1)`.
@@ -24,10 +24,17 @@ pub fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usize; 4],
 }
 
 /// Writes the MLP input for texel `(u, v)` of a texture whose channel mask is `mask` into
-/// `features` (length [`ModelParams::mlp_inputs`]).
+/// `features` (length [`ModelParams::mlp_inputs`]), at mip level 0.
 pub fn features_at(params: &ModelParams, u: f32, v: f32, mask: &[f32], features: &mut [f32]) {
+    features_at_level(params, u, v, 0, mask, features);
+}
+
+/// Writes the MLP input for texel `(u, v)` at pyramid level `level` (clamped to the pyramid):
+/// that level's grids, its positional encoding and the LOD input.
+pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask: &[f32], features: &mut [f32]) {
+    let grids = params.level_grids(level);
     let mut offset = 0;
-    for grid in &params.grids {
+    for grid in grids {
         let channels = grid.channels as usize;
         let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
         for c in 0..channels {
@@ -42,7 +49,7 @@ pub fn features_at(params: &ModelParams, u: f32, v: f32, mask: &[f32], features:
         }
         offset += channels;
     }
-    let (w0, h0) = params.grids.first().map_or((1, 1), |g| (g.width, g.height));
+    let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
     let px = u * w0 as f32;
     let py = v * h0 as f32;
     for k in 0..params.pe_frequencies {
@@ -53,6 +60,12 @@ pub fn features_at(params: &ModelParams, u: f32, v: f32, mask: &[f32], features:
             slot[1] = (a * px).cos();
             slot[2] = (a * py).sin();
             slot[3] = (a * py).cos();
+        }
+    }
+    if params.mip_levels() > 1 {
+        let i = offset + 4 * params.pe_frequencies as usize;
+        if let Some(slot) = features.get_mut(i) {
+            *slot = level.min(params.mip_levels() - 1) as f32 * LOD_INPUT_SCALE;
         }
     }
 }

@@ -8,12 +8,13 @@
 use crate::gemm::{Strides, gemm};
 use crate::layout::ModelLayout;
 use crate::options::{ChannelPruning, CompressOptions, PruneMethod};
-use crate::params::{LayerParams, ModelParams, pe_angular_frequency};
+use crate::params::{LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
 use crate::quant::{self, QuantizedLayer};
 use crate::reference::bilinear_corners;
 use crate::set::TextureSet;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::time::Instant;
 
 /// Texels per deterministic work chunk.
@@ -94,35 +95,42 @@ pub struct Batch {
     pub target: Vec<f32>,
     /// `[len][output_channels]` loss weights (0 where not targeted).
     pub weight: Vec<f32>,
+    /// `[len]` mip level of each texel (empty: all level 0).
+    pub level: Vec<u32>,
 }
 
 struct TargetRef<'a> {
-    data: &'a [f32],
+    data: Cow<'a, [f32]>,
     channels: usize,
     output_offset: usize,
     weight: f32,
 }
 
-/// Textures of one material that share a resolution and a channel mask: one MLP evaluation per
-/// texel serves all of them.
+/// Textures of one material that share a resolution and a channel mask, at one mip level: one MLP
+/// evaluation per texel serves all of them.
 struct Group<'a> {
     width: u32,
     height: u32,
+    level: u32,
     mask: Vec<f32>,
     targets: Vec<TargetRef<'a>>,
 }
 
-/// Draws training texels uniformly over every texel of every texture group of the library, so
-/// each map is trained in proportion to its size.
+/// Draws training texels uniformly over every texel of every texture group of the library (and,
+/// with a mip chain, of every level of their box-filtered chains), so each map and level is
+/// trained in proportion to its size.
 pub struct Sampler<'a> {
     groups: Vec<Group<'a>>,
+    /// Per group, how many times each of its texels counts in the draw (coarse mip levels more).
+    repeats: Vec<u64>,
     cumulative_texels: Vec<u64>,
     latent_channels: usize,
     output_channels: usize,
 }
 
 impl<'a> Sampler<'a> {
-    /// Groups the set's textures by (material, resolution, mask).
+    /// Groups the set's textures by (material, resolution, mask) and, with a mip chain, builds
+    /// every level's reference ([`crate::mips::box_chain`]).
     #[must_use]
     pub fn new(set: &'a TextureSet, layout: &ModelLayout) -> Self {
         let mut groups: Vec<Group<'a>> = Vec::new();
@@ -134,33 +142,75 @@ impl<'a> Sampler<'a> {
                     continue;
                 }
                 let mask = layout.mask(slot);
-                let target = TargetRef {
-                    data: &texture.texels,
-                    channels: texture.channels as usize,
-                    output_offset: slot.output_offset,
-                    weight: slot.loss_weight,
-                };
-                if let Some(g) =
-                    groups[first_group..].iter_mut().find(|g| g.width == texture.width && g.height == texture.height && g.mask == mask)
-                {
-                    g.targets.push(target);
+                let chain = if layout.mip_levels > 1 {
+                    crate::mips::box_chain(
+                        &texture.texels,
+                        texture.width,
+                        texture.height,
+                        texture.channels,
+                        texture.kind,
+                        texture.color_space,
+                    )
                 } else {
-                    groups.push(Group { width: texture.width, height: texture.height, mask, targets: vec![target] });
+                    Vec::new()
+                };
+                let levels = std::iter::once((texture.width, texture.height, Cow::Borrowed(texture.texels.as_slice())))
+                    .chain(chain.into_iter().map(|l| (l.width, l.height, Cow::Owned(l.values))));
+                for (level, (width, height, data)) in levels.enumerate() {
+                    let level = level as u32;
+                    let target = TargetRef {
+                        data,
+                        channels: texture.channels as usize,
+                        output_offset: slot.output_offset,
+                        weight: slot.loss_weight,
+                    };
+                    if let Some(g) = groups[first_group..]
+                        .iter_mut()
+                        .find(|g| g.width == width && g.height == height && g.level == level && g.mask == mask)
+                    {
+                        g.targets.push(target);
+                    } else {
+                        groups.push(Group { width, height, level, mask: mask.clone(), targets: vec![target] });
+                    }
                 }
             }
         }
+        let mut sampler = Self {
+            groups,
+            repeats: Vec::new(),
+            cumulative_texels: Vec::new(),
+            latent_channels: layout.latent_channels(),
+            output_channels: layout.output_channels(),
+        };
+        sampler.weigh_levels(1.0);
+        sampler
+    }
+
+    /// Draws each texel of mip level `k` `boost^k` times as often as one of level 0
+    /// ([`crate::options::CompressOptions::mip_sample_boost`]; 1: every texel alike).
+    #[must_use]
+    pub fn with_level_boost(mut self, boost: f32) -> Self {
+        self.weigh_levels(boost);
+        self
+    }
+
+    fn weigh_levels(&mut self, boost: f32) {
+        // 16 × boost^k draws per texel, rounded, so fractional boosts keep their ratios.
+        let boost = f64::from(boost.max(1.0));
+        self.repeats = self.groups.iter().map(|g| (16.0 * boost.powi(g.level.min(64) as i32)).round().max(1.0) as u64).collect();
         let mut total = 0u64;
-        let cumulative_texels = groups
+        self.cumulative_texels = self
+            .groups
             .iter()
-            .map(|g| {
-                total += u64::from(g.width) * u64::from(g.height);
+            .zip(&self.repeats)
+            .map(|(g, r)| {
+                total = total.saturating_add((u64::from(g.width) * u64::from(g.height)).saturating_mul(*r));
                 total
             })
             .collect();
-        Self { groups, cumulative_texels, latent_channels: layout.latent_channels(), output_channels: layout.output_channels() }
     }
 
-    /// Total texels over all groups.
+    /// Total draws over all groups and levels (texels times their level's weight).
     #[must_use]
     pub fn texel_count(&self) -> u64 {
         self.cumulative_texels.last().copied().unwrap_or(0)
@@ -189,6 +239,8 @@ impl<'a> Sampler<'a> {
         batch.target.resize(len * oc, 0.0);
         batch.weight.clear();
         batch.weight.resize(len * oc, 0.0);
+        batch.level.clear();
+        batch.level.resize(len, 0);
         let total = self.texel_count();
         if total == 0 {
             return;
@@ -198,10 +250,11 @@ impl<'a> Sampler<'a> {
             let g = self.cumulative_texels.partition_point(|&c| c <= r);
             let Some(group) = self.groups.get(g) else { continue };
             let start = if g == 0 { 0 } else { self.cumulative_texels[g - 1] };
-            let texel = (r - start) as usize;
+            let texel = ((r - start) / self.repeats[g]) as usize;
             let (x, y) = (texel % group.width as usize, texel / group.width as usize);
             batch.uv[2 * i] = (x as f32 + 0.5) / group.width as f32;
             batch.uv[2 * i + 1] = (y as f32 + 0.5) / group.height as f32;
+            batch.level[i] = group.level;
             batch.mask[i * lc..(i + 1) * lc].copy_from_slice(&group.mask);
             for t in &group.targets {
                 for c in 0..t.channels {
@@ -228,6 +281,8 @@ pub struct ChunkGrads {
     pub d_features: Vec<f32>,
     /// `[len][grids]` bilinear corner cells and weights of each texel.
     pub corners: Vec<([usize; 4], [f32; 4])>,
+    /// `[len]` pyramid level each texel read (empty: all level 0).
+    pub levels: Vec<u32>,
 }
 
 /// Forward and backward of the model on a batch (the fused CPU kernel). `mlp` are the layers to
@@ -245,11 +300,14 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
     // Features.
     let mut x = vec![0.0f32; n * inputs];
     let mut corners = Vec::with_capacity(n * grid_count);
+    let top_level = params.mip_levels() - 1;
+    let levels: Vec<u32> = (0..n).map(|i| batch.level.get(i).map_or(0, |&l| l.min(top_level))).collect();
     for i in 0..n {
         let (u, v) = (batch.uv[2 * i], batch.uv[2 * i + 1]);
         let row = &mut x[i * inputs..(i + 1) * inputs];
         let mut offset = 0;
-        for grid in &params.grids {
+        let grids = params.level_grids(levels[i]);
+        for grid in grids {
             let ch = grid.channels as usize;
             let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
             for c in 0..ch {
@@ -266,7 +324,7 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
             offset += ch;
             corners.push((cells, weights));
         }
-        let (w0, h0) = params.grids.first().map_or((1, 1), |g| (g.width, g.height));
+        let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
         let (px, py) = (u * w0 as f32, v * h0 as f32);
         for k in 0..params.pe_frequencies {
             let a = pe_angular_frequency(k);
@@ -275,6 +333,9 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
             row[j + 1] = (a * px).cos();
             row[j + 2] = (a * py).sin();
             row[j + 3] = (a * py).cos();
+        }
+        if top_level > 0 {
+            row[offset + 4 * params.pe_frequencies as usize] = levels[i] as f32 * LOD_INPUT_SCALE;
         }
     }
 
@@ -362,7 +423,7 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
             dz = da;
         }
     }
-    ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners }
+    ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels }
 }
 
 /// Adds a chunk's latent-feature gradients into the grid gradients (bilinear scatter).
@@ -372,7 +433,8 @@ pub fn scatter_grid_grads(params: &ModelParams, chunk: &ChunkGrads, grads: &mut 
     let n = chunk.d_features.len() / lc.max(1);
     for i in 0..n {
         let mut offset = 0;
-        for (g, grid) in grads.grids.iter_mut().enumerate() {
+        let level = chunk.levels.get(i).copied().unwrap_or(0);
+        for (g, grid) in grads.level_grids_mut(level).iter_mut().enumerate() {
             let ch = grid.channels as usize;
             let (cells, weights) = chunk.corners[i * grid_count + g];
             let d = &chunk.d_features[i * lc + offset..i * lc + offset + ch];
@@ -474,7 +536,7 @@ impl Schedule {
 pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> ModelParams {
     let mut params = layout.zero_params();
     let mut rng = Rng::new(seed, 0xA11CE, 0);
-    for grid in &mut params.grids {
+    for grid in params.all_grids_mut() {
         for v in &mut grid.values {
             *v = (rng.next_f32() * 2.0 - 1.0) * 0.25;
         }
@@ -572,7 +634,7 @@ impl Adam {
         let c1 = 1.0 - ADAM_BETA1.powi(self.t as i32);
         let c2 = 1.0 - ADAM_BETA2.powi(self.t as i32);
         if let Some(lr) = grid_lr {
-            for (((p, g), m), v) in params.grids.iter_mut().zip(&grads.grids).zip(&mut self.m.grids).zip(&mut self.v.grids) {
+            for (((p, g), m), v) in params.all_grids_mut().zip(grads.all_grids()).zip(self.m.all_grids_mut()).zip(self.v.all_grids_mut()) {
                 adam_update(&mut p.values, &g.values, &mut m.values, &mut v.values, lr, c1, c2, grad_scale, true);
             }
         }
@@ -819,7 +881,7 @@ impl<'a> FusedTrainer<'a> {
             g.biases.fill(0.0);
         }
         if train_grids {
-            for g in &mut grads.grids {
+            for g in grads.all_grids_mut() {
                 g.values.par_chunks_mut(1 << 16).for_each(|c| c.fill(0.0));
             }
         }
@@ -869,8 +931,12 @@ impl<'a> FusedTrainer<'a> {
 
 /// Rounds every grid to its bits' levels (in place).
 pub fn round_grids(params: &mut ModelParams, grid_bits: &[u32]) {
-    for (grid, &bits) in params.grids.iter_mut().zip(grid_bits) {
-        quant::round_grid(grid, bits);
+    // Every pyramid level has the bits of its level-0 grid.
+    let per_level = params.grids.len().max(1);
+    for (i, grid) in params.all_grids_mut().enumerate() {
+        if let Some(&bits) = grid_bits.get(i % per_level) {
+            quant::round_grid(grid, bits);
+        }
     }
 }
 
@@ -989,7 +1055,7 @@ pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &Compres
     let error = |message: String| TrainError::InitFrom { path: path.clone(), message };
     let bundle = crate::bundle::Bundle::read(path).map_err(|e| error(e.to_string()))?;
     let params = crate::decode::Decoder::new(&bundle).params().clone();
-    let grid_shape = |p: &ModelParams| p.grids.iter().map(|g| (g.width, g.height, g.channels)).collect::<Vec<_>>();
+    let grid_shape = |p: &ModelParams| p.all_grids().map(|g| (g.width, g.height, g.channels)).collect::<Vec<_>>();
     let layer_shape = |p: &ModelParams| p.layers.iter().map(|l| (l.inputs, l.outputs)).collect::<Vec<_>>();
     if grid_shape(&params) != grid_shape(&fresh)
         || layer_shape(&params) != layer_shape(&fresh)
@@ -1015,7 +1081,7 @@ pub fn train_fused(
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
     let schedule = Schedule::new(options, layout);
-    let sampler = Sampler::new(set, layout);
+    let sampler = Sampler::new(set, layout).with_level_boost(options.mip_sample_boost);
     let fingerprint = crate::checkpoint::fingerprint(set, layout, options);
     let mut trainer = FusedTrainer::new(sampler, schedule.clone(), starting_params(set, layout, options)?);
     if let Some(pruning) = &options.prune {

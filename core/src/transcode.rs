@@ -54,54 +54,15 @@ impl Container {
     }
 }
 
-fn srgb_to_linear(v: f32) -> f32 {
-    if v <= 0.040_45 { v / 12.92 } else { ((v + 0.055) / 1.055).powf(2.4) }
-}
-
-fn linear_to_srgb(v: f32) -> f32 {
-    if v <= 0.003_130_8 { v * 12.92 } else { 1.055 * v.powf(1.0 / 2.4) - 0.055 }
-}
-
 /// The full mip chain of a decoded map, level 0 first, down to 1x1: each level the 2x2 box
-/// average of the one above (an odd edge repeats its last texel). Colour channels of sRGB maps
-/// are averaged in linear light (alpha as is); normal maps are renormalised.
+/// average of the one above ([`crate::mips::box_chain`]: linear light for sRGB colour, normals
+/// renormalised).
 #[must_use]
 pub fn mip_chain(level0: &DecodedMap, entry: &MapEntry) -> Vec<DecodedMap> {
-    let c = level0.channels as usize;
-    let srgb_channels = if entry.color_space == ColorSpace::Srgb { c.min(3) } else { 0 };
-    let normal = entry.kind == MapKind::Normal && c >= 3;
-    let mut levels = vec![level0.clone()];
-    while let Some(above) = levels.last().filter(|l| l.width > 1 || l.height > 1) {
-        let (aw, ah) = (above.width as usize, above.height as usize);
-        let (w, h) = ((aw / 2).max(1), (ah / 2).max(1));
-        let mut values = vec![0.0_f32; w * h * c];
-        for y in 0..h {
-            for x in 0..w {
-                let out = &mut values[(y * w + x) * c..][..c];
-                for (dy, dx) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
-                    let (sx, sy) = ((2 * x + dx).min(aw - 1), (2 * y + dy).min(ah - 1));
-                    for (k, o) in out.iter_mut().enumerate() {
-                        let v = above.values[(sy * aw + sx) * c + k];
-                        *o += 0.25 * if k < srgb_channels { srgb_to_linear(v) } else { v };
-                    }
-                }
-                for o in out.iter_mut().take(srgb_channels) {
-                    *o = linear_to_srgb(*o);
-                }
-                if normal {
-                    let n: Vec<f32> = out[..3].iter().map(|t| t * 2.0 - 1.0).collect();
-                    let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-                    if len > 1e-6 {
-                        for k in 0..3 {
-                            out[k] = n[k] / len * 0.5 + 0.5;
-                        }
-                    }
-                }
-            }
-        }
-        levels.push(DecodedMap { width: w as u32, height: h as u32, channels: level0.channels, values });
-    }
-    levels
+    let below = crate::mips::box_chain(&level0.values, level0.width, level0.height, level0.channels, entry.kind, entry.color_space);
+    std::iter::once(level0.clone())
+        .chain(below.into_iter().map(|l| DecodedMap { width: l.width, height: l.height, channels: level0.channels, values: l.values }))
+        .collect()
 }
 
 /// One encoded mip level.
@@ -284,18 +245,32 @@ pub struct TranscodedMap {
     pub level0_psnr_db: f64,
 }
 
-/// Builds the mip chain of a decoded map and block-compresses every level.
+/// Builds the mip chain of a decoded map (box filter, [`mip_chain`]) and block-compresses every
+/// level: for a bundle without a mip chain of its own.
 #[must_use]
 pub fn transcode_map(decoded: &DecodedMap, entry: &MapEntry, profile: Profile) -> TranscodedMap {
-    let format = profile.format(entry.kind, decoded.channels);
+    transcode_chain(&mip_chain(decoded, entry), entry, profile)
+}
+
+/// Block-compresses a whole mip chain, level 0 first (from [`mip_chain`], or every level decoded
+/// from a bundle that stores its own mip chain). `chain` must not be empty.
+#[must_use]
+pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile) -> TranscodedMap {
+    let channels = chain.first().map_or(entry.channels, |l| l.channels);
+    let format = profile.format(entry.kind, channels);
     let srgb = entry.color_space == ColorSpace::Srgb && matches!(format, BcFormat::Bc1 | BcFormat::Bc7);
-    let chain = mip_chain(decoded, entry);
     let levels: Vec<EncodedLevel> = chain
         .iter()
         .map(|l| EncodedLevel { width: l.width, height: l.height, blocks: bcn::encode(l.width, l.height, l.channels, &l.values, format) })
         .collect();
-    let back = bcn::decode(&levels[0].blocks, decoded.width, decoded.height, decoded.channels, entry.kind, format);
-    TranscodedMap { format, srgb, level0_psnr_db: crate::metrics::psnr(&decoded.values, &back), levels }
+    let level0_psnr_db = match (chain.first(), levels.first()) {
+        (Some(decoded), Some(level)) => {
+            let back = bcn::decode(&level.blocks, decoded.width, decoded.height, decoded.channels, entry.kind, format);
+            crate::metrics::psnr(&decoded.values, &back)
+        }
+        _ => f64::NAN,
+    };
+    TranscodedMap { format, srgb, level0_psnr_db, levels }
 }
 
 #[cfg(test)]

@@ -5,6 +5,10 @@
 // sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP with int8 weights and per-row scales (last
 // layer linear, only the map's own outputs), clamp to [0, 1]. `decode_texel_linear` then un-maps
 // the stored value for shading (channel range, sRGB -> linear, normal vector in +Y convention).
+// A bundle with a mip chain (`MIP_LEVELS > 1`) has a latent pyramid: mip level `k` reads level
+// `k`'s grids (entries `k * GRID_COUNT + g` of the per-level tables), its positional encoding,
+// and one more MLP input, the LOD input `k * LOD_INPUT_SCALE`. `decode_texel_lod` filters
+// between levels (trilinear of decoded texels); `decode_texel_lod_stochastic` picks one.
 //
 // f32 constants are given as their IEEE bit patterns (`*_BITS`, read with `bitcast<f32>`) so no
 // decimal rounding can differ between the CPU and a shader compiler.
@@ -16,13 +20,15 @@
 //
 // Buffers (exact layouts: docs/integration.md):
 //   latents: every grid's latent levels, bit-packed LSB-first in `GRID_BITS[g]` bits each,
-//            `[y][x][c]` order, grid `g` starting at word `GRID_WORD_OFFSET[g]`.
+//            `[y][x][c]` order, grid `g` of pyramid level `k` starting at word
+//            `GRID_WORD_OFFSET[k * GRID_COUNT + g]`.
 //   mlp:     per layer `l` from word `LAYER_WORD_OFFSET[l]`: `outputs` rows of int8 weights, 4 per
 //            word (byte 0 = lowest bits), each row padded to `LAYER_ROW_WORDS[l]` words; then
 //            `outputs` f32 scales; then `outputs` f32 biases.
 
 // texset:specialise:begin
 const GRID_COUNT: u32 = 1u;
+const MIP_LEVELS: u32 = 1u;
 const PE_FREQUENCIES: u32 = 2u;
 const LAYER_COUNT: u32 = 2u;
 const MAX_WIDTH: u32 = 12u;
@@ -42,6 +48,9 @@ const LAYER_ROW_WORDS = array<u32, 2>(3u, 2u);
 const LAYER_WORD_OFFSET = array<u32, 2>(0u, 40u);
 const MAP_OUTPUT_OFFSET = array<u32, 1>(0u);
 const MAP_CHANNELS = array<u32, 1>(3u);
+const MAP_MIP_LEVELS = array<u32, 1>(1u);
+const MAP_WIDTH = array<u32, 1>(8u);
+const MAP_HEIGHT = array<u32, 1>(8u);
 const MAP_MASK = array<u32, 1>(15u);
 const MAP_SRGB = array<u32, 1>(1u);
 const MAP_NORMAL = array<u32, 1>(0u);
@@ -61,6 +70,8 @@ const TWO_PI_C2: f32 = 0.0019353071693331003;
 const TWO_PI_C3: f32 = 1.0253131677018246e-11;
 const INV_TWO_PI: f32 = 0.15915493667125702;
 const TAU: f32 = 6.2831855;
+// The LOD input of pyramid level k is k * this (`texset_core::params::LOD_INPUT_SCALE`).
+const LOD_INPUT_SCALE: f32 = 0.25;
 
 // `MAP_NORMAL` values.
 const NORMAL_NONE: u32 = 0u;
@@ -80,7 +91,8 @@ struct Params {
     channels: u32,
     sample_count: u32,
     mode: u32,
-    _pad0: u32,
+    // Level of detail to decode at (`decode_texel_lod`): a whole number decodes that mip level.
+    lod: f32,
     _pad1: u32,
 }
 
@@ -124,12 +136,13 @@ fn bilinear_corners(uv: vec2<f32>, width: u32, height: u32) -> Corners {
     return c;
 }
 
-// The dequantised value of latent `index` (`[y][x][c]` order) of grid `g`:
-// low + level * step, the expression of `texset_core::quant::level_value`.
-fn latent_value(g: u32, index: u32) -> f32 {
+// The dequantised value of latent `index` (`[y][x][c]` order) of grid `g` at pyramid slot
+// `slot` (`level * GRID_COUNT + g`): low + level * step, the expression of
+// `texset_core::quant::level_value`.
+fn latent_value(g: u32, slot: u32, index: u32) -> f32 {
     let bits = GRID_BITS[g];
     let bit = index * bits;
-    let word = GRID_WORD_OFFSET[g] + bit / 32u;
+    let word = GRID_WORD_OFFSET[slot] + bit / 32u;
     let shift = bit % 32u;
     var level = latents[word] >> shift;
     if (shift + bits > 32u) {
@@ -163,36 +176,87 @@ fn reads_channel(map_index: u32, channel: u32) -> bool {
 // values in [0, 1] (sRGB-encoded for colour maps, n * 0.5 + 0.5 for normals); channels beyond
 // the map's count are 0. Callable from compute and fragment shaders.
 fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
+    return decode_texel_level(map_index, uv, 0u);
+}
+
+// `decode_texel` at mip level `level` (clamped to the latent pyramid; a bundle without a mip
+// chain decodes level 0).
+fn decode_texel_level(map_index: u32, uv: vec2<f32>, level: u32) -> vec4<f32> {
     var act: array<f32, 2u * MAX_WIDTH>;
-    let src = decode_hidden(map_index, uv, &act);
+    let src = decode_hidden(map_index, uv, level, &act);
     return decode_output(map_index, &act, src);
+}
+
+// `decode_texel` at level of detail `lod` (clamped to the map's mip levels, `MAP_MIP_LEVELS`):
+// a fractional `lod` blends the two levels around it (trilinear filtering of decoded texels,
+// two decodes), as `texset_core::decode::Decoder::decode_texel_lod`.
+fn decode_texel_lod(map_index: u32, uv: vec2<f32>, lod: f32) -> vec4<f32> {
+    let top = f32(MAP_MIP_LEVELS[map_index] - 1u);
+    let l = clamp(lod, 0.0, top);
+    let below = floor(l);
+    let blend = l - below;
+    let a = decode_texel_level(map_index, uv, u32(below));
+    if (blend <= 0.0) {
+        return a;
+    }
+    let b = decode_texel_level(map_index, uv, min(u32(below) + 1u, u32(top)));
+    return a + (b - a) * blend;
+}
+
+// Stochastic filtering between levels (one decode): level floor(lod) + 1 with probability
+// fract(lod), chosen by `xi` in [0, 1) (a per-pixel blue-noise or hash value); averaged over
+// frames (TAA) it converges to `decode_texel_lod`.
+fn decode_texel_lod_stochastic(map_index: u32, uv: vec2<f32>, lod: f32, xi: f32) -> vec4<f32> {
+    let top = f32(MAP_MIP_LEVELS[map_index] - 1u);
+    let l = clamp(lod, 0.0, top);
+    let below = floor(l);
+    var level = u32(below);
+    if (xi < l - below) {
+        level = min(level + 1u, u32(top));
+    }
+    return decode_texel_level(map_index, uv, level);
+}
+
+// The level of detail of a texture of `size` texels at `uv` from screen-space derivatives, as
+// hardware computes it for an isotropic sample: log2 of the longer screen-space footprint axis.
+// Fragment shaders only (it uses `dpdx`/`dpdy`), in uniform control flow.
+fn lod_from_derivatives(uv: vec2<f32>, size: vec2<f32>) -> f32 {
+    let dx = dpdx(uv) * size;
+    let dy = dpdy(uv) * size;
+    return max(0.0, 0.5 * log2(max(dot(dx, dx), dot(dy, dy))));
 }
 
 // Steps 1-4 of `decode_texel`: latent fetch under the map's budget, positional encoding and the
 // hidden layers, in `act` (two halves: a layer's input and output, ping-pong). Returns where in
 // `act` the last hidden layer's activations start. Depends on the map only through the latent
 // channels it reads (`MAP_MASK`): maps with equal masks (`same_budget`) share the result.
-fn decode_hidden(map_index: u32, uv: vec2<f32>, act: ptr<function, array<f32, 2u * MAX_WIDTH>>) -> u32 {
+fn decode_hidden(map_index: u32, uv: vec2<f32>, level: u32, act: ptr<function, array<f32, 2u * MAX_WIDTH>>) -> u32 {
+    let k_level = min(level, MIP_LEVELS - 1u);
+    let first_slot = k_level * GRID_COUNT;
     // 1-2. Latent fetch of the channels in the map's budget (the others are 0).
     for (var g = 0u; g < GRID_COUNT; g++) {
-        let corners = bilinear_corners(uv, GRID_WIDTH[g], GRID_HEIGHT[g]);
+        let slot = first_slot + g;
+        let corners = bilinear_corners(uv, GRID_WIDTH[slot], GRID_HEIGHT[slot]);
         let channels = GRID_CHANNELS[g];
         for (var c = 0u; c < channels; c++) {
             let feature = GRID_FIRST_CHANNEL[g] + c;
             var value = 0.0;
             if (reads_channel(map_index, feature)) {
                 for (var k = 0u; k < 4u; k++) {
-                    value += corners.weights[k] * latent_value(g, corners.cells[k] * channels + c);
+                    value += corners.weights[k] * latent_value(g, slot, corners.cells[k] * channels + c);
                 }
             }
             act[feature] = value;
         }
     }
 
-    // 3. Positional encoding in grid-0 cells.
+    // 3. Positional encoding in the level's grid-0 cells, then the LOD input.
     let pe_start = GRID_FIRST_CHANNEL[GRID_COUNT - 1u] + GRID_CHANNELS[GRID_COUNT - 1u];
-    let px = uv.x * f32(GRID_WIDTH[0]);
-    let py = uv.y * f32(GRID_HEIGHT[0]);
+    if (MIP_LEVELS > 1u) {
+        act[pe_start + 4u * PE_FREQUENCIES] = f32(k_level) * LOD_INPUT_SCALE;
+    }
+    let px = uv.x * f32(GRID_WIDTH[first_slot]);
+    let py = uv.y * f32(GRID_HEIGHT[first_slot]);
     for (var k = 0u; k < PE_FREQUENCIES; k++) {
         let a = TAU * f32(1u << k) * 0.5;
         let ax = reduce_angle(a * px);
@@ -302,11 +366,17 @@ fn unmap_texel(map_index: u32, t: vec4<f32>) -> vec4<f32> {
     return v;
 }
 
+// `decode_texel_linear` at level of detail `lod` (see `decode_texel_lod`).
+fn decode_texel_linear_lod(map_index: u32, uv: vec2<f32>, lod: f32) -> vec4<f32> {
+    return unmap_texel(map_index, decode_texel_lod(map_index, uv, lod));
+}
+
 fn decode_mode(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
+    let t = decode_texel_lod(map_index, uv, params.lod);
     if (params.mode == 1u) {
-        return decode_texel_linear(map_index, uv);
+        return unmap_texel(map_index, t);
     }
-    return decode_texel(map_index, uv);
+    return t;
 }
 
 // Decodes one whole map (`params.width x params.height`), one invocation per texel, into

@@ -132,12 +132,12 @@ fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, wgpu::Adapt
     Ok(Some((instance, adapter, device, queue)))
 }
 
-fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode) -> Vec<u8> {
+fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode, lod: f32) -> Vec<u8> {
     let mode = match mode {
         DecodeMode::Stored => 0u32,
         DecodeMode::Shading => 1,
     };
-    let bytes: Vec<u8> = [map_index, width, height, channels, sample_count, mode, 0, 0].iter().flat_map(|w| w.to_le_bytes()).collect();
+    let bytes: Vec<u8> = [map_index, width, height, channels, sample_count, mode, lod.to_bits(), 0].iter().flat_map(|w| w.to_le_bytes()).collect();
     debug_assert_eq!(bytes.len(), PARAMS_BYTES);
     bytes
 }
@@ -290,22 +290,37 @@ impl GpuDecoder {
         map: usize,
         mode: DecodeMode,
     ) -> Result<DecodedMap, GpuError> {
+        self.decode_map_level(device, queue, material, map, 0, mode)
+    }
+
+    /// Decodes mip level `level` of one map on the GPU (compute), like
+    /// [`Decoder::decode_map_level`]: the map's size halved `level` times (at least 1×1).
+    pub fn decode_map_level(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        level: u32,
+        mode: DecodeMode,
+    ) -> Result<DecodedMap, GpuError> {
         let (map_index, entry) = self.map_index(material, map)?;
-        let bytes = u64::from(entry.width) * u64::from(entry.height) * u64::from(entry.channels) * 4;
+        let (width, height) = texset_core::mips::level_size(entry.width, entry.height, level);
+        let bytes = u64::from(width) * u64::from(height) * u64::from(entry.channels) * 4;
         let limits = device.limits();
         check_device_limit("the decoded map", bytes, limits.max_storage_buffer_binding_size)?;
         check_device_limit("the decoded map", bytes, limits.max_buffer_size)?;
-        let groups_x = entry.width.div_ceil(WORKGROUP_SIDE);
-        let groups_y = entry.height.div_ceil(WORKGROUP_SIDE);
+        let groups_x = width.div_ceil(WORKGROUP_SIDE);
+        let groups_y = height.div_ceil(WORKGROUP_SIDE);
         check_device_limit("the dispatch", u64::from(groups_x.max(groups_y)), u64::from(limits.max_compute_workgroups_per_dimension))?;
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode));
+        let params = uniform_buffer(device, &params_bytes(map_index, width, height, entry.channels, 0, mode, level as f32));
         let output = output_buffer(device, "texset decoded map", bytes);
         let bind_group = self.bind_group(device, &self.map_pipeline.get_bind_group_layout(0), &[(2, &params), (3, &output)]);
         let encoder = compute_pass(device, "texset decode map", &self.map_pipeline, &bind_group, (groups_x, groups_y));
         let values = read_back(device, queue, encoder, &output, bytes, scope)?;
-        Ok(DecodedMap { width: entry.width, height: entry.height, channels: entry.channels, values })
+        Ok(DecodedMap { width, height, channels: entry.channels, values })
     }
 
     /// Decodes one whole map in a *fragment* shader (`fs_decode_map` over a full-screen triangle
@@ -323,7 +338,7 @@ impl GpuDecoder {
         let max_side = device.limits().max_texture_dimension_2d;
         check_device_limit("the render target side", u64::from(entry.width.max(entry.height)), u64::from(max_side))?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode));
+        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode, 0.0));
         let bind_group = self.bind_group(device, &self.render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
         let rgba = render_rgba32f(device, queue, "texset fragment decode", entry.width, entry.height, scope, |encoder, view| {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
@@ -376,11 +391,12 @@ impl GpuDecoder {
         material: usize,
         map: usize,
         mode: DecodeMode,
+        lod: f32,
         read: bool,
     ) -> Result<Vec<[f32; 4]>, GpuError> {
         let (map_index, entry) = self.map_index(material, map)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, batch.count, mode));
+        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, batch.count, mode, lod));
         let bind_group = self.bind_group(
             device,
             &self.samples_pipeline.get_bind_group_layout(0),
@@ -406,8 +422,24 @@ impl GpuDecoder {
         uvs: &[[f32; 2]],
         mode: DecodeMode,
     ) -> Result<Vec<[f32; 4]>, GpuError> {
+        self.decode_samples_lod(device, queue, material, map, uvs, 0.0, mode)
+    }
+
+    /// Decodes `uvs` of one map at level of detail `lod` (the WGSL `decode_texel_lod`: a
+    /// fractional `lod` blends two mip levels), like [`Decoder::decode_texel_lod`].
+    #[allow(clippy::too_many_arguments, reason = "device, queue, what to decode, where, how: all needed")]
+    pub fn decode_samples_lod(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        uvs: &[[f32; 2]],
+        lod: f32,
+        mode: DecodeMode,
+    ) -> Result<Vec<[f32; 4]>, GpuError> {
         let batch = self.upload_samples(device, uvs)?;
-        self.run_samples(device, queue, &batch, material, map, mode, true)
+        self.run_samples(device, queue, &batch, material, map, mode, lod, true)
     }
 }
 

@@ -74,7 +74,7 @@ impl GpuModel {
     /// [`MAX_SHADER_WIDTH`] or a buffer would not be addressable with 32-bit indices.
     pub fn new(bundle: &Bundle) -> Result<Self, GpuError> {
         let manifest = &bundle.manifest;
-        let mlp_inputs = manifest.latent_channels() + 4 * manifest.pe_frequencies as usize;
+        let mlp_inputs = manifest.mlp_inputs();
         let mut max_width = mlp_inputs;
         if let Some((_, hidden)) = manifest.layers.split_last() {
             for layer in hidden {
@@ -92,14 +92,18 @@ impl GpuModel {
         let mut grid_low = Vec::new();
         let mut grid_step = Vec::new();
         let mut first_channel = 0u32;
-        for (grid, levels) in manifest.grids.iter().zip(&bundle.latent_levels) {
-            grid_word_offset.push(to_u32("latent words", latent_words.len())?);
+        for grid in &manifest.grids {
             grid_first_channel.push(first_channel);
             first_channel += grid.channels;
-            pack_words(levels, grid.bits, &mut latent_words);
             // The step expression of `texset_core::quant::level_value`, evaluated here once.
             grid_low.push(grid.range[0]);
             grid_step.push((grid.range[1] - grid.range[0]) / ((1u32 << grid.bits) - 1) as f32);
+        }
+        // Every pyramid level's grids (level 0 first) from a word boundary; a pyramid grid has
+        // its level-0 grid's channels, bits and range.
+        for (grid, levels) in manifest.all_grids().zip(&bundle.latent_levels) {
+            grid_word_offset.push(to_u32("latent words", latent_words.len())?);
+            pack_words(levels, grid.bits, &mut latent_words);
         }
         to_u32("latent words", latent_words.len())?;
 
@@ -128,6 +132,8 @@ impl GpuModel {
         let latent_channels = manifest.latent_channels();
         let mask_words = latent_channels.div_ceil(32).max(1);
         let mut first_map = Vec::new();
+        let mut map_mip_levels = Vec::new();
+        let (mut map_width, mut map_height) = (Vec::new(), Vec::new());
         let (mut output_offset, mut channels, mut mask, mut srgb, mut normal, mut low, mut scale) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut transform, mut transform_rows) = (Vec::new(), Vec::new());
@@ -136,6 +142,9 @@ impl GpuModel {
             for map in &material.maps {
                 output_offset.push(map.output_offset);
                 channels.push(map.channels);
+                map_width.push(map.width);
+                map_height.push(map.height);
+                map_mip_levels.push(if manifest.mip_levels > 1 { texset_core::params::full_mip_count(map.width, map.height) } else { 1 });
                 let mut words = vec![0u32; mask_words];
                 for &c in &map.latent_channels {
                     if let Some(word) = words.get_mut(c as usize / 32) {
@@ -173,14 +182,16 @@ impl GpuModel {
         };
         let mut constants = String::new();
         let grids = &manifest.grids;
+        let all_grids: Vec<_> = manifest.all_grids().collect();
         let _ = writeln!(constants, "const GRID_COUNT: u32 = {}u;", grids.len());
+        let _ = writeln!(constants, "const MIP_LEVELS: u32 = {}u;", manifest.mip_levels);
         let _ = writeln!(constants, "const PE_FREQUENCIES: u32 = {}u;", manifest.pe_frequencies);
         let _ = writeln!(constants, "const LAYER_COUNT: u32 = {}u;", bundle.layers.len());
         let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");
         let _ = writeln!(constants, "const MAP_COUNT: u32 = {}u;", output_offset.len());
         let _ = writeln!(constants, "const MASK_WORDS: u32 = {mask_words}u;");
-        constants += &u32_array("GRID_WIDTH", &grids.iter().map(|g| g.width).collect::<Vec<_>>());
-        constants += &u32_array("GRID_HEIGHT", &grids.iter().map(|g| g.height).collect::<Vec<_>>());
+        constants += &u32_array("GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
+        constants += &u32_array("GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
         constants += &u32_array("GRID_CHANNELS", &grids.iter().map(|g| g.channels).collect::<Vec<_>>());
         constants += &u32_array("GRID_FIRST_CHANNEL", &grid_first_channel);
         constants += &u32_array("GRID_BITS", &grids.iter().map(|g| g.bits).collect::<Vec<_>>());
@@ -193,6 +204,9 @@ impl GpuModel {
         constants += &u32_array("LAYER_WORD_OFFSET", &word_offset);
         constants += &u32_array("MAP_OUTPUT_OFFSET", &output_offset);
         constants += &u32_array("MAP_CHANNELS", &channels);
+        constants += &u32_array("MAP_MIP_LEVELS", &map_mip_levels);
+        constants += &u32_array("MAP_WIDTH", &map_width);
+        constants += &u32_array("MAP_HEIGHT", &map_height);
         constants += &u32_array("MAP_MASK", &mask);
         constants += &u32_array("MAP_SRGB", &srgb);
         constants += &u32_array("MAP_NORMAL", &normal);

@@ -17,6 +17,9 @@ pub const PREVIEW_WGSL: &str = include_str!("preview.wgsl");
 /// Marks a map the material lacks.
 pub const NONE: u32 = u32::MAX;
 
+/// Bytes of [`PreviewUniforms`] as the WGSL `Preview` struct lays them out.
+const UNIFORM_BYTES: u64 = 128;
+
 /// The `Preview` uniform of `preview.wgsl` (same layout).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +34,8 @@ pub struct PreviewUniforms {
     pub light1: [f32; 4],
     /// Shape (0 sphere, 1 plane, 2 cube), aspect, source (1 = originals), encode sRGB (1).
     pub view: [f32; 4],
+    /// Viewport height in pixels, filter decoded maps by level of detail (1), unused, unused.
+    pub lod_filter: [f32; 4],
 }
 
 /// Shapes (the `view.x` values).
@@ -77,7 +82,18 @@ impl PreviewUniforms {
             light0: [l0[0], l0[1], l0[2], intensity],
             light1: [l1[0], l1[1], l1[2], intensity * 0.4],
             view: [shape as u32 as f32, aspect, 0.0, 0.0],
+            lod_filter: [0.0; 4],
         }
+    }
+
+    /// Filters the decoded maps by level of detail for a viewport `height_px` pixels high: each
+    /// pixel decodes at the LOD its footprint asks for ([`pixel_footprint`], [`map_lod`]),
+    /// blending two mip levels, so a distant or zoomed-out surface does not shimmer. Only a
+    /// bundle with a mip chain has levels to blend; without one every LOD decodes level 0.
+    #[must_use]
+    pub fn with_lod_filter(mut self, height_px: f32) -> Self {
+        self.lod_filter = [height_px, 1.0, 0.0, 0.0];
+        self
     }
 
     /// Shades the original maps instead of the decoded ones.
@@ -95,11 +111,11 @@ impl PreviewUniforms {
     }
 
     fn bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(112);
+        let mut out = Vec::with_capacity(UNIFORM_BYTES as usize);
         for v in self.maps.iter().chain(&self.layers) {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        for v in self.light0.iter().chain(&self.light1).chain(&self.view) {
+        for v in self.light0.iter().chain(&self.light1).chain(&self.view).chain(&self.lod_filter) {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out
@@ -301,7 +317,7 @@ fn model_bind_group(device: &wgpu::Device, pipeline: &wgpu::RenderPipeline, mode
 fn uniform(device: &wgpu::Device) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("texset preview uniforms"),
-        size: 112,
+        size: UNIFORM_BYTES,
         usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     })
@@ -493,20 +509,59 @@ fn encode_srgb(c: f32) -> f32 {
     if c <= 0.003_130_8 { c * 12.92 } else { 1.055 * c.powf(1.0 / 2.4) - 0.055 }
 }
 
-/// CPU reference of `shade` in preview.wgsl: the colour of the pixel at `uv` (0..1, y down).
-/// `fetch(slot, uv)` returns the un-mapped value of the map in `PreviewUniforms::maps` slot
-/// `slot` (basecolor 0, normal 1, roughness 2, metallic 3, ao 4, orm 5, emissive 6), or `None`
-/// when the material has none.
-pub fn shade(uniforms: &PreviewUniforms, uv: [f32; 2], fetch: &dyn Fn(usize, [f32; 2]) -> Option<[f32; 4]>) -> [f32; 4] {
+fn ray_dir(uniforms: &PreviewUniforms, uv: [f32; 2]) -> V3 {
     let tan_half = 0.45;
     let ndc = [uv[0] * 2.0 - 1.0, 1.0 - uv[1] * 2.0];
-    let dir = normalize([ndc[0] * tan_half * uniforms.view[1], ndc[1] * tan_half, -1.0]);
+    normalize([ndc[0] * tan_half * uniforms.view[1], ndc[1] * tan_half, -1.0])
+}
+
+fn uv_distance(a: [f32; 2], b: [f32; 2]) -> f32 {
+    let du = (a[0] - b[0]).abs();
+    let (du, dv) = (du.min(1.0 - du), a[1] - b[1]);
+    (du * du + dv * dv).sqrt()
+}
+
+/// How far in texture space one viewport pixel reaches at viewport point `uv` whose ray hits the
+/// shape at `hit_uv` (0 with the LOD filter off): the larger of the texture-space distances to the
+/// hits one pixel right and one pixel down (u wraps around the sphere's seam). The WGSL
+/// `pixel_footprint` is its twin; analytic rather than `dpdx`/`dpdy` so both compute the same.
+#[must_use]
+pub fn pixel_footprint(uniforms: &PreviewUniforms, uv: [f32; 2], hit_uv: [f32; 2]) -> f32 {
+    if uniforms.lod_filter[1] < 0.5 || uniforms.lod_filter[0] <= 0.0 {
+        return 0.0;
+    }
+    let shape = (uniforms.view[0] + 0.5) as u32;
+    let step = 1.0 / uniforms.lod_filter[0];
+    let origin = [0.0, 0.0, 3.0];
+    let hx = intersect(origin, ray_dir(uniforms, [uv[0] + step / uniforms.view[1], uv[1]]), shape);
+    let hy = intersect(origin, ray_dir(uniforms, [uv[0], uv[1] + step]), shape);
+    let fx = hx.map_or(0.0, |h| uv_distance(hit_uv, h.uv));
+    let fy = hy.map_or(0.0, |h| uv_distance(hit_uv, h.uv));
+    fx.max(fy)
+}
+
+/// The level of detail a pixel of texture-space `footprint` asks of a map: log2 of the texels it
+/// spans along the map's larger side (negative: magnified, which decodes level 0).
+#[must_use]
+pub fn map_lod(footprint: f32, entry: &texset_core::bundle::MapEntry) -> f32 {
+    (footprint * entry.width.max(entry.height) as f32).max(1e-30).log2()
+}
+
+/// CPU reference of `shade` in preview.wgsl: the colour of the pixel at `uv` (0..1, y down).
+/// `fetch(slot, uv, footprint)` returns the un-mapped value of the map in
+/// `PreviewUniforms::maps` slot `slot` (basecolor 0, normal 1, roughness 2, metallic 3, ao 4,
+/// orm 5, emissive 6), or `None` when the material has none; `footprint` is
+/// [`pixel_footprint`] (0 unless the LOD filter is on), for [`map_lod`].
+pub fn shade(uniforms: &PreviewUniforms, uv: [f32; 2], fetch: &dyn Fn(usize, [f32; 2], f32) -> Option<[f32; 4]>) -> [f32; 4] {
+    let dir = ray_dir(uniforms, uv);
     let Some(hit) = intersect([0.0, 0.0, 3.0], dir, (uniforms.view[0] + 0.5) as u32) else {
         let g = 0.08 + 0.06 * (1.0 - uv[1]);
         return [g, g, g * 1.1, 1.0];
     };
-    let get =
-        |slot: usize, fallback: [f32; 4]| if uniforms.maps[slot] == NONE { fallback } else { fetch(slot, hit.uv).unwrap_or(fallback) };
+    let footprint = pixel_footprint(uniforms, uv, hit.uv);
+    let get = |slot: usize, fallback: [f32; 4]| {
+        if uniforms.maps[slot] == NONE { fallback } else { fetch(slot, hit.uv, footprint).unwrap_or(fallback) }
+    };
     let base = get(0, [0.5, 0.5, 0.5, 1.0]);
     let normal_ts = get(1, [0.0, 0.0, 1.0, 0.0]);
     let orm = get(5, [1.0, 0.5, 0.0, 0.0]);
@@ -546,7 +601,7 @@ pub type StoredMap<'a> = (u32, u32, u32, &'a [f32]);
 pub fn render_cpu(manifest: &Manifest, material: usize, maps: &[StoredMap], shape: Shape, angle: f32, width: u32, height: u32) -> Vec<f32> {
     let uniforms = PreviewUniforms::new(manifest, material, angle, 3.0, shape, width as f32 / height as f32).with_srgb_encoding(true);
     let entries = manifest.materials.get(material).map_or(&[][..], |m| m.maps.as_slice());
-    let fetch = |slot: usize, uv: [f32; 2]| -> Option<[f32; 4]> {
+    let fetch = |slot: usize, uv: [f32; 2], _footprint: f32| -> Option<[f32; 4]> {
         let layer = *uniforms.layers.get(slot)? as usize;
         let (&(w, h, channels, values), entry) = (maps.get(layer)?, entries.get(layer)?);
         let x = ((uv[0].max(0.0) * w as f32) as u32).min(w.saturating_sub(1));

@@ -25,6 +25,8 @@ struct Preview {
     // x: shape (0 sphere, 1 plane, 2 cube), y: aspect (width / height), z: 1 = shade the original
     // maps, w: 1 = encode sRGB on output.
     view: vec4<f32>,
+    // x: viewport height in pixels, y: 1 = filter the decoded maps by level of detail.
+    lod_filter: vec4<f32>,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -136,17 +138,76 @@ fn intersect(origin: vec3<f32>, dir: vec3<f32>, shape: u32) -> Hit {
 struct Cache {
     map_index: u32,
     src: u32,
+    level: u32,
+}
+
+// The map's stored values at mip `level`, reusing the hidden activations in `act` when the last
+// decode through `cache` had the same budget and level.
+fn cached_decode(
+    map_index: u32,
+    uv: vec2<f32>,
+    level: u32,
+    act: ptr<function, array<f32, 2u * MAX_WIDTH>>,
+    cache: ptr<function, Cache>,
+) -> vec4<f32> {
+    if ((*cache).map_index == NONE || (*cache).level != level || !same_budget((*cache).map_index, map_index)) {
+        (*cache).src = decode_hidden(map_index, uv, level, act);
+        (*cache).map_index = map_index;
+        (*cache).level = level;
+    }
+    return decode_output(map_index, act, (*cache).src);
+}
+
+// The direction of the camera ray through viewport point `uv` (0..1, y down).
+fn ray_dir(uv: vec2<f32>) -> vec3<f32> {
+    let tan_half = 0.45;
+    let ndc = vec2<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
+    return normalize(vec3<f32>(ndc.x * tan_half * preview.view.y, ndc.y * tan_half, -1.0));
+}
+
+// Texture-space distance between two hits (u wraps around the sphere's seam).
+fn uv_distance(a: vec2<f32>, b: vec2<f32>) -> f32 {
+    let du = abs(a.x - b.x);
+    let d = vec2<f32>(min(du, 1.0 - du), a.y - b.y);
+    return length(d);
+}
+
+// How far in texture space one pixel of the viewport reaches at `uv` (0 with filtering off): the
+// larger of the distances to the hits one pixel right and one pixel down (an analytic stand-in for
+// screen-space derivatives, so the CPU reference computes the same).
+fn pixel_footprint(uv: vec2<f32>, hit_uv: vec2<f32>, shape: u32) -> f32 {
+    if (preview.lod_filter.y < 0.5 || preview.lod_filter.x <= 0.0) {
+        return 0.0;
+    }
+    let origin = vec3<f32>(0.0, 0.0, 3.0);
+    let step = 1.0 / preview.lod_filter.x;
+    let hx = intersect(origin, ray_dir(uv + vec2<f32>(step / preview.view.y, 0.0)), shape);
+    let hy = intersect(origin, ray_dir(uv + vec2<f32>(0.0, step)), shape);
+    var footprint = 0.0;
+    if (hx.found) {
+        footprint = uv_distance(hit_uv, hx.uv);
+    }
+    if (hy.found) {
+        footprint = max(footprint, uv_distance(hit_uv, hy.uv));
+    }
+    return footprint;
 }
 
 // The material's map `map_index` (library index) / `layer` (in `originals`) at `uv`, un-mapped
 // for shading; `fallback` where the material has no such map.
+// With a pixel `footprint` in texture space, the decoded maps are filtered between mip levels
+// (trilinear of decoded texels, `decode_texel_lod`): the level of detail is
+// log2(footprint * the map's larger side), the second level's decode cached in `act2`/`cache2`.
 fn fetch(
     map_index: u32,
     layer: u32,
     uv: vec2<f32>,
+    footprint: f32,
     fallback: vec4<f32>,
     act: ptr<function, array<f32, 2u * MAX_WIDTH>>,
     cache: ptr<function, Cache>,
+    act2: ptr<function, array<f32, 2u * MAX_WIDTH>>,
+    cache2: ptr<function, Cache>,
 ) -> vec4<f32> {
     if (map_index == NONE) {
         return fallback;
@@ -156,11 +217,17 @@ fn fetch(
         let texel = min(vec2<u32>(uv * vec2<f32>(size)), size - vec2<u32>(1u));
         return unmap_texel(map_index, textureLoad(originals, texel, layer, 0));
     }
-    if ((*cache).map_index == NONE || !same_budget((*cache).map_index, map_index)) {
-        (*cache).src = decode_hidden(map_index, uv, act);
-        (*cache).map_index = map_index;
+    let size = f32(max(MAP_WIDTH[map_index], MAP_HEIGHT[map_index]));
+    let top = f32(MAP_MIP_LEVELS[map_index] - 1u);
+    let lod = clamp(log2(max(footprint * size, 1e-30)), 0.0, top);
+    let below = floor(lod);
+    let blend = lod - below;
+    let a = cached_decode(map_index, uv, u32(below), act, cache);
+    if (blend <= 0.0) {
+        return unmap_texel(map_index, a);
     }
-    return unmap_texel(map_index, decode_output(map_index, act, (*cache).src));
+    let b = cached_decode(map_index, uv, min(u32(below) + 1u, u32(top)), act2, cache2);
+    return unmap_texel(map_index, a + (b - a) * blend);
 }
 
 fn light_contribution(n: vec3<f32>, v: vec3<f32>, l: vec3<f32>, intensity: f32, albedo: vec3<f32>, roughness: f32, metallic: f32) -> vec3<f32> {
@@ -194,24 +261,26 @@ fn encode_srgb(c: f32) -> f32 {
 
 // One pixel at `uv` in the viewport (0..1, y down).
 fn shade(uv: vec2<f32>) -> vec4<f32> {
-    let tan_half = 0.45;
-    let ndc = vec2<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
-    let dir = normalize(vec3<f32>(ndc.x * tan_half * preview.view.y, ndc.y * tan_half, -1.0));
+    let dir = ray_dir(uv);
     let origin = vec3<f32>(0.0, 0.0, 3.0);
-    let hit = intersect(origin, dir, u32(preview.view.x + 0.5));
+    let shape = u32(preview.view.x + 0.5);
+    let hit = intersect(origin, dir, shape);
     if (!hit.found) {
         let g = 0.08 + 0.06 * (1.0 - uv.y);
         return vec4<f32>(g, g, g * 1.1, 1.0);
     }
+    let fp = pixel_footprint(uv, hit.uv, shape);
     var act: array<f32, 2u * MAX_WIDTH>;
-    var cache = Cache(NONE, 0u);
-    let base = fetch(preview.maps.x, preview.layers.x, hit.uv, vec4<f32>(0.5, 0.5, 0.5, 1.0), &act, &cache);
-    let normal_ts = fetch(preview.maps.y, preview.layers.y, hit.uv, vec4<f32>(0.0, 0.0, 1.0, 0.0), &act, &cache);
-    let orm = fetch(preview.maps2.y, preview.layers2.y, hit.uv, vec4<f32>(1.0, 0.5, 0.0, 0.0), &act, &cache);
-    let roughness = fetch(preview.maps.z, preview.layers.z, hit.uv, vec4<f32>(orm.y), &act, &cache).x;
-    let metallic = fetch(preview.maps.w, preview.layers.w, hit.uv, vec4<f32>(orm.z), &act, &cache).x;
-    let ao = fetch(preview.maps2.x, preview.layers2.x, hit.uv, vec4<f32>(orm.x), &act, &cache).x;
-    let emissive = fetch(preview.maps2.z, preview.layers2.z, hit.uv, vec4<f32>(0.0), &act, &cache).xyz;
+    var act2: array<f32, 2u * MAX_WIDTH>;
+    var c = Cache(NONE, 0u, 0u);
+    var c2 = Cache(NONE, 0u, 0u);
+    let base = fetch(preview.maps.x, preview.layers.x, hit.uv, fp, vec4<f32>(0.5, 0.5, 0.5, 1.0), &act, &c, &act2, &c2);
+    let normal_ts = fetch(preview.maps.y, preview.layers.y, hit.uv, fp, vec4<f32>(0.0, 0.0, 1.0, 0.0), &act, &c, &act2, &c2);
+    let orm = fetch(preview.maps2.y, preview.layers2.y, hit.uv, fp, vec4<f32>(1.0, 0.5, 0.0, 0.0), &act, &c, &act2, &c2);
+    let roughness = fetch(preview.maps.z, preview.layers.z, hit.uv, fp, vec4<f32>(orm.y), &act, &c, &act2, &c2).x;
+    let metallic = fetch(preview.maps.w, preview.layers.w, hit.uv, fp, vec4<f32>(orm.z), &act, &c, &act2, &c2).x;
+    let ao = fetch(preview.maps2.x, preview.layers2.x, hit.uv, fp, vec4<f32>(orm.x), &act, &c, &act2, &c2).x;
+    let emissive = fetch(preview.maps2.z, preview.layers2.z, hit.uv, fp, vec4<f32>(0.0), &act, &c, &act2, &c2).xyz;
 
     // Tangent frame: +Y of the normal map points up the image (towards smaller v).
     let n_geo = hit.normal;

@@ -133,6 +133,14 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
                 commands.push(Command::SetSteps(Some(steps)));
             }
         });
+        let mut mips = session.settings.mips;
+        if ui
+            .checkbox(&mut mips, "Mip chain")
+            .on_hover_text("Store a latent pyramid so every mip level decodes from its own latents (about a third more latent bits); the preview then filters by distance")
+            .changed()
+        {
+            commands.push(Command::SetMips(mips));
+        }
     });
     ui.horizontal(|ui| {
         match session.run.state {

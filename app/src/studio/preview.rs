@@ -178,8 +178,13 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
         PreviewShape::Plane => Shape::Plane,
         PreviewShape::Cube => Shape::Cube,
     };
-    let base = PreviewUniforms::new(&trained.bundle.manifest, view.material, view.light_angle, view.light_intensity, shape, 1.0)
+    let mut base = PreviewUniforms::new(&trained.bundle.manifest, view.material, view.light_angle, view.light_intensity, shape, 1.0)
         .with_srgb_encoding(true);
+    if trained.bundle.manifest.mip_levels > 1 {
+        // Each side is a square of `size[1]` pixels: filter by level of detail so a shape that
+        // shows the texture smaller than its texels does not shimmer.
+        base = base.with_lod_filter(size[1] as f32);
+    }
     let drawn = Drawn { uniforms: [base, base.with_originals(true)], sides, generation: trained.generation, originals_of, size };
     ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, PreviewCallback { drawn }));
     ui.painter().image(texture, rect, egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)), egui::Color32::WHITE);

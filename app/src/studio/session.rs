@@ -190,6 +190,7 @@ impl Session {
         if let Some(steps) = self.settings.steps {
             options.steps = steps;
         }
+        options.mips = self.settings.mips;
         options.budgets.clone_from(&self.settings.budgets);
         options
     }
@@ -277,6 +278,10 @@ impl Session {
                 self.reanalyse();
             }
             Command::SetSteps(steps) => self.settings.steps = steps,
+            Command::SetMips(mips) => {
+                self.settings.mips = mips;
+                self.reanalyse();
+            }
             Command::ComputeBcn(material, map) => self.compute_bcn(material, map),
             Command::ExportBundle(path) => self.export(|s| s.export_bundle(&path)),
             Command::ExportImages(dir) => self.export(|s| s.export_images(&dir)),

@@ -21,6 +21,8 @@ pub struct Settings {
     pub bits_per_texel: Option<f64>,
     /// Training steps (`None`: the preset's).
     pub steps: Option<u32>,
+    /// Store a full mip chain (latent pyramid) in the bundle.
+    pub mips: bool,
     /// Per-texture channel budgets set by the artist: `material/kind` → channels.
     pub budgets: BTreeMap<String, u32>,
     /// The last trained bundle of this library (in the studio's data folder), restored on start.
@@ -38,6 +40,7 @@ impl Default for Settings {
             preset: Preset::Fast,
             bits_per_texel: None,
             steps: None,
+            mips: false,
             budgets: BTreeMap::new(),
             trained_bundle: None,
             export_dir: None,
@@ -151,6 +154,8 @@ pub enum Command {
     SetBitsPerTexel(Option<f64>),
     /// Change the step count.
     SetSteps(Option<u32>),
+    /// Store a mip chain or not.
+    SetMips(bool),
     /// Block-compress a map (material, map) for the compare view's block-compressed side.
     ComputeBcn(usize, usize),
     /// Write the bundle (atomically).

@@ -3,7 +3,7 @@
 //! (stored values and shading values).
 #![allow(clippy::unwrap_used)]
 
-use crate::common::tiny_bundle;
+use crate::common::{tiny_bundle, tiny_bundle_with_mips};
 use texset_core::Decoder;
 use texset_shaders::{DecodeMode, GpuDecoder, request_device};
 
@@ -98,4 +98,64 @@ fn gpu_matches_cpu_reference() {
     // Out-of-range requests are errors, not panics.
     assert!(gpu.decode_map(&device, &queue, 2, 0, DecodeMode::Stored).is_err());
     assert!(gpu.decode_map(&device, &queue, 0, 2, DecodeMode::Stored).is_err());
+}
+
+#[test]
+fn gpu_matches_cpu_at_every_mip_level_and_lod() {
+    // 13x11 is the largest map: 4 levels (13x11, 6x5, 3x2, 1x1).
+    let bundle = tiny_bundle_with_mips(4);
+    let cpu = Decoder::new(&bundle);
+    let Some((_, device, queue)) = request_device().unwrap() else {
+        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): gpu_matches_cpu_at_every_mip_level_and_lod did not run");
+        return;
+    };
+    let gpu = GpuDecoder::new(&device, &bundle).unwrap();
+    for (k, material) in bundle.manifest.materials.iter().enumerate() {
+        for (m, entry) in material.maps.iter().enumerate() {
+            let name = format!("{}/{}", material.name, entry.kind);
+            let levels = cpu.map_mip_levels(k, m).unwrap();
+            assert_eq!(levels, texset_core::params::full_mip_count(entry.width, entry.height));
+            for level in 0..levels {
+                let want = cpu.decode_map_level(k, m, level).unwrap();
+                let got = gpu.decode_map_level(&device, &queue, k, m, level, DecodeMode::Stored).unwrap();
+                assert_eq!((got.width, got.height), texset_core::mips::level_size(entry.width, entry.height, level));
+                assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
+                let diffs = max_diff_per_channel(&got.values, &want.values, want.channels as usize);
+                println!("{name} level {level} ({}x{}): max |gpu - cpu| per channel = {diffs:?}", got.width, got.height);
+                for d in diffs {
+                    assert!(d <= TOLERANCE, "{name} level {level}: GPU differs from the CPU reference by {d}");
+                }
+                // Each level reads its own latents: level 1 at level 0's size is not level 0.
+                if level == 1 {
+                    let level1_full: Vec<f32> = {
+                        let mut t = [0.0; 4];
+                        cpu.decode_texel_lod(k, m, 0.3, 0.6, 1.0, &mut t).unwrap();
+                        t.to_vec()
+                    };
+                    let mut t0 = [0.0; 4];
+                    cpu.decode_texel_lod(k, m, 0.3, 0.6, 0.0, &mut t0).unwrap();
+                    assert_ne!(level1_full, t0.to_vec(), "{name}: level 1 decodes like level 0");
+                }
+            }
+            // Fractional and out-of-range LODs through `decode_texel_lod`, both modes.
+            let uvs: Vec<[f32; 2]> = (0..129).map(|i| [i as f32 / 128.0, (i as f32 * 0.37).fract()]).collect();
+            for lod in [0.0, 0.4, 1.5, 2.75, 9.0, -1.0] {
+                for mode in [DecodeMode::Stored, DecodeMode::Shading] {
+                    let got = gpu.decode_samples_lod(&device, &queue, k, m, &uvs, lod, mode).unwrap();
+                    for (g, [u, v]) in got.iter().zip(&uvs) {
+                        let mut t = [0.0; 4];
+                        cpu.decode_texel_lod(k, m, *u, *v, lod, &mut t).unwrap();
+                        let want = match mode {
+                            DecodeMode::Stored => t,
+                            DecodeMode::Shading => texset_core::decode::unmap(entry, t),
+                        };
+                        for c in 0..4 {
+                            let d = (g[c] - want[c]).abs();
+                            assert!(d <= 3.0 * TOLERANCE, "{name} lod {lod} ({u}, {v}) {mode:?} channel {c}: gpu {} cpu {}", g[c], want[c]);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -3,35 +3,52 @@
 //! tiny library; the image is not blank and changes as the lights move.
 #![allow(clippy::unwrap_used)]
 
-use crate::common::tiny_bundle;
+use crate::common::{tiny_bundle, tiny_bundle_with_mips};
 use texset_core::Decoder;
-use texset_shaders::preview::{PreviewRenderer, PreviewUniforms, Shape, shade};
+use texset_shaders::preview::{PreviewRenderer, PreviewUniforms, Shape, map_lod, shade};
 use texset_shaders::request_device;
 
 const SLOT_KINDS: [&str; 7] = ["basecolor", "normal", "roughness", "metallic", "ao", "orm", "emissive"];
 
 #[test]
 fn preview_matches_cpu_reference_and_moves_with_the_lights() {
-    let bundle = tiny_bundle();
-    let cpu = Decoder::new(&bundle);
+    check(&tiny_bundle(), 48, 40, false, "preview_matches_cpu_reference_and_moves_with_the_lights");
+}
+
+/// With a mip chain and the LOD filter on, a small viewport decodes most pixels from coarser
+/// levels, blending two (trilinear), and the shader still matches the CPU reference.
+#[test]
+fn lod_filtered_preview_matches_cpu_reference() {
+    check(&tiny_bundle_with_mips(4), 16, 12, true, "lod_filtered_preview_matches_cpu_reference");
+}
+
+fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filter: bool, name: &str) {
+    let cpu = Decoder::new(bundle);
     let Some((adapter, device, queue)) = request_device().unwrap() else {
-        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): preview_matches_cpu_reference did not run");
+        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): {name} did not run");
         return;
     };
     println!("adapter: {}", adapter.get_info().name);
-    let mut renderer = PreviewRenderer::new(&device, &bundle, wgpu::TextureFormat::Rgba32Float).unwrap();
-    // Switching to the same bundle keeps working (the studio does this for every snapshot).
-    renderer.set_bundle(&device, &bundle).unwrap();
-    let (width, height) = (48u32, 40u32);
+    let mut renderer = PreviewRenderer::new(&device, bundle, wgpu::TextureFormat::Rgba32Float).unwrap();
+    renderer.set_bundle(&device, bundle).unwrap();
     let aspect = width as f32 / height as f32;
     for material in 0..bundle.manifest.materials.len() {
+        // The largest mean change the LOD filter makes over the shapes (a small sphere covers
+        // few pixels and changes little).
+        let mut filter_change = 0.0f32;
         let maps = &bundle.manifest.materials[material].maps;
-        let fetch = |slot: usize, uv: [f32; 2]| {
+        let fetch = |slot: usize, uv: [f32; 2], footprint: f32| {
             let i = maps.iter().position(|e| e.kind.token() == SLOT_KINDS[slot])?;
-            Some(cpu.decode_texel_linear(material, i, uv[0], uv[1]).unwrap())
+            let lod = map_lod(footprint, &maps[i]);
+            let mut t = [0.0; 4];
+            cpu.decode_texel_lod(material, i, uv[0], uv[1], lod, &mut t).unwrap();
+            Some(texset_core::decode::unmap(&maps[i], t))
         };
         for shape in [Shape::Sphere, Shape::Plane, Shape::Cube] {
-            let uniforms = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, shape, aspect).with_srgb_encoding(true);
+            let mut uniforms = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, shape, aspect).with_srgb_encoding(true);
+            if lod_filter {
+                uniforms = uniforms.with_lod_filter(height as f32);
+            }
             renderer.write_uniforms(&queue, 0, &uniforms);
             let gpu = renderer.render(&device, &queue, width, height).unwrap();
             let mut diffs = Vec::new();
@@ -47,21 +64,32 @@ fn preview_matches_cpu_reference_and_moves_with_the_lights() {
             diffs.sort_by(f32::total_cmp);
             let median = diffs[diffs.len() / 2];
             println!("material {material} {shape:?}: median |gpu - cpu| {median:.2e}, {off} of {} pixels above 2e-3", diffs.len());
-            // Pixels on a silhouette may hit on one side and miss on the other (f32 rounding of
-            // the ray); everything else agrees to float precision.
             assert!(median < 1e-4, "median difference {median}");
             assert!(off * 50 <= diffs.len(), "{off} pixels differ");
 
-            // Not blank: lit pixels vary; and the lights moving changes the picture.
             let lum: Vec<f32> = gpu.chunks_exact(4).map(|p| p[0] + p[1] + p[2]).collect();
             let mean = lum.iter().sum::<f32>() / lum.len() as f32;
             let var = lum.iter().map(|l| (l - mean).powi(2)).sum::<f32>() / lum.len() as f32;
             assert!(var > 1e-4, "the render is flat (variance {var})");
-            let moved = PreviewUniforms::new(&bundle.manifest, material, 2.2, 3.0, shape, aspect).with_srgb_encoding(true);
+            let mut moved = PreviewUniforms::new(&bundle.manifest, material, 2.2, 3.0, shape, aspect).with_srgb_encoding(true);
+            moved.lod_filter = uniforms.lod_filter;
             renderer.write_uniforms(&queue, 0, &moved);
             let after = renderer.render(&device, &queue, width, height).unwrap();
             let change = gpu.iter().zip(&after).map(|(a, b)| (a - b).abs()).sum::<f32>() / gpu.len() as f32;
             assert!(change > 1e-3, "moving the lights changed nothing ({change})");
+            if lod_filter {
+                // The same frame unfiltered (every pixel at level 0) is a different picture.
+                let mut sharp = uniforms;
+                sharp.lod_filter = [0.0; 4];
+                renderer.write_uniforms(&queue, 0, &sharp);
+                let unfiltered = renderer.render(&device, &queue, width, height).unwrap();
+                let change = gpu.iter().zip(&unfiltered).map(|(a, b)| (a - b).abs()).sum::<f32>() / gpu.len() as f32;
+                println!("material {material} {shape:?}: mean |filtered - level 0| {change:.2e}");
+                filter_change = filter_change.max(change);
+            }
+        }
+        if lod_filter {
+            assert!(filter_change > 5e-3, "material {material}: the LOD filter changed nothing ({filter_change})");
         }
     }
 }

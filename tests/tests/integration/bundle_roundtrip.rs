@@ -54,10 +54,10 @@ fn bit_flips_are_detected() {
 fn version_and_magic_are_checked() {
     let bytes = small_bundle();
     let mut b = bytes.clone();
-    b[8] = 3;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 3, supported: 2 })));
+    b[8] = 4;
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 4, supported: 3 })));
     b[8] = 0;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 2 })));
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 3 })));
     let mut b = bytes;
     b[0] = b'X';
     assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::BadMagic)));

@@ -8,6 +8,7 @@ mod gpu_path;
 mod ingest;
 mod library_add;
 mod lit_quad;
+mod mips;
 mod rate;
 mod sharing;
 mod training;

@@ -51,18 +51,36 @@ fn map(
 /// A two-material library with varied grids (4- and 3-bit), budgets, colour spaces, a DirectX
 /// normal map and a float-range map; validated by the bundle writer.
 pub fn tiny_bundle() -> Bundle {
+    tiny_bundle_with_mips(1)
+}
+
+/// [`tiny_bundle`] with a latent pyramid of `mip_levels` levels (1: none) and the LOD input.
+pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
     let mut rng = Rng(0x007E_75E7);
     let grids = vec![
         GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0] },
         // 3 bits: levels straddle 32-bit words in the GPU layout.
         GridEntry { width: 5, height: 4, channels: 2, bits: 3, range: [-0.75, 1.25] },
     ];
-    let latent_levels: Vec<Vec<u8>> =
-        grids.iter().map(|g| (0..g.width * g.height * g.channels).map(|_| (rng.next() % (1 << g.bits)) as u8).collect()).collect();
+    let mip_grids: Vec<GridEntry> = (1..mip_levels)
+        .flat_map(|k| {
+            grids.iter().map(move |g| GridEntry {
+                // Growth 2 (the compressor's default), for maps up to 13x11.
+                width: texset_core::params::mip_grid_side(g.width, k, 2.0, (13 >> k).max(1)),
+                height: texset_core::params::mip_grid_side(g.height, k, 2.0, (11 >> k).max(1)),
+                ..g.clone()
+            })
+        })
+        .collect();
+    let latent_levels: Vec<Vec<u8>> = grids
+        .iter()
+        .chain(&mip_grids)
+        .map(|g| (0..g.width * g.height * g.channels).map(|_| (rng.next() % (1 << g.bits)) as u8).collect())
+        .collect();
     let pe_frequencies = 2;
     let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
     // Outputs: m/basecolor 3, m/roughness 1, n/normal 3, n/height 1.
-    let widths = [latent_channels + 4 * pe_frequencies, 16, 12, 8];
+    let widths = [latent_channels + 4 * pe_frequencies + u32::from(mip_levels > 1), 16, 12, 8];
     let mut layers = Vec::new();
     let mut layer_entries = Vec::new();
     for (i, pair) in widths.windows(2).enumerate() {
@@ -118,7 +136,8 @@ pub fn tiny_bundle() -> Bundle {
         grids,
         pe_frequencies,
         layers: layer_entries,
-        mip_levels: 1,
+        mip_levels,
+        mip_grids,
         producer: "texset-shaders test".to_string(),
     };
     let bundle = Bundle { manifest, latent_levels, layers };
