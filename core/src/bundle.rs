@@ -366,7 +366,16 @@ impl Bundle {
         for (i, p) in m.mip_grids.iter().enumerate() {
             let level = i / m.grids.len() + 1;
             let g = &m.grids[i % m.grids.len()];
-            if p.width == 0 || p.height == 0 || p.width > g.width || p.height > g.height || p.channels != g.channels || p.bits != g.bits || p.range != g.range {
+            // The range must be level 0's exactly (bit for bit: one dequantisation per grid).
+            let same_range = p.range.map(f32::to_bits) == g.range.map(f32::to_bits);
+            if p.width == 0
+                || p.height == 0
+                || p.width > g.width
+                || p.height > g.height
+                || p.channels != g.channels
+                || p.bits != g.bits
+                || !same_range
+            {
                 return invalid(format!(
                     "pyramid level {level} grid {} is {}x{}x{}@{} bits; it must have level 0's {} channels at {} bits and range, and 1 to {}x{} cells",
                     i % m.grids.len(),

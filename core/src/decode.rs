@@ -233,7 +233,12 @@ impl Decoder {
             .map(|&m| {
                 let e = &entries[m];
                 let (width, height) = size(e);
-                DecodedMap { width, height, channels: e.channels, values: vec![0.0; width as usize * height as usize * e.channels as usize] }
+                DecodedMap {
+                    width,
+                    height,
+                    channels: e.channels,
+                    values: vec![0.0; width as usize * height as usize * e.channels as usize],
+                }
             })
             .collect();
         // Group by (resolution, budget).

@@ -232,10 +232,16 @@ pub fn evaluate_mips(set: &TextureSet, decoder: &Decoder) -> Result<Option<MipRe
                     texture.source_path.display()
                 )));
             }
-            let below = crate::mips::box_chain(&texture.texels, texture.width, texture.height, texture.channels, texture.kind, texture.color_space);
+            let below =
+                crate::mips::box_chain(&texture.texels, texture.width, texture.height, texture.channels, texture.kind, texture.color_space);
             let reference = std::iter::once((texture.width, texture.height, texture.texels.as_slice()))
                 .chain(below.iter().map(|l| (l.width, l.height, l.values.as_slice())));
-            let mut score = MipScore { material: material.name.clone(), map: texture.kind.to_string(), level_sizes: Vec::new(), level_psnr_db: Vec::new() };
+            let mut score = MipScore {
+                material: material.name.clone(),
+                map: texture.kind.to_string(),
+                level_sizes: Vec::new(),
+                level_psnr_db: Vec::new(),
+            };
             for (level, (width, height, values)) in reference.enumerate() {
                 let mut d = decoder.decode_map_level(mi, ti, level as u32)?;
                 quantize_to_format(&mut d.values, entry.sample_format);

@@ -164,7 +164,14 @@ pub fn add_materials(
         .map(|(g, &a)| GridShape { width: g.width, height: g.height, channels: g.channels + a, bits: g.bits })
         .collect();
     let hidden_widths: Vec<usize> = manifest.layers[..manifest.layers.len() - 1].iter().map(|l| l.outputs as usize).collect();
-    let layout = ModelLayout { grids: grids.clone(), pe_frequencies: manifest.pe_frequencies, hidden_widths, textures, mip_levels: 1, mip_grids: Vec::new() };
+    let layout = ModelLayout {
+        grids: grids.clone(),
+        pe_frequencies: manifest.pe_frequencies,
+        hidden_widths,
+        textures,
+        mip_levels: 1,
+        mip_grids: Vec::new(),
+    };
     let shared_read = if options.read_shared { old_lc } else { 0 };
     let budgets: Vec<TextureBudget> = local_report
         .budgets

@@ -270,7 +270,7 @@ pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile)
         }
         _ => f64::NAN,
     };
-    TranscodedMap { format, srgb, level0_psnr_db, levels }
+    TranscodedMap { format, srgb, levels, level0_psnr_db }
 }
 
 #[cfg(test)]

@@ -137,7 +137,8 @@ fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_c
         DecodeMode::Stored => 0u32,
         DecodeMode::Shading => 1,
     };
-    let bytes: Vec<u8> = [map_index, width, height, channels, sample_count, mode, lod.to_bits(), 0].iter().flat_map(|w| w.to_le_bytes()).collect();
+    let bytes: Vec<u8> =
+        [map_index, width, height, channels, sample_count, mode, lod.to_bits(), 0].iter().flat_map(|w| w.to_le_bytes()).collect();
     debug_assert_eq!(bytes.len(), PARAMS_BYTES);
     bytes
 }

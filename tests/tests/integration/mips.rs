@@ -1,6 +1,7 @@
 //! Mip chains: the latent pyramid trains on every level of box-filtered references, round-trips
 //! through the bundle, and decodes at any level of detail (whole levels, trilinear LOD).
-#![allow(clippy::unwrap_used)]
+// Exact float comparisons are the point here: the same decode must give the same bits.
+#![allow(clippy::unwrap_used, clippy::float_cmp)]
 
 use crate::common::texture;
 use std::path::PathBuf;
@@ -31,9 +32,7 @@ fn busy_set(size: u32) -> TextureSet {
     });
     let half = size / 2;
     let rough = texture(MapKind::Roughness, half, half, 1, |x, y, _| 0.5 + 0.3 * (x as f32 * 0.6).sin() * (y as f32 * 0.4).cos());
-    TextureSet {
-        materials: vec![Material { name: "busy".into(), source_dir: PathBuf::from("busy"), textures: vec![base, normal, rough] }],
-    }
+    TextureSet { materials: vec![Material { name: "busy".into(), source_dir: PathBuf::from("busy"), textures: vec![base, normal, rough] }] }
 }
 
 fn options(mips: bool) -> CompressOptions {
