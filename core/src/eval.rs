@@ -1,9 +1,10 @@
 //! Scoring a bundle against its source set: PSNR pooled, per map and per channel, SSIM, FLIP, and
 //! the mean angular error of normal maps.
 
+use crate::bundle::{Manifest, MapEntry};
 use crate::decode::{DecodeError, DecodedMap, Decoder};
 use crate::metrics::{SquaredError, ssim};
-use crate::set::{SampleFormat, TextureSet};
+use crate::set::{Material, SampleFormat, Texture, TextureSet};
 use serde::Serialize;
 
 /// Quality of one map.
@@ -74,42 +75,52 @@ pub fn decode_set(set: &TextureSet, decoder: &Decoder) -> Result<Vec<Vec<Decoded
     let manifest = decoder.manifest();
     let mut out = Vec::with_capacity(set.materials.len());
     for material in &set.materials {
-        let (mi, entry) = manifest
-            .materials
-            .iter()
-            .enumerate()
-            .find(|(_, m)| m.name == material.name)
-            .ok_or_else(|| EvalError::Mismatch(format!("no material '{}' in the bundle", material.name)))?;
+        let mi = find_material(manifest, material)?;
         let decoded = decoder.decode_material(mi)?;
         let mut maps = Vec::with_capacity(material.textures.len());
         for texture in &material.textures {
-            let (ti, map_entry) = entry
-                .maps
-                .iter()
-                .enumerate()
-                .find(|(_, m)| m.kind == texture.kind)
-                .ok_or_else(|| EvalError::Mismatch(format!("no {} map for '{}' in the bundle", texture.kind, material.name)))?;
+            let (ti, entry) = find_map(manifest, mi, material, texture)?;
             let mut d = decoded[ti].clone();
-            if (d.width, d.height, d.channels) != (texture.width, texture.height, texture.channels) {
-                return Err(EvalError::Mismatch(format!(
-                    "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {}",
-                    material.name,
-                    texture.kind,
-                    d.width,
-                    d.height,
-                    d.channels,
-                    texture.width,
-                    texture.height,
-                    texture.channels,
-                    texture.source_path.display()
-                )));
-            }
-            quantize_to_format(&mut d.values, map_entry.sample_format);
+            quantize_to_format(&mut d.values, entry.sample_format);
             maps.push(d);
         }
         out.push(maps);
     }
     Ok(out)
+}
+
+/// The bundle's index of the set's `material` (matched by name).
+fn find_material(manifest: &Manifest, material: &Material) -> Result<usize, EvalError> {
+    manifest
+        .materials
+        .iter()
+        .position(|m| m.name == material.name)
+        .ok_or_else(|| EvalError::Mismatch(format!("no material '{}' in the bundle", material.name)))
+}
+
+/// The bundle's map of `texture` (matched by kind) in material `mi`, checked to have its size.
+fn find_map<'m>(manifest: &'m Manifest, mi: usize, material: &Material, texture: &Texture) -> Result<(usize, &'m MapEntry), EvalError> {
+    let (ti, entry) = manifest.materials[mi]
+        .maps
+        .iter()
+        .enumerate()
+        .find(|(_, m)| m.kind == texture.kind)
+        .ok_or_else(|| EvalError::Mismatch(format!("no {} map for '{}' in the bundle", texture.kind, material.name)))?;
+    if (entry.width, entry.height, entry.channels) != (texture.width, texture.height, texture.channels) {
+        return Err(EvalError::Mismatch(format!(
+            "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {}",
+            material.name,
+            texture.kind,
+            entry.width,
+            entry.height,
+            entry.channels,
+            texture.width,
+            texture.height,
+            texture.channels,
+            texture.source_path.display()
+        )));
+    }
+    Ok((ti, entry))
 }
 
 /// Scores maps decoded by [`decode_set`] against the set; `with_ssim` also measures FLIP (when
@@ -206,32 +217,9 @@ pub fn evaluate_mips(set: &TextureSet, decoder: &Decoder) -> Result<Option<MipRe
     let mut pooled: Vec<SquaredError> = Vec::new();
     let mut maps = Vec::new();
     for material in &set.materials {
-        let mi = manifest
-            .materials
-            .iter()
-            .position(|m| m.name == material.name)
-            .ok_or_else(|| EvalError::Mismatch(format!("no material '{}' in the bundle", material.name)))?;
+        let mi = find_material(manifest, material)?;
         for texture in &material.textures {
-            let (ti, entry) = manifest.materials[mi]
-                .maps
-                .iter()
-                .enumerate()
-                .find(|(_, m)| m.kind == texture.kind)
-                .ok_or_else(|| EvalError::Mismatch(format!("no {} map for '{}' in the bundle", texture.kind, material.name)))?;
-            if (entry.width, entry.height, entry.channels) != (texture.width, texture.height, texture.channels) {
-                return Err(EvalError::Mismatch(format!(
-                    "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {}",
-                    material.name,
-                    texture.kind,
-                    entry.width,
-                    entry.height,
-                    entry.channels,
-                    texture.width,
-                    texture.height,
-                    texture.channels,
-                    texture.source_path.display()
-                )));
-            }
+            let (ti, entry) = find_map(manifest, mi, material, texture)?;
             let below =
                 crate::mips::box_chain(&texture.texels, texture.width, texture.height, texture.channels, texture.kind, texture.color_space);
             let reference = std::iter::once((texture.width, texture.height, texture.texels.as_slice()))
