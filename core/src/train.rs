@@ -195,9 +195,11 @@ impl<'a> Sampler<'a> {
     }
 
     fn weigh_levels(&mut self, boost: f32) {
-        // 16 × boost^k draws per texel, rounded, so fractional boosts keep their ratios.
+        // 16 × boost^k draws per texel, rounded, so fractional boosts keep their ratios; without
+        // a mip chain one each (the draws of a run without mips are what they always were).
         let boost = f64::from(boost.max(1.0));
-        self.repeats = self.groups.iter().map(|g| (16.0 * boost.powi(g.level.min(64) as i32)).round().max(1.0) as u64).collect();
+        let scale = if self.groups.iter().any(|g| g.level > 0) { 16.0 } else { 1.0 };
+        self.repeats = self.groups.iter().map(|g| (scale * boost.powi(g.level.min(64) as i32)).round().max(1.0) as u64).collect();
         let mut total = 0u64;
         self.cumulative_texels = self
             .groups
