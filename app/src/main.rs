@@ -163,7 +163,7 @@ enum Command {
         mip_growth: f32,
         /// With `--mips`: how much more often training draws a texel of each coarser level than
         /// one of the level above (1: every texel of the chain alike).
-        #[arg(long, default_value_t = 1.5, requires = "mips")]
+        #[arg(long, default_value_t = 2.0, requires = "mips")]
         mip_boost: f32,
         /// Write a JSON report here.
         #[arg(long)]

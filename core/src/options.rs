@@ -150,7 +150,7 @@ pub struct CompressOptions {
     pub mip_cell_growth: f32,
     /// With `mips`: how much more often a texel of each coarser level is drawn in training than
     /// one of the level above (1: every texel of the chain alike, so level `k` gets `4^-k` of
-    /// level 0's share; 2: level `k` gets `2^-k`). Default 1.5.
+    /// level 0's share; 2: level `k` gets `2^-k`). Default 2 (docs/benchmarks.md).
     #[serde(default = "default_mip_sample_boost")]
     pub mip_sample_boost: f32,
 }
@@ -160,7 +160,7 @@ fn default_mip_cell_growth() -> f32 {
 }
 
 fn default_mip_sample_boost() -> f32 {
-    1.5
+    2.0
 }
 
 impl Default for CompressOptions {
