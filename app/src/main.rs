@@ -94,23 +94,31 @@ enum Command {
         #[arg(long, default_value_t = 1, requires = "batch")]
         jobs: usize,
         /// Target bits per texel of the whole bundle (sizes the latent channels to fit).
-        #[arg(long, conflicts_with = "target_psnr")]
+        #[arg(long, conflicts_with = "rate")]
         bpp: Option<f64>,
         /// Rate control: the smallest bundle whose pooled PSNR reaches this many dB (within
         /// `--tolerance-db`), searched between `--min-bpp` and `--max-bpp` in `--rate-trials` runs.
-        #[arg(long, conflicts_with = "batch")]
+        #[arg(long, group = "rate", conflicts_with = "batch")]
         target_psnr: Option<f64>,
-        /// With `--target-psnr`: the highest rate tried, bits per texel.
-        #[arg(long, default_value_t = 8.0, requires = "target_psnr")]
-        max_bpp: f64,
-        /// With `--target-psnr`: the lowest rate tried, bits per texel.
-        #[arg(long, default_value_t = 0.5, requires = "target_psnr")]
+        /// Rate control against what engines ship: block-compress every map with a real encoder
+        /// (`high`: BC7 colour, BC5 normals, BC4 one channel; `low`: BC1 for colour and normals),
+        /// measure its pooled PSNR, and find the smallest bundle at or above it, at rates up to
+        /// the blocks' own (or `--max-bpp`).
+        #[arg(long, group = "rate", conflicts_with = "batch", value_enum, num_args = 0..=1, default_missing_value = "high")]
+        match_bc: Option<BcProfileArg>,
+        /// With `--target-psnr` or `--match-bc`: the highest rate tried, bits per texel (default 8
+        /// with `--target-psnr`; the block-compressed rate with `--match-bc`).
+        #[arg(long, requires = "rate")]
+        max_bpp: Option<f64>,
+        /// With `--target-psnr` or `--match-bc`: the lowest rate tried, bits per texel.
+        #[arg(long, default_value_t = 0.5, requires = "rate")]
         min_bpp: f64,
-        /// With `--target-psnr`: whole compressions at most.
-        #[arg(long, default_value_t = 6, requires = "target_psnr")]
+        /// With `--target-psnr` or `--match-bc`: whole compressions at most.
+        #[arg(long, default_value_t = 6, requires = "rate")]
         rate_trials: usize,
-        /// With `--target-psnr`: how far below the target still counts, dB.
-        #[arg(long, default_value_t = 0.5, requires = "target_psnr")]
+        /// With `--target-psnr`: how far below the target still counts, dB (`--match-bc` has
+        /// none: at or above the blocks' PSNR).
+        #[arg(long, default_value_t = 0.5, requires = "target_psnr", conflicts_with = "match_bc")]
         tolerance_db: f64,
         /// Training steps (overrides the preset).
         #[arg(long)]
@@ -551,6 +559,7 @@ fn run(cli: Cli) -> Result<()> {
             jobs,
             bpp,
             target_psnr,
+            match_bc,
             max_bpp,
             min_bpp,
             rate_trials,
@@ -660,10 +669,31 @@ fn run(cli: Cli) -> Result<()> {
             );
             let progress = TerminalProgress::new();
             let cancel = Cancel::new();
-            let (compressed, rate) = match target_psnr {
-                Some(psnr_db) => {
-                    use texset_core::rate::{RateTarget, compress_to_psnr};
-                    let target = RateTarget { psnr_db, tolerance_db, min_bpp, max_bpp, trials: rate_trials };
+            let rate_target = match (target_psnr, match_bc) {
+                (Some(psnr_db), _) => Some(texset_core::rate::RateTarget {
+                    psnr_db,
+                    tolerance_db,
+                    min_bpp,
+                    max_bpp: max_bpp.unwrap_or(8.0),
+                    trials: rate_trials,
+                    bc_baseline: None,
+                }),
+                (None, Some(profile)) => {
+                    let profile = match profile {
+                        BcProfileArg::High => texset_core::bcn::Profile::High,
+                        BcProfileArg::Low => texset_core::bcn::Profile::Low,
+                    };
+                    let target = texset_core::rate::RateTarget::matching_bc(&set, profile, min_bpp, max_bpp, rate_trials);
+                    if let Some(b) = &target.bc_baseline {
+                        eprint!("{}", bc_baseline_summary(b));
+                    }
+                    Some(target)
+                }
+                (None, None) => None,
+            };
+            let (compressed, rate) = match rate_target {
+                Some(target) => {
+                    use texset_core::rate::compress_to_psnr;
                     let on_trial = |t: &texset_core::rate::RateTrial| {
                         eprintln!(
                             "rate trial: asked {:.3} bits/texel, got {:.3} ({} bytes): {:.2} dB, trained in {:.1} s",
@@ -672,20 +702,26 @@ fn run(cli: Cli) -> Result<()> {
                     };
                     let (compressed, report) = compress_to_psnr(&set, &options, &target, &progress, &cancel, &on_trial)?;
                     let chosen = &report.trials[report.chosen];
+                    if report.lowest_bpp > target.min_bpp {
+                        eprintln!(
+                            "rate control: searched from {:.3} bits/texel, not {}: one latent channel per grid and the decoder take that much",
+                            report.lowest_bpp, target.min_bpp
+                        );
+                    }
                     if report.reached {
                         eprintln!(
                             "rate control: trial {} of {} is the smallest bundle at or above {:.2} dB (tolerance {:.2} dB): {:.3} bits/texel, {:.2} dB",
                             report.chosen + 1,
                             report.trials.len(),
-                            psnr_db,
-                            tolerance_db,
+                            target.psnr_db,
+                            target.tolerance_db,
                             chosen.bits_per_texel,
                             chosen.pooled_psnr_db
                         );
                     } else {
                         eprintln!(
-                            "warning: no trial up to {max_bpp} bits/texel reaches {psnr_db:.2} dB; keeping the best one ({:.2} dB at {:.3} bits/texel)",
-                            chosen.pooled_psnr_db, chosen.bits_per_texel
+                            "warning: no trial up to {:.3} bits/texel reaches {:.2} dB; keeping the best one ({:.2} dB at {:.3} bits/texel)",
+                            target.max_bpp, target.psnr_db, chosen.pooled_psnr_db, chosen.bits_per_texel
                         );
                     }
                     (compressed, Some(report))
@@ -962,6 +998,15 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
+/// `texset compress --match-bc` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum BcProfileArg {
+    /// BC7 for colour and packed maps, BC5 for normals, BC4 for one channel.
+    High,
+    /// BC1 for colour, packed and normal maps, BC4 for one channel.
+    Low,
+}
+
 /// `texset transcode --format` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum TranscodeArg {
@@ -1011,6 +1056,21 @@ impl From<EntryArg> for texset_shaders::EntryPoint {
             EntryArg::FsDecodeMap => Self::FragmentDecode,
         }
     }
+}
+
+/// The `--match-bc` baseline, one line per map and the pooled figure.
+fn bc_baseline_summary(b: &texset_core::bcn::Baseline) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "block-compressed baseline ({:?} profile): {:.2} dB pooled at {:.3} bits/texel",
+        b.profile, b.pooled_psnr_db, b.bits_per_texel
+    );
+    for m in &b.maps {
+        let _ = writeln!(text, "  {}/{}: {:?} {:.2} dB, {} bytes", m.material, m.map, m.format, m.psnr_db, m.bytes);
+    }
+    text
 }
 
 /// Per-level PSNR of a bundle's mip chain, as the CLI prints it.

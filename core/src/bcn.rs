@@ -2,9 +2,10 @@
 //! `block_compression`, a Rust port of Intel's ISPC encoders, and its decoders), for side-by-side
 //! comparison at its bit cost.
 
-use crate::metrics::psnr;
-use crate::set::{MapKind, Texture};
+use crate::metrics::{SquaredError, psnr};
+use crate::set::{MapKind, Texture, TextureSet};
 use block_compression::{BC7Settings, CompressionVariant};
+use rayon::prelude::*;
 use serde::Serialize;
 
 /// A block-compression format.
@@ -42,6 +43,28 @@ impl BcFormat {
     }
 }
 
+/// Which formats the maps of a set get, as an engine would ship them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Profile {
+    /// High quality: BC7 for colour and packed maps, BC5 for normals and two channels, BC4 for one.
+    High,
+    /// Low: BC1 for colour, packed and normal maps, BC5 for two channels, BC4 for one.
+    Low,
+}
+
+impl Profile {
+    /// The format a map of this kind and channel count gets.
+    #[must_use]
+    pub fn format(self, kind: MapKind, channels: u32) -> BcFormat {
+        match (self, channels) {
+            (Self::High, _) => BcFormat::for_map(kind, channels),
+            (Self::Low, 1) => BcFormat::Bc4,
+            (Self::Low, 2) => BcFormat::Bc5,
+            (Self::Low, _) => BcFormat::Bc1,
+        }
+    }
+}
+
 /// A map after a block-compression round trip.
 #[derive(Clone, Debug)]
 pub struct BcRoundTrip {
@@ -61,6 +84,70 @@ pub fn round_trip(texture: &Texture, format: BcFormat) -> BcRoundTrip {
     let blocks = encode(texture.width, texture.height, texture.channels, &texture.texels, format);
     let values = decode(&blocks, texture.width, texture.height, texture.channels, texture.kind, format);
     BcRoundTrip { format, bits_per_texel: format.bits_per_texel(), psnr_db: psnr(&texture.texels, &values), values }
+}
+
+/// One map of a set block-compressed for [`baseline`].
+#[derive(Clone, Debug, Serialize)]
+pub struct BaselineMap {
+    /// Material name.
+    pub material: String,
+    /// Map kind.
+    pub map: String,
+    /// The format it got.
+    pub format: BcFormat,
+    /// Its PSNR over all its channels, dB.
+    pub psnr_db: f64,
+    /// Its blocks, bytes (4×4 blocks, sizes padded to multiples of 4).
+    pub bytes: u64,
+}
+
+/// A whole set block-compressed with one [`Profile`]: what `texset compress --match-bc` has to
+/// reach, measured the way [`crate::eval::score`] measures a bundle (PSNR pooled over every
+/// channel value of every map, bits per texel over the materials' texels).
+#[derive(Clone, Debug, Serialize)]
+pub struct Baseline {
+    /// The profile.
+    pub profile: Profile,
+    /// Every map, in library order.
+    pub maps: Vec<BaselineMap>,
+    /// PSNR pooled over every channel value of every map, dB.
+    pub pooled_psnr_db: f64,
+    /// All blocks' bits over the set's texel count (no mips).
+    pub bits_per_texel: f64,
+}
+
+/// Block-compresses every map of `set` with `profile` (maps in parallel) and scores the round trip.
+#[must_use]
+pub fn baseline(set: &TextureSet, profile: Profile) -> Baseline {
+    let textures: Vec<(&str, &Texture)> = set.textures().map(|(m, _, t)| (set.materials[m].name.as_str(), t)).collect();
+    let scored: Vec<(BaselineMap, SquaredError)> = textures
+        .par_iter()
+        .map(|&(material, texture)| {
+            let format = profile.format(texture.kind, texture.channels);
+            let blocks = encode(texture.width, texture.height, texture.channels, &texture.texels, format);
+            let values = decode(&blocks, texture.width, texture.height, texture.channels, texture.kind, format);
+            let se = SquaredError::of(&values, &texture.texels);
+            let map = BaselineMap {
+                material: material.to_owned(),
+                map: texture.kind.to_string(),
+                format,
+                psnr_db: se.psnr_db(),
+                bytes: blocks.len() as u64,
+            };
+            (map, se)
+        })
+        .collect();
+    let mut pooled = SquaredError::default();
+    for (_, se) in &scored {
+        pooled.add(*se);
+    }
+    let bytes: u64 = scored.iter().map(|(m, _)| m.bytes).sum();
+    Baseline {
+        profile,
+        pooled_psnr_db: pooled.psnr_db(),
+        bits_per_texel: bytes as f64 * 8.0 / set.texel_count().max(1) as f64,
+        maps: scored.into_iter().map(|(m, _)| m).collect(),
+    }
 }
 
 fn variant(format: BcFormat, channels: u32) -> CompressionVariant {

@@ -232,6 +232,18 @@ impl CompressOptions {
         self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes)
     }
 
+    /// The smallest rate [`Self::fit_bits_per_texel_for`] can reach on `set`: one latent channel
+    /// per grid, the decoder and the manifest, bits per texel.
+    #[must_use]
+    pub fn smallest_bits_per_texel_for(&self, set: &crate::set::TextureSet) -> f64 {
+        let manifest_bytes = 600 + 400 * set.textures().count();
+        let mut one = self.clone();
+        for g in &mut one.grids {
+            g.channels = 1;
+        }
+        one.estimated_bundle_bytes(set.max_extent(), set.output_channels(), manifest_bytes) as f64 * 8.0 / set.texel_count().max(1) as f64
+    }
+
     /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a
     /// library with `texel_count` texels (the bits-per-texel denominator), whose largest map is
     /// `max_extent` (width, height; the grids' extent), and `output_channels` outputs fits

@@ -5,7 +5,12 @@
 //! `min_bpp` and `max_bpp` and bisects the rate in log space; PSNR rises with the rate, so every
 //! trial halves the bracket. The answer is the smallest bundle among the trials whose PSNR is
 //! within `tolerance_db` of the target or above it; every trial is reported.
+//!
+//! `--match-bc` takes its target from the set itself: every map block-compressed with a real
+//! encoder ([`crate::bcn::baseline`]: BC7/BC5/BC4, or BC1/BC5/BC4 for the low profile), its
+//! pooled PSNR reached with no tolerance, at rates up to the blocks' own.
 
+use crate::bcn::{Baseline, Profile};
 use crate::decode::Decoder;
 use crate::eval::evaluate;
 use crate::options::CompressOptions;
@@ -27,6 +32,27 @@ pub struct RateTarget {
     pub max_bpp: f64,
     /// Trials at most (the first two are the bracket's ends).
     pub trials: usize,
+    /// Where the target comes from with `--match-bc`: the set block-compressed as engines ship it.
+    pub bc_baseline: Option<Baseline>,
+}
+
+impl RateTarget {
+    /// `--match-bc`: the set's own block-compressed PSNR with `profile`, reached without tolerance
+    /// (at or above it), at rates from `min_bpp` up to `max_bpp` or, when that is `None`, up to
+    /// the block-compressed bits per texel (a bundle larger than the blocks it replaces is no
+    /// answer).
+    #[must_use]
+    pub fn matching_bc(set: &TextureSet, profile: Profile, min_bpp: f64, max_bpp: Option<f64>, trials: usize) -> Self {
+        let baseline = crate::bcn::baseline(set, profile);
+        Self {
+            psnr_db: baseline.pooled_psnr_db,
+            tolerance_db: 0.0,
+            min_bpp,
+            max_bpp: max_bpp.unwrap_or(baseline.bits_per_texel),
+            trials,
+            bc_baseline: Some(baseline),
+        }
+    }
 }
 
 /// One trial run.
@@ -49,6 +75,9 @@ pub struct RateTrial {
 pub struct RateReport {
     /// The target.
     pub target: RateTarget,
+    /// The bracket's bottom as searched: `min_bpp`, or the smallest rate this set can be packed
+    /// at when that is higher.
+    pub lowest_bpp: f64,
     /// Every trial, in the order run.
     pub trials: Vec<RateTrial>,
     /// Index in `trials` of the bundle returned.
@@ -111,8 +140,17 @@ pub fn compress_to_psnr(
         bundles.push(out);
         Ok(psnr)
     };
+    // A bracket starting below what one latent channel per grid costs starts at that instead.
+    let smallest_bpp = base.smallest_bits_per_texel_for(set) * (1.0 + 1e-9);
+    if smallest_bpp >= target.max_bpp {
+        return Err(RateError::Target(format!(
+            "{} bits per texel is too few for this set: one latent channel per grid and the decoder take {smallest_bpp:.3}",
+            target.max_bpp
+        )));
+    }
     let goal = target.psnr_db - target.tolerance_db;
-    let (mut lo, mut hi) = (target.min_bpp, target.max_bpp);
+    let lowest_bpp = target.min_bpp.max(smallest_bpp);
+    let (mut lo, mut hi) = (lowest_bpp, target.max_bpp);
     // The top of the bracket first (if even it misses, there is nothing to search), then the
     // bottom (if it reaches, it is the answer), then bisection.
     if run(hi)? >= goal && run(lo)? < goal {
@@ -130,7 +168,7 @@ pub fn compress_to_psnr(
         Some(i) => (i, true),
         None => ((0..trials.len()).max_by(|&a, &b| trials[a].pooled_psnr_db.total_cmp(&trials[b].pooled_psnr_db)).unwrap_or(0), false),
     };
-    let report = RateReport { target: target.clone(), trials, chosen, reached };
+    let report = RateReport { target: target.clone(), lowest_bpp, trials, chosen, reached };
     let bundle = bundles.swap_remove(chosen);
     Ok((bundle, report))
 }

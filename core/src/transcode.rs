@@ -7,32 +7,11 @@
 //! (KTX2 per the Khronos KTX 2.0 specification with a basic data format descriptor; DDS with the
 //! DX10 header) and read back by independent readers in the tests.
 
+pub use crate::bcn::Profile;
 use crate::bcn::{self, BcFormat};
 use crate::bundle::MapEntry;
 use crate::decode::DecodedMap;
-use crate::set::{ColorSpace, MapKind};
-
-/// Which formats the maps get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Profile {
-    /// High quality: BC7 for colour and packed maps, BC5 for normals and two channels, BC4 for one.
-    High,
-    /// Low: BC1 for colour, packed and normal maps, BC5 for two channels, BC4 for one.
-    Low,
-}
-
-impl Profile {
-    /// The format a map of this kind and channel count gets.
-    #[must_use]
-    pub fn format(self, kind: MapKind, channels: u32) -> BcFormat {
-        match (self, channels) {
-            (Self::High, _) => BcFormat::for_map(kind, channels),
-            (Self::Low, 1) => BcFormat::Bc4,
-            (Self::Low, 2) => BcFormat::Bc5,
-            (Self::Low, _) => BcFormat::Bc1,
-        }
-    }
-}
+use crate::set::ColorSpace;
 
 /// The container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,7 +256,7 @@ pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile)
 #[allow(clippy::unwrap_used, reason = "tests fail loudly on any error")]
 mod tests {
     use super::*;
-    use crate::set::{NormalConvention, SampleFormat};
+    use crate::set::{MapKind, NormalConvention, SampleFormat};
 
     fn entry(kind: MapKind, channels: u32, color_space: ColorSpace) -> MapEntry {
         MapEntry {

@@ -233,3 +233,50 @@ fn colour_variant_library_and_add_keep_earlier_materials_byte_identical() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already has a material named 'wood'"));
 }
+
+#[test]
+fn match_bc_measures_the_blocks_and_searches_below_their_rate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wood = samples().join("wood");
+    let bundle = tmp.path().join("wood.texset");
+    let report = tmp.path().join("report.json");
+    let (wood, bundle_arg, report_arg) = (wood.to_str().unwrap(), bundle.to_str().unwrap(), report.to_str().unwrap());
+
+    // One rate control at a time, no fixed rate beside it, and no tolerance to loosen "at or above".
+    for extra in [&["--bpp", "4"][..], &["--target-psnr", "30"], &["--tolerance-db", "1"]] {
+        let mut args = vec!["compress", wood, "-o", bundle_arg, "--match-bc", "low"];
+        args.extend_from_slice(extra);
+        let out = texset(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?} should be refused: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!bundle.exists());
+
+    let out =
+        texset(&["compress", wood, "-o", bundle_arg, "--match-bc", "low", "--steps", "400", "--rate-trials", "2", "--report", report_arg]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "compress failed: {stderr}");
+    assert!(stderr.contains("block-compressed baseline (Low profile)"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let target = &json["rate"]["target"];
+    let baseline = &target["bc_baseline"];
+    assert_eq!(baseline["profile"], "Low");
+    assert_eq!(baseline["maps"].as_array().unwrap().len(), json["maps"].as_array().unwrap().len());
+    assert_eq!(target["psnr_db"], baseline["pooled_psnr_db"]);
+    assert_eq!(target["tolerance_db"].as_f64(), Some(0.0));
+    // The cap is the blocks' own rate: every map of wood is 4 or 8 bits per texel in BC1/BC4/BC5.
+    let bc_bpt = baseline["bits_per_texel"].as_f64().unwrap();
+    assert_eq!(target["max_bpp"].as_f64(), Some(bc_bpt));
+    // The top of the bracket first; the bottom (when the top reaches) is not the default 0.5 bits
+    // per texel, which cannot hold one latent channel per grid of wood's five maps, but the
+    // smallest rate that can.
+    let trials = json["rate"]["trials"].as_array().unwrap();
+    let asked: Vec<f64> = trials.iter().map(|t| t["target_bits_per_texel"].as_f64().unwrap()).collect();
+    let lowest = json["rate"]["lowest_bpp"].as_f64().unwrap();
+    assert!(lowest > 0.5 && lowest < bc_bpt, "{lowest}");
+    assert_eq!(asked[0].to_bits(), bc_bpt.to_bits());
+    assert!(asked.len() == 1 || asked == [bc_bpt, lowest], "{asked:?}");
+    assert!(stderr.contains("rate control: searched from"), "{stderr}");
+    // Reached means the bundle written is at or above the blocks' PSNR (no tolerance).
+    let reached = json["rate"]["reached"].as_bool().unwrap();
+    assert_eq!(reached, json["pooled_psnr_db"].as_f64().unwrap() >= target["psnr_db"].as_f64().unwrap());
+}

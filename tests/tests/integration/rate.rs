@@ -18,7 +18,7 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
     let reference = compress(&set, &at_3, &NoProgress, &Cancel::new()).unwrap();
     let goal_db = evaluate(&set, &Decoder::new(&reference.bundle), false).unwrap().pooled_psnr_db;
 
-    let target = RateTarget { psnr_db: goal_db, tolerance_db: 0.5, min_bpp: 1.5, max_bpp: 8.0, trials: 5 };
+    let target = RateTarget { psnr_db: goal_db, tolerance_db: 0.5, min_bpp: 1.5, max_bpp: 8.0, trials: 5, bc_baseline: None };
     let (out, report) = compress_to_psnr(&set, &base, &target, &NoProgress, &Cancel::new(), &|_| {}).unwrap();
     for t in &report.trials {
         println!(
@@ -46,4 +46,56 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
     let (_, report) = compress_to_psnr(&set, &base, &far, &NoProgress, &Cancel::new(), &|_| {}).unwrap();
     assert!(!report.reached);
     assert_eq!(report.trials.len(), 1);
+}
+
+#[test]
+fn match_bc_reaches_the_block_compressed_psnr_at_fewer_bits() {
+    use texset_core::bcn::{Profile, baseline, round_trip};
+    let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/metal_plates")]).unwrap();
+
+    // The baseline is each map's own block-compression round trip, pooled by value count.
+    let low = baseline(&set, Profile::Low);
+    let (mut squared_sum, mut values, mut bytes) = (0.0f64, 0u64, 0u64);
+    for (texture, map) in set.textures().map(|(_, _, t)| t).zip(&low.maps) {
+        let format = Profile::Low.format(texture.kind, texture.channels);
+        assert_eq!(map.format, format);
+        let rt = round_trip(texture, format);
+        assert!((rt.psnr_db - map.psnr_db).abs() < 1e-9, "{}: {} vs {}", map.map, rt.psnr_db, map.psnr_db);
+        let n = texture.texels.len() as u64;
+        squared_sum += 10f64.powf(-rt.psnr_db / 10.0) * n as f64;
+        values += n;
+        let blocks = u64::from(texture.width.div_ceil(4) * texture.height.div_ceil(4));
+        assert_eq!(map.bytes, blocks * (format.bits_per_texel() as u64 * 2));
+        bytes += map.bytes;
+    }
+    let pooled = -10.0 * (squared_sum / values as f64).log10();
+    assert!((pooled - low.pooled_psnr_db).abs() < 1e-6, "{pooled} vs {}", low.pooled_psnr_db);
+    assert!((low.bits_per_texel - bytes as f64 * 8.0 / set.texel_count() as f64).abs() < 1e-9);
+    // BC7 beats BC1 on the same maps, at twice the bits for the colour ones.
+    let high = baseline(&set, Profile::High);
+    assert!(high.pooled_psnr_db > low.pooled_psnr_db && high.bits_per_texel > low.bits_per_texel, "{high:?} vs {low:?}");
+
+    // The search: no tolerance, capped at the blocks' own rate, and what it returns reaches the
+    // blocks' PSNR in fewer bits.
+    let base = CompressOptions { steps: 300, seed: 5, ..CompressOptions::default() };
+    // 0.5 bits per texel cannot hold one latent channel per grid: the search starts where it can.
+    let target = RateTarget::matching_bc(&set, Profile::Low, 0.5, None, 4);
+    assert_eq!((target.psnr_db, target.tolerance_db, target.max_bpp), (low.pooled_psnr_db, 0.0, low.bits_per_texel));
+    let (out, report) = compress_to_psnr(&set, &base, &target, &NoProgress, &Cancel::new(), &|_| {}).unwrap();
+    for t in &report.trials {
+        println!(
+            "{:.3} bits/texel: {:.2} dB (BC1/BC5/BC4 {:.2} dB at {:.3})",
+            t.bits_per_texel, t.pooled_psnr_db, low.pooled_psnr_db, low.bits_per_texel
+        );
+        assert!(t.target_bits_per_texel <= low.bits_per_texel + 1e-9);
+    }
+    assert!(report.reached, "{report:?}");
+    assert!(report.lowest_bpp > 0.5 && report.lowest_bpp < 4.0, "{report:?}");
+    assert_eq!(report.trials[1].target_bits_per_texel.to_bits(), report.lowest_bpp.to_bits());
+    assert!(report.trials[1].bits_per_texel <= report.lowest_bpp * 1.01, "{report:?}");
+    let chosen = &report.trials[report.chosen];
+    assert!(chosen.pooled_psnr_db >= low.pooled_psnr_db);
+    assert!(chosen.bits_per_texel < low.bits_per_texel, "{chosen:?}");
+    assert_eq!(out.report.pack.bundle_bytes, chosen.bundle_bytes);
+    assert_eq!(report.target.bc_baseline.as_ref().map(|b| b.maps.len()), Some(set.textures().count()));
 }
