@@ -3,6 +3,7 @@
 
 mod bench;
 mod load;
+mod quant_bench;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -47,6 +48,24 @@ enum PruneMethodArg {
     L1,
     /// Keep a random subset (baseline).
     Random,
+}
+
+/// `--latent-quant` and `--weight-quant` values.
+#[derive(Clone, Copy, ValueEnum)]
+enum QuantArg {
+    /// Quantisation-aware training.
+    Qat,
+    /// Post-training quantisation.
+    Ptq,
+}
+
+impl From<QuantArg> for texset_core::options::Quantisation {
+    fn from(q: QuantArg) -> Self {
+        match q {
+            QuantArg::Qat => Self::Qat,
+            QuantArg::Ptq => Self::Ptq,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -126,6 +145,14 @@ enum Command {
         /// Bits per latent value, every grid.
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["2", "4", "8"]))]
         latent_bits: Option<String>,
+        /// How latents meet their bits: `qat` trains them with ±½-step noise, then rounds and
+        /// freezes them and fine-tunes the decoder; `ptq` trains them in float and rounds at pack.
+        #[arg(long, value_enum, default_value_t = QuantArg::Qat)]
+        latent_quant: QuantArg,
+        /// How the decoder's weights meet int8: `qat` fine-tunes through int8 fake-quantisation;
+        /// `ptq` quantises the float weights at pack.
+        #[arg(long, value_enum, default_value_t = QuantArg::Qat)]
+        weight_quant: QuantArg,
         /// Training backend.
         #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
         backend: BackendArg,
@@ -311,6 +338,13 @@ enum Command {
         /// for `--load-decode-secs`; report RSS at the start and end of each.
         #[arg(long)]
         load: bool,
+        /// Instead: quantisation-aware training against post-training quantisation, latents and
+        /// weights, at 2, 4 and 8 latent bits, one whole compression per cell (docs/benchmarks.md).
+        #[arg(long)]
+        quantisation: bool,
+        /// Training steps per compression of `--quantisation`.
+        #[arg(long, default_value_t = 6000)]
+        quant_steps: u32,
         /// Materials the load test compresses.
         #[arg(long, default_value_t = 50)]
         load_materials: usize,
@@ -566,6 +600,8 @@ fn run(cli: Cli) -> Result<()> {
             tolerance_db,
             steps,
             latent_bits,
+            latent_quant,
+            weight_quant,
             backend,
             preset,
             seed,
@@ -597,6 +633,8 @@ fn run(cli: Cli) -> Result<()> {
                     g.bits = bits;
                 }
             }
+            options.latent_quantisation = latent_quant.into();
+            options.weight_quantisation = weight_quant.into();
             if let Some(steps) = steps {
                 options.steps = steps;
             }
@@ -982,7 +1020,11 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
-        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false, load: false, .. } => {
+        Command::Bench { dirs, quantisation: true, quant_steps, json, .. } => {
+            let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
+            quant_bench::run(&dirs, quant_steps, json)?;
+        }
+        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false, load: false, quantisation: false, .. } => {
             let extras: Vec<bench::Extra> =
                 [(burn, bench::Extra::BurnFlex), (wgpu, bench::Extra::BurnWgpu), (gpu_decode, bench::Extra::GpuDecode)]
                     .into_iter()

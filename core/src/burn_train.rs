@@ -176,7 +176,9 @@ pub fn train_burn(
         if phase != TrainPhase::NoisyLatents && !frozen {
             // Round and freeze the latents: rebuild the trainer from the rounded parameters.
             let mut p = trainer.params();
-            round_grids(&mut p, &schedule.grid_bits);
+            if schedule.latent_noise {
+                round_grids(&mut p, &schedule.grid_bits);
+            }
             trainer = BurnTrainer::new(&p, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
             frozen = true;
         }
@@ -198,7 +200,15 @@ pub fn train_burn(
         let decay = schedule.decay(step);
         trainer.set_learning_rates(schedule.grid_learning_rate, schedule.mlp_learning_rate * decay);
         let noisy = phase == TrainPhase::NoisyLatents;
-        let loss = trainer.step(&batch.uv, &batch.mask, &batch.target, &batch.weight, decay, noisy.then_some(amplitude), noisy);
+        let loss = trainer.step(
+            &batch.uv,
+            &batch.mask,
+            &batch.target,
+            &batch.weight,
+            decay,
+            (noisy && schedule.latent_noise).then_some(amplitude),
+            noisy,
+        );
         let targeted = batch.weight.iter().filter(|&&w| w != 0.0).count().max(1) as f32;
         let mse = loss * batch.len as f32 / targeted;
         status.record(progress, &schedule, step + 1, phase, mse);

@@ -153,6 +153,27 @@ pub struct CompressOptions {
     /// level 0's share; 2: level `k` gets `2^-k`). Default 2 (docs/benchmarks.md).
     #[serde(default = "default_mip_sample_boost")]
     pub mip_sample_boost: f32,
+    /// How the latents meet their bits. [`Quantisation::Qat`]: trained with uniform noise of ±½
+    /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
+    /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default QAT.
+    #[serde(default)]
+    pub latent_quantisation: Quantisation,
+    /// How the decoder's weights meet int8. [`Quantisation::Qat`]: fine-tuned through int8
+    /// fake-quantisation from `quantize_weights_at`. [`Quantisation::Ptq`]: trained in float to
+    /// the end and quantised once, at pack. Default QAT.
+    #[serde(default)]
+    pub weight_quantisation: Quantisation,
+}
+
+/// Quantisation-aware training or post-training quantisation (docs/benchmarks.md compares them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantisation {
+    /// Quantisation-aware training: the model trains against what quantisation will do to it.
+    #[default]
+    Qat,
+    /// Post-training quantisation: the model trains in float and is quantised once at the end.
+    Ptq,
 }
 
 fn default_mip_cell_growth() -> f32 {
@@ -191,6 +212,8 @@ impl Default for CompressOptions {
             mips: false,
             mip_cell_growth: default_mip_cell_growth(),
             mip_sample_boost: default_mip_sample_boost(),
+            latent_quantisation: Quantisation::Qat,
+            weight_quantisation: Quantisation::Qat,
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::gemm::{Strides, gemm};
 use crate::layout::ModelLayout;
-use crate::options::{ChannelPruning, CompressOptions, PruneMethod};
+use crate::options::{ChannelPruning, CompressOptions, PruneMethod, Quantisation};
 use crate::params::{LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
 use crate::quant::{self, QuantizedLayer};
@@ -482,10 +482,12 @@ pub struct Schedule {
     pub grid_learning_rate: f32,
     /// MLP learning rate.
     pub mlp_learning_rate: f32,
-    /// Step at which latents are rounded and frozen.
+    /// Step at which latents are rounded and frozen (`steps`: never, PTQ: rounded at pack).
     pub freeze_step: u32,
-    /// Step from which weights train through int8 fake-quantisation.
+    /// Step from which weights train through int8 fake-quantisation (`steps`: never, PTQ).
     pub int8_step: u32,
+    /// Whether latents train with uniform noise of ±½ step (QAT) or in float (PTQ).
+    pub latent_noise: bool,
     /// Bits of each grid.
     pub grid_bits: Vec<u32>,
     /// Seed.
@@ -505,8 +507,15 @@ impl Schedule {
             batch_texels: options.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
             grid_learning_rate: options.grid_learning_rate * lr_scale,
             mlp_learning_rate: options.mlp_learning_rate * lr_scale,
-            freeze_step: (steps as f32 * options.freeze_latents_at) as u32,
-            int8_step: (steps as f32 * options.quantize_weights_at) as u32,
+            freeze_step: match options.latent_quantisation {
+                Quantisation::Qat => (steps as f32 * options.freeze_latents_at) as u32,
+                Quantisation::Ptq => steps,
+            },
+            int8_step: match options.weight_quantisation {
+                Quantisation::Qat => (steps as f32 * options.quantize_weights_at) as u32,
+                Quantisation::Ptq => steps,
+            },
+            latent_noise: options.latent_quantisation == Quantisation::Qat,
             grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
             seed: options.seed,
         }
@@ -515,7 +524,11 @@ impl Schedule {
     /// Phase of a step.
     #[must_use]
     pub fn phase(&self, step: u32) -> TrainPhase {
-        if step >= self.int8_step.max(self.freeze_step) {
+        // QAT latents: weights fake-quantise only once the latents are rounded and frozen. PTQ
+        // latents are never rounded in training: they stop training (in float) where the weights'
+        // fake-quantisation starts, and are rounded at pack.
+        let int8_from = if self.latent_noise { self.int8_step.max(self.freeze_step) } else { self.int8_step };
+        if step >= int8_from {
             TrainPhase::Int8Weights
         } else if step >= self.freeze_step {
             TrainPhase::FrozenLatents
@@ -853,7 +866,7 @@ impl<'a> FusedTrainer<'a> {
             self.prune_channels(&pruning);
         }
         let phase = self.schedule.phase(step);
-        if step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0) {
+        if self.schedule.latent_noise && (step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0)) {
             round_grids(&mut self.params, &self.schedule.grid_bits);
         }
         let mlp: Vec<LayerParams> =
@@ -864,6 +877,7 @@ impl<'a> FusedTrainer<'a> {
         let sampler = &self.sampler;
         let seed = self.schedule.seed;
         let bits = &self.schedule.grid_bits;
+        let latent_noise = self.schedule.latent_noise;
         // One noise amplitude for all grids would be wrong when their bits differ; the kernel takes
         // one amplitude, so use the finest grid's half step (grids share bits in every preset).
         let amplitude = 0.5 * quant::latent_step(bits.first().copied().unwrap_or(8));
@@ -873,7 +887,7 @@ impl<'a> FusedTrainer<'a> {
                 let mut rng = Rng::new(seed, u64::from(step), chunk as u64);
                 let mut batch = Batch::default();
                 sampler.fill(&mut rng, CHUNK_TEXELS, &mut batch);
-                let noise = if train_grids { Some((amplitude, &mut rng)) } else { None };
+                let noise = if train_grids && latent_noise { Some((amplitude, &mut rng)) } else { None };
                 forward_backward(params, &mlp, &batch, noise)
             })
             .collect();

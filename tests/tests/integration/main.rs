@@ -9,6 +9,7 @@ mod ingest;
 mod library_add;
 mod lit_quad;
 mod mips;
+mod quantisation;
 mod rate;
 mod sharing;
 mod training;
