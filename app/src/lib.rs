@@ -2,5 +2,6 @@
 //! `texset` binary (src/main.rs) opens it, or runs the CLI.
 
 pub mod decode;
+pub mod plot;
 pub mod rendered;
 pub mod studio;

@@ -4,6 +4,7 @@
 mod bench;
 mod load;
 mod quant_bench;
+mod rd;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -73,6 +74,16 @@ enum PresetArg {
     Fast,
     Default,
     High,
+}
+
+impl From<PresetArg> for Preset {
+    fn from(p: PresetArg) -> Self {
+        match p {
+            PresetArg::Fast => Self::Fast,
+            PresetArg::Default => Self::Default,
+            PresetArg::High => Self::High,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -345,6 +356,23 @@ enum Command {
         /// Training steps per compression of `--quantisation`.
         #[arg(long, default_value_t = 6000)]
         quant_steps: u32,
+        /// Instead: rate–distortion of texset's presets against BC7/BC5/BC4 and BC1/BC5/BC4 (the
+        /// real encoder), PSNR and rendered PSNR against bits per texel, per folder; a table and
+        /// a chart (`--plot`).
+        #[arg(long)]
+        rd: bool,
+        /// Presets `--rd` runs, comma-separated.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "fast,default,high")]
+        rd_presets: Vec<PresetArg>,
+        /// Rates `--rd` runs each preset at, bits per texel, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+        rd_bpp: Vec<f64>,
+        /// Training steps of every `--rd` compression instead of the presets' (quick checks).
+        #[arg(long)]
+        rd_steps: Option<u32>,
+        /// Where `--rd` writes its chart (PNG).
+        #[arg(long, default_value = "rd.png")]
+        plot: PathBuf,
         /// Materials the load test compresses.
         #[arg(long, default_value_t = 50)]
         load_materials: usize,
@@ -622,11 +650,7 @@ fn run(cli: Cli) -> Result<()> {
             init_from,
             no_ssim,
         } => {
-            let mut options = CompressOptions::preset(match preset {
-                PresetArg::Fast => Preset::Fast,
-                PresetArg::Default => Preset::Default,
-                PresetArg::High => Preset::High,
-            });
+            let mut options = CompressOptions::preset(preset.into());
             if let Some(bits) = latent_bits {
                 let bits: u32 = bits.parse()?;
                 for g in &mut options.grids {
@@ -1020,11 +1044,16 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
+        Command::Bench { dirs, rd: true, rd_presets, rd_bpp, rd_steps, plot, json, .. } => {
+            let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
+            let presets: Vec<Preset> = rd_presets.into_iter().map(Preset::from).collect();
+            rd::run(&dirs, &presets, &rd_bpp, rd_steps, &plot, json)?;
+        }
         Command::Bench { dirs, quantisation: true, quant_steps, json, .. } => {
             let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
             quant_bench::run(&dirs, quant_steps, json)?;
         }
-        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false, load: false, quantisation: false, .. } => {
+        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false, load: false, quantisation: false, rd: false, .. } => {
             let extras: Vec<bench::Extra> =
                 [(burn, bench::Extra::BurnFlex), (wgpu, bench::Extra::BurnWgpu), (gpu_decode, bench::Extra::GpuDecode)]
                     .into_iter()

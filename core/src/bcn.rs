@@ -119,8 +119,15 @@ pub struct Baseline {
 /// Block-compresses every map of `set` with `profile` (maps in parallel) and scores the round trip.
 #[must_use]
 pub fn baseline(set: &TextureSet, profile: Profile) -> Baseline {
+    baseline_with_values(set, profile).0
+}
+
+/// [`baseline`], and every map's round-tripped values (in [`TextureSet::textures`] order), to
+/// score or render them further.
+#[must_use]
+pub fn baseline_with_values(set: &TextureSet, profile: Profile) -> (Baseline, Vec<Vec<f32>>) {
     let textures: Vec<(&str, &Texture)> = set.textures().map(|(m, _, t)| (set.materials[m].name.as_str(), t)).collect();
-    let scored: Vec<(BaselineMap, SquaredError)> = textures
+    let scored: Vec<(BaselineMap, SquaredError, Vec<f32>)> = textures
         .par_iter()
         .map(|&(material, texture)| {
             let format = profile.format(texture.kind, texture.channels);
@@ -134,20 +141,18 @@ pub fn baseline(set: &TextureSet, profile: Profile) -> Baseline {
                 psnr_db: se.psnr_db(),
                 bytes: blocks.len() as u64,
             };
-            (map, se)
+            (map, se, values)
         })
         .collect();
     let mut pooled = SquaredError::default();
-    for (_, se) in &scored {
+    for (_, se, _) in &scored {
         pooled.add(*se);
     }
-    let bytes: u64 = scored.iter().map(|(m, _)| m.bytes).sum();
-    Baseline {
-        profile,
-        pooled_psnr_db: pooled.psnr_db(),
-        bits_per_texel: bytes as f64 * 8.0 / set.texel_count().max(1) as f64,
-        maps: scored.into_iter().map(|(m, _)| m).collect(),
-    }
+    let bytes: u64 = scored.iter().map(|(m, _, _)| m.bytes).sum();
+    let (maps, values): (Vec<BaselineMap>, Vec<Vec<f32>>) = scored.into_iter().map(|(m, _, v)| (m, v)).unzip();
+    let baseline =
+        Baseline { profile, pooled_psnr_db: pooled.psnr_db(), bits_per_texel: bytes as f64 * 8.0 / set.texel_count().max(1) as f64, maps };
+    (baseline, values)
 }
 
 fn variant(format: BcFormat, channels: u32) -> CompressionVariant {

@@ -280,3 +280,42 @@ fn match_bc_measures_the_blocks_and_searches_below_their_rate() {
     let reached = json["rate"]["reached"].as_bool().unwrap();
     assert_eq!(reached, json["pooled_psnr_db"].as_f64().unwrap() >= target["psnr_db"].as_f64().unwrap());
 }
+
+#[test]
+fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plot = tmp.path().join("rd.png");
+    let bricks = samples().join("bricks");
+    let out = texset(&[
+        "bench",
+        "--rd",
+        bricks.to_str().unwrap(),
+        "--rd-presets",
+        "fast",
+        "--rd-bpp",
+        "2,6",
+        "--rd-steps",
+        "60",
+        "--plot",
+        plot.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let points: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let points = points.as_array().unwrap();
+    let methods: Vec<&str> = points.iter().map(|p| p["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["texset fast", "texset fast", "BC high", "BC low"]);
+    let f = |i: usize, key: &str| points[i][key].as_f64().unwrap();
+    // texset lands at (or just under) the rates asked; more bits, more PSNR.
+    assert!(f(0, "bits_per_texel") <= 2.0 && f(1, "bits_per_texel") <= 6.0 && f(1, "bits_per_texel") > 4.0);
+    assert!(f(1, "pooled_psnr_db") > f(0, "pooled_psnr_db"));
+    // bricks: basecolor, normal, roughness, ao, height: BC7 8 + BC5 8 + 3 × BC4 4 = 28 bits per
+    // texel; BC1 for colour and normal: 4 + 4 + 12 = 20. BC7 is the better of the two, lit too.
+    assert!((f(2, "bits_per_texel") - 28.0).abs() < 1e-9 && (f(3, "bits_per_texel") - 20.0).abs() < 1e-9);
+    assert!(f(2, "pooled_psnr_db") > f(3, "pooled_psnr_db") && f(2, "rendered_psnr_db") > f(3, "rendered_psnr_db"));
+    assert!(points.iter().all(|p| p["rendered_psnr_db"].as_f64().unwrap() > 15.0));
+    let chart = image::open(&plot).unwrap().to_rgb8();
+    assert_eq!(chart.width(), 1120);
+    // The set's colour (the palette's first) is drawn: its markers and curve.
+    assert!(chart.pixels().filter(|p| p.0 == [31, 119, 180]).count() > 100);
+}
