@@ -14,7 +14,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn default_dirs() -> Result<Vec<PathBuf>> {
+/// `dirs`, or when none are given the sample folders (an error when there are none either).
+pub(crate) fn dirs_or_samples(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
+    if !dirs.is_empty() {
+        return Ok(dirs);
+    }
     let dirs = crate::sample_folders();
     if dirs.is_empty() {
         anyhow::bail!("no material folders given and no ./sample_textures to bench");
@@ -75,7 +79,7 @@ pub enum Extra {
 pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Result<()> {
     let (burn, wgpu, gpu_decode) =
         (extras.contains(&Extra::BurnFlex), extras.contains(&Extra::BurnWgpu), extras.contains(&Extra::GpuDecode));
-    let dirs = if dirs.is_empty() { default_dirs()? } else { dirs };
+    let dirs = dirs_or_samples(dirs)?;
     let (set, _) = texset_core::ingest::load_library(&dirs)?;
     let options = CompressOptions::default();
     let (layout, _) = analyse(&set, &options)?;

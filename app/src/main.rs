@@ -5,6 +5,7 @@ mod bench;
 mod load;
 mod quant_bench;
 mod rd;
+mod search;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -150,6 +151,21 @@ enum Command {
         /// none: at or above the blocks' PSNR).
         #[arg(long, default_value_t = 0.5, requires = "target_psnr", conflicts_with = "match_bc")]
         tolerance_db: f64,
+        /// Precision search at `--bpp`: try latent bits, grid scales, channel splits and decoder
+        /// sizes on short runs (`random` or `tpe` for `--search-trials` of them; `grid` for all 81),
+        /// run the best and the preset's own shape in full, keep the best.
+        #[arg(long, value_enum, requires = "bpp", conflicts_with_all = ["rate", "batch", "prune_to", "latent_bits"])]
+        search: Option<SearchArg>,
+        /// With `--search`: short runs at most.
+        #[arg(long, default_value_t = 12, requires = "search")]
+        search_trials: usize,
+        /// With `--search`: earlier searches' results, read to start warm on a similar set and
+        /// updated (default: `$XDG_CACHE_HOME/texset/search.json` or `~/.cache/texset/search.json`).
+        #[arg(long, requires = "search")]
+        search_cache: Option<PathBuf>,
+        /// With `--search`: start cold and remember nothing.
+        #[arg(long, requires = "search", conflicts_with = "search_cache")]
+        no_search_cache: bool,
         /// Training steps (overrides the preset).
         #[arg(long)]
         steps: Option<u32>,
@@ -373,6 +389,29 @@ enum Command {
         /// Where `--rd` writes its chart (PNG).
         #[arg(long, default_value = "rd.png")]
         plot: PathBuf,
+        /// Instead: the precision search (`compress --search`) with each strategy of
+        /// `--search-strategies` on each folder at `--search-bpp`: the preset's shape against
+        /// the best point found, in how many trials.
+        #[arg(long)]
+        search: bool,
+        /// Strategies `--search` compares, comma-separated.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "random,tpe")]
+        search_strategies: Vec<SearchArg>,
+        /// The rate `--search` searches at, bits per texel.
+        #[arg(long, default_value_t = 4.0)]
+        search_bpp: f64,
+        /// Short runs per `--search` search.
+        #[arg(long, default_value_t = 12)]
+        search_trials: usize,
+        /// The preset whose shape and steps `--search` starts from.
+        #[arg(long, value_enum, default_value_t = PresetArg::Fast)]
+        search_preset: PresetArg,
+        /// Training steps of a full `--search` run instead of the preset's.
+        #[arg(long)]
+        search_steps: Option<u32>,
+        /// A cache file the `--search` searches share in order (default: none, every search cold).
+        #[arg(long)]
+        search_cache: Option<PathBuf>,
         /// Materials the load test compresses.
         #[arg(long, default_value_t = 50)]
         load_materials: usize,
@@ -626,6 +665,10 @@ fn run(cli: Cli) -> Result<()> {
             min_bpp,
             rate_trials,
             tolerance_db,
+            search,
+            search_trials,
+            search_cache,
+            no_search_cache,
             steps,
             latent_bits,
             latent_quant,
@@ -714,7 +757,7 @@ fn run(cli: Cli) -> Result<()> {
             for s in &ingest_report.skipped {
                 eprintln!("skipped {}: {}", s.path.display(), s.reason);
             }
-            if let Some(bpp) = bpp {
+            if let (Some(bpp), None) = (bpp, search) {
                 options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
             }
             eprintln!(
@@ -741,11 +784,7 @@ fn run(cli: Cli) -> Result<()> {
                     bc_baseline: None,
                 }),
                 (None, Some(profile)) => {
-                    let profile = match profile {
-                        BcProfileArg::High => texset_core::bcn::Profile::High,
-                        BcProfileArg::Low => texset_core::bcn::Profile::Low,
-                    };
-                    let target = texset_core::rate::RateTarget::matching_bc(&set, profile, min_bpp, max_bpp, rate_trials);
+                    let target = texset_core::rate::RateTarget::matching_bc(&set, profile.into(), min_bpp, max_bpp, rate_trials);
                     if let Some(b) = &target.bc_baseline {
                         eprint!("{}", bc_baseline_summary(b));
                     }
@@ -753,7 +792,21 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 (None, None) => None,
             };
+            let mut search_report = None;
             let (compressed, rate) = match rate_target {
+                None if search.is_some() => {
+                    let mut search_options = texset_core::search::SearchOptions::new(
+                        search.map_or(texset_core::search::Strategy::Tpe, Into::into),
+                        bpp.unwrap_or(4.0),
+                        search_trials,
+                    );
+                    search_options.cache = if no_search_cache { None } else { search_cache.or_else(search::default_cache_path) };
+                    let (compressed, report) = search::run(&set, &options, &search_options, &progress, &cancel)?;
+                    let chosen = &report.finals[report.chosen].point;
+                    search_report =
+                        Some((report.clone(), chosen.options(&options, search_options.bits_per_texel, &set).map_err(anyhow::Error::msg)?));
+                    (compressed, None)
+                }
                 Some(target) => {
                     use texset_core::rate::compress_to_psnr;
                     let on_trial = |t: &texset_core::rate::RateTrial| {
@@ -790,6 +843,10 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 None => (texset_core::compress(&set, &options, &progress, &cancel)?, None),
             };
+            let search_report = search_report.map(|(report, chosen)| {
+                options = chosen;
+                report
+            });
             texset_core::fsutil::write_atomic(&output, &compressed.bundle_bytes)
                 .with_context(|| format!("cannot write bundle {}", output.display()))?;
             let decoder = Decoder::new(&compressed.bundle);
@@ -833,6 +890,7 @@ fn run(cli: Cli) -> Result<()> {
                     "backend": r.train.backend,
                     "options": options,
                     "rate": rate,
+                    "search": search_report,
                     "mips": mips,
                     "passes": r,
                     "ingest": ingest_report,
@@ -1045,15 +1103,50 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Bench { dirs, rd: true, rd_presets, rd_bpp, rd_steps, plot, json, .. } => {
-            let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
+            let dirs = bench::dirs_or_samples(dirs)?;
             let presets: Vec<Preset> = rd_presets.into_iter().map(Preset::from).collect();
             rd::run(&dirs, &presets, &rd_bpp, rd_steps, &plot, json)?;
         }
         Command::Bench { dirs, quantisation: true, quant_steps, json, .. } => {
-            let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
+            let dirs = bench::dirs_or_samples(dirs)?;
             quant_bench::run(&dirs, quant_steps, json)?;
         }
-        Command::Bench { dirs, runs, burn, wgpu, gpu_decode, json, ui: false, load: false, quantisation: false, rd: false, .. } => {
+        Command::Bench {
+            dirs,
+            search: true,
+            search_strategies,
+            search_bpp,
+            search_trials,
+            search_preset,
+            search_steps,
+            search_cache,
+            json,
+            ..
+        } => {
+            let dirs = bench::dirs_or_samples(dirs)?;
+            let strategies: Vec<texset_core::search::Strategy> = search_strategies.into_iter().map(Into::into).collect();
+            let mut base = CompressOptions { backend: Backend::Cpu, ..CompressOptions::preset(search_preset.into()) };
+            if let Some(steps) = search_steps {
+                base.steps = steps;
+            }
+            let mut template = texset_core::search::SearchOptions::new(texset_core::search::Strategy::Tpe, search_bpp, search_trials);
+            template.cache = search_cache;
+            search::bench(&dirs, &strategies, &base, &template, json)?;
+        }
+        Command::Bench {
+            dirs,
+            runs,
+            burn,
+            wgpu,
+            gpu_decode,
+            json,
+            ui: false,
+            load: false,
+            quantisation: false,
+            rd: false,
+            search: false,
+            ..
+        } => {
             let extras: Vec<bench::Extra> =
                 [(burn, bench::Extra::BurnFlex), (wgpu, bench::Extra::BurnWgpu), (gpu_decode, bench::Extra::GpuDecode)]
                     .into_iter()
@@ -1069,6 +1162,27 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
+/// `texset compress --search` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SearchArg {
+    /// Every point of the space (81 short runs).
+    Grid,
+    /// Uniform draws.
+    Random,
+    /// A tree-structured Parzen estimator.
+    Tpe,
+}
+
+impl From<SearchArg> for texset_core::search::Strategy {
+    fn from(s: SearchArg) -> Self {
+        match s {
+            SearchArg::Grid => Self::Grid,
+            SearchArg::Random => Self::Random,
+            SearchArg::Tpe => Self::Tpe,
+        }
+    }
+}
+
 /// `texset compress --match-bc` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum BcProfileArg {
@@ -1076,6 +1190,15 @@ enum BcProfileArg {
     High,
     /// BC1 for colour, packed and normal maps, BC4 for one channel.
     Low,
+}
+
+impl From<BcProfileArg> for texset_core::bcn::Profile {
+    fn from(p: BcProfileArg) -> Self {
+        match p {
+            BcProfileArg::High => Self::High,
+            BcProfileArg::Low => Self::Low,
+        }
+    }
 }
 
 /// `texset transcode --format` values.

@@ -2,7 +2,7 @@
 //! `block_compression`, a Rust port of Intel's ISPC encoders, and its decoders), for side-by-side
 //! comparison at its bit cost.
 
-use crate::metrics::{SquaredError, psnr};
+use crate::metrics::SquaredError;
 use crate::set::{MapKind, Texture, TextureSet};
 use block_compression::{BC7Settings, CompressionVariant};
 use rayon::prelude::*;
@@ -76,6 +76,10 @@ pub struct BcRoundTrip {
     pub values: Vec<f32>,
     /// PSNR against the texture over all its channels, dB.
     pub psnr_db: f64,
+    /// The squared error behind `psnr_db`, to pool with other maps.
+    pub squared_error: SquaredError,
+    /// The blocks' size, bytes (4×4 blocks, sizes padded to multiples of 4).
+    pub bytes: u64,
 }
 
 /// Compresses `texture` with `format` and decodes it back.
@@ -83,7 +87,15 @@ pub struct BcRoundTrip {
 pub fn round_trip(texture: &Texture, format: BcFormat) -> BcRoundTrip {
     let blocks = encode(texture.width, texture.height, texture.channels, &texture.texels, format);
     let values = decode(&blocks, texture.width, texture.height, texture.channels, texture.kind, format);
-    BcRoundTrip { format, bits_per_texel: format.bits_per_texel(), psnr_db: psnr(&texture.texels, &values), values }
+    let squared_error = SquaredError::of(&texture.texels, &values);
+    BcRoundTrip {
+        format,
+        bits_per_texel: format.bits_per_texel(),
+        psnr_db: squared_error.psnr_db(),
+        squared_error,
+        bytes: blocks.len() as u64,
+        values,
+    }
 }
 
 /// One map of a set block-compressed for [`baseline`].
@@ -130,18 +142,15 @@ pub fn baseline_with_values(set: &TextureSet, profile: Profile) -> (Baseline, Ve
     let scored: Vec<(BaselineMap, SquaredError, Vec<f32>)> = textures
         .par_iter()
         .map(|&(material, texture)| {
-            let format = profile.format(texture.kind, texture.channels);
-            let blocks = encode(texture.width, texture.height, texture.channels, &texture.texels, format);
-            let values = decode(&blocks, texture.width, texture.height, texture.channels, texture.kind, format);
-            let se = SquaredError::of(&values, &texture.texels);
+            let rt = round_trip(texture, profile.format(texture.kind, texture.channels));
             let map = BaselineMap {
                 material: material.to_owned(),
                 map: texture.kind.to_string(),
-                format,
-                psnr_db: se.psnr_db(),
-                bytes: blocks.len() as u64,
+                format: rt.format,
+                psnr_db: rt.psnr_db,
+                bytes: rt.bytes,
             };
-            (map, se, values)
+            (map, rt.squared_error, rt.values)
         })
         .collect();
     let mut pooled = SquaredError::default();

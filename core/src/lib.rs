@@ -53,6 +53,8 @@ pub mod progress;
 #[cfg(feature = "train")]
 pub mod rate;
 #[cfg(feature = "train")]
+pub mod search;
+#[cfg(feature = "train")]
 pub mod synth;
 #[cfg(feature = "train")]
 pub mod train;

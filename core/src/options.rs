@@ -176,6 +176,11 @@ pub enum Quantisation {
     Ptq,
 }
 
+/// What a set's header and manifest take in a bundle, bytes: an estimate with room to spare.
+fn manifest_bytes_estimate(set: &crate::set::TextureSet) -> usize {
+    600 + 400 * set.textures().count()
+}
+
 fn default_mip_cell_growth() -> f32 {
     2.0
 }
@@ -251,20 +256,19 @@ impl CompressOptions {
     /// [`Self::fit_bits_per_texel`] for a library: its texel count, extent and outputs, with the
     /// manifest's size estimated from its map count (small next to the latents).
     pub fn fit_bits_per_texel_for(&mut self, bits_per_texel: f64, set: &crate::set::TextureSet) -> Result<(), String> {
-        let manifest_bytes = 600 + 400 * set.textures().count();
-        self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes)
+        self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes_estimate(set))
     }
 
     /// The smallest rate [`Self::fit_bits_per_texel_for`] can reach on `set`: one latent channel
     /// per grid, the decoder and the manifest, bits per texel.
     #[must_use]
     pub fn smallest_bits_per_texel_for(&self, set: &crate::set::TextureSet) -> f64 {
-        let manifest_bytes = 600 + 400 * set.textures().count();
         let mut one = self.clone();
         for g in &mut one.grids {
             g.channels = 1;
         }
-        one.estimated_bundle_bytes(set.max_extent(), set.output_channels(), manifest_bytes) as f64 * 8.0 / set.texel_count().max(1) as f64
+        one.estimated_bundle_bytes(set.max_extent(), set.output_channels(), manifest_bytes_estimate(set)) as f64 * 8.0
+            / set.texel_count().max(1) as f64
     }
 
     /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a

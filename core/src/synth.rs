@@ -107,7 +107,7 @@ fn material_seed(seed: u64, material: u64) -> u64 {
 }
 
 /// The splitmix64 finaliser: a fast, well-mixed 64-bit hash.
-fn splitmix64(x: u64) -> u64 {
+pub(crate) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

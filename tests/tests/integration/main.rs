@@ -11,5 +11,6 @@ mod lit_quad;
 mod mips;
 mod quantisation;
 mod rate;
+mod search;
 mod sharing;
 mod training;

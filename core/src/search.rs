@@ -1,0 +1,725 @@
+//! Precision search: the latent shape, bit depth and decoder size that give the best PSNR at a
+//! fixed rate (`texset compress --bpp X --search tpe`).
+//!
+//! Every point of the [`SearchSpace`] is sized to the same rate by
+//! [`CompressOptions::fit_bits_per_texel_for`], so the points compete at equal bits: more latent
+//! bits or a finer grid buy fewer channels, a larger decoder leaves fewer bits to the latents.
+//!
+//! The search is successive halving over two rungs. Every trial is a short compression
+//! (`short_fraction` of the steps, scored by pooled PSNR); bad points stop there. The best
+//! `finalists` short trials, and the base options' own shape (the baseline the search must beat),
+//! then run at full length, and the best full run is the answer. Short trials are proposed by:
+//! - [`Strategy::Grid`]: every point of the space, in order (the reference the samplers are
+//!   measured against; it ignores the trial budget);
+//! - [`Strategy::Random`]: points drawn uniformly without repetition;
+//! - [`Strategy::Tpe`]: a tree-structured Parzen estimator (Bergstra et al. 2011) over the
+//!   categorical dimensions: after a few random points, the trials are split into the best
+//!   quarter and the rest, each dimension's values get smoothed frequencies in both, and the next
+//!   point is the one of 24 drawn from the good model with the highest good/bad ratio.
+//!
+//! The first trial is always the base shape. With a cache file, each search stores its trials
+//! under a descriptor of the set (size, maps, content estimate, rate); a later search on a similar
+//! set runs the cached best points right after it, and the samplers learn from them.
+
+use crate::decode::Decoder;
+use crate::eval::evaluate;
+use crate::options::{CompressOptions, GridOptions};
+use crate::pipeline::{CompressError, Compressed, compress};
+use crate::progress::{Cancel, Progress};
+use crate::set::TextureSet;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The values each dimension may take.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchSpace {
+    /// Bits per latent value (every grid).
+    pub latent_bits: Vec<u32>,
+    /// Texels per cell of the finest grid (the coarse grid has twice as many per axis).
+    pub finest_texels_per_cell: Vec<u32>,
+    /// Channels of the fine and the coarse grid before fitting to the rate (the fit keeps their
+    /// ratio).
+    pub channel_splits: Vec<[u32; 2]>,
+    /// Hidden layer widths of the decoder.
+    pub hidden_widths: Vec<Vec<usize>>,
+}
+
+impl Default for SearchSpace {
+    /// 81 points around the default preset: latent bits 2/4/8; finest grid 2, 4 or 8 texels per
+    /// cell; channel splits 12:16 (the default), 20:8 (finer) and 6:22 (coarser); decoders
+    /// 32-32, 64-48-32 (the default) and 96-64-32.
+    fn default() -> Self {
+        Self {
+            latent_bits: vec![2, 4, 8],
+            finest_texels_per_cell: vec![2, 4, 8],
+            channel_splits: vec![[12, 16], [20, 8], [6, 22]],
+            hidden_widths: vec![vec![32, 32], vec![64, 48, 32], vec![96, 64, 32]],
+        }
+    }
+}
+
+impl SearchSpace {
+    fn sizes(&self) -> [usize; 4] {
+        [self.latent_bits.len(), self.finest_texels_per_cell.len(), self.channel_splits.len(), self.hidden_widths.len()]
+    }
+
+    fn point(&self, index: [usize; 4]) -> SearchPoint {
+        SearchPoint {
+            latent_bits: self.latent_bits[index[0]],
+            finest_texels_per_cell: self.finest_texels_per_cell[index[1]],
+            channel_split: self.channel_splits[index[2]],
+            hidden_widths: self.hidden_widths[index[3]].clone(),
+        }
+    }
+
+    fn index_of(&self, p: &SearchPoint) -> Option<[usize; 4]> {
+        Some([
+            self.latent_bits.iter().position(|&b| b == p.latent_bits)?,
+            self.finest_texels_per_cell.iter().position(|&t| t == p.finest_texels_per_cell)?,
+            self.channel_splits.iter().position(|&s| s == p.channel_split)?,
+            self.hidden_widths.iter().position(|w| *w == p.hidden_widths)?,
+        ])
+    }
+
+    fn all(&self) -> Vec<[usize; 4]> {
+        let s = self.sizes();
+        let mut out = Vec::with_capacity(s.iter().product());
+        for a in 0..s[0] {
+            for b in 0..s[1] {
+                for c in 0..s[2] {
+                    for d in 0..s[3] {
+                        out.push([a, b, c, d]);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.sizes().contains(&0) {
+            return Err("every dimension of the search space needs at least one value".into());
+        }
+        if self.latent_bits.iter().any(|b| !(1..=8).contains(b)) {
+            return Err("latent bits must be 1..=8".into());
+        }
+        if self.finest_texels_per_cell.iter().any(|&t| t == 0 || t > 64) {
+            return Err("texels per cell must be 1..=64".into());
+        }
+        if self.channel_splits.iter().any(|s| s.contains(&0)) {
+            return Err("channel splits need at least one channel per grid".into());
+        }
+        if self.hidden_widths.iter().any(|w| w.is_empty() || w.iter().any(|&x| x == 0 || x > 1024)) {
+            return Err("decoder widths must be 1..=1024, at least one layer".into());
+        }
+        Ok(())
+    }
+}
+
+/// One configuration the search can try.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchPoint {
+    /// Bits per latent value.
+    pub latent_bits: u32,
+    /// Texels per cell of the finest grid.
+    pub finest_texels_per_cell: u32,
+    /// Fine and coarse channels before fitting.
+    pub channel_split: [u32; 2],
+    /// Decoder hidden widths.
+    pub hidden_widths: Vec<usize>,
+}
+
+impl SearchPoint {
+    /// The point `options` already is, when its grids are two with the coarse one twice as
+    /// coarse as the fine one and the same bits (the presets are).
+    #[must_use]
+    pub fn of(options: &CompressOptions) -> Option<Self> {
+        let [fine, coarse] = options.grids.as_slice() else { return None };
+        (coarse.texels_per_cell == 2 * fine.texels_per_cell && coarse.bits == fine.bits).then(|| Self {
+            latent_bits: fine.bits,
+            finest_texels_per_cell: fine.texels_per_cell,
+            channel_split: [fine.channels, coarse.channels],
+            hidden_widths: options.hidden_widths.clone(),
+        })
+    }
+
+    /// `base` with this point's shape, sized to `bits_per_texel` on `set`.
+    pub fn options(&self, base: &CompressOptions, bits_per_texel: f64, set: &TextureSet) -> Result<CompressOptions, String> {
+        let mut options = base.clone();
+        options.grids = vec![
+            GridOptions { texels_per_cell: self.finest_texels_per_cell, channels: self.channel_split[0], bits: self.latent_bits },
+            GridOptions { texels_per_cell: 2 * self.finest_texels_per_cell, channels: self.channel_split[1], bits: self.latent_bits },
+        ];
+        options.hidden_widths.clone_from(&self.hidden_widths);
+        options.prune = None;
+        options.fit_bits_per_texel_for(bits_per_texel, set)?;
+        Ok(options)
+    }
+
+    /// A short label: `4b 1/4 12:16 64-48-32`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        let widths: Vec<String> = self.hidden_widths.iter().map(ToString::to_string).collect();
+        format!(
+            "{}b 1/{} {}:{} {}",
+            self.latent_bits,
+            self.finest_texels_per_cell,
+            self.channel_split[0],
+            self.channel_split[1],
+            widths.join("-")
+        )
+    }
+}
+
+/// How short trials are proposed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Every point of the space.
+    Grid,
+    /// Uniform draws without repetition.
+    Random,
+    /// Tree-structured Parzen estimator.
+    Tpe,
+}
+
+/// How to search.
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchOptions {
+    /// The proposer.
+    pub strategy: Strategy,
+    /// The rate every point is sized to, bits per texel.
+    pub bits_per_texel: f64,
+    /// Short trials at most (the samplers; [`Strategy::Grid`] runs the whole space).
+    pub trials: usize,
+    /// Fraction of the base options' steps a short trial trains for.
+    pub short_fraction: f32,
+    /// Short trials promoted to a full run (besides the base shape, which always runs in full).
+    pub finalists: usize,
+    /// Seed of the samplers (training keeps the base options' seed).
+    pub seed: u64,
+    /// The points.
+    pub space: SearchSpace,
+    /// Where earlier searches' results are kept; read to start warm, then updated. `None`: no
+    /// memory.
+    pub cache: Option<PathBuf>,
+}
+
+impl SearchOptions {
+    /// A search of `trials` short runs at `bits_per_texel` over the default space: short runs a
+    /// quarter of the steps, two finalists, no cache.
+    #[must_use]
+    pub fn new(strategy: Strategy, bits_per_texel: f64, trials: usize) -> Self {
+        Self { strategy, bits_per_texel, trials, short_fraction: 0.25, finalists: 2, seed: 1, space: SearchSpace::default(), cache: None }
+    }
+}
+
+/// Where a short trial's point came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The base options' own shape.
+    Base,
+    /// A cached search on a similar set.
+    Warm,
+    /// The grid.
+    Grid,
+    /// A uniform draw.
+    Random,
+    /// The TPE model.
+    Tpe,
+}
+
+/// One short trial.
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchTrial {
+    /// The point.
+    pub point: SearchPoint,
+    /// Who proposed it.
+    pub source: Source,
+    /// Grid channels after fitting to the rate (fine, coarse).
+    pub channels: [u32; 2],
+    /// The bundle's rate.
+    pub bits_per_texel: f64,
+    /// Pooled PSNR after the short run, dB.
+    pub pooled_psnr_db: f64,
+    /// Training time.
+    pub train_secs: f64,
+}
+
+/// One full-length run.
+#[derive(Clone, Debug, Serialize)]
+pub struct FinalRun {
+    /// Index of its short trial in [`SearchReport::trials`].
+    pub trial: usize,
+    /// The point.
+    pub point: SearchPoint,
+    /// The bundle's rate.
+    pub bits_per_texel: f64,
+    /// Its size.
+    pub bundle_bytes: u64,
+    /// Pooled PSNR, dB.
+    pub pooled_psnr_db: f64,
+    /// Training time.
+    pub train_secs: f64,
+}
+
+/// What the search did.
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchReport {
+    /// How it searched.
+    pub options: SearchOptions,
+    /// Steps of a short trial and of a full run.
+    pub short_steps: u32,
+    /// Steps of a full run.
+    pub full_steps: u32,
+    /// Short trials, in the order run.
+    pub trials: Vec<SearchTrial>,
+    /// Points that could not be sized to the rate (too few bits for one channel per grid and the
+    /// decoder), skipped without training.
+    pub infeasible: Vec<SearchPoint>,
+    /// Full runs: the finalists and the base shape.
+    pub finals: Vec<FinalRun>,
+    /// Index in `finals` of the bundle returned.
+    pub chosen: usize,
+    /// Index in `finals` of the base shape's full run.
+    pub baseline: usize,
+    /// The chosen run's PSNR above the base shape's at the same rate, dB (0 when the base wins).
+    pub gain_db: f64,
+    /// 1-based index of the short trial that first ran the chosen point.
+    pub found_at_trial: usize,
+    /// The cached search this one started from, if any: its materials and rate.
+    pub warm_from: Option<String>,
+    /// Training time of every run, short and full.
+    pub total_train_secs: f64,
+}
+
+/// Why the search could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// Bad options.
+    #[error("precision search: {0}")]
+    Options(String),
+    /// The cache file cannot be read or written.
+    #[error("precision search cache {}: {message}", path.display())]
+    Cache {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A trial failed.
+    #[error(transparent)]
+    Compress(#[from] CompressError),
+    /// Scoring a trial failed.
+    #[error(transparent)]
+    Eval(#[from] crate::eval::EvalError),
+}
+
+/// What a cached search remembers of its set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetDescriptor {
+    /// Material names, comma separated (for the report).
+    pub materials: String,
+    /// log2 of the texel count.
+    pub texels_log2: f64,
+    /// Maps.
+    pub maps: usize,
+    /// Output channels.
+    pub output_channels: usize,
+    /// Content estimate, bits per texel at 40 dB (`pipeline::content_bits` per map, weighted by
+    /// texels).
+    pub content_bits_per_texel: f64,
+    /// The searched rate, bits per texel.
+    pub bits_per_texel: f64,
+}
+
+impl SetDescriptor {
+    /// Describes `set` searched at `bits_per_texel`.
+    #[must_use]
+    pub fn of(set: &TextureSet, bits_per_texel: f64) -> Self {
+        let mut content = 0.0f64;
+        let mut texels = 0usize;
+        for (_, _, t) in set.textures() {
+            content += f64::from(crate::pipeline::content_bits(t, 4).0) * t.texel_count() as f64;
+            texels += t.texel_count();
+        }
+        Self {
+            materials: set.materials.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(","),
+            texels_log2: (texels.max(1) as f64).log2(),
+            maps: set.textures().count(),
+            output_channels: set.output_channels(),
+            content_bits_per_texel: content / texels.max(1) as f64,
+            bits_per_texel,
+        }
+    }
+
+    /// How unlike two sets are: 0 for equal descriptors; under 1 counts as similar (a quarter of
+    /// the texels or twice them, one map more or less, a fifth more content, 1.4× the rate each
+    /// cost about a quarter).
+    #[must_use]
+    pub fn distance(&self, other: &Self) -> f64 {
+        let content = (self.content_bits_per_texel.max(1e-3) / other.content_bits_per_texel.max(1e-3)).ln().abs();
+        (self.texels_log2 - other.texels_log2).abs() / 8.0
+            + self.maps.abs_diff(other.maps) as f64 / 4.0
+            + self.output_channels.abs_diff(other.output_channels) as f64 / 12.0
+            + content * 1.4
+            + (self.bits_per_texel / other.bits_per_texel).ln().abs() * 0.7
+    }
+}
+
+/// A finished search as the cache keeps it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CachedSearch {
+    /// The set and rate.
+    pub descriptor: SetDescriptor,
+    /// Every short trial: point and short-run PSNR, dB.
+    pub trials: Vec<(SearchPoint, f64)>,
+    /// The point chosen after the full runs.
+    pub chosen: SearchPoint,
+}
+
+/// The cache file: every search run with it, newest last.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SearchCache {
+    /// Format version (1).
+    pub version: u32,
+    /// Searches.
+    pub searches: Vec<CachedSearch>,
+}
+
+impl SearchCache {
+    /// Reads `path`; a missing file is an empty cache.
+    pub fn read(path: &Path) -> Result<Self, SearchError> {
+        let cache_error = |message: String| SearchError::Cache { path: path.to_owned(), message };
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self { version: 1, searches: Vec::new() }),
+            Err(e) => return Err(cache_error(e.to_string())),
+        };
+        let cache: Self =
+            serde_json::from_str(&text).map_err(|e| cache_error(format!("not a search cache ({e}); delete it to start afresh")))?;
+        if cache.version != 1 {
+            return Err(cache_error(format!("version {} (this texset reads 1); delete it to start afresh", cache.version)));
+        }
+        Ok(cache)
+    }
+
+    /// Writes the cache atomically (creating its folder).
+    pub fn write(&self, path: &Path) -> Result<(), SearchError> {
+        let cache_error = |message: String| SearchError::Cache { path: path.to_owned(), message };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| cache_error(e.to_string()))?;
+        }
+        let json = serde_json::to_string_pretty(self).map_err(|e| cache_error(e.to_string()))?;
+        crate::fsutil::write_atomic(path, json.as_bytes()).map_err(|e| cache_error(e.to_string()))
+    }
+
+    /// The most similar earlier search (distance under 1), if any.
+    #[must_use]
+    pub fn nearest(&self, descriptor: &SetDescriptor) -> Option<&CachedSearch> {
+        self.searches
+            .iter()
+            .map(|s| (s.descriptor.distance(descriptor), s))
+            .filter(|(d, _)| *d < 1.0)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, s)| s)
+    }
+}
+
+/// A small deterministic generator for the samplers.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        (crate::synth::splitmix64(self.0) % n.max(1) as u64) as usize
+    }
+
+    fn unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        (crate::synth::splitmix64(self.0) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The next point a TPE proposes: `observed` are `(index, score)` of every short trial so far,
+/// `open` the points not yet tried (non-empty).
+fn tpe_propose(sizes: [usize; 4], observed: &[([usize; 4], f64)], open: &[[usize; 4]], rng: &mut Rng) -> [usize; 4] {
+    let mut order: Vec<usize> = (0..observed.len()).collect();
+    order.sort_by(|&a, &b| observed[b].1.total_cmp(&observed[a].1));
+    let good_count = observed.len().div_ceil(4).max(1);
+    // Smoothed categorical frequencies per dimension: one pseudo-count spread over the values.
+    let model = |members: &[usize]| -> Vec<Vec<f64>> {
+        (0..4)
+            .map(|d| {
+                let mut p = vec![1.0 / sizes[d] as f64; sizes[d]];
+                for &i in members {
+                    p[observed[i].0[d]] += 1.0;
+                }
+                let total: f64 = p.iter().sum();
+                p.iter().map(|x| x / total).collect()
+            })
+            .collect()
+    };
+    let good = model(&order[..good_count]);
+    let bad = model(&order[good_count..]);
+    let ratio = |x: &[usize; 4]| -> f64 { (0..4).map(|d| good[d][x[d]] / bad[d][x[d]]).product() };
+    let mut best: Option<([usize; 4], f64)> = None;
+    for _ in 0..24 {
+        let mut x = [0usize; 4];
+        for d in 0..4 {
+            let mut u = rng.unit();
+            x[d] = sizes[d] - 1;
+            for (v, p) in good[d].iter().enumerate() {
+                if u < *p {
+                    x[d] = v;
+                    break;
+                }
+                u -= p;
+            }
+        }
+        if !open.contains(&x) {
+            continue;
+        }
+        let r = ratio(&x);
+        if best.is_none_or(|(_, b)| r > b) {
+            best = Some((x, r));
+        }
+    }
+    // Every draw was tried already: the open point the model likes best.
+    best.map_or_else(|| *open.iter().max_by(|a, b| ratio(a).total_cmp(&ratio(b))).unwrap_or(&open[0]), |(x, _)| x)
+}
+
+/// Searches the shape of `base` at `search.bits_per_texel` on `set` and returns the best full
+/// run's bundle; `on_trial` hears of each short trial and `on_final` of each full run.
+pub fn search_precision(
+    set: &TextureSet,
+    base: &CompressOptions,
+    search: &SearchOptions,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+    on_trial: &dyn Fn(&SearchTrial),
+    on_final: &dyn Fn(&FinalRun),
+) -> Result<(Compressed, SearchReport), SearchError> {
+    search.space.validate().map_err(SearchError::Options)?;
+    if !(search.short_fraction > 0.0 && search.short_fraction <= 1.0) {
+        return Err(SearchError::Options(format!("the short fraction must be in (0, 1], got {}", search.short_fraction)));
+    }
+    if search.trials == 0 {
+        return Err(SearchError::Options("at least one trial is needed".into()));
+    }
+    let Some(base_point) = SearchPoint::of(base) else {
+        return Err(SearchError::Options("the base options need two grids, the second twice as coarse, with equal bits".into()));
+    };
+    let space = &search.space;
+    let sizes = space.sizes();
+    let descriptor = SetDescriptor::of(set, search.bits_per_texel);
+    let mut cache = search.cache.as_deref().map(SearchCache::read).transpose()?;
+    let warm = cache.as_ref().and_then(|c| c.nearest(&descriptor)).cloned();
+
+    // The queue of points to run first: the base shape, then the cached search's best points.
+    let mut queue: Vec<(SearchPoint, Source)> = vec![(base_point.clone(), Source::Base)];
+    if let Some(w) = &warm {
+        let mut best: Vec<&(SearchPoint, f64)> = w.trials.iter().collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut seeds = vec![&w.chosen];
+        seeds.extend(best.iter().map(|(p, _)| p));
+        for p in seeds.into_iter().take(4) {
+            if space.index_of(p).is_some() && !queue.iter().any(|(q, _)| q == p) {
+                queue.push((p.clone(), Source::Warm));
+            }
+        }
+    }
+    let all = space.all();
+    let budget = if search.strategy == Strategy::Grid { all.len() + 1 } else { search.trials };
+    let short_steps = ((base.steps as f32 * search.short_fraction).round() as u32).max(1);
+    let mut rng = Rng(search.seed ^ 0x5EA2_C400);
+    let mut trials: Vec<SearchTrial> = Vec::new();
+    let mut observed: Vec<([usize; 4], f64)> = Vec::new();
+    let mut tried: Vec<SearchPoint> = Vec::new();
+    let mut infeasible: Vec<SearchPoint> = Vec::new();
+    let mut grid_next = 0usize;
+    let mut total_train_secs = 0.0;
+    let score = |options: &CompressOptions| -> Result<(Compressed, f64), SearchError> {
+        let out = compress(set, options, progress, cancel)?;
+        let psnr = evaluate(set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;
+        Ok((out, psnr))
+    };
+    while trials.len() < budget {
+        let open: Vec<[usize; 4]> = all
+            .iter()
+            .filter(|x| {
+                let p = space.point(**x);
+                !tried.contains(&p) && !infeasible.contains(&p)
+            })
+            .copied()
+            .collect();
+        let (point, source) = if !queue.is_empty() {
+            queue.remove(0)
+        } else if open.is_empty() {
+            break;
+        } else {
+            match search.strategy {
+                Strategy::Grid => {
+                    while grid_next < all.len() && !open.contains(&all[grid_next]) {
+                        grid_next += 1;
+                    }
+                    let Some(x) = all.get(grid_next) else { break };
+                    (space.point(*x), Source::Grid)
+                }
+                Strategy::Random => (space.point(open[rng.below(open.len())]), Source::Random),
+                Strategy::Tpe if observed.len() < (search.trials / 4).max(3) => (space.point(open[rng.below(open.len())]), Source::Random),
+                Strategy::Tpe => (space.point(tpe_propose(sizes, &observed, &open, &mut rng)), Source::Tpe),
+            }
+        };
+        if tried.contains(&point) || infeasible.contains(&point) {
+            continue;
+        }
+        let mut options = match point.options(base, search.bits_per_texel, set) {
+            Ok(o) => o,
+            Err(_) if source != Source::Base => {
+                infeasible.push(point);
+                continue;
+            }
+            Err(e) => return Err(SearchError::Options(format!("the base shape at {} bits per texel: {e}", search.bits_per_texel))),
+        };
+        options.steps = short_steps;
+        let (out, psnr) = score(&options)?;
+        total_train_secs += out.report.train.train_secs;
+        let trial = SearchTrial {
+            point: point.clone(),
+            source,
+            channels: [options.grids[0].channels, options.grids[1].channels],
+            bits_per_texel: out.report.pack.bits_per_texel,
+            pooled_psnr_db: psnr,
+            train_secs: out.report.train.train_secs,
+        };
+        on_trial(&trial);
+        if let Some(x) = space.index_of(&point) {
+            observed.push((x, psnr));
+        }
+        tried.push(point);
+        trials.push(trial);
+    }
+
+    // Full runs: the base shape and the best short trials.
+    let mut by_score: Vec<usize> = (0..trials.len()).collect();
+    by_score.sort_by(|&a, &b| trials[b].pooled_psnr_db.total_cmp(&trials[a].pooled_psnr_db));
+    let mut finalists = vec![0usize];
+    for i in by_score {
+        if finalists.len() > search.finalists {
+            break;
+        }
+        if i != 0 {
+            finalists.push(i);
+        }
+    }
+    let mut finals = Vec::new();
+    let mut bundles = Vec::new();
+    for &i in &finalists {
+        let options = trials[i].point.options(base, search.bits_per_texel, set).map_err(SearchError::Options)?;
+        let (out, psnr) = score(&options)?;
+        total_train_secs += out.report.train.train_secs;
+        let run = FinalRun {
+            trial: i,
+            point: trials[i].point.clone(),
+            bits_per_texel: out.report.pack.bits_per_texel,
+            bundle_bytes: out.report.pack.bundle_bytes,
+            pooled_psnr_db: psnr,
+            train_secs: out.report.train.train_secs,
+        };
+        on_final(&run);
+        finals.push(run);
+        bundles.push(out);
+    }
+    let chosen = (0..finals.len()).max_by(|&a, &b| finals[a].pooled_psnr_db.total_cmp(&finals[b].pooled_psnr_db)).unwrap_or(0);
+    let baseline = 0;
+    let report = SearchReport {
+        options: search.clone(),
+        short_steps,
+        full_steps: base.steps,
+        found_at_trial: finals[chosen].trial + 1,
+        gain_db: finals[chosen].pooled_psnr_db - finals[baseline].pooled_psnr_db,
+        chosen,
+        baseline,
+        trials,
+        infeasible,
+        finals,
+        warm_from: warm.map(|w| format!("{} at {:.3} bits/texel", w.descriptor.materials, w.descriptor.bits_per_texel)),
+        total_train_secs,
+    };
+    if let (Some(cache), Some(path)) = (cache.as_mut(), search.cache.as_deref()) {
+        cache.version = 1;
+        cache.searches.push(CachedSearch {
+            descriptor,
+            trials: report.trials.iter().map(|t| (t.point.clone(), t.pooled_psnr_db)).collect(),
+            chosen: report.finals[report.chosen].point.clone(),
+        });
+        cache.write(path)?;
+    }
+    let bundle = bundles.swap_remove(chosen);
+    Ok((bundle, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_space_holds_the_default_preset() {
+        let space = SearchSpace::default();
+        let point = SearchPoint::of(&CompressOptions::default()).expect("the default preset is a search point");
+        assert_eq!(point.label(), "4b 1/4 12:16 64-48-32");
+        assert!(space.index_of(&point).is_some());
+        assert_eq!(space.all().len(), 81);
+    }
+
+    #[test]
+    fn tpe_prefers_the_values_of_the_best_trials() {
+        // Scores rise with dimension 0's value and ignore the others: the model must propose
+        // dimension 0's best value.
+        let sizes = [3, 3, 3, 3];
+        let space = SearchSpace::default();
+        let all = space.all();
+        let mut rng = Rng(7);
+        let observed: Vec<([usize; 4], f64)> = all.iter().step_by(5).map(|x| (*x, x[0] as f64 * 10.0 + x[3] as f64 * 0.1)).collect();
+        let open: Vec<[usize; 4]> = all.iter().filter(|x| !observed.iter().any(|(o, _)| o == *x)).copied().collect();
+        let mut best_value = 0;
+        for _ in 0..10 {
+            if tpe_propose(sizes, &observed, &open, &mut rng)[0] == 2 {
+                best_value += 1;
+            }
+        }
+        assert!(best_value >= 9, "TPE proposed dimension 0's best value {best_value} times of 10");
+    }
+
+    #[test]
+    fn similar_sets_are_near_and_unlike_ones_far() {
+        let a = SetDescriptor {
+            materials: "a".into(),
+            texels_log2: 22.0,
+            maps: 3,
+            output_channels: 9,
+            content_bits_per_texel: 2.0,
+            bits_per_texel: 4.0,
+        };
+        let similar = SetDescriptor { materials: "b".into(), content_bits_per_texel: 2.2, ..a.clone() };
+        let other_rate = SetDescriptor { bits_per_texel: 1.0, ..a.clone() };
+        let busier = SetDescriptor { content_bits_per_texel: 4.0, ..a.clone() };
+        assert!(a.distance(&a).abs() < 1e-12);
+        assert!(a.distance(&similar) < 1.0);
+        assert!(a.distance(&other_rate) >= 0.9);
+        assert!(a.distance(&busier) >= 0.9);
+    }
+
+    #[test]
+    fn a_broken_cache_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("search.json");
+        assert_eq!(SearchCache::read(&path).expect("missing is empty").searches.len(), 0);
+        std::fs::write(&path, "{ not json").expect("write");
+        let e = SearchCache::read(&path).expect_err("broken cache");
+        assert!(e.to_string().contains("search.json"), "{e}");
+    }
+}

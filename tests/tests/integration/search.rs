@@ -1,0 +1,101 @@
+//! The precision search (`texset compress --bpp X --search`): every point at the same rate, short
+//! runs, the best and the preset's shape in full, a cache that starts a similar set warm.
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+use texset_core::decode::Decoder;
+use texset_core::eval::evaluate;
+use texset_core::search::{SearchOptions, SearchSpace, Source, Strategy, search_precision};
+use texset_core::{Cancel, CompressOptions, NoProgress};
+
+/// Four points: the default shape and its neighbours in latent bits and decoder size.
+fn small_space() -> SearchSpace {
+    SearchSpace {
+        latent_bits: vec![2, 4],
+        finest_texels_per_cell: vec![4],
+        channel_splits: vec![[12, 16]],
+        hidden_widths: vec![vec![32, 32], vec![64, 48, 32]],
+    }
+}
+
+#[test]
+fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
+    let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/bricks")]).unwrap();
+    let base = CompressOptions { steps: 200, seed: 5, ..CompressOptions::default() };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache/search.json");
+    let mut options = SearchOptions::new(Strategy::Grid, 3.0, 100);
+    options.space = small_space();
+    options.cache = Some(cache.clone());
+    options.finalists = 1;
+    let (out, report) = search_precision(&set, &base, &options, &NoProgress, &Cancel::new(), &|_| {}, &|_| {}).unwrap();
+    for t in &report.trials {
+        println!("{:?} {} -> {:?}: {:.3} bits/texel, {:.2} dB", t.source, t.point.label(), t.channels, t.bits_per_texel, t.pooled_psnr_db);
+    }
+    for f in &report.finals {
+        println!("full run {}: {:.3} bits/texel, {:.2} dB", f.point.label(), f.bits_per_texel, f.pooled_psnr_db);
+    }
+    // The grid runs all four points once, the preset's shape first, each at a quarter of the steps.
+    assert_eq!(report.trials.len(), 4);
+    assert_eq!(report.trials[0].source, Source::Base);
+    assert_eq!(report.trials[0].point.label(), "4b 1/4 12:16 64-48-32");
+    for (i, a) in report.trials.iter().enumerate() {
+        assert!(report.trials[..i].iter().all(|b| b.point != a.point), "{} ran twice", a.point.label());
+    }
+    assert_eq!(report.short_steps, 50);
+    // Equal bits: every bundle is at or under the rate and close to it.
+    for t in &report.trials {
+        assert!(t.bits_per_texel <= 3.0 && t.bits_per_texel > 2.5, "{t:?}");
+    }
+    // Fewer latent bits buy more channels at the same rate.
+    let channels = |bits: u32, widths: usize| {
+        report.trials.iter().find(|t| t.point.latent_bits == bits && t.point.hidden_widths.len() == widths).unwrap().channels
+    };
+    assert!(channels(2, 3)[0] > channels(4, 3)[0]);
+    // Full runs: the preset's shape (the baseline) and the best other short trial; the best full
+    // run is returned, and its bundle scores what the report says.
+    assert_eq!(report.finals.len(), 2);
+    assert_eq!(report.finals[report.baseline].trial, 0);
+    let best_other = (1..4).max_by(|&a, &b| report.trials[a].pooled_psnr_db.total_cmp(&report.trials[b].pooled_psnr_db)).unwrap();
+    assert_eq!(report.finals[1].trial, best_other);
+    let chosen = &report.finals[report.chosen];
+    assert!(report.finals.iter().all(|f| f.pooled_psnr_db <= chosen.pooled_psnr_db));
+    assert!((report.gain_db - (chosen.pooled_psnr_db - report.finals[report.baseline].pooled_psnr_db)).abs() < 1e-12);
+    assert!(report.gain_db >= 0.0);
+    assert_eq!(report.found_at_trial, chosen.trial + 1);
+    let again = evaluate(&set, &Decoder::new(&out.bundle), false).unwrap().pooled_psnr_db;
+    assert!((again - chosen.pooled_psnr_db).abs() < 1e-9);
+    assert_eq!(out.report.train.steps_run, 200);
+
+    // The cache now holds this search; a TPE search on the same set starts from its choice, right
+    // after the preset's shape, and says where it started from.
+    let first_choice = chosen.point.clone();
+    let mut warm = SearchOptions::new(Strategy::Tpe, 3.0, 2);
+    warm.space = small_space();
+    warm.cache = Some(cache.clone());
+    warm.finalists = 1;
+    let (_, warm_report) = search_precision(&set, &base, &warm, &NoProgress, &Cancel::new(), &|_| {}, &|_| {}).unwrap();
+    assert!(warm_report.warm_from.as_deref().unwrap().starts_with("bricks"), "{:?}", warm_report.warm_from);
+    assert_eq!(warm_report.trials.len(), 2);
+    if first_choice == warm_report.trials[0].point {
+        // The preset's shape won the first search: nothing new to seed but the next best.
+        assert_eq!(warm_report.trials[1].source, Source::Warm);
+    } else {
+        assert_eq!(warm_report.trials[1].point, first_choice);
+        assert_eq!(warm_report.trials[1].source, Source::Warm);
+    }
+    let cached = texset_core::search::SearchCache::read(&cache).unwrap();
+    assert_eq!(cached.searches.len(), 2);
+
+    // A point that cannot fit the rate (a decoder of a megabyte) is skipped without training,
+    // and said so.
+    let mut tight = SearchOptions::new(Strategy::Grid, 3.0, 100);
+    tight.space = SearchSpace { latent_bits: vec![4], hidden_widths: vec![vec![64, 48, 32], vec![1024, 1024]], ..small_space() };
+    tight.short_fraction = 0.05;
+    tight.finalists = 0;
+    let (_, tight_report) = search_precision(&set, &base, &tight, &NoProgress, &Cancel::new(), &|_| {}, &|_| {}).unwrap();
+    assert_eq!(tight_report.trials.len(), 1);
+    assert_eq!(tight_report.infeasible.len(), 1);
+    assert_eq!(tight_report.infeasible[0].hidden_widths, vec![1024, 1024]);
+    assert_eq!(tight_report.finals.len(), 1);
+}
