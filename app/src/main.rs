@@ -163,6 +163,9 @@ enum Command {
         /// updated (default: `$XDG_CACHE_HOME/texset/search.json` or `~/.cache/texset/search.json`).
         #[arg(long, requires = "search")]
         search_cache: Option<PathBuf>,
+        /// With `--search`: the decoder weight formats searched, comma-separated.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "int8", requires = "search")]
+        search_weight_formats: Vec<WeightFormatArg>,
         /// With `--search`: start cold and remember nothing.
         #[arg(long, requires = "search", conflicts_with = "search_cache")]
         no_search_cache: bool,
@@ -180,6 +183,10 @@ enum Command {
         /// `ptq` quantises the float weights at pack.
         #[arg(long, value_enum, default_value_t = QuantArg::Qat)]
         weight_quant: QuantArg,
+        /// How the decoder's weights are stored: `int8` with a scale per row, `fp16`, `e4m3`
+        /// (8-bit minifloat, a scale per row) or `mxint8` (int8, a power-of-two scale per 32).
+        #[arg(long, value_enum, default_value_t = WeightFormatArg::Int8)]
+        weight_format: WeightFormatArg,
         /// Training backend.
         #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
         backend: BackendArg,
@@ -668,11 +675,13 @@ fn run(cli: Cli) -> Result<()> {
             search,
             search_trials,
             search_cache,
+            search_weight_formats,
             no_search_cache,
             steps,
             latent_bits,
             latent_quant,
             weight_quant,
+            weight_format,
             backend,
             preset,
             seed,
@@ -702,6 +711,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             options.latent_quantisation = latent_quant.into();
             options.weight_quantisation = weight_quant.into();
+            options.weight_format = weight_format.into();
             if let Some(steps) = steps {
                 options.steps = steps;
             }
@@ -800,6 +810,7 @@ fn run(cli: Cli) -> Result<()> {
                         bpp.unwrap_or(4.0),
                         search_trials,
                     );
+                    search_options.space.weight_formats = search_weight_formats.into_iter().map(Into::into).collect();
                     search_options.cache = if no_search_cache { None } else { search_cache.or_else(search::default_cache_path) };
                     let (compressed, report) = search::run(&set, &options, &search_options, &progress, &cancel)?;
                     let chosen = &report.finals[report.chosen].point;
@@ -1160,6 +1171,30 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `texset compress --weight-format` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum WeightFormatArg {
+    /// int8, one f32 scale per output row.
+    Int8,
+    /// IEEE half precision.
+    Fp16,
+    /// 8-bit minifloat (4 exponent, 3 mantissa bits), one f32 scale per output row.
+    E4m3,
+    /// int8 with a shared power-of-two scale per block of 32 inputs.
+    Mxint8,
+}
+
+impl From<WeightFormatArg> for texset_core::quant::WeightFormat {
+    fn from(f: WeightFormatArg) -> Self {
+        match f {
+            WeightFormatArg::Int8 => Self::Int8,
+            WeightFormatArg::Fp16 => Self::Fp16,
+            WeightFormatArg::E4m3 => Self::Fp8E4m3,
+            WeightFormatArg::Mxint8 => Self::MxInt8,
+        }
+    }
 }
 
 /// `texset compress --search` values.

@@ -1,13 +1,16 @@
 //! `texset bench --quantisation`: quantisation-aware training against post-training
-//! quantisation, for the latents and for the decoder's weights, at 2, 4 and 8 latent bits. Each
-//! cell is a whole compression of one material folder on the fused CPU trainer (seeded, so a
-//! rerun gives the same figures), scored by pooled PSNR of the bundle.
+//! quantisation, for the latents and for the decoder's weights, at 2, 4 and 8 latent bits; then
+//! the decoder's weight formats (int8, fp16, E4M3, MXINT8), each fine-tuned through itself (QAT)
+//! and quantised once at the end (PTQ). Each cell is a whole compression of one material folder on
+//! the fused CPU trainer (seeded, so a rerun gives the same figures), scored by pooled PSNR of the
+//! bundle.
 
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::options::Quantisation;
+use texset_core::quant::WeightFormat;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
 
 /// One compression of the comparison.
@@ -17,6 +20,8 @@ struct Cell {
     latent_bits: u32,
     latents: Quantisation,
     weights: Quantisation,
+    weight_format: WeightFormat,
+    weight_bytes: u64,
     bits_per_texel: f64,
     pooled_psnr_db: f64,
     train_secs: f64,
@@ -39,34 +44,45 @@ pub fn run(dirs: &[PathBuf], steps: u32, json: bool) -> Result<()> {
         );
         println!("|---|---|---|---|---|---|---|---|---|");
     }
+    let mut sets = Vec::new();
     for dir in dirs {
         let (set, _) = texset_core::ingest::load_library(std::slice::from_ref(dir))?;
         let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+        sets.push((dir, name, set));
+    }
+    let run =
+        |(dir, name, set): &(&PathBuf, String, texset_core::TextureSet), bits: u32, latents, weights, weight_format| -> Result<Cell> {
+            let mut options = CompressOptions { steps, backend: Backend::Cpu, weight_format, ..CompressOptions::default() };
+            for g in &mut options.grids {
+                g.bits = bits;
+            }
+            options.latent_quantisation = latents;
+            options.weight_quantisation = weights;
+            let out = compress(set, &options, &NoProgress, &Cancel::new())
+                .with_context(|| format!("{}: {bits} bits, {weight_format:?} weights", dir.display()))?;
+            let psnr = evaluate(set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;
+            if json {
+                eprintln!("{name} {bits} bits, latents {latents:?}, weights {weights:?} in {weight_format:?}: {psnr:.2} dB");
+            }
+            Ok(Cell {
+                set: name.clone(),
+                latent_bits: bits,
+                latents,
+                weights,
+                weight_format,
+                weight_bytes: out.report.pack.sections.weight_bytes,
+                bits_per_texel: out.report.pack.bits_per_texel,
+                pooled_psnr_db: psnr,
+                train_secs: out.report.train.train_secs,
+            })
+        };
+    for entry in &sets {
+        let name = &entry.1;
         for bits in [2, 4, 8] {
             let mut row = Vec::new();
             for (latents, weights) in MODES {
-                let mut options = CompressOptions { steps, backend: Backend::Cpu, ..CompressOptions::default() };
-                for g in &mut options.grids {
-                    g.bits = bits;
-                }
-                options.latent_quantisation = latents;
-                options.weight_quantisation = weights;
-                let out =
-                    compress(&set, &options, &NoProgress, &Cancel::new()).with_context(|| format!("{}: {bits} bits", dir.display()))?;
-                let psnr = evaluate(&set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;
-                let cell = Cell {
-                    set: name.clone(),
-                    latent_bits: bits,
-                    latents,
-                    weights,
-                    bits_per_texel: out.report.pack.bits_per_texel,
-                    pooled_psnr_db: psnr,
-                    train_secs: out.report.train.train_secs,
-                };
-                if json {
-                    eprintln!("{name} {bits} bits, latents {latents:?}, weights {weights:?}: {psnr:.2} dB");
-                }
-                row.push(psnr);
+                let cell = run(entry, bits, latents, weights, WeightFormat::Int8)?;
+                row.push(cell.pooled_psnr_db);
                 cells.push(cell);
             }
             if !json {
@@ -81,6 +97,30 @@ pub fn run(dirs: &[PathBuf], steps: u32, json: bool) -> Result<()> {
                     row[0] - row[2]
                 );
             }
+        }
+    }
+    if !json {
+        println!();
+        println!("| set | weight format | weight bytes | bits/texel | QAT weights | PTQ weights | QAT − PTQ |");
+        println!("|---|---|---|---|---|---|---|");
+    }
+    for entry in &sets {
+        for format in WeightFormat::ALL {
+            let qat = run(entry, 4, Quantisation::Qat, Quantisation::Qat, format)?;
+            let ptq = run(entry, 4, Quantisation::Qat, Quantisation::Ptq, format)?;
+            if !json {
+                println!(
+                    "| {} | {format:?} | {} | {:.3} | {:.2} dB | {:.2} dB | {:+.2} dB |",
+                    entry.1,
+                    qat.weight_bytes,
+                    qat.bits_per_texel,
+                    qat.pooled_psnr_db,
+                    ptq.pooled_psnr_db,
+                    qat.pooled_psnr_db - ptq.pooled_psnr_db
+                );
+            }
+            cells.push(qat);
+            cells.push(ptq);
         }
     }
     if json {

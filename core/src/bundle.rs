@@ -12,9 +12,10 @@ use std::path::Path;
 /// First eight bytes of every bundle.
 pub const MAGIC: [u8; 8] = *b"TEXSET\0\x1a";
 /// The newest format version this build writes and reads. Version 2 adds per-map colour
-/// transforms, version 3 the mip chain (latent pyramid and LOD input); a bundle is written with
+/// transforms, version 3 the mip chain (latent pyramid and LOD input), version 4 decoder weights
+/// in fp16, E4M3 or MXINT8 (not int8); a bundle is written with
 /// the oldest version that holds what it uses, so older readers read it when they can.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Section tags, in file order.
@@ -197,13 +198,8 @@ pub struct GridEntry {
     pub range: [f32; 2],
 }
 
-/// Weight storage format of an MLP layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WeightFormat {
-    /// int8 weights with one f32 scale per output row; f32 biases.
-    Int8PerRow,
-}
+/// Weight storage format of an MLP layer (format version 4 adds every format but int8).
+pub use crate::quant::WeightFormat;
 
 /// Shape of one MLP layer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -515,10 +511,27 @@ impl Bundle {
         }
         let mut weights = Vec::new();
         for layer in &self.layers {
-            weights.extend(layer.weights.iter().map(|&w| w.to_le_bytes()[0]));
-            weights.resize(weights.len().next_multiple_of(4), 0);
-            for s in &layer.scales {
-                weights.extend_from_slice(&s.to_le_bytes());
+            match layer.format {
+                WeightFormat::Int8 | WeightFormat::Fp8E4m3 => {
+                    weights.extend(layer.weights.iter().map(|&w| w.to_le_bytes()[0]));
+                    weights.resize(weights.len().next_multiple_of(4), 0);
+                    for s in &layer.scales {
+                        weights.extend_from_slice(&s.to_le_bytes());
+                    }
+                }
+                WeightFormat::Fp16 => {
+                    for h in &layer.halves {
+                        weights.extend_from_slice(&h.to_le_bytes());
+                    }
+                    weights.resize(weights.len().next_multiple_of(4), 0);
+                }
+                WeightFormat::MxInt8 => {
+                    weights.extend(layer.weights.iter().map(|&w| w.to_le_bytes()[0]));
+                    weights.resize(weights.len().next_multiple_of(4), 0);
+                    // The biased exponent of each power-of-two block scale (E8M0).
+                    weights.extend(layer.scales.iter().map(|s| (s.to_bits() >> 23) as u8));
+                    weights.resize(weights.len().next_multiple_of(4), 0);
+                }
             }
             for b in &layer.biases {
                 weights.extend_from_slice(&b.to_le_bytes());
@@ -529,7 +542,9 @@ impl Bundle {
         let header_len = 16 + SECTION_ENTRY_BYTES * sections.len() + 4;
         let mut out = Vec::with_capacity(header_len + manifest.len() + latents.len() + weights.len());
         out.extend_from_slice(&MAGIC);
-        let version = if self.manifest.mip_levels > 1 {
+        let version = if self.manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
+            4
+        } else if self.manifest.mip_levels > 1 {
             3
         } else if self.manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
             2
@@ -574,14 +589,24 @@ impl Bundle {
         if self.layers.iter().any(|l| l.scales.iter().chain(&l.biases).any(|v| !v.is_finite())) {
             return Err(BundleError::Invalid("non-finite weight scale or bias (did training diverge?)".into()));
         }
+        if m.layers.windows(2).any(|w| w[0].format != w[1].format) {
+            return Err(BundleError::Invalid("the MLP layers must share one weight format".into()));
+        }
         for (i, (e, l)) in m.layers.iter().zip(&self.layers).enumerate() {
+            let n = l.inputs * l.outputs;
+            let (codes, halves) = if l.format == WeightFormat::Fp16 { (0, n) } else { (n, 0) };
             if l.inputs != e.inputs as usize
                 || l.outputs != e.outputs as usize
-                || l.weights.len() != l.inputs * l.outputs
-                || l.scales.len() != l.outputs
+                || l.format != e.format
+                || l.weights.len() != codes
+                || l.halves.len() != halves
+                || l.scales.len() != l.outputs * l.format.scales_per_row(l.inputs)
                 || l.biases.len() != l.outputs
             {
-                return Err(BundleError::Invalid(format!("layer {i} data does not match its shape")));
+                return Err(BundleError::Invalid(format!("layer {i} data does not match its shape and format")));
+            }
+            if l.format == WeightFormat::MxInt8 && l.scales.iter().any(|s| s.to_bits() & 0x807F_FFFF != 0 || *s == 0.0) {
+                return Err(BundleError::Invalid(format!("layer {i}: an MXINT8 block scale is not a normal power of two")));
             }
         }
         Ok(())
@@ -651,6 +676,11 @@ impl Bundle {
         if version < 3 && manifest.mip_levels > 1 {
             return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold a mip chain (version 3 adds it)")));
         }
+        if version < 4 && manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
+            return Err(BundleError::Invalid(format!(
+                "a version {version} bundle cannot hold weights other than int8 (version 4 adds them)"
+            )));
+        }
         Self::validate_manifest(&manifest)?;
 
         let latent_bytes = find(SECTION_LATENTS)?;
@@ -669,8 +699,7 @@ impl Bundle {
         }
 
         let weight_bytes = find(SECTION_WEIGHTS)?;
-        let expected: usize =
-            manifest.layers.iter().map(|l| (l.inputs as usize * l.outputs as usize).next_multiple_of(4) + 8 * l.outputs as usize).sum();
+        let expected: usize = manifest.layers.iter().map(|l| l.format.layer_bytes(l.inputs as usize, l.outputs as usize)).sum();
         if weight_bytes.len() != expected {
             return Err(BundleError::Invalid(format!("weight section has {} bytes, the manifest needs {expected}", weight_bytes.len())));
         }
@@ -680,18 +709,38 @@ impl Bundle {
             data.chunks_exact(4).take(n).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
         };
         for l in &manifest.layers {
-            let (inputs, outputs) = (l.inputs as usize, l.outputs as usize);
+            let (inputs, outputs, format) = (l.inputs as usize, l.outputs as usize, l.format);
             let n = inputs * outputs;
-            let weights: Vec<i8> = weight_bytes[at..at + n].iter().map(|&b| i8::from_le_bytes([b])).collect();
-            at += n.next_multiple_of(4);
-            let scales = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
-            at += 4 * outputs;
+            let (mut weights, mut halves, mut scales) = (Vec::new(), Vec::new(), Vec::new());
+            if format == WeightFormat::Fp16 {
+                halves = weight_bytes[at..at + 2 * n].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+                at += (2 * n).next_multiple_of(4);
+            } else {
+                weights = weight_bytes[at..at + n].iter().map(|&b| i8::from_le_bytes([b])).collect();
+                at += n.next_multiple_of(4);
+            }
+            match format {
+                WeightFormat::Int8 | WeightFormat::Fp8E4m3 => {
+                    scales = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
+                    at += 4 * outputs;
+                }
+                WeightFormat::MxInt8 => {
+                    let count = outputs * format.scales_per_row(inputs);
+                    // E8M0: 0 and 255 are not stored scales (the writer never makes them).
+                    if let Some(bad) = weight_bytes[at..at + count].iter().find(|&&e| e == 0 || e == 255) {
+                        return Err(BundleError::Invalid(format!("MXINT8 block exponent {bad} is out of range")));
+                    }
+                    scales = weight_bytes[at..at + count].iter().map(|&e| f32::from_bits(u32::from(e) << 23)).collect();
+                    at += count.next_multiple_of(4);
+                }
+                WeightFormat::Fp16 => {}
+            }
             let biases = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
             at += 4 * outputs;
             if scales.iter().chain(&biases).any(|v| !v.is_finite()) {
                 return Err(BundleError::Invalid("non-finite weight scale or bias".into()));
             }
-            layers.push(QuantizedLayer { inputs, outputs, weights, scales, biases });
+            layers.push(QuantizedLayer { inputs, outputs, format, weights, halves, scales, biases });
         }
         let bundle = Self { manifest, latent_levels, layers };
         bundle.check_data_shapes()?;

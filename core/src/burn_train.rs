@@ -213,10 +213,10 @@ pub fn train_burn(
         let mse = loss * batch.len as f32 / targeted;
         status.record(progress, &schedule, step + 1, phase, mse);
         if progress.snapshot_due() {
-            progress.snapshot(layout, &finalize(trainer.params(), &schedule.grid_bits));
+            progress.snapshot(layout, &finalize(trainer.params(), &schedule.grid_bits, schedule.weight_format));
         }
     }
-    let p = finalize(trainer.params(), &schedule.grid_bits);
+    let p = finalize(trainer.params(), &schedule.grid_bits, schedule.weight_format);
     let backend = match options.backend {
         Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
         Backend::Wgpu => "burn wgpu",

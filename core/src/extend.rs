@@ -94,6 +94,12 @@ pub fn add_materials(
             return Err(CompressError::Options(format!("the library already has a material named '{}'", m.name)));
         }
     }
+    if let Some(l) = manifest.layers.iter().find(|l| l.format != crate::quant::WeightFormat::Int8) {
+        return Err(CompressError::Options(format!(
+            "the library's decoder weights are {:?}; adding materials keeps frozen int8 rows, so it needs an int8 library: compress the whole library again",
+            l.format
+        )));
+    }
     if manifest.mip_levels > 1 {
         return Err(CompressError::Options(format!(
             "the library stores a mip chain ({} levels); adding materials to one is not supported yet: compress the whole library again",
@@ -171,6 +177,7 @@ pub fn add_materials(
         textures,
         mip_levels: 1,
         mip_grids: Vec::new(),
+        weight_format: crate::quant::WeightFormat::Int8,
     };
     let shared_read = if options.read_shared { old_lc } else { 0 };
     let budgets: Vec<TextureBudget> = local_report

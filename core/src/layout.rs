@@ -52,6 +52,8 @@ pub struct ModelLayout {
     /// The pyramid's levels 1 and up, level by level, each with every grid (see
     /// [`crate::params::ModelParams::mip_grids`]); empty without a mip chain.
     pub mip_grids: Vec<GridShape>,
+    /// How the decoder's weights are stored (and fake-quantised in training).
+    pub weight_format: crate::quant::WeightFormat,
 }
 
 impl ModelLayout {

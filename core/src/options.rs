@@ -163,6 +163,10 @@ pub struct CompressOptions {
     /// the end and quantised once, at pack. Default QAT.
     #[serde(default)]
     pub weight_quantisation: Quantisation,
+    /// How the decoder's weights are stored: int8 per row (the default), fp16, E4M3 or MXINT8.
+    /// QAT fine-tunes through the chosen format.
+    #[serde(default)]
+    pub weight_format: crate::quant::WeightFormat,
 }
 
 /// Quantisation-aware training or post-training quantisation (docs/benchmarks.md compares them).
@@ -219,6 +223,7 @@ impl Default for CompressOptions {
             mip_sample_boost: default_mip_sample_boost(),
             latent_quantisation: Quantisation::Qat,
             weight_quantisation: Quantisation::Qat,
+            weight_format: crate::quant::WeightFormat::Int8,
         }
     }
 }
@@ -365,7 +370,7 @@ impl CompressOptions {
             self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(levels > 1);
         let mut weight_bytes = 0;
         for &w in self.hidden_widths.iter().chain(std::iter::once(&output_channels)) {
-            weight_bytes += (inputs * w).next_multiple_of(4) + 8 * w;
+            weight_bytes += self.weight_format.layer_bytes(inputs, w);
             inputs = w;
         }
         (latent_bits / 8.0).ceil() as usize + weight_bytes + manifest_bytes + 100

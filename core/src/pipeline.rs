@@ -543,6 +543,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
         textures,
         mip_levels: 1,
         mip_grids: Vec::new(),
+        weight_format: options.weight_format,
     };
     let layout = if options.mips { with_pyramid(layout, set.max_extent(), options.mip_cell_growth) } else { layout };
     let mut mlp_widths = vec![layout.latent_channels() + 4 * options.pe_frequencies as usize + usize::from(layout.mip_levels > 1)];
@@ -735,7 +736,7 @@ pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelP
 pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Vec<QuantizedLayer>, QuantiseReport) {
     let per_level = layout.grids.len().max(1);
     let levels = params.all_grids().enumerate().map(|(i, g)| quant::grid_levels(g, layout.grids[i % per_level].bits)).collect();
-    let layers: Vec<QuantizedLayer> = params.layers.iter().map(QuantizedLayer::quantize).collect();
+    let layers: Vec<QuantizedLayer> = params.layers.iter().map(|l| QuantizedLayer::quantize_as(l, layout.weight_format)).collect();
     let max_weight_error = params
         .layers
         .iter()
@@ -748,7 +749,7 @@ pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Ve
     let report = QuantiseReport {
         latent_bits: layout.grids.iter().map(|g| g.bits).collect(),
         max_weight_error,
-        weight_format: WeightFormat::Int8PerRow,
+        weight_format: layout.weight_format,
     };
     (levels, layers, report)
 }
@@ -780,7 +781,7 @@ pub fn pack(
             .map(|(i, l)| LayerEntry {
                 inputs: l.inputs as u32,
                 outputs: l.outputs as u32,
-                format: WeightFormat::Int8PerRow,
+                format: l.format,
                 activation: if i == last { "linear".into() } else { "relu".into() },
             })
             .collect(),

@@ -46,23 +46,174 @@ pub fn grid_levels(grid: &GridParams, bits: u32) -> Vec<u8> {
     grid.values.iter().map(|&v| latent_level(v, bits)).collect()
 }
 
-/// An int8 layer: `w[o][i] = weights[o][i] * scales[o]`.
+/// How a bundle stores its decoder's weights (biases are f32 in every format).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightFormat {
+    /// int8 with one f32 scale per output row: `w = q · scale[o]` (format version 1's only one).
+    #[default]
+    #[serde(rename = "int8_per_row")]
+    Int8,
+    /// IEEE half precision, no scale.
+    Fp16,
+    /// 8-bit minifloat E4M3 (OCP FP8: 4 exponent bits, bias 7, 3 mantissa bits, subnormals, ±448
+    /// at most, no infinities) with one f32 scale per output row: `w = e4m3(code) · scale[o]`.
+    Fp8E4m3,
+    /// Block-scaled int8 in the style of OCP MXINT8: each run of [`MX_BLOCK`] inputs of a row
+    /// shares a power-of-two scale (one exponent byte), `w = q · 2^e`.
+    MxInt8,
+}
+
+/// Inputs per shared exponent in [`WeightFormat::MxInt8`].
+pub const MX_BLOCK: usize = 32;
+
+/// The largest finite E4M3 value.
+pub const E4M3_MAX: f32 = 448.0;
+
+impl WeightFormat {
+    /// Every format, int8 first.
+    pub const ALL: [Self; 4] = [Self::Int8, Self::Fp16, Self::Fp8E4m3, Self::MxInt8];
+
+    /// The code a bundle's manifest and the WGSL decoder use (0 = int8).
+    #[must_use]
+    pub fn code(self) -> u32 {
+        match self {
+            Self::Int8 => 0,
+            Self::Fp16 => 1,
+            Self::Fp8E4m3 => 2,
+            Self::MxInt8 => 3,
+        }
+    }
+
+    /// Scale values stored per output row: one (int8, E4M3), one per block (MXINT8), none (fp16).
+    #[must_use]
+    pub fn scales_per_row(self, inputs: usize) -> usize {
+        match self {
+            Self::Int8 | Self::Fp8E4m3 => 1,
+            Self::Fp16 => 0,
+            Self::MxInt8 => inputs.div_ceil(MX_BLOCK),
+        }
+    }
+
+    /// Bytes a layer takes in a bundle: weight codes (each of the layer's sections padded to 4
+    /// bytes), scales (f32, or one exponent byte per block for MXINT8) and f32 biases.
+    #[must_use]
+    pub fn layer_bytes(self, inputs: usize, outputs: usize) -> usize {
+        let n = inputs * outputs;
+        let biases = 4 * outputs;
+        match self {
+            Self::Int8 | Self::Fp8E4m3 => n.next_multiple_of(4) + 4 * outputs + biases,
+            Self::Fp16 => (2 * n).next_multiple_of(4) + biases,
+            Self::MxInt8 => n.next_multiple_of(4) + (outputs * self.scales_per_row(inputs)).next_multiple_of(4) + biases,
+        }
+    }
+}
+
+/// The value of an E4M3 code (bit 7 sign, bits 6..3 exponent, bits 2..0 mantissa). Codes 0x7F and
+/// 0xFF (NaN in the OCP format) are never written; they read as ±448.
+#[must_use]
+pub fn e4m3_value(code: u8) -> f32 {
+    let exponent = u32::from((code >> 3) & 15);
+    let mantissa = f32::from(code & 7);
+    let magnitude = if code & 0x7F == 0x7F {
+        E4M3_MAX
+    } else if exponent == 0 {
+        mantissa * pow2(-9)
+    } else {
+        (8.0 + mantissa) * pow2(exponent as i32 - 10)
+    };
+    if code & 0x80 != 0 { -magnitude } else { magnitude }
+}
+
+/// The E4M3 code nearest to `value` (saturating at ±448; ties away from zero).
+#[must_use]
+pub fn e4m3_code(value: f32) -> u8 {
+    let sign = if value.is_sign_negative() { 0x80 } else { 0 };
+    let x = value.abs();
+    if x.is_nan() || x == 0.0 {
+        return 0;
+    }
+    if x >= E4M3_MAX {
+        return sign | 0x7E;
+    }
+    // The spacing of representable values around x: 2^(e - 3) for x in [2^e, 2^(e+1)), e ≥ -6.
+    let e = (x.log2().floor() as i32).max(-6);
+    let step = pow2(e - 3);
+    let q = (x / step).round() * step;
+    let code = if q < pow2(-6) {
+        (q / pow2(-9)).round() as u8
+    } else {
+        let qe = q.log2().floor() as i32;
+        let mantissa = (q / pow2(qe - 3)).round() as i32 - 8;
+        (((qe + 7) as u8) << 3) | mantissa as u8
+    };
+    sign | code.min(0x7E)
+}
+
+/// `2^n` for small `n`, exactly.
+fn pow2(n: i32) -> f32 {
+    f32::from_bits(((n + 127) as u32) << 23)
+}
+
+/// A quantised layer in one [`WeightFormat`]: `w[o][i]` is the code's value times its scale.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantizedLayer {
     /// Input width.
     pub inputs: usize,
     /// Output width.
     pub outputs: usize,
-    /// `outputs * inputs` int8 weights, `[out][in]`.
+    /// The format.
+    pub format: WeightFormat,
+    /// `outputs * inputs` 8-bit codes, `[out][in]`: int8 values (int8, MXINT8) or E4M3 bit
+    /// patterns; empty for fp16.
     pub weights: Vec<i8>,
-    /// One scale per output row.
+    /// `outputs * inputs` fp16 bit patterns for [`WeightFormat::Fp16`]; empty otherwise.
+    pub halves: Vec<u16>,
+    /// [`WeightFormat::scales_per_row`] scales per output row, `[out][block]` (MXINT8's are powers
+    /// of two).
     pub scales: Vec<f32>,
     /// Biases, kept as f32 (they are few).
     pub biases: Vec<f32>,
 }
 
 impl QuantizedLayer {
-    /// Quantises a layer: per output row, `scale = max |w| / 127`, `q = round(w / scale)`.
+    /// Quantises a layer in `format`: int8 and E4M3 scale each row to its largest magnitude,
+    /// MXINT8 each block of [`MX_BLOCK`] inputs to the power of two that puts its largest
+    /// magnitude in `[64, 128)`, fp16 rounds to nearest.
+    #[must_use]
+    pub fn quantize_as(layer: &LayerParams, format: WeightFormat) -> Self {
+        let (inputs, outputs) = (layer.inputs, layer.outputs);
+        let mut q =
+            Self { inputs, outputs, format, weights: Vec::new(), halves: Vec::new(), scales: Vec::new(), biases: layer.biases.clone() };
+        match format {
+            WeightFormat::Int8 => return Self::quantize(layer),
+            WeightFormat::Fp16 => q.halves = layer.weights.iter().map(|&w| half::f16::from_f32(w).to_bits()).collect(),
+            WeightFormat::Fp8E4m3 => {
+                for o in 0..outputs {
+                    let row = &layer.weights[o * inputs..(o + 1) * inputs];
+                    let max_abs = row.iter().fold(0.0_f32, |m, w| m.max(w.abs()));
+                    let scale = if max_abs > 0.0 { max_abs / E4M3_MAX } else { 1.0 };
+                    q.scales.push(scale);
+                    q.weights.extend(row.iter().map(|w| i8::from_le_bytes([e4m3_code(w / scale)])));
+                }
+            }
+            WeightFormat::MxInt8 => {
+                for o in 0..outputs {
+                    let row = &layer.weights[o * inputs..(o + 1) * inputs];
+                    for block in row.chunks(MX_BLOCK) {
+                        let max_abs = block.iter().fold(0.0_f32, |m, w| m.max(w.abs()));
+                        let exponent = if max_abs > 0.0 { (max_abs.log2().floor() as i32 - 6).clamp(-126, 127) } else { 0 };
+                        let scale = pow2(exponent);
+                        q.scales.push(scale);
+                        q.weights.extend(block.iter().map(|w| (w / scale).round().clamp(-127.0, 127.0) as i8));
+                    }
+                }
+            }
+        }
+        q
+    }
+
+    /// Quantises a layer to int8: per output row, `scale = max |w| / 127`, `q = round(w / scale)`.
     #[must_use]
     pub fn quantize(layer: &LayerParams) -> Self {
         let mut weights = Vec::with_capacity(layer.weights.len());
@@ -74,7 +225,15 @@ impl QuantizedLayer {
             scales.push(scale);
             weights.extend(row.iter().map(|w| (w / scale).round().clamp(-127.0, 127.0) as i8));
         }
-        Self { inputs: layer.inputs, outputs: layer.outputs, weights, scales, biases: layer.biases.clone() }
+        Self {
+            inputs: layer.inputs,
+            outputs: layer.outputs,
+            format: WeightFormat::Int8,
+            weights,
+            halves: Vec::new(),
+            scales,
+            biases: layer.biases.clone(),
+        }
     }
 
     /// Quantises a layer keeping some rows' scales: `fixed[o] = Some(scale)` quantises row `o`
@@ -96,23 +255,34 @@ impl QuantizedLayer {
         q
     }
 
-    /// The float layer these int8 values stand for.
+    /// The float layer these codes stand for: `value(code) · scale`, one f32 multiply, exactly
+    /// as the WGSL decoder computes it.
     #[must_use]
     pub fn dequantize(&self) -> LayerParams {
-        let mut weights = Vec::with_capacity(self.weights.len());
-        for o in 0..self.outputs {
-            let scale = self.scales[o];
-            weights.extend(self.weights[o * self.inputs..(o + 1) * self.inputs].iter().map(|&q| f32::from(q) * scale));
-        }
+        let n = self.inputs * self.outputs;
+        let weights = match self.format {
+            WeightFormat::Int8 => (0..n).map(|k| f32::from(self.weights[k]) * self.scales[k / self.inputs]).collect(),
+            WeightFormat::Fp8E4m3 => (0..n).map(|k| e4m3_value(self.weights[k].to_le_bytes()[0]) * self.scales[k / self.inputs]).collect(),
+            WeightFormat::MxInt8 => {
+                let per_row = self.format.scales_per_row(self.inputs);
+                (0..n)
+                    .map(|k| {
+                        let (o, i) = (k / self.inputs, k % self.inputs);
+                        f32::from(self.weights[k]) * self.scales[o * per_row + i / MX_BLOCK]
+                    })
+                    .collect()
+            }
+            WeightFormat::Fp16 => self.halves.iter().map(|&h| half::f16::from_bits(h).to_f32()).collect(),
+        };
         LayerParams { inputs: self.inputs, outputs: self.outputs, weights, biases: self.biases.clone() }
     }
 }
 
-/// Replaces a layer's weights by their int8-quantised values (the straight-through forward of
-/// quantisation-aware fine-tuning).
+/// Replaces a layer's weights by their quantised values in `format` (the straight-through forward
+/// of quantisation-aware fine-tuning).
 #[must_use]
-pub fn fake_quantize(layer: &LayerParams) -> LayerParams {
-    QuantizedLayer::quantize(layer).dequantize()
+pub fn fake_quantize(layer: &LayerParams, format: WeightFormat) -> LayerParams {
+    QuantizedLayer::quantize_as(layer, format).dequantize()
 }
 
 #[cfg(test)]
@@ -147,6 +317,79 @@ mod tests {
         assert_eq!(&again.weights[..3], &q.weights[..3]);
         assert_eq!(again.weights[3], 127);
         assert_eq!(&again.weights[4..], &q.weights[4..]);
+    }
+
+    #[test]
+    fn e4m3_codes_round_trip_and_round_to_nearest() {
+        // Every non-NaN code reads back to itself; the values are the OCP table's.
+        for code in 0..=255u8 {
+            if code & 0x7F == 0x7F {
+                continue;
+            }
+            let v = e4m3_value(code);
+            let again = e4m3_code(v);
+            // +0 and -0 both write as 0.
+            if v == 0.0 {
+                assert_eq!(again, 0);
+            } else {
+                assert_eq!(again, code, "code {code:#04x} = {v}");
+            }
+        }
+        assert_eq!(e4m3_value(0x7E).to_bits(), 448.0f32.to_bits());
+        assert_eq!(e4m3_value(0x08).to_bits(), 2f32.powi(-6).to_bits());
+        assert_eq!(e4m3_value(0x01).to_bits(), 2f32.powi(-9).to_bits());
+        assert_eq!(e4m3_value(0x38).to_bits(), 1.0f32.to_bits());
+        assert_eq!(e4m3_value(0xB8).to_bits(), (-1.0f32).to_bits());
+        assert_eq!(e4m3_code(1e6), 0x7E);
+        assert_eq!(e4m3_code(-1e6), 0xFE);
+        // Nearest: between 1.0 and 1.125 the midpoint splits them.
+        assert_eq!(e4m3_value(e4m3_code(1.06)).to_bits(), 1.0f32.to_bits());
+        assert_eq!(e4m3_value(e4m3_code(1.07)).to_bits(), 1.125f32.to_bits());
+        // Relative error at most 1/16 in the normal range.
+        for k in 0..2000 {
+            let x = 0.02 + k as f32 * 0.21;
+            let err = (e4m3_value(e4m3_code(x)) - x).abs() / x;
+            assert!(err <= 1.0 / 16.0 + 1e-6, "{x}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_format_dequantises_close_to_the_float_weights() {
+        let inputs = 70;
+        let weights: Vec<f32> = (0..3 * inputs).map(|k| ((k * 37 % 101) as f32 - 50.0) / 61.0 * if k < 40 { 0.01 } else { 1.0 }).collect();
+        let layer = LayerParams { inputs, outputs: 3, weights, biases: vec![0.1, 0.2, 0.3] };
+        for format in WeightFormat::ALL {
+            let q = QuantizedLayer::quantize_as(&layer, format);
+            assert_eq!(q.format, format);
+            assert_eq!(q.scales.len(), 3 * format.scales_per_row(inputs));
+            let d = q.dequantize();
+            assert_eq!(d.biases, layer.biases);
+            for (k, (a, b)) in layer.weights.iter().zip(&d.weights).enumerate() {
+                let row_max = layer.weights[k / inputs * inputs..(k / inputs + 1) * inputs].iter().fold(0f32, |m, w| m.max(w.abs()));
+                let bound = match format {
+                    WeightFormat::Int8 => row_max / 127.0 * 0.5,
+                    WeightFormat::Fp16 => a.abs() / 1024.0,
+                    // Relative 1/16 in the normal range, the subnormal step below it.
+                    WeightFormat::Fp8E4m3 => a.abs() / 16.0 + row_max / 448.0 * 2f32.powi(-10),
+                    WeightFormat::MxInt8 => {
+                        let block = k % inputs / MX_BLOCK;
+                        q.scales[k / inputs * format.scales_per_row(inputs) + block] * 0.5
+                    }
+                };
+                assert!((a - b).abs() <= bound + 1e-7, "{format:?} weight {k}: {a} -> {b}");
+            }
+        }
+        // MXINT8's scales are powers of two that put each block's largest magnitude in [64, 128).
+        let q = QuantizedLayer::quantize_as(&layer, WeightFormat::MxInt8);
+        for s in &q.scales {
+            assert_eq!(s.to_bits() & 0x007F_FFFF, 0, "{s} is not a power of two");
+        }
+        assert!(q.weights.iter().map(|w| w.unsigned_abs()).max().expect("weights") >= 64);
+        // A block of small weights keeps its precision: its own exponent, not the row's.
+        let small = &q.dequantize().weights[..32];
+        for (a, b) in layer.weights[..32].iter().zip(small) {
+            assert!((a - b).abs() <= 0.01 / 64.0, "{a} -> {b}");
+        }
     }
 
     #[test]

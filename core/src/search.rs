@@ -26,9 +26,13 @@ use crate::eval::evaluate;
 use crate::options::{CompressOptions, GridOptions};
 use crate::pipeline::{CompressError, Compressed, compress};
 use crate::progress::{Cancel, Progress};
+use crate::quant::WeightFormat;
 use crate::set::TextureSet;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// Dimensions of the space.
+const DIMS: usize = 5;
 
 /// The values each dimension may take.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,58 +46,71 @@ pub struct SearchSpace {
     pub channel_splits: Vec<[u32; 2]>,
     /// Hidden layer widths of the decoder.
     pub hidden_widths: Vec<Vec<usize>>,
+    /// Decoder weight formats.
+    pub weight_formats: Vec<WeightFormat>,
 }
 
 impl Default for SearchSpace {
     /// 81 points around the default preset: latent bits 2/4/8; finest grid 2, 4 or 8 texels per
     /// cell; channel splits 12:16 (the default), 20:8 (finer) and 6:22 (coarser); decoders
-    /// 32-32, 64-48-32 (the default) and 96-64-32.
+    /// 32-32, 64-48-32 (the default) and 96-64-32; int8 weights (the other formats change a
+    /// bundle by a few kilobytes and its PSNR by hundredths of a dB: docs/benchmarks.md).
     fn default() -> Self {
         Self {
             latent_bits: vec![2, 4, 8],
             finest_texels_per_cell: vec![2, 4, 8],
             channel_splits: vec![[12, 16], [20, 8], [6, 22]],
             hidden_widths: vec![vec![32, 32], vec![64, 48, 32], vec![96, 64, 32]],
+            weight_formats: vec![WeightFormat::Int8],
         }
     }
 }
 
 impl SearchSpace {
-    fn sizes(&self) -> [usize; 4] {
-        [self.latent_bits.len(), self.finest_texels_per_cell.len(), self.channel_splits.len(), self.hidden_widths.len()]
+    fn sizes(&self) -> [usize; DIMS] {
+        [
+            self.latent_bits.len(),
+            self.finest_texels_per_cell.len(),
+            self.channel_splits.len(),
+            self.hidden_widths.len(),
+            self.weight_formats.len(),
+        ]
     }
 
-    fn point(&self, index: [usize; 4]) -> SearchPoint {
+    fn point(&self, index: [usize; DIMS]) -> SearchPoint {
         SearchPoint {
             latent_bits: self.latent_bits[index[0]],
             finest_texels_per_cell: self.finest_texels_per_cell[index[1]],
             channel_split: self.channel_splits[index[2]],
             hidden_widths: self.hidden_widths[index[3]].clone(),
+            weight_format: self.weight_formats[index[4]],
         }
     }
 
-    fn index_of(&self, p: &SearchPoint) -> Option<[usize; 4]> {
+    fn index_of(&self, p: &SearchPoint) -> Option<[usize; DIMS]> {
         Some([
             self.latent_bits.iter().position(|&b| b == p.latent_bits)?,
             self.finest_texels_per_cell.iter().position(|&t| t == p.finest_texels_per_cell)?,
             self.channel_splits.iter().position(|&s| s == p.channel_split)?,
             self.hidden_widths.iter().position(|w| *w == p.hidden_widths)?,
+            self.weight_formats.iter().position(|&f| f == p.weight_format)?,
         ])
     }
 
-    fn all(&self) -> Vec<[usize; 4]> {
+    fn all(&self) -> Vec<[usize; DIMS]> {
+        // Every index in order, the last dimension fastest.
         let s = self.sizes();
-        let mut out = Vec::with_capacity(s.iter().product());
-        for a in 0..s[0] {
-            for b in 0..s[1] {
-                for c in 0..s[2] {
-                    for d in 0..s[3] {
-                        out.push([a, b, c, d]);
-                    }
+        let count: usize = s.iter().product();
+        (0..count)
+            .map(|mut k| {
+                let mut x = [0usize; DIMS];
+                for d in (0..DIMS).rev() {
+                    x[d] = k % s[d];
+                    k /= s[d];
                 }
-            }
-        }
-        out
+                x
+            })
+            .collect()
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -127,6 +144,9 @@ pub struct SearchPoint {
     pub channel_split: [u32; 2],
     /// Decoder hidden widths.
     pub hidden_widths: Vec<usize>,
+    /// Decoder weight format.
+    #[serde(default)]
+    pub weight_format: WeightFormat,
 }
 
 impl SearchPoint {
@@ -140,6 +160,7 @@ impl SearchPoint {
             finest_texels_per_cell: fine.texels_per_cell,
             channel_split: [fine.channels, coarse.channels],
             hidden_widths: options.hidden_widths.clone(),
+            weight_format: options.weight_format,
         })
     }
 
@@ -151,17 +172,24 @@ impl SearchPoint {
             GridOptions { texels_per_cell: 2 * self.finest_texels_per_cell, channels: self.channel_split[1], bits: self.latent_bits },
         ];
         options.hidden_widths.clone_from(&self.hidden_widths);
+        options.weight_format = self.weight_format;
         options.prune = None;
         options.fit_bits_per_texel_for(bits_per_texel, set)?;
         Ok(options)
     }
 
-    /// A short label: `4b 1/4 12:16 64-48-32`.
+    /// A short label: `4b 1/4 12:16 64-48-32` (weights other than int8 follow: ` fp16`).
     #[must_use]
     pub fn label(&self) -> String {
         let widths: Vec<String> = self.hidden_widths.iter().map(ToString::to_string).collect();
+        let format = match self.weight_format {
+            WeightFormat::Int8 => "",
+            WeightFormat::Fp16 => " fp16",
+            WeightFormat::Fp8E4m3 => " e4m3",
+            WeightFormat::MxInt8 => " mxint8",
+        };
         format!(
-            "{}b 1/{} {}:{} {}",
+            "{}b 1/{} {}:{} {}{format}",
             self.latent_bits,
             self.finest_texels_per_cell,
             self.channel_split[0],
@@ -445,13 +473,13 @@ impl Rng {
 
 /// The next point a TPE proposes: `observed` are `(index, score)` of every short trial so far,
 /// `open` the points not yet tried (non-empty).
-fn tpe_propose(sizes: [usize; 4], observed: &[([usize; 4], f64)], open: &[[usize; 4]], rng: &mut Rng) -> [usize; 4] {
+fn tpe_propose(sizes: [usize; DIMS], observed: &[([usize; DIMS], f64)], open: &[[usize; DIMS]], rng: &mut Rng) -> [usize; DIMS] {
     let mut order: Vec<usize> = (0..observed.len()).collect();
     order.sort_by(|&a, &b| observed[b].1.total_cmp(&observed[a].1));
     let good_count = observed.len().div_ceil(4).max(1);
     // Smoothed categorical frequencies per dimension: one pseudo-count spread over the values.
     let model = |members: &[usize]| -> Vec<Vec<f64>> {
-        (0..4)
+        (0..DIMS)
             .map(|d| {
                 let mut p = vec![1.0 / sizes[d] as f64; sizes[d]];
                 for &i in members {
@@ -464,11 +492,11 @@ fn tpe_propose(sizes: [usize; 4], observed: &[([usize; 4], f64)], open: &[[usize
     };
     let good = model(&order[..good_count]);
     let bad = model(&order[good_count..]);
-    let ratio = |x: &[usize; 4]| -> f64 { (0..4).map(|d| good[d][x[d]] / bad[d][x[d]]).product() };
-    let mut best: Option<([usize; 4], f64)> = None;
+    let ratio = |x: &[usize; DIMS]| -> f64 { (0..DIMS).map(|d| good[d][x[d]] / bad[d][x[d]]).product() };
+    let mut best: Option<([usize; DIMS], f64)> = None;
     for _ in 0..24 {
-        let mut x = [0usize; 4];
-        for d in 0..4 {
+        let mut x = [0usize; DIMS];
+        for d in 0..DIMS {
             let mut u = rng.unit();
             x[d] = sizes[d] - 1;
             for (v, p) in good[d].iter().enumerate() {
@@ -536,7 +564,7 @@ pub fn search_precision(
     let short_steps = ((base.steps as f32 * search.short_fraction).round() as u32).max(1);
     let mut rng = Rng(search.seed ^ 0x5EA2_C400);
     let mut trials: Vec<SearchTrial> = Vec::new();
-    let mut observed: Vec<([usize; 4], f64)> = Vec::new();
+    let mut observed: Vec<([usize; DIMS], f64)> = Vec::new();
     let mut tried: Vec<SearchPoint> = Vec::new();
     let mut infeasible: Vec<SearchPoint> = Vec::new();
     let mut grid_next = 0usize;
@@ -547,7 +575,7 @@ pub fn search_precision(
         Ok((out, psnr))
     };
     while trials.len() < budget {
-        let open: Vec<[usize; 4]> = all
+        let open: Vec<[usize; DIMS]> = all
             .iter()
             .filter(|x| {
                 let p = space.point(**x);
@@ -679,12 +707,12 @@ mod tests {
     fn tpe_prefers_the_values_of_the_best_trials() {
         // Scores rise with dimension 0's value and ignore the others: the model must propose
         // dimension 0's best value.
-        let sizes = [3, 3, 3, 3];
+        let sizes = [3, 3, 3, 3, 1];
         let space = SearchSpace::default();
         let all = space.all();
         let mut rng = Rng(7);
-        let observed: Vec<([usize; 4], f64)> = all.iter().step_by(5).map(|x| (*x, x[0] as f64 * 10.0 + x[3] as f64 * 0.1)).collect();
-        let open: Vec<[usize; 4]> = all.iter().filter(|x| !observed.iter().any(|(o, _)| o == *x)).copied().collect();
+        let observed: Vec<([usize; DIMS], f64)> = all.iter().step_by(5).map(|x| (*x, x[0] as f64 * 10.0 + x[3] as f64 * 0.1)).collect();
+        let open: Vec<[usize; DIMS]> = all.iter().filter(|x| !observed.iter().any(|(o, _)| o == *x)).copied().collect();
         let mut best_value = 0;
         for _ in 0..10 {
             if tpe_propose(sizes, &observed, &open, &mut rng)[0] == 2 {

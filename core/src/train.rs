@@ -490,6 +490,8 @@ pub struct Schedule {
     pub latent_noise: bool,
     /// Bits of each grid.
     pub grid_bits: Vec<u32>,
+    /// The format weights fake-quantise to (and ship in).
+    pub weight_format: quant::WeightFormat,
     /// Seed.
     pub seed: u64,
 }
@@ -517,6 +519,7 @@ impl Schedule {
             },
             latent_noise: options.latent_quantisation == Quantisation::Qat,
             grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
+            weight_format: layout.weight_format,
             seed: options.seed,
         }
     }
@@ -847,7 +850,7 @@ impl<'a> FusedTrainer<'a> {
     fn fake_quantised_layers(&self) -> Vec<LayerParams> {
         match &self.trainable {
             Some(t) => t.quantise_layers(&self.params.layers).iter().map(QuantizedLayer::dequantize).collect(),
-            None => self.params.layers.iter().map(quant::fake_quantize).collect(),
+            None => self.params.layers.iter().map(|l| quant::fake_quantize(l, self.schedule.weight_format)).collect(),
         }
     }
 
@@ -956,11 +959,11 @@ pub fn round_grids(params: &mut ModelParams, grid_bits: &[u32]) {
     }
 }
 
-/// The model as it ships: latents rounded, weights int8-quantised (dequantised values).
+/// The model as it ships: latents rounded, weights quantised in `format` (dequantised values).
 #[must_use]
-pub fn finalize(mut params: ModelParams, grid_bits: &[u32]) -> ModelParams {
+pub fn finalize(mut params: ModelParams, grid_bits: &[u32], format: quant::WeightFormat) -> ModelParams {
     round_grids(&mut params, grid_bits);
-    params.layers = params.layers.iter().map(quant::fake_quantize).collect();
+    params.layers = params.layers.iter().map(|l| quant::fake_quantize(l, format)).collect();
     params
 }
 

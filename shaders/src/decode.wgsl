@@ -2,7 +2,7 @@
 //
 // A texel of map `m` at `uv` is decoded as: bilinear clamp-to-edge fetch of every latent grid the
 // map's channel budget reads (texel centres at (x + 0.5) / width), positional encoding
-// sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP with int8 weights and per-row scales (last
+// sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP with quantised weights and scales (last
 // layer linear, only the map's own outputs), clamp to [0, 1]. `decode_texel_linear` then un-maps
 // the stored value for shading (channel range, sRGB -> linear, normal vector in +Y convention).
 // A bundle with a mip chain (`MIP_LEVELS > 1`) has a latent pyramid: mip level `k` reads level
@@ -22,9 +22,12 @@
 //   latents: every grid's latent levels, bit-packed LSB-first in `GRID_BITS[g]` bits each,
 //            `[y][x][c]` order, grid `g` of pyramid level `k` starting at word
 //            `GRID_WORD_OFFSET[k * GRID_COUNT + g]`.
-//   mlp:     per layer `l` from word `LAYER_WORD_OFFSET[l]`: `outputs` rows of int8 weights, 4 per
-//            word (byte 0 = lowest bits), each row padded to `LAYER_ROW_WORDS[l]` words; then
-//            `outputs` f32 scales; then `outputs` f32 biases.
+//   mlp:     per layer `l` from word `LAYER_WORD_OFFSET[l]`: `outputs` rows of weight codes, each
+//            row padded to `LAYER_ROW_WORDS[l]` words; then `LAYER_SCALES_PER_ROW[l]` f32 scales
+//            per row; then `outputs` f32 biases. `WEIGHT_FORMAT` says what a code is: 0 int8
+//            (4 per word, byte 0 = lowest bits; one scale per row), 1 fp16 (2 per word, scale
+//            1.0), 2 E4M3 minifloat (4 per word; one scale per row), 3 MXINT8 (int8, 4 per word;
+//            one power-of-two scale per block of 32 inputs).
 
 // texset:specialise:begin
 const GRID_COUNT: u32 = 1u;
@@ -34,6 +37,7 @@ const LAYER_COUNT: u32 = 2u;
 const MAX_WIDTH: u32 = 12u;
 const MAP_COUNT: u32 = 1u;
 const MASK_WORDS: u32 = 1u;
+const WEIGHT_FORMAT: u32 = 0u;
 const GRID_WIDTH = array<u32, 1>(8u);
 const GRID_HEIGHT = array<u32, 1>(8u);
 const GRID_CHANNELS = array<u32, 1>(4u);
@@ -45,6 +49,7 @@ const GRID_STEP_BITS = array<u32, 1>(0x3e088889u);
 const LAYER_INPUTS = array<u32, 2>(12u, 8u);
 const LAYER_OUTPUTS = array<u32, 2>(8u, 3u);
 const LAYER_ROW_WORDS = array<u32, 2>(3u, 2u);
+const LAYER_SCALES_PER_ROW = array<u32, 2>(1u, 1u);
 const LAYER_WORD_OFFSET = array<u32, 2>(0u, 40u);
 const MAP_OUTPUT_OFFSET = array<u32, 1>(0u);
 const MAP_CHANNELS = array<u32, 1>(3u);
@@ -152,19 +157,52 @@ fn latent_value(g: u32, slot: u32, index: u32) -> f32 {
     return bitcast<f32>(GRID_LOW_BITS[g]) + f32(level) * bitcast<f32>(GRID_STEP_BITS[g]);
 }
 
-// The int8 weight (row `o`, input `i`) of layer `l`, dequantised with its row's scale.
+// 2^n for an integer n in -126..=127, exactly.
+fn pow2(n: i32) -> f32 {
+    return bitcast<f32>(u32(n + 127) << 23u);
+}
+
+// The value of an E4M3 code (texset_core::quant::e4m3_value).
+fn e4m3_value(code: u32) -> f32 {
+    let exponent = (code >> 3u) & 15u;
+    let mantissa = f32(code & 7u);
+    var magnitude: f32;
+    if ((code & 0x7fu) == 0x7fu) {
+        magnitude = 448.0;
+    } else if (exponent == 0u) {
+        magnitude = mantissa * pow2(-9);
+    } else {
+        magnitude = (8.0 + mantissa) * pow2(i32(exponent) - 10);
+    }
+    return select(magnitude, -magnitude, (code & 0x80u) != 0u);
+}
+
+// The weight (row `o`, input `i`) of layer `l`, dequantised: `scale` is the row's
+// (`layer_scale`); MXINT8 reads its block's own.
 fn weight(l: u32, o: u32, i: u32, scale: f32) -> f32 {
-    let word = mlp[LAYER_WORD_OFFSET[l] + o * LAYER_ROW_WORDS[l] + i / 4u];
+    let row = LAYER_WORD_OFFSET[l] + o * LAYER_ROW_WORDS[l];
+    if (WEIGHT_FORMAT == 1u) {
+        let halves = unpack2x16float(mlp[row + i / 2u]);
+        return select(halves.x, halves.y, (i & 1u) == 1u);
+    }
+    let word = mlp[row + i / 4u];
+    if (WEIGHT_FORMAT == 2u) {
+        return e4m3_value((word >> (8u * (i % 4u))) & 0xffu) * scale;
+    }
     let q = bitcast<i32>(word << (24u - 8u * (i % 4u))) >> 24u;
+    if (WEIGHT_FORMAT == 3u) {
+        let scales = LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * LAYER_ROW_WORDS[l];
+        return f32(q) * bitcast<f32>(mlp[scales + o * LAYER_SCALES_PER_ROW[l] + i / 32u]);
+    }
     return f32(q) * scale;
 }
 
 fn layer_scale(l: u32, o: u32) -> f32 {
-    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * LAYER_ROW_WORDS[l] + o]);
+    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * LAYER_ROW_WORDS[l] + o * LAYER_SCALES_PER_ROW[l]]);
 }
 
 fn layer_bias(l: u32, o: u32) -> f32 {
-    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * (LAYER_ROW_WORDS[l] + 1u) + o]);
+    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * (LAYER_ROW_WORDS[l] + LAYER_SCALES_PER_ROW[l]) + o]);
 }
 
 fn reads_channel(map_index: u32, channel: u32) -> bool {

@@ -4,7 +4,7 @@
 
 use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
-use texset_core::bundle::Bundle;
+use texset_core::bundle::{Bundle, WeightFormat};
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
 
 /// The marker lines around the constants block of `decode.wgsl`.
@@ -107,23 +107,40 @@ impl GpuModel {
         }
         to_u32("latent words", latent_words.len())?;
 
-        // MLP: per layer, padded int8 rows, then scales, then biases.
+        // MLP: per layer, padded rows of weight codes (8-bit codes four to a word, fp16 two),
+        // then the scales (per row; per block for MXINT8; 1.0 for fp16), then biases.
+        // One format for every layer (`Bundle` checks it).
+        let weight_format = bundle.layers.first().map_or(WeightFormat::Int8, |l| l.format);
         let mut mlp_words = Vec::new();
         let mut row_words = Vec::new();
+        let mut scales_per_row = Vec::new();
         let mut word_offset = Vec::new();
         for layer in &bundle.layers {
-            let row = layer.inputs.div_ceil(4);
+            let per_word = if weight_format == WeightFormat::Fp16 { 2 } else { 4 };
+            let row = layer.inputs.div_ceil(per_word);
             row_words.push(to_u32("MLP row words", row)?);
             word_offset.push(to_u32("MLP words", mlp_words.len())?);
             for o in 0..layer.outputs {
-                let weights = &layer.weights[o * layer.inputs..(o + 1) * layer.inputs];
                 let mut packed = vec![0u32; row];
-                for (i, &w) in weights.iter().enumerate() {
-                    packed[i / 4] |= u32::from(w.to_le_bytes()[0]) << (8 * (i % 4));
+                if weight_format == WeightFormat::Fp16 {
+                    for (i, &h) in layer.halves[o * layer.inputs..(o + 1) * layer.inputs].iter().enumerate() {
+                        packed[i / 2] |= u32::from(h) << (16 * (i % 2));
+                    }
+                } else {
+                    for (i, &w) in layer.weights[o * layer.inputs..(o + 1) * layer.inputs].iter().enumerate() {
+                        packed[i / 4] |= u32::from(w.to_le_bytes()[0]) << (8 * (i % 4));
+                    }
                 }
                 mlp_words.extend(packed);
             }
-            mlp_words.extend(layer.scales.iter().map(|s| s.to_bits()));
+            let per_row = weight_format.scales_per_row(layer.inputs);
+            if per_row == 0 {
+                scales_per_row.push(1);
+                mlp_words.extend(std::iter::repeat_n(1.0f32.to_bits(), layer.outputs));
+            } else {
+                scales_per_row.push(to_u32("MLP scales", per_row)?);
+                mlp_words.extend(layer.scales.iter().map(|s| s.to_bits()));
+            }
             mlp_words.extend(layer.biases.iter().map(|b| b.to_bits()));
         }
         to_u32("MLP words", mlp_words.len())?;
@@ -190,6 +207,7 @@ impl GpuModel {
         let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");
         let _ = writeln!(constants, "const MAP_COUNT: u32 = {}u;", output_offset.len());
         let _ = writeln!(constants, "const MASK_WORDS: u32 = {mask_words}u;");
+        let _ = writeln!(constants, "const WEIGHT_FORMAT: u32 = {}u;", weight_format.code());
         constants += &u32_array("GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
         constants += &u32_array("GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
         constants += &u32_array("GRID_CHANNELS", &grids.iter().map(|g| g.channels).collect::<Vec<_>>());
@@ -201,6 +219,7 @@ impl GpuModel {
         constants += &u32_array("LAYER_INPUTS", &layer_field(&|l| l.inputs)?);
         constants += &u32_array("LAYER_OUTPUTS", &layer_field(&|l| l.outputs)?);
         constants += &u32_array("LAYER_ROW_WORDS", &row_words);
+        constants += &u32_array("LAYER_SCALES_PER_ROW", &scales_per_row);
         constants += &u32_array("LAYER_WORD_OFFSET", &word_offset);
         constants += &u32_array("MAP_OUTPUT_OFFSET", &output_offset);
         constants += &u32_array("MAP_CHANNELS", &channels);

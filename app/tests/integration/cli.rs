@@ -319,3 +319,46 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     // The set's colour (the palette's first) is drawn: its markers and curve.
     assert!(chart.pixels().filter(|p| p.0 == [31, 119, 180]).count() > 100);
 }
+
+#[test]
+fn search_needs_a_rate_and_writes_the_chosen_shape_and_its_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("bricks.texset");
+    let report = tmp.path().join("report.json");
+    let (bricks, bundle_arg, report_arg) = (bricks.to_str().unwrap(), bundle.to_str().unwrap(), report.to_str().unwrap());
+
+    // The search compares shapes at one rate: it needs --bpp and takes no rate control beside it.
+    for extra in [&[][..], &["--bpp", "3", "--target-psnr", "30"], &["--bpp", "3", "--latent-bits", "2"]] {
+        let mut args = vec!["compress", bricks, "-o", bundle_arg, "--search", "random"];
+        args.extend_from_slice(extra);
+        let out = texset(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?} should be refused: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    // No --search-cache: the cache goes under $XDG_CACHE_HOME.
+    let out = Command::new(env!("CARGO_BIN_EXE_texset"))
+        .args(["compress", bricks, "-o", bundle_arg, "--bpp", "3", "--search", "random", "--search-trials", "2", "--steps", "80"])
+        .args(["--no-ssim", "--report", report_arg])
+        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "compress failed: {stderr}");
+    assert!(stderr.contains("precision search (Random): 2 short runs of 20 steps"), "{stderr}");
+    assert_eq!(stderr.matches("search trial (").count(), 2, "{stderr}");
+    let cache = tmp.path().join("cache/texset/search.json");
+    let cached: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    assert_eq!(cached["searches"].as_array().unwrap().len(), 1);
+
+    // The report holds the search, and its options are the chosen point's, at the rate asked.
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let search = &json["search"];
+    assert_eq!(search["trials"].as_array().unwrap().len(), 2);
+    let chosen = &search["finals"][search["chosen"].as_u64().unwrap() as usize];
+    assert_eq!(json["options"]["grids"][0]["bits"], chosen["point"]["latent_bits"]);
+    assert_eq!(json["options"]["hidden_widths"], chosen["point"]["hidden_widths"]);
+    assert_eq!(json["pooled_psnr_db"].as_f64().unwrap().to_bits(), chosen["pooled_psnr_db"].as_f64().unwrap().to_bits());
+    assert!(json["bits_per_texel"].as_f64().unwrap() <= 3.0);
+    assert_eq!(cached["searches"][0]["chosen"], chosen["point"]);
+}

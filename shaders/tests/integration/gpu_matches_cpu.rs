@@ -159,3 +159,39 @@ fn gpu_matches_cpu_at_every_mip_level_and_lod() {
         }
     }
 }
+
+#[test]
+fn gpu_matches_cpu_in_every_weight_format() {
+    use texset_core::bundle::WeightFormat;
+    let Some((_, device, queue)) = request_device().unwrap() else {
+        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): gpu_matches_cpu_in_every_weight_format did not run");
+        return;
+    };
+    let int8 = Decoder::new(&tiny_bundle());
+    for format in WeightFormat::ALL {
+        let bundle = crate::common::tiny_bundle_in(format);
+        // Through the bytes: what a bundle file holds decodes the same.
+        let bundle = texset_core::bundle::Bundle::from_bytes(&bundle.to_bytes().unwrap().0).unwrap();
+        assert!(bundle.layers.iter().all(|l| l.format == format));
+        let cpu = Decoder::new(&bundle);
+        let gpu = GpuDecoder::new(&device, &bundle).unwrap();
+        let (mut worst, mut from_int8) = (0.0f32, 0.0f32);
+        for (k, material) in bundle.manifest.materials.iter().enumerate() {
+            for m in 0..material.maps.len() {
+                let want = cpu.decode_map(k, m).unwrap();
+                let got = gpu.decode_map(&device, &queue, k, m, DecodeMode::Stored).unwrap();
+                for d in max_diff_per_channel(&got.values, &want.values, want.channels as usize) {
+                    worst = worst.max(d);
+                }
+                let reference = int8.decode_map(k, m).unwrap();
+                for d in max_diff_per_channel(&want.values, &reference.values, want.channels as usize) {
+                    from_int8 = from_int8.max(d);
+                }
+            }
+        }
+        println!("{format:?}: max |gpu - cpu| {worst:e}; max |{format:?} - int8| (CPU) {from_int8:e}");
+        assert!(worst <= TOLERANCE, "{format:?}: GPU differs from the CPU reference by {worst}");
+        // Each format requantises the int8 weights: its decode stays close to theirs.
+        assert!(from_int8 < 0.1, "{format:?} is far from the int8 weights it came from: {from_int8}");
+    }
+}

@@ -54,10 +54,10 @@ fn bit_flips_are_detected() {
 fn version_and_magic_are_checked() {
     let bytes = small_bundle();
     let mut b = bytes.clone();
-    b[8] = 4;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 4, supported: 3 })));
+    b[8] = 5;
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 5, supported: 4 })));
     b[8] = 0;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 3 })));
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 4 })));
     let mut b = bytes;
     b[0] = b'X';
     assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::BadMagic)));
@@ -248,4 +248,43 @@ fn mutated_bundles_with_valid_checksums_never_panic() {
     }
     eprintln!("{accepted} mutated bundles read, {rejected} rejected, none panicked");
     assert!(accepted > 0 && rejected > 0, "the mutations are too weak or too strong: {accepted} read, {rejected} rejected");
+}
+
+#[test]
+fn every_weight_format_trains_packs_and_round_trips() {
+    use texset_core::decode::Decoder;
+    use texset_core::quant::WeightFormat;
+    let set = common::small_set(32);
+    let mut sizes = Vec::new();
+    for format in WeightFormat::ALL {
+        let options = CompressOptions { steps: 40, batch_texels: 1024, weight_format: format, ..CompressOptions::default() };
+        let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+        assert_eq!(out.report.quantise.weight_format, format);
+        let bytes = &out.bundle_bytes;
+        // Version 4 holds the new formats; int8 keeps the oldest version that holds the rest.
+        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+        assert_eq!(version == 4, format != WeightFormat::Int8, "{format:?}: version {version}");
+        let bundle = Bundle::from_bytes(bytes).unwrap();
+        assert!(bundle.layers.iter().all(|l| l.format == format));
+        assert_eq!(&bundle.to_bytes().unwrap().0, bytes, "{format:?} does not re-serialise bit-exactly");
+        // The weight section is the size the format implies, and the size estimate counts it.
+        let weight_bytes = out.report.pack.sections.weight_bytes as usize;
+        let expected: usize = bundle.layers.iter().map(|l| format.layer_bytes(l.inputs, l.outputs)).sum();
+        assert_eq!(weight_bytes, expected);
+        sizes.push((format, weight_bytes));
+        // What trained is what decodes: the bundle's layers are the trainer's final weights.
+        let decoded = Decoder::new(&bundle).decode_map(0, 0).unwrap();
+        assert!(decoded.values.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)));
+        // Every truncation of the weight section is an error, not a panic.
+        for len in (bytes.len() - weight_bytes..bytes.len()).step_by(7) {
+            assert!(Bundle::from_bytes(&bytes[..len]).is_err());
+        }
+    }
+    println!("weight bytes per format: {sizes:?}");
+    let size = |f| sizes.iter().find(|(g, _)| *g == f).unwrap().1;
+    // fp16 doubles the codes and drops the row scales; E4M3 is int8's size; MXINT8 trades the row
+    // scales for an exponent byte per 32 inputs.
+    assert!(size(WeightFormat::Fp16) > size(WeightFormat::Int8));
+    assert_eq!(size(WeightFormat::Fp8E4m3), size(WeightFormat::Int8));
+    assert!(size(WeightFormat::MxInt8) <= size(WeightFormat::Int8));
 }

@@ -15,6 +15,7 @@ fn small_space() -> SearchSpace {
         finest_texels_per_cell: vec![4],
         channel_splits: vec![[12, 16]],
         hidden_widths: vec![vec![32, 32], vec![64, 48, 32]],
+        weight_formats: vec![texset_core::quant::WeightFormat::Int8],
     }
 }
 

@@ -92,6 +92,8 @@ pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
         layers.push(QuantizedLayer {
             inputs,
             outputs,
+            format: WeightFormat::Int8,
+            halves: Vec::new(),
             weights: (0..inputs * outputs).map(|_| ((rng.next() % 255) as i32 - 127) as i8).collect(),
             scales: (0..outputs).map(|_| scale * (1.0 + 0.25 * rng.signed())).collect(),
             biases: (0..outputs).map(|_| if last { 0.5 + 0.1 * rng.signed() } else { 0.1 * rng.signed() }).collect(),
@@ -99,7 +101,7 @@ pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
         layer_entries.push(LayerEntry {
             inputs: inputs as u32,
             outputs: outputs as u32,
-            format: WeightFormat::Int8PerRow,
+            format: WeightFormat::Int8,
             activation: if last { "linear" } else { "relu" }.to_string(),
         });
     }
@@ -143,5 +145,15 @@ pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
     let bundle = Bundle { manifest, latent_levels, layers };
     // Validates the manifest and the data shapes.
     bundle.to_bytes().unwrap();
+    bundle
+}
+
+/// The tiny bundle with its decoder's weights stored in `format` (the int8 weights requantised).
+pub fn tiny_bundle_in(format: WeightFormat) -> Bundle {
+    let mut bundle = tiny_bundle();
+    for (layer, entry) in bundle.layers.iter_mut().zip(&mut bundle.manifest.layers) {
+        *layer = QuantizedLayer::quantize_as(&layer.dequantize(), format);
+        entry.format = format;
+    }
     bundle
 }
