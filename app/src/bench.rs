@@ -14,6 +14,13 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// One material folder as its own set, named by the folder (what every per-set bench reports).
+pub(crate) fn load_named(dir: &std::path::Path) -> Result<(String, texset_core::TextureSet)> {
+    let (set, _) = texset_core::ingest::load_library(std::slice::from_ref(&dir.to_path_buf()))?;
+    let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    Ok((name, set))
+}
+
 /// `dirs`, or when none are given the sample folders (an error when there are none either).
 pub(crate) fn dirs_or_samples(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     if !dirs.is_empty() {

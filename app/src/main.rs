@@ -1006,7 +1006,13 @@ fn run(cli: Cli) -> Result<()> {
                     .chain(m.layers.iter().map(|l| l.outputs))
                     .map(|w| w.to_string())
                     .collect();
-                println!("mlp: {} (int8 weights, per-row scales), {} positional frequencies", widths.join("-"), m.pe_frequencies);
+                let format = match m.layers.first().map(|l| l.format).unwrap_or_default() {
+                    texset_core::quant::WeightFormat::Int8 => "int8 weights, per-row scales",
+                    texset_core::quant::WeightFormat::Fp16 => "fp16 weights",
+                    texset_core::quant::WeightFormat::Fp8E4m3 => "E4M3 weights, per-row scales",
+                    texset_core::quant::WeightFormat::MxInt8 => "MXINT8 weights, a power-of-two scale per 32 inputs",
+                };
+                println!("mlp: {} ({format}), {} positional frequencies", widths.join("-"), m.pe_frequencies);
                 let total = m.latent_channels();
                 // The first map writing each output slice; later maps on the same slice are
                 // duplicates stored once.

@@ -46,8 +46,7 @@ pub fn run(dirs: &[PathBuf], steps: u32, json: bool) -> Result<()> {
     }
     let mut sets = Vec::new();
     for dir in dirs {
-        let (set, _) = texset_core::ingest::load_library(std::slice::from_ref(dir))?;
-        let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let (name, set) = crate::bench::load_named(dir)?;
         sets.push((dir, name, set));
     }
     let run =

@@ -65,8 +65,7 @@ pub fn run(dirs: &[PathBuf], presets: &[Preset], rates_bpp: &[f64], steps: Optio
         points.push(p);
     };
     for dir in dirs {
-        let (set, _) = texset_core::ingest::load_library(std::slice::from_ref(dir))?;
-        let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let (name, set) = crate::bench::load_named(dir)?;
         let mut manifest: Option<Manifest> = None;
         let rates: Vec<Option<f64>> = if rates_bpp.is_empty() { vec![None] } else { rates_bpp.iter().copied().map(Some).collect() };
         for (&preset, &rate) in presets.iter().flat_map(|p| rates.iter().map(move |r| (p, r))) {

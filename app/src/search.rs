@@ -109,8 +109,7 @@ pub(crate) fn bench(dirs: &[PathBuf], strategies: &[Strategy], base: &CompressOp
     }
     let mut rows = Vec::new();
     for dir in dirs {
-        let (set, _) = texset_core::ingest::load_library(std::slice::from_ref(dir))?;
-        let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let (name, set) = crate::bench::load_named(dir)?;
         for &strategy in strategies {
             let options = SearchOptions { strategy, ..template.clone() };
             let (_, report) =

@@ -362,3 +362,21 @@ fn search_needs_a_rate_and_writes_the_chosen_shape_and_its_cache() {
     assert!(json["bits_per_texel"].as_f64().unwrap() <= 3.0);
     assert_eq!(cached["searches"][0]["chosen"], chosen["point"]);
 }
+
+#[test]
+fn weight_format_reaches_the_bundle_and_inspect_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    for (arg, shown) in [("e4m3", "E4M3 weights"), ("mxint8", "MXINT8 weights"), ("fp16", "fp16 weights")] {
+        let bundle = tmp.path().join(format!("{arg}.texset"));
+        let out = texset(&["compress", bricks.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "30", "--weight-format", arg]);
+        assert!(out.status.success(), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = texset(&["inspect", bundle.to_str().unwrap()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.contains(shown), "{arg}: {stdout}");
+        // What is written decodes: the GPU-free path reads it back.
+        let decoded = tmp.path().join(format!("{arg}-png"));
+        let out = texset(&["decode", bundle.to_str().unwrap(), "-o", decoded.to_str().unwrap()]);
+        assert!(out.status.success(), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
