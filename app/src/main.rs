@@ -166,6 +166,10 @@ enum Command {
         /// With `--search`: the decoder weight formats searched, comma-separated.
         #[arg(long, value_enum, value_delimiter = ',', default_value = "int8", requires = "search")]
         search_weight_formats: Vec<WeightFormatArg>,
+        /// With `--search`: skip points whose decoder takes more multiply-adds per texel than this
+        /// (a cap on the shader's decode cost; the preset's own shape always runs).
+        #[arg(long, requires = "search")]
+        search_max_macs: Option<usize>,
         /// With `--search`: start cold and remember nothing.
         #[arg(long, requires = "search", conflicts_with = "search_cache")]
         no_search_cache: bool,
@@ -419,6 +423,9 @@ enum Command {
         /// A cache file the `--search` searches share in order (default: none, every search cold).
         #[arg(long)]
         search_cache: Option<PathBuf>,
+        /// `--search` skips points whose decoder takes more multiply-adds per texel than this.
+        #[arg(long)]
+        search_max_macs: Option<usize>,
         /// Materials the load test compresses.
         #[arg(long, default_value_t = 50)]
         load_materials: usize,
@@ -676,6 +683,7 @@ fn run(cli: Cli) -> Result<()> {
             search_trials,
             search_cache,
             search_weight_formats,
+            search_max_macs,
             no_search_cache,
             steps,
             latent_bits,
@@ -810,6 +818,7 @@ fn run(cli: Cli) -> Result<()> {
                         bpp.unwrap_or(4.0),
                         search_trials,
                     );
+                    search_options.max_decoder_macs_per_texel = search_max_macs;
                     search_options.space.weight_formats = search_weight_formats.into_iter().map(Into::into).collect();
                     search_options.cache = if no_search_cache { None } else { search_cache.or_else(search::default_cache_path) };
                     let (compressed, report) = search::run(&set, &options, &search_options, &progress, &cancel)?;
@@ -1137,6 +1146,7 @@ fn run(cli: Cli) -> Result<()> {
             search_preset,
             search_steps,
             search_cache,
+            search_max_macs,
             json,
             ..
         } => {
@@ -1148,6 +1158,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             let mut template = texset_core::search::SearchOptions::new(texset_core::search::Strategy::Tpe, search_bpp, search_trials);
             template.cache = search_cache;
+            template.max_decoder_macs_per_texel = search_max_macs;
             search::bench(&dirs, &strategies, &base, &template, json)?;
         }
         Command::Bench {

@@ -18,11 +18,12 @@ pub(crate) fn default_cache_path() -> Option<PathBuf> {
 
 fn trial_line(t: &SearchTrial) -> String {
     format!(
-        "search trial ({:?}): {} -> {}+{} channels, {:.3} bits/texel: {:.2} dB, trained in {:.1} s",
+        "search trial ({:?}): {} -> {}+{} channels, {} MACs/texel, {:.3} bits/texel: {:.2} dB, trained in {:.1} s",
         t.source,
         t.point.label(),
         t.channels[0],
         t.channels[1],
+        t.decoder_macs_per_texel,
         t.bits_per_texel,
         t.pooled_psnr_db,
         t.train_secs
@@ -64,6 +65,13 @@ fn summary(r: &SearchReport) -> String {
     if let Some(w) = &r.warm_from {
         out.push(format!("precision search started warm from {w}"));
     }
+    if !r.too_costly.is_empty() {
+        out.push(format!(
+            "precision search: {} points decode with more than {} multiply-adds per texel and were skipped",
+            r.too_costly.len(),
+            r.options.max_decoder_macs_per_texel.unwrap_or(0)
+        ));
+    }
     if !r.infeasible.is_empty() {
         out.push(format!(
             "precision search: {} points do not fit {:.3} bits/texel and were skipped",
@@ -72,7 +80,7 @@ fn summary(r: &SearchReport) -> String {
         ));
     }
     out.push(format!(
-        "precision search ({:?}): {} short runs of {} steps, {} full runs of {}; chosen {} ({:.2} dB, {:+.2} dB over the preset's {} at {:.2} dB), first run as trial {}; {:.0} s of training",
+        "precision search ({:?}): {} short runs of {} steps, {} full runs of {}; chosen {} ({:.2} dB, {} MACs/texel; {:+.2} dB over the preset's {} at {:.2} dB, {} MACs/texel), first run as trial {}; {:.0} s of training",
         r.options.strategy,
         r.trials.len(),
         r.short_steps,
@@ -80,9 +88,11 @@ fn summary(r: &SearchReport) -> String {
         r.full_steps,
         chosen.point.label(),
         chosen.pooled_psnr_db,
+        chosen.decoder_macs_per_texel,
         r.gain_db,
         base.point.label(),
         base.pooled_psnr_db,
+        base.decoder_macs_per_texel,
         r.found_at_trial,
         r.total_train_secs
     ));
@@ -103,9 +113,9 @@ struct Row {
 pub(crate) fn bench(dirs: &[PathBuf], strategies: &[Strategy], base: &CompressOptions, template: &SearchOptions, json: bool) -> Result<()> {
     if !json {
         println!(
-            "| set | strategy | short runs | full runs | preset shape | searched | gain | chosen | found at trial | warm from | train s |"
+            "| set | strategy | short runs | full runs | preset shape | searched | gain | chosen | MACs/texel, preset → chosen | found at trial | warm from | train s |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     }
     let mut rows = Vec::new();
     for dir in dirs {
@@ -121,7 +131,7 @@ pub(crate) fn bench(dirs: &[PathBuf], strategies: &[Strategy], base: &CompressOp
                 let chosen = &report.finals[report.chosen];
                 let base_run = &report.finals[report.baseline];
                 println!(
-                    "| {name} | {strategy:?} | {} | {} | {:.2} dB @ {:.3} | {:.2} dB @ {:.3} | {:+.2} dB | {} | {} | {} | {:.0} |",
+                    "| {name} | {strategy:?} | {} | {} | {:.2} dB @ {:.3} | {:.2} dB @ {:.3} | {:+.2} dB | {} | {} → {} | {} | {} | {:.0} |",
                     report.trials.len(),
                     report.finals.len(),
                     base_run.pooled_psnr_db,
@@ -130,6 +140,8 @@ pub(crate) fn bench(dirs: &[PathBuf], strategies: &[Strategy], base: &CompressOp
                     chosen.bits_per_texel,
                     report.gain_db,
                     chosen.point.label(),
+                    base_run.decoder_macs_per_texel,
+                    chosen.decoder_macs_per_texel,
                     report.found_at_trial,
                     report.warm_from.as_deref().unwrap_or("–"),
                     report.total_train_secs

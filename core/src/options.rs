@@ -376,6 +376,21 @@ impl CompressOptions {
         (latent_bits / 8.0).ceil() as usize + weight_bytes + manifest_bytes + 100
     }
 
+    /// Multiply-adds of the decoder MLP per texel, every output of the library decoded (latent
+    /// channels, positional encoding and LOD input in; `output_channels` out): what a shader pays
+    /// per texel besides the latent fetches.
+    #[must_use]
+    pub fn decoder_macs_per_texel(&self, output_channels: usize) -> usize {
+        let mut inputs =
+            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(self.mips);
+        let mut macs = 0;
+        for &w in self.hidden_widths.iter().chain(std::iter::once(&output_channels)) {
+            macs += inputs * w;
+            inputs = w;
+        }
+        macs
+    }
+
     /// Checks the options for values training cannot use.
     pub fn validate(&self) -> Result<(), String> {
         if self.grids.is_empty() {

@@ -17,7 +17,9 @@
 //!   quarter and the rest, each dimension's values get smoothed frequencies in both, and the next
 //!   point is the one of 24 drawn from the good model with the highest good/bad ratio.
 //!
-//! The first trial is always the base shape. With a cache file, each search stores its trials
+//! The objective is PSNR alone: a point with more latent channels or a wider decoder costs more
+//! multiply-adds per texel to decode, which every trial reports, and `max_decoder_macs_per_texel`
+//! caps. The first trial is always the base shape. With a cache file, each search stores its trials
 //! under a descriptor of the set (size, maps, content estimate, rate); a later search on a similar
 //! set runs the cached best points right after it, and the samplers learn from them.
 
@@ -231,6 +233,9 @@ pub struct SearchOptions {
     /// Where earlier searches' results are kept; read to start warm, then updated. `None`: no
     /// memory.
     pub cache: Option<PathBuf>,
+    /// Points whose decoder costs more multiply-adds per texel than this are skipped (the base
+    /// shape excepted): a cap on the shader's decode cost. `None`: no cap.
+    pub max_decoder_macs_per_texel: Option<usize>,
 }
 
 impl SearchOptions {
@@ -238,7 +243,17 @@ impl SearchOptions {
     /// quarter of the steps, two finalists, no cache.
     #[must_use]
     pub fn new(strategy: Strategy, bits_per_texel: f64, trials: usize) -> Self {
-        Self { strategy, bits_per_texel, trials, short_fraction: 0.25, finalists: 2, seed: 1, space: SearchSpace::default(), cache: None }
+        Self {
+            strategy,
+            bits_per_texel,
+            trials,
+            short_fraction: 0.25,
+            finalists: 2,
+            seed: 1,
+            space: SearchSpace::default(),
+            cache: None,
+            max_decoder_macs_per_texel: None,
+        }
     }
 }
 
@@ -267,6 +282,8 @@ pub struct SearchTrial {
     pub source: Source,
     /// Grid channels after fitting to the rate (fine, coarse).
     pub channels: [u32; 2],
+    /// Decoder multiply-adds per texel ([`CompressOptions::decoder_macs_per_texel`]).
+    pub decoder_macs_per_texel: usize,
     /// The bundle's rate.
     pub bits_per_texel: f64,
     /// Pooled PSNR after the short run, dB.
@@ -282,6 +299,8 @@ pub struct FinalRun {
     pub trial: usize,
     /// The point.
     pub point: SearchPoint,
+    /// Decoder multiply-adds per texel.
+    pub decoder_macs_per_texel: usize,
     /// The bundle's rate.
     pub bits_per_texel: f64,
     /// Its size.
@@ -306,6 +325,8 @@ pub struct SearchReport {
     /// Points that could not be sized to the rate (too few bits for one channel per grid and the
     /// decoder), skipped without training.
     pub infeasible: Vec<SearchPoint>,
+    /// Points over the decode-cost cap, skipped without training.
+    pub too_costly: Vec<SearchPoint>,
     /// Full runs: the finalists and the base shape.
     pub finals: Vec<FinalRun>,
     /// Index in `finals` of the bundle returned.
@@ -567,6 +588,7 @@ pub fn search_precision(
     let mut observed: Vec<([usize; DIMS], f64)> = Vec::new();
     let mut tried: Vec<SearchPoint> = Vec::new();
     let mut infeasible: Vec<SearchPoint> = Vec::new();
+    let mut too_costly: Vec<SearchPoint> = Vec::new();
     let mut grid_next = 0usize;
     let mut total_train_secs = 0.0;
     let score = |options: &CompressOptions| -> Result<(Compressed, f64), SearchError> {
@@ -579,7 +601,7 @@ pub fn search_precision(
             .iter()
             .filter(|x| {
                 let p = space.point(**x);
-                !tried.contains(&p) && !infeasible.contains(&p)
+                !tried.contains(&p) && !infeasible.contains(&p) && !too_costly.contains(&p)
             })
             .copied()
             .collect();
@@ -601,7 +623,7 @@ pub fn search_precision(
                 Strategy::Tpe => (space.point(tpe_propose(sizes, &observed, &open, &mut rng)), Source::Tpe),
             }
         };
-        if tried.contains(&point) || infeasible.contains(&point) {
+        if tried.contains(&point) || infeasible.contains(&point) || too_costly.contains(&point) {
             continue;
         }
         let mut options = match point.options(base, search.bits_per_texel, set) {
@@ -612,6 +634,11 @@ pub fn search_precision(
             }
             Err(e) => return Err(SearchError::Options(format!("the base shape at {} bits per texel: {e}", search.bits_per_texel))),
         };
+        let macs = options.decoder_macs_per_texel(set.output_channels());
+        if source != Source::Base && search.max_decoder_macs_per_texel.is_some_and(|cap| macs > cap) {
+            too_costly.push(point);
+            continue;
+        }
         options.steps = short_steps;
         let (out, psnr) = score(&options)?;
         total_train_secs += out.report.train.train_secs;
@@ -619,6 +646,7 @@ pub fn search_precision(
             point: point.clone(),
             source,
             channels: [options.grids[0].channels, options.grids[1].channels],
+            decoder_macs_per_texel: macs,
             bits_per_texel: out.report.pack.bits_per_texel,
             pooled_psnr_db: psnr,
             train_secs: out.report.train.train_secs,
@@ -652,6 +680,7 @@ pub fn search_precision(
         let run = FinalRun {
             trial: i,
             point: trials[i].point.clone(),
+            decoder_macs_per_texel: trials[i].decoder_macs_per_texel,
             bits_per_texel: out.report.pack.bits_per_texel,
             bundle_bytes: out.report.pack.bundle_bytes,
             pooled_psnr_db: psnr,
@@ -673,6 +702,7 @@ pub fn search_precision(
         baseline,
         trials,
         infeasible,
+        too_costly,
         finals,
         warm_from: warm.map(|w| format!("{} at {:.3} bits/texel", w.descriptor.materials, w.descriptor.bits_per_texel)),
         total_train_secs,

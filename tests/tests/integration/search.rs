@@ -99,4 +99,21 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
     assert_eq!(tight_report.infeasible.len(), 1);
     assert_eq!(tight_report.infeasible[0].hidden_widths, vec![1024, 1024]);
     assert_eq!(tight_report.finals.len(), 1);
+
+    // A decode-cost cap at the base shape's own multiply-adds: the points that cost more are
+    // skipped untrained, the others run, and each trial says what it costs.
+    let base_macs = report.trials[0].decoder_macs_per_texel;
+    assert_eq!(base_macs, report.finals[report.baseline].decoder_macs_per_texel);
+    let mut capped = SearchOptions::new(Strategy::Grid, 3.0, 100);
+    capped.space = small_space();
+    capped.short_fraction = 0.05;
+    capped.finalists = 0;
+    capped.max_decoder_macs_per_texel = Some(base_macs);
+    let (_, capped_report) = search_precision(&set, &base, &capped, &NoProgress, &Cancel::new(), &|_| {}, &|_| {}).unwrap();
+    let costly: Vec<String> = report.trials.iter().filter(|t| t.decoder_macs_per_texel > base_macs).map(|t| t.point.label()).collect();
+    assert!(!costly.is_empty(), "no point of the small space costs more than the base shape");
+    println!("over the cap of {base_macs} MACs/texel: {costly:?}");
+    assert_eq!(capped_report.too_costly.len(), costly.len());
+    assert!(capped_report.trials.iter().all(|t| t.decoder_macs_per_texel <= base_macs));
+    assert_eq!(capped_report.trials.len() + capped_report.too_costly.len(), 4);
 }
