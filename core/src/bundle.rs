@@ -605,6 +605,9 @@ impl Bundle {
             {
                 return Err(BundleError::Invalid(format!("layer {i} data does not match its shape and format")));
             }
+            if l.halves.iter().any(|h| h & 0x7C00 == 0x7C00) {
+                return Err(BundleError::Invalid(format!("layer {i}: a non-finite fp16 weight")));
+            }
             if l.format == WeightFormat::MxInt8 && l.scales.iter().any(|s| s.to_bits() & 0x807F_FFFF != 0 || *s == 0.0) {
                 return Err(BundleError::Invalid(format!("layer {i}: an MXINT8 block scale is not a normal power of two")));
             }

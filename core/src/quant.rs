@@ -187,7 +187,10 @@ impl QuantizedLayer {
             Self { inputs, outputs, format, weights: Vec::new(), halves: Vec::new(), scales: Vec::new(), biases: layer.biases.clone() };
         match format {
             WeightFormat::Int8 => return Self::quantize(layer),
-            WeightFormat::Fp16 => q.halves = layer.weights.iter().map(|&w| half::f16::from_f32(w).to_bits()).collect(),
+            // Saturated to the largest finite half: a bundle holds no infinities.
+            WeightFormat::Fp16 => {
+                q.halves = layer.weights.iter().map(|&w| half::f16::from_f32(w.clamp(-65504.0, 65504.0)).to_bits()).collect()
+            }
             WeightFormat::Fp8E4m3 => {
                 for o in 0..outputs {
                     let row = &layer.weights[o * inputs..(o + 1) * inputs];

@@ -177,13 +177,29 @@ fn e4m3_value(code: u32) -> f32 {
     return select(magnitude, -magnitude, (code & 0x80u) != 0u);
 }
 
+// The value of an IEEE half (bit pattern in the low 16 bits), by bit arithmetic rather than
+// `unpack2x16float`, which needs a capability not every device (or naga's default validator)
+// has. Bundles hold no infinities or NaNs (the reader rejects them).
+fn f16_value(h: u32) -> f32 {
+    let exponent = (h >> 10u) & 31u;
+    let mantissa = f32(h & 1023u);
+    var magnitude: f32;
+    if (exponent == 0u) {
+        magnitude = mantissa * pow2(-24);
+    } else if (exponent == 31u) {
+        magnitude = 65504.0;
+    } else {
+        magnitude = (1024.0 + mantissa) * pow2(i32(exponent) - 25);
+    }
+    return select(magnitude, -magnitude, (h & 0x8000u) != 0u);
+}
+
 // The weight (row `o`, input `i`) of layer `l`, dequantised: `scale` is the row's
 // (`layer_scale`); MXINT8 reads its block's own.
 fn weight(l: u32, o: u32, i: u32, scale: f32) -> f32 {
     let row = LAYER_WORD_OFFSET[l] + o * LAYER_ROW_WORDS[l];
     if (WEIGHT_FORMAT == 1u) {
-        let halves = unpack2x16float(mlp[row + i / 2u]);
-        return select(halves.x, halves.y, (i & 1u) == 1u);
+        return f16_value((mlp[row + i / 2u] >> (16u * (i & 1u))) & 0xffffu);
     }
     let word = mlp[row + i / 4u];
     if (WEIGHT_FORMAT == 2u) {
