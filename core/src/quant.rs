@@ -189,7 +189,7 @@ impl QuantizedLayer {
             WeightFormat::Int8 => return Self::quantize(layer),
             // Saturated to the largest finite half: a bundle holds no infinities.
             WeightFormat::Fp16 => {
-                q.halves = layer.weights.iter().map(|&w| half::f16::from_f32(w.clamp(-65504.0, 65504.0)).to_bits()).collect()
+                q.halves = layer.weights.iter().map(|&w| half::f16::from_f32(w.clamp(-65504.0, 65504.0)).to_bits()).collect();
             }
             WeightFormat::Fp8E4m3 => {
                 for o in 0..outputs {
