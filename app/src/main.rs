@@ -811,23 +811,19 @@ fn run(cli: Cli) -> Result<()> {
                 (None, None) => None,
             };
             let mut search_report = None;
-            let (compressed, rate) = match rate_target {
-                None if search.is_some() => {
-                    let mut search_options = texset_core::search::SearchOptions::new(
-                        search.map_or(texset_core::search::Strategy::Tpe, Into::into),
-                        bpp.unwrap_or(4.0),
-                        search_trials,
-                    );
+            let (compressed, rate) = match (rate_target, search, bpp) {
+                (None, Some(strategy), Some(bpp)) => {
+                    let mut search_options = texset_core::search::SearchOptions::new(strategy.into(), bpp, search_trials);
                     search_options.max_decoder_macs_per_texel = search_max_macs;
                     search_options.space.weight_formats = search_weight_formats.into_iter().map(Into::into).collect();
                     search_options.cache = if no_search_cache { None } else { search_cache.or_else(search::default_cache_path) };
-                    let (compressed, report) = search::run(&set, &options, &search_options, &progress, &cancel)?;
-                    let chosen = &report.finals[report.chosen].point;
-                    search_report =
-                        Some((report.clone(), chosen.options(&options, search_options.bits_per_texel, &set).map_err(anyhow::Error::msg)?));
+                    let (compressed, report) = search::run(&set, &options, &search_options, &cancel)?;
+                    // The report's options are the shape the search chose.
+                    options = report.finals[report.chosen].point.options(&options, bpp, &set).map_err(anyhow::Error::msg)?;
+                    search_report = Some(report);
                     (compressed, None)
                 }
-                Some(target) => {
+                (Some(target), ..) => {
                     use texset_core::rate::compress_to_psnr;
                     let on_trial = |t: &texset_core::rate::RateTrial| {
                         eprintln!(
@@ -861,12 +857,9 @@ fn run(cli: Cli) -> Result<()> {
                     }
                     (compressed, Some(report))
                 }
-                None => (texset_core::compress(&set, &options, &progress, &cancel)?, None),
+                // clap requires --bpp with --search, and allows neither beside a rate target.
+                (None, ..) => (texset_core::compress(&set, &options, &progress, &cancel)?, None),
             };
-            let search_report = search_report.map(|(report, chosen)| {
-                options = chosen;
-                report
-            });
             texset_core::fsutil::write_atomic(&output, &compressed.bundle_bytes)
                 .with_context(|| format!("cannot write bundle {}", output.display()))?;
             let decoder = Decoder::new(&compressed.bundle);

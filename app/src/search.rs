@@ -42,13 +42,7 @@ fn final_line(f: &FinalRun) -> String {
 }
 
 /// Runs the search with one line per trial on stderr and a closing summary.
-pub(crate) fn run(
-    set: &TextureSet,
-    base: &CompressOptions,
-    search: &SearchOptions,
-    _progress: &dyn texset_core::Progress,
-    cancel: &Cancel,
-) -> Result<(Compressed, SearchReport)> {
+pub(crate) fn run(set: &TextureSet, base: &CompressOptions, search: &SearchOptions, cancel: &Cancel) -> Result<(Compressed, SearchReport)> {
     if let Some(path) = &search.cache {
         eprintln!("precision search cache: {}", path.display());
     }

@@ -728,11 +728,9 @@ impl Bundle {
                     at += 4 * outputs;
                 }
                 WeightFormat::MxInt8 => {
+                    // E8M0 exponents; 0 (a zero scale) and 255 (infinity) are rejected below, as
+                    // scales that are not normal powers of two.
                     let count = outputs * format.scales_per_row(inputs);
-                    // E8M0: 0 and 255 are not stored scales (the writer never makes them).
-                    if let Some(bad) = weight_bytes[at..at + count].iter().find(|&&e| e == 0 || e == 255) {
-                        return Err(BundleError::Invalid(format!("MXINT8 block exponent {bad} is out of range")));
-                    }
                     scales = weight_bytes[at..at + count].iter().map(|&e| f32::from_bits(u32::from(e) << 23)).collect();
                     at += count.next_multiple_of(4);
                 }

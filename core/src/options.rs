@@ -366,13 +366,8 @@ impl CompressOptions {
                     .sum::<f64>()
             })
             .sum();
-        let mut inputs =
-            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(levels > 1);
-        let mut weight_bytes = 0;
-        for &w in self.hidden_widths.iter().chain(std::iter::once(&output_channels)) {
-            weight_bytes += self.weight_format.layer_bytes(inputs, w);
-            inputs = w;
-        }
+        let weight_bytes: usize =
+            self.decoder_layers(output_channels, levels > 1).map(|(inputs, outputs)| self.weight_format.layer_bytes(inputs, outputs)).sum();
         (latent_bits / 8.0).ceil() as usize + weight_bytes + manifest_bytes + 100
     }
 
@@ -381,14 +376,16 @@ impl CompressOptions {
     /// per texel besides the latent fetches.
     #[must_use]
     pub fn decoder_macs_per_texel(&self, output_channels: usize) -> usize {
-        let mut inputs =
-            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(self.mips);
-        let mut macs = 0;
-        for &w in self.hidden_widths.iter().chain(std::iter::once(&output_channels)) {
-            macs += inputs * w;
-            inputs = w;
-        }
-        macs
+        self.decoder_layers(output_channels, self.mips).map(|(inputs, outputs)| inputs * outputs).sum()
+    }
+
+    /// The decoder MLP's layers as `(inputs, outputs)`, first to last: latent channels, positional
+    /// encoding and (`lod_input`) the LOD input in, `output_channels` out.
+    fn decoder_layers(&self, output_channels: usize, lod_input: bool) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let first =
+            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(lod_input);
+        let inputs = std::iter::once(first).chain(self.hidden_widths.iter().copied());
+        inputs.zip(self.hidden_widths.iter().copied().chain(std::iter::once(output_channels)))
     }
 
     /// Checks the options for values training cannot use.

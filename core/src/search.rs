@@ -540,6 +540,11 @@ fn tpe_propose(sizes: [usize; DIMS], observed: &[([usize; DIMS], f64)], open: &[
     best.map_or_else(|| *open.iter().max_by(|a, b| ratio(a).total_cmp(&ratio(b))).unwrap_or(&open[0]), |(x, _)| x)
 }
 
+/// Whether a point was run already or skipped (the samplers propose each point once).
+fn seen(point: &SearchPoint, trials: &[SearchTrial], infeasible: &[SearchPoint], too_costly: &[SearchPoint]) -> bool {
+    trials.iter().any(|t| t.point == *point) || infeasible.contains(point) || too_costly.contains(point)
+}
+
 /// Searches the shape of `base` at `search.bits_per_texel` on `set` and returns the best full
 /// run's bundle; `on_trial` hears of each short trial and `on_final` of each full run.
 pub fn search_precision(
@@ -586,7 +591,6 @@ pub fn search_precision(
     let mut rng = Rng(search.seed ^ 0x5EA2_C400);
     let mut trials: Vec<SearchTrial> = Vec::new();
     let mut observed: Vec<([usize; DIMS], f64)> = Vec::new();
-    let mut tried: Vec<SearchPoint> = Vec::new();
     let mut infeasible: Vec<SearchPoint> = Vec::new();
     let mut too_costly: Vec<SearchPoint> = Vec::new();
     let mut grid_next = 0usize;
@@ -601,7 +605,7 @@ pub fn search_precision(
             .iter()
             .filter(|x| {
                 let p = space.point(**x);
-                !tried.contains(&p) && !infeasible.contains(&p) && !too_costly.contains(&p)
+                !seen(&p, &trials, &infeasible, &too_costly)
             })
             .copied()
             .collect();
@@ -623,7 +627,7 @@ pub fn search_precision(
                 Strategy::Tpe => (space.point(tpe_propose(sizes, &observed, &open, &mut rng)), Source::Tpe),
             }
         };
-        if tried.contains(&point) || infeasible.contains(&point) || too_costly.contains(&point) {
+        if seen(&point, &trials, &infeasible, &too_costly) {
             continue;
         }
         let mut options = match point.options(base, search.bits_per_texel, set) {
@@ -655,7 +659,6 @@ pub fn search_precision(
         if let Some(x) = space.index_of(&point) {
             observed.push((x, psnr));
         }
-        tried.push(point);
         trials.push(trial);
     }
 

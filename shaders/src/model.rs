@@ -115,8 +115,8 @@ impl GpuModel {
         let mut row_words = Vec::new();
         let mut scales_per_row = Vec::new();
         let mut word_offset = Vec::new();
+        let per_word = if weight_format == WeightFormat::Fp16 { 2 } else { 4 };
         for layer in &bundle.layers {
-            let per_word = if weight_format == WeightFormat::Fp16 { 2 } else { 4 };
             let row = layer.inputs.div_ceil(per_word);
             row_words.push(to_u32("MLP row words", row)?);
             word_offset.push(to_u32("MLP words", mlp_words.len())?);
