@@ -73,6 +73,14 @@ fn summary(r: &SearchReport) -> String {
             r.options.bits_per_texel
         ));
     }
+    if !r.same_as_earlier.is_empty() {
+        let same: Vec<String> = r.same_as_earlier.iter().map(|(p, t)| format!("{} = trial {}", p.label(), t + 1)).collect();
+        out.push(format!(
+            "precision search: {} points size to an earlier trial's bundle and were not run again ({})",
+            same.len(),
+            same.join(", ")
+        ));
+    }
     out.push(format!(
         "precision search ({:?}): {} short runs of {} steps, {} full runs of {}; chosen {} ({:.2} dB, {} MACs/texel; {:+.2} dB over the preset's {} at {:.2} dB, {} MACs/texel), first run as trial {}; {:.0} s of training",
         r.options.strategy,

@@ -19,9 +19,10 @@
 //!
 //! The objective is PSNR alone: a point with more latent channels or a wider decoder costs more
 //! multiply-adds per texel to decode, which every trial reports, and `max_decoder_macs_per_texel`
-//! caps. The first trial is always the base shape. With a cache file, each search stores its trials
-//! under a descriptor of the set (size, maps, content estimate, rate); a later search on a similar
-//! set runs the cached best points right after it, and the samplers learn from them.
+//! caps. The first trial is always the base shape; a point that sizes to the same options as an
+//! earlier trial (the same bundle) is not trained again. With a cache file, each search stores
+//! its trials under a descriptor of the set (size, maps, content estimate, rate); a later search
+//! on a similar set runs the cached best points right after it, and the samplers learn from them.
 
 use crate::decode::Decoder;
 use crate::eval::evaluate;
@@ -327,6 +328,11 @@ pub struct SearchReport {
     pub infeasible: Vec<SearchPoint>,
     /// Points over the decode-cost cap, skipped without training.
     pub too_costly: Vec<SearchPoint>,
+    /// Points whose options, once sized to the rate, equal an earlier trial's (two channel splits
+    /// that fit to the same channels, say): the same bundle would train again, so they are not
+    /// run. Each comes with the index in `trials` of the trial it equals, whose score the samplers
+    /// learn for it; they do not count against the trial budget.
+    pub same_as_earlier: Vec<(SearchPoint, usize)>,
     /// Full runs: the finalists and the base shape.
     pub finals: Vec<FinalRun>,
     /// Index in `finals` of the bundle returned.
@@ -540,9 +546,20 @@ fn tpe_propose(sizes: [usize; DIMS], observed: &[([usize; DIMS], f64)], open: &[
     best.map_or_else(|| *open.iter().max_by(|a, b| ratio(a).total_cmp(&ratio(b))).unwrap_or(&open[0]), |(x, _)| x)
 }
 
+/// The points a search has proposed but not trained.
+#[derive(Default)]
+struct Skipped {
+    infeasible: Vec<SearchPoint>,
+    too_costly: Vec<SearchPoint>,
+    same_as_earlier: Vec<(SearchPoint, usize)>,
+}
+
 /// Whether a point was run already or skipped (the samplers propose each point once).
-fn seen(point: &SearchPoint, trials: &[SearchTrial], infeasible: &[SearchPoint], too_costly: &[SearchPoint]) -> bool {
-    trials.iter().any(|t| t.point == *point) || infeasible.contains(point) || too_costly.contains(point)
+fn seen(point: &SearchPoint, trials: &[SearchTrial], skipped: &Skipped) -> bool {
+    trials.iter().any(|t| t.point == *point)
+        || skipped.infeasible.contains(point)
+        || skipped.too_costly.contains(point)
+        || skipped.same_as_earlier.iter().any(|(p, _)| p == point)
 }
 
 /// Searches the shape of `base` at `search.bits_per_texel` on `set` and returns the best full
@@ -591,8 +608,9 @@ pub fn search_precision(
     let mut rng = Rng(search.seed ^ 0x5EA2_C400);
     let mut trials: Vec<SearchTrial> = Vec::new();
     let mut observed: Vec<([usize; DIMS], f64)> = Vec::new();
-    let mut infeasible: Vec<SearchPoint> = Vec::new();
-    let mut too_costly: Vec<SearchPoint> = Vec::new();
+    // The short-run options of each trial, to find points that size to the same bundle.
+    let mut fitted: Vec<CompressOptions> = Vec::new();
+    let mut skipped = Skipped::default();
     let mut grid_next = 0usize;
     let mut total_train_secs = 0.0;
     let score = |options: &CompressOptions| -> Result<(Compressed, f64), SearchError> {
@@ -605,7 +623,7 @@ pub fn search_precision(
             .iter()
             .filter(|x| {
                 let p = space.point(**x);
-                !seen(&p, &trials, &infeasible, &too_costly)
+                !seen(&p, &trials, &skipped)
             })
             .copied()
             .collect();
@@ -627,23 +645,30 @@ pub fn search_precision(
                 Strategy::Tpe => (space.point(tpe_propose(sizes, &observed, &open, &mut rng)), Source::Tpe),
             }
         };
-        if seen(&point, &trials, &infeasible, &too_costly) {
+        if seen(&point, &trials, &skipped) {
             continue;
         }
         let mut options = match point.options(base, search.bits_per_texel, set) {
             Ok(o) => o,
             Err(_) if source != Source::Base => {
-                infeasible.push(point);
+                skipped.infeasible.push(point);
                 continue;
             }
             Err(e) => return Err(SearchError::Options(format!("the base shape at {} bits per texel: {e}", search.bits_per_texel))),
         };
         let macs = options.decoder_macs_per_texel(set.output_channels());
         if source != Source::Base && search.max_decoder_macs_per_texel.is_some_and(|cap| macs > cap) {
-            too_costly.push(point);
+            skipped.too_costly.push(point);
             continue;
         }
         options.steps = short_steps;
+        if let Some(earlier) = fitted.iter().position(|o| *o == options) {
+            if let Some(x) = space.index_of(&point) {
+                observed.push((x, trials[earlier].pooled_psnr_db));
+            }
+            skipped.same_as_earlier.push((point, earlier));
+            continue;
+        }
         let (out, psnr) = score(&options)?;
         total_train_secs += out.report.train.train_secs;
         let trial = SearchTrial {
@@ -660,6 +685,7 @@ pub fn search_precision(
             observed.push((x, psnr));
         }
         trials.push(trial);
+        fitted.push(options);
     }
 
     // Full runs: the base shape and the best short trials.
@@ -704,8 +730,9 @@ pub fn search_precision(
         chosen,
         baseline,
         trials,
-        infeasible,
-        too_costly,
+        infeasible: skipped.infeasible,
+        too_costly: skipped.too_costly,
+        same_as_earlier: skipped.same_as_earlier,
         finals,
         warm_from: warm.map(|w| format!("{} at {:.3} bits/texel", w.descriptor.materials, w.descriptor.bits_per_texel)),
         total_train_secs,

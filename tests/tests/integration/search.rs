@@ -116,4 +116,30 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
     assert_eq!(capped_report.too_costly.len(), costly.len());
     assert!(capped_report.trials.iter().all(|t| t.decoder_macs_per_texel <= base_macs));
     assert_eq!(capped_report.trials.len() + capped_report.too_costly.len(), 4);
+
+    // Two channel splits in the same ratio size to the same channels at this rate, so the second
+    // would train the first's bundle again: it is not run, and the report says which trial it
+    // equals.
+    let mut same = SearchOptions::new(Strategy::Grid, 3.0, 100);
+    same.space = SearchSpace {
+        latent_bits: vec![4],
+        hidden_widths: vec![vec![64, 48, 32]],
+        channel_splits: vec![[12, 16], [6, 8]],
+        ..small_space()
+    };
+    same.short_fraction = 0.05;
+    same.finalists = 1;
+    let points: Vec<_> = same
+        .space
+        .channel_splits
+        .iter()
+        .map(|&s| texset_core::search::SearchPoint { channel_split: s, ..report.trials[0].point.clone() })
+        .collect();
+    let fitted: Vec<_> = points.iter().map(|p| p.options(&base, 3.0, &set).unwrap()).collect();
+    assert_eq!(fitted[0], fitted[1], "the test needs both splits to size to the same options at 3 bits per texel");
+    let (_, same_report) = search_precision(&set, &base, &same, &NoProgress, &Cancel::new(), &|_| {}, &|_| {}).unwrap();
+    assert_eq!(same_report.trials.len(), 1);
+    assert_eq!(same_report.same_as_earlier, vec![(points[1].clone(), 0)]);
+    // Nothing else to promote: the preset's shape is the only full run.
+    assert_eq!(same_report.finals.len(), 1);
 }
