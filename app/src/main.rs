@@ -191,6 +191,11 @@ enum Command {
         /// (8-bit minifloat, a scale per row) or `mxint8` (int8, a power-of-two scale per 32).
         #[arg(long, value_enum, default_value_t = WeightFormatArg::Int8)]
         weight_format: WeightFormatArg,
+        /// Hidden layer widths of the decoder MLP, input side first, e.g. `96-64-32` (default
+        /// `64-48-32`). A wider decoder reaches higher PSNR at high rates and costs more
+        /// multiply-adds per decoded texel; `--bpp` leaves fewer bits to the latents for it.
+        #[arg(long)]
+        decoder: Option<String>,
         /// Training backend.
         #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
         backend: BackendArg,
@@ -383,6 +388,12 @@ enum Command {
         /// Training steps per compression of `--quantisation`.
         #[arg(long, default_value_t = 6000)]
         quant_steps: u32,
+        /// Latent bit depths of `--quantisation`'s QAT/PTQ table, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [2, 4, 8])]
+        quant_bits: Vec<u32>,
+        /// `--quantisation` without its second table (the decoder's weight formats).
+        #[arg(long)]
+        quant_skip_formats: bool,
         /// Instead: rate–distortion of texset's presets against BC7/BC5/BC4 and BC1/BC5/BC4 (the
         /// real encoder), PSNR and rendered PSNR against bits per texel, per folder; a table and
         /// a chart (`--plot`).
@@ -503,6 +514,17 @@ impl Progress for TerminalProgress {
     fn warning(&self, message: &str) {
         self.bar.suspend(|| eprintln!("warning: {message}"));
     }
+}
+
+/// `--decoder`: hidden layer widths separated by `-` or `,` (`96-64-32`), 1 to 1024 each (the
+/// layer count is checked with the other options).
+fn parse_decoder_widths(text: &str) -> Result<Vec<usize>> {
+    text.split(['-', ','])
+        .map(|w| match w.trim().parse::<usize>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(n),
+            _ => Err(anyhow::anyhow!("--decoder: '{w}' is not a layer width (1 to 1024) in '{text}'")),
+        })
+        .collect()
 }
 
 fn parse_budgets(text: &str) -> Result<std::collections::BTreeMap<String, u32>> {
@@ -690,6 +712,7 @@ fn run(cli: Cli) -> Result<()> {
             latent_quant,
             weight_quant,
             weight_format,
+            decoder,
             backend,
             preset,
             seed,
@@ -720,6 +743,9 @@ fn run(cli: Cli) -> Result<()> {
             options.latent_quantisation = latent_quant.into();
             options.weight_quantisation = weight_quant.into();
             options.weight_format = weight_format.into();
+            if let Some(text) = decoder {
+                options.hidden_widths = parse_decoder_widths(&text)?;
+            }
             if let Some(steps) = steps {
                 options.steps = steps;
             }
@@ -1126,9 +1152,9 @@ fn run(cli: Cli) -> Result<()> {
             let presets: Vec<Preset> = rd_presets.into_iter().map(Preset::from).collect();
             rd::run(&dirs, &presets, &rd_bpp, rd_steps, &plot, json)?;
         }
-        Command::Bench { dirs, quantisation: true, quant_steps, json, .. } => {
+        Command::Bench { dirs, quantisation: true, quant_steps, quant_bits, quant_skip_formats, json, .. } => {
             let dirs = bench::dirs_or_samples(dirs)?;
-            quant_bench::run(&dirs, quant_steps, json)?;
+            quant_bench::run(&dirs, quant_steps, &quant_bits, !quant_skip_formats, json)?;
         }
         Command::Bench {
             dirs,

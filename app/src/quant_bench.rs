@@ -35,8 +35,12 @@ const MODES: [(Quantisation, Quantisation); 4] = [
     (Quantisation::Ptq, Quantisation::Ptq),
 ];
 
-/// Runs the comparison on every folder of `dirs` (each its own set) with `steps` training steps.
-pub fn run(dirs: &[PathBuf], steps: u32, json: bool) -> Result<()> {
+/// Runs the comparison on every folder of `dirs` (each its own set) with `steps` training steps:
+/// the four QAT/PTQ pairs at each of `latent_bits`, then (with `formats`) every weight format.
+pub fn run(dirs: &[PathBuf], steps: u32, latent_bits: &[u32], formats: bool, json: bool) -> Result<()> {
+    if let Some(bad) = latent_bits.iter().find(|b| !matches!(b, 2 | 4 | 8)) {
+        anyhow::bail!("--quant-bits: {bad} is not a latent bit depth (2, 4 or 8)");
+    }
     let mut cells = Vec::new();
     if !json {
         println!(
@@ -77,7 +81,7 @@ pub fn run(dirs: &[PathBuf], steps: u32, json: bool) -> Result<()> {
         };
     for entry in &sets {
         let name = &entry.1;
-        for bits in [2, 4, 8] {
+        for &bits in latent_bits {
             let mut row = Vec::new();
             for (latents, weights) in MODES {
                 let cell = run(entry, bits, latents, weights, WeightFormat::Int8)?;
@@ -97,6 +101,9 @@ pub fn run(dirs: &[PathBuf], steps: u32, json: bool) -> Result<()> {
                 );
             }
         }
+    }
+    if !formats {
+        return finish(&cells, json);
     }
     if !json {
         println!();
@@ -122,8 +129,13 @@ pub fn run(dirs: &[PathBuf], steps: u32, json: bool) -> Result<()> {
             cells.push(ptq);
         }
     }
+    finish(&cells, json)
+}
+
+/// With `--json`, every cell as one array on stdout (the tables went out as they were measured).
+fn finish(cells: &[Cell], json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&cells)?);
+        println!("{}", serde_json::to_string_pretty(cells)?);
     }
     Ok(())
 }

@@ -404,6 +404,11 @@ impl CompressOptions {
         if self.hidden_widths.iter().any(|&w| w == 0 || w > 1024) {
             return Err("hidden widths must be 1..=1024".into());
         }
+        // The output layer is one of the bundle's layers too.
+        let max_hidden = crate::bundle::limits::MAX_LAYERS - 1;
+        if self.hidden_widths.len() > max_hidden {
+            return Err(format!("{} hidden layers; at most {max_hidden}", self.hidden_widths.len()));
+        }
         if self.steps == 0 || self.batch_texels == 0 {
             return Err("steps and batch size must be positive".into());
         }

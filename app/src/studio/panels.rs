@@ -117,19 +117,21 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
         });
         ui.horizontal(|ui| {
             let mut on = session.settings.bits_per_texel.is_some();
-            if ui.checkbox(&mut on, "Target bits/texel").changed() {
+            let checkbox = ui.checkbox(&mut on, "Target bits/texel");
+            if checkbox.changed() {
                 commands.push(Command::SetBitsPerTexel(on.then_some(2.0)));
             }
+            // Every value field is named by its label (screen readers; the UI tests check it).
             if let Some(mut bpp) = session.settings.bits_per_texel
-                && ui.add(egui::DragValue::new(&mut bpp).range(0.25..=16.0).speed(0.05)).changed()
+                && ui.add(egui::DragValue::new(&mut bpp).range(0.25..=16.0).speed(0.05)).labelled_by(checkbox.id).changed()
             {
                 commands.push(Command::SetBitsPerTexel(Some(bpp)));
             }
         });
         ui.horizontal(|ui| {
-            ui.label("Steps");
+            let label = ui.label("Steps");
             let mut steps = session.settings.steps.unwrap_or_else(|| session.options().steps);
-            if ui.add(egui::DragValue::new(&mut steps).range(10..=100_000).speed(10)).changed() {
+            if ui.add(egui::DragValue::new(&mut steps).range(10..=100_000).speed(10)).labelled_by(label.id).changed() {
                 commands.push(Command::SetSteps(Some(steps)));
             }
         });
@@ -236,7 +238,8 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
     let training = session.is_training();
     egui::Grid::new("budgets").striped(true).num_columns(4).show(ui, |ui| {
         for row in &rows {
-            ui.label(RichText::new(&row.texture).monospace())
+            let name = ui
+                .label(RichText::new(&row.texture).monospace())
                 .on_hover_text(plain(reasons.get(row.texture.as_str()).copied().unwrap_or("")));
             let share = (row.bits / total_bits) as f32;
             let fraction = row.channels as f32 / row.total_channels.max(1) as f32;
@@ -248,7 +251,7 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
             ui.add_enabled_ui(!training, |ui| {
                 let overridden = session.settings.budgets.get(&row.texture).copied();
                 let mut value = overridden.unwrap_or(row.channels);
-                let response = ui.add(egui::DragValue::new(&mut value).range(0..=row.total_channels).prefix("ch "));
+                let response = ui.add(egui::DragValue::new(&mut value).range(0..=row.total_channels).prefix("ch ")).labelled_by(name.id);
                 if response.changed() {
                     commands.push(Command::SetBudget(row.texture.clone(), Some(value)));
                 }

@@ -380,3 +380,63 @@ fn weight_format_reaches_the_bundle_and_inspect_names_it() {
         assert!(out.status.success(), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+#[test]
+fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
+    let bricks = samples().join("bricks");
+    let out = texset(&[
+        "bench",
+        "--quantisation",
+        bricks.to_str().unwrap(),
+        "--quant-steps",
+        "40",
+        "--quant-bits",
+        "2,8",
+        "--quant-skip-formats",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cells: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cells = cells.as_array().unwrap();
+    let bits: Vec<u64> = cells.iter().map(|c| c["latent_bits"].as_u64().unwrap()).collect();
+    assert_eq!(bits, [2, 2, 2, 2, 8, 8, 8, 8]);
+    let modes: Vec<(&str, &str)> = cells.iter().map(|c| (c["latents"].as_str().unwrap(), c["weights"].as_str().unwrap())).collect();
+    let pairs = [("qat", "qat"), ("ptq", "qat"), ("qat", "ptq"), ("ptq", "ptq")];
+    assert_eq!(modes[..4], pairs);
+    assert_eq!(modes[4..], pairs);
+    // No weight-format table: every cell is int8, and 8-bit latents cost more bits than 2-bit.
+    assert!(cells.iter().all(|c| c["weight_format"] == "int8_per_row"), "{cells:?}");
+    assert!(cells[4]["bits_per_texel"].as_f64().unwrap() > cells[0]["bits_per_texel"].as_f64().unwrap());
+    assert!(cells.iter().all(|c| c["pooled_psnr_db"].as_f64().unwrap() > 10.0), "{cells:?}");
+
+    let bad = texset(&["bench", "--quantisation", bricks.to_str().unwrap(), "--quant-bits", "3"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--quant-bits: 3 is not a latent bit depth"));
+}
+
+#[test]
+fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("narrow.texset");
+    let out = texset(&["compress", bricks.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "30", "--decoder", "24-16"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = texset(&["inspect", bundle.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mlp = stdout.lines().find(|l| l.starts_with("mlp: ")).unwrap();
+    // inputs-24-16-outputs: the two hidden layers asked for, nothing else between.
+    let widths: Vec<&str> = mlp["mlp: ".len()..].split(' ').next().unwrap().split('-').collect();
+    assert_eq!(widths.len(), 4, "{mlp}");
+    assert_eq!(widths[1..3], ["24", "16"], "{mlp}");
+
+    for (arg, says) in [("24-0", "--decoder: '0' is not a layer width"), ("wide", "--decoder: 'wide' is not a layer width")] {
+        let out = texset(&["compress", bricks.to_str().unwrap(), "-o", tmp.path().join("bad.texset").to_str().unwrap(), "--decoder", arg]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{arg}: {stderr}");
+    }
+    let deep = vec!["8"; 16].join("-");
+    let out = texset(&["compress", bricks.to_str().unwrap(), "-o", tmp.path().join("deep.texset").to_str().unwrap(), "--decoder", &deep]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("16 hidden layers; at most 15"), "{stderr}");
+    assert!(!tmp.path().join("bad.texset").exists() && !tmp.path().join("deep.texset").exists());
+}
