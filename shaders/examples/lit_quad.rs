@@ -121,11 +121,16 @@ impl Scene {
     }
 }
 
-/// Renders `size` x `size` on the GPU; `None` when there is no adapter.
+/// Renders `size` x `size` on the GPU; `None` when there is no adapter, or only one that cannot
+/// render to the float target (a GL adapter such as llvmpipe).
 pub fn render_gpu(bundle: &Bundle, material: usize, size: u32) -> Result<Option<Vec<f32>>, Box<dyn Error>> {
     let Some((adapter, device, queue)) = texset_shaders::request_device()? else {
         return Ok(None);
     };
+    if !texset_shaders::renders_fragment_format(&adapter) {
+        eprintln!("{} cannot render to {:?}", adapter.get_info().name, texset_shaders::FRAGMENT_FORMAT);
+        return Ok(None);
+    }
     eprintln!("rendering on {} ({:?})", adapter.get_info().name, adapter.get_info().backend);
     let scene = Scene::new(bundle, material, 1.0)?;
     let model = GpuModel::new(bundle)?;
@@ -340,7 +345,10 @@ fn run() -> Result<(), Box<dyn Error>> {
         render_cpu(&bundle, args.material, args.size)?
     } else {
         render_gpu(&bundle, args.material, args.size)?.ok_or_else(|| {
-            GpuError::Wgpu("no GPU adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers for lavapipe, or pass --cpu)".into())
+            GpuError::Wgpu(
+                "no GPU adapter that renders to Rgba32Float (install a Vulkan driver, e.g. mesa-vulkan-drivers for lavapipe, or pass --cpu)"
+                    .into(),
+            )
         })?
     };
     std::fs::write(&args.output, to_png(&pixels, args.size)?).map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;

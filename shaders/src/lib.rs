@@ -195,7 +195,11 @@ pub struct GpuDecoder {
     buffers: ModelBuffers,
     map_pipeline: wgpu::ComputePipeline,
     samples_pipeline: wgpu::ComputePipeline,
-    render_pipeline: wgpu::RenderPipeline,
+    /// The specialised decoder, kept for the fragment pipeline.
+    module: wgpu::ShaderModule,
+    /// Made on the first [`GpuDecoder::decode_map_fragment`]: an adapter that cannot render to
+    /// [`FRAGMENT_FORMAT`] (GL ones such as llvmpipe) still decodes through compute.
+    render_pipeline: std::sync::OnceLock<wgpu::RenderPipeline>,
 }
 
 /// A list of (u, v) samples uploaded once, for repeated [`GpuDecoder::run_samples`] calls.
@@ -218,6 +222,14 @@ impl SampleBatch {
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
+}
+
+/// Whether `adapter` can render to [`FRAGMENT_FORMAT`]: what [`GpuDecoder::decode_map_fragment`]
+/// and offscreen previews need. Vulkan, Metal and DX12 adapters can; GL ones (llvmpipe, the
+/// fallback where there is no Vulkan driver) usually cannot, and decode through compute only.
+#[must_use]
+pub fn renders_fragment_format(adapter: &wgpu::Adapter) -> bool {
+    adapter.get_texture_format_features(FRAGMENT_FORMAT).allowed_usages.contains(wgpu::TextureUsages::RENDER_ATTACHMENT)
 }
 
 /// Colour format of the render targets of [`render_rgba32f`] (`decode_map_fragment`, the preview's
@@ -248,12 +260,29 @@ impl GpuDecoder {
         };
         let map_pipeline = compute("texset decode map pipeline", EntryPoint::DecodeMap);
         let samples_pipeline = compute("texset decode samples pipeline", EntryPoint::DecodeSamples);
-        let render_pipeline =
-            fullscreen_pipeline(device, &module, "texset fragment decode pipeline", EntryPoint::FragmentDecode.name(), FRAGMENT_FORMAT);
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
-        Ok(Self { decoder, model, buffers, map_pipeline, samples_pipeline, render_pipeline })
+        Ok(Self { decoder, model, buffers, map_pipeline, samples_pipeline, module, render_pipeline: std::sync::OnceLock::new() })
+    }
+
+    /// The fragment decode pipeline, made on first use.
+    fn render_pipeline(&self, device: &wgpu::Device) -> Result<&wgpu::RenderPipeline, GpuError> {
+        if let Some(pipeline) = self.render_pipeline.get() {
+            return Ok(pipeline);
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = fullscreen_pipeline(
+            device,
+            &self.module,
+            "texset fragment decode pipeline",
+            EntryPoint::FragmentDecode.name(),
+            FRAGMENT_FORMAT,
+        );
+        if let Some(error) = block_on(scope.pop()) {
+            return Err(GpuError::Wgpu(format!("the fragment decode path cannot run on this device: {error}")));
+        }
+        Ok(self.render_pipeline.get_or_init(|| pipeline))
     }
 
     /// The CPU decoder of the same bundle (manifest and dequantised parameters).
@@ -338,9 +367,10 @@ impl GpuDecoder {
         let (map_index, entry) = self.map_index(material, map)?;
         let max_side = device.limits().max_texture_dimension_2d;
         check_device_limit("the render target side", u64::from(entry.width.max(entry.height)), u64::from(max_side))?;
+        let render_pipeline = self.render_pipeline(device)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode, 0.0));
-        let bind_group = self.bind_group(device, &self.render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
+        let bind_group = self.bind_group(device, &render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
         let rgba = render_rgba32f(device, queue, "texset fragment decode", entry.width, entry.height, scope, |encoder, view| {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("texset fragment decode pass"),
@@ -355,7 +385,7 @@ impl GpuDecoder {
                 occlusion_query_set: None,
                 multiview_mask: None,
             });
-            pass.set_pipeline(&self.render_pipeline);
+            pass.set_pipeline(render_pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.draw(0..3, 0..1);
         })?;

@@ -26,7 +26,9 @@ fn lit_quad_example_renders_the_bundle_as_the_cpu_reference_does() {
     let size = 128u32;
     let cpu = example::render_cpu(&bundle, 0, size).unwrap();
     let Some(gpu) = example::render_gpu(&bundle, 0, size).unwrap() else {
-        println!("SKIPPED: no wgpu adapter (install mesa-vulkan-drivers for lavapipe): the GPU half of the lit-quad test did not run");
+        println!(
+            "SKIPPED: no wgpu adapter that renders to Rgba32Float (install mesa-vulkan-drivers for lavapipe): the GPU half of the lit-quad test did not run"
+        );
         return;
     };
     let artifacts = common::repo_root().join("target/ci-artifacts/lit_quad");
