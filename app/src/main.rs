@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
-use texset_core::options::{CheckpointOptions, GridOptions};
+use texset_core::options::{CheckpointOptions, GridOptions, MAX_HIDDEN_WIDTH};
 use texset_core::progress::{Pass, TrainStatus};
 use texset_core::{Backend, Cancel, CompressOptions, Preset, Progress};
 
@@ -55,6 +55,8 @@ enum PruneMethodArg {
 /// `--latent-quant` and `--weight-quant` values.
 #[derive(Clone, Copy, ValueEnum)]
 enum QuantArg {
+    /// The mode measured better for the bits or format (docs/benchmarks.md).
+    Auto,
     /// Quantisation-aware training.
     Qat,
     /// Post-training quantisation.
@@ -64,6 +66,7 @@ enum QuantArg {
 impl From<QuantArg> for texset_core::options::Quantisation {
     fn from(q: QuantArg) -> Self {
         match q {
+            QuantArg::Auto => Self::Auto,
             QuantArg::Qat => Self::Qat,
             QuantArg::Ptq => Self::Ptq,
         }
@@ -177,15 +180,17 @@ enum Command {
         #[arg(long)]
         steps: Option<u32>,
         /// Bits per latent value, every grid.
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["2", "4", "8"]))]
-        latent_bits: Option<String>,
+        #[arg(long, value_parser = parse_latent_bits)]
+        latent_bits: Option<u32>,
         /// How latents meet their bits: `qat` trains them with ±½-step noise, then rounds and
-        /// freezes them and fine-tunes the decoder; `ptq` trains them in float and rounds at pack.
-        #[arg(long, value_enum, default_value_t = QuantArg::Qat)]
+        /// freezes them and fine-tunes the decoder; `ptq` trains them in float and rounds at pack;
+        /// `auto`, the measured winner: `qat` for 2-bit latents, `ptq` for 4 and 8 bits.
+        #[arg(long, value_enum, default_value_t = QuantArg::Auto)]
         latent_quant: QuantArg,
-        /// How the decoder's weights meet int8: `qat` fine-tunes through int8 fake-quantisation;
-        /// `ptq` quantises the float weights at pack.
-        #[arg(long, value_enum, default_value_t = QuantArg::Qat)]
+        /// How the decoder's weights meet their format: `qat` fine-tunes through it
+        /// (fake-quantisation); `ptq` quantises the float weights at pack; `auto`, the measured
+        /// winner: `qat` for `e4m3`, `ptq` for the others.
+        #[arg(long, value_enum, default_value_t = QuantArg::Auto)]
         weight_quant: QuantArg,
         /// How the decoder's weights are stored: `int8` with a scale per row, `fp16`, `e4m3`
         /// (8-bit minifloat, a scale per row) or `mxint8` (int8, a power-of-two scale per 32).
@@ -389,7 +394,7 @@ enum Command {
         #[arg(long, default_value_t = 6000)]
         quant_steps: u32,
         /// Latent bit depths of `--quantisation`'s QAT/PTQ table, comma-separated.
-        #[arg(long, value_delimiter = ',', default_values_t = [2, 4, 8])]
+        #[arg(long, value_delimiter = ',', default_values_t = [2, 4, 8], value_parser = parse_latent_bits)]
         quant_bits: Vec<u32>,
         /// `--quantisation` without its second table (the decoder's weight formats).
         #[arg(long)]
@@ -516,13 +521,21 @@ impl Progress for TerminalProgress {
     }
 }
 
-/// `--decoder`: hidden layer widths separated by `-` or `,` (`96-64-32`), 1 to 1024 each (the
+/// `--latent-bits` and `--quant-bits`: the latent bit depths the presets and benches use.
+fn parse_latent_bits(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(bits @ (2 | 4 | 8)) => Ok(bits),
+        _ => Err(format!("{text} is not a latent bit depth (2, 4 or 8)")),
+    }
+}
+
+/// `--decoder`: hidden layer widths separated by `-` or `,` (`96-64-32`), 1 to `MAX_HIDDEN_WIDTH` each (the
 /// layer count is checked with the other options).
 fn parse_decoder_widths(text: &str) -> Result<Vec<usize>> {
     text.split(['-', ','])
         .map(|w| match w.trim().parse::<usize>() {
-            Ok(n) if (1..=1024).contains(&n) => Ok(n),
-            _ => Err(anyhow::anyhow!("--decoder: '{w}' is not a layer width (1 to 1024) in '{text}'")),
+            Ok(n) if (1..=MAX_HIDDEN_WIDTH).contains(&n) => Ok(n),
+            _ => Err(anyhow::anyhow!("--decoder: '{w}' is not a layer width (1 to {MAX_HIDDEN_WIDTH}) in '{text}'")),
         })
         .collect()
 }
@@ -735,7 +748,6 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let mut options = CompressOptions::preset(preset.into());
             if let Some(bits) = latent_bits {
-                let bits: u32 = bits.parse()?;
                 for g in &mut options.grids {
                     g.bits = bits;
                 }

@@ -5,6 +5,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// Widest hidden layer training accepts (the bundle reader allows wider ones:
+/// [`crate::bundle::limits::MAX_LAYER_WIDTH`]; beyond this a CPU training step is minutes).
+pub const MAX_HIDDEN_WIDTH: usize = 1024;
+
 /// One latent grid: its resolution relative to the library's largest map, channels and bits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GridOptions {
@@ -155,12 +159,15 @@ pub struct CompressOptions {
     pub mip_sample_boost: f32,
     /// How the latents meet their bits. [`Quantisation::Qat`]: trained with uniform noise of ±½
     /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
-    /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default QAT.
+    /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default
+    /// [`Quantisation::Auto`], the measured winner: QAT when a grid has at most
+    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits, PTQ otherwise ([`Self::resolved_latent_quantisation`]).
     #[serde(default)]
     pub latent_quantisation: Quantisation,
-    /// How the decoder's weights meet int8. [`Quantisation::Qat`]: fine-tuned through int8
+    /// How the decoder's weights meet their format. [`Quantisation::Qat`]: fine-tuned through
     /// fake-quantisation from `quantize_weights_at`. [`Quantisation::Ptq`]: trained in float to
-    /// the end and quantised once, at pack. Default QAT.
+    /// the end and quantised once, at pack. Default [`Quantisation::Auto`], the measured winner:
+    /// QAT for E4M3 (3 mantissa bits), PTQ for the others ([`Self::resolved_weight_quantisation`]).
     #[serde(default)]
     pub weight_quantisation: Quantisation,
     /// How the decoder's weights are stored: int8 per row (the default), fp16, E4M3 or MXINT8.
@@ -169,15 +176,36 @@ pub struct CompressOptions {
     pub weight_format: crate::quant::WeightFormat,
 }
 
+/// Latent grids of at most this many bits train with QAT under [`Quantisation::Auto`]: at 2 bits
+/// (4 levels) QAT measured 2.9 dB ahead of PTQ, at 4 and 8 bits PTQ 0.1–0.4 dB ahead
+/// (docs/benchmarks.md, "Quantisation").
+pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
+
 /// Quantisation-aware training or post-training quantisation (docs/benchmarks.md compares them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Quantisation {
-    /// Quantisation-aware training: the model trains against what quantisation will do to it.
+    /// Whichever of the two measured better for these bits or this format (docs/benchmarks.md,
+    /// "Quantisation"): see [`CompressOptions::resolved_latent_quantisation`] and
+    /// [`CompressOptions::resolved_weight_quantisation`].
     #[default]
+    Auto,
+    /// Quantisation-aware training: the model trains against what quantisation will do to it.
     Qat,
     /// Post-training quantisation: the model trains in float and is quantised once at the end.
     Ptq,
+}
+
+impl Quantisation {
+    /// `QAT`, `PTQ` or `auto`, for reports.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Qat => "QAT",
+            Self::Ptq => "PTQ",
+        }
+    }
 }
 
 /// What a set's header and manifest take in a bundle, bytes: an estimate with room to spare.
@@ -221,8 +249,8 @@ impl Default for CompressOptions {
             mips: false,
             mip_cell_growth: default_mip_cell_growth(),
             mip_sample_boost: default_mip_sample_boost(),
-            latent_quantisation: Quantisation::Qat,
-            weight_quantisation: Quantisation::Qat,
+            latent_quantisation: Quantisation::Auto,
+            weight_quantisation: Quantisation::Auto,
             weight_format: crate::quant::WeightFormat::Int8,
         }
     }
@@ -256,6 +284,29 @@ impl CompressOptions {
     #[must_use]
     pub fn latent_bits_per_texel(&self) -> f64 {
         self.grids.iter().map(|g| f64::from(g.channels * g.bits) / f64::from(g.texels_per_cell * g.texels_per_cell)).sum()
+    }
+
+    /// The latents' mode with [`Quantisation::Auto`] decided: QAT when any grid has at most
+    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits (one freeze step serves every grid), PTQ otherwise.
+    #[must_use]
+    pub fn resolved_latent_quantisation(&self) -> Quantisation {
+        match self.latent_quantisation {
+            Quantisation::Auto if self.grids.iter().any(|g| g.bits <= AUTO_QAT_MAX_LATENT_BITS) => Quantisation::Qat,
+            Quantisation::Auto => Quantisation::Ptq,
+            chosen => chosen,
+        }
+    }
+
+    /// The weights' mode with [`Quantisation::Auto`] decided: QAT for E4M3, whose 3-bit mantissa
+    /// PTQ rounds by up to 1/16 of each weight (0.42 dB measured), PTQ for int8, fp16 and MXINT8
+    /// (within 0.1 dB, PTQ ahead).
+    #[must_use]
+    pub fn resolved_weight_quantisation(&self) -> Quantisation {
+        match self.weight_quantisation {
+            Quantisation::Auto if self.weight_format == crate::quant::WeightFormat::Fp8E4m3 => Quantisation::Qat,
+            Quantisation::Auto => Quantisation::Ptq,
+            chosen => chosen,
+        }
     }
 
     /// [`Self::fit_bits_per_texel`] for a library: its texel count, extent and outputs, with the
@@ -401,8 +452,8 @@ impl CompressOptions {
                 return Err(format!("grid {i}: channels 1..=256 and texels per cell ≥ 1 required"));
             }
         }
-        if self.hidden_widths.iter().any(|&w| w == 0 || w > 1024) {
-            return Err("hidden widths must be 1..=1024".into());
+        if self.hidden_widths.iter().any(|&w| w == 0 || w > MAX_HIDDEN_WIDTH) {
+            return Err(format!("hidden widths must be 1..={MAX_HIDDEN_WIDTH}"));
         }
         // The output layer is one of the bundle's layers too.
         let max_hidden = crate::bundle::limits::MAX_LAYERS - 1;

@@ -3,7 +3,7 @@
 
 use crate::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, SectionSizes, WeightFormat};
 use crate::layout::{GridShape, ModelLayout, TextureSlot};
-use crate::options::{Backend, CompressOptions};
+use crate::options::{Backend, CompressOptions, Quantisation};
 use crate::params::ModelParams;
 use crate::progress::{Cancel, Pass, Progress};
 use crate::quant::{self, QuantizedLayer};
@@ -302,6 +302,10 @@ pub struct QuantiseReport {
     pub max_weight_error: f32,
     /// Weight format.
     pub weight_format: WeightFormat,
+    /// How the latents met their bits in training (`auto` decided: `qat` or `ptq`).
+    pub latent_quantisation: Quantisation,
+    /// How the weights met their format in training (`auto` decided: `qat` or `ptq`).
+    pub weight_quantisation: Quantisation,
 }
 
 /// What the pack pass wrote.
@@ -731,9 +735,10 @@ pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelP
     (new_layout, new_params, report)
 }
 
-/// Quantise pass: latent levels per grid and int8 layers.
+/// Quantise pass: latent levels per grid and the layers in the layout's weight format, with the
+/// largest |dequantised − trained| weight difference.
 #[must_use]
-pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Vec<QuantizedLayer>, QuantiseReport) {
+pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Vec<QuantizedLayer>, f32) {
     let per_level = layout.grids.len().max(1);
     let levels = params.all_grids().enumerate().map(|(i, g)| quant::grid_levels(g, layout.grids[i % per_level].bits)).collect();
     let layers: Vec<QuantizedLayer> = params.layers.iter().map(|l| QuantizedLayer::quantize_as(l, layout.weight_format)).collect();
@@ -746,12 +751,7 @@ pub fn quantise(layout: &ModelLayout, params: &ModelParams) -> (Vec<Vec<u8>>, Ve
             p.weights.iter().zip(d.weights).map(|(a, b)| (a - b).abs()).collect::<Vec<_>>()
         })
         .fold(0.0f32, f32::max);
-    let report = QuantiseReport {
-        latent_bits: layout.grids.iter().map(|g| g.bits).collect(),
-        max_weight_error,
-        weight_format: layout.weight_format,
-    };
-    (levels, layers, report)
+    (levels, layers, max_weight_error)
 }
 
 /// The bundle a model in training would make if training stopped now: the quantise and pack
@@ -994,10 +994,24 @@ pub fn compress(
     );
 
     progress.pass_started(Pass::Quantise);
-    let (levels, layers, quantise_report) = quantise(&layout, &params);
+    let (levels, layers, max_weight_error) = quantise(&layout, &params);
+    let quantise_report = QuantiseReport {
+        latent_bits: layout.grids.iter().map(|g| g.bits).collect(),
+        max_weight_error,
+        weight_format: layout.weight_format,
+        latent_quantisation: options.resolved_latent_quantisation(),
+        weight_quantisation: options.resolved_weight_quantisation(),
+    };
     progress.pass_finished(
         Pass::Quantise,
-        &format!("latents at {:?} bits, weights int8 (max error {:.2e})", quantise_report.latent_bits, quantise_report.max_weight_error),
+        &format!(
+            "latents at {:?} bits ({}), weights {} ({}; max error {:.2e})",
+            quantise_report.latent_bits,
+            quantise_report.latent_quantisation.label(),
+            quantise_report.weight_format.label(),
+            quantise_report.weight_quantisation.label(),
+            quantise_report.max_weight_error
+        ),
     );
 
     progress.pass_started(Pass::Pack);

@@ -24,7 +24,8 @@ pub enum Pass {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TrainPhase {
-    /// Latents continuous with ±½-step uniform noise.
+    /// Latents train, continuous: with ±½-step uniform noise under QAT, in float under PTQ
+    /// ([`crate::train::Schedule::latent_noise`]).
     NoisyLatents,
     /// Latents rounded and frozen; decoder trains in float.
     FrozenLatents,

@@ -74,6 +74,17 @@ impl WeightFormat {
     /// Every format, int8 first.
     pub const ALL: [Self; 4] = [Self::Int8, Self::Fp16, Self::Fp8E4m3, Self::MxInt8];
 
+    /// A short name for reports: `int8`, `fp16`, `E4M3` or `MXINT8`.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Int8 => "int8",
+            Self::Fp16 => "fp16",
+            Self::Fp8E4m3 => "E4M3",
+            Self::MxInt8 => "MXINT8",
+        }
+    }
+
     /// The code a bundle's manifest and the WGSL decoder use (0 = int8).
     #[must_use]
     pub fn code(self) -> u32 {

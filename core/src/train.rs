@@ -504,20 +504,21 @@ impl Schedule {
         // first undo much of it.
         let lr_scale = if options.init_from.is_some() { FINE_TUNE_LEARNING_RATE_SCALE } else { 1.0 };
         let steps = options.steps;
+        let latent_quantisation = options.resolved_latent_quantisation();
         Self {
             steps,
             batch_texels: options.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
             grid_learning_rate: options.grid_learning_rate * lr_scale,
             mlp_learning_rate: options.mlp_learning_rate * lr_scale,
-            freeze_step: match options.latent_quantisation {
+            freeze_step: match latent_quantisation {
                 Quantisation::Qat => (steps as f32 * options.freeze_latents_at) as u32,
-                Quantisation::Ptq => steps,
+                Quantisation::Ptq | Quantisation::Auto => steps,
             },
-            int8_step: match options.weight_quantisation {
+            int8_step: match options.resolved_weight_quantisation() {
                 Quantisation::Qat => (steps as f32 * options.quantize_weights_at) as u32,
-                Quantisation::Ptq => steps,
+                Quantisation::Ptq | Quantisation::Auto => steps,
             },
-            latent_noise: options.latent_quantisation == Quantisation::Qat,
+            latent_noise: latent_quantisation == Quantisation::Qat,
             grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
             weight_format: layout.weight_format,
             seed: options.seed,

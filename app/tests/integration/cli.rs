@@ -411,7 +411,8 @@ fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
 
     let bad = texset(&["bench", "--quantisation", bricks.to_str().unwrap(), "--quant-bits", "3"]);
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("--quant-bits: 3 is not a latent bit depth"));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("--quant-bits") && stderr.contains("3 is not a latent bit depth (2, 4 or 8)"), "{stderr}");
 }
 
 #[test]

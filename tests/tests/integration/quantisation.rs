@@ -14,7 +14,14 @@ use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
 #[test]
 fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
     let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/metal_plates")]).unwrap();
-    let qat = CompressOptions { steps: 1000, backend: Backend::Cpu, seed: 3, ..CompressOptions::default() };
+    let qat = CompressOptions {
+        steps: 1000,
+        backend: Backend::Cpu,
+        seed: 3,
+        latent_quantisation: Quantisation::Qat,
+        weight_quantisation: Quantisation::Qat,
+        ..CompressOptions::default()
+    };
     let (layout, _) = analyse(&set, &qat).unwrap();
     let with = |latents, weights| CompressOptions { latent_quantisation: latents, weight_quantisation: weights, ..qat.clone() };
     let phases = |o: &CompressOptions| {
@@ -39,11 +46,56 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
             g.bits = 2;
         }
         let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
-        (out.report.pack.bundle_bytes, evaluate(&set, &Decoder::new(&out.bundle), false).unwrap().pooled_psnr_db)
+        (out.report.pack.bundle_bytes, evaluate(&set, &Decoder::new(&out.bundle), false).unwrap().pooled_psnr_db, out.report.quantise)
     };
-    let (qat_bytes, qat_db) = score(&qat);
-    let (ptq_bytes, ptq_db) = score(&with(Quantisation::Ptq, Quantisation::Qat));
+    let (qat_bytes, qat_db, _) = score(&qat);
+    let (ptq_bytes, ptq_db, _) = score(&with(Quantisation::Ptq, Quantisation::Qat));
     println!("2-bit latents: QAT {qat_db:.2} dB, PTQ {ptq_db:.2} dB");
     assert_eq!(qat_bytes, ptq_bytes, "the same shape at the same bits");
     assert!(qat_db > ptq_db + 1.0, "QAT {qat_db:.2} dB, PTQ {ptq_db:.2} dB");
+    // The default (auto) takes QAT's side at 2 bits, and the report says what it trained with.
+    let (_, auto_db, report) = score(&with(Quantisation::Auto, Quantisation::Qat));
+    assert_eq!(auto_db.to_bits(), qat_db.to_bits(), "auto at 2 bits is QAT: {auto_db} against {qat_db} dB");
+    assert_eq!((report.latent_quantisation, report.weight_quantisation), (Quantisation::Qat, Quantisation::Qat));
+}
+
+#[test]
+fn auto_quantisation_picks_the_measured_winner() {
+    use texset_core::quant::WeightFormat;
+    let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    let options = CompressOptions { steps: 1000, ..CompressOptions::default() };
+    assert_eq!((options.latent_quantisation, options.weight_quantisation), (Quantisation::Auto, Quantisation::Auto));
+    let with = |bits: u32, format: WeightFormat| {
+        let mut o = CompressOptions { weight_format: format, ..options.clone() };
+        for g in &mut o.grids {
+            g.bits = bits;
+        }
+        o
+    };
+    let phases = |o: &CompressOptions| {
+        let (layout, _) = analyse(&set, o).unwrap();
+        let s = Schedule::new(o, &layout);
+        (s.latent_noise, [0, 799, 800, 899, 900, 999].map(|step| s.phase(step)))
+    };
+    // 4 and 8 bits, int8/fp16/MXINT8: PTQ both, float training to the end.
+    for bits in [4, 8] {
+        for format in [WeightFormat::Int8, WeightFormat::Fp16, WeightFormat::MxInt8] {
+            let o = with(bits, format);
+            assert_eq!((o.resolved_latent_quantisation(), o.resolved_weight_quantisation()), (Quantisation::Ptq, Quantisation::Ptq));
+            assert_eq!(phases(&o), (false, [N; 6]), "{bits} bits, {format:?}");
+        }
+    }
+    // 2 bits: QAT latents (noise, frozen at 80 %), weights in float to the end.
+    assert_eq!(phases(&with(2, WeightFormat::Int8)), (true, [N, N, F, F, F, F]));
+    // E4M3 weights fine-tune through their format whatever the latents do.
+    assert_eq!(phases(&with(4, WeightFormat::Fp8E4m3)), (false, [N, N, N, N, I, I]));
+    assert_eq!(phases(&with(2, WeightFormat::Fp8E4m3)), (true, [N, N, F, F, I, I]));
+    // One grid at 2 bits is enough for QAT latents (one freeze step serves every grid).
+    let mut mixed = with(4, WeightFormat::Int8);
+    mixed.grids[1].bits = 2;
+    assert_eq!(mixed.resolved_latent_quantisation(), Quantisation::Qat);
+    // A mode asked for is kept.
+    let asked =
+        CompressOptions { latent_quantisation: Quantisation::Ptq, weight_quantisation: Quantisation::Qat, ..with(2, WeightFormat::Int8) };
+    assert_eq!((asked.resolved_latent_quantisation(), asked.resolved_weight_quantisation()), (Quantisation::Ptq, Quantisation::Qat));
 }
