@@ -298,7 +298,9 @@ pub struct BudgetChange {
 pub struct QuantiseReport {
     /// Bits per latent, per grid.
     pub latent_bits: Vec<u32>,
-    /// Largest |dequantised − trained| weight difference (0 after int8-aware fine-tuning).
+    /// Largest |dequantised − trained| weight difference. Training hands over weights already
+    /// rounded to the format (QAT or PTQ alike), so this checks that quantising them again is
+    /// exact: 0 unless something between training and the pass changed them.
     pub max_weight_error: f32,
     /// Weight format.
     pub weight_format: WeightFormat,
@@ -1005,7 +1007,7 @@ pub fn compress(
     progress.pass_finished(
         Pass::Quantise,
         &format!(
-            "latents at {:?} bits ({}), weights {} ({}; max error {:.2e})",
+            "latents at {:?} bits ({}), weights {} ({}; re-quantisation error {:.2e})",
             quantise_report.latent_bits,
             quantise_report.latent_quantisation.label(),
             quantise_report.weight_format.label(),
