@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Widest hidden layer training accepts (the bundle reader allows wider ones:
-/// [`crate::bundle::limits::MAX_LAYER_WIDTH`]; beyond this a CPU training step is minutes).
+/// [`crate::bundle::limits::MAX_LAYER_WIDTH`]).
 pub const MAX_HIDDEN_WIDTH: usize = 1024;
 
 /// One latent grid: its resolution relative to the library's largest map, channels and bits.
@@ -177,7 +177,7 @@ pub struct CompressOptions {
 }
 
 /// Latent grids of at most this many bits train with QAT under [`Quantisation::Auto`]: at 2 bits
-/// (4 levels) QAT measured 2.9 dB ahead of PTQ, at 4 and 8 bits PTQ 0.1–0.4 dB ahead
+/// (4 levels) QAT measured 2.9–3.6 dB ahead of PTQ, at 4 and 8 bits PTQ 0.1–0.4 dB ahead
 /// (docs/benchmarks.md, "Quantisation").
 pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 
@@ -299,7 +299,7 @@ impl CompressOptions {
 
     /// The weights' mode with [`Quantisation::Auto`] decided: QAT for E4M3, whose 3-bit mantissa
     /// PTQ rounds by up to 1/16 of each weight (0.42 dB measured), PTQ for int8, fp16 and MXINT8
-    /// (within 0.1 dB, PTQ ahead).
+    /// (within 0.12 dB either way; PTQ ahead at the default preset).
     #[must_use]
     pub fn resolved_weight_quantisation(&self) -> Quantisation {
         match self.weight_quantisation {

@@ -74,14 +74,14 @@ impl WeightFormat {
     /// Every format, int8 first.
     pub const ALL: [Self; 4] = [Self::Int8, Self::Fp16, Self::Fp8E4m3, Self::MxInt8];
 
-    /// A short name for reports: `int8`, `fp16`, `E4M3` or `MXINT8`.
+    /// Its name as `--weight-format` spells it, for reports: `int8`, `fp16`, `e4m3` or `mxint8`.
     #[must_use]
     pub fn label(self) -> &'static str {
         match self {
             Self::Int8 => "int8",
             Self::Fp16 => "fp16",
-            Self::Fp8E4m3 => "E4M3",
-            Self::MxInt8 => "MXINT8",
+            Self::Fp8E4m3 => "e4m3",
+            Self::MxInt8 => "mxint8",
         }
     }
 

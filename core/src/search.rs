@@ -187,10 +187,8 @@ impl SearchPoint {
     pub fn label(&self) -> String {
         let widths: Vec<String> = self.hidden_widths.iter().map(ToString::to_string).collect();
         let format = match self.weight_format {
-            WeightFormat::Int8 => "",
-            WeightFormat::Fp16 => " fp16",
-            WeightFormat::Fp8E4m3 => " e4m3",
-            WeightFormat::MxInt8 => " mxint8",
+            WeightFormat::Int8 => String::new(),
+            other => format!(" {}", other.label()),
         };
         format!(
             "{}b 1/{} {}:{} {}{format}",

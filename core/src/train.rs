@@ -504,21 +504,16 @@ impl Schedule {
         // first undo much of it.
         let lr_scale = if options.init_from.is_some() { FINE_TUNE_LEARNING_RATE_SCALE } else { 1.0 };
         let steps = options.steps;
-        let latent_quantisation = options.resolved_latent_quantisation();
+        let qat_latents = options.resolved_latent_quantisation() == Quantisation::Qat;
+        let qat_weights = options.resolved_weight_quantisation() == Quantisation::Qat;
         Self {
             steps,
             batch_texels: options.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
             grid_learning_rate: options.grid_learning_rate * lr_scale,
             mlp_learning_rate: options.mlp_learning_rate * lr_scale,
-            freeze_step: match latent_quantisation {
-                Quantisation::Qat => (steps as f32 * options.freeze_latents_at) as u32,
-                Quantisation::Ptq | Quantisation::Auto => steps,
-            },
-            int8_step: match options.resolved_weight_quantisation() {
-                Quantisation::Qat => (steps as f32 * options.quantize_weights_at) as u32,
-                Quantisation::Ptq | Quantisation::Auto => steps,
-            },
-            latent_noise: latent_quantisation == Quantisation::Qat,
+            freeze_step: if qat_latents { (steps as f32 * options.freeze_latents_at) as u32 } else { steps },
+            int8_step: if qat_weights { (steps as f32 * options.quantize_weights_at) as u32 } else { steps },
+            latent_noise: qat_latents,
             grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
             weight_format: layout.weight_format,
             seed: options.seed,
