@@ -416,6 +416,15 @@ enum Command {
         /// Where `--rd` writes its chart (PNG).
         #[arg(long, default_value = "rd.png")]
         plot: PathBuf,
+        /// `--rd` writes every point measured so far to this file (JSON) after each one, so a long
+        /// run stopped part-way keeps what it measured.
+        #[arg(long)]
+        rd_save: Option<PathBuf>,
+        /// `--rd` measures nothing: it merges these files (from `--rd-save` or `--rd --json`,
+        /// comma-separated; a later file's point for the same set, method and rate wins) into one
+        /// table and chart.
+        #[arg(long, value_delimiter = ',', requires = "rd", conflicts_with = "dirs")]
+        rd_from: Vec<PathBuf>,
         /// Instead: the precision search (`compress --search`) with each strategy of
         /// `--search-strategies` on each folder at `--search-bpp`: the preset's shape against
         /// the best point found, in how many trials.
@@ -1159,10 +1168,13 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
-        Command::Bench { dirs, rd: true, rd_presets, rd_bpp, rd_steps, plot, json, .. } => {
+        Command::Bench { rd: true, rd_from, plot, json, .. } if !rd_from.is_empty() => {
+            rd::merge(&rd_from, &plot, json)?;
+        }
+        Command::Bench { dirs, rd: true, rd_presets, rd_bpp, rd_steps, plot, rd_save, json, .. } => {
             let dirs = bench::dirs_or_samples(dirs)?;
             let presets: Vec<Preset> = rd_presets.into_iter().map(Preset::from).collect();
-            rd::run(&dirs, &presets, &rd_bpp, rd_steps, &plot, json)?;
+            rd::run(&dirs, &presets, &rd_bpp, rd_steps, &plot, json, rd_save.as_deref())?;
         }
         Command::Bench { dirs, quantisation: true, quant_steps, quant_bits, quant_skip_formats, json, .. } => {
             let dirs = bench::dirs_or_samples(dirs)?;

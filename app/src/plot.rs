@@ -66,21 +66,31 @@ const GRID: [u8; 3] = [225, 225, 225];
 
 /// Draws `panels` side by side, each `panel_w`×`panel_h` pixels, with `legend` in columns below.
 pub fn render(panels: &[Panel], legend: &[LegendEntry], panel_w: u32, panel_h: u32) -> anyhow::Result<RgbImage> {
+    render_grid(panels, panels.len(), legend, panel_w, panel_h)
+}
+
+/// Draws `panels` in rows of `per_row` (left to right, then down), each `panel_w`×`panel_h`
+/// pixels, with `legend` in columns below.
+pub fn render_grid(panels: &[Panel], per_row: usize, legend: &[LegendEntry], panel_w: u32, panel_h: u32) -> anyhow::Result<RgbImage> {
     let font =
         FontRef::try_from_slice(epaint_default_fonts::HACK_REGULAR).map_err(|e| anyhow::anyhow!("the chart font did not load: {e}"))?;
-    let columns = (panel_w * panels.len() as u32 / 240).max(1);
+    let per_row = per_row.clamp(1, panels.len().max(1));
+    let rows = panels.len().div_ceil(per_row).max(1) as u32;
+    let width = panel_w * per_row as u32;
+    let columns = (width / 240).max(1);
     let legend_rows = (legend.len() as u32).div_ceil(columns);
-    let width = panel_w * panels.len().max(1) as u32;
-    let height = panel_h + legend_rows * LEGEND_ROW_PX + 12;
+    let panels_h = panel_h * rows;
+    let height = panels_h + legend_rows * LEGEND_ROW_PX + 12;
     let mut canvas = Canvas { image: RgbImage::from_pixel(width, height, Rgb([255, 255, 255])), font };
     for (i, panel) in panels.iter().enumerate() {
-        canvas.panel(panel, i as f32 * panel_w as f32, panel_w as f32, panel_h as f32);
+        let (col, row) = ((i % per_row) as f32, (i / per_row) as f32);
+        canvas.panel(panel, (col * panel_w as f32, row * panel_h as f32), panel_w as f32, panel_h as f32);
     }
     let column_w = width as f32 / columns as f32;
     for (i, entry) in legend.iter().enumerate() {
         let (col, row) = (i as u32 % columns, i as u32 / columns);
         let x = col as f32 * column_w + 16.0;
-        let y = panel_h as f32 + 6.0 + row as f32 * LEGEND_ROW_PX as f32 + LEGEND_ROW_PX as f32 / 2.0;
+        let y = panels_h as f32 + 6.0 + row as f32 * LEGEND_ROW_PX as f32 + LEGEND_ROW_PX as f32 / 2.0;
         if entry.line {
             canvas.line((x, y), (x + 28.0, y), 2.0, entry.colour);
         }
@@ -205,7 +215,7 @@ impl Canvas<'_> {
         }
     }
 
-    fn panel(&mut self, panel: &Panel, left: f32, w: f32, h: f32) {
+    fn panel(&mut self, panel: &Panel, (left, top): (f32, f32), w: f32, h: f32) {
         let points = panel.series.iter().flat_map(|s| s.points.iter().copied());
         let (mut x_hi, mut y_lo, mut y_hi) = (f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
         for (x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
@@ -220,7 +230,7 @@ impl Canvas<'_> {
         let pad = ((y_hi - y_lo) * 0.08).max(0.5);
         (y_lo, y_hi) = ((y_lo - pad).floor(), (y_hi + pad).ceil());
         let (px0, px1) = (left + MARGIN_LEFT, left + w - MARGIN_RIGHT);
-        let (py0, py1) = (MARGIN_TOP, h - MARGIN_BOTTOM);
+        let (py0, py1) = (top + MARGIN_TOP, top + h - MARGIN_BOTTOM);
         let to_px = |x: f64, y: f64| {
             (px0 + ((x - x_lo) / (x_hi - x_lo)) as f32 * (px1 - px0), py1 - ((y - y_lo) / (y_hi - y_lo)) as f32 * (py1 - py0))
         };
@@ -245,9 +255,9 @@ impl Canvas<'_> {
         self.line((px0, py1), (px1, py1), 1.5, INK);
         self.line((px0, py0), (px0, py1), 1.5, INK);
         let tw = self.text_width(&panel.title);
-        self.text(&panel.title, (px0 + px1 - tw) / 2.0, MARGIN_TOP - 12.0, INK);
+        self.text(&panel.title, (px0 + px1 - tw) / 2.0, top + MARGIN_TOP - 12.0, INK);
         let xw = self.text_width(&panel.x_label);
-        self.text(&panel.x_label, (px0 + px1 - xw) / 2.0, h - 8.0, INK);
+        self.text(&panel.x_label, (px0 + px1 - xw) / 2.0, top + h - 8.0, INK);
         self.text_vertical(&panel.y_label, left + 12.0, f32::midpoint(py0, py1), INK);
         for s in &panel.series {
             let pts: Vec<(f32, f32)> = s.points.iter().filter(|(x, y)| x.is_finite() && y.is_finite()).map(|&(x, y)| to_px(x, y)).collect();
@@ -309,5 +319,30 @@ mod tests {
         let (mx, my) = to_px(2.5, 35.0, 8.4, 29.0, 41.0);
         let p = image.get_pixel(mx as u32, my as u32).0;
         assert!(p[0] > 150 && p[2] < 120, "{p:?} at ({mx}, {my})");
+    }
+
+    #[test]
+    fn a_grid_wraps_its_panels_into_rows() {
+        let only = |colour: [u8; 3]| Panel {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![Series { colour, marker: Marker::Square, joined: false, points: vec![(1.0, 1.0)] }],
+        };
+        let (red, green, blue) = ([220, 40, 40], [40, 200, 40], [40, 40, 220]);
+        let image = render_grid(&[only(red), only(green), only(blue)], 2, &[], 300, 200).unwrap();
+        assert_eq!((image.width(), image.height()), (600, 400 + 12));
+        // Each colour is drawn only in its own cell: red top left, green top right, blue below.
+        let cells = |c: [u8; 3]| {
+            let mut cells: Vec<(u32, u32)> =
+                image.enumerate_pixels().filter(|(_, _, p)| p.0 == c).map(|(x, y, _)| (x / 300, y / 200)).collect();
+            cells.dedup();
+            cells.sort_unstable();
+            cells.dedup();
+            cells
+        };
+        assert_eq!(cells(red), [(0, 0)]);
+        assert_eq!(cells(green), [(1, 0)]);
+        assert_eq!(cells(blue), [(0, 1)]);
     }
 }

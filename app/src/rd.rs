@@ -2,7 +2,9 @@
 //! engines ship it (BC7/BC5/BC4 "high" and BC1/BC5/BC4 "low", the real encoder in
 //! `texset_core::bcn`), per material folder: bits per texel, pooled PSNR of every map and the
 //! rendered PSNR of the lit material (`texset::rendered`, 8 lights at 256²). Prints a table (or
-//! JSON) and draws both curves into one PNG.
+//! JSON) and draws both curves of every set into one PNG. `--rd-save` keeps the points measured so
+//! far in a file after each one; `--rd-from` merges such files (runs of different presets, or one
+//! stopped part-way) into one table and chart without training again.
 
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
@@ -21,7 +23,7 @@ const LIGHTS: usize = 8;
 const RENDER_PX: u32 = 256;
 
 /// One point of the curves.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RdPoint {
     /// Folder name.
     pub set: String,
@@ -41,28 +43,28 @@ pub struct RdPoint {
 
 /// Runs every preset at every rate of `rates_bpp` (none: at the preset's own) and both
 /// block-compression profiles on each folder of `dirs` (each its own set); `steps` overrides the
-/// presets' step counts (for quick checks); the chart goes to `plot`.
-pub fn run(dirs: &[PathBuf], presets: &[Preset], rates_bpp: &[f64], steps: Option<u32>, plot: &Path, json: bool) -> Result<()> {
+/// presets' step counts (for quick checks); the chart goes to `plot`; with `save`, every point so
+/// far is written there (a JSON array, atomically) after each one.
+pub fn run(
+    dirs: &[PathBuf],
+    presets: &[Preset],
+    rates_bpp: &[f64],
+    steps: Option<u32>,
+    plot: &Path,
+    json: bool,
+    save: Option<&Path>,
+) -> Result<()> {
     anyhow::ensure!(!presets.is_empty(), "--rd needs at least one preset");
     let mut points = Vec::new();
-    if !json {
-        println!("| set | method | bits/texel | PSNR | rendered PSNR | train s |");
-        println!("|---|---|---|---|---|---|");
-    }
-    let emit = |p: RdPoint, points: &mut Vec<RdPoint>| {
-        if json {
-            eprintln!(
-                "{} {}: {:.3} bits/texel, {:.2} dB, rendered {:.2} dB",
-                p.set, p.method, p.bits_per_texel, p.pooled_psnr_db, p.rendered_psnr_db
-            );
-        } else {
-            let secs = p.train_secs.map_or_else(|| "–".to_owned(), |s| format!("{s:.0}"));
-            println!(
-                "| {} | {} | {:.3} | {:.2} dB | {:.2} dB | {secs} |",
-                p.set, p.method, p.bits_per_texel, p.pooled_psnr_db, p.rendered_psnr_db
-            );
-        }
+    print_header(json);
+    let emit = |p: RdPoint, points: &mut Vec<RdPoint>| -> Result<()> {
+        print_point(&p, json);
         points.push(p);
+        if let Some(save) = save {
+            let text = serde_json::to_string_pretty(points)?;
+            texset_core::fsutil::write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
+        }
+        Ok(())
     };
     for dir in dirs {
         let (name, set) = crate::bench::load_named(dir)?;
@@ -88,7 +90,7 @@ pub fn run(dirs: &[PathBuf], presets: &[Preset], rates_bpp: &[f64], steps: Optio
                 rendered_psnr_db: pooled_rendered(&rendered),
                 train_secs: Some(out.report.train.train_secs),
             };
-            emit(point, &mut points);
+            emit(point, &mut points)?;
             manifest.get_or_insert(out.bundle.manifest);
         }
         // The renders need the maps' meaning (kinds, colour spaces, ranges): the bundle's manifest
@@ -107,15 +109,94 @@ pub fn run(dirs: &[PathBuf], presets: &[Preset], rates_bpp: &[f64], steps: Optio
                 rendered_psnr_db: pooled_rendered(&rendered),
                 train_secs: None,
             };
-            emit(point, &mut points);
+            emit(point, &mut points)?;
         }
     }
-    let image = chart(&points)?;
+    finish(&points, plot, json)
+}
+
+/// Merges the points of `files` (each saved by `--rd-save` or printed by `--rd --json`) into one
+/// table and chart: sets in order of first appearance, then texset's presets (fast, default,
+/// high) by rate, then BC high and BC low. A point measured again (same set, method and asked
+/// rate) in a later file replaces the earlier one.
+pub fn merge(files: &[PathBuf], plot: &Path, json: bool) -> Result<()> {
+    anyhow::ensure!(!files.is_empty(), "--rd-from needs at least one file");
+    let mut lists = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let list: Vec<RdPoint> = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a list of rate–distortion points (`bench --rd --rd-save` writes them)", file.display()))?;
+        lists.push(list);
+    }
+    let points = merged(lists);
+    print_header(json);
+    for p in &points {
+        print_point(p, json);
+    }
+    finish(&points, plot, json)
+}
+
+/// The points of `lists` in one list, a later list's point replacing an earlier one of the same
+/// set, method and asked rate; sets in order of first appearance, then methods in
+/// [`method_rank`] order, then bits per texel.
+fn merged(lists: Vec<Vec<RdPoint>>) -> Vec<RdPoint> {
+    let mut points: Vec<RdPoint> = Vec::new();
+    for p in lists.into_iter().flatten() {
+        let same = |q: &RdPoint| {
+            q.set == p.set && q.method == p.method && q.asked_bits_per_texel.map(f64::to_bits) == p.asked_bits_per_texel.map(f64::to_bits)
+        };
+        match points.iter_mut().find(|q| same(q)) {
+            Some(q) => *q = p,
+            None => points.push(p),
+        }
+    }
+    let mut sets: Vec<String> = Vec::new();
+    for p in &points {
+        if !sets.contains(&p.set) {
+            sets.push(p.set.clone());
+        }
+    }
+    let set = |p: &RdPoint| sets.iter().position(|s| *s == p.set);
+    points.sort_by(|a, b| {
+        (set(a), method_rank(&a.method), &a.method)
+            .cmp(&(set(b), method_rank(&b.method), &b.method))
+            .then(a.bits_per_texel.total_cmp(&b.bits_per_texel))
+    });
+    points
+}
+
+/// The table's head (nothing under `--json`).
+fn print_header(json: bool) {
+    if !json {
+        println!("| set | method | bits/texel | PSNR | rendered PSNR | train s |");
+        println!("|---|---|---|---|---|---|");
+    }
+}
+
+/// One point: a table row, or under `--json` a progress line on stderr.
+fn print_point(p: &RdPoint, json: bool) {
+    if json {
+        eprintln!(
+            "{} {}: {:.3} bits/texel, {:.2} dB, rendered {:.2} dB",
+            p.set, p.method, p.bits_per_texel, p.pooled_psnr_db, p.rendered_psnr_db
+        );
+    } else {
+        let secs = p.train_secs.map_or_else(|| "–".to_owned(), |s| format!("{s:.0}"));
+        println!(
+            "| {} | {} | {:.3} | {:.2} dB | {:.2} dB | {secs} |",
+            p.set, p.method, p.bits_per_texel, p.pooled_psnr_db, p.rendered_psnr_db
+        );
+    }
+}
+
+/// Draws the chart to `plot` and, under `--json`, prints the points.
+fn finish(points: &[RdPoint], plot: &Path, json: bool) -> Result<()> {
+    let image = chart(points)?;
     let mut png = Vec::new();
     image.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
     texset_core::fsutil::write_atomic(plot, &png).with_context(|| format!("writing {}", plot.display()))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&points)?);
+        println!("{}", serde_json::to_string_pretty(points)?);
     }
     eprintln!("wrote {}", plot.display());
     Ok(())
@@ -145,50 +226,136 @@ fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
     psnr_from_mse(mse)
 }
 
-/// Set colours, in order of first appearance.
-const PALETTE: [[u8; 3]; 8] =
-    [[31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189], [140, 86, 75], [227, 119, 194], [127, 127, 127]];
+/// The order of methods in tables, charts and legends: texset's presets from the fewest steps,
+/// then the block-compression profiles, then anything else.
+fn method_rank(method: &str) -> usize {
+    ["texset fast", "texset default", "texset high", "BC high", "BC low"].iter().position(|m| *m == method).unwrap_or(5)
+}
 
-/// Two panels (PSNR and rendered PSNR against bits per texel); a colour per set, a marker per
-/// method: each texset preset's rates joined by a line (circles), BC high (squares), BC low
-/// (triangles).
+/// Method colours, in [`method_rank`] order (texset's presets blue, orange, green; BC high red;
+/// BC low purple; anything else grey).
+const PALETTE: [[u8; 3]; 6] = [[31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189], [127, 127, 127]];
+
+/// Two panels per set (PSNR and rendered PSNR against bits per texel), two sets to a row; a
+/// colour per method: each texset preset's rates joined by a line (circles), BC high (squares),
+/// BC low (triangles).
 fn chart(points: &[RdPoint]) -> Result<image::RgbImage> {
     let mut sets: Vec<&str> = Vec::new();
+    let mut methods: Vec<&str> = Vec::new();
     for p in points {
         if !sets.contains(&p.set.as_str()) {
             sets.push(&p.set);
         }
-    }
-    let panel = |title: &str, y: fn(&RdPoint) -> f64| {
-        let mut series = Vec::new();
-        for (i, set) in sets.iter().enumerate() {
-            let colour = PALETTE[i % PALETTE.len()];
-            let of = |pred: &dyn Fn(&str) -> bool| -> Vec<(f64, f64)> {
-                let mut v: Vec<(f64, f64)> =
-                    points.iter().filter(|p| p.set == *set && pred(&p.method)).map(|p| (p.bits_per_texel, y(p))).collect();
-                v.sort_by(|a, b| a.0.total_cmp(&b.0));
-                v
-            };
-            let mut methods: Vec<&str> =
-                points.iter().filter(|p| p.set == *set && p.method.starts_with("texset")).map(|p| p.method.as_str()).collect();
-            methods.dedup();
-            for method in methods {
-                series.push(Series { colour, marker: Marker::Circle, joined: true, points: of(&|m| m == method) });
-            }
-            series.push(Series { colour, marker: Marker::Square, joined: false, points: of(&|m| m == "BC high") });
-            series.push(Series { colour, marker: Marker::Triangle, joined: false, points: of(&|m| m == "BC low") });
+        if !methods.contains(&p.method.as_str()) {
+            methods.push(&p.method);
         }
-        Panel { title: title.to_owned(), x_label: "bits per texel".to_owned(), y_label: "dB".to_owned(), series }
+    }
+    methods.sort_by_key(|m| method_rank(m));
+    let style = |method: &str| {
+        let marker = match method {
+            "BC high" => Marker::Square,
+            "BC low" => Marker::Triangle,
+            _ => Marker::Circle,
+        };
+        (PALETTE[method_rank(method)], marker, marker == Marker::Circle)
     };
-    let panels = [panel("PSNR, every map pooled", |p| p.pooled_psnr_db), panel("Rendered PSNR, 8 lights", |p| p.rendered_psnr_db)];
-    let grey = [90, 90, 90];
-    let mut legend: Vec<LegendEntry> = sets
+    let mut panels = Vec::new();
+    for set in &sets {
+        let panel = |title: &str, y: fn(&RdPoint) -> f64| {
+            let series = methods
+                .iter()
+                .map(|&method| {
+                    let (colour, marker, joined) = style(method);
+                    let mut v: Vec<(f64, f64)> =
+                        points.iter().filter(|p| p.set == *set && p.method == method).map(|p| (p.bits_per_texel, y(p))).collect();
+                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    Series { colour, marker, joined, points: v }
+                })
+                .collect();
+            Panel { title: format!("{set}: {title}"), x_label: "bits per texel".to_owned(), y_label: "dB".to_owned(), series }
+        };
+        panels.push(panel("PSNR", |p| p.pooled_psnr_db));
+        panels.push(panel("rendered PSNR", |p| p.rendered_psnr_db));
+    }
+    let legend: Vec<LegendEntry> = methods
         .iter()
-        .enumerate()
-        .map(|(i, s)| LegendEntry { label: (*s).to_owned(), colour: PALETTE[i % PALETTE.len()], marker: None, line: true })
+        .map(|&method| {
+            let (colour, marker, line) = style(method);
+            let label = match method {
+                "BC high" => "BC7/BC5/BC4 (high)".to_owned(),
+                "BC low" => "BC1/BC5/BC4 (low)".to_owned(),
+                m => m.to_owned(),
+            };
+            LegendEntry { label, colour, marker: Some(marker), line }
+        })
         .collect();
-    legend.push(LegendEntry { label: "texset (a curve per preset)".into(), colour: grey, marker: Some(Marker::Circle), line: true });
-    legend.push(LegendEntry { label: "BC7/BC5/BC4 (high)".into(), colour: grey, marker: Some(Marker::Square), line: false });
-    legend.push(LegendEntry { label: "BC1/BC5/BC4 (low)".into(), colour: grey, marker: Some(Marker::Triangle), line: false });
-    texset::plot::render(&panels, &legend, 560, 420)
+    let per_row = if sets.len() > 1 { 4 } else { 2 };
+    texset::plot::render_grid(&panels, per_row, &legend, 560, 420)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn point(set: &str, method: &str, asked: Option<f64>, bits_per_texel: f64, psnr: f64) -> RdPoint {
+        RdPoint {
+            set: set.into(),
+            method: method.into(),
+            asked_bits_per_texel: asked,
+            bits_per_texel,
+            pooled_psnr_db: psnr,
+            rendered_psnr_db: psnr,
+            train_secs: None,
+        }
+    }
+
+    #[test]
+    fn merging_orders_sets_methods_and_rates_and_a_later_file_wins() {
+        let first = vec![
+            point("b", "texset default", Some(4.0), 3.9, 30.0),
+            point("b", "texset default", Some(2.0), 1.9, 28.0),
+            point("b", "BC high", None, 24.0, 40.0),
+            point("a", "texset default", Some(2.0), 1.9, 35.0),
+        ];
+        let second = vec![
+            point("b", "texset fast", Some(2.0), 1.9, 27.0),
+            point("b", "BC high", None, 24.0, 40.0),
+            point("b", "texset default", Some(4.0), 3.9, 31.0),
+        ];
+        let got = merged(vec![first, second]);
+        let rows: Vec<(&str, &str, f64, f64)> =
+            got.iter().map(|p| (p.set.as_str(), p.method.as_str(), p.bits_per_texel, p.pooled_psnr_db)).collect();
+        assert_eq!(
+            rows,
+            [
+                ("b", "texset fast", 1.9, 27.0),
+                ("b", "texset default", 1.9, 28.0),
+                ("b", "texset default", 3.9, 31.0),
+                ("b", "BC high", 24.0, 40.0),
+                ("a", "texset default", 1.9, 35.0),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_chart_has_two_panels_per_set_two_sets_to_a_row_and_a_colour_per_method() {
+        let points = vec![
+            point("a", "texset fast", Some(2.0), 1.9, 30.0),
+            point("a", "texset fast", Some(4.0), 3.9, 32.0),
+            point("a", "texset high", Some(4.0), 3.9, 34.0),
+            point("b", "BC low", None, 12.0, 33.0),
+            point("c", "BC high", None, 24.0, 40.0),
+        ];
+        let chart = chart(&points).unwrap();
+        // Three sets: six panels in rows of four (560 × 420 each), the legend beneath.
+        assert_eq!(chart.width(), 4 * 560);
+        assert!(chart.height() > 2 * 420);
+        let count = |c: [u8; 3]| chart.pixels().filter(|p| p.0 == c).count();
+        for rank in [0, 2, 3, 4] {
+            assert!(count(PALETTE[rank]) > 50, "method colour {rank}: {}", count(PALETTE[rank]));
+        }
+        // No default-preset point: its colour is not drawn, not even in the legend.
+        assert_eq!(count(PALETTE[1]), 0);
+    }
 }

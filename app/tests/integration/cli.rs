@@ -285,11 +285,14 @@ fn match_bc_measures_the_blocks_and_searches_below_their_rate() {
 fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     let tmp = tempfile::tempdir().unwrap();
     let plot = tmp.path().join("rd.png");
+    let saved = tmp.path().join("rd.json");
     let bricks = samples().join("bricks");
     let out = texset(&[
         "bench",
         "--rd",
         bricks.to_str().unwrap(),
+        "--rd-save",
+        saved.to_str().unwrap(),
         "--rd-presets",
         "fast",
         "--rd-bpp",
@@ -316,8 +319,22 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     assert!(points.iter().all(|p| p["rendered_psnr_db"].as_f64().unwrap() > 15.0));
     let chart = image::open(&plot).unwrap().to_rgb8();
     assert_eq!(chart.width(), 1120);
-    // The set's colour (the palette's first) is drawn: its markers and curve.
+    // The fast preset's colour (the palette's first) is drawn: its markers and curve.
     assert!(chart.pixels().filter(|p| p.0 == [31, 119, 180]).count() > 100);
+    // The saved file holds the same points; merging it again measures nothing and gives them back.
+    let saved_points: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(saved_points.as_array().unwrap(), points);
+    let replot = tmp.path().join("again.png");
+    let out = texset(&["bench", "--rd", "--rd-from", saved.to_str().unwrap(), "--plot", replot.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(merged.as_array().unwrap(), points);
+    assert_eq!(image::open(&replot).unwrap().to_rgb8(), chart);
+    // A file that is not a list of points is refused, by name.
+    let out = texset(&["bench", "--rd", "--rd-from", plot.to_str().unwrap(), "--plot", replot.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rd.png"), "{stderr}");
 }
 
 #[test]
