@@ -510,8 +510,8 @@ impl Progress for TerminalProgress {
         self.bar.set_length(u64::from(s.total_steps));
         self.bar.set_position(u64::from(s.step));
         self.bar.set_message(format!(
-            "{:?} loss {:.2e} ≈{:.2} dB {:.2} Mtexel/s",
-            s.phase,
+            "{} loss {:.2e} ≈{:.2} dB {:.2} Mtexel/s",
+            s.phase_label,
             s.loss,
             s.psnr_estimate_db,
             s.texels_per_sec / 1e6

@@ -29,7 +29,8 @@ pub enum TrainPhase {
     NoisyLatents,
     /// Latents rounded and frozen; decoder trains in float.
     FrozenLatents,
-    /// Decoder trains through int8 fake-quantisation.
+    /// Decoder trains through its weight format's fake-quantisation (QAT weights; int8 by name,
+    /// whichever format the run ships).
     Int8Weights,
 }
 
@@ -42,6 +43,9 @@ pub struct TrainStatus {
     pub total_steps: u32,
     /// Current phase.
     pub phase: TrainPhase,
+    /// What the phase does under this run's schedule, in words
+    /// ([`crate::train::Schedule::phase_label`]): a progress line shows this, not the name.
+    pub phase_label: String,
     /// Mean squared error per target channel over recent steps.
     pub loss: f32,
     /// PSNR estimate from that loss, in dB (values in [0, 1]; before output clamping and rounding).

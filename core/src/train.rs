@@ -536,6 +536,18 @@ impl Schedule {
         }
     }
 
+    /// What a phase does under this schedule, in words for a progress line: the phases' names
+    /// alone mislead under PTQ (no noise on the latents) and with weight formats other than int8.
+    #[must_use]
+    pub fn phase_label(&self, phase: TrainPhase) -> String {
+        match phase {
+            TrainPhase::NoisyLatents if self.latent_noise => "latents with ±½-step noise (QAT)".to_owned(),
+            TrainPhase::NoisyLatents => "latents and decoder in float (PTQ)".to_owned(),
+            TrainPhase::FrozenLatents => "latents rounded and frozen, decoder in float".to_owned(),
+            TrainPhase::Int8Weights => format!("decoder through {} (QAT)", self.weight_format.label()),
+        }
+    }
+
     /// Cosine decay factor at a step (1 → 0.05).
     #[must_use]
     pub fn decay(&self, step: u32) -> f32 {
@@ -993,6 +1005,7 @@ impl StatusReporter {
             step,
             total_steps: schedule.steps,
             phase,
+            phase_label: schedule.phase_label(phase),
             loss: smoothed,
             psnr_estimate_db: -10.0 * smoothed.max(1e-12).log10(),
             texels_per_sec: steps_here * schedule.batch_texels as f64 / elapsed.max(1e-9),

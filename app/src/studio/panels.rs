@@ -180,8 +180,8 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
     if let Some(s) = &run.status {
         let steps_per_sec = f64::from(s.step) / s.elapsed_secs.max(1e-9);
         ui.label(format!(
-            "step {}/{} · {:?} · {:.1} steps/s · ETA {:.0} s · ~{:.2} dB",
-            s.step, s.total_steps, s.phase, steps_per_sec, s.eta_secs, s.psnr_estimate_db
+            "step {}/{} · {} · {:.1} steps/s · ETA {:.0} s · ~{:.2} dB",
+            s.step, s.total_steps, s.phase_label, steps_per_sec, s.eta_secs, s.psnr_estimate_db
         ));
         ui.add(egui::ProgressBar::new(s.step as f32 / s.total_steps.max(1) as f32));
     }

@@ -94,6 +94,12 @@ fn auto_quantisation_picks_the_measured_winner() {
     let mut mixed = with(4, WeightFormat::Int8);
     mixed.grids[1].bits = 2;
     assert_eq!(mixed.resolved_latent_quantisation(), Quantisation::Qat);
+    // Progress lines say what each phase does under the run's modes.
+    let label = |o: &CompressOptions, phase| Schedule::new(o, &analyse(&set, o).unwrap().0).phase_label(phase);
+    assert_eq!(label(&with(4, WeightFormat::Int8), N), "latents and decoder in float (PTQ)");
+    assert_eq!(label(&with(2, WeightFormat::Int8), N), "latents with ±½-step noise (QAT)");
+    assert_eq!(label(&with(2, WeightFormat::Int8), F), "latents rounded and frozen, decoder in float");
+    assert_eq!(label(&with(4, WeightFormat::Fp8E4m3), I), "decoder through e4m3 (QAT)");
     // A mode asked for is kept.
     let asked =
         CompressOptions { latent_quantisation: Quantisation::Ptq, weight_quantisation: Quantisation::Qat, ..with(2, WeightFormat::Int8) };
