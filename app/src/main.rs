@@ -235,6 +235,21 @@ enum Command {
         /// reported; flat maps get no channels either way).
         #[arg(long)]
         auto_budgets: bool,
+        /// Learn each texture's budget in training: a gate per (texture, channel) under a group
+        /// lasso, cut part-way (`--budget-cut-at`); a channel whose importance is under
+        /// `--budget-drop-below` of the largest leaves that texture's budget (CPU trainer).
+        #[arg(long, conflicts_with = "prune_to")]
+        learn_budgets: bool,
+        /// Group-lasso strength per (texture, channel) of `--learn-budgets`.
+        #[arg(long, default_value_t = texset_core::options::LearnedBudgets::default().strength, requires = "learn_budgets")]
+        budget_lasso: f32,
+        /// Fraction of the steps at which `--learn-budgets` cuts the budgets.
+        #[arg(long, default_value_t = texset_core::options::LearnedBudgets::default().at, requires = "learn_budgets")]
+        budget_cut_at: f32,
+        /// Importance (relative to the library's largest) under which `--learn-budgets` drops a
+        /// channel from a texture's budget.
+        #[arg(long, default_value_t = texset_core::options::LearnedBudgets::default().drop_below, requires = "learn_budgets")]
+        budget_drop_below: f32,
         /// Store a full mip chain: a latent pyramid (about a third more latent bits) trained on
         /// every level of box-filtered references, decoded at any level of detail.
         #[arg(long)]
@@ -745,6 +760,10 @@ fn run(cli: Cli) -> Result<()> {
             group_lasso,
             sharing,
             auto_budgets,
+            learn_budgets,
+            budget_lasso,
+            budget_cut_at,
+            budget_drop_below,
             mips,
             mip_growth,
             mip_boost,
@@ -777,6 +796,10 @@ fn run(cli: Cli) -> Result<()> {
                 options.budgets = parse_budgets(&b)?;
             }
             options.auto_budgets = auto_budgets;
+            if learn_budgets {
+                options.learned_budgets =
+                    Some(texset_core::options::LearnedBudgets { strength: budget_lasso, at: budget_cut_at, drop_below: budget_drop_below });
+            }
             options.mips = mips;
             options.mip_cell_growth = mip_growth;
             options.mip_sample_boost = mip_boost;
@@ -932,7 +955,8 @@ fn run(cli: Cli) -> Result<()> {
             eprintln!("channel budgets (before training, then in the bundle):");
             for (b, change) in r.analyse.budgets.iter().zip(&r.prune.budgets) {
                 eprintln!("  {}: {}/{} channels ({})", b.texture, b.channels, b.total_channels, b.reason);
-                if change.after != change.before {
+                // A learned budget says what the cut made of it, kept or not.
+                if change.after != change.before || r.train.learned_budgets.is_some() {
                     eprintln!("    -> {} channels in the bundle: {}", change.after, change.reason);
                 }
             }

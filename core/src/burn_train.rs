@@ -151,6 +151,9 @@ pub fn train_burn(
     if options.prune.is_some() {
         return Err(TrainError::Backend("removing channels during training needs the fused CPU trainer (--backend cpu)".into()));
     }
+    if options.learned_budgets.is_some() {
+        return Err(TrainError::Backend("learning budgets in training needs the fused CPU trainer (--backend cpu)".into()));
+    }
     if layout.mip_levels > 1 {
         return Err(TrainError::Backend("a mip chain (latent pyramid) trains on the fused CPU trainer only (--backend cpu)".into()));
     }

@@ -20,6 +20,18 @@ struct Header {
     step: u32,
     adam_t: u32,
     floats: u64,
+    /// Budget gates of a run that learns budgets ([`crate::options::LearnedBudgets`]).
+    #[serde(default)]
+    gates: Option<GateState>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct GateState {
+    values: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+    t: u32,
+    cut: Option<crate::train::LearnedCut>,
 }
 
 /// A string that changes whenever the set's shapes, the layout or a training option that shapes
@@ -63,8 +75,13 @@ fn all_slices_mut(p: &mut ModelParams) -> Vec<&mut [f32]> {
 /// Writes a checkpoint atomically.
 pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Result<(), TrainError> {
     let floats = 3 * trainer.params.parameter_count() as u64;
-    let header = serde_json::to_vec(&Header { fingerprint: fingerprint.to_owned(), step: trainer.step, adam_t: trainer.adam.t, floats })
-        .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
+    let gates = trainer.budget_gates().map(|g| {
+        let (m, v, t) = g.moments();
+        GateState { values: g.values.clone(), m: m.to_vec(), v: v.to_vec(), t, cut: g.cut.clone() }
+    });
+    let header =
+        serde_json::to_vec(&Header { fingerprint: fingerprint.to_owned(), step: trainer.step, adam_t: trainer.adam.t, floats, gates })
+            .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
     let mut bytes = Vec::with_capacity(16 + header.len() + floats as usize * 4);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
@@ -117,6 +134,9 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
                 at += 4;
             }
         }
+    }
+    if let Some(gates) = header.gates {
+        trainer.restore_gates(gates.values, (gates.m, gates.v, gates.t), gates.cut).map_err(err)?;
     }
     trainer.step = header.step;
     trainer.adam.t = header.adam_t;

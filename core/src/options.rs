@@ -84,6 +84,29 @@ pub struct ChannelPruning {
     pub group_lasso: f32,
 }
 
+/// Budgets learned in training: a gate per (texture, latent channel of its budget) scales what
+/// the texture reads of the channel, so the texture's own first-layer columns are `gate · column`.
+/// A group lasso on each of them (`strength · |gate| · ‖column‖₂`) pulls the gates of channels a
+/// texture does not need towards zero. At `at` of the steps a channel whose importance for a
+/// texture (`|gate| · ‖column‖₂`) is under `drop_below` of the largest in the library leaves that
+/// texture's budget; the kept gates return to 1, training goes on with the new budgets, and the
+/// prune pass removes channels no texture reads any more.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LearnedBudgets {
+    /// Group-lasso strength per (texture, channel).
+    pub strength: f32,
+    /// Fraction of the steps at which the budgets are cut (before the latents freeze).
+    pub at: f32,
+    /// Importance, relative to the library's largest, under which a channel leaves a budget.
+    pub drop_below: f32,
+}
+
+impl Default for LearnedBudgets {
+    fn default() -> Self {
+        Self { strength: 1e-5, at: 0.3, drop_below: 0.05 }
+    }
+}
+
 /// Training checkpoints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointOptions {
@@ -174,6 +197,10 @@ pub struct CompressOptions {
     /// QAT fine-tunes through the chosen format.
     #[serde(default)]
     pub weight_format: crate::quant::WeightFormat,
+    /// Learn each texture's budget in training (gates with a group lasso per texture and
+    /// channel, cut part-way). Default none: budgets are the analyse pass's.
+    #[serde(default)]
+    pub learned_budgets: Option<LearnedBudgets>,
 }
 
 /// Latent grids of at most this many bits train with QAT under [`Quantisation::Auto`]: at 2 bits
@@ -252,6 +279,7 @@ impl Default for CompressOptions {
             latent_quantisation: Quantisation::Auto,
             weight_quantisation: Quantisation::Auto,
             weight_format: crate::quant::WeightFormat::Int8,
+            learned_budgets: None,
         }
     }
 }
@@ -478,6 +506,23 @@ impl CompressOptions {
             }
             if !(p.group_lasso.is_finite() && p.group_lasso >= 0.0) {
                 return Err("the group-lasso strength must be a non-negative number".into());
+            }
+        }
+        if let Some(b) = &self.learned_budgets {
+            if self.prune.is_some() {
+                return Err("learned budgets and channel pruning (--prune-to) do not combine: use one".into());
+            }
+            if !(b.at > 0.0 && b.at < self.freeze_latents_at) {
+                return Err("budgets are learned after some training and before the latents freeze (0 < at < freeze_latents_at)".into());
+            }
+            if !(b.strength.is_finite() && b.strength >= 0.0) {
+                return Err("the budget lasso strength must be a non-negative number".into());
+            }
+            if !(0.0..1.0).contains(&b.drop_below) {
+                return Err(format!(
+                    "a learned budget drops channels under a fraction 0 to 1 of the largest importance, got {}",
+                    b.drop_below
+                ));
             }
         }
         if self.pe_frequencies > 8 {

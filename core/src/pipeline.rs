@@ -280,6 +280,31 @@ pub struct PruneReport {
     pub budgets: Vec<BudgetChange>,
 }
 
+/// Why a texture's learned budget is what it is: how many of its channels the cut kept and how
+/// strong the kept and the dropped ones were.
+fn learned_budget_reason(cut: &crate::train::LearnedCut, slot: usize, before: usize, after: usize) -> String {
+    let importance = cut.importance.get(slot).map(Vec::as_slice).unwrap_or_default();
+    let bar = cut.drop_below;
+    let kept_min = importance.iter().copied().filter(|&i| i >= bar).fold(f32::INFINITY, f32::min);
+    let dropped_max = importance.iter().copied().filter(|&i| i < bar).fold(0.0f32, f32::max);
+    let pct = |v: f32| format!("{:.1}%", 100.0 * v);
+    if before == 0 {
+        "unchanged: it read no channels".to_owned()
+    } else if after == before {
+        format!("learned: kept all {before} (weakest at {} of the library's strongest, the bar {})", pct(kept_min), pct(bar))
+    } else if after == 0 {
+        format!("learned: dropped all {before} (strongest at {}, under the bar {}): decoded from the biases", pct(dropped_max), pct(bar))
+    } else {
+        format!(
+            "learned: dropped {} of {before} under the bar {} (strongest dropped {}, weakest kept {})",
+            before - after,
+            pct(bar),
+            pct(dropped_max),
+            pct(kept_min)
+        )
+    }
+}
+
 /// One texture's channel budget before and after training.
 #[derive(Clone, Debug, Serialize)]
 pub struct BudgetChange {
@@ -900,18 +925,28 @@ pub fn compress(
         }
         other => (other, String::new()),
     };
-    // burn's model has no latent pyramid yet: a mip chain trains on the fused CPU trainer.
-    let (backend, backend_reason) = match backend {
-        Backend::Wgpu | Backend::Flex if layout.mip_levels > 1 => {
+    // burn's model has no latent pyramid, channel removal or budget gates yet: those train on
+    // the fused CPU trainer.
+    let cpu_only = if layout.mip_levels > 1 {
+        Some(("a mip chain", "burn's model has no latent pyramid"))
+    } else if options.prune.is_some() {
+        Some(("channel pruning", "burn's trainer removes no channels"))
+    } else if options.learned_budgets.is_some() {
+        Some(("learned budgets", "burn's trainer has no budget gates"))
+    } else {
+        None
+    };
+    let (backend, backend_reason) = match (backend, cpu_only) {
+        (Backend::Wgpu | Backend::Flex, Some((what, why))) => {
             if options.backend != Backend::Auto {
                 return Err(CompressError::Options(format!(
-                    "--backend {} cannot train a mip chain yet (burn's model has no latent pyramid); use --backend cpu or auto",
+                    "--backend {} cannot train {what} yet ({why}); use --backend cpu or auto",
                     format!("{backend:?}").to_lowercase()
                 )));
             }
-            (Backend::Cpu, " (auto: a mip chain trains on the CPU trainer)".to_owned())
+            (Backend::Cpu, format!(" (auto: {what} trains on the CPU trainer)"))
         }
-        other => (other, backend_reason),
+        (other, _) => (other, backend_reason),
     };
     let (params, train_report) = match backend {
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
@@ -948,7 +983,20 @@ pub fn compress(
             slot.latent_channels.retain(|c| train_report.pruned_channels.binary_search(c).is_err());
         }
     }
+    if let Some(cut) = &train_report.learned_budgets {
+        layout = cut.apply(&layout);
+    }
     let (layout, params, mut prune_report) = prune(&layout, &params);
+    if let (Some(cut), Some(b)) = (&train_report.learned_budgets, &options.learned_budgets) {
+        let before: usize = budgets_before.iter().sum();
+        let after: usize = cut.budgets.iter().map(Vec::len).sum();
+        prune_report.during_training = Some(format!(
+            "budgets learned: gates per texture and channel with a group lasso of {}, cut at step {} keeping importance ≥ {:.0}% of the largest: {before} → {after} texture-channel reads",
+            b.strength,
+            cut.step,
+            100.0 * cut.drop_below
+        ));
+    }
     if let Some(p) = &options.prune {
         prune_report.during_training = Some(format!(
             "{} channels removed at {:.0}% of training by {:?} (group lasso {}), keeping {:?} per grid",
@@ -963,14 +1011,20 @@ pub fn compress(
     // named them).
     let names = set.materials.iter().flat_map(|m| m.textures.iter().map(move |t| format!("{}/{}", m.name, t.kind)));
     let method = options.prune.as_ref().map(|p| format!("{:?} pruning at {:.0}% of training", p.method, 100.0 * p.at));
+    let learned = train_report.learned_budgets.as_ref();
     prune_report.budgets = layout
         .textures
         .iter()
         .flatten()
         .zip(&budgets_before)
         .zip(names)
-        .map(|((slot, &before), texture)| {
+        .enumerate()
+        .map(|(s, ((slot, &before), texture))| {
             let after = slot.latent_channels.len();
+            if let Some(cut) = learned {
+                let reason = learned_budget_reason(cut, s, before, after);
+                return BudgetChange { texture, before: before as u32, after: after as u32, reason };
+            }
             let reason = match (after.cmp(&before), &method) {
                 (std::cmp::Ordering::Less, Some(method)) => {
                     format!(

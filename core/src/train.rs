@@ -7,7 +7,7 @@
 
 use crate::gemm::{Strides, gemm};
 use crate::layout::ModelLayout;
-use crate::options::{ChannelPruning, CompressOptions, PruneMethod, Quantisation};
+use crate::options::{ChannelPruning, CompressOptions, LearnedBudgets, PruneMethod, Quantisation};
 use crate::params::{LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
 use crate::quant::{self, QuantizedLayer};
@@ -97,6 +97,9 @@ pub struct Batch {
     pub weight: Vec<f32>,
     /// `[len]` mip level of each texel (empty: all level 0).
     pub level: Vec<u32>,
+    /// `[len]` the texture (flat slot index) whose budget gates each texel's mask, while budgets
+    /// are learned (empty otherwise: no gate gradients).
+    pub gate: Vec<u32>,
 }
 
 struct TargetRef<'a> {
@@ -104,15 +107,20 @@ struct TargetRef<'a> {
     channels: usize,
     output_offset: usize,
     weight: f32,
+    /// Flat index of its texture's slot (over `layout.textures`, materials in order).
+    slot: usize,
 }
 
 /// Textures of one material that share a resolution and a channel mask, at one mip level: one MLP
 /// evaluation per texel serves all of them.
 struct Group<'a> {
+    material: usize,
     width: u32,
     height: u32,
     level: u32,
     mask: Vec<f32>,
+    /// While budgets are learned each texture is a group of its own, gated by its slot's gates.
+    gate: Option<u32>,
     targets: Vec<TargetRef<'a>>,
 }
 
@@ -126,6 +134,7 @@ pub struct Sampler<'a> {
     cumulative_texels: Vec<u64>,
     latent_channels: usize,
     output_channels: usize,
+    level_boost: f32,
 }
 
 impl<'a> Sampler<'a> {
@@ -134,9 +143,12 @@ impl<'a> Sampler<'a> {
     #[must_use]
     pub fn new(set: &'a TextureSet, layout: &ModelLayout) -> Self {
         let mut groups: Vec<Group<'a>> = Vec::new();
-        for (material, slots) in set.materials.iter().zip(&layout.textures) {
+        let mut flat_slot = 0usize;
+        for (material_index, (material, slots)) in set.materials.iter().zip(&layout.textures).enumerate() {
             let first_group = groups.len();
             for (texture, slot) in material.textures.iter().zip(slots) {
+                let slot_index = flat_slot;
+                flat_slot += 1;
                 if slot.duplicate_of.is_some() {
                     // Stored once: its original is sampled.
                     continue;
@@ -163,6 +175,7 @@ impl<'a> Sampler<'a> {
                         channels: texture.channels as usize,
                         output_offset: slot.output_offset,
                         weight: slot.loss_weight,
+                        slot: slot_index,
                     };
                     if let Some(g) = groups[first_group..]
                         .iter_mut()
@@ -170,7 +183,15 @@ impl<'a> Sampler<'a> {
                     {
                         g.targets.push(target);
                     } else {
-                        groups.push(Group { width, height, level, mask: mask.clone(), targets: vec![target] });
+                        groups.push(Group {
+                            material: material_index,
+                            width,
+                            height,
+                            level,
+                            mask: mask.clone(),
+                            gate: None,
+                            targets: vec![target],
+                        });
                     }
                 }
             }
@@ -181,15 +202,82 @@ impl<'a> Sampler<'a> {
             cumulative_texels: Vec::new(),
             latent_channels: layout.latent_channels(),
             output_channels: layout.output_channels(),
+            level_boost: 1.0,
         };
         sampler.weigh_levels(1.0);
         sampler
+    }
+
+    /// Splits the groups so that every texture is sampled on its own, its texels tagged with its
+    /// slot (`Batch::gate`): what learning its budget's gates needs.
+    pub fn split_for_gates(&mut self) {
+        let mut groups = Vec::new();
+        for g in std::mem::take(&mut self.groups) {
+            for t in g.targets {
+                groups.push(Group {
+                    material: g.material,
+                    width: g.width,
+                    height: g.height,
+                    level: g.level,
+                    mask: g.mask.clone(),
+                    gate: Some(t.slot as u32),
+                    targets: vec![t],
+                });
+            }
+        }
+        self.groups = groups;
+        self.weigh_levels(self.level_boost);
+    }
+
+    /// Per flat slot (up to `slots`), the share of draws that land on its texels while gated
+    /// (0 for slots no gated group samples).
+    #[must_use]
+    pub fn gate_shares(&self, slots: usize) -> Vec<f32> {
+        let total = self.texel_count().max(1) as f64;
+        let mut shares = vec![0.0f32; slots];
+        let mut previous = 0u64;
+        for (g, &c) in self.groups.iter().zip(&self.cumulative_texels) {
+            if let Some(share) = g.gate.and_then(|s| shares.get_mut(s as usize)) {
+                *share += ((c - previous) as f64 / total) as f32;
+            }
+            previous = c;
+        }
+        shares
+    }
+
+    /// Gives each texture the mask of its slot in `masks` (flat slot order) and groups again the
+    /// textures of a material that share a resolution, a level and a mask; ends gating.
+    pub fn set_masks(&mut self, masks: &[Vec<f32>]) {
+        let mut groups: Vec<Group<'a>> = Vec::new();
+        for g in std::mem::take(&mut self.groups) {
+            for t in g.targets {
+                let mask = masks.get(t.slot).cloned().unwrap_or_else(|| g.mask.clone());
+                if let Some(found) = groups.iter_mut().find(|h| {
+                    h.material == g.material && h.width == g.width && h.height == g.height && h.level == g.level && h.mask == mask
+                }) {
+                    found.targets.push(t);
+                } else {
+                    groups.push(Group {
+                        material: g.material,
+                        width: g.width,
+                        height: g.height,
+                        level: g.level,
+                        mask,
+                        gate: None,
+                        targets: vec![t],
+                    });
+                }
+            }
+        }
+        self.groups = groups;
+        self.weigh_levels(self.level_boost);
     }
 
     /// Draws each texel of mip level `k` `boost^k` times as often as one of level 0
     /// ([`crate::options::CompressOptions::mip_sample_boost`]; 1: every texel alike).
     #[must_use]
     pub fn with_level_boost(mut self, boost: f32) -> Self {
+        self.level_boost = boost;
         self.weigh_levels(boost);
         self
     }
@@ -243,6 +331,10 @@ impl<'a> Sampler<'a> {
         batch.weight.resize(len * oc, 0.0);
         batch.level.clear();
         batch.level.resize(len, 0);
+        batch.gate.clear();
+        if self.groups.iter().any(|g| g.gate.is_some()) {
+            batch.gate.resize(len, 0);
+        }
         let total = self.texel_count();
         if total == 0 {
             return;
@@ -257,6 +349,9 @@ impl<'a> Sampler<'a> {
             batch.uv[2 * i] = (x as f32 + 0.5) / group.width as f32;
             batch.uv[2 * i + 1] = (y as f32 + 0.5) / group.height as f32;
             batch.level[i] = group.level;
+            if let (Some(gate), Some(b)) = (group.gate, batch.gate.get_mut(i)) {
+                *b = gate;
+            }
             batch.mask[i * lc..(i + 1) * lc].copy_from_slice(&group.mask);
             for t in &group.targets {
                 for c in 0..t.channels {
@@ -285,6 +380,9 @@ pub struct ChunkGrads {
     pub corners: Vec<([usize; 4], [f32; 4])>,
     /// `[len]` pyramid level each texel read (empty: all level 0).
     pub levels: Vec<u32>,
+    /// `[slot][latent_channels]` gradient of the mask entries (the budget gates) of each gated
+    /// texture, up to the largest slot in the batch (empty when the batch has no gates).
+    pub gate_grads: Vec<f32>,
 }
 
 /// Forward and backward of the model on a batch (the fused CPU kernel). `mlp` are the layers to
@@ -299,7 +397,9 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
     let grid_count = params.grids.len();
     let mut noise = noise;
 
-    // Features.
+    // Features (and, with gates, the unmasked latent values the gate gradients need).
+    let gated = batch.gate.len() == n && n > 0;
+    let mut raw = if gated { vec![0.0f32; n * lc] } else { Vec::new() };
     let mut x = vec![0.0f32; n * inputs];
     let mut corners = Vec::with_capacity(n * grid_count);
     let top_level = params.mip_levels() - 1;
@@ -322,6 +422,9 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
                     value += weights[k] * g;
                 }
                 row[offset + c] = value * batch.mask[i * lc + offset + c];
+                if let Some(r) = raw.get_mut(i * lc + offset + c) {
+                    *r = value;
+                }
             }
             offset += ch;
             corners.push((cells, weights));
@@ -382,6 +485,7 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
     // Backward.
     let mut layer_grads: Vec<LayerParams> = mlp.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect();
     let mut d_features = Vec::new();
+    let mut gate_grads = Vec::new();
     for l in (0..mlp.len()).rev() {
         let layer = &mlp[l];
         let grad = &mut layer_grads[l];
@@ -416,6 +520,16 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
                     d_features.push(da[i * inputs + c] * batch.mask[i * lc + c]);
                 }
             }
+            if gated {
+                let slots = batch.gate.iter().max().map_or(0, |&g| g as usize + 1);
+                gate_grads = vec![0.0f32; slots * lc];
+                for (i, &g) in batch.gate.iter().enumerate() {
+                    let row = &mut gate_grads[g as usize * lc..(g as usize + 1) * lc];
+                    for (c, r) in row.iter_mut().enumerate() {
+                        *r += da[i * inputs + c] * raw[i * lc + c];
+                    }
+                }
+            }
         } else {
             for (d, z) in da.iter_mut().zip(&pre[l - 1]) {
                 if *z <= 0.0 {
@@ -425,7 +539,7 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
             dz = da;
         }
     }
-    ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels }
+    ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels, gate_grads }
 }
 
 /// Adds a chunk's latent-feature gradients into the grid gradients (bilinear scatter).
@@ -741,6 +855,181 @@ pub struct FusedTrainer<'a> {
     pruning: Option<(ChannelPruning, u32)>,
     /// Per latent channel, whether it was removed.
     pruned: Vec<bool>,
+    /// Budgets being learned (gates per texture and channel), or learned.
+    gates: Option<BudgetGates>,
+}
+
+/// Budgets learned in training ([`LearnedBudgets`]): the gates, their optimiser state, and the
+/// cut once it happened.
+#[derive(Clone, Debug)]
+pub struct BudgetGates {
+    options: LearnedBudgets,
+    /// Step of the cut.
+    at: u32,
+    /// `[slot][latent_channels]` gate values (flat slots in layout order; 0 outside a budget).
+    pub values: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+    t: u32,
+    /// Per slot, the budget training started with.
+    start: Vec<Vec<u32>>,
+    /// `[slot][latent_channels]`: 1 where a gate trains (a sampled texture's starting budget).
+    trains: Vec<f32>,
+    /// Per slot, the share of a batch's texels that are its own (the lasso rides on them like
+    /// the loss does, so its strength does not depend on how many textures share the batch).
+    shares: Vec<f32>,
+    /// Per slot, the flat slot of the original it duplicates.
+    duplicate_of: Vec<Option<usize>>,
+    latent_channels: usize,
+    /// The budgets after the cut.
+    pub cut: Option<LearnedCut>,
+}
+
+/// What the cut of learned budgets decided.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LearnedCut {
+    /// Step it happened at.
+    pub step: u32,
+    /// Per texture (flat slots in layout order), the latent channels it reads from then on.
+    pub budgets: Vec<Vec<u32>>,
+    /// Per texture, per channel of its starting budget (in that order), its importance
+    /// `|gate| · ‖first-layer column‖₂` relative to the library's largest.
+    pub importance: Vec<Vec<f32>>,
+    /// The threshold it was cut at (relative importance).
+    pub drop_below: f32,
+}
+
+impl LearnedCut {
+    /// The layout with these budgets (every texture's channels; channels no texture reads stay
+    /// in the grids until the prune pass).
+    #[must_use]
+    pub fn apply(&self, layout: &ModelLayout) -> ModelLayout {
+        let mut layout = layout.clone();
+        for (slot, budget) in layout.textures.iter_mut().flatten().zip(&self.budgets) {
+            slot.latent_channels.clone_from(budget);
+        }
+        layout
+    }
+}
+
+impl BudgetGates {
+    fn new(options: LearnedBudgets, steps: u32, layout: &ModelLayout) -> Self {
+        let lc = layout.latent_channels();
+        let material_start: Vec<usize> = layout
+            .textures
+            .iter()
+            .scan(0usize, |n, m| {
+                let start = *n;
+                *n += m.len();
+                Some(start)
+            })
+            .collect();
+        let slots: Vec<_> = layout.textures.iter().flatten().collect();
+        let mut values = vec![0.0f32; slots.len() * lc];
+        for (s, slot) in slots.iter().enumerate() {
+            for &c in &slot.latent_channels {
+                if let Some(v) = values.get_mut(s * lc + c as usize) {
+                    *v = 1.0;
+                }
+            }
+        }
+        let duplicate_of: Vec<Option<usize>> =
+            slots.iter().map(|s| s.duplicate_of.and_then(|(m, k)| material_start.get(m).map(|o| o + k))).collect();
+        let mut trains = values.clone();
+        for (s, d) in duplicate_of.iter().enumerate() {
+            if d.is_some() {
+                trains[s * lc..(s + 1) * lc].fill(0.0);
+            }
+        }
+        Self {
+            at: (steps as f32 * options.at) as u32,
+            trains,
+            shares: vec![0.0; slots.len()],
+            options,
+            m: vec![0.0; values.len()],
+            v: vec![0.0; values.len()],
+            values,
+            t: 0,
+            start: slots.iter().map(|s| s.latent_channels.clone()).collect(),
+            duplicate_of,
+            latent_channels: lc,
+            cut: None,
+        }
+    }
+
+    /// The gates' Adam moments and update count (for checkpoints).
+    #[must_use]
+    pub fn moments(&self) -> (&[f32], &[f32], u32) {
+        (&self.m, &self.v, self.t)
+    }
+
+    /// Whether the gates still train.
+    fn active(&self) -> bool {
+        self.cut.is_none()
+    }
+
+    /// The cut: importance per (texture, channel), the budgets that keep what clears the bar.
+    fn decide(&self, first: &LayerParams, step: u32) -> LearnedCut {
+        let lc = self.latent_channels;
+        let norms = column_norms(first, lc);
+        let raw: Vec<Vec<f32>> = self
+            .start
+            .iter()
+            .enumerate()
+            .map(|(s, budget)| budget.iter().map(|&c| self.values[s * lc + c as usize].abs() * norms[c as usize]).collect())
+            .collect();
+        let largest = raw
+            .iter()
+            .zip(&self.duplicate_of)
+            .filter(|(_, d)| d.is_none())
+            .flat_map(|(r, _)| r.iter().copied())
+            .fold(0.0f32, f32::max)
+            .max(f32::MIN_POSITIVE);
+        let mut importance: Vec<Vec<f32>> = raw.iter().map(|r| r.iter().map(|v| v / largest).collect()).collect();
+        for (s, d) in self.duplicate_of.iter().enumerate() {
+            if let Some(o) = *d
+                && let Some(i) = importance.get(o).cloned()
+            {
+                importance[s] = i;
+            }
+        }
+        let mut budgets: Vec<Vec<u32>> = self
+            .start
+            .iter()
+            .zip(&importance)
+            .map(|(budget, imp)| budget.iter().zip(imp).filter(|(_, i)| **i >= self.options.drop_below).map(|(&c, _)| c).collect())
+            .collect();
+        // A duplicate is never sampled: it reads what its original reads.
+        for (s, d) in self.duplicate_of.iter().enumerate() {
+            if let Some(o) = *d
+                && let Some(b) = budgets.get(o).cloned()
+            {
+                budgets[s] = b;
+            }
+        }
+        LearnedCut { step, budgets, importance, drop_below: self.options.drop_below }
+    }
+
+    /// Per slot, its mask under the cut.
+    fn masks(cut: &LearnedCut, lc: usize) -> Vec<Vec<f32>> {
+        cut.budgets
+            .iter()
+            .map(|b| {
+                let mut mask = vec![0.0; lc];
+                for &c in b {
+                    if let Some(m) = mask.get_mut(c as usize) {
+                        *m = 1.0;
+                    }
+                }
+                mask
+            })
+            .collect()
+    }
+}
+
+/// ‖column c‖₂ of a first layer, for its first `lc` inputs.
+fn column_norms(first: &LayerParams, lc: usize) -> Vec<f32> {
+    (0..lc).map(|c| (0..first.outputs).map(|o| first.weights[o * first.inputs + c].powi(2)).sum::<f32>().sqrt()).collect()
 }
 
 /// What one step did.
@@ -759,7 +1048,113 @@ impl<'a> FusedTrainer<'a> {
         let adam = Adam::new(&params);
         let grads = params.zeros_like();
         let pruned = vec![false; params.latent_channels()];
-        Self { params, adam, step: 0, sampler, schedule, grads, trainable: None, pruning: None, pruned }
+        Self { params, adam, step: 0, sampler, schedule, grads, trainable: None, pruning: None, pruned, gates: None }
+    }
+
+    /// Learns the textures' budgets ([`LearnedBudgets`]): every texture is sampled on its own,
+    /// gated, until the cut.
+    #[must_use]
+    pub fn with_learned_budgets(mut self, options: LearnedBudgets, layout: &ModelLayout) -> Self {
+        self.sampler.split_for_gates();
+        let mut gates = BudgetGates::new(options, self.schedule.steps, layout);
+        gates.shares = self.sampler.gate_shares(gates.start.len());
+        self.gates = Some(gates);
+        self
+    }
+
+    /// The learned budgets, once cut.
+    #[must_use]
+    pub fn learned_cut(&self) -> Option<&LearnedCut> {
+        self.gates.as_ref().and_then(|g| g.cut.as_ref())
+    }
+
+    /// The gates (for checkpoints).
+    #[must_use]
+    pub fn budget_gates(&self) -> Option<&BudgetGates> {
+        self.gates.as_ref()
+    }
+
+    /// Restores the gates (and the cut, when it happened) from a checkpoint.
+    pub fn restore_gates(&mut self, values: Vec<f32>, moments: (Vec<f32>, Vec<f32>, u32), cut: Option<LearnedCut>) -> Result<(), String> {
+        let Some(gates) = &mut self.gates else { return Err("the checkpoint has budget gates, this run learns no budgets".into()) };
+        let (m, v, t) = moments;
+        let n = gates.values.len();
+        if values.len() != n || m.len() != n || v.len() != n || cut.as_ref().is_some_and(|c| c.budgets.len() != gates.start.len()) {
+            return Err("its budget gates do not fit this library".into());
+        }
+        if values.iter().chain(&m).chain(&v).any(|x| !x.is_finite()) {
+            return Err("its budget gates hold a non-finite value".into());
+        }
+        gates.values = values;
+        (gates.m, gates.v, gates.t) = (m, v, t);
+        if let Some(cut) = cut {
+            let masks = BudgetGates::masks(&cut, gates.latent_channels);
+            self.sampler.set_masks(&masks);
+            gates.cut = Some(cut);
+        }
+        Ok(())
+    }
+
+    /// The cut of learned budgets: decide, fold each kept channel's mean gate into its
+    /// first-layer column (the gates return to 1 with the least change to what the textures
+    /// read) and regroup the sampler by the new masks.
+    fn cut_budgets(&mut self) {
+        let Some(gates) = &mut self.gates else { return };
+        let Some(first) = self.params.layers.first_mut() else { return };
+        let lc = gates.latent_channels;
+        let cut = gates.decide(first, self.step);
+        let mut sum = vec![0.0f32; lc];
+        let mut count = vec![0u32; lc];
+        for (s, budget) in cut.budgets.iter().enumerate() {
+            if gates.duplicate_of[s].is_some() {
+                continue;
+            }
+            for &c in budget {
+                sum[c as usize] += gates.values[s * lc + c as usize];
+                count[c as usize] += 1;
+            }
+        }
+        for c in 0..lc {
+            if count[c] > 0 {
+                let mean = sum[c] / count[c] as f32;
+                for o in 0..first.outputs {
+                    first.weights[o * first.inputs + c] *= mean;
+                }
+            }
+        }
+        self.sampler.set_masks(&BudgetGates::masks(&cut, lc));
+        gates.cut = Some(cut);
+    }
+
+    /// Adds the per-(texture, channel) group lasso `λ · share · |g| · ‖column‖₂` to the gates' and
+    /// the first layer's gradients (unscaled sums, like the loss's; `share`: the texture's share
+    /// of the batch, so the penalty weighs like the loss of its texels).
+    fn add_budget_lasso(&self, grads: &mut ModelParams, gate_grads: &mut [f32]) {
+        let Some(gates) = &self.gates else { return };
+        let (Some(w), Some(g)) = (self.params.layers.first(), grads.layers.first_mut()) else { return };
+        let lc = gates.latent_channels;
+        let k = gates.options.strength * self.schedule.batch_texels as f32;
+        let norms = column_norms(w, lc);
+        let mut readers = vec![0.0f32; lc];
+        for (s, budget) in gates.start.iter().enumerate() {
+            if gates.duplicate_of[s].is_some() {
+                continue;
+            }
+            let ks = k * gates.shares[s];
+            for &c in budget {
+                let c = c as usize;
+                let value = gates.values[s * lc + c];
+                readers[c] += gates.shares[s] * value.abs();
+                gate_grads[s * lc + c] += ks * value.signum() * norms[c];
+            }
+        }
+        for c in 0..lc {
+            if norms[c] > 1e-12 && readers[c] > 0.0 {
+                for o in 0..w.outputs {
+                    g.weights[o * g.inputs + c] += k * readers[c] * w.weights[o * w.inputs + c] / norms[c];
+                }
+            }
+        }
     }
 
     /// Removes latent channels part-way through training.
@@ -876,6 +1271,10 @@ impl<'a> FusedTrainer<'a> {
         {
             self.prune_channels(&pruning);
         }
+        if self.gates.as_ref().is_some_and(|g| g.active() && step == g.at) {
+            self.cut_budgets();
+        }
+        let gating = self.gates.as_ref().filter(|g| g.active()).map(|g| (g.values.as_slice(), g.latent_channels));
         let phase = self.schedule.phase(step);
         if self.schedule.latent_noise && (step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0)) {
             round_grids(&mut self.params, &self.schedule.grid_bits);
@@ -898,6 +1297,14 @@ impl<'a> FusedTrainer<'a> {
                 let mut rng = Rng::new(seed, u64::from(step), chunk as u64);
                 let mut batch = Batch::default();
                 sampler.fill(&mut rng, CHUNK_TEXELS, &mut batch);
+                if let Some((values, lc)) = gating {
+                    for (i, &g) in batch.gate.iter().enumerate() {
+                        let gate = &values[g as usize * lc..(g as usize + 1) * lc];
+                        for (m, v) in batch.mask[i * lc..(i + 1) * lc].iter_mut().zip(gate) {
+                            *m *= v;
+                        }
+                    }
+                }
                 let noise = if train_grids && latent_noise { Some((amplitude, &mut rng)) } else { None };
                 forward_backward(params, &mlp, &batch, noise)
             })
@@ -913,9 +1320,13 @@ impl<'a> FusedTrainer<'a> {
             }
         }
         let (mut sq_err, mut targeted) = (0.0f64, 0.0f64);
+        let mut gate_grads = vec![0.0f32; gating.map_or(0, |(values, _)| values.len())];
         for r in &results {
             sq_err += r.sq_err;
             targeted += r.targeted;
+            for (a, b) in gate_grads.iter_mut().zip(&r.gate_grads) {
+                *a += b;
+            }
             for (g, c) in grads.layers.iter_mut().zip(&r.layers) {
                 for (a, b) in g.weights.iter_mut().zip(&c.weights) {
                     *a += b;
@@ -937,10 +1348,30 @@ impl<'a> FusedTrainer<'a> {
         {
             self.add_group_lasso(&mut grads, pruning.group_lasso);
         }
+        let gating = !gate_grads.is_empty();
+        if gating {
+            self.add_budget_lasso(&mut grads, &mut gate_grads);
+        }
         let scale = 1.0 / self.schedule.batch_texels as f32;
         let decay = self.schedule.decay(step);
         let grid_lr = train_grids.then_some(self.schedule.grid_learning_rate * decay);
         self.adam.step(&mut self.params, &grads, scale, grid_lr, self.schedule.mlp_learning_rate * decay);
+        if gating && let Some(gates) = &mut self.gates {
+            gates.t += 1;
+            let c1 = 1.0 - ADAM_BETA1.powi(gates.t as i32);
+            let c2 = 1.0 - ADAM_BETA2.powi(gates.t as i32);
+            // Gates are few scalars that must travel from 1 towards 0 within the gated steps:
+            // they take the grids' (larger) learning rate.
+            let lr = self.schedule.grid_learning_rate * decay;
+            for (g, t) in gate_grads.iter_mut().zip(&gates.trains) {
+                *g *= t;
+            }
+            adam_update(&mut gates.values, &gate_grads, &mut gates.m, &mut gates.v, lr, c1, c2, scale, false);
+            // Gates are magnitudes; outside a budget they stay 0 (no gradient reaches them).
+            for v in &mut gates.values {
+                *v = v.max(0.0);
+            }
+        }
         self.grads = grads;
         self.step += 1;
         StepStats { mse: (sq_err / targeted.max(1.0)) as f32, phase }
@@ -1048,6 +1479,8 @@ pub struct TrainReport {
     pub resumed_from_step: Option<u32>,
     /// Latent channels removed during training (indices in the analysed layout).
     pub pruned_channels: Vec<u32>,
+    /// The budgets learned in training ([`LearnedBudgets`]), when they were.
+    pub learned_budgets: Option<LearnedCut>,
     /// Why GPU training was given up for the CPU trainer, when it was (no adapter, no device,
     /// device lost mid-run).
     pub gpu_fallback: Option<String>,
@@ -1067,6 +1500,7 @@ impl TrainReport {
             final_mse: status.mse(),
             resumed_from_step: None,
             pruned_channels: Vec::new(),
+            learned_budgets: None,
             gpu_fallback: None,
         }
     }
@@ -1115,6 +1549,9 @@ pub fn train_fused(
     if let Some(pruning) = &options.prune {
         trainer = trainer.with_pruning(pruning.clone());
     }
+    if let Some(learned) = &options.learned_budgets {
+        trainer = trainer.with_learned_budgets(learned.clone(), layout);
+    }
     let mut resumed_from_step = None;
     if let Some(path) = &options.resume_from
         && path.exists()
@@ -1123,6 +1560,8 @@ pub fn train_fused(
         trainer.restore_pruning(&layout.read_channels());
         resumed_from_step = Some(trainer.step);
     }
+    // What a snapshot decodes with: the budgets as they stand.
+    let mut snapshot_layout = trainer.learned_cut().map(|cut| cut.apply(layout));
     let start_step = trainer.step;
     let mut status = StatusReporter::new(start_step);
     let mut last_checkpoint = Instant::now();
@@ -1132,8 +1571,13 @@ pub fn train_fused(
         }
         let stats = trainer.run_step();
         status.record(progress, &schedule, trainer.step, stats.phase, stats.mse);
+        if snapshot_layout.is_none()
+            && let Some(cut) = trainer.learned_cut()
+        {
+            snapshot_layout = Some(cut.apply(layout));
+        }
         if progress.snapshot_due() {
-            progress.snapshot(layout, &trainer.final_params());
+            progress.snapshot(snapshot_layout.as_ref().unwrap_or(layout), &trainer.final_params());
         }
         let done = trainer.step == schedule.steps;
         if let Some(cp) = &options.checkpoint
@@ -1147,6 +1591,7 @@ pub fn train_fused(
     let report = TrainReport {
         resumed_from_step,
         pruned_channels: trainer.pruned_channels(),
+        learned_budgets: trainer.learned_cut().cloned(),
         ..TrainReport::new("cpu (fused)".into(), &schedule, trainer.step - start_step, &status)
     };
     Ok((trainer.final_params(), report))

@@ -143,6 +143,14 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
         {
             commands.push(Command::SetMips(mips));
         }
+        let mut learn = session.settings.learn_budgets;
+        if ui
+            .checkbox(&mut learn, "Learn budgets")
+            .on_hover_text("Let training drop the channels a texture does not use (a gate per texture and channel under a group lasso, cut at 30% of the steps); the budgets panel then shows what each texture kept and why. Trains on the CPU")
+            .changed()
+        {
+            commands.push(Command::SetLearnBudgets(learn));
+        }
     });
     ui.horizontal(|ui| {
         match session.run.state {
@@ -230,17 +238,25 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
         ui.label(RichText::new(plain(e)).color(Color32::from_rgb(230, 120, 90)));
     }
     let total_bits: f64 = rows.iter().map(|r| r.bits).sum::<f64>().max(1.0);
-    let reasons: std::collections::BTreeMap<&str, &str> = match &session.analysis {
-        Some(Ok(a)) => a.report.budgets.iter().map(|b| (b.texture.as_str(), b.reason.as_str())).collect(),
+    let mut reasons: std::collections::BTreeMap<&str, String> = match &session.analysis {
+        Some(Ok(a)) => a.report.budgets.iter().map(|b| (b.texture.as_str(), b.reason.clone())).collect(),
         _ => std::collections::BTreeMap::new(),
     };
+    // After a run: what training made of each budget (learned or pruned), below the analysis's.
+    if let Some(report) = session.trained.as_ref().and_then(|t| t.report.as_ref()) {
+        for change in &report.prune.budgets {
+            if let Some(reason) = reasons.get_mut(change.texture.as_str()) {
+                *reason = format!("{reason}\nin the bundle: {} channels; {}", change.after, change.reason);
+            }
+        }
+    }
     ui.label(RichText::new("channels read (shared/own) · share of the bundle's bits · budget").weak());
     let training = session.is_training();
     egui::Grid::new("budgets").striped(true).num_columns(4).show(ui, |ui| {
         for row in &rows {
             let name = ui
                 .label(RichText::new(&row.texture).monospace())
-                .on_hover_text(plain(reasons.get(row.texture.as_str()).copied().unwrap_or("")));
+                .on_hover_text(plain(reasons.get(row.texture.as_str()).map_or("", String::as_str)));
             let share = (row.bits / total_bits) as f32;
             let fraction = row.channels as f32 / row.total_channels.max(1) as f32;
             let bar = egui::ProgressBar::new(fraction)

@@ -192,6 +192,7 @@ impl Session {
         }
         options.mips = self.settings.mips;
         options.budgets.clone_from(&self.settings.budgets);
+        options.learned_budgets = self.settings.learn_budgets.then(texset_core::options::LearnedBudgets::default);
         options
     }
 
@@ -282,6 +283,7 @@ impl Session {
                 self.settings.mips = mips;
                 self.reanalyse();
             }
+            Command::SetLearnBudgets(on) => self.settings.learn_budgets = on,
             Command::ComputeBcn(material, map) => self.compute_bcn(material, map),
             Command::ExportBundle(path) => self.export(|s| s.export_bundle(&path)),
             Command::ExportImages(dir) => self.export(|s| s.export_images(&dir)),

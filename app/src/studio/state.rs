@@ -23,6 +23,9 @@ pub struct Settings {
     pub steps: Option<u32>,
     /// Store a full mip chain (latent pyramid) in the bundle.
     pub mips: bool,
+    /// Learn every texture's channel budget in training (gates per texture and channel, cut
+    /// part-way; `--learn-budgets`).
+    pub learn_budgets: bool,
     /// Per-texture channel budgets set by the artist: `material/kind` → channels.
     pub budgets: BTreeMap<String, u32>,
     /// The last trained bundle of this library (in the studio's data folder), restored on start.
@@ -41,6 +44,7 @@ impl Default for Settings {
             bits_per_texel: None,
             steps: None,
             mips: false,
+            learn_budgets: false,
             budgets: BTreeMap::new(),
             trained_bundle: None,
             export_dir: None,
@@ -156,6 +160,8 @@ pub enum Command {
     SetSteps(Option<u32>),
     /// Store a mip chain or not.
     SetMips(bool),
+    /// Learn budgets in training or not.
+    SetLearnBudgets(bool),
     /// Block-compress a map (material, map) for the compare view's block-compressed side.
     ComputeBcn(usize, usize),
     /// Write the bundle (atomically).

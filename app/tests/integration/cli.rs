@@ -458,3 +458,34 @@ fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
     assert!(!out.status.success() && stderr.contains("16 hidden layers; at most 15"), "{stderr}");
     assert!(!tmp.path().join("bad.texset").exists() && !tmp.path().join("deep.texset").exists());
 }
+
+#[test]
+fn learned_budgets_are_reported_per_texture_and_bad_settings_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("learned.texset");
+    let out = texset(&["compress", bricks.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "40", "--learn-budgets"]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    // The prune pass names the cut, and every texture's budget line says what the cut made of it.
+    assert!(text.contains("budgets learned: gates per texture and channel") && text.contains("cut at step 12"), "{text}");
+    let learned = text.lines().filter(|l| l.contains("-> ") && l.contains("learned: ")).count();
+    let textures = text.lines().filter(|l| l.trim_start().starts_with("bricks/") && l.contains("channels (")).count();
+    assert!(textures >= 2 && learned == textures, "{learned} learned reasons for {textures} textures:\n{text}");
+
+    let path = tmp.path().join("bad.texset");
+    for (args, says) in [
+        (vec!["--budget-lasso", "1e-5"], "--learn-budgets"),
+        (vec!["--learn-budgets", "--budget-cut-at", "0.95"], "before the latents freeze"),
+        (vec!["--learn-budgets", "--budget-drop-below", "1.5"], "0 to 1 of the largest importance"),
+        (vec!["--learn-budgets", "--prune-to", "4,4"], "--prune-to"),
+        (vec!["--learn-budgets", "--backend", "wgpu"], "cannot train learned budgets"),
+    ] {
+        let mut all = vec!["compress", bricks.to_str().unwrap(), "-o", path.to_str().unwrap(), "--steps", "10"];
+        all.extend(&args);
+        let out = texset(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!path.exists());
+}

@@ -65,6 +65,15 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     assert!(harness.query_all_by_label_contains("basecolor").count() >= folders.len());
     // Budgets are shown before training (from the analyse pass).
     step_until(&mut harness, "the analysis", Duration::from_mins(1), |a| matches!(a.session.analysis, Some(Ok(_))));
+    // The training panel's "Learn budgets" reaches the options (and is persisted); off again
+    // for the runs below.
+    harness.get_by_label("Learn budgets").click();
+    harness.step();
+    assert!(harness.state().session.settings.learn_budgets);
+    assert_eq!(harness.state().session.options().learned_budgets, Some(texset_core::options::LearnedBudgets::default()));
+    harness.get_by_label("Learn budgets").click();
+    harness.step();
+    assert!(harness.state().session.options().learned_budgets.is_none());
 
     // Train by clicking the button; it runs on its thread while frames keep coming.
     harness.get_by_label("Start training").click();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
-use texset_core::options::Quantisation;
+use texset_core::options::{LearnedBudgets, Quantisation};
 use texset_core::pipeline::analyse;
 use texset_core::set::{MapKind, Material, TextureSet};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
@@ -164,6 +164,40 @@ fn a_near_constant_map_gets_a_quarter_of_the_channels_and_loses_little_for_it() 
     assert!(r.reason.contains(&format!("proposes {}", quiet.channels)), "{}", r.reason);
     println!("near-constant roughness, QAT: {auto_db:.2} dB with {} channels, {full_db:.2} dB with all", quiet.channels);
     assert!(auto_db >= full_db - 0.1, "auto {auto_db} dB vs full {full_db} dB");
+}
+
+#[test]
+fn learned_budgets_cut_a_near_constant_map_to_a_quarter_and_it_loses_little_for_it() {
+    // Every texture starts with every channel; the gates decide.
+    let set = near_flat_and_noisy(32);
+    let learned = CompressOptions { learned_budgets: Some(LearnedBudgets::default()), ..options() };
+    let out = compress(&set, &learned, &NoProgress, &Cancel::new()).unwrap();
+    let cut = out.report.train.learned_budgets.as_ref().expect("the report holds the cut");
+    assert_eq!(cut.step, (300.0 * LearnedBudgets::default().at) as u32);
+    let maps = &out.bundle.manifest.materials[0].maps;
+    let (noisy, quiet) = (maps[0].latent_channels.len(), maps[1].latent_channels.len());
+    let budgets = &out.report.prune.budgets;
+    println!("learned budgets: {budgets:#?}");
+    assert!(quiet * 4 <= noisy && noisy > 0, "roughness {quiet} vs basecolor {noisy} channels");
+    let rough = budgets.iter().find(|b| b.texture == "m/roughness").unwrap();
+    assert_eq!(rough.after as usize, quiet);
+    assert!(rough.before > rough.after && rough.reason.starts_with("learned: dropped"), "{rough:?}");
+    // Every channel the cut kept clears its bar, every one it dropped does not.
+    for (budget, importance) in cut.budgets.iter().zip(&cut.importance) {
+        assert_eq!(budget.len(), importance.iter().filter(|&&i| i >= cut.drop_below).count());
+    }
+    // Channels no texture reads any more leave the bundle.
+    let read: std::collections::BTreeSet<u32> = cut.budgets.iter().flatten().copied().collect();
+    assert_eq!(out.report.prune.channels_after, read.len());
+
+    let roughness_psnr = |compressed: &texset_core::Compressed| {
+        let eval = evaluate(&set, &Decoder::new(&compressed.bundle), false).unwrap();
+        eval.maps.iter().find(|m| m.map == "roughness").unwrap().psnr_db
+    };
+    let full = compress(&set, &options(), &NoProgress, &Cancel::new()).unwrap();
+    let (learned_db, full_db) = (roughness_psnr(&out), roughness_psnr(&full));
+    println!("near-constant roughness: {learned_db:.2} dB with {quiet} learned channels, {full_db:.2} dB with all");
+    assert!(learned_db >= full_db - 0.1, "learned {learned_db} dB vs full {full_db} dB");
 }
 
 /// Two colourways whose base colours differ by an affine colour transform (a tint and a channel

@@ -7,9 +7,9 @@ use texset_core::bundle::Bundle;
 use texset_core::burn_model::NtcModel;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
-use texset_core::options::{ChannelPruning, CheckpointOptions, PruneMethod};
+use texset_core::options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod};
 use texset_core::pipeline::analyse;
-use texset_core::train::{Batch, Rng, Sampler, initial_params, loss_and_grads};
+use texset_core::train::{Batch, Rng, Sampler, forward_backward, initial_params, loss_and_grads};
 use texset_core::{Cancel, CompressOptions, NoProgress, Progress, compress};
 
 fn quick_options() -> CompressOptions {
@@ -194,6 +194,46 @@ fn fused_trainer_gradients_match_burn_autodiff() {
     }
 }
 
+#[test]
+fn budget_gate_gradients_match_finite_differences() {
+    let set = common::small_set(32);
+    let (layout, _) = analyse(&set, &CompressOptions::default()).unwrap();
+    let params = initial_params(&set, &layout, 3);
+    let mut sampler = Sampler::new(&set, &layout);
+    sampler.split_for_gates();
+    let mut batch = Batch::default();
+    sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
+    assert_eq!(batch.gate.len(), 256);
+    let slots: std::collections::BTreeSet<u32> = batch.gate.iter().copied().collect();
+    assert!(slots.len() > 1, "every texture is sampled on its own: {slots:?}");
+    let lc = params.latent_channels();
+    let chunk = forward_backward(&params, &params.layers, &batch, None);
+    // d loss / d gate: move the mask entries of one texture's texels together.
+    let loss_with = |slot: u32, c: usize, delta: f32| {
+        let mut b = batch.clone();
+        for (i, &g) in batch.gate.iter().enumerate() {
+            if g == slot {
+                b.mask[i * lc + c] += delta;
+            }
+        }
+        forward_backward(&params, &params.layers, &b, None).weighted_sq_err
+    };
+    let mut checked = 0;
+    for &slot in &slots {
+        for c in [0, lc / 2, lc - 1] {
+            let eps = 1e-2;
+            let numeric = ((loss_with(slot, c, eps) - loss_with(slot, c, -eps)) / (2.0 * f64::from(eps))) as f32;
+            let analytic = chunk.gate_grads[slot as usize * lc + c];
+            assert!(
+                (numeric - analytic).abs() <= 2e-2 * numeric.abs().max(analytic.abs()).max(1e-2),
+                "slot {slot} channel {c}: finite difference {numeric}, gradient {analytic}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6);
+}
+
 fn pruned_options(method: PruneMethod) -> CompressOptions {
     CompressOptions {
         steps: 120,
@@ -254,6 +294,38 @@ fn a_run_resumed_after_the_removal_gives_the_uninterrupted_bundle() {
     let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
     assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (37..120).contains(&s)));
     assert_eq!(resumed.bundle_bytes, straight, "resumed run differs from the uninterrupted one");
+}
+
+#[test]
+fn a_run_that_learns_budgets_resumes_before_and_after_the_cut_to_the_uninterrupted_bundle() {
+    let set = common::small_set(32);
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("run.ckpt");
+    // The cut is at step 36 of 120.
+    let base = CompressOptions {
+        steps: 120,
+        batch_texels: 1024,
+        learned_budgets: Some(LearnedBudgets { at: 0.3, ..LearnedBudgets::default() }),
+        ..CompressOptions::default()
+    };
+    let straight = compress(&set, &base, &NoProgress, &Cancel::new()).unwrap();
+    let cut = straight.report.train.learned_budgets.clone().unwrap();
+    assert_eq!(cut.step, 36);
+    for stop_at in [20, 60] {
+        let with_checkpoints =
+            CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
+        let cancel = Cancel::new();
+        let stopper = CancelAt::new(stop_at, cancel.clone());
+        assert!(compress(&set, &with_checkpoints, &stopper, &cancel).is_err());
+        let resumed_options = CompressOptions { resume_from: Some(checkpoint.clone()), ..with_checkpoints };
+        let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
+        let from = resumed.report.train.resumed_from_step.unwrap();
+        // One resume in the gated steps, one after the cut.
+        assert_eq!(from < cut.step, stop_at < cut.step, "stopped at {stop_at}, resumed from {from}");
+        assert_eq!(resumed.report.train.learned_budgets.as_ref(), Some(&cut));
+        assert_eq!(resumed.bundle_bytes, straight.bundle_bytes, "resumed from step {from}: differs from the uninterrupted run");
+        std::fs::remove_file(&checkpoint).unwrap();
+    }
 }
 
 #[test]
