@@ -859,6 +859,12 @@ pub struct FusedTrainer<'a> {
     gates: Option<BudgetGates>,
 }
 
+/// The step a part-way event (a prune, the learned-budget cut) runs at: `fraction` of the run,
+/// but not before one step has trained, unless the run is a single step.
+fn step_at_fraction(steps: u32, fraction: f32) -> u32 {
+    ((steps as f32 * fraction) as u32).max(1).min(steps.saturating_sub(1))
+}
+
 /// Budgets learned in training ([`LearnedBudgets`]): the gates, their optimiser state, and the
 /// cut once it happened.
 #[derive(Clone, Debug)]
@@ -942,7 +948,7 @@ impl BudgetGates {
             }
         }
         Self {
-            at: (steps as f32 * options.at) as u32,
+            at: step_at_fraction(steps, options.at),
             trains,
             shares: vec![0.0; slots.len()],
             options,
@@ -1160,7 +1166,7 @@ impl<'a> FusedTrainer<'a> {
     /// Removes latent channels part-way through training.
     #[must_use]
     pub fn with_pruning(mut self, pruning: ChannelPruning) -> Self {
-        let at = (self.schedule.steps as f32 * pruning.at) as u32;
+        let at = step_at_fraction(self.schedule.steps, pruning.at);
         self.pruning = Some((pruning, at));
         self
     }
@@ -1576,7 +1582,11 @@ pub fn train_fused(
         {
             snapshot_layout = Some(cut.apply(layout));
         }
-        if progress.snapshot_due() {
+        // Before the learned-budget cut every texture reads the latents through its own gates,
+        // which no one layout can express: a snapshot then would show another model than the one
+        // training, so previews wait for the cut (`snapshot_due` is still asked every step).
+        let gated = trainer.budget_gates().is_some_and(BudgetGates::active);
+        if progress.snapshot_due() && !gated {
             progress.snapshot(snapshot_layout.as_ref().unwrap_or(layout), &trainer.final_params());
         }
         let done = trainer.step == schedule.steps;

@@ -328,6 +328,43 @@ fn a_run_that_learns_budgets_resumes_before_and_after_the_cut_to_the_uninterrupt
     }
 }
 
+/// Asks for a snapshot after every step and keeps each one's budgets (per texture, the latent
+/// channels it reads).
+#[derive(Default)]
+struct EverySnapshot {
+    budgets: std::sync::Mutex<Vec<Vec<Vec<u32>>>>,
+}
+impl Progress for EverySnapshot {
+    fn snapshot_due(&self) -> bool {
+        true
+    }
+    fn snapshot(&self, layout: &texset_core::layout::ModelLayout, _params: &texset_core::params::ModelParams) {
+        let budgets = layout.textures.iter().flatten().map(|t| t.latent_channels.clone()).collect();
+        self.budgets.lock().unwrap().push(budgets);
+    }
+}
+
+#[test]
+fn learned_budgets_cut_after_a_step_and_previews_show_only_the_cut_model() {
+    let set = common::small_set(32);
+    // 5% of 10 steps rounds to step 0, before anything trained: the cut waits for step 1.
+    let options = CompressOptions {
+        steps: 10,
+        batch_texels: 1024,
+        learned_budgets: Some(LearnedBudgets { at: 0.05, ..LearnedBudgets::default() }),
+        ..CompressOptions::default()
+    };
+    let progress = EverySnapshot::default();
+    let out = compress(&set, &options, &progress, &Cancel::new()).unwrap();
+    let cut = out.report.train.learned_budgets.clone().unwrap();
+    assert_eq!(cut.step, 1);
+    // While gated, each texture reads through its own gates, which no layout expresses: no
+    // snapshot then; after the cut, every one has the cut budgets.
+    let snapshots = progress.budgets.lock().unwrap();
+    assert_eq!(snapshots.len(), 10 - 1);
+    assert!(snapshots.iter().all(|b| *b == cut.budgets), "a snapshot decodes other budgets than the cut's");
+}
+
 #[test]
 fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
     let set = common::small_set(64);
