@@ -87,8 +87,9 @@ pub enum GpuError {
     Map(#[from] wgpu::BufferAsyncError),
 }
 
-/// Runs a future to completion on this thread (wgpu's native futures are ready at once or soon).
-fn block_on<F: Future>(future: F) -> F::Output {
+/// Runs a future to completion on this thread (wgpu's device requests and error scopes): a
+/// minimal executor, so no async runtime is needed.
+pub fn block_on<F: Future>(future: F) -> F::Output {
     struct ThreadWaker(std::thread::Thread);
     impl Wake for ThreadWaker {
         fn wake(self: Arc<Self>) {

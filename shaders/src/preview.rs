@@ -162,12 +162,48 @@ impl Originals {
     }
 }
 
-/// The preview pipeline and its resources on one device.
-pub struct PreviewRenderer {
+/// A bundle's preview program on one device: the pipeline (the decoder specialised to the
+/// bundle's shapes, with `preview.wgsl` appended) and the bundle's data bound to it.
+///
+/// Making one compiles the pipeline unless `reuse` was made for the same shapes (snapshots of one
+/// training run share them). On a software GPU that compile takes seconds, so the studio makes
+/// these on a thread of its own and hands them to [`PreviewRenderer::set_prepared`].
+#[derive(Clone)]
+pub struct PreparedModel {
     format: wgpu::TextureFormat,
     wgsl: String,
     pipeline: wgpu::RenderPipeline,
     model_group: wgpu::BindGroup,
+}
+
+impl PreparedModel {
+    /// Prepares `bundle` for targets of `format`, taking the pipeline from `reuse` when it has
+    /// the same specialised source and format.
+    pub fn new(device: &wgpu::Device, bundle: &Bundle, format: wgpu::TextureFormat, reuse: Option<&Self>) -> Result<Self, GpuError> {
+        let model = GpuModel::new(bundle)?;
+        let wgsl = preview_wgsl(&model);
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = match reuse {
+            Some(r) if r.wgsl == wgsl && r.format == format => r.pipeline.clone(),
+            _ => create_pipeline(device, &wgsl, format),
+        };
+        let model_group = model_bind_group(device, &pipeline, &model)?;
+        if let Some(error) = block_on(scope.pop()) {
+            return Err(GpuError::Wgpu(error.to_string()));
+        }
+        Ok(Self { format, wgsl, pipeline, model_group })
+    }
+
+    /// The target format it draws into.
+    #[must_use]
+    pub fn format(&self) -> wgpu::TextureFormat {
+        self.format
+    }
+}
+
+/// The preview pipeline and its resources on one device.
+pub struct PreviewRenderer {
+    model: PreparedModel,
     uniforms: [wgpu::Buffer; 2],
     originals: wgpu::TextureView,
     side_groups: [wgpu::BindGroup; 2],
@@ -176,36 +212,40 @@ pub struct PreviewRenderer {
 impl PreviewRenderer {
     /// Compiles the preview for `bundle`, drawing into targets of `format`.
     pub fn new(device: &wgpu::Device, bundle: &Bundle, format: wgpu::TextureFormat) -> Result<Self, GpuError> {
-        let model = GpuModel::new(bundle)?;
-        let wgsl = preview_wgsl(&model);
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let pipeline = create_pipeline(device, &wgsl, format);
-        let model_group = model_bind_group(device, &pipeline, &model)?;
+        Ok(Self::from_prepared(device, PreparedModel::new(device, bundle, format, None)?))
+    }
+
+    /// A renderer around a prepared model (cheap: buffers and bind groups only).
+    #[must_use]
+    pub fn from_prepared(device: &wgpu::Device, model: PreparedModel) -> Self {
         let uniforms = [uniform(device), uniform(device)];
         let originals = originals_texture(device, None);
-        let side_groups = side_groups(device, &pipeline, &uniforms, &originals);
-        if let Some(error) = block_on(scope.pop()) {
-            return Err(GpuError::Wgpu(error.to_string()));
-        }
-        Ok(Self { format, wgsl, pipeline, model_group, uniforms, originals, side_groups })
+        let side_groups = side_groups(device, &model.pipeline, &uniforms, &originals);
+        Self { model, uniforms, originals, side_groups }
     }
 
     /// Switches to another bundle: new buffers; the pipeline is rebuilt only when the bundle's
     /// shapes differ (snapshots of one training run share them).
     pub fn set_bundle(&mut self, device: &wgpu::Device, bundle: &Bundle) -> Result<(), GpuError> {
-        let model = GpuModel::new(bundle)?;
-        let wgsl = preview_wgsl(&model);
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        if wgsl != self.wgsl {
-            self.pipeline = create_pipeline(device, &wgsl, self.format);
-            self.side_groups = side_groups(device, &self.pipeline, &self.uniforms, &self.originals);
-            self.wgsl = wgsl;
-        }
-        self.model_group = model_bind_group(device, &self.pipeline, &model)?;
-        if let Some(error) = block_on(scope.pop()) {
-            return Err(GpuError::Wgpu(error.to_string()));
-        }
+        let model = PreparedModel::new(device, bundle, self.model.format, Some(&self.model))?;
+        self.set_prepared(device, model);
         Ok(())
+    }
+
+    /// Switches to a model prepared elsewhere (see [`PreparedModel`]).
+    pub fn set_prepared(&mut self, device: &wgpu::Device, model: PreparedModel) {
+        let new_pipeline = model.wgsl != self.model.wgsl || model.format != self.model.format;
+        self.model = model;
+        if new_pipeline {
+            // Bind groups follow the pipeline's own (derived) layouts.
+            self.side_groups = side_groups(device, &self.model.pipeline, &self.uniforms, &self.originals);
+        }
+    }
+
+    /// The model it draws (to hand to [`PreparedModel::new`] as `reuse`).
+    #[must_use]
+    pub fn prepared(&self) -> &PreparedModel {
+        &self.model
     }
 
     /// Uploads the original maps of the material shown (for the comparison side).
@@ -242,7 +282,7 @@ impl PreviewRenderer {
         }
         self.originals = texture
             .create_view(&wgpu::TextureViewDescriptor { dimension: Some(wgpu::TextureViewDimension::D2Array), ..Default::default() });
-        self.side_groups = side_groups(device, &self.pipeline, &self.uniforms, &self.originals);
+        self.side_groups = side_groups(device, &self.model.pipeline, &self.uniforms, &self.originals);
         Ok(())
     }
 
@@ -253,8 +293,8 @@ impl PreviewRenderer {
 
     /// Draws slot `side` into the pass (set its viewport first).
     pub fn draw(&self, pass: &mut wgpu::RenderPass<'_>, side: usize) {
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.model_group, &[]);
+        pass.set_pipeline(&self.model.pipeline);
+        pass.set_bind_group(0, &self.model.model_group, &[]);
         pass.set_bind_group(1, &self.side_groups[side.min(1)], &[]);
         pass.draw(0..3, 0..1);
     }
@@ -262,31 +302,30 @@ impl PreviewRenderer {
     /// Records a pass that clears `target` (a view of a `width × height` texture of the renderer's
     /// format) and draws `sides` slots (1 or 2) side by side into it.
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, target: &wgpu::TextureView, width: u32, height: u32, sides: usize) {
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("texset preview pass"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: target,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::BLACK), store: wgpu::StoreOp::Store },
-            })],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
-        let sides = sides.clamp(1, 2);
-        let side_width = width as f32 / sides as f32;
-        for side in 0..sides {
-            pass.set_viewport(side_width * side as f32, 0.0, side_width, height as f32, 0.0, 1.0);
-            self.draw(&mut pass, side);
-        }
+        self.encode_rows(encoder, target, [width, height], sides, 0..height, true);
+    }
+
+    /// Records a pass that draws only the pixel rows `rows` of the `sides` slots (side by side,
+    /// over the whole `size` = width × height of `target`), keeping the other rows as they are
+    /// unless `clear`. Drawing an image in bands of rows over several frames keeps each frame's
+    /// GPU work bounded: every pixel runs the decoder's MLP.
+    pub fn encode_rows(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        target: &wgpu::TextureView,
+        size: [u32; 2],
+        sides: usize,
+        rows: std::ops::Range<u32>,
+        clear: bool,
+    ) {
+        let slots = [(self, 0), (self, 1)];
+        encode_sides(encoder, target, size, &slots[..sides.clamp(1, 2)], rows, clear);
     }
 
     /// Renders slot 0 offscreen into a `width × height` target of the renderer's format (which
     /// must be `Rgba32Float`) and reads it back as RGBA f32, rows top to bottom.
     pub fn render(&self, device: &wgpu::Device, queue: &wgpu::Queue, width: u32, height: u32) -> Result<Vec<f32>, GpuError> {
-        if self.format != wgpu::TextureFormat::Rgba32Float {
+        if self.model.format != wgpu::TextureFormat::Rgba32Float {
             return Err(GpuError::Wgpu("offscreen preview renders need an Rgba32Float renderer".into()));
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -294,6 +333,89 @@ impl PreviewRenderer {
             self.encode(encoder, view, width, height, 1);
         })
     }
+}
+
+/// Records a pass that draws, side by side over the `size` = width × height of `target`, one
+/// image per entry of `sides`: that renderer's uniform slot (so two bundles can be shown beside
+/// each other, each by its own renderer). Only the pixel rows `rows` are drawn; the others keep
+/// their contents unless `clear`.
+pub fn encode_sides(
+    encoder: &mut wgpu::CommandEncoder,
+    target: &wgpu::TextureView,
+    size: [u32; 2],
+    sides: &[(&PreviewRenderer, usize)],
+    rows: std::ops::Range<u32>,
+    clear: bool,
+) {
+    let [width, height] = size;
+    let load = if clear { wgpu::LoadOp::Clear(wgpu::Color::BLACK) } else { wgpu::LoadOp::Load };
+    let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        label: Some("texset preview pass"),
+        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+            view: target,
+            depth_slice: None,
+            resolve_target: None,
+            ops: wgpu::Operations { load, store: wgpu::StoreOp::Store },
+        })],
+        depth_stencil_attachment: None,
+        timestamp_writes: None,
+        occlusion_query_set: None,
+        multiview_mask: None,
+    });
+    let first = rows.start.min(height);
+    let last = rows.end.clamp(first, height);
+    if last == first || width == 0 || sides.is_empty() {
+        return;
+    }
+    pass.set_scissor_rect(0, first, width, last - first);
+    let side_width = width as f32 / sides.len() as f32;
+    for (side, (renderer, slot)) in sides.iter().enumerate() {
+        pass.set_viewport(side_width * side as f32, 0.0, side_width, height as f32, 0.0, 1.0);
+        renderer.draw(&mut pass, *slot);
+    }
+}
+
+/// Reads an `Rgba8Unorm` texture of `size` (made with `COPY_SRC`) back as tightly packed RGBA8
+/// rows, blocking until the GPU is done with it (for a preview drawn on a device of its own).
+pub fn read_rgba8(device: &wgpu::Device, queue: &wgpu::Queue, texture: &wgpu::Texture, size: [u32; 2]) -> Result<Vec<u8>, GpuError> {
+    let [width, height] = size;
+    let padded_row = (u64::from(width) * 4).next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("texset preview read-back"),
+        size: padded_row * u64::from(height),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview read-back") });
+    encoder.copy_texture_to_buffer(
+        texture.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &staging,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(to_u32("preview row", padded_row as usize)?),
+                rows_per_image: None,
+            },
+        },
+        wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
+    );
+    let submission = queue.submit(Some(encoder.finish()));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    staging.map_async(wgpu::MapMode::Read, .., move |result| {
+        // The receiver outlives the poll below; a failed send only means it is gone.
+        let _ = sender.send(result);
+    });
+    device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }).map_err(|e| GpuError::Wgpu(e.to_string()))?;
+    receiver.recv().map_err(|_| GpuError::Wgpu("the read-back callback never ran".into()))?.map_err(|e| GpuError::Wgpu(e.to_string()))?;
+    let mut out = Vec::with_capacity(width as usize * height as usize * 4);
+    {
+        let view = staging.get_mapped_range(..).map_err(|e| GpuError::Wgpu(format!("{e:?}")))?;
+        for row in view.chunks_exact(padded_row as usize) {
+            out.extend_from_slice(&row[..width as usize * 4]);
+        }
+    }
+    staging.unmap();
+    Ok(out)
 }
 
 /// The specialised decoder with the preview appended.

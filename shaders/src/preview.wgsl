@@ -274,15 +274,34 @@ fn shade(uv: vec2<f32>) -> vec4<f32> {
     var act2: array<f32, 2u * MAX_WIDTH>;
     var c = Cache(NONE, 0u, 0u);
     var c2 = Cache(NONE, 0u, 0u);
-    let base = fetch(preview.maps.x, preview.layers.x, hit.uv, fp, vec4<f32>(0.5, 0.5, 0.5, 1.0), &act, &c, &act2, &c2);
-    let normal_ts = fetch(preview.maps.y, preview.layers.y, hit.uv, fp, vec4<f32>(0.0, 0.0, 1.0, 0.0), &act, &c, &act2, &c2);
-    let orm = fetch(preview.maps2.y, preview.layers2.y, hit.uv, fp, vec4<f32>(1.0, 0.5, 0.0, 0.0), &act, &c, &act2, &c2);
-    let roughness = fetch(preview.maps.z, preview.layers.z, hit.uv, fp, vec4<f32>(orm.y), &act, &c, &act2, &c2).x;
-    let metallic = fetch(preview.maps.w, preview.layers.w, hit.uv, fp, vec4<f32>(orm.z), &act, &c, &act2, &c2).x;
-    let ao = fetch(preview.maps2.x, preview.layers2.x, hit.uv, fp, vec4<f32>(orm.x), &act, &c, &act2, &c2).x;
-    let emissive = fetch(preview.maps2.z, preview.layers2.z, hit.uv, fp, vec4<f32>(0.0), &act, &c, &act2, &c2).xyz;
+    // One call site of `fetch` (and so of the decoder's MLP) in a loop over the material's maps,
+    // in the order base colour, normal, ORM, roughness, metallic, AO, emissive (ORM first of the
+    // last four: their fallbacks read it). Seven inlined decodes made drivers that compile
+    // shaders on the CPU (lavapipe's LLVM) take minutes; the loop compiles once.
+    var values: array<vec4<f32>, 7>;
+    for (var i = 0u; i < 7u; i++) {
+        var map_index = NONE;
+        var layer = NONE;
+        var fallback = vec4<f32>(0.0);
+        let orm = values[2];
+        switch i {
+            case 0u: { map_index = preview.maps.x; layer = preview.layers.x; fallback = vec4<f32>(0.5, 0.5, 0.5, 1.0); }
+            case 1u: { map_index = preview.maps.y; layer = preview.layers.y; fallback = vec4<f32>(0.0, 0.0, 1.0, 0.0); }
+            case 2u: { map_index = preview.maps2.y; layer = preview.layers2.y; fallback = vec4<f32>(1.0, 0.5, 0.0, 0.0); }
+            case 3u: { map_index = preview.maps.z; layer = preview.layers.z; fallback = vec4<f32>(orm.y); }
+            case 4u: { map_index = preview.maps.w; layer = preview.layers.w; fallback = vec4<f32>(orm.z); }
+            case 5u: { map_index = preview.maps2.x; layer = preview.layers2.x; fallback = vec4<f32>(orm.x); }
+            default: { map_index = preview.maps2.z; layer = preview.layers2.z; fallback = vec4<f32>(0.0); }
+        }
+        values[i] = fetch(map_index, layer, hit.uv, fp, fallback, &act, &c, &act2, &c2);
+    }
+    let base = values[0];
+    let normal_ts = values[1];
+    let roughness = values[3].x;
+    let metallic = values[4].x;
+    let ao = values[5].x;
+    let emissive = values[6].xyz;
 
-    // Tangent frame: +Y of the normal map points up the image (towards smaller v).
     let n_geo = hit.normal;
     let t = normalize(hit.tangent - n_geo * dot(n_geo, hit.tangent));
     let b = cross(n_geo, t);

@@ -97,3 +97,53 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
         }
     }
 }
+
+/// The studio draws the preview in bands of rows over several frames (`encode_rows`, keeping the
+/// rows drawn before) and, for A/B, each side by its own renderer (`encode_sides`): both give
+/// exactly the image one pass gives.
+#[test]
+fn preview_drawn_in_bands_and_sides_equals_one_pass() {
+    let name = "preview_drawn_in_bands_and_sides_equals_one_pass";
+    let Some((adapter, device, queue)) = request_device().unwrap() else {
+        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): {name} did not run");
+        return;
+    };
+    if !texset_shaders::renders_fragment_format(&adapter) {
+        println!("SKIPPED: {} cannot render to Rgba32Float (a GL adapter?): {name} did not run", adapter.get_info().name);
+        return;
+    }
+    let (width, height) = (64, 30);
+    let bundle = tiny_bundle();
+    let format = wgpu::TextureFormat::Rgba32Float;
+    let a = PreviewRenderer::new(&device, &bundle, format).unwrap();
+    let b = PreviewRenderer::new(&device, &tiny_bundle_with_mips(3), format).unwrap();
+    let uniforms = PreviewUniforms::new(&bundle.manifest, 0, 1.1, 3.0, Shape::Sphere, 1.0).with_srgb_encoding(true);
+    for r in [&a, &b] {
+        r.write_uniforms(&queue, 0, &uniforms);
+        r.write_uniforms(&queue, 1, &uniforms.with_originals(true));
+    }
+    let render = |draw: &dyn Fn(&mut wgpu::CommandEncoder, &wgpu::TextureView)| {
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        texset_shaders::render_rgba32f(&device, &queue, name, width, height, scope, |e, v| draw(e, v)).unwrap()
+    };
+    let whole = render(&|e, v| a.encode(e, v, width, height, 2));
+    let banded = render(&|e, v| {
+        for (rows, clear) in [(0..7, true), (7..8, false), (8..23, false), (23..height, false)] {
+            a.encode_rows(e, v, [width, height], 2, rows, clear);
+        }
+    });
+    assert!(whole.iter().any(|&x| x > 0.05), "the preview is blank");
+    assert_eq!(whole, banded, "bands drawn one after another differ from one pass");
+    // A/B: renderer A on the left, B on the right; each half equals that renderer's own pass.
+    let ab = render(&|e, v| {
+        texset_shaders::preview::encode_sides(e, v, [width, height], &[(&a, 0), (&b, 0)], 0..12, true);
+        texset_shaders::preview::encode_sides(e, v, [width, height], &[(&a, 0), (&b, 0)], 12..height, false);
+    });
+    let b_whole = render(&|e, v| texset_shaders::preview::encode_sides(e, v, [width, height], &[(&b, 0), (&b, 0)], 0..height, true));
+    let half = (width / 2) as usize;
+    for y in 0..height as usize {
+        let row = |image: &[f32], x0: usize| image[(y * width as usize + x0) * 4..(y * width as usize + x0 + half) * 4].to_vec();
+        assert_eq!(row(&ab, 0), row(&whole, 0), "A/B: row {y} of side A differs from A's own pass");
+        assert_eq!(row(&ab, half), row(&b_whole, half), "A/B: row {y} of side B differs from B's own pass");
+    }
+}
