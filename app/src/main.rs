@@ -393,7 +393,8 @@ enum Command {
         /// Include GPU decode through the WGSL decoder (any adapter, lavapipe included).
         #[arg(long)]
         gpu_decode: bool,
-        /// Instead: the studio's frame time (headless UI + tessellation) while it trains.
+        /// Instead: the studio's frame time while it trains: headless UI + tessellation in the
+        /// Compare view, then rendered on a wgpu adapter with the PBR preview open.
         #[arg(long)]
         ui: bool,
         /// Instead: memory under load. Compress `--load-materials` generated materials one after
@@ -1177,19 +1178,51 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Bench { dirs, ui: true, json, .. } => {
             let dirs = if dirs.is_empty() { sample_folders() } else { dirs };
-            let report = texset::studio::bench_ui::run(dirs, 1500, Duration::from_mins(10))?;
+            let report = texset::studio::bench_ui::run(dirs.clone(), 1500, Duration::from_mins(10))?;
+            // Rendered on a GPU (lavapipe will do): Compare as the baseline, then the PBR preview
+            // open (fewer steps: a software GPU renders every frame on the same cores).
+            let (compare, preview) = (texset::studio::state::CentralView::Compare, texset::studio::state::CentralView::Preview);
+            let compare_gpu = texset::studio::bench_ui::run_gpu(dirs.clone(), 600, Duration::from_mins(10), compare);
+            let preview = texset::studio::bench_ui::run_gpu(dirs, 600, Duration::from_mins(10), preview);
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
+                let preview = preview.as_ref().map_err(ToString::to_string);
+                let compare_gpu = compare_gpu.as_ref().map_err(ToString::to_string);
                 println!(
-                    "studio frame time while training: median {:.2} ms, p95 {:.2} ms, max {:.2} ms over {} frames ({} training steps, {} snapshots shown)",
-                    report.median_frame_ms,
-                    report.p95_frame_ms,
-                    report.max_frame_ms,
-                    report.frames,
-                    report.train_steps,
-                    report.snapshots_shown
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({ "compare": report, "compare_gpu": compare_gpu, "preview": preview })
+                    )?
                 );
+            } else {
+                let line = |r: &texset::studio::bench_ui::UiBench| {
+                    format!(
+                        "median {:.2} ms, p95 {:.2} ms, max {:.2} ms over {} frames ({} training steps, {} snapshots shown)",
+                        r.median_frame_ms, r.p95_frame_ms, r.max_frame_ms, r.frames, r.train_steps, r.snapshots_shown
+                    )
+                };
+                println!("studio frame time while training, Compare view (headless, UI thread only): {}", line(&report));
+                match &compare_gpu {
+                    Ok(p) => println!("studio frame time while training, Compare view rendered on {}: {}", p.adapter, line(&p.frames)),
+                    Err(e) => println!("Compare frame time on a GPU: not measured: {e}"),
+                }
+                match &preview {
+                    Ok(p) => {
+                        println!(
+                            "studio frame time while training, PBR preview with orbiting lights on {}: {}",
+                            p.adapter,
+                            line(&p.frames)
+                        );
+                        println!("  preview: {} images in {} bands while training", p.preview_images, p.preview_bands);
+                        match p.converge_secs {
+                            Some(s) => println!(
+                                "  lights stopped: full resolution after {s:.2} s, slowest frame meanwhile {:.2} ms",
+                                p.converge_max_frame_ms
+                            ),
+                            None => println!("  lights stopped: the preview did not reach full resolution within the limit"),
+                        }
+                    }
+                    Err(e) => println!("PBR preview frame time: not measured: {e}"),
+                }
             }
         }
         Command::Bench { rd: true, rd_from, plot, json, .. } if !rd_from.is_empty() => {

@@ -1,11 +1,17 @@
-//! `texset bench --ui`: the studio's frame time while training runs, measured headless — each
-//! frame is the whole UI (`StudioApp::frame_ui`) plus tessellation, i.e. all the UI thread's
-//! work except handing the triangles to the GPU.
+//! `texset bench --ui`: the studio's frame time while training runs.
+//!
+//! - [`run`], headless: each frame is the whole UI (`StudioApp::frame_ui`) plus tessellation, i.e.
+//!   all the UI thread's work except handing the triangles to the GPU (Compare view).
+//! - [`run_gpu`], on a wgpu adapter (lavapipe in CI): each frame rendered by egui's own wgpu
+//!   renderer into a window-sized texture and waited for, as a presented frame is; the Compare
+//!   view as the baseline, then the PBR preview open with the lights orbiting. Then the lights
+//!   stop and it measures how long the preview takes to converge to full resolution.
 
 use super::StudioApp;
 use super::session::RunState;
 use super::state::{CentralView, Command, Settings};
 use eframe::egui;
+use eframe::egui_wgpu::RenderState;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +31,224 @@ pub struct UiBench {
     pub train_steps: u32,
     /// Snapshots of the model shown meanwhile (each re-uploads the decoded map).
     pub snapshots_shown: u64,
+}
+
+/// What [`run_gpu`] measured.
+#[derive(Debug, serde::Serialize)]
+pub struct PreviewBench {
+    /// The adapter that rendered.
+    pub adapter: String,
+    /// Frame times with the preview open while training ran.
+    pub frames: UiBench,
+    /// Preview images completed meanwhile (each at the scale the measured GPU time allowed).
+    pub preview_images: u64,
+    /// Bands of rows drawn meanwhile.
+    pub preview_bands: u64,
+    /// After the lights stopped: seconds until the preview showed the view at full resolution
+    /// (`None`: it did not within the time limit).
+    pub converge_secs: Option<f64>,
+    /// Slowest frame while converging, milliseconds.
+    pub converge_max_frame_ms: f64,
+}
+
+/// Window size of the benches, in points (= pixels).
+const WINDOW: [u32; 2] = [1440, 900];
+
+/// Percentiles of frame times.
+fn summarise(mut times: Vec<f64>, train_steps: u32, snapshots_shown: u64) -> UiBench {
+    times.sort_by(f64::total_cmp);
+    let pick = |q: f64| times.get(((times.len().max(1) - 1) as f64 * q).round() as usize).copied().unwrap_or(f64::NAN);
+    UiBench {
+        frames: times.len(),
+        median_frame_ms: pick(0.5),
+        p95_frame_ms: pick(0.95),
+        max_frame_ms: pick(1.0),
+        train_steps,
+        snapshots_shown,
+    }
+}
+
+/// egui's renderer on a device of its own, drawing whole frames into a window-sized texture.
+struct Headless {
+    render_state: RenderState,
+    target: wgpu::TextureView,
+}
+
+impl Headless {
+    fn new() -> anyhow::Result<Self> {
+        // The studio's device: the adapter's features and limits (what training may share).
+        let (instance, adapter, device, queue) = texset_shaders::request_device_for_training()?
+            .ok_or_else(|| anyhow::anyhow!("no wgpu adapter: the preview bench needs one (lavapipe will do)"))?;
+        let format = wgpu::TextureFormat::Rgba8Unorm;
+        let renderer = eframe::egui_wgpu::Renderer::new(&device, format, eframe::egui_wgpu::RendererOptions::default());
+        let target = device
+            .create_texture(&wgpu::TextureDescriptor {
+                label: Some("texset ui bench frame"),
+                size: wgpu::Extent3d { width: WINDOW[0], height: WINDOW[1], depth_or_array_layers: 1 },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format,
+                usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+                view_formats: &[],
+            })
+            .create_view(&wgpu::TextureViewDescriptor::default());
+        let render_state = RenderState {
+            adapter: adapter.clone(),
+            available_adapters: vec![adapter],
+            instance,
+            device,
+            queue,
+            target_format: format,
+            renderer: Arc::new(egui::mutex::RwLock::new(renderer)),
+        };
+        Ok(Self { render_state, target })
+    }
+
+    /// Renders one egui frame's output and waits until the GPU has finished it.
+    fn render(&self, ctx: &egui::Context, output: egui::FullOutput) -> anyhow::Result<()> {
+        let rs = &self.render_state;
+        let jobs = ctx.tessellate(output.shapes, output.pixels_per_point);
+        let mut textures_delta = output.textures_delta;
+        let screen = eframe::egui_wgpu::ScreenDescriptor { size_in_pixels: WINDOW, pixels_per_point: output.pixels_per_point };
+        let mut renderer = rs.renderer.write();
+        for (id, deltas) in &textures_delta.set {
+            for delta in deltas {
+                renderer.update_texture(&rs.device, &rs.queue, *id, delta);
+            }
+        }
+        let mut encoder = rs.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset ui bench frame") });
+        let mut buffers = renderer.update_buffers(&rs.device, &rs.queue, &mut encoder, &jobs, &screen);
+        {
+            let mut pass = encoder
+                .begin_render_pass(&wgpu::RenderPassDescriptor {
+                    label: Some("texset ui bench egui"),
+                    color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                        view: &self.target,
+                        depth_slice: None,
+                        resolve_target: None,
+                        ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::BLACK), store: wgpu::StoreOp::Store },
+                    })],
+                    depth_stencil_attachment: None,
+                    timestamp_writes: None,
+                    occlusion_query_set: None,
+                    multiview_mask: None,
+                })
+                .forget_lifetime();
+            renderer.render(&mut pass, &jobs, &screen);
+        }
+        buffers.push(encoder.finish());
+        let index = rs.queue.submit(buffers);
+        for id in &textures_delta.free {
+            renderer.free_texture(id);
+        }
+        // Applied above (the delta insists on being cleared, not dropped).
+        textures_delta.clear();
+        drop(renderer);
+        // A presented frame waits for the GPU the same way (one frame in flight).
+        rs.device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(Duration::from_mins(1)) })?;
+        Ok(())
+    }
+}
+
+/// Loads `folders` into a studio on a wgpu adapter, shows `central` (the PBR preview with the
+/// lights orbiting, or Compare for the baseline), trains `steps` steps while timing every rendered
+/// frame (60 Hz pacing), then stops the lights and times the preview's convergence to full
+/// resolution (Compare: nothing to converge). `limit` bounds each phase.
+pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: CentralView) -> anyhow::Result<PreviewBench> {
+    let headless = Headless::new()?;
+    let adapter = format!("{} ({:?})", headless.render_state.adapter.get_info().name, headless.render_state.adapter.get_info().backend);
+    let ctx = egui::Context::default();
+    let settings = Settings { steps: Some(steps), ..Settings::default() };
+    let mut app = StudioApp::with_repaint(settings, folders, Some(&headless.render_state), None, Arc::new(|| {}))?;
+    app.session.settings.view.central = central;
+    app.session.settings.view.lights_orbit = true;
+    let input = || egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(WINDOW[0] as f32, WINDOW[1] as f32))),
+        ..Default::default()
+    };
+    let frame = |app: &mut StudioApp| -> anyhow::Result<f64> {
+        let start = Instant::now();
+        let output = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        headless.render(&ctx, output)?;
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    };
+    let start = Instant::now();
+    while app.session.library.set.materials.is_empty() || app.session.analysis.is_none() {
+        anyhow::ensure!(start.elapsed() < limit, "the library did not load");
+        frame(&mut app)?;
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    app.session.apply(Command::StartTraining);
+    let mut times = Vec::new();
+    let mut generations = 0;
+    let mut last_generation = 0;
+    let training_start = Instant::now();
+    let mut said = Instant::now();
+    while app.session.is_training() && training_start.elapsed() < limit {
+        times.push(frame(&mut app)?);
+        if said.elapsed() > Duration::from_secs(10) {
+            said = Instant::now();
+            let slowest = times.iter().rev().take(600).copied().fold(0.0, f64::max);
+            let (images, bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
+            let step = app.session.run.status.as_ref().map_or(0, |s| s.step);
+            eprintln!(
+                "ui bench: {} frames, step {step}, preview {images} images in {bands} bands, slowest recent frame {slowest:.1} ms",
+                times.len()
+            );
+        }
+        if let Some(t) = &app.session.trained
+            && t.generation != last_generation
+        {
+            last_generation = t.generation;
+            generations += 1;
+        }
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    let train_steps = app.session.run.status.as_ref().map_or(0, |s| s.step);
+    app.session.apply(Command::CancelTraining);
+    anyhow::ensure!(!times.is_empty(), "training ended before any frame was measured");
+    let (preview_images, preview_bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
+    // Lights stop: the preview should converge to full resolution, frames staying bounded.
+    app.session.settings.view.lights_orbit = false;
+    if central != CentralView::Preview {
+        return Ok(PreviewBench {
+            adapter,
+            frames: summarise(times, train_steps, generations),
+            preview_images,
+            preview_bands,
+            converge_secs: None,
+            converge_max_frame_ms: 0.0,
+        });
+    }
+    let converge_start = Instant::now();
+    let mut converge_max_frame_ms: f64 = 0.0;
+    let mut converge_secs = None;
+    // Let the last snapshot's decode and the final bundle arrive first.
+    while converge_start.elapsed() < limit {
+        converge_max_frame_ms = converge_max_frame_ms.max(frame(&mut app)?);
+        if said.elapsed() > Duration::from_secs(10) {
+            said = Instant::now();
+            let (images, bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
+            eprintln!(
+                "ui bench: lights stopped {:.0} s ago, preview {images} images in {bands} bands",
+                converge_start.elapsed().as_secs_f64()
+            );
+        }
+        if app.preview.as_ref().is_some_and(super::preview::PreviewGpu::converged) {
+            converge_secs = Some(converge_start.elapsed().as_secs_f64());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    Ok(PreviewBench {
+        adapter,
+        frames: summarise(times, train_steps, generations),
+        preview_images,
+        preview_bands,
+        converge_secs,
+        converge_max_frame_ms,
+    })
 }
 
 /// Loads `folders`, starts training (`steps` steps) and runs frames at 60 Hz pacing until it ends
@@ -70,15 +294,6 @@ pub fn run(folders: Vec<PathBuf>, steps: u32, limit: Duration) -> anyhow::Result
     let finished = app.session.run.state == RunState::Finished;
     app.session.apply(Command::CancelTraining);
     anyhow::ensure!(!times.is_empty(), "training ended before any frame was measured");
-    times.sort_by(f64::total_cmp);
-    let pick = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     eprintln!("ui bench: training {} after {train_steps} steps", if finished { "finished" } else { "stopped at the time limit" });
-    Ok(UiBench {
-        frames: times.len(),
-        median_frame_ms: pick(0.5),
-        p95_frame_ms: pick(0.95),
-        max_frame_ms: pick(1.0),
-        train_steps,
-        snapshots_shown: generations,
-    })
+    Ok(summarise(times, train_steps, generations))
 }

@@ -9,7 +9,9 @@ pub mod bench_ui;
 pub mod budgets;
 pub mod panels;
 pub mod preview;
+pub mod runs;
 pub mod session;
+pub mod shortcuts;
 pub mod state;
 pub mod textures;
 pub mod worker;
@@ -29,7 +31,8 @@ pub struct StudioApp {
     /// The session (public for tests that drive the app).
     pub session: Session,
     textures: textures::Textures,
-    render_state: Option<RenderState>,
+    /// The PBR preview's GPU side (none without a wgpu renderer).
+    pub preview: Option<preview::PreviewGpu>,
     dialog_results: (Sender<Command>, Receiver<Command>),
     /// Frame times of the last frames, milliseconds (for `texset bench --ui`).
     pub frame_ms: Vec<f64>,
@@ -37,6 +40,8 @@ pub struct StudioApp {
     confirm_close: bool,
     allow_close: bool,
     capture: Option<Capture>,
+    /// The keyboard shortcut overlay is open.
+    show_help: bool,
 }
 
 /// `texset studio --capture DIR`: train, then screenshot the real window (compare view, and the
@@ -68,7 +73,7 @@ impl StudioApp {
     pub fn new(
         settings: Settings,
         folders: Vec<PathBuf>,
-        render_state: Option<RenderState>,
+        render_state: Option<&RenderState>,
         data_dir: Option<PathBuf>,
         ctx: &egui::Context,
     ) -> std::io::Result<Self> {
@@ -80,7 +85,7 @@ impl StudioApp {
     pub fn with_repaint(
         mut settings: Settings,
         folders: Vec<PathBuf>,
-        render_state: Option<RenderState>,
+        render_state: Option<&RenderState>,
         data_dir: Option<PathBuf>,
         repaint: Arc<dyn Fn() + Send + Sync>,
     ) -> std::io::Result<Self> {
@@ -90,7 +95,7 @@ impl StudioApp {
             }
             settings.folders = folders;
         }
-        let device = match &render_state {
+        let device = match render_state {
             Some(rs) => {
                 let info = rs.adapter.get_info();
                 let software = info.device_type == wgpu::DeviceType::Cpu;
@@ -114,17 +119,25 @@ impl StudioApp {
             }
             None => format!("no GPU renderer; training: {}", training_device()),
         };
-        let session = Session::new(settings, device, data_dir, repaint)?;
+        // The window's GPU: the preview draws with its adapter (on a device of its own).
+        let preview = render_state.map(|rs| preview::PreviewGpu::new(rs, Arc::clone(&repaint))).transpose()?;
+        // On a software GPU the window's frames are rasterised on the same cores that train:
+        // background work leaves one to them.
+        let software = render_state.is_some_and(|rs| rs.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
+        let background = if software { worker::Background::leaving_one_core() } else { worker::Background::all_cores() };
+        let device = if software { format!("{device} on {} threads, one core left to the renderer", background.threads()) } else { device };
+        let session = Session::new(settings, device, data_dir, repaint, background)?;
         Ok(Self {
             session,
             textures: textures::Textures::default(),
-            render_state,
+            preview,
             dialog_results: channel(),
             frame_ms: Vec::new(),
             last_frame: None,
             confirm_close: false,
             allow_close: false,
             capture: None,
+            show_help: false,
         })
     }
 
@@ -135,6 +148,7 @@ impl StudioApp {
 
     /// Drives `--capture`: start training when loaded, then take the shots in turn, then close.
     fn drive_capture(&mut self, ui: &egui::Ui) {
+        let preview_converged = self.preview.as_ref().is_none_or(preview::PreviewGpu::converged);
         let Some(capture) = &mut self.capture else { return };
         ui.ctx().request_repaint();
         let session = &mut self.session;
@@ -172,7 +186,9 @@ impl StudioApp {
         view.difference = bcn;
         capture.wait_frames += 1;
         let waiting_for_bcn = bcn && !session.bcn.contains_key(&(view.material, view.map)) && capture.wait_frames < 600;
-        if capture.wait_frames >= 2 && !waiting_for_bcn {
+        // The preview draws progressively: wait until it shows this view at full resolution.
+        let waiting_for_preview = central == CentralView::Preview && !preview_converged && capture.wait_frames < 6000;
+        if capture.wait_frames >= 2 && !waiting_for_bcn && !waiting_for_preview {
             capture.pending = true;
             let path = capture.dir.join(name);
             let sender = capture.arrived.0.clone();
@@ -225,6 +241,9 @@ impl StudioApp {
         let mut commands = Vec::new();
         let mut dialogs = Vec::new();
         let mut view = self.session.settings.view.clone();
+        for action in shortcuts::pressed(ui.ctx()) {
+            self.shortcut(action, &mut view, &mut commands, &mut dialogs);
+        }
         egui::Panel::top("menu").show(ui, |ui| panels::menu_ui(ui, &self.session, &mut dialogs));
         egui::Panel::bottom("status").show(ui, |ui| panels::status_ui(ui, &self.session));
         egui::Panel::left("library").default_size(300.0).show(ui, |ui| panels::library_ui(ui, &self.session, &mut view, &mut commands));
@@ -235,15 +254,18 @@ impl StudioApp {
                 panels::budgets_ui(ui, &self.session, &mut commands);
                 ui.separator();
                 panels::scores_ui(ui, &self.session);
+                ui.separator();
+                runs::runs_ui(ui, &self.session, &mut view, &mut commands, &mut dialogs);
             });
         });
         egui::CentralPanel::default().show(ui, |ui| {
             panels::central_tabs_ui(ui, &mut view);
             match view.central {
                 CentralView::Compare => panels::compare_ui(ui, &self.session, &mut self.textures, &mut view, &mut commands),
-                CentralView::Preview => preview::preview_ui(ui, &self.session, &mut view, self.render_state.as_ref()),
+                CentralView::Preview => preview::preview_ui(ui, &self.session, &mut view, self.preview.as_mut()),
             }
         });
+        shortcuts::help_ui(ui.ctx(), &mut self.show_help);
         if self.confirm_close {
             egui::Modal::new(egui::Id::unique("confirm_close")).show(ui.ctx(), |ui| {
                 ui.label("Training is running. Close anyway? The run is cancelled; the settings are saved.");
@@ -271,6 +293,32 @@ impl StudioApp {
         }
     }
 
+    /// Carries out a keyboard shortcut ([`shortcuts::SHORTCUTS`]).
+    fn shortcut(
+        &mut self,
+        action: shortcuts::Action,
+        view: &mut state::ViewSettings,
+        commands: &mut Vec<Command>,
+        dialogs: &mut Vec<Dialog>,
+    ) {
+        use shortcuts::Action;
+        match action {
+            Action::ToggleTraining => commands.push(match (self.session.is_training(), self.session.run.state) {
+                (false, _) => Command::StartTraining,
+                (true, session::RunState::Paused) => Command::ResumeTraining,
+                (true, _) => Command::PauseTraining,
+            }),
+            Action::ShowCompare => view.central = CentralView::Compare,
+            Action::ShowPreview => view.central = CentralView::Preview,
+            Action::ToggleDifference => view.difference = !view.difference,
+            Action::ToggleBcn => view.bcn = !view.bcn,
+            Action::ToggleOrbit => view.lights_orbit = !view.lights_orbit,
+            Action::OpenFolder => dialogs.push(Dialog::OpenFolders),
+            Action::Export => dialogs.push(Dialog::SaveBundle),
+            Action::ToggleHelp => self.show_help = !self.show_help,
+        }
+    }
+
     /// Runs a native file dialog on the thread `texset-dialog`; its answer arrives as a command.
     fn open_dialog(&self, dialog: Dialog) {
         let sender = self.dialog_results.0.clone();
@@ -287,6 +335,11 @@ impl StudioApp {
                 }
                 Dialog::ExportImages => picker.pick_folder().map(Command::ExportImages),
                 Dialog::ExportShaders => picker.pick_folder().map(Command::ExportShaders),
+                Dialog::ExportRun(id) => picker
+                    .add_filter("texset bundle", &["texset"])
+                    .set_file_name(format!("run-{id}.texset"))
+                    .save_file()
+                    .map(|path| Command::ExportRun(id, path)),
             };
             if let Some(command) = command {
                 let _ = sender.send(command);
@@ -352,7 +405,7 @@ pub fn run(folders: Vec<PathBuf>, capture: Option<PathBuf>, steps: Option<u32>) 
             } else if steps.is_some() {
                 settings.steps = steps;
             }
-            let mut app = StudioApp::new(settings, folders, cc.wgpu_render_state.clone(), data_dir, &cc.egui_ctx)?;
+            let mut app = StudioApp::new(settings, folders, cc.wgpu_render_state.as_ref(), data_dir, &cc.egui_ctx)?;
             if let Some(dir) = capture {
                 app.capture_to(dir);
             }

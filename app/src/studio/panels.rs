@@ -3,10 +3,12 @@
 
 use super::budgets::{BudgetInput, BudgetRow};
 use super::session::{RunState, Session};
-use super::state::{CentralView, Command, PreviewShape, ViewSettings};
+use super::state::{CentralView, Command, PreviewShape, RateGoal, ViewSettings};
 use super::textures::{MapRef, Textures};
 use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Vec2};
 use texset_core::Preset;
+use texset_core::options::Quantisation;
+use texset_core::quant::WeightFormat;
 
 /// File dialogs: opened on the thread `texset-dialog` so a native dialog never blocks a frame.
 pub enum Dialog {
@@ -18,6 +20,92 @@ pub enum Dialog {
     ExportImages,
     /// Pick a folder for shaders.
     ExportShaders,
+    /// Pick where a run's bundle goes.
+    ExportRun(u64),
+}
+
+/// Rate-control target beside "Target bits/texel": none, a PSNR, or matching block compression.
+fn goal_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
+    let goal = session.settings.goal;
+    ui.horizontal(|ui| {
+        let label = ui.label("Target quality");
+        let name = |g: RateGoal| match g {
+            RateGoal::None => "none".to_owned(),
+            RateGoal::Psnr(db) => format!("{db:.1} dB"),
+            RateGoal::MatchBcHigh => "match BC7/BC5/BC4".to_owned(),
+            RateGoal::MatchBcLow => "match BC1/BC5/BC4".to_owned(),
+        };
+        egui::ComboBox::from_id_salt("goal")
+            .selected_text(name(goal))
+            .show_ui(ui, |ui| {
+                let psnr = if let RateGoal::Psnr(db) = goal { RateGoal::Psnr(db) } else { RateGoal::Psnr(40.0) };
+                for (option, text) in [
+                    (RateGoal::None, "none (one training)"),
+                    (psnr, "PSNR"),
+                    (RateGoal::MatchBcHigh, "match BC high (BC7/BC5/BC4)"),
+                    (RateGoal::MatchBcLow, "match BC low (BC1/BC5/BC4)"),
+                ] {
+                    let selected = std::mem::discriminant(&goal) == std::mem::discriminant(&option);
+                    if ui.selectable_label(selected, text).clicked() && !selected {
+                        commands.push(Command::SetGoal(option));
+                    }
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text("Rate control: whole trainings at bisected rates; the smallest bundle that reaches the target is kept (texset compress --target-psnr / --match-bc)");
+        if let RateGoal::Psnr(mut db) = goal
+            && ui.add(egui::DragValue::new(&mut db).range(20.0..=60.0).speed(0.1).suffix(" dB")).labelled_by(label.id).changed()
+        {
+            commands.push(Command::SetGoal(RateGoal::Psnr(db)));
+        }
+    });
+}
+
+/// Quantisation modes (latents, weights) and the decoder weight format.
+fn quantisation_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
+    let (latents, weights, format) = (session.settings.latent_quant, session.settings.weight_quant, session.settings.weight_format);
+    let modes = [Quantisation::Auto, Quantisation::Qat, Quantisation::Ptq];
+    ui.horizontal(|ui| {
+        let label = ui.label("Latents");
+        egui::ComboBox::from_id_salt("latent quant")
+            .selected_text(latents.label())
+            .show_ui(ui, |ui| {
+                for m in modes {
+                    if ui.selectable_label(m == latents, m.label()).clicked() && m != latents {
+                        commands.push(Command::SetQuantisation(m, weights));
+                    }
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text("QAT trains against the rounding; PTQ rounds once at the end; auto picks the measured winner (QAT at 2 bits)");
+        let label = ui.label("Weights");
+        egui::ComboBox::from_id_salt("weight format")
+            .selected_text(format.label())
+            .show_ui(ui, |ui| {
+                for f in WeightFormat::ALL {
+                    if ui.selectable_label(f == format, f.label()).clicked() && f != format {
+                        commands.push(Command::SetWeightFormat(f));
+                    }
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text("How the bundle stores the decoder's weights");
+        egui::ComboBox::from_id_salt("weight quant")
+            .selected_text(weights.label())
+            .show_ui(ui, |ui| {
+                for m in modes {
+                    if ui.selectable_label(m == weights, m.label()).clicked() && m != weights {
+                        commands.push(Command::SetQuantisation(latents, m));
+                    }
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text("QAT fine-tunes through the weight format; auto picks QAT for e4m3 only");
+    });
 }
 
 /// Engine text for egui's built-in fonts, which lack arrows and some maths signs.
@@ -143,6 +231,8 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
         {
             commands.push(Command::SetMips(mips));
         }
+        goal_ui(ui, session, commands);
+        quantisation_ui(ui, session, commands);
         let mut learn = session.settings.learn_budgets;
         if ui
             .checkbox(&mut learn, "Learn budgets")
@@ -379,7 +469,13 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
             .and_then(|d| d.scores.as_ref())
             .and_then(|s| s.maps.iter().find(|m| m.material == material.name && m.map == texture.kind.token()))
         {
-            ui.label(RichText::new(format!("{:.2} dB · SSIM {:.4}", score.psnr_db, score.ssim)).strong());
+            // Snapshots during training are scored by PSNR only: SSIM comes with the final bundle.
+            let text = if score.ssim.is_finite() {
+                format!("{:.2} dB · SSIM {:.4}", score.psnr_db, score.ssim)
+            } else {
+                format!("{:.2} dB (SSIM after training)", score.psnr_db)
+            };
+            ui.label(RichText::new(text).strong());
         }
     });
     let bcn = session.bcn.get(&(view.material, view.map));
@@ -405,20 +501,32 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
             ui.label("block-compressing...");
         }
     }
-    let original_id = textures.original(ui.ctx(), view.material, view.map, texture);
     let key = (view.material, view.map);
+    // A/B: two runs of the experiment log instead of original and decoded.
+    let ab = view.ab.and_then(|[a, b]| {
+        let map_of = |id: u64| session.loaded_runs.get(&id).and_then(|r| r.maps.get(key.0)?.get(key.1)).map(|m| (id, m));
+        Some((map_of(a)?, map_of(b)?))
+    });
+    if view.ab.is_some() && ab.is_none() {
+        ui.label("loading the A/B runs…");
+    }
+    let original_id = match ab {
+        Some(((a, map), _)) => textures.run(ui.ctx(), key, a, MapRef::from(map)),
+        None => textures.original(ui.ctx(), view.material, view.map, texture),
+    };
     // BCn results of a library never change: generation u64::MAX keys them apart from decodes.
-    let right_map = if view.bcn {
+    let right_map = if let Some((_, (b, map))) = ab {
+        // Generations count up from 1 and BCn takes u64::MAX: runs key below that.
+        Some((u64::MAX - 1 - b, MapRef::from(map)))
+    } else if view.bcn {
         bcn.map(|b| (u64::MAX, MapRef { width: texture.width, height: texture.height, channels: texture.channels, values: &b.values }))
     } else {
         decoded.map(|(generation, map)| (generation, MapRef::from(map)))
     };
-    let right_id = right_map.map(|(generation, map)| {
-        if view.difference {
-            textures.difference(ui.ctx(), key, generation, view.difference_gain, texture, map)
-        } else {
-            textures.decoded(ui.ctx(), key, generation, map)
-        }
+    let right_id = right_map.map(|(generation, map)| match ab {
+        _ if view.difference => textures.difference(ui.ctx(), key, generation, view.difference_gain, texture, map),
+        Some((_, (b, _))) => textures.run(ui.ctx(), key, b, map),
+        None => textures.decoded(ui.ctx(), key, generation, map),
     });
 
     let available = ui.available_size() - Vec2::new(0.0, 22.0);
@@ -455,14 +563,19 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
         painter.text(right.center(), egui::Align2::CENTER_CENTER, "not trained yet", egui::FontId::proportional(16.0), Color32::GRAY);
     }
     painter.vline(split_x, rect.y_range(), egui::Stroke::new(1.5, Color32::WHITE));
+    let left_label = ab.map_or_else(|| "original".to_owned(), |((a, _), _)| format!("A: run #{a}"));
     painter.text(
         rect.left_top() + Vec2::new(6.0, 4.0),
         egui::Align2::LEFT_TOP,
-        "original",
+        left_label,
         egui::FontId::proportional(13.0),
         Color32::WHITE,
     );
     let right_label = match (view.bcn, view.difference) {
+        _ if ab.is_some() => {
+            let b = ab.map_or(0, |(_, (b, _))| b);
+            if view.difference { format!("|B - original| × gain (run #{b})") } else { format!("B: run #{b}") }
+        }
         (false, false) => "decoded".to_owned(),
         (false, true) => "|decoded - original| × gain".to_owned(),
         (true, false) => bcn.map_or("BCn".to_owned(), |b| format!("{:?}", b.format)),

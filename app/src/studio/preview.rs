@@ -1,202 +1,602 @@
-//! The PBR preview panel: `texset_shaders::preview` drawn inside egui through an `egui_wgpu`
-//! paint callback, on the device egui renders with. The decoded material is on the left; with
-//! "original beside" the same scene shaded from the original maps is on the right.
+//! The PBR preview panel: `texset_shaders::preview` (every pixel's material decoded by the
+//! bundle's MLP in the fragment shader) drawn on a thread of its own and shown as an egui image.
+//! The decoded material is on the left; with "original beside" the same scene shaded from the
+//! original maps is on the right; with two runs of the experiment log in A/B, run A left and run B
+//! right. Before any training the original maps are shown lit on their own.
+//!
+//! No frame ever waits for the preview's GPU work. On a software GPU (lavapipe) a full image
+//! costs about a second, and the driver compiles the specialised decoder (minutes of LLVM) on
+//! the queue of whichever device first draws with it, where it would hold up egui's frames. So:
+//! - the thread `texset-preview` renders on a device of its own (from egui's adapter): compiling
+//!   the pipeline, drawing and reading the image back block that thread only; the panel says
+//!   "preparing preview" and keeps the last image meanwhile;
+//! - it draws an image in bands of rows, timing each, and between bands takes in the newest view:
+//!   an image for a view that moved on is dropped when finishing it would take long;
+//! - while the view changes (lights orbiting, a new snapshot), images are drawn at the largest
+//!   scale whose whole image fits [`MOVING_IMAGE_MS`]; once it stops changing, at full
+//!   resolution;
+//! - it rests as long as it draws (half the time at most), so the UI and training keep their
+//!   share of a machine with few cores.
 
 use super::session::Session;
 use super::state::{PreviewShape, ViewSettings};
 use eframe::egui;
-use eframe::egui_wgpu::{self, CallbackResources, CallbackTrait, RenderState};
+use eframe::egui_wgpu::RenderState;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+use texset_core::TextureSet;
 use texset_core::bundle::Bundle;
-use texset_shaders::preview::{Originals, PreviewRenderer, PreviewUniforms, Shape};
+use texset_core::layout::ModelLayout;
+use texset_shaders::preview::{Originals, PreparedModel, PreviewRenderer, PreviewUniforms, Shape, encode_sides, read_rgba8};
 
 /// Largest side of one preview square, in points.
 const MAX_SIDE_POINTS: f32 = 520.0;
 
-/// What the GPU holds now (in egui-wgpu's callback resources).
-struct Resources {
-    renderer: PreviewRenderer,
-    generation: u64,
-    originals_of: Option<(usize, usize)>,
-    target: Option<Target>,
-    /// What the target shows (redrawn only when this changes).
-    drawn: Option<Drawn>,
-}
+/// GPU time one band of rows may take, milliseconds: how long a newer view waits at most.
+pub const BAND_BUDGET_MS: f64 = 25.0;
 
-/// The offscreen texture the preview is drawn into, registered with egui as an image.
-struct Target {
-    texture: wgpu::Texture,
-    view: wgpu::TextureView,
-    id: egui::TextureId,
-}
+/// GPU time a whole image may take while the view changes, milliseconds: its scale is the largest
+/// that fits, so moving lights update the preview several times a second on any GPU.
+pub const MOVING_IMAGE_MS: f64 = 150.0;
 
-/// Everything a preview image depends on.
-#[derive(Clone, Copy, PartialEq)]
-struct Drawn {
-    uniforms: [PreviewUniforms; 2],
-    sides: usize,
-    generation: u64,
-    originals_of: Option<(usize, usize)>,
-    size: [u32; 2],
-}
+/// The view counts as changing until it has stayed the same this long.
+const SETTLE: Duration = Duration::from_millis(300);
 
-/// The paint callback: its `prepare` draws the preview into the offscreen target with egui's
-/// encoder (before egui's own pass, which then shows the target as an image).
-struct PreviewCallback {
-    drawn: Drawn,
-}
+/// Scales an image may be drawn at (fractions of the full resolution), largest first.
+const SCALES: [f32; 6] = [1.0, 0.7, 0.5, 0.35, 0.25, 0.125];
 
-impl CallbackTrait for PreviewCallback {
-    fn prepare(
-        &self,
-        _device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        _screen: &egui_wgpu::ScreenDescriptor,
-        encoder: &mut wgpu::CommandEncoder,
-        resources: &mut CallbackResources,
-    ) -> Vec<wgpu::CommandBuffer> {
-        let Some(r) = resources.get_mut::<Resources>() else { return Vec::new() };
-        if r.drawn == Some(self.drawn) {
-            return Vec::new();
-        }
-        let Some(target) = &r.target else { return Vec::new() };
-        for (side, u) in self.drawn.uniforms.iter().enumerate().take(self.drawn.sides) {
-            r.renderer.write_uniforms(queue, side, u);
-        }
-        r.renderer.encode(encoder, &target.view, self.drawn.size[0], self.drawn.size[1], self.drawn.sides);
-        r.drawn = Some(self.drawn);
-        Vec::new()
-    }
-
-    fn paint(&self, _info: egui::PaintCallbackInfo, _pass: &mut wgpu::RenderPass<'static>, _resources: &CallbackResources) {}
-}
-
-/// Makes sure the GPU has the bundle, the material's originals and a target of `size`; returns
-/// the target's egui texture.
-fn sync_resources(
-    render_state: &RenderState,
-    session: &Session,
-    bundle: &Arc<Bundle>,
-    generation: u64,
-    material: usize,
-    size: [u32; 2],
-) -> Result<(egui::TextureId, Option<(usize, usize)>), String> {
-    let mut renderer_guard = render_state.renderer.write();
-    let device = &render_state.device;
-    if renderer_guard.callback_resources.get::<Resources>().is_none() {
-        let renderer = PreviewRenderer::new(device, bundle, TARGET_FORMAT).map_err(|e| e.to_string())?;
-        renderer_guard.callback_resources.insert(Resources { renderer, generation, originals_of: None, target: None, drawn: None });
-    }
-    // The target: (re)created when the size changes, and registered with egui.
-    let current = renderer_guard.callback_resources.get::<Resources>().and_then(|r| r.target.as_ref().map(|t| (t.texture.size(), t.id)));
-    let id = match current {
-        Some((extent, id)) if [extent.width, extent.height] == size => id,
-        other => {
-            let texture = device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("texset preview image"),
-                size: wgpu::Extent3d { width: size[0], height: size[1], depth_or_array_layers: 1 },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: TARGET_FORMAT,
-                usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING,
-                view_formats: &[],
-            });
-            let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
-            let id = match other {
-                Some((_, id)) => {
-                    renderer_guard.update_egui_texture_from_wgpu_texture(device, &view, wgpu::FilterMode::Linear, id);
-                    id
-                }
-                None => renderer_guard.register_native_texture(device, &view, wgpu::FilterMode::Linear),
-            };
-            if let Some(r) = renderer_guard.callback_resources.get_mut::<Resources>() {
-                r.target = Some(Target { texture, view, id });
-                r.drawn = None;
-            }
-            id
-        }
-    };
-    let Some(r) = renderer_guard.callback_resources.get_mut::<Resources>() else { return Ok((id, None)) };
-    if r.generation != generation {
-        r.renderer.set_bundle(device, bundle).map_err(|e| e.to_string())?;
-        r.generation = generation;
-        r.drawn = None;
-    }
-    let library_id = Arc::as_ptr(&session.library.set) as usize;
-    if r.originals_of != Some((library_id, material))
-        && let Some(m) = session.library.set.materials.get(material)
-    {
-        // Manifest order is the set's order (pack writes maps as ingest sorted them).
-        let maps: Vec<(u32, u32, u32, &[f32])> = m.textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())).collect();
-        r.renderer.set_originals(device, &render_state.queue, &Originals::from_maps(&maps)).map_err(|e| e.to_string())?;
-        r.originals_of = Some((library_id, material));
-    }
-    Ok((id, r.originals_of))
-}
-
-/// egui shows native textures of this format, as sRGB-encoded values.
+/// The preview's render target format (read back as RGBA8 for egui).
 const TARGET_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
+/// What a preview model shows: a bundle on screen, a run of the experiment log (A/B), or (before
+/// training) a placeholder made from the analyse pass's layout so the pipeline can shade the
+/// original maps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// `Trained::generation` of the session's bundle.
+    Decoded(u64),
+    /// A run of the experiment log, by id.
+    Run(u64),
+    /// The library (its `Arc` address), before any training.
+    Originals(usize),
+}
+
+/// A model for one of the two renderers.
+enum ModelInput {
+    Bundle(Arc<Bundle>),
+    /// A placeholder bundle (zero weights) made from a layout: the pipeline shades originals.
+    Placeholder(Arc<TextureSet>, Box<ModelLayout>),
+}
+
+/// What the view asks of an image (the render thread turns it into uniforms with its models'
+/// manifests).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct View {
+    material: usize,
+    light_angle: f32,
+    light_intensity: f32,
+    shape: Shape,
+    /// Side 1 shows the originals (false: one side only, unless `ab`).
+    show_original: bool,
+    /// Side 0 is renderer 0's model, side 1 renderer 1's.
+    ab: bool,
+    /// Full-resolution size in pixels.
+    size: [u32; 2],
+}
+
+/// Messages to `texset-preview`.
+enum Request {
+    Model(usize, Source, ModelInput),
+    Originals((usize, usize), Arc<TextureSet>),
+    View(View),
+}
+
+/// What one image shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Shows {
+    view: View,
+    sources: [Option<Source>; 2],
+    sides: usize,
+    originals_of: Option<(usize, usize)>,
+}
+
+/// Messages from `texset-preview`.
+enum Reply {
+    /// A model is ready (or failed).
+    Model(usize, Source, Result<(), String>),
+    /// A finished image: what it shows, its scale and size, RGBA8 rows.
+    Image(Shows, f32, [u32; 2], Vec<u8>),
+    /// Something failed (shown in the panel).
+    Error(String),
+}
+
+/// The preview's side of the UI: what it asked the render thread for and the last image.
+pub struct PreviewGpu {
+    requests: Sender<Request>,
+    replies: Receiver<Reply>,
+    /// Models asked for, per renderer, and whether each is ready.
+    asked: [Option<(Source, bool)>; 2],
+    originals_asked: Option<(usize, usize)>,
+    last_view: Option<View>,
+    /// The last image: what it shows, its scale, and its egui texture.
+    shown: Option<(Shows, f32, egui::TextureHandle)>,
+    error: Option<String>,
+    /// Bands drawn so far (the render thread counts them).
+    bands: Arc<AtomicU64>,
+    /// Images completed.
+    pub images_completed: u64,
+}
+
+impl PreviewGpu {
+    /// The preview for egui's adapter; starts `texset-preview` with a device of its own.
+    pub fn new(render_state: &RenderState, repaint: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Self> {
+        let (requests, requests_rx) = channel();
+        let (replies_tx, replies) = channel();
+        let adapter = render_state.adapter.clone();
+        let bands = Arc::new(AtomicU64::new(0));
+        let thread_bands = Arc::clone(&bands);
+        std::thread::Builder::new().name("texset-preview".into()).spawn(move || {
+            let device = texset_shaders::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("texset preview device"),
+                required_limits: adapter.limits(),
+                ..Default::default()
+            }));
+            match device {
+                Ok((device, queue)) => RenderThread::new(device, queue, replies_tx, repaint, thread_bands).run(&requests_rx),
+                Err(e) => {
+                    let _ = replies_tx.send(Reply::Error(format!("no device for the preview: {e}")));
+                    repaint();
+                }
+            }
+        })?;
+        Ok(Self {
+            requests,
+            replies,
+            asked: [None, None],
+            originals_asked: None,
+            last_view: None,
+            shown: None,
+            error: None,
+            bands,
+            images_completed: 0,
+        })
+    }
+
+    /// Bands of rows drawn so far.
+    #[must_use]
+    pub fn bands_drawn(&self) -> u64 {
+        self.bands.load(Ordering::Relaxed)
+    }
+
+    /// Whether a model asked for has not shown in an image yet.
+    fn preparing(&self) -> bool {
+        self.asked
+            .iter()
+            .flatten()
+            .any(|(source, ready)| !ready || self.shown.as_ref().is_none_or(|(s, _, _)| !s.sources.contains(&Some(*source))))
+    }
+
+    /// Whether the image on screen is the last view asked for, at full resolution.
+    #[must_use]
+    pub fn converged(&self) -> bool {
+        !self.preparing() && self.shown.as_ref().is_some_and(|(s, scale, _)| *scale >= 1.0 && Some(s.view) == self.last_view)
+    }
+
+    /// Asks for `source`'s model for renderer `slot` unless it was asked for already.
+    fn want_model(&mut self, slot: usize, source: Source, input: impl FnOnce() -> Option<ModelInput>) {
+        if self.asked[slot].is_some_and(|(s, _)| s == source) {
+            return;
+        }
+        if let Some(input) = input()
+            && self.requests.send(Request::Model(slot, source, input)).is_ok()
+        {
+            self.asked[slot] = Some((source, false));
+        }
+    }
+
+    /// Takes in what the render thread finished.
+    fn take_replies(&mut self, ctx: &egui::Context) {
+        while let Ok(reply) = self.replies.try_recv() {
+            match reply {
+                Reply::Model(slot, source, result) => {
+                    if let Some((asked, ready)) = &mut self.asked[slot]
+                        && *asked == source
+                    {
+                        *ready = true;
+                    }
+                    if let Err(e) = result {
+                        self.error = Some(e);
+                    }
+                }
+                Reply::Image(shows, scale, size, rgba) => {
+                    let image = egui::ColorImage::from_rgba_unmultiplied([size[0] as usize, size[1] as usize], &rgba);
+                    match &mut self.shown {
+                        Some((s, sc, handle)) => {
+                            handle.set(image, egui::TextureOptions::LINEAR);
+                            (*s, *sc) = (shows, scale);
+                        }
+                        None => self.shown = Some((shows, scale, ctx.load_texture("texset preview", image, egui::TextureOptions::LINEAR))),
+                    }
+                    self.images_completed += 1;
+                    self.error = None;
+                }
+                Reply::Error(e) => self.error = Some(e),
+            }
+        }
+    }
+}
+
+/// The image being drawn on the render thread.
+struct Drawing {
+    shows: Shows,
+    scale: f32,
+    size: [u32; 2],
+    texture: wgpu::Texture,
+    view: wgpu::TextureView,
+    next_row: u32,
+}
+
+/// `texset-preview`: prepares models, uploads originals and draws images on its own device.
+struct RenderThread {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    replies: Sender<Reply>,
+    repaint: Arc<dyn Fn() + Send + Sync>,
+    bands: Arc<AtomicU64>,
+    renderers: [Option<PreviewRenderer>; 2],
+    models: [Option<(Source, Arc<Bundle>)>; 2],
+    originals_of: Option<(usize, usize)>,
+    view: Option<View>,
+    view_since: Instant,
+    /// What the last image sent shows, and its scale.
+    sent: Option<(Shows, f32)>,
+    drawing: Option<Drawing>,
+    /// Measured GPU time per pixel, nanoseconds (moving average).
+    ns_per_pixel: f64,
+}
+
+impl RenderThread {
+    fn new(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        replies: Sender<Reply>,
+        repaint: Arc<dyn Fn() + Send + Sync>,
+        bands: Arc<AtomicU64>,
+    ) -> Self {
+        Self {
+            device,
+            queue,
+            replies,
+            repaint,
+            bands,
+            renderers: [None, None],
+            models: [None, None],
+            originals_of: None,
+            view: None,
+            view_since: Instant::now(),
+            sent: None,
+            drawing: None,
+            // A first guess (a software GPU's), corrected by the first band.
+            ns_per_pixel: 2000.0,
+        }
+    }
+
+    fn reply(&self, reply: Reply) -> bool {
+        let sent = self.replies.send(reply).is_ok();
+        (self.repaint)();
+        sent
+    }
+
+    /// Runs until the UI side is dropped.
+    fn run(mut self, requests: &Receiver<Request>) {
+        loop {
+            // Wait for work when there is nothing to draw; otherwise only look.
+            let idle = self.next_image().is_none() && self.drawing.is_none();
+            let first = if idle {
+                match requests.recv() {
+                    Ok(r) => Some(r),
+                    Err(_) => return,
+                }
+            } else {
+                None
+            };
+            for request in first.into_iter().chain(requests.try_iter()) {
+                if !self.take(request) {
+                    return;
+                }
+            }
+            if !self.step() {
+                return;
+            }
+        }
+    }
+
+    /// Takes in one request; false when the UI side is gone.
+    fn take(&mut self, request: Request) -> bool {
+        match request {
+            Request::Model(slot, source, input) => {
+                let bundle = match input {
+                    ModelInput::Bundle(b) => Ok(b),
+                    ModelInput::Placeholder(set, layout) => texset_core::pipeline::snapshot_bundle(&set, &layout, &layout.zero_params())
+                        .map(Arc::new)
+                        .map_err(|e| e.to_string()),
+                };
+                let reuse = self.renderers[slot].as_ref().map(PreviewRenderer::prepared);
+                let prepared = bundle
+                    .and_then(|b| PreparedModel::new(&self.device, &b, TARGET_FORMAT, reuse).map(|p| (p, b)).map_err(|e| e.to_string()));
+                let result = prepared.map(|(p, bundle)| {
+                    if let Some(r) = &mut self.renderers[slot] {
+                        r.set_prepared(&self.device, p);
+                    } else {
+                        self.renderers[slot] = Some(PreviewRenderer::from_prepared(&self.device, p));
+                        if slot == 0 {
+                            self.originals_of = None;
+                        }
+                    }
+                    self.models[slot] = Some((source, bundle));
+                });
+                self.reply(Reply::Model(slot, source, result))
+            }
+            Request::Originals(of, set) => {
+                let Some(m) = set.materials.get(of.1) else { return true };
+                // Manifest order is the set's order (pack writes maps as ingest sorted them).
+                let maps: Vec<(u32, u32, u32, &[f32])> =
+                    m.textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())).collect();
+                let originals = Originals::from_maps(&maps);
+                if let Some(r) = &mut self.renderers[0] {
+                    match r.set_originals(&self.device, &self.queue, &originals) {
+                        Ok(()) => self.originals_of = Some(of),
+                        Err(e) => return self.reply(Reply::Error(e.to_string())),
+                    }
+                }
+                true
+            }
+            Request::View(view) => {
+                if self.view != Some(view) {
+                    self.view = Some(view);
+                    self.view_since = Instant::now();
+                }
+                true
+            }
+        }
+    }
+
+    /// What the next image should show, and at what scale (`None`: the last one sent will do).
+    fn next_image(&self) -> Option<(Shows, f32)> {
+        let view = self.view?;
+        let (_, bundle) = self.models[0].as_ref()?;
+        if view.material >= bundle.manifest.materials.len() {
+            return None;
+        }
+        let ab = view.ab && self.models[1].is_some();
+        let decoded = !matches!(self.models[0], Some((Source::Originals(_), _)));
+        let sides = if ab || (decoded && view.show_original) { 2 } else { 1 };
+        let sources = [self.models[0].as_ref().map(|m| m.0), if ab { self.models[1].as_ref().map(|m| m.0) } else { None }];
+        let shows = Shows { view: View { ab, ..view }, sources, sides, originals_of: self.originals_of };
+        let moving = self.view_since.elapsed() < SETTLE;
+        let full_pixels = f64::from(view.size[0]) * f64::from(view.size[1]);
+        let scale = if moving {
+            SCALES.iter().copied().find(|s| self.ns_per_pixel * full_pixels * f64::from(s * s) / 1e6 <= MOVING_IMAGE_MS).unwrap_or(0.125)
+        } else {
+            1.0
+        };
+        match &self.sent {
+            Some((s, sc)) if *s == shows && *sc >= scale => None,
+            _ => Some((shows, scale)),
+        }
+    }
+
+    /// The uniforms of side `side` of `shows`, from the models' manifests.
+    fn uniforms(&self, shows: &Shows, side: usize) -> Option<PreviewUniforms> {
+        let v = shows.view;
+        let slot = if shows.view.ab { side } else { 0 };
+        let (_, bundle) = self.models[slot].as_ref()?;
+        let mut u =
+            PreviewUniforms::new(&bundle.manifest, v.material, v.light_angle, v.light_intensity, v.shape, 1.0).with_srgb_encoding(true);
+        if bundle.manifest.mip_levels > 1 {
+            // Each side is a square of `size[1]` pixels: filter by level of detail so a shape that
+            // shows the texture smaller than its texels does not shimmer.
+            u = u.with_lod_filter(v.size[1] as f32);
+        }
+        let originals = matches!(shows.sources[0], Some(Source::Originals(_))) || (!shows.view.ab && side == 1);
+        Some(u.with_originals(originals))
+    }
+
+    /// Draws one band (starting an image first if needed); false when the UI side is gone.
+    fn step(&mut self) -> bool {
+        // A full-resolution image under way for a view that moved on is dropped if finishing it
+        // would take long; an image drawn at the moving scale always finishes (so a view that
+        // keeps moving still gets images).
+        if let (Some(d), Some((next, next_scale))) = (&self.drawing, self.next_image())
+            && d.shows != next
+            && d.scale > next_scale
+        {
+            let left_pixels = f64::from(d.size[1].saturating_sub(d.next_row)) * f64::from(d.size[0]);
+            if self.ns_per_pixel * left_pixels / 1e6 > MOVING_IMAGE_MS {
+                self.drawing = None;
+            }
+        }
+        if self.drawing.is_none() {
+            let Some((shows, scale)) = self.next_image() else { return true };
+            self.start(shows, scale);
+        }
+        let Some(d) = &self.drawing else { return true };
+        let sides: Vec<(&PreviewRenderer, usize)> = if d.shows.view.ab {
+            self.renderers.iter().flatten().map(|r| (r, 0)).collect()
+        } else {
+            self.renderers[0].iter().flat_map(|r| [(r, 0), (r, 1)]).take(d.shows.sides).collect()
+        };
+        if sides.len() != d.shows.sides {
+            self.drawing = None;
+            return true;
+        }
+        let [width, height] = d.size;
+        let rows_fit = (BAND_BUDGET_MS * 1e6 / (self.ns_per_pixel * f64::from(width))).floor();
+        let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).min(height - d.next_row);
+        let start = Instant::now();
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview band") });
+        encode_sides(&mut encoder, &d.view, d.size, &sides, d.next_row..d.next_row + rows, d.next_row == 0);
+        let submission = self.queue.submit(Some(encoder.finish()));
+        if let Err(e) = self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }) {
+            self.drawing = None;
+            return self.reply(Reply::Error(format!("the preview's GPU work failed: {e}")));
+        }
+        let elapsed = start.elapsed();
+        // The first band with a new pipeline includes the driver's compile: not a per-pixel cost.
+        let ns = elapsed.as_nanos() as f64 / (f64::from(rows) * f64::from(width)).max(1.0);
+        self.ns_per_pixel = if self.bands.load(Ordering::Relaxed) == 0 { ns.min(20_000.0) } else { 0.7 * self.ns_per_pixel + 0.3 * ns };
+        self.bands.fetch_add(1, Ordering::Relaxed);
+        let finished = {
+            let Some(d) = &mut self.drawing else { return true };
+            d.next_row += rows;
+            d.next_row >= d.size[1]
+        };
+        if finished && let Some(d) = self.drawing.take() {
+            match read_rgba8(&self.device, &self.queue, &d.texture, d.size) {
+                Ok(rgba) => {
+                    self.sent = Some((d.shows, d.scale));
+                    if !self.reply(Reply::Image(d.shows, d.scale, d.size, rgba)) {
+                        return false;
+                    }
+                }
+                Err(e) => return self.reply(Reply::Error(e.to_string())),
+            }
+        }
+        // Rest as long as the band took: the UI and training keep half the machine.
+        std::thread::sleep(elapsed.min(Duration::from_millis(100)));
+        true
+    }
+
+    /// Starts an image of `shows` at `scale`: a target, and the uniforms of its sides.
+    fn start(&mut self, shows: Shows, scale: f32) {
+        let size = [
+            ((shows.view.size[0] as f32 * scale).round() as u32).max(shows.sides as u32),
+            ((shows.view.size[1] as f32 * scale).round() as u32).max(1),
+        ];
+        for side in 0..shows.sides {
+            let Some(u) = self.uniforms(&shows, side) else { return };
+            let (renderer, slot) = if shows.view.ab { (side, 0) } else { (0, side) };
+            if let Some(r) = &self.renderers[renderer] {
+                r.write_uniforms(&self.queue, slot, &u);
+            }
+        }
+        let texture = self.device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("texset preview image"),
+            size: wgpu::Extent3d { width: size[0], height: size[1], depth_or_array_layers: 1 },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: TARGET_FORMAT,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        });
+        let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
+        self.drawing = Some(Drawing { shows, scale, size, texture, view, next_row: 0 });
+    }
+}
+
 /// The preview panel.
-pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, render_state: Option<&RenderState>) {
+pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, preview: Option<&mut PreviewGpu>) {
     super::panels::preview_controls_ui(ui, view);
-    let Some(render_state) = render_state else {
+    let Some(gpu) = preview else {
         ui.label("The PBR preview needs the wgpu renderer; this window has none.");
         return;
     };
-    let Some(trained) = &session.trained else {
-        ui.label("Train (or wait for the first snapshot) to see the material lit.");
-        return;
-    };
-    if view.material >= trained.bundle.manifest.materials.len() {
-        return;
+    gpu.take_replies(ui.ctx());
+    let library = Arc::as_ptr(&session.library.set) as usize;
+    // A/B: two runs of the experiment log, each by its own renderer.
+    let ab = view.ab.and_then(|[a, b]| Some(((a, session.loaded_runs.get(&a)?), (b, session.loaded_runs.get(&b)?))));
+    if let Some(((a, run_a), (b, run_b))) = ab {
+        gpu.want_model(0, Source::Run(a), || Some(ModelInput::Bundle(Arc::clone(&run_a.bundle))));
+        gpu.want_model(1, Source::Run(b), || Some(ModelInput::Bundle(Arc::clone(&run_b.bundle))));
+    } else {
+        // Renderer 1 serves A/B only: asked again when A/B comes back.
+        gpu.asked[1] = None;
+        if let Some(t) = session.trained.as_ref().filter(|t| view.material < t.bundle.manifest.materials.len()) {
+            // The decoded bundle when there is one.
+            gpu.want_model(0, Source::Decoded(t.generation), || Some(ModelInput::Bundle(Arc::clone(&t.bundle))));
+        } else {
+            // Before that, the original maps lit.
+            let analysis = session.analysis.as_ref().and_then(|a| a.as_ref().ok());
+            let Some(analysis) = analysis.filter(|_| view.material < session.library.set.materials.len()) else {
+                ui.label("Load a material folder to see it lit.");
+                return;
+            };
+            let set = Arc::clone(&session.library.set);
+            gpu.want_model(0, Source::Originals(library), || Some(ModelInput::Placeholder(set, Box::new(analysis.layout.clone()))));
+        }
+    }
+    if gpu.originals_asked != Some((library, view.material)) {
+        gpu.originals_asked = Some((library, view.material));
+        let _ = gpu.requests.send(Request::Originals((library, view.material), Arc::clone(&session.library.set)));
     }
     if view.lights_orbit {
         let dt = ui.input(|i| i.stable_dt).min(0.1);
         view.light_angle = (view.light_angle + dt * view.light_speed).rem_euclid(std::f32::consts::TAU);
         ui.ctx().request_repaint();
     }
-    let sides = if view.show_original { 2 } else { 1 };
-    // Every pixel runs the decoder's MLP: cap the drawn area, and draw at half resolution on a
-    // software GPU (which then redraws about once a second while the lights orbit).
+    let two_sides = ab.is_some() || (view.show_original && (session.trained.is_some()));
+    let sides = if two_sides { 2 } else { 1 };
     let available = ui.available_size().min(ui.clip_rect().size()).max(egui::Vec2::splat(64.0));
     let side = (available.x / sides as f32).min(available.y).min(MAX_SIDE_POINTS);
     let (rect, _) = ui.allocate_exact_size(egui::vec2(side * sides as f32, side), egui::Sense::hover());
-    let software = render_state.adapter.get_info().device_type == wgpu::DeviceType::Cpu;
-    let scale = ui.ctx().pixels_per_point() * if software { 0.5 } else { 1.0 };
-    let size = [((rect.width() * scale).round() as u32).max(sides as u32), ((rect.height() * scale).round() as u32).max(1)];
-    let (texture, originals_of) = match sync_resources(render_state, session, &trained.bundle, trained.generation, view.material, size) {
-        Ok(t) => t,
-        Err(e) => {
-            ui.colored_label(egui::Color32::from_rgb(230, 120, 90), format!("preview: {e}"));
-            return;
-        }
-    };
+    let pixels = ui.ctx().pixels_per_point();
+    let size = [((rect.width() * pixels).round() as u32).max(sides as u32), ((rect.height() * pixels).round() as u32).max(1)];
     let shape = match view.shape {
         PreviewShape::Sphere => Shape::Sphere,
         PreviewShape::Plane => Shape::Plane,
         PreviewShape::Cube => Shape::Cube,
     };
-    let mut base = PreviewUniforms::new(&trained.bundle.manifest, view.material, view.light_angle, view.light_intensity, shape, 1.0)
-        .with_srgb_encoding(true);
-    if trained.bundle.manifest.mip_levels > 1 {
-        // Each side is a square of `size[1]` pixels: filter by level of detail so a shape that
-        // shows the texture smaller than its texels does not shimmer.
-        base = base.with_lod_filter(size[1] as f32);
+    let wanted = View {
+        material: view.material,
+        light_angle: view.light_angle,
+        light_intensity: view.light_intensity,
+        shape,
+        show_original: view.show_original,
+        ab: ab.is_some(),
+        size,
+    };
+    if gpu.last_view != Some(wanted) {
+        gpu.last_view = Some(wanted);
+        let _ = gpu.requests.send(Request::View(wanted));
     }
-    let drawn = Drawn { uniforms: [base, base.with_originals(true)], sides, generation: trained.generation, originals_of, size };
-    ui.painter().add(egui_wgpu::Callback::new_paint_callback(rect, PreviewCallback { drawn }));
-    ui.painter().image(texture, rect, egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)), egui::Color32::WHITE);
+    if let Some(e) = &gpu.error {
+        ui.colored_label(egui::Color32::from_rgb(230, 120, 90), format!("preview: {e}"));
+    }
     let font = egui::FontId::proportional(13.0);
-    ui.painter().text(
-        rect.left_top() + egui::vec2(6.0, 4.0),
-        egui::Align2::LEFT_TOP,
-        "decoded in the shader",
-        font.clone(),
-        egui::Color32::WHITE,
-    );
-    if sides == 2 {
-        ui.painter().text(rect.center_top() + egui::vec2(6.0, 4.0), egui::Align2::LEFT_TOP, "original maps", font, egui::Color32::WHITE);
+    match &gpu.shown {
+        Some((shows, scale, texture)) => {
+            let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
+            ui.painter().image(texture.id(), rect, uv, egui::Color32::WHITE);
+            let (left, right) = match shows.sources {
+                [Some(Source::Run(a)), Some(Source::Run(b))] => (format!("A: run #{a}"), format!("B: run #{b}")),
+                [Some(Source::Run(a)), _] => (format!("run #{a}, decoded in the shader"), "original maps".to_owned()),
+                [Some(Source::Decoded(_)), _] => ("decoded in the shader".to_owned(), "original maps".to_owned()),
+                _ => ("original maps (the decoded material follows the first snapshot)".to_owned(), String::new()),
+            };
+            ui.painter().text(rect.left_top() + egui::vec2(6.0, 4.0), egui::Align2::LEFT_TOP, left, font.clone(), egui::Color32::WHITE);
+            if shows.sides == 2 {
+                let at = rect.center_top() + egui::vec2(6.0, 4.0);
+                ui.painter().text(at, egui::Align2::LEFT_TOP, right, font.clone(), egui::Color32::WHITE);
+            }
+            if *scale < 1.0 {
+                let note = format!("{:.0}% resolution while moving", scale * 100.0);
+                let at = rect.left_bottom() + egui::vec2(6.0, -4.0);
+                ui.painter().text(at, egui::Align2::LEFT_BOTTOM, note, font.clone(), egui::Color32::LIGHT_GRAY);
+            }
+        }
+        None => {
+            ui.painter().rect_filled(rect, 0.0, egui::Color32::from_gray(20));
+        }
+    }
+    if gpu.preparing() {
+        let note = "preparing preview… (compiling the decoder for this GPU)";
+        ui.painter().text(rect.center(), egui::Align2::CENTER_CENTER, note, font, egui::Color32::WHITE);
+    }
+    if !gpu.converged() {
+        // Images arrive from the render thread (which asks for a repaint); look again soon too.
+        ui.ctx().request_repaint_after(Duration::from_millis(50));
     }
 }

@@ -2,8 +2,8 @@
 //! maps. Commands change it; `poll` takes in what the worker threads finished. Nothing here
 //! touches egui (the panels draw it) or the GPU (the preview owns its resources).
 
-use super::state::{Command, Settings};
-use super::worker::{DecodeWorker, Decoded, TrainEvent, TrainJob};
+use super::state::{Command, RateGoal, Settings};
+use super::worker::{Background, DecodeWorker, Decoded, TrainEvent, TrainJob};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
@@ -100,6 +100,14 @@ pub struct Analysis {
     pub report: AnalyseReport,
 }
 
+/// A run of the experiment log, loaded for the A/B views: its bundle and decoded maps.
+pub struct LoadedRun {
+    /// The bundle.
+    pub bundle: Arc<Bundle>,
+    /// Per material, per map (in the set's order).
+    pub maps: Vec<Vec<texset_core::decode::DecodedMap>>,
+}
+
 /// A message for the status bar.
 #[derive(Clone, Debug)]
 pub struct Message {
@@ -137,6 +145,15 @@ pub struct Session {
     /// Maps block-compressed for comparison, by (material, map) of the current library.
     pub bcn: std::collections::BTreeMap<(usize, usize), Arc<texset_core::bcn::BcRoundTrip>>,
     bcn_pending: Option<((usize, usize), Receiver<texset_core::bcn::BcRoundTrip>)>,
+    /// The library block-compressed with the high (BC7/BC5/BC4) and low (BC1/BC5/BC4) profiles:
+    /// the reference points of the runs' rate–distortion chart.
+    pub bc_baselines: Option<[texset_core::bcn::Baseline; 2]>,
+    bc_baselines_pending: Option<Receiver<[texset_core::bcn::Baseline; 2]>>,
+    /// Runs of the experiment log loaded and decoded for the A/B views, by id.
+    pub loaded_runs: std::collections::BTreeMap<u64, Arc<LoadedRun>>,
+    run_loading: Option<(u64, Receiver<Result<LoadedRun, String>>)>,
+    /// The finished run whose scores the decode worker is computing: (generation, run id).
+    scoring_run: Option<(u64, u64)>,
     job: Option<TrainJob>,
     /// Watches the library's folders (hot reload); events arrive on `fs_events`.
     watcher: Option<notify::RecommendedWatcher>,
@@ -148,14 +165,22 @@ pub struct Session {
     loading: Option<Receiver<Loaded>>,
     analysing: Option<Receiver<Result<Analysis, String>>>,
     decoder: DecodeWorker,
+    /// Where background CPU work runs.
+    pub background: Background,
     generation: u64,
     repaint: Repaint,
 }
 
 impl Session {
     /// A session with `settings` (its folders start loading at once).
-    pub fn new(settings: Settings, device: String, data_dir: Option<PathBuf>, repaint: Repaint) -> std::io::Result<Self> {
-        let decoder = DecodeWorker::start(Arc::clone(&repaint))?;
+    pub fn new(
+        settings: Settings,
+        device: String,
+        data_dir: Option<PathBuf>,
+        repaint: Repaint,
+        background: Background,
+    ) -> std::io::Result<Self> {
+        let decoder = DecodeWorker::start(Arc::clone(&repaint), &background)?;
         let mut session = Self {
             settings,
             library: Library::default(),
@@ -168,6 +193,11 @@ impl Session {
             data_dir,
             bcn: std::collections::BTreeMap::new(),
             bcn_pending: None,
+            bc_baselines: None,
+            bc_baselines_pending: None,
+            loaded_runs: std::collections::BTreeMap::new(),
+            run_loading: None,
+            scoring_run: None,
             job: None,
             watcher: None,
             fs_events: None,
@@ -176,6 +206,7 @@ impl Session {
             loading: None,
             analysing: None,
             decoder,
+            background,
             generation: 0,
             repaint,
         };
@@ -193,7 +224,25 @@ impl Session {
         options.mips = self.settings.mips;
         options.budgets.clone_from(&self.settings.budgets);
         options.learned_budgets = self.settings.learn_budgets.then(texset_core::options::LearnedBudgets::default);
+        options.latent_quantisation = self.settings.latent_quant;
+        options.weight_quantisation = self.settings.weight_quant;
+        options.weight_format = self.settings.weight_format;
         options
+    }
+
+    /// The rate-control target `goal` asks for on `set` (block-compressing it for the BC goals:
+    /// [`TrainJob::start`] calls this on the training thread).
+    fn rate_target(goal: RateGoal, set: &TextureSet) -> Option<texset_core::rate::RateTarget> {
+        use texset_core::bcn::Profile;
+        use texset_core::rate::RateTarget;
+        // The CLI's defaults (`texset compress --target-psnr/--match-bc`).
+        let (min_bpp, max_bpp, trials, tolerance_db) = (0.5, 8.0, 6, 0.5);
+        match goal {
+            RateGoal::None => None,
+            RateGoal::Psnr(db) => Some(RateTarget { psnr_db: db, tolerance_db, min_bpp, max_bpp, trials, bc_baseline: None }),
+            RateGoal::MatchBcHigh => Some(RateTarget::matching_bc(set, Profile::High, min_bpp, None, trials)),
+            RateGoal::MatchBcLow => Some(RateTarget::matching_bc(set, Profile::Low, min_bpp, None, trials)),
+        }
     }
 
     /// Options with the bits-per-texel target applied for this library.
@@ -204,7 +253,13 @@ impl Session {
     /// Whether anything runs in the background.
     #[must_use]
     pub fn is_busy(&self) -> bool {
-        self.job.is_some() || self.loading.is_some() || self.analysing.is_some() || self.bcn_pending.is_some() || self.decoder.is_busy()
+        self.job.is_some()
+            || self.loading.is_some()
+            || self.analysing.is_some()
+            || self.bcn_pending.is_some()
+            || self.run_loading.is_some()
+            || self.bc_baselines_pending.is_some()
+            || self.decoder.is_busy()
     }
 
     /// Whether training runs (or is paused).
@@ -284,11 +339,152 @@ impl Session {
                 self.reanalyse();
             }
             Command::SetLearnBudgets(on) => self.settings.learn_budgets = on,
+            Command::SetGoal(goal) => self.settings.goal = goal,
+            Command::SetQuantisation(latents, weights) => {
+                self.settings.latent_quant = latents;
+                self.settings.weight_quant = weights;
+            }
+            Command::SetWeightFormat(format) => {
+                self.settings.weight_format = format;
+                self.reanalyse();
+            }
             Command::ComputeBcn(material, map) => self.compute_bcn(material, map),
             Command::ExportBundle(path) => self.export(|s| s.export_bundle(&path)),
             Command::ExportImages(dir) => self.export(|s| s.export_images(&dir)),
             Command::ExportShaders(dir) => self.export(|s| s.export_shaders(&dir)),
+            Command::ShowRun(id) => self.show_run(id),
+            Command::RestoreRun(id) => {
+                if let Some(run) = self.settings.runs.iter().find(|r| r.id == id) {
+                    let (settings, name) = (run.settings.clone(), run.name());
+                    settings.restore(&mut self.settings);
+                    self.say(false, format!("settings of run {name} restored: {}", settings.summary()));
+                    self.reanalyse();
+                }
+            }
+            Command::ExportRun(id, path) => self.export(|s| s.export_run(id, &path)),
+            Command::DeleteRun(id) => {
+                if let Some(i) = self.settings.runs.iter().position(|r| r.id == id) {
+                    let run = self.settings.runs.remove(i);
+                    // The shown bundle's own file (last_trained) is separate: only the run's copy goes.
+                    let _ = std::fs::remove_file(&run.bundle);
+                    self.loaded_runs.remove(&id);
+                    if self.settings.view.ab.is_some_and(|ab| ab.contains(&id)) {
+                        self.settings.view.ab = None;
+                    }
+                }
+            }
+            Command::LoadRun(id) => self.load_run(id),
+            Command::ComputeBcBaselines => self.compute_bc_baselines(),
         }
+    }
+
+    /// The run with this id.
+    #[must_use]
+    pub fn run_record(&self, id: u64) -> Option<&super::runs::RunRecord> {
+        self.settings.runs.iter().find(|r| r.id == id)
+    }
+
+    /// Whether a run was made from the library loaded now (the others are listed, not compared).
+    #[must_use]
+    pub fn run_matches_library(&self, run: &super::runs::RunRecord) -> bool {
+        run.folders == self.settings.folders
+    }
+
+    /// Reads a run's kept bundle.
+    fn read_run(&self, id: u64) -> Result<(Bundle, Vec<u8>), String> {
+        let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
+        let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
+        let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
+        Ok((bundle, bytes))
+    }
+
+    /// Shows a run's bundle (scored again, with its maps decoded).
+    fn show_run(&mut self, id: u64) {
+        match self.read_run(id) {
+            Ok((bundle, bytes)) => {
+                self.say(false, format!("showing run #{id}"));
+                self.show_bundle(Arc::new(bundle), Some(Arc::new(bytes)), None);
+            }
+            Err(e) => self.say(true, e),
+        }
+    }
+
+    fn export_run(&self, id: u64, path: &Path) -> Result<String, String> {
+        let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
+        let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
+        texset_core::fsutil::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(format!("wrote run #{id} to {} ({} bytes)", path.display(), bytes.len()))
+    }
+
+    /// Block-compresses the library with both profiles on the thread `texset-bc-baseline` (for the
+    /// runs' rate–distortion chart), once per library.
+    fn compute_bc_baselines(&mut self) {
+        if self.bc_baselines.is_some() || self.bc_baselines_pending.is_some() || self.library.set.materials.is_empty() {
+            return;
+        }
+        let set = Arc::clone(&self.library.set);
+        let (sender, receiver) = channel();
+        let repaint = Arc::clone(&self.repaint);
+        let background = self.background.clone();
+        let spawned = std::thread::Builder::new().name("texset-bc-baseline".into()).spawn(move || {
+            use texset_core::bcn::{Profile, baseline};
+            let _ = sender.send(background.run(|| [baseline(&set, Profile::High), baseline(&set, Profile::Low)]));
+            repaint();
+        });
+        if spawned.is_ok() {
+            self.bc_baselines_pending = Some(receiver);
+        }
+    }
+
+    /// Loads and decodes a run's bundle on the thread `texset-run-load` (one at a time).
+    fn load_run(&mut self, id: u64) {
+        if self.loaded_runs.contains_key(&id) || self.run_loading.is_some() {
+            return;
+        }
+        let Some(run) = self.run_record(id) else { return };
+        let path = run.bundle.clone();
+        let set = Arc::clone(&self.library.set);
+        let (sender, receiver) = channel();
+        let repaint = Arc::clone(&self.repaint);
+        let spawned = std::thread::Builder::new().name("texset-run-load".into()).spawn(move || {
+            let loaded = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| Bundle::from_bytes(&b).map_err(|e| e.to_string()))
+                .and_then(|bundle| {
+                    let maps = texset_core::eval::decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| e.to_string())?;
+                    Ok(LoadedRun { bundle: Arc::new(bundle), maps })
+                })
+                .map_err(|e| format!("{}: {e}", path.display()));
+            let _ = sender.send(loaded);
+            repaint();
+        });
+        if spawned.is_ok() {
+            self.run_loading = Some((id, receiver));
+        }
+    }
+
+    /// Adds a finished run to the experiment log, keeping its bundle in the data folder.
+    fn record_run(&mut self, bytes: &[u8], report: &CompressReport) -> Option<u64> {
+        let dir = super::runs::runs_dir(self.data_dir.as_ref()?);
+        let id = self.settings.runs.iter().map(|r| r.id).max().unwrap_or(0) + 1;
+        let path = dir.join(format!("run-{id}.texset"));
+        let written = std::fs::create_dir_all(&dir).and_then(|()| texset_core::fsutil::write_atomic(&path, bytes));
+        if let Err(e) = written {
+            self.say(true, format!("{}: the run was not kept in the log: {e}", path.display()));
+            return None;
+        }
+        self.settings.runs.push(super::runs::RunRecord {
+            id,
+            folders: self.settings.folders.clone(),
+            settings: super::runs::RunSettings::of(&self.settings),
+            bundle_bytes: report.pack.bundle_bytes,
+            bits_per_texel: report.pack.bits_per_texel,
+            psnr_db: None,
+            rendered_psnr_db: None,
+            train_secs: report.train.train_secs,
+            bundle: path,
+        });
+        Some(id)
     }
 
     /// Starts block-compressing a map on the thread `texset-bcn` (one at a time).
@@ -426,7 +622,14 @@ impl Session {
         let names: Vec<String> = changed.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
         self.run = RunLog { state: RunState::Running, ..RunLog::default() };
         self.run.lines.push(format!("fine-tuning from the current model ({} steps) after {} changed", options.steps, names.join(", ")));
-        match TrainJob::start(Arc::clone(&self.library.set), options, SNAPSHOT_EVERY, Arc::clone(&self.repaint)) {
+        match TrainJob::start(
+            Arc::clone(&self.library.set),
+            options,
+            |_: &TextureSet| None,
+            SNAPSHOT_EVERY,
+            Arc::clone(&self.repaint),
+            &self.background,
+        ) {
             Ok(job) => {
                 self.say(false, format!("fine-tuning after {} changed", names.join(", ")));
                 self.job = Some(job);
@@ -475,7 +678,9 @@ impl Session {
         };
         self.job = None;
         self.run = RunLog { state: RunState::Running, ..RunLog::default() };
-        match TrainJob::start(Arc::clone(&self.library.set), options, SNAPSHOT_EVERY, Arc::clone(&self.repaint)) {
+        let goal = self.settings.goal;
+        let target = move |set: &TextureSet| Self::rate_target(goal, set);
+        match TrainJob::start(Arc::clone(&self.library.set), options, target, SNAPSHOT_EVERY, Arc::clone(&self.repaint), &self.background) {
             Ok(job) => self.job = Some(job),
             Err(e) => {
                 self.run.state = RunState::Failed;
@@ -498,6 +703,9 @@ impl Session {
             self.library = library;
             self.analysis = analysis;
             self.bcn.clear();
+            self.loaded_runs.clear();
+            self.bc_baselines = None;
+            self.bc_baselines_pending = None;
             self.say(false, format!("loaded {loaded} material(s)"));
             self.restore_trained();
             if let Some(changed) = self.fine_tune_after_load.take() {
@@ -509,6 +717,29 @@ impl Session {
         {
             self.bcn.insert(*key, Arc::new(result));
             self.bcn_pending = None;
+        }
+        if let Some(receiver) = &self.bc_baselines_pending
+            && let Ok(baselines) = receiver.try_recv()
+        {
+            self.bc_baselines = Some(baselines);
+            self.bc_baselines_pending = None;
+        }
+        if let Some((id, receiver)) = &self.run_loading
+            && let Ok(result) = receiver.try_recv()
+        {
+            let id = *id;
+            self.run_loading = None;
+            match result {
+                Ok(run) => {
+                    self.loaded_runs.insert(id, Arc::new(run));
+                }
+                Err(e) => {
+                    self.say(true, format!("run #{id}: {e}"));
+                    if self.settings.view.ab.is_some_and(|ab| ab.contains(&id)) {
+                        self.settings.view.ab = None;
+                    }
+                }
+            }
         }
         if let Some(analysing) = &self.analysing
             && let Ok(analysis) = analysing.try_recv()
@@ -522,10 +753,27 @@ impl Session {
         }
         if let Some(result) = self.decoder.poll() {
             match result {
-                Ok(decoded) if self.trained.as_ref().is_some_and(|t| t.generation == decoded.generation) => self.decoded = Some(decoded),
+                Ok(decoded) if self.trained.as_ref().is_some_and(|t| t.generation == decoded.generation) => {
+                    self.score_run(&decoded);
+                    self.decoded = Some(decoded);
+                }
                 Ok(_) => {}
                 Err(e) => self.say(true, format!("decoding the bundle: {e}")),
             }
+        }
+    }
+
+    /// Fills in the scores of the run being scored when its decode arrives.
+    fn score_run(&mut self, decoded: &Decoded) {
+        let Some((generation, id)) = self.scoring_run else { return };
+        if generation != decoded.generation {
+            return;
+        }
+        self.scoring_run = None;
+        let rendered: Vec<f64> = decoded.rendered.iter().map(|r| r.rendered_psnr_db).collect();
+        if let Some(run) = self.settings.runs.iter_mut().find(|r| r.id == id) {
+            run.psnr_db = decoded.scores.as_ref().map(|s| s.pooled_psnr_db);
+            run.rendered_psnr_db = (!rendered.is_empty()).then(|| rendered.iter().sum::<f64>() / rendered.len() as f64);
         }
     }
 
@@ -534,6 +782,7 @@ impl Session {
             TrainEvent::PassStarted(pass) => self.run.pass = Some(pass),
             TrainEvent::PassFinished(pass, summary) => self.run.lines.push(format!("{pass:?}: {summary}")),
             TrainEvent::Warning(message) => self.run.lines.push(format!("warning: {message}")),
+            TrainEvent::Note(line) => self.run.lines.push(line),
             TrainEvent::Status(status) => {
                 let step = f64::from(status.step);
                 self.run.loss.push([step, f64::from(status.loss)]);
@@ -556,7 +805,9 @@ impl Session {
                             ),
                         );
                         self.keep_trained(&bytes);
+                        let run = self.record_run(&bytes, &compressed.report);
                         self.show_bundle(Arc::new(compressed.bundle), Some(bytes), Some(Box::new(compressed.report)));
+                        self.scoring_run = run.map(|id| (self.generation, id));
                     }
                     Err(e) => {
                         let cancelled = e.contains("cancel");

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::Preset;
+use texset_core::options::Quantisation;
+use texset_core::quant::WeightFormat;
 
 /// Key under which the settings are stored in eframe's storage.
 pub const STORAGE_KEY: &str = "texset-studio";
@@ -28,12 +30,23 @@ pub struct Settings {
     pub learn_budgets: bool,
     /// Per-texture channel budgets set by the artist: `material/kind` → channels.
     pub budgets: BTreeMap<String, u32>,
+    /// What training aims for: the preset (or bits-per-texel target) alone, a PSNR, or the set's
+    /// own block-compressed quality (rate control: several trainings, the smallest that reaches).
+    pub goal: RateGoal,
+    /// Latent quantisation (`--latent-quant`).
+    pub latent_quant: Quantisation,
+    /// Decoder weight quantisation (`--weight-quant`).
+    pub weight_quant: Quantisation,
+    /// Decoder weight format (`--weight-format`).
+    pub weight_format: WeightFormat,
     /// The last trained bundle of this library (in the studio's data folder), restored on start.
     pub trained_bundle: Option<PathBuf>,
     /// Last folder exported to.
     pub export_dir: Option<PathBuf>,
     /// Views.
     pub view: ViewSettings,
+    /// The experiment log: every run that finished, oldest first.
+    pub runs: Vec<super::runs::RunRecord>,
 }
 
 impl Default for Settings {
@@ -46,9 +59,14 @@ impl Default for Settings {
             mips: false,
             learn_budgets: false,
             budgets: BTreeMap::new(),
+            goal: RateGoal::None,
+            latent_quant: Quantisation::Auto,
+            weight_quant: Quantisation::Auto,
+            weight_format: WeightFormat::Int8,
             trained_bundle: None,
             export_dir: None,
             view: ViewSettings::default(),
+            runs: Vec::new(),
         }
     }
 }
@@ -91,6 +109,9 @@ pub struct ViewSettings {
     pub show_original: bool,
     /// Which panel the central area shows.
     pub central: CentralView,
+    /// Two runs of the experiment log (ids) side by side, A left and B right, in Compare and in
+    /// the PBR preview instead of original and decoded.
+    pub ab: Option<[u64; 2]>,
 }
 
 impl Default for ViewSettings {
@@ -111,8 +132,23 @@ impl Default for ViewSettings {
             light_angle: 0.0,
             show_original: true,
             central: CentralView::Compare,
+            ab: None,
         }
     }
+}
+
+/// A quality target reached by rate control (`texset compress --target-psnr` / `--match-bc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum RateGoal {
+    /// One training with the preset's grids (or the bits-per-texel target).
+    #[default]
+    None,
+    /// The smallest bundle at or above this pooled PSNR, dB.
+    Psnr(f64),
+    /// The smallest bundle at or above the set's own BC7/BC5/BC4 PSNR.
+    MatchBcHigh,
+    /// The same for BC1/BC5/BC4.
+    MatchBcLow,
 }
 
 /// Shapes the PBR preview can show.
@@ -162,6 +198,12 @@ pub enum Command {
     SetMips(bool),
     /// Learn budgets in training or not.
     SetLearnBudgets(bool),
+    /// Change the rate-control goal.
+    SetGoal(RateGoal),
+    /// Change the latent and weight quantisation modes.
+    SetQuantisation(Quantisation, Quantisation),
+    /// Change the decoder weight format.
+    SetWeightFormat(WeightFormat),
     /// Block-compress a map (material, map) for the compare view's block-compressed side.
     ComputeBcn(usize, usize),
     /// Write the bundle (atomically).
@@ -170,4 +212,16 @@ pub enum Command {
     ExportImages(PathBuf),
     /// Write the generated decoder shaders (WGSL, GLSL, HLSL, MSL) into a folder.
     ExportShaders(PathBuf),
+    /// Show a run of the experiment log (its bundle becomes the one on screen).
+    ShowRun(u64),
+    /// Put a run's settings back.
+    RestoreRun(u64),
+    /// Write a run's bundle (atomically).
+    ExportRun(u64, PathBuf),
+    /// Remove a run from the log (and its kept bundle).
+    DeleteRun(u64),
+    /// Load and decode a run's bundle for the A/B views.
+    LoadRun(u64),
+    /// Block-compress the library (both profiles) for the runs' rate–distortion chart.
+    ComputeBcBaselines,
 }

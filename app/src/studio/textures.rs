@@ -11,6 +11,8 @@ pub struct Textures {
     original: HashMap<(usize, usize), (usize, TextureHandle)>,
     decoded: HashMap<(usize, usize), (u64, TextureHandle)>,
     difference: HashMap<(usize, usize), (u64, u32, TextureHandle)>,
+    /// Decoded maps of experiment-log runs (A/B), by (material, map, run id).
+    runs: HashMap<(usize, usize, u64), TextureHandle>,
     library_id: usize,
 }
 
@@ -76,6 +78,20 @@ impl Textures {
                 id
             }
         }
+    }
+
+    /// A decoded map of run `id` of the experiment log (runs never change).
+    pub fn run(&mut self, ctx: &egui::Context, key: (usize, usize), id: u64, map: MapRef<'_>) -> TextureId {
+        self.runs
+            .entry((key.0, key.1, id))
+            .or_insert_with(|| {
+                ctx.load_texture(
+                    format!("run {id} {}/{}", key.0, key.1),
+                    to_color_image(map.values, map.width, map.height, map.channels),
+                    OPTIONS,
+                )
+            })
+            .id()
     }
 
     /// |decoded − original| × gain, per channel.

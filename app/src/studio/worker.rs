@@ -13,7 +13,48 @@ use texset_core::eval::EvalReport;
 use texset_core::layout::ModelLayout;
 use texset_core::params::ModelParams;
 use texset_core::progress::{Cancel, Pass, Progress, TrainStatus};
+use texset_core::rate::RateTarget;
 use texset_core::{CompressOptions, Compressed, TextureSet};
+
+/// Where the studio's background CPU work (training, decoding, block compression) runs: rayon's
+/// global pool, or, when the window renders on a software GPU, a pool one thread smaller than
+/// the machine, so the UI thread and the software rasteriser keep a core while training runs.
+/// Results do not depend on it (training is deterministic per seed for any thread count).
+#[derive(Clone, Default)]
+pub struct Background(Option<Arc<rayon::ThreadPool>>);
+
+impl Background {
+    /// rayon's global pool (all cores).
+    #[must_use]
+    pub fn all_cores() -> Self {
+        Self(None)
+    }
+
+    /// A pool that leaves one core free (the global pool on a one-core machine).
+    #[must_use]
+    pub fn leaving_one_core() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        if cores < 2 {
+            return Self(None);
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(cores - 1).thread_name(|i| format!("texset-work-{i}")).build();
+        Self(pool.ok().map(Arc::new))
+    }
+
+    /// Threads the work runs on.
+    #[must_use]
+    pub fn threads(&self) -> usize {
+        self.0.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+    }
+
+    /// Runs `work` (on the calling thread) with its parallel parts on this pool.
+    pub fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        match &self.0 {
+            Some(pool) => pool.install(work),
+            None => work(),
+        }
+    }
+}
 
 /// What the training thread reports.
 pub enum TrainEvent {
@@ -25,6 +66,8 @@ pub enum TrainEvent {
     Status(TrainStatus),
     /// The engine went on another way (a GPU failure fell back to the CPU).
     Warning(String),
+    /// A line for the run's log (rate control's trials).
+    Note(String),
     /// The model as it stands, packed (sent every `snapshot_every`).
     Snapshot(Arc<Bundle>),
     /// The run ended: the bundle, or why not (cancelled included).
@@ -91,14 +134,17 @@ pub struct TrainJob {
 }
 
 impl TrainJob {
-    /// Starts `compress(set, options)` on the thread `texset-train`. `repaint` is called after each
-    /// event so the UI wakes up to show it.
+    /// Starts `compress(set, options)` on the thread `texset-train` or, when `target` gives one,
+    /// rate control (`compress_to_psnr`: whole trainings at bisected rates, each trial a log line). `repaint` is called after each event so the UI wakes up to show it.
     pub fn start(
         set: Arc<TextureSet>,
         options: CompressOptions,
+        target: impl FnOnce(&TextureSet) -> Option<RateTarget> + Send + 'static,
         snapshot_every: Duration,
         repaint: Arc<dyn Fn() + Send + Sync>,
+        background: &Background,
     ) -> std::io::Result<Self> {
+        let background = background.clone();
         let (sender, events) = channel();
         let cancel = Cancel::new();
         let paused = Arc::new(AtomicBool::new(false));
@@ -113,7 +159,32 @@ impl TrainJob {
         };
         let thread_cancel = cancel.clone();
         let thread = std::thread::Builder::new().name("texset-train".into()).spawn(move || {
-            let result = texset_core::compress(&set, &options, &progress, &thread_cancel).map_err(|e| e.to_string());
+            // Measuring a target (block-compressing the set for `--match-bc`) is work for this
+            // thread too, not the UI's.
+            let result = background.run(|| match &target(&set) {
+                None => texset_core::compress(&set, &options, &progress, &thread_cancel).map_err(|e| e.to_string()),
+                Some(target) => {
+                    let on_trial = |t: &texset_core::rate::RateTrial| {
+                        progress.send(TrainEvent::Note(format!(
+                            "rate trial: {:.3} bits per texel -> {:.2} dB ({} bytes, {:.1} s)",
+                            t.bits_per_texel, t.pooled_psnr_db, t.bundle_bytes, t.train_secs
+                        )));
+                    };
+                    texset_core::rate::compress_to_psnr(&set, &options, target, &progress, &thread_cancel, &on_trial)
+                        .map(|(compressed, report)| {
+                            let chosen = report.trials.get(report.chosen);
+                            progress.send(TrainEvent::Note(format!(
+                                "target {:.2} dB {}: kept {:.3} bits per texel after {} trials",
+                                report.target.psnr_db,
+                                if report.reached { "reached" } else { "not reached (the best trial is kept)" },
+                                chosen.map_or(0.0, |t| t.bits_per_texel),
+                                report.trials.len()
+                            )));
+                            compressed
+                        })
+                        .map_err(|e| e.to_string())
+                }
+            });
             progress.send(TrainEvent::Finished(Box::new(result)));
         })?;
         Ok(Self { events, cancel, paused, thread: Some(thread) })
@@ -182,7 +253,8 @@ pub struct DecodeWorker {
 
 impl DecodeWorker {
     /// Starts the thread.
-    pub fn start(repaint: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Self> {
+    pub fn start(repaint: Arc<dyn Fn() + Send + Sync>, background: &Background) -> std::io::Result<Self> {
+        let background = background.clone();
         let (requests, inbox) = channel::<(u64, Arc<Bundle>, Arc<TextureSet>, bool)>();
         let (outbox, results) = channel();
         let busy = Arc::new(AtomicBool::new(false));
@@ -195,7 +267,7 @@ impl DecodeWorker {
                 }
                 thread_busy.store(true, Ordering::Relaxed);
                 let (generation, bundle, set, with_ssim) = request;
-                let result = decode_and_score(generation, &bundle, &set, with_ssim);
+                let result = background.run(|| decode_and_score(generation, &bundle, &set, with_ssim));
                 thread_busy.store(false, Ordering::Relaxed);
                 if outbox.send(result).is_err() {
                     return;

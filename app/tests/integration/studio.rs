@@ -5,6 +5,7 @@
 
 use crate::common::sample_folders;
 
+use eframe::egui;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use std::collections::BTreeMap;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use texset::studio::StudioApp;
 use texset::studio::session::RunState;
-use texset::studio::state::{Command, Settings};
+use texset::studio::state::{CentralView, Command, Settings};
 use texset_core::Preset;
 use texset_core::bundle::Bundle;
 
@@ -275,4 +276,91 @@ fn pause_holds_training_and_resume_continues_it() {
     harness.get_by_label("Cancel").click();
     step_until(&mut harness, "the run to be cancelled", Duration::from_mins(1), |a| a.session.run.state == RunState::Cancelled);
     assert!(!harness.state().session.is_training());
+}
+
+#[test]
+fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
+    let folders = sample_folders();
+    let data_dir = tempfile::tempdir().unwrap();
+    let settings = Settings { preset: Preset::Fast, steps: Some(40), ..Settings::default() };
+    let app = StudioApp::with_repaint(settings, folders, None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+    step_until(&mut harness, "the analysis", Duration::from_mins(1), |a| matches!(a.session.analysis, Some(Ok(_))));
+
+    // The help overlay lists every shortcut; `?` and F1 open and close it.
+    harness.key_press(egui::Key::F1);
+    harness.step();
+    harness.get_by_label("Keyboard shortcuts");
+    for s in &texset::studio::shortcuts::SHORTCUTS {
+        assert!(harness.query_all_by_label(s.description).count() >= 1, "the overlay lacks '{}'", s.description);
+    }
+    harness.key_press(egui::Key::F1);
+    harness.step();
+    assert!(harness.query_by_label("Keyboard shortcuts").is_none(), "F1 did not close the overlay");
+
+    // 2 / 1 switch the central view; D, B and L toggle their views.
+    harness.key_press(egui::Key::Num2);
+    harness.step();
+    assert_eq!(harness.state().session.settings.view.central, CentralView::Preview);
+    harness.key_press(egui::Key::Num1);
+    harness.step();
+    assert_eq!(harness.state().session.settings.view.central, CentralView::Compare);
+    let view = harness.state().session.settings.view.clone();
+    for key in [egui::Key::D, egui::Key::B, egui::Key::L] {
+        harness.key_press(key);
+        harness.step();
+    }
+    let toggled = &harness.state().session.settings.view;
+    assert_eq!((toggled.difference, toggled.bcn, toggled.lights_orbit), (!view.difference, !view.bcn, !view.lights_orbit));
+
+    // Space starts training, pauses and resumes it.
+    harness.key_press(egui::Key::Space);
+    harness.step();
+    assert!(harness.state().session.is_training(), "Space did not start training");
+    harness.key_press(egui::Key::Space);
+    harness.step();
+    assert_eq!(harness.state().session.run.state, RunState::Paused);
+    harness.key_press(egui::Key::Space);
+    harness.step();
+    assert_eq!(harness.state().session.run.state, RunState::Running);
+    let scored = |a: &StudioApp| a.session.settings.runs.last().is_some_and(|r| r.psnr_db.is_some() && r.rendered_psnr_db.is_some());
+    step_until(&mut harness, "the first run and its scores", Duration::from_mins(3), scored);
+
+    // A second run with other settings; both are in the log with their bundles kept.
+    harness.state_mut().session.apply(Command::SetSteps(Some(80)));
+    harness.state_mut().session.apply(Command::StartTraining);
+    step_until(&mut harness, "the second run", Duration::from_mins(3), |a| a.session.settings.runs.len() == 2 && scored(a));
+    let runs = harness.state().session.settings.runs.clone();
+    assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!((runs[0].settings.steps, runs[1].settings.steps), (Some(40), Some(80)));
+    for run in &runs {
+        let bytes = std::fs::read(&run.bundle).unwrap();
+        assert_eq!(bytes.len() as u64, run.bundle_bytes);
+        Bundle::from_bytes(&bytes).unwrap();
+        assert!(run.bits_per_texel > 0.0 && run.train_secs > 0.0);
+        // The log's PSNR is the bundle's, as `texset eval` measures it.
+        let set = &harness.state().session.library.set;
+        let bundle = Bundle::from_bytes(&bytes).unwrap();
+        let eval = texset_core::eval::evaluate(set, &texset_core::Decoder::new(&bundle), false).unwrap();
+        assert!((eval.pooled_psnr_db - run.psnr_db.unwrap()).abs() < 1e-9, "{} vs {:?}", eval.pooled_psnr_db, run.psnr_db);
+    }
+    harness.get_by_label("#1");
+    harness.get_by_label("#2");
+
+    // A/B: both runs load and decode; Compare shows A left and B right.
+    harness.state_mut().session.settings.view.ab = Some([1, 2]);
+    step_until(&mut harness, "both A/B runs to load", Duration::from_mins(1), |a| a.session.loaded_runs.len() == 2);
+    harness.get_by_label_contains("A/B: #1 left, #2 right");
+
+    // Restore puts run 1's settings back; export writes its bundle atomically.
+    harness.state_mut().session.apply(Command::RestoreRun(1));
+    assert_eq!(harness.state().session.settings.steps, Some(40));
+    let out = data_dir.path().join("exported.texset");
+    harness.state_mut().session.apply(Command::ExportRun(1, out.clone()));
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&runs[0].bundle).unwrap());
+
+    // The log is part of the persisted settings.
+    let saved = serde_json::to_string(&harness.state().session.settings).unwrap();
+    let restored: Settings = serde_json::from_str(&saved).unwrap();
+    assert_eq!(restored.runs, runs);
 }
