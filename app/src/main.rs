@@ -846,6 +846,7 @@ fn run(cli: Cli) -> Result<()> {
             for s in &ingest_report.skipped {
                 eprintln!("skipped {}: {}", s.path.display(), s.reason);
             }
+            print_constants(&ingest_report);
             if let (Some(bpp), None) = (bpp, search) {
                 options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
             }
@@ -990,6 +991,7 @@ fn run(cli: Cli) -> Result<()> {
             for s in &ingest_report.skipped {
                 eprintln!("skipped {}: {}", s.path.display(), s.reason);
             }
+            print_constants(&ingest_report);
             let mut train = CompressOptions::default();
             train.steps = steps.unwrap_or(train.steps / 5);
             if let Some(seed) = seed {
@@ -1401,6 +1403,20 @@ impl From<EntryArg> for texset_shaders::EntryPoint {
             EntryArg::VsFullscreen => Self::Fullscreen,
             EntryArg::FsDecodeMap => Self::FragmentDecode,
         }
+    }
+}
+
+/// One line per constant map that took its material's resolution.
+fn print_constants(report: &texset_core::ingest::IngestReport) {
+    for c in &report.constants {
+        eprintln!(
+            "constant map {} ({}x{}): one value, stored flat and decoded at the material's {}x{}",
+            c.path.display(),
+            c.file_size[0],
+            c.file_size[1],
+            c.size[0],
+            c.size[1]
+        );
     }
 }
 

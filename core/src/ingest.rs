@@ -97,8 +97,11 @@ pub enum IngestError {
         /// Bytes of the file.
         file_bytes: u64,
     },
-    /// The image is smaller than [`MIN_DIMENSION`] on a side.
-    #[error("image {path:?} is {width}x{height}; texset needs at least {min}x{min} texels (set a constant map as a material constant)")]
+    /// The image is smaller than [`MIN_DIMENSION`] on a side and not constant (only a constant
+    /// map, every texel one value, may be smaller: it takes the material's resolution).
+    #[error(
+        "image {path:?} is {width}x{height} and not constant: texset needs at least {min}x{min} texels unless every texel holds the same value (a constant map)"
+    )]
     TooSmall {
         /// The file.
         path: PathBuf,
@@ -161,11 +164,24 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// A constant map given its material's resolution ([`MIN_DIMENSION`] explains why).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ConstantMap {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size in the file, `[width, height]`.
+    pub file_size: [u32; 2],
+    /// The size it was given (the material's resolution), `[width, height]`.
+    pub size: [u32; 2],
+}
+
 /// What ingest did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct IngestReport {
     /// Files left out (unknown map kind, not an image, ignored by config).
     pub skipped: Vec<Skipped>,
+    /// Constant maps smaller than their material, given its resolution.
+    pub constants: Vec<ConstantMap>,
     /// Maps read: `material/kind` with resolution and format.
     pub maps: Vec<String>,
 }
@@ -337,16 +353,30 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
     let mut textures = Vec::with_capacity(chosen.len());
     for (kind, (path, name_convention)) in chosen {
         let convention = folder_convention.or(name_convention).unwrap_or_default();
-        let texture = load_texture(&path, kind, convention)?;
+        textures.push(load_texture(&path, kind, convention)?);
+    }
+    let resized = resize_constant_maps(&mut textures)?;
+    for (i, texture) in textures.iter().enumerate() {
+        let constant = match resized.get(i).copied().flatten() {
+            Some((width, height)) => {
+                report.constants.push(ConstantMap {
+                    path: texture.source_path.clone(),
+                    file_size: [width, height],
+                    size: [texture.width, texture.height],
+                });
+                format!(", constant ({width}x{height} in the file)")
+            }
+            None => String::new(),
+        };
         report.maps.push(format!(
-            "{name}/{kind}: {}x{} {}ch {}-bit ({})",
+            "{name}/{}: {}x{} {}ch {}-bit{constant} ({})",
+            texture.kind,
             texture.width,
             texture.height,
             texture.channels,
             texture.sample_format.bits(),
-            path.display()
+            texture.source_path.display()
         ));
-        textures.push(texture);
     }
     Ok(Material { name, source_dir: dir.to_path_buf(), textures })
 }
@@ -402,8 +432,11 @@ pub fn decode_texture(bytes: &[u8], path: &Path, kind: MapKind, normal_conventio
     texture_from_image(&image, path, kind, normal_convention)
 }
 
-/// Smallest accepted width or height, in texels: below it there is nothing to learn (a constant
-/// map belongs in the material's constants).
+/// Smallest width or height, in texels, of a map that varies. A constant map (every texel one
+/// value per channel, see [`Texture::constant_value`]) may be smaller, down to 1×1: glTF exports
+/// and asset packs write constants as 1×1 or 4×4 maps. [`load_material`] gives it the material's
+/// resolution (see [`material_resolution`]); a map that varies below this size is refused
+/// ([`IngestError::TooSmall`]).
 pub const MIN_DIMENSION: u32 = 4;
 
 fn check_dimensions(path: &Path, width: u32, height: u32) -> Result<(), IngestError> {
@@ -413,13 +446,12 @@ fn check_dimensions(path: &Path, width: u32, height: u32) -> Result<(), IngestEr
     if width > MAX_DIMENSION || height > MAX_DIMENSION {
         return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
     }
-    if width < MIN_DIMENSION || height < MIN_DIMENSION {
-        return Err(IngestError::TooSmall { path: path.to_path_buf(), width, height, min: MIN_DIMENSION });
-    }
     Ok(())
 }
 
-/// Converts a decoded image into a normalised [`Texture`].
+/// Converts a decoded image into a normalised [`Texture`]. An image under [`MIN_DIMENSION`] on a
+/// side must be constant ([`IngestError::TooSmall`] otherwise); it is returned at its own size
+/// ([`load_material`] gives it the material's).
 pub fn texture_from_image(
     image: &DynamicImage,
     path: &Path,
@@ -472,7 +504,7 @@ pub fn texture_from_image(
             }
         }
     }
-    Ok(Texture {
+    let texture = Texture {
         kind,
         source_path: path.to_path_buf(),
         width,
@@ -483,5 +515,64 @@ pub fn texture_from_image(
         normal_convention,
         channel_ranges,
         texels,
-    })
+    };
+    if (width < MIN_DIMENSION || height < MIN_DIMENSION) && texture.constant_value().is_none() {
+        return Err(IngestError::TooSmall { path: path.to_path_buf(), width, height, min: MIN_DIMENSION });
+    }
+    Ok(texture)
+}
+
+/// The resolution of a material's maps, `(width, height)`: that of its largest map by texel
+/// count (the first in kind order on a tie) among those at least [`MIN_DIMENSION`] on both
+/// sides. A material of only smaller (constant) maps takes the largest of them, widened to
+/// [`MIN_DIMENSION`] on each side: every map texset stores is at least 4×4. `None` for no maps.
+#[must_use]
+pub fn material_resolution(textures: &[Texture]) -> Option<(u32, u32)> {
+    fn largest<'a>(maps: impl Iterator<Item = &'a Texture>) -> Option<(u32, u32)> {
+        // Strictly more texels replaces the best so far: the first in kind order wins a tie.
+        let best = maps.fold(None, |best: Option<&Texture>, t| match best {
+            Some(b) if b.texel_count() >= t.texel_count() => Some(b),
+            _ => Some(t),
+        });
+        best.map(|t| (t.width, t.height))
+    }
+    let full = largest(textures.iter().filter(|t| t.width >= MIN_DIMENSION && t.height >= MIN_DIMENSION));
+    full.or_else(|| largest(textures.iter()).map(|(w, h)| (w.max(MIN_DIMENSION), h.max(MIN_DIMENSION))))
+}
+
+/// Gives every constant map with fewer texels than the material's resolution
+/// ([`material_resolution`]), and every map under [`MIN_DIMENSION`] on a side (constant, or
+/// [`texture_from_image`] refused it), that resolution, filled with its value
+/// ([`Texture::constant_value`]): a constant decodes, exports and compares at the size of the
+/// material's other maps, and the analyse pass finds it flat (no latent channels). Maps that vary
+/// keep their own size. Returns, per texture, the file's size when it was resized.
+fn resize_constant_maps(textures: &mut [Texture]) -> Result<Vec<Option<(u32, u32)>>, IngestError> {
+    let Some((width, height)) = material_resolution(textures) else { return Ok(Vec::new()) };
+    let target_texels = width as usize * height as usize;
+    let mut resized = Vec::with_capacity(textures.len());
+    for texture in textures.iter_mut() {
+        // A map under the minimum is resized whatever its texel count (a 2×64 strip included).
+        let small = texture.width < MIN_DIMENSION || texture.height < MIN_DIMENSION;
+        let value = if small || texture.texel_count() < target_texels { texture.constant_value() } else { None };
+        let Some(value) = value else {
+            resized.push(None);
+            continue;
+        };
+        let values = u64::from(width) * u64::from(height) * u64::from(texture.channels);
+        if values > crate::bundle::limits::MAX_MAP_VALUES {
+            return Err(IngestError::Unsupported {
+                path: texture.source_path.clone(),
+                what: format!(
+                    "constant map that would take the material's {width}x{height} with {} channels: {values} values, beyond the limit of {}",
+                    texture.channels,
+                    crate::bundle::limits::MAX_MAP_VALUES
+                ),
+            });
+        }
+        resized.push(Some((texture.width, texture.height)));
+        texture.texels = value.repeat(target_texels);
+        texture.width = width;
+        texture.height = height;
+    }
+    Ok(resized)
 }

@@ -157,6 +157,38 @@ impl Texture {
         self.width as usize * self.height as usize
     }
 
+    /// The map's value per channel when it is constant: every texel equal per channel, exactly
+    /// or within one step of an 8- or 16-bit source (a float source must be exact). The value is
+    /// the channel's mean (exactly the texel value when all are equal). `None` when the map varies.
+    #[must_use]
+    pub fn constant_value(&self) -> Option<Vec<f32>> {
+        let ch = self.channels as usize;
+        if ch == 0 || self.texels.is_empty() || !self.texels.len().is_multiple_of(ch) {
+            return None;
+        }
+        // One step of the source's quantisation, in normalised units (a hair over it, so values
+        // one level apart pass whatever the rounding of `level / 255`).
+        let step = match self.sample_format {
+            SampleFormat::U8 => 1.0 / 255.0 + 1e-6,
+            SampleFormat::U16 => 1.0 / 65535.0 + 1e-9,
+            SampleFormat::F32 => 0.0,
+        };
+        (0..ch)
+            .map(|c| {
+                let (mut lo, mut hi, mut sum) = (f32::INFINITY, f32::NEG_INFINITY, 0.0f64);
+                for &v in self.texels.iter().skip(c).step_by(ch) {
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                    sum += f64::from(v);
+                }
+                let count = (self.texels.len() / ch) as f64;
+                // When every value is equal the mean is that value exactly: the f64 sum of up to
+                // 2^28 copies of a 24-bit mantissa is exact, and so is its division by the count.
+                (hi - lo <= step).then(|| (sum / count) as f32)
+            })
+            .collect()
+    }
+
     /// Normalised value of channel `c` at texel `(x, y)`.
     #[must_use]
     pub fn value(&self, x: u32, y: u32, c: u32) -> f32 {

@@ -188,11 +188,12 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
     cases.push(compress(&d, &["m_ao.png", "cannot decode"], "zero-byte file"));
     let d = material(root, "zero_size", &[("m_ao.png", png_header(0, 16, 8, 0))]);
     cases.push(compress(&d, &["m_ao.png"], "zero-width PNG"));
-    let one = image::GrayImage::from_pixel(1, 1, image::Luma([128]));
-    let mut one_bytes = Vec::new();
-    one.write_to(&mut std::io::Cursor::new(&mut one_bytes), image::ImageFormat::Png).unwrap();
-    let d = material(root, "one_by_one", &[("m_metallic.png", one_bytes)]);
-    cases.push(compress(&d, &["m_metallic.png", "1x1", "at least 4x4"], "1x1 PNG"));
+    // A constant map may be 1×1 (it takes the material's size); a 2×2 checker is content below 4×4.
+    let checker = image::GrayImage::from_fn(2, 2, |x, y| image::Luma([if (x + y) % 2 == 0 { 0 } else { 255 }]));
+    let mut checker_bytes = Vec::new();
+    checker.write_to(&mut std::io::Cursor::new(&mut checker_bytes), image::ImageFormat::Png).unwrap();
+    let d = material(root, "two_by_two", &[("m_metallic.png", checker_bytes)]);
+    cases.push(compress(&d, &["m_metallic.png", "2x2", "not constant", "at least 4x4"], "2x2 PNG that is not constant"));
     let d = material(root, "png_bomb", &[("m_height.png", png_header(100_000, 100_000, 16, 6))]);
     cases.push(compress(&d, &["m_height.png", "100000x100000", "beyond the limit"], "PNG decompression bomb"));
     let d = material(root, "jpeg_bomb", &[("m_normal.jpg", jpeg_claiming(65_000, 65_000))]);

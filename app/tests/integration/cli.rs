@@ -489,3 +489,56 @@ fn learned_budgets_are_reported_per_texture_and_bad_settings_are_refused() {
     }
     assert!(!path.exists());
 }
+
+#[test]
+fn a_one_by_one_constant_map_is_stored_flat_and_decodes_at_the_material_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("plastic");
+    std::fs::create_dir(&src).unwrap();
+    let base = image::RgbImage::from_fn(32, 32, |x, y| image::Rgb([(x * 7) as u8, (y * 5) as u8, ((x ^ y) * 3) as u8]));
+    base.save(src.join("plastic_basecolor.png")).unwrap();
+    // glTF-style constants: a 1×1 8-bit roughness and a 1×1 16-bit metallic.
+    image::GrayImage::from_pixel(1, 1, image::Luma([77])).save(src.join("plastic_roughness.png")).unwrap();
+    image::ImageBuffer::<image::Luma<u16>, _>::from_pixel(1, 1, image::Luma([40_000u16])).save(src.join("plastic_metallic.png")).unwrap();
+    let before = snapshot(&src);
+    let bundle = tmp.path().join("plastic.texset");
+    let report = tmp.path().join("report.json");
+    let (src_arg, bundle_arg, report_arg) = (src.to_str().unwrap(), bundle.to_str().unwrap(), report.to_str().unwrap());
+    // 600 short steps: a flat map's output row settles within half an 8-bit step.
+    let out = texset(&["compress", src_arg, "-o", bundle_arg, "--steps", "600", "--no-ssim", "--report", report_arg]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "compress failed: {stderr}");
+    assert!(stderr.contains("plastic_roughness.png (1x1): one value, stored flat and decoded at the material's 32x32"), "{stderr}");
+    assert!(stderr.contains("plastic/roughness: 0/") && stderr.contains("plastic/metallic: 0/"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["ingest"]["constants"].as_array().unwrap().len(), 2, "{}", json["ingest"]);
+
+    // inspect: both constants 32×32 with no channels.
+    let out = texset(&["inspect", bundle_arg]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for kind in ["roughness", "metallic"] {
+        let line = text.lines().find(|l| l.trim_start().starts_with(kind)).unwrap_or_else(|| panic!("no {kind} line: {text}"));
+        assert!(line.contains("32x32 1ch") && line.contains("budget 0/"), "{line}");
+    }
+    let out = texset(&["inspect", bundle_arg, "--json"]);
+    let inspect: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for map in inspect["manifest"]["materials"][0]["maps"].as_array().unwrap() {
+        assert_eq!((map["width"].as_u64(), map["height"].as_u64()), (Some(32), Some(32)), "{map}");
+        if map["kind"] != "basecolor" {
+            assert_eq!(map["latent_channels"].as_array().unwrap().len(), 0, "{map}");
+        }
+    }
+
+    // decode: the constants at 32×32, in the sources' bit depths, holding their values.
+    let decoded = tmp.path().join("decoded");
+    let out = texset(&["decode", bundle_arg, "-o", decoded.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let roughness = image::open(decoded.join("plastic/plastic_roughness.png")).unwrap();
+    assert_eq!((roughness.color(), roughness.width(), roughness.height()), (image::ColorType::L8, 32, 32));
+    assert!(roughness.to_luma8().pixels().all(|p| p.0[0] == 77));
+    let metallic = image::open(decoded.join("plastic/plastic_metallic.png")).unwrap();
+    assert_eq!((metallic.color(), metallic.width(), metallic.height()), (image::ColorType::L16, 32, 32));
+    // Within a quarter of an 8-bit step (64 of 16 bits).
+    assert!(metallic.to_luma16().pixels().all(|p| p.0[0].abs_diff(40_000) <= 64), "{:?}", metallic.to_luma16().pixels().next());
+    assert_eq!(snapshot(&src), before, "the source folder was written");
+}

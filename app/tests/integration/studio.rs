@@ -363,4 +363,19 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
     let saved = serde_json::to_string(&harness.state().session.settings).unwrap();
     let restored: Settings = serde_json::from_str(&saved).unwrap();
     assert_eq!(restored.runs, runs);
+
+fn a_one_by_one_constant_map_loads_at_the_material_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("plastic");
+    std::fs::create_dir(&folder).unwrap();
+    image::RgbImage::from_fn(32, 16, |x, y| image::Rgb([(x * 7) as u8, (y * 5) as u8, 40]))
+        .save(folder.join("plastic_basecolor.png"))
+        .unwrap();
+    image::GrayImage::from_pixel(1, 1, image::Luma([77])).save(folder.join("plastic_roughness.png")).unwrap();
+    let library = texset::studio::session::load_folders(std::slice::from_ref(&folder));
+    assert!(library.problems.is_empty(), "{:?}", library.problems);
+    let material = &library.set.materials[0];
+    let roughness = material.textures.iter().find(|t| t.kind == texset_core::MapKind::Roughness).unwrap();
+    assert_eq!((roughness.width, roughness.height), (32, 16));
+    assert!(roughness.texels.iter().all(|v| v.to_bits() == (77.0f32 / 255.0).to_bits()));
 }

@@ -310,3 +310,153 @@ fn fuzz_regressions_stay_fixed() {
     }
     assert!(count > 0, "no regression inputs under {}", dir.display());
 }
+
+/// A 1×1 (or any small) image of one value per channel: 8-bit gray, 8-bit RGB or 16-bit RGB.
+fn write_constant_png(path: &Path, width: u32, height: u32, value: &[u16], sixteen_bit: bool) {
+    let texels = (width * height) as usize;
+    let (color, bytes): (image::ExtendedColorType, Vec<u8>) = match (value.len(), sixteen_bit) {
+        (1, false) => (image::ExtendedColorType::L8, value.iter().map(|&v| v as u8).collect::<Vec<_>>().repeat(texels)),
+        (3, false) => (image::ExtendedColorType::Rgb8, value.iter().map(|&v| v as u8).collect::<Vec<_>>().repeat(texels)),
+        (3, true) => (image::ExtendedColorType::Rgb16, value.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>().repeat(texels)),
+        _ => unreachable!("test helper: gray8, rgb8 or rgb16"),
+    };
+    image::save_buffer(path, &bytes, width, height, color).unwrap();
+}
+
+#[test]
+fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size() {
+    use texset_core::{Cancel, CompressOptions, NoProgress};
+    let src = tempfile::tempdir().unwrap();
+    write_png(&src.path().join("m_basecolor.png"), 32, 32, 3);
+    // A glTF-style export: 1×1 roughness, a 1×1 16-bit ORM, and a 4×4 constant metallic.
+    let roughness = 77u16;
+    let orm = [13_107u16, 39_321, 58_982];
+    let metallic = 200u16;
+    write_constant_png(&src.path().join("m_roughness.png"), 1, 1, &[roughness], false);
+    write_constant_png(&src.path().join("m_orm.png"), 1, 1, &orm, true);
+    write_constant_png(&src.path().join("m_metallic.png"), 4, 4, &[metallic], false);
+    let before: Vec<(PathBuf, Vec<u8>)> = {
+        let mut v: Vec<_> =
+            std::fs::read_dir(src.path()).unwrap().map(|e| e.unwrap().path()).map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect();
+        v.sort();
+        v
+    };
+
+    let (set, report) = load_library(&[src.path().to_path_buf()]).unwrap();
+    let material = &set.materials[0];
+    // Every map at the material's resolution, the constants filled with their value; the
+    // kinds and channel layouts are those of the files.
+    for t in &material.textures {
+        assert_eq!((t.width, t.height), (32, 32), "{}", t.kind);
+        assert_eq!(t.texels.len(), 32 * 32 * t.channels as usize);
+    }
+    let map = |kind: MapKind| material.textures.iter().find(|t| t.kind == kind).unwrap();
+    assert_eq!((map(MapKind::Roughness).channels, map(MapKind::Roughness).sample_format), (1, texset_core::set::SampleFormat::U8));
+    assert_eq!((map(MapKind::Orm).channels, map(MapKind::Orm).sample_format), (3, texset_core::set::SampleFormat::U16));
+    assert!(map(MapKind::Roughness).texels.iter().all(|v| v.to_bits() == (f32::from(roughness) / 255.0).to_bits()));
+    assert!(report.maps.iter().any(|m| m.contains("/roughness: 32x32 1ch 8-bit, constant (1x1 in the file)")), "{:?}", report.maps);
+    assert!(report.maps.iter().any(|m| m.contains("/metallic: 32x32 1ch 8-bit, constant (4x4 in the file)")), "{:?}", report.maps);
+    assert!(report.maps.iter().any(|m| m.contains("/basecolor: 32x32 3ch 8-bit (")), "{:?}", report.maps);
+
+    // 600 short steps: enough for a flat map's output row to settle (measured worst decoded error,
+    // in 8-bit steps: 2.7 after 60 steps, 1.1 after 150, 0.13 after 300, under 0.01 after 600).
+    let options = CompressOptions { steps: 600, batch_texels: 1024, ..CompressOptions::default() };
+    let out = texset_core::compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+    let manifest = &out.bundle.manifest.materials[0];
+    for kind in [MapKind::Roughness, MapKind::Orm, MapKind::Metallic] {
+        let budget = out.report.analyse.budgets.iter().find(|b| b.texture.ends_with(&format!("/{kind}"))).unwrap();
+        assert_eq!(budget.channels, 0, "{kind}: {}", budget.reason);
+        assert!(budget.reason.starts_with("flat"), "{kind}: {}", budget.reason);
+        let entry = manifest.maps.iter().find(|m| m.kind == kind).unwrap();
+        assert!(entry.latent_channels.is_empty(), "{kind}: {:?}", entry.latent_channels);
+        assert_eq!((entry.width, entry.height), (32, 32), "{kind}");
+    }
+
+    // Decoded at 32×32, every texel the constant. A flat map decodes from the MLP's output bias
+    // (and the positional encoding through the last layer's row, which training drives to zero):
+    // within half an 8-bit step, so the written 8-bit file holds exactly the source's value.
+    let decoder = texset_core::Decoder::new(&out.bundle);
+    for (kind, value) in [
+        (MapKind::Roughness, vec![f32::from(roughness) / 255.0]),
+        (MapKind::Metallic, vec![f32::from(metallic) / 255.0]),
+        (MapKind::Orm, orm.iter().map(|&v| f32::from(v) / 65535.0).collect()),
+    ] {
+        let index = manifest.maps.iter().position(|m| m.kind == kind).unwrap();
+        let decoded = decoder.decode_map(0, index).unwrap();
+        assert_eq!((decoded.width, decoded.height, decoded.channels as usize), (32, 32, value.len()), "{kind}");
+        let worst =
+            decoded.values.chunks(value.len()).flat_map(|t| t.iter().zip(&value).map(|(a, b)| (a - b).abs())).fold(0.0f32, f32::max);
+        println!("{kind}: worst decoded error {:.3} steps of 8 bits", worst * 255.0);
+        assert!(worst < 0.5 / 255.0, "{kind}: decoded {worst} from its value");
+    }
+    let decoded_dir = tempfile::tempdir().unwrap();
+    texset_core::export::decode_to_folder(&decoder, decoded_dir.path()).unwrap();
+    let name = &manifest.name;
+    let rough_png = image::open(decoded_dir.path().join(name).join(format!("{name}_roughness.png"))).unwrap();
+    assert_eq!(rough_png.color(), image::ColorType::L8);
+    let rough_png = rough_png.to_luma8();
+    assert_eq!(rough_png.dimensions(), (32, 32));
+    assert!(rough_png.pixels().all(|p| u16::from(p.0[0]) == roughness), "{:?}", rough_png.pixels().next());
+    let orm_png = image::open(decoded_dir.path().join(name).join(format!("{name}_orm.png"))).unwrap();
+    assert_eq!(orm_png.color(), image::ColorType::Rgb16, "16-bit RGB kept");
+    let orm_png = orm_png.to_rgb16();
+    assert_eq!(orm_png.dimensions(), (32, 32));
+    // Within a quarter of an 8-bit step (64 of 16 bits); about one 16-bit step measured.
+    assert!(orm_png.pixels().all(|p| p.0.iter().zip(&orm).all(|(a, b)| a.abs_diff(*b) <= 64)), "{:?}", orm_png.pixels().next());
+
+    // The source folder is untouched.
+    for (path, bytes) in &before {
+        assert_eq!(&std::fs::read(path).unwrap(), bytes, "{}", path.display());
+    }
+}
+
+#[test]
+fn a_tiny_map_that_varies_is_refused_naming_the_file() {
+    // A 2×2 checker: not constant, and below 4×4.
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("m_basecolor.png"), 16, 16, 3);
+    image::save_buffer(dir.path().join("m_roughness.png"), &[0, 255, 255, 0], 2, 2, image::ExtendedColorType::L8).unwrap();
+    let msg = expect_error(dir.path(), |e| matches!(e, IngestError::TooSmall { width: 2, height: 2, .. }));
+    assert!(msg.contains("m_roughness.png") && msg.contains("2x2") && msg.contains("not constant") && msg.contains("4x4"), "{msg}");
+
+    // One level of difference is the file's quantisation, not content: a constant, at its mean.
+    image::save_buffer(dir.path().join("m_roughness.png"), &[127, 128, 128, 127], 2, 2, image::ExtendedColorType::L8).unwrap();
+    let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
+    let rough = m.textures.iter().find(|t| t.kind == MapKind::Roughness).unwrap();
+    assert_eq!((rough.width, rough.height), (16, 16));
+    assert!(rough.texels.iter().all(|&v| (v - 127.5 / 255.0).abs() < 1e-6));
+    // Two levels is content.
+    image::save_buffer(dir.path().join("m_roughness.png"), &[127, 129, 129, 127], 2, 2, image::ExtendedColorType::L8).unwrap();
+    expect_error(dir.path(), |e| matches!(e, IngestError::TooSmall { .. }));
+}
+
+#[test]
+fn only_constant_maps_take_the_material_resolution() {
+    let dir = tempfile::tempdir().unwrap();
+    // 64×64 base colour; a 16×16 roughness that varies keeps its size, a 16×16 constant takes 64×64.
+    write_png(&dir.path().join("m_basecolor.png"), 64, 64, 3);
+    write_png(&dir.path().join("m_roughness.png"), 16, 16, 1);
+    write_constant_png(&dir.path().join("m_metallic.png"), 16, 16, &[9], false);
+    let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
+    let sizes: Vec<(MapKind, u32, u32)> = m.textures.iter().map(|t| (t.kind, t.width, t.height)).collect();
+    assert_eq!(sizes, vec![(MapKind::Basecolor, 64, 64), (MapKind::Roughness, 16, 16), (MapKind::Metallic, 64, 64)]);
+
+    // A material of only constants: the largest of them, and at least 4×4.
+    let dir = tempfile::tempdir().unwrap();
+    write_constant_png(&dir.path().join("m_basecolor.png"), 1, 1, &[200, 100, 50], false);
+    write_constant_png(&dir.path().join("m_roughness.png"), 2, 2, &[128], false);
+    let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
+    assert!(
+        m.textures.iter().all(|t| (t.width, t.height) == (4, 4)),
+        "{:?}",
+        m.textures.iter().map(|t| (t.width, t.height)).collect::<Vec<_>>()
+    );
+    let base = m.textures.iter().find(|t| t.kind == MapKind::Basecolor).unwrap();
+    assert_eq!(base.texels.len(), 4 * 4 * 3);
+    assert_eq!(&base.texels[..3], &[200.0 / 255.0, 100.0 / 255.0, 50.0 / 255.0]);
+    let dir = tempfile::tempdir().unwrap();
+    write_constant_png(&dir.path().join("m_basecolor.png"), 1, 1, &[1, 2, 3], false);
+    write_constant_png(&dir.path().join("m_roughness.png"), 8, 6, &[128], false);
+    let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
+    assert!(m.textures.iter().all(|t| (t.width, t.height) == (8, 6)));
+}
