@@ -363,7 +363,9 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
     let saved = serde_json::to_string(&harness.state().session.settings).unwrap();
     let restored: Settings = serde_json::from_str(&saved).unwrap();
     assert_eq!(restored.runs, runs);
+}
 
+#[test]
 fn a_one_by_one_constant_map_loads_at_the_material_size() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("plastic");
