@@ -178,6 +178,16 @@ impl PreviewGpu {
             .any(|(source, ready)| !ready || self.shown.as_ref().is_none_or(|(s, _, _)| !s.sources.contains(&Some(*source))))
     }
 
+    /// Whether the panel waits for a model of another kind than the image on screen shows (the
+    /// first image, the decoded model after the originals, an A/B pair): the slow first draw
+    /// with a new pipeline. A newer snapshot of the same run replaces the image without a note.
+    fn waiting_for_new_model(&self) -> bool {
+        let kind = |s: &Source| std::mem::discriminant(s);
+        self.asked.iter().flatten().any(|(asked, _)| {
+            self.shown.as_ref().is_none_or(|(shows, _, _)| !shows.sources.iter().flatten().any(|s| kind(s) == kind(asked)))
+        })
+    }
+
     /// Whether the image on screen is the last view asked for, at full resolution.
     #[must_use]
     pub fn converged(&self) -> bool {
@@ -591,7 +601,7 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
             ui.painter().rect_filled(rect, 0.0, egui::Color32::from_gray(20));
         }
     }
-    if gpu.preparing() {
+    if gpu.waiting_for_new_model() {
         let note = "preparing preview… (compiling the decoder for this GPU)";
         ui.painter().text(rect.center(), egui::Align2::CENTER_CENTER, note, font, egui::Color32::WHITE);
     }
