@@ -2,14 +2,13 @@
 //! GLSL by glslangValidator where it is installed, as in CI).
 #![allow(clippy::unwrap_used)]
 
-use crate::common;
-
 use texset_shaders::export::{ExternalCheck, external_check};
 use texset_shaders::{EntryPoint, ShaderLang, export_shader};
+use texset_testkit::tiny_bundle;
 
 #[test]
 fn every_language_exports_and_validates() {
-    let bundle = common::tiny_bundle();
+    let bundle = tiny_bundle();
     let dir = tempfile::tempdir().unwrap();
     let mut external = Vec::new();
     for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
@@ -46,7 +45,7 @@ fn every_language_exports_and_validates() {
 
 #[test]
 fn oversized_model_is_a_clear_error() {
-    let mut bundle = common::tiny_bundle();
+    let mut bundle = tiny_bundle();
     bundle.manifest.pe_frequencies = 200;
     let error = export_shader(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap).unwrap_err().to_string();
     assert!(error.contains("MLP width"), "{error}");
