@@ -476,6 +476,31 @@ fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
     assert!(!tmp.path().join("bad.texset").exists() && !tmp.path().join("deep.texset").exists());
 }
 
+/// The widest decoder `--decoder` accepts makes a bundle that `export-shader` (the GPU decoder's
+/// model, validated by naga) accepts too: one limit, `texset_core::params::MAX_MLP_WIDTH`.
+#[test]
+fn the_widest_decoder_the_cli_accepts_exports_as_a_shader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("small");
+    std::fs::create_dir_all(&dir).unwrap();
+    image::RgbImage::from_fn(16, 16, |x, y| image::Rgb([(x * 16) as u8, (y * 16) as u8, 77])).save(dir.join("s_basecolor.png")).unwrap();
+    let widest = texset_core::params::MAX_MLP_WIDTH;
+    let bundle = tmp.path().join("wide.texset");
+    let decoder = format!("{widest}-{widest}");
+    let out =
+        texset(&["compress", dir.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "3", "--no-ssim", "--decoder", &decoder]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shader = tmp.path().join("wide.wgsl");
+    let out = texset(&["export-shader", bundle.to_str().unwrap(), "--lang", "wgsl", "-o", shader.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&shader).unwrap().contains(&format!("const MAX_WIDTH: u32 = {widest}u;")));
+    // One wider is refused before any training.
+    let wider = format!("{}", widest + 1);
+    let out = texset(&["compress", dir.to_str().unwrap(), "-o", tmp.path().join("wider.texset").to_str().unwrap(), "--decoder", &wider]);
+    assert!(!out.status.success(), "--decoder {wider} was accepted");
+    assert!(!tmp.path().join("wider.texset").exists());
+}
+
 #[test]
 fn learned_budgets_are_reported_per_texture_and_bad_settings_are_refused() {
     let tmp = tempfile::tempdir().unwrap();

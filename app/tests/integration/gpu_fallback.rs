@@ -2,7 +2,8 @@
 //! driver, and simulated), an adapter that fails to create a device, a device lost mid-run — for
 //! training (`compress --backend wgpu`) and for decoding (`decode --gpu`, `transcode --gpu`: one
 //! decoder, `texset::decode::MaterialDecoder`). Faults are simulated
-//! through `TEXSET_FAULT` (`texset_core::fault`).
+//! through `TEXSET_FAULT` (`texset_core::fault`), which the binary honours only because these tests
+//! build it with texset-core's `fault-injection` feature (app/Cargo.toml's dev-dependencies).
 //! The device-lost cases need an adapter; without one they are skipped ([`texset_testkit::skip`]).
 #![allow(clippy::unwrap_used, missing_docs)]
 

@@ -202,3 +202,33 @@ fn gpu_matches_cpu_in_every_weight_format() {
         assert!(from_int8 < 0.1, "{format:?} is far from the int8 weights it came from: {from_int8}");
     }
 }
+
+/// A decoder as wide as training accepts (`MAX_MLP_WIDTH`: the shader's activation array at its
+/// full `2 × 512` f32) runs on the GPU, not only through naga, and matches the CPU reference.
+///
+/// The second layer is narrow on purpose: lavapipe (llvmpipe's LLVM back end) stops the loops
+/// of a shader function after about 65,535 iterations in all (Mesa's
+/// `LP_MAX_TGSI_LOOP_ITERATIONS`), and the decode runs one loop iteration per multiply-add.
+/// Measured there: 512→64 (54k per texel) and 400→100 (56k) match to 2e-6; 256→256 (73k) and
+/// five layers of 128 (71k) come out wrong. Hardware GPUs have no such limit; the 512→512 layout
+/// is checked without a device in export.rs.
+#[test]
+fn gpu_matches_cpu_at_the_widest_decoder() {
+    let Some((_, device, queue)) = gpu_or_skip("gpu_matches_cpu_at_the_widest_decoder", request_device().unwrap()) else {
+        return;
+    };
+    let widest = texset_core::params::MAX_MLP_WIDTH as u32;
+    let bundle = texset_testkit::tiny_bundle_with_widths(&[widest, 64]);
+    let cpu = Decoder::new(&bundle);
+    let gpu = GpuDecoder::new(&device, &bundle).unwrap();
+    for (k, material) in bundle.manifest.materials.iter().enumerate() {
+        for m in 0..material.maps.len() {
+            let want = cpu.decode_map(k, m).unwrap();
+            let got = gpu.decode_map(&device, &queue, k, m, DecodeMode::Stored).unwrap();
+            for d in max_diff_per_channel(&got.values, &want.values, want.channels as usize) {
+                // The same tolerance: 512-term sums in another order add ~1e-6, not 1e-4.
+                assert!(d <= TOLERANCE, "{}/{}: GPU differs from the CPU reference by {d}", material.name, material.maps[m].kind);
+            }
+        }
+    }
+}
