@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
-use texset_core::options::{CheckpointOptions, GridOptions, MAX_HIDDEN_WIDTH};
+use texset_core::options::{CheckpointOptions, GridOptions};
+use texset_core::params::MAX_MLP_WIDTH;
 use texset_core::progress::{Pass, TrainStatus};
 use texset_core::{Backend, Cancel, CompressOptions, Preset, Progress};
 
@@ -554,13 +555,13 @@ fn parse_latent_bits(text: &str) -> Result<u32, String> {
     }
 }
 
-/// `--decoder`: hidden layer widths separated by `-` or `,` (`96-64-32`), 1 to `MAX_HIDDEN_WIDTH` each (the
+/// `--decoder`: hidden layer widths separated by `-` or `,` (`96-64-32`), 1 to `MAX_MLP_WIDTH` each (the
 /// layer count is checked with the other options).
 fn parse_decoder_widths(text: &str) -> Result<Vec<usize>> {
     text.split(['-', ','])
         .map(|w| match w.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_HIDDEN_WIDTH).contains(&n) => Ok(n),
-            _ => Err(anyhow::anyhow!("--decoder: '{w}' is not a layer width (1 to {MAX_HIDDEN_WIDTH}) in '{text}'")),
+            Ok(n) if (1..=MAX_MLP_WIDTH).contains(&n) => Ok(n),
+            _ => Err(anyhow::anyhow!("--decoder: '{w}' is not a layer width (1 to {MAX_MLP_WIDTH}) in '{text}'")),
         })
         .collect()
 }

@@ -124,6 +124,13 @@ pub fn add_materials(
     if old_channels.iter().zip(&added).any(|(o, a)| o + a > crate::bundle::limits::MAX_GRID_CHANNELS) {
         return Err(CompressError::Options("the grown grids would exceed 256 channels".into()));
     }
+    let grown_inputs = manifest.mlp_inputs() + added.iter().sum::<u32>() as usize;
+    if grown_inputs > crate::params::MAX_MLP_WIDTH {
+        return Err(CompressError::Options(format!(
+            "the grown decoder would take {grown_inputs} inputs; at most {}",
+            crate::params::MAX_MLP_WIDTH
+        )));
+    }
 
     // Analyse the new materials on their own channels (budgets, duplicates, flat maps).
     progress.pass_started(Pass::Analyse);

@@ -8,9 +8,10 @@
 //! - `slow-write`: atomic writes go out in 1 KiB pieces 5 ms apart, so a test can kill the
 //!   process in the middle of one.
 //!
-//! Unset (the normal case) costs one environment lookup per process.
-
-use std::sync::OnceLock;
+//! Only builds with the `fault-injection` feature read the variable: the app's integration tests
+//! turn it on (their dev-dependency on texset-core), so the `texset` binary they run honours it.
+//! Without the feature (`cargo build`, `cargo build --release`, an engine using the crate) no fault
+//! is ever active and the functions below are constants the compiler folds away.
 
 /// A simulated failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,19 +32,30 @@ pub enum Fault {
 pub const ENV_VAR: &str = "TEXSET_FAULT";
 
 /// The faults this process simulates (empty unless `TEXSET_FAULT` is set).
+#[cfg(feature = "fault-injection")]
 #[must_use]
 pub fn active() -> &'static [Fault] {
-    static FAULTS: OnceLock<Vec<Fault>> = OnceLock::new();
+    static FAULTS: std::sync::OnceLock<Vec<Fault>> = std::sync::OnceLock::new();
     FAULTS.get_or_init(|| std::env::var(ENV_VAR).map(|v| parse(&v)).unwrap_or_default())
 }
 
+/// The faults this process simulates: none, in a build without the `fault-injection` feature.
+#[cfg(not(feature = "fault-injection"))]
+#[inline]
+#[must_use]
+pub fn active() -> &'static [Fault] {
+    &[]
+}
+
 /// Whether `fault` is simulated.
+#[inline]
 #[must_use]
 pub fn is_active(fault: Fault) -> bool {
     active().contains(&fault)
 }
 
 /// The step at which a device loss is simulated.
+#[inline]
 #[must_use]
 pub fn gpu_lost_at_step() -> Option<u32> {
     active().iter().find_map(|f| match f {
@@ -54,6 +66,7 @@ pub fn gpu_lost_at_step() -> Option<u32> {
 
 /// Parses a `TEXSET_FAULT` value; unknown names are reported on stderr and ignored (this is a
 /// test hook, not user input).
+#[cfg(any(test, feature = "fault-injection"))]
 #[must_use]
 pub fn parse(value: &str) -> Vec<Fault> {
     value

@@ -1,13 +1,10 @@
 //! Compression options: model shape, training schedule, budgets, backend. `Default` is the
 //! measured default preset; [`CompressOptions::for_bits_per_texel`] sizes the latents for a rate.
 
+use crate::params::MAX_MLP_WIDTH;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// Widest hidden layer training accepts (the bundle reader allows wider ones:
-/// [`crate::bundle::limits::MAX_LAYER_WIDTH`]).
-pub const MAX_HIDDEN_WIDTH: usize = 1024;
 
 /// One latent grid: its resolution relative to the library's largest map, channels and bits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -480,8 +477,16 @@ impl CompressOptions {
                 return Err(format!("grid {i}: channels 1..=256 and texels per cell ≥ 1 required"));
             }
         }
-        if self.hidden_widths.iter().any(|&w| w == 0 || w > MAX_HIDDEN_WIDTH) {
-            return Err(format!("hidden widths must be 1..={MAX_HIDDEN_WIDTH}"));
+        if self.hidden_widths.iter().any(|&w| w == 0 || w > MAX_MLP_WIDTH) {
+            return Err(format!("hidden widths must be 1..={MAX_MLP_WIDTH}"));
+        }
+        // The decoder's inputs: every latent channel, the positional encoding and the LOD input.
+        let inputs =
+            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(self.mips);
+        if inputs > MAX_MLP_WIDTH {
+            return Err(format!(
+                "the decoder would take {inputs} inputs (latent channels, 4 per PE frequency, 1 for mips); at most {MAX_MLP_WIDTH}"
+            ));
         }
         // The output layer is one of the bundle's layers too.
         let max_hidden = crate::bundle::limits::MAX_LAYERS - 1;
@@ -535,5 +540,29 @@ impl CompressOptions {
             return Err(format!("the mip sample boost must be 1 to 4, got {}", self.mip_sample_boost));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Training takes decoders up to `MAX_MLP_WIDTH` wide, the GPU decoder's limit, in its hidden
+    /// layers and its inputs, and nothing wider.
+    #[test]
+    fn the_decoder_width_limit_is_the_gpu_decoders() {
+        let base = CompressOptions::default();
+        let widest = CompressOptions { hidden_widths: vec![MAX_MLP_WIDTH, MAX_MLP_WIDTH], ..base.clone() };
+        assert_eq!(widest.validate(), Ok(()));
+        let wider = CompressOptions { hidden_widths: vec![MAX_MLP_WIDTH + 1], ..base.clone() };
+        assert!(wider.validate().is_err());
+        // Inputs: the latent channels plus 4 per positional-encoding frequency (plus 1 with mips).
+        let pe = 4 * base.pe_frequencies;
+        let fits = vec![
+            GridOptions { texels_per_cell: 4, channels: 256, bits: 4 },
+            GridOptions { texels_per_cell: 8, channels: MAX_MLP_WIDTH as u32 - 256 - pe, bits: 4 },
+        ];
+        assert_eq!(CompressOptions { grids: fits.clone(), ..base.clone() }.validate(), Ok(()));
+        assert!(CompressOptions { grids: fits, mips: true, ..base }.validate().is_err());
     }
 }

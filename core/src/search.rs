@@ -129,7 +129,7 @@ impl SearchSpace {
         if self.channel_splits.iter().any(|s| s.contains(&0)) {
             return Err("channel splits need at least one channel per grid".into());
         }
-        let max_width = crate::options::MAX_HIDDEN_WIDTH;
+        let max_width = crate::params::MAX_MLP_WIDTH;
         if self.hidden_widths.iter().any(|w| w.is_empty() || w.iter().any(|&x| x == 0 || x > max_width)) {
             return Err(format!("decoder widths must be 1..={max_width}, at least one layer"));
         }

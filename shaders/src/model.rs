@@ -5,15 +5,12 @@
 use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
 use texset_core::bundle::{Bundle, WeightFormat};
+use texset_core::params::MAX_MLP_WIDTH;
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
 
 /// The marker lines around the constants block of `decode.wgsl`.
 const BEGIN_MARKER: &str = "// texset:specialise:begin\n";
 const END_MARKER: &str = "// texset:specialise:end\n";
-
-/// Widest MLP input or hidden layer the generated shader accepts: its activations live in a
-/// private array of `2 ×` this many f32 per invocation, which must stay small enough for GPUs.
-pub const MAX_SHADER_WIDTH: usize = 512;
 
 /// A bundle's model as GPU data plus the WGSL constants that describe it.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,7 +68,9 @@ fn vec4_array(name: &str, values: &[[f32; 4]]) -> String {
 
 impl GpuModel {
     /// Lays out a bundle for the shader. Fails when the model is wider than
-    /// [`MAX_SHADER_WIDTH`] or a buffer would not be addressable with 32-bit indices.
+    /// [`MAX_MLP_WIDTH`] (texset-core's limit, which training keeps to: its activations live in a
+    /// private array of `2 ×` that many f32 per invocation) or a buffer would not be addressable
+    /// with 32-bit indices.
     pub fn new(bundle: &Bundle) -> Result<Self, GpuError> {
         let manifest = &bundle.manifest;
         let mlp_inputs = manifest.mlp_inputs();
@@ -81,8 +80,8 @@ impl GpuModel {
                 max_width = max_width.max(layer.outputs as usize);
             }
         }
-        if max_width > MAX_SHADER_WIDTH {
-            return Err(GpuError::ModelTooLarge { what: "MLP width", got: max_width, limit: MAX_SHADER_WIDTH });
+        if max_width > MAX_MLP_WIDTH {
+            return Err(GpuError::ModelTooLarge { what: "MLP width", got: max_width, limit: MAX_MLP_WIDTH });
         }
 
         // Latents: each grid from a word boundary.

@@ -3,9 +3,6 @@
 //! training then runs on it. Its own test binary: the registration is once per process.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-#[path = "integration/common/mod.rs"]
-mod common;
-
 use texset_core::burn_train::{share_wgpu_device, wgpu_device_is_shared};
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
@@ -13,15 +10,15 @@ use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
 
 #[test]
 fn wgpu_training_runs_on_a_shared_device() {
-    let Some((instance, adapter, device, queue)) = texset_shaders::request_device_for_training().unwrap() else {
-        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): wgpu_training_runs_on_a_shared_device did not run");
+    let found = texset_shaders::request_device_for_training().unwrap();
+    let Some((instance, adapter, device, queue)) = texset_testkit::gpu_or_skip("wgpu_training_runs_on_a_shared_device", found) else {
         return;
     };
     println!("adapter: {}", adapter.get_info().name);
     share_wgpu_device(instance, adapter, device, queue).unwrap();
     assert!(wgpu_device_is_shared());
     // Small: lavapipe runs burn's kernels on the CPU.
-    let set = common::small_set(16);
+    let set = texset_testkit::small_set(16);
     let options = CompressOptions { steps: 40, batch_texels: 1024, backend: Backend::Wgpu, ..CompressOptions::default() };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     assert!(out.report.train.backend.contains("wgpu"), "{}", out.report.train.backend);

@@ -9,7 +9,7 @@ fn texset(args: &[&str]) -> Output {
 }
 
 fn samples() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("sample_textures")
+    texset_testkit::repo_root().join("sample_textures")
 }
 
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
@@ -140,21 +140,33 @@ fn bad_input_exits_non_zero_with_one_line_naming_the_file() {
     assert!(stderr.contains("junk.texset"), "{stderr}");
 }
 
-#[test]
-fn gpu_decode_matches_cpu_decode_within_one_step() {
-    let tmp = tempfile::tempdir().unwrap();
+/// The metal sample trained briefly (40 steps), as a bundle in `dir`.
+fn metal_bundle(dir: &Path) -> PathBuf {
     let metal = samples().join("metal_plates");
-    let bundle = tmp.path().join("metal.texset");
+    let bundle = dir.join("metal.texset");
     let out = texset(&["compress", metal.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "40", "--no-ssim"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    bundle
+}
+
+#[test]
+fn gpu_decode_matches_cpu_decode_within_one_step() {
+    // Without an adapter `decode --gpu` falls back to the CPU, and comparing that with the CPU
+    // decode would compare the CPU with itself: a skip, not a pass.
+    let found = texset_shaders::request_device().unwrap();
+    let Some((adapter, _, _)) = texset_testkit::gpu_or_skip("gpu_decode_matches_cpu_decode_within_one_step", found) else {
+        return;
+    };
+    println!("adapter: {}", adapter.get_info().name);
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = metal_bundle(tmp.path());
     let (cpu, gpu) = (tmp.path().join("cpu"), tmp.path().join("gpu"));
     assert!(texset(&["decode", bundle.to_str().unwrap(), "-o", cpu.to_str().unwrap()]).status.success());
     let out = texset(&["decode", bundle.to_str().unwrap(), "-o", gpu.to_str().unwrap(), "--gpu"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The GPU decoded every map: no fallback to the CPU part-way.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("no GPU adapter") {
-        eprintln!("SKIPPED: no wgpu adapter; `decode --gpu` fell back to the CPU and the GPU path was NOT compared");
-    }
+    assert!(stderr.contains("decoding on the GPU") && !stderr.contains("GPU decode failed"), "{stderr}");
     let mut compared = 0;
     for entry in std::fs::read_dir(cpu.join("metal_plates")).unwrap() {
         let path = entry.unwrap().path();
@@ -170,9 +182,14 @@ fn gpu_decode_matches_cpu_decode_within_one_step() {
         compared += 1;
     }
     assert_eq!(compared, 4);
+}
 
-    // The same trained bundle exports as a shader in every language, each validated by the CLI
-    // (naga, and glslangValidator for GLSL/HLSL where installed; a rejection fails the command).
+#[test]
+fn trained_bundle_exports_a_shader_in_every_language() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = metal_bundle(tmp.path());
+    // The trained bundle exports as a shader in every language, each validated by the CLI (naga,
+    // and glslangValidator for GLSL/HLSL where installed; a rejection fails the command).
     for (lang, entry, needle) in [
         ("wgsl", "cs_decode_map", "fn decode_texel("),
         ("glsl", "cs_decode_map", "#version 450"),
@@ -457,6 +474,31 @@ fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("16 hidden layers; at most 15"), "{stderr}");
     assert!(!tmp.path().join("bad.texset").exists() && !tmp.path().join("deep.texset").exists());
+}
+
+/// The widest decoder `--decoder` accepts makes a bundle that `export-shader` (the GPU decoder's
+/// model, validated by naga) accepts too: one limit, `texset_core::params::MAX_MLP_WIDTH`.
+#[test]
+fn the_widest_decoder_the_cli_accepts_exports_as_a_shader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("small");
+    std::fs::create_dir_all(&dir).unwrap();
+    image::RgbImage::from_fn(16, 16, |x, y| image::Rgb([(x * 16) as u8, (y * 16) as u8, 77])).save(dir.join("s_basecolor.png")).unwrap();
+    let widest = texset_core::params::MAX_MLP_WIDTH;
+    let bundle = tmp.path().join("wide.texset");
+    let decoder = format!("{widest}-{widest}");
+    let out =
+        texset(&["compress", dir.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "3", "--no-ssim", "--decoder", &decoder]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shader = tmp.path().join("wide.wgsl");
+    let out = texset(&["export-shader", bundle.to_str().unwrap(), "--lang", "wgsl", "-o", shader.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&shader).unwrap().contains(&format!("const MAX_WIDTH: u32 = {widest}u;")));
+    // One wider is refused before any training.
+    let wider = format!("{}", widest + 1);
+    let out = texset(&["compress", dir.to_str().unwrap(), "-o", tmp.path().join("wider.texset").to_str().unwrap(), "--decoder", &wider]);
+    assert!(!out.status.success(), "--decoder {wider} was accepted");
+    assert!(!tmp.path().join("wider.texset").exists());
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! driver, and simulated), an adapter that fails to create a device, a device lost mid-run — for
 //! training (`compress --backend wgpu`) and for decoding (`decode --gpu`, `transcode --gpu`: one
 //! decoder, `texset::decode::MaterialDecoder`). Faults are simulated
-//! through `TEXSET_FAULT` (`texset_core::fault`).
+//! through `TEXSET_FAULT` (`texset_core::fault`), which the binary honours only because these tests
+//! build it with texset-core's `fault-injection` feature (app/Cargo.toml's dev-dependencies).
+//! The device-lost cases need an adapter; without one they are skipped ([`texset_testkit::skip`]).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -23,14 +25,10 @@ fn material(root: &Path) -> PathBuf {
 /// (what, environment, the reason the warning must give)
 type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
 
-fn has_adapter() -> bool {
-    let adapters = texset_core::burn_train::adapters();
-    if adapters.is_empty() {
-        eprintln!(
-            "SKIPPED PART: no wgpu adapter on this machine (install mesa-vulkan-drivers for lavapipe); the device-lost cases run only with one"
-        );
-    }
-    !adapters.is_empty()
+/// Whether wgpu finds an adapter; otherwise `test` is recorded as skipped (a device can only be
+/// lost where there is one).
+fn adapter_or_skip(test: &str) -> bool {
+    texset_testkit::gpu_or_skip(test, texset_core::burn_train::adapters().first()).is_some()
 }
 
 fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
@@ -49,15 +47,7 @@ fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn gpu_training_failures_fall_back_to_the_cpu_trainer() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = material(tmp.path());
-    let dir = dir.to_str().unwrap();
-    let cpu = tmp.path().join("cpu.texset");
-    let run = texset(&["compress", dir, "-o", cpu.to_str().unwrap(), "--steps", "30", "--backend", "cpu"], &[]);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let cpu_bytes = std::fs::read(&cpu).unwrap();
-
-    let mut cases: Vec<Case> = vec![
+    training_falls_back(vec![
         ("simulated: no adapter", vec![("TEXSET_FAULT", "gpu-no-adapter")], "no GPU adapter (simulated"),
         ("simulated: no device", vec![("TEXSET_FAULT", "gpu-device")], "failed to create a device (simulated"),
         // A real absence: Vulkan pointed at no driver, the other APIs off.
@@ -66,10 +56,27 @@ fn gpu_training_failures_fall_back_to_the_cpu_trainer() {
             vec![("WGPU_BACKEND", "vulkan"), ("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")],
             "no GPU adapter found",
         ),
-    ];
-    if has_adapter() {
-        cases.push(("simulated: device lost at step 2", vec![("TEXSET_FAULT", "gpu-lost-at-step=2")], "device lost at step 2"));
+    ]);
+}
+
+#[test]
+fn gpu_training_device_lost_mid_run_falls_back_to_the_cpu_trainer() {
+    if !adapter_or_skip("gpu_training_device_lost_mid_run_falls_back_to_the_cpu_trainer") {
+        return;
     }
+    training_falls_back(vec![("simulated: device lost at step 2", vec![("TEXSET_FAULT", "gpu-lost-at-step=2")], "device lost at step 2")]);
+}
+
+/// Each case's `compress --backend wgpu` warns with its reason and writes the `--backend cpu` bundle.
+fn training_falls_back(cases: Vec<Case>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = material(tmp.path());
+    let dir = dir.to_str().unwrap();
+    let cpu = tmp.path().join("cpu.texset");
+    let run = texset(&["compress", dir, "-o", cpu.to_str().unwrap(), "--steps", "30", "--backend", "cpu"], &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let cpu_bytes = std::fs::read(&cpu).unwrap();
+
     for (what, env, reason) in cases {
         let out = tmp.path().join("gpu.texset");
         let report = tmp.path().join("gpu.json");
@@ -94,6 +101,26 @@ fn gpu_training_failures_fall_back_to_the_cpu_trainer() {
 
 #[test]
 fn gpu_decode_failures_fall_back_to_the_cpu_decoder() {
+    decode_falls_back(&[
+        ("no adapter", "gpu-no-adapter", "no GPU adapter (simulated"),
+        ("no device", "gpu-device", "failed to create a device (simulated"),
+    ]);
+}
+
+#[test]
+fn gpu_decode_device_lost_mid_run_falls_back_to_the_cpu_decoder() {
+    if !adapter_or_skip("gpu_decode_device_lost_mid_run_falls_back_to_the_cpu_decoder") {
+        return;
+    }
+    decode_falls_back(&[("device lost at the second map", "gpu-lost-at-step=1", "device lost at map 1")]);
+}
+
+/// (what, the `TEXSET_FAULT` value, the reason the warning must give)
+type DecodeCase<'a> = (&'a str, &'a str, &'a str);
+
+/// Each case's `decode --gpu` and `transcode --gpu` warn with its reason and write the CPU path's
+/// files.
+fn decode_falls_back(cases: &[DecodeCase]) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = material(tmp.path());
     let bundle = tmp.path().join("b.texset");
@@ -109,14 +136,7 @@ fn gpu_decode_failures_fall_back_to_the_cpu_decoder() {
     let expected_ktx2 = folder_bytes(&reference_ktx2);
     assert!(!expected_ktx2.is_empty());
 
-    let mut cases: Vec<(&str, &str, &str)> = vec![
-        ("no adapter", "gpu-no-adapter", "no GPU adapter (simulated"),
-        ("no device", "gpu-device", "failed to create a device (simulated"),
-    ];
-    if has_adapter() {
-        cases.push(("device lost at the second map", "gpu-lost-at-step=1", "device lost at map 1"));
-    }
-    for (what, fault, reason) in cases {
+    for &(what, fault, reason) in cases {
         let out = tmp.path().join(fault);
         let run = texset(&["decode", bundle.to_str().unwrap(), "-o", out.to_str().unwrap(), "--gpu"], &[("TEXSET_FAULT", fault)]);
         let stderr = String::from_utf8_lossy(&run.stderr);

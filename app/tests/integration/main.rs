@@ -5,7 +5,6 @@
 mod bad_input;
 mod batch;
 mod cli;
-mod common;
 mod crash;
 mod gpu_fallback;
 mod studio;

@@ -3,7 +3,7 @@
 //! and that the source folders' bytes and modification times are unchanged.
 #![allow(clippy::unwrap_used)]
 
-use crate::common::sample_folders;
+use texset_testkit::sample_dirs;
 
 use eframe::egui;
 use egui_kittest::Harness;
@@ -48,7 +48,7 @@ fn step_until(harness: &mut Harness<'_, StudioApp>, what: &str, limit: Duration,
 
 #[test]
 fn studio_loads_trains_changes_a_budget_exports_and_restores() {
-    let folders = sample_folders();
+    let folders = sample_dirs();
     assert!(folders.len() >= 2, "sample_textures is missing");
     let before = snapshot(&folders);
     let data_dir = tempfile::tempdir().unwrap();
@@ -160,7 +160,7 @@ fn a_bad_folder_is_a_problem_listed_not_a_crash() {
     let bad = dir.path().join("broken");
     std::fs::create_dir(&bad).unwrap();
     std::fs::write(bad.join("broken_basecolor.png"), b"not a png").unwrap();
-    let good = sample_folders().into_iter().next().unwrap();
+    let good = sample_dirs().into_iter().next().unwrap();
     let settings = Settings::default();
     let app = StudioApp::with_repaint(settings, vec![bad.clone(), good], None, None, Arc::new(|| {})).unwrap();
     let mut harness = new_harness(app);
@@ -174,7 +174,7 @@ fn a_bad_folder_is_a_problem_listed_not_a_crash() {
 #[test]
 fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
     // A copy of one sample material the test may change (the samples themselves are never written).
-    let source = sample_folders().into_iter().find(|p| p.ends_with("bricks")).unwrap();
+    let source = sample_dirs().into_iter().find(|p| p.ends_with("bricks")).unwrap();
     let work = tempfile::tempdir().unwrap();
     let folder = work.path().join("bricks");
     std::fs::create_dir(&folder).unwrap();
@@ -237,7 +237,7 @@ fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
 
 #[test]
 fn pause_holds_training_and_resume_continues_it() {
-    let folders = sample_folders();
+    let folders = sample_dirs();
     let data_dir = tempfile::tempdir().unwrap();
     // Long enough that it cannot finish during the test; it is cancelled at the end.
     let settings = Settings { preset: Preset::Fast, steps: Some(100_000), ..Settings::default() };

@@ -2,14 +2,14 @@
 //! GLSL by glslangValidator where it is installed, as in CI).
 #![allow(clippy::unwrap_used)]
 
-use crate::common;
-
+use texset_core::params::MAX_MLP_WIDTH;
 use texset_shaders::export::{ExternalCheck, external_check};
-use texset_shaders::{EntryPoint, ShaderLang, export_shader};
+use texset_shaders::{EntryPoint, GpuError, GpuModel, ShaderLang, export_shader};
+use texset_testkit::{tiny_bundle, tiny_bundle_with_widths};
 
 #[test]
 fn every_language_exports_and_validates() {
-    let bundle = common::tiny_bundle();
+    let bundle = tiny_bundle();
     let dir = tempfile::tempdir().unwrap();
     let mut external = Vec::new();
     for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
@@ -46,8 +46,27 @@ fn every_language_exports_and_validates() {
 
 #[test]
 fn oversized_model_is_a_clear_error() {
-    let mut bundle = common::tiny_bundle();
+    let mut bundle = tiny_bundle();
     bundle.manifest.pe_frequencies = 200;
     let error = export_shader(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap).unwrap_err().to_string();
     assert!(error.contains("MLP width"), "{error}");
+}
+
+/// The widest decoder training accepts (`MAX_MLP_WIDTH`, the limit `texset compress --decoder`
+/// checks) is one the GPU decoder lays out and every language exports; one value wider is refused.
+#[test]
+fn the_widest_decoder_training_accepts_exports_and_a_wider_one_is_refused() {
+    let widest = MAX_MLP_WIDTH as u32;
+    let bundle = tiny_bundle_with_widths(&[widest, widest]);
+    let model = GpuModel::new(&bundle).unwrap();
+    assert!(model.constants.contains(&format!("const MAX_WIDTH: u32 = {widest}u;")), "{}", model.constants);
+    for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
+        // Each export is validated by naga on the way out.
+        export_shader(&bundle, lang, EntryPoint::DecodeMap).unwrap_or_else(|e| panic!("{lang:?}: {e}"));
+    }
+    let wider = tiny_bundle_with_widths(&[widest + 1]);
+    match GpuModel::new(&wider).map(|_| ()) {
+        Err(GpuError::ModelTooLarge { got, limit, .. }) => assert_eq!((got, limit), (MAX_MLP_WIDTH + 1, MAX_MLP_WIDTH)),
+        other => panic!("a decoder wider than MAX_MLP_WIDTH was not refused: {other:?}"),
+    }
 }

@@ -3,10 +3,10 @@
 //! tiny library; the image is not blank and changes as the lights move.
 #![allow(clippy::unwrap_used)]
 
-use crate::common::{tiny_bundle, tiny_bundle_with_mips};
 use texset_core::Decoder;
 use texset_shaders::preview::{PreviewRenderer, PreviewUniforms, Shape, map_lod, shade};
 use texset_shaders::request_device;
+use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle, tiny_bundle_with_mips};
 
 const SLOT_KINDS: [&str; 7] = ["basecolor", "normal", "roughness", "metallic", "ao", "orm", "emissive"];
 
@@ -24,13 +24,12 @@ fn lod_filtered_preview_matches_cpu_reference() {
 
 fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filter: bool, name: &str) {
     let cpu = Decoder::new(bundle);
-    let Some((adapter, device, queue)) = request_device().unwrap() else {
-        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): {name} did not run");
+    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
         return;
     };
     println!("adapter: {}", adapter.get_info().name);
     if !texset_shaders::renders_fragment_format(&adapter) {
-        println!("SKIPPED: {} cannot render to Rgba32Float (a GL adapter?): {name} did not run", adapter.get_info().name);
+        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
         return;
     }
     let mut renderer = PreviewRenderer::new(&device, bundle, wgpu::TextureFormat::Rgba32Float).unwrap();

@@ -1,13 +1,11 @@
 //! Bundle round trip and rejection of corrupted bytes.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use crate::common;
-
 use texset_core::bundle::{Bundle, BundleError};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
 
 fn small_bundle() -> Vec<u8> {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let options = CompressOptions { steps: 20, batch_texels: 1024, ..CompressOptions::default() };
     compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle_bytes
 }
@@ -254,7 +252,7 @@ fn mutated_bundles_with_valid_checksums_never_panic() {
 fn every_weight_format_trains_packs_and_round_trips() {
     use texset_core::decode::Decoder;
     use texset_core::quant::WeightFormat;
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let mut sizes = Vec::new();
     for format in WeightFormat::ALL {
         let options = CompressOptions { steps: 40, batch_texels: 1024, weight_format: format, ..CompressOptions::default() };

@@ -1,25 +1,21 @@
 //! The burn-wgpu training path on whatever adapter wgpu finds (lavapipe in CI), checked against
-//! the CPU reference. Skipped, loudly, when the machine has no adapter at all.
+//! the CPU reference. Skipped, and counted as skipped by CI, when the machine has no adapter at all.
 #![allow(clippy::unwrap_used, missing_docs)]
-
-use crate::common;
 
 use texset_core::burn_model::NtcModel;
 use texset_core::burn_train::{adapters, device_for};
 use texset_core::decode::Decoder;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
+use texset_testkit::gpu_or_skip;
 
 #[test]
 fn burn_wgpu_trains_and_its_forward_matches_the_cpu_reference() {
     let found = adapters();
-    if found.is_empty() {
-        eprintln!(
-            "SKIPPED: no wgpu adapter on this machine (install mesa-vulkan-drivers for lavapipe); the GPU training path was NOT tested"
-        );
+    if gpu_or_skip("burn_wgpu_trains_and_its_forward_matches_the_cpu_reference", found.first()).is_none() {
         return;
     }
     eprintln!("wgpu adapters: {found:?}");
-    let set = common::small_set(16);
+    let set = texset_testkit::small_set(16);
     let options = CompressOptions { steps: 12, batch_texels: 512, backend: Backend::Wgpu, ..CompressOptions::default() };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     assert!(out.report.train.backend.contains("wgpu"), "{}", out.report.train.backend);
@@ -34,7 +30,7 @@ fn burn_wgpu_trains_and_its_forward_matches_the_cpu_reference() {
     let map = &manifest.materials[0].maps[0];
     let n = 64;
     let uv: Vec<f32> = (0..n).flat_map(|i| [(i as f32 + 0.5) / n as f32, ((i * 7) % n) as f32 / (n - 1) as f32]).collect();
-    let y = common::burn_decode(&model, &device, &uv, &map.latent_channels, lc);
+    let y = texset_testkit::burn_decode(&model, &device, &uv, &map.latent_channels, lc);
     let mut texel = [0.0f32; 4];
     let mut worst = 0.0f32;
     for i in 0..n {

@@ -1,8 +1,6 @@
 //! Ingest: real shared sets, the samples, naming, and every error naming its file.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
 use texset_core::MapKind;
 use texset_core::ingest::{IngestError, IngestReport, load_library, load_material};
@@ -19,8 +17,8 @@ fn write_png(path: &Path, width: u32, height: u32, channels: u8) {
 
 #[test]
 fn every_shared_material_ingests() {
-    let Some(root) = common::shared_textures() else {
-        eprintln!("SKIPPED: ../shared/textures is absent; the shared-set ingest test did not run");
+    let Some(root) = texset_testkit::shared_textures() else {
+        texset_testkit::skip("every_shared_material_ingests", "../shared/textures is absent");
         return;
     };
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
@@ -48,7 +46,7 @@ fn every_shared_material_ingests() {
 
 #[test]
 fn sample_textures_ingest_as_one_library() {
-    let (set, report) = load_library(&common::sample_dirs()).unwrap();
+    let (set, report) = load_library(&texset_testkit::sample_dirs()).unwrap();
     assert_eq!(set.materials.len(), 5);
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     let metal = set.materials.iter().find(|m| m.name == "metal_plates").unwrap();

@@ -2,8 +2,6 @@
 //! existing material decodes to the same bytes as before.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use crate::common;
-
 use std::path::PathBuf;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
@@ -15,11 +13,11 @@ use texset_core::{Cancel, CompressOptions, NoProgress, compress};
 
 fn material(name: &str, size: u32, phase: f32, tint: f32) -> Material {
     let s = size as f32;
-    let base = common::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
+    let base = texset_testkit::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
         let (u, v) = (x as f32 / s, y as f32 / s);
         (0.4 + 0.25 * (u * 7.0 + phase).sin() * (v * 5.0 - phase).cos()) * (1.0 + tint * (c as f32 - 1.0))
     });
-    let rough = common::texture(MapKind::Roughness, size, size, 1, move |x, y, _| {
+    let rough = texset_testkit::texture(MapKind::Roughness, size, size, 1, move |x, y, _| {
         let (u, v) = (x as f32 / s, y as f32 / s);
         0.5 + 0.3 * (u * 4.0 - v * 6.0 + phase).sin()
     });

@@ -4,7 +4,6 @@
 //! are kept in `target/ci-artifacts/lit_quad/` (CI's artifact folder).
 #![allow(clippy::unwrap_used)]
 
-use crate::common;
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
 
 #[path = "../../../shaders/examples/lit_quad.rs"]
@@ -17,7 +16,7 @@ fn luminance(p: &[f32]) -> f32 {
 
 #[test]
 fn lit_quad_example_renders_the_bundle_as_the_cpu_reference_does() {
-    let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/bricks")]).unwrap();
+    let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
     let options = CompressOptions { steps: 150, seed: 3, ..CompressOptions::default() };
     let bundle = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle;
     // Through the file format, as an engine gets it.
@@ -26,12 +25,14 @@ fn lit_quad_example_renders_the_bundle_as_the_cpu_reference_does() {
     let size = 128u32;
     let cpu = example::render_cpu(&bundle, 0, size).unwrap();
     let Some(gpu) = example::render_gpu(&bundle, 0, size).unwrap() else {
-        println!(
-            "SKIPPED: no wgpu adapter that renders to Rgba32Float (install mesa-vulkan-drivers for lavapipe): the GPU half of the lit-quad test did not run"
+        // Without the GPU half nothing is compared: the whole test is skipped.
+        texset_testkit::skip_gpu(
+            "lit_quad_example_renders_the_bundle_as_the_cpu_reference_does",
+            "no wgpu adapter that renders to Rgba32Float (apt-get install mesa-vulkan-drivers for lavapipe)",
         );
         return;
     };
-    let artifacts = common::repo_root().join("target/ci-artifacts/lit_quad");
+    let artifacts = texset_testkit::repo_root().join("target/ci-artifacts/lit_quad");
     std::fs::create_dir_all(&artifacts).unwrap();
     std::fs::write(artifacts.join("gpu.png"), example::to_png(&gpu, size).unwrap()).unwrap();
     std::fs::write(artifacts.join("cpu.png"), example::to_png(&cpu, size).unwrap()).unwrap();

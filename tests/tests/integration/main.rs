@@ -3,7 +3,6 @@
 #![allow(missing_docs)]
 
 mod bundle_roundtrip;
-mod common;
 mod gpu_path;
 mod ingest;
 mod library_add;

@@ -3,7 +3,6 @@
 // Exact float comparisons are the point here: the same decode must give the same bits.
 #![allow(clippy::unwrap_used, clippy::float_cmp)]
 
-use crate::common::texture;
 use std::path::PathBuf;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
@@ -11,6 +10,7 @@ use texset_core::metrics::SquaredError;
 use texset_core::options::Backend;
 use texset_core::set::{MapKind, Material, TextureSet};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+use texset_testkit::texture;
 
 /// A material with detail at every scale (so every mip level has something to learn and a level
 /// decoded from level 0's latents aliases): base colour, a bumpy normal map, roughness at half size.
@@ -61,7 +61,7 @@ fn level_psnr(set: &TextureSet, decoder: &Decoder) -> Vec<f64> {
 #[test]
 fn every_mip_level_is_trained_and_round_trips() {
     // The bricks sample (256², five maps): detail at every scale, like a real material.
-    let bricks: Vec<PathBuf> = crate::common::sample_dirs().into_iter().filter(|d| d.ends_with("bricks")).collect();
+    let bricks: Vec<PathBuf> = texset_testkit::sample_dirs().into_iter().filter(|d| d.ends_with("bricks")).collect();
     let (set, _) = texset_core::ingest::load_library(&bricks).unwrap();
     let with = compress(&set, &options(true), &NoProgress, &Cancel::new()).unwrap();
     let without = compress(&set, &options(false), &NoProgress, &Cancel::new()).unwrap();

@@ -2,7 +2,6 @@
 //! `--weight-quant`): what each schedule does, and QAT's known win at low latent bits.
 #![allow(clippy::unwrap_used)]
 
-use crate::common;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::options::Quantisation;
@@ -13,7 +12,7 @@ use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
 
 #[test]
 fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
-    let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let qat = CompressOptions {
         steps: 1000,
         backend: Backend::Cpu,
@@ -62,7 +61,7 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
 #[test]
 fn auto_quantisation_picks_the_measured_winner() {
     use texset_core::quant::WeightFormat;
-    let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let options = CompressOptions { steps: 1000, ..CompressOptions::default() };
     assert_eq!((options.latent_quantisation, options.weight_quantisation), (Quantisation::Auto, Quantisation::Auto));
     let with = |bits: u32, format: WeightFormat| {

@@ -2,7 +2,6 @@
 //! runs, the best and the preset's shape in full, a cache that starts a similar set warm.
 #![allow(clippy::unwrap_used)]
 
-use crate::common;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::search::{SearchOptions, SearchSpace, Source, Strategy, search_precision};
@@ -21,7 +20,7 @@ fn small_space() -> SearchSpace {
 
 #[test]
 fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
-    let (set, _) = texset_core::ingest::load_library(&[common::repo_root().join("sample_textures/bricks")]).unwrap();
+    let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
     let base = CompressOptions { steps: 200, seed: 5, ..CompressOptions::default() };
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache/search.json");
@@ -88,16 +87,16 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
     let cached = texset_core::search::SearchCache::read(&cache).unwrap();
     assert_eq!(cached.searches.len(), 2);
 
-    // A point that cannot fit the rate (a decoder of a megabyte) is skipped without training,
-    // and said so.
+    // A point that cannot fit the rate (a decoder of a quarter megabyte, as wide as training
+    // allows) is skipped without training, and said so.
     let mut tight = SearchOptions::new(Strategy::Grid, 3.0, 100);
-    tight.space = SearchSpace { latent_bits: vec![4], hidden_widths: vec![vec![64, 48, 32], vec![1024, 1024]], ..small_space() };
+    tight.space = SearchSpace { latent_bits: vec![4], hidden_widths: vec![vec![64, 48, 32], vec![512, 512]], ..small_space() };
     tight.short_fraction = 0.05;
     tight.finalists = 0;
     let (_, tight_report) = search_precision(&set, &base, &tight, &NoProgress, &Cancel::new(), &|_| {}, &|_| {}).unwrap();
     assert_eq!(tight_report.trials.len(), 1);
     assert_eq!(tight_report.infeasible.len(), 1);
-    assert_eq!(tight_report.infeasible[0].hidden_widths, vec![1024, 1024]);
+    assert_eq!(tight_report.infeasible[0].hidden_widths, vec![512, 512]);
     assert_eq!(tight_report.finals.len(), 1);
 
     // A decode-cost cap at the base shape's own multiply-adds: the points that cost more are

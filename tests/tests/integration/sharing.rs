@@ -1,8 +1,6 @@
 //! Sharing across a set: exact duplicates stored once, flat maps with no latent channels.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use crate::common;
-
 use std::path::PathBuf;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
@@ -20,7 +18,7 @@ fn options() -> CompressOptions {
 fn colourways(size: u32) -> TextureSet {
     let s = size as f32;
     let normal = || {
-        common::texture(MapKind::Normal, size, size, 3, |x, y, c| {
+        texset_testkit::texture(MapKind::Normal, size, size, 3, |x, y, c| {
             let (u, v) = (x as f32 / s, y as f32 / s);
             match c {
                 0 => 0.5 + 0.3 * (u * 11.0).sin(),
@@ -30,7 +28,7 @@ fn colourways(size: u32) -> TextureSet {
         })
     };
     let base = |tint: f32| {
-        common::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
+        texset_testkit::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
             let (u, v) = (x as f32 / s, y as f32 / s);
             // A pattern shifted with the tint: not a colour transform of the other colourway.
             (0.3 + 0.2 * (u * 6.0 + v * 4.0 + 3.0 * tint).sin()) * (1.0 + tint * (c as f32 - 1.0))
@@ -82,8 +80,8 @@ fn a_shared_output_with_another_budget_is_rejected() {
 fn flat_and_noisy(size: u32) -> TextureSet {
     let mut rng = texset_core::train::Rng::new(3, 0, 0);
     let noise: Vec<f32> = (0..size * size * 3).map(|_| rng.next_f32()).collect();
-    let base = common::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
-    let metal = common::texture(MapKind::Metallic, size, size, 1, |_, _, _| 0.8);
+    let base = texset_testkit::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
+    let metal = texset_testkit::texture(MapKind::Metallic, size, size, 1, |_, _, _| 0.8);
     TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![base, metal] }] }
 }
 
@@ -123,8 +121,8 @@ fn near_flat_and_noisy(size: u32) -> TextureSet {
     let mut rng = texset_core::train::Rng::new(5, 0, 0);
     let noise: Vec<f32> = (0..size * size * 3).map(|_| rng.next_f32()).collect();
     let grain: Vec<f32> = (0..size * size).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
-    let base = common::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
-    let rough = common::texture(MapKind::Roughness, size, size, 1, |x, y, _| 0.6 + grain[(y * size + x) as usize] * 3.0 / 255.0);
+    let base = texset_testkit::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
+    let rough = texset_testkit::texture(MapKind::Roughness, size, size, 1, |x, y, _| 0.6 + grain[(y * size + x) as usize] * 3.0 / 255.0);
     TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![base, rough] }] }
 }
 
@@ -208,8 +206,8 @@ fn affine_colourways(size: u32) -> TextureSet {
         let (u, v) = (x as f32 / s, y as f32 / s);
         0.45 + 0.3 * (u * 6.0 + v * 4.0 + c as f32).sin() * (v * 5.0 - c as f32 * 0.7).cos()
     };
-    let red = common::texture(MapKind::Basecolor, size, size, 3, colour);
-    let blue = common::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
+    let red = texset_testkit::texture(MapKind::Basecolor, size, size, 3, colour);
+    let blue = texset_testkit::texture(MapKind::Basecolor, size, size, 3, move |x, y, c| {
         let (r, g, b) = (colour(x, y, 0), colour(x, y, 1), colour(x, y, 2));
         match c {
             0 => 0.2 * r + 0.1 * g + 0.05,

@@ -1,8 +1,6 @@
 //! Training quality, determinism, resume, budgets and the decoder against the burn model.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use crate::common;
-
 use texset_core::bundle::Bundle;
 use texset_core::burn_model::NtcModel;
 use texset_core::decode::Decoder;
@@ -32,7 +30,7 @@ fn mean_predictor_psnr(set: &texset_core::TextureSet) -> f64 {
 
 #[test]
 fn training_reaches_a_psnr_floor_a_broken_model_cannot() {
-    let set = common::small_set(64);
+    let set = texset_testkit::small_set(64);
     let out = compress(&set, &quick_options(), &NoProgress, &Cancel::new()).unwrap();
     let eval = evaluate(&set, &Decoder::new(&out.bundle), true).unwrap();
     let baseline = mean_predictor_psnr(&set);
@@ -47,7 +45,7 @@ fn training_reaches_a_psnr_floor_a_broken_model_cannot() {
 
 #[test]
 fn same_seed_same_bundle_and_other_seed_other_bundle() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let o = CompressOptions { steps: 30, batch_texels: 1024, ..CompressOptions::default() };
     let a = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
     let b = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
@@ -81,7 +79,7 @@ impl Progress for CancelAt {
 
 #[test]
 fn cancel_then_resume_gives_the_uninterrupted_bundle() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let dir = tempfile::tempdir().unwrap();
     let checkpoint = dir.path().join("run.ckpt");
     let base = CompressOptions { steps: 120, batch_texels: 1024, ..CompressOptions::default() };
@@ -103,7 +101,7 @@ fn cancel_then_resume_gives_the_uninterrupted_bundle() {
 
 #[test]
 fn manual_budgets_reach_the_manifest() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let mut o = CompressOptions { steps: 10, batch_texels: 512, ..CompressOptions::default() };
     o.budgets.insert("roughness".into(), 4);
     let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
@@ -118,7 +116,7 @@ fn manual_budgets_reach_the_manifest() {
 
 #[test]
 fn cpu_reference_decoder_matches_the_burn_model() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let out = compress(&set, &CompressOptions { steps: 60, batch_texels: 1024, ..CompressOptions::default() }, &NoProgress, &Cancel::new())
         .unwrap();
     let decoder = Decoder::new(&out.bundle);
@@ -143,7 +141,7 @@ fn cpu_reference_decoder_matches_the_burn_model() {
                 uv.push(u);
                 uv.push(v);
             }
-            let y = common::burn_decode(&model, &device, &uv, &map.latent_channels, lc);
+            let y = texset_testkit::burn_decode(&model, &device, &uv, &map.latent_channels, lc);
             let oc = manifest.output_channels();
             let mut texel = [0.0f32; 4];
             for i in 0..n {
@@ -162,7 +160,7 @@ fn cpu_reference_decoder_matches_the_burn_model() {
 
 #[test]
 fn fused_trainer_gradients_match_burn_autodiff() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let (layout, _) = analyse(&set, &CompressOptions::default()).unwrap();
     let params = initial_params(&set, &layout, 3);
     let sampler = Sampler::new(&set, &layout);
@@ -196,7 +194,7 @@ fn fused_trainer_gradients_match_burn_autodiff() {
 
 #[test]
 fn budget_gate_gradients_match_finite_differences() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let (layout, _) = analyse(&set, &CompressOptions::default()).unwrap();
     let params = initial_params(&set, &layout, 3);
     let mut sampler = Sampler::new(&set, &layout);
@@ -245,7 +243,7 @@ fn pruned_options(method: PruneMethod) -> CompressOptions {
 
 #[test]
 fn channels_removed_during_training_leave_the_bundle() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let l1 = compress(&set, &pruned_options(PruneMethod::L1), &NoProgress, &Cancel::new()).unwrap();
     let grids: Vec<u32> = l1.bundle.manifest.grids.iter().map(|g| g.channels).collect();
     assert_eq!(grids, vec![6, 8]);
@@ -279,7 +277,7 @@ fn channels_removed_during_training_leave_the_bundle() {
 
 #[test]
 fn a_run_resumed_after_the_removal_gives_the_uninterrupted_bundle() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let dir = tempfile::tempdir().unwrap();
     let checkpoint = dir.path().join("run.ckpt");
     let base = pruned_options(PruneMethod::L1);
@@ -298,7 +296,7 @@ fn a_run_resumed_after_the_removal_gives_the_uninterrupted_bundle() {
 
 #[test]
 fn a_run_that_learns_budgets_resumes_before_and_after_the_cut_to_the_uninterrupted_bundle() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     let dir = tempfile::tempdir().unwrap();
     let checkpoint = dir.path().join("run.ckpt");
     // The cut is at step 36 of 120.
@@ -346,7 +344,7 @@ impl Progress for EverySnapshot {
 
 #[test]
 fn learned_budgets_cut_after_a_step_and_previews_show_only_the_cut_model() {
-    let set = common::small_set(32);
+    let set = texset_testkit::small_set(32);
     // 5% of 10 steps rounds to step 0, before anything trained: the cut waits for step 1.
     let options = CompressOptions {
         steps: 10,
@@ -367,7 +365,7 @@ fn learned_budgets_cut_after_a_step_and_previews_show_only_the_cut_model() {
 
 #[test]
 fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
-    let set = common::small_set(64);
+    let set = texset_testkit::small_set(64);
     let dir = tempfile::tempdir().unwrap();
     let first = compress(&set, &quick_options(), &NoProgress, &Cancel::new()).unwrap();
     let path = dir.path().join("first.texset");
@@ -385,7 +383,7 @@ fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
     assert!(tuned_db > scratch_db + 3.0, "the fine-tune did not start from the bundle: {tuned_db:.2} vs {scratch_db:.2} dB");
 
     // A bundle of another shape is a clear error naming it.
-    let other = common::small_set(32);
+    let other = texset_testkit::small_set(32);
     let wide = CompressOptions { hidden_widths: vec![32, 16], ..quick_options() };
     let err = compress(&other, &CompressOptions { init_from: Some(path.clone()), ..wide }, &NoProgress, &Cancel::new()).unwrap_err();
     let message = err.to_string();

@@ -1,5 +1,4 @@
-//! A small hand-built bundle shared by the GPU tests.
-#![allow(clippy::unwrap_used, dead_code)]
+//! A small hand-built bundle for the GPU tests (texset-shaders') and the limits both sides share.
 
 use texset_core::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat};
 use texset_core::quant::QuantizedLayer;
@@ -50,12 +49,24 @@ fn map(
 
 /// A two-material library with varied grids (4- and 3-bit), budgets, colour spaces, a DirectX
 /// normal map and a float-range map; validated by the bundle writer.
+#[must_use]
 pub fn tiny_bundle() -> Bundle {
     tiny_bundle_with_mips(1)
 }
 
 /// [`tiny_bundle`] with a latent pyramid of `mip_levels` levels (1: none) and the LOD input.
+#[must_use]
 pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
+    build(mip_levels, &[16, 12])
+}
+
+/// [`tiny_bundle`] with these hidden layer widths (its own are 16 and 12).
+#[must_use]
+pub fn tiny_bundle_with_widths(hidden_widths: &[u32]) -> Bundle {
+    build(1, hidden_widths)
+}
+
+fn build(mip_levels: u32, hidden_widths: &[u32]) -> Bundle {
     let mut rng = Rng(0x007E_75E7);
     let grids = vec![
         GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0] },
@@ -80,7 +91,9 @@ pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
     let pe_frequencies = 2;
     let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
     // Outputs: m/basecolor 3, m/roughness 1, n/normal 3, n/height 1.
-    let widths = [latent_channels + 4 * pe_frequencies + u32::from(mip_levels > 1), 16, 12, 8];
+    let mut widths = vec![latent_channels + 4 * pe_frequencies + u32::from(mip_levels > 1)];
+    widths.extend_from_slice(hidden_widths);
+    widths.push(8);
     let mut layers = Vec::new();
     let mut layer_entries = Vec::new();
     for (i, pair) in widths.windows(2).enumerate() {
@@ -149,6 +162,7 @@ pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
 }
 
 /// The tiny bundle with its decoder's weights stored in `format` (the int8 weights requantised).
+#[must_use]
 pub fn tiny_bundle_in(format: WeightFormat) -> Bundle {
     let mut bundle = tiny_bundle();
     for (layer, entry) in bundle.layers.iter_mut().zip(&mut bundle.manifest.layers) {

@@ -1,30 +1,7 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code, clippy::unwrap_used, clippy::missing_panics_doc, missing_docs)]
+//! Synthetic texture sets for tests that train.
 
 use std::path::PathBuf;
 use texset_core::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
-
-/// The repository root.
-#[must_use]
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// `../shared/textures` beside the checkout, if present.
-#[must_use]
-pub fn shared_textures() -> Option<PathBuf> {
-    let p = repo_root().parent()?.join("shared").join("textures");
-    p.is_dir().then_some(p)
-}
-
-/// The sample material folders, sorted.
-#[must_use]
-pub fn sample_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> =
-        std::fs::read_dir(repo_root().join("sample_textures")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    dirs
-}
 
 /// A synthetic texture from a function of (x, y, c).
 pub fn texture(kind: MapKind, width: u32, height: u32, channels: u32, f: impl Fn(u32, u32, u32) -> f32) -> Texture {
@@ -70,6 +47,7 @@ pub fn small_set(size: u32) -> TextureSet {
 
 /// Decodes `uv` pairs (`[n][2]`) through a burn model with one texture's channel budget applied
 /// to every sample; returns `[n][output_channels]` clamped outputs.
+#[cfg(feature = "train")]
 #[must_use]
 pub fn burn_decode(
     model: &texset_core::burn_model::NtcModel,
