@@ -125,7 +125,11 @@ impl StudioApp {
         // background work leaves one to them.
         let software = render_state.is_some_and(|rs| rs.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
         let background = if software { worker::Background::leaving_one_core() } else { worker::Background::all_cores() };
-        let device = if software { format!("{device}; background work on {} of the cores, one left to the renderer", background.threads()) } else { device };
+        let device = if software {
+            format!("{device}; background work on {} of the cores, one left to the renderer", background.threads())
+        } else {
+            device
+        };
         let session = Session::new(settings, device, data_dir, repaint, background)?;
         Ok(Self {
             session,

@@ -280,7 +280,7 @@ fn pause_holds_training_and_resume_continues_it() {
 
 #[test]
 fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
-    let folders = sample_folders();
+    let folders = sample_dirs();
     let data_dir = tempfile::tempdir().unwrap();
     let settings = Settings { preset: Preset::Fast, steps: Some(40), ..Settings::default() };
     let app = StudioApp::with_repaint(settings, folders, None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();

@@ -119,9 +119,10 @@ fn studio_window_renders_the_preview_and_the_lights_move_it() {
 /// The screenshots are kept in `target/ci-artifacts/studio-live/`.
 #[test]
 fn studio_stays_alive_with_the_preview_open_while_it_trains() {
+    const NAME: &str = "studio_stays_alive_with_the_preview_open_while_it_trains";
     for (program, arg) in [("Xvfb", "-help"), ("xdotool", "version"), ("import", "-version")] {
         if !have(program, arg) {
-            println!("SKIPPED: {program} is not installed (apt-get install xvfb xdotool imagemagick): the live studio test did not run");
+            texset_testkit::skip(NAME, &format!("{program} is not installed (apt-get install xvfb xdotool imagemagick)"));
             return;
         }
     }
@@ -133,7 +134,7 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
     let log_path = out.join("studio.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut args = vec!["studio".to_owned(), "--steps".into(), "1500".into()];
-    args.extend(sample_folders().iter().map(|p| p.display().to_string()));
+    args.extend(sample_dirs().iter().map(|p| p.display().to_string()));
     let mut studio = Child(
         Command::new(env!("CARGO_BIN_EXE_texset"))
             .args(&args)
@@ -159,7 +160,7 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
         if let Some(status) = studio.0.try_wait().unwrap() {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             println!("{log}");
-            println!("SKIPPED: the studio window could not open here (exit {status}); see its log above");
+            texset_testkit::skip_gpu(NAME, &format!("the studio window could not open here (exit {status}); see its log above"));
             return;
         }
         assert!(start.elapsed() < Duration::from_mins(3), "no studio window after 3 minutes");

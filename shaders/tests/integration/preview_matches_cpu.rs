@@ -103,12 +103,11 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
 #[test]
 fn preview_drawn_in_bands_and_sides_equals_one_pass() {
     let name = "preview_drawn_in_bands_and_sides_equals_one_pass";
-    let Some((adapter, device, queue)) = request_device().unwrap() else {
-        println!("SKIPPED: no wgpu adapter (no GPU or software Vulkan driver): {name} did not run");
+    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
         return;
     };
     if !texset_shaders::renders_fragment_format(&adapter) {
-        println!("SKIPPED: {} cannot render to Rgba32Float (a GL adapter?): {name} did not run", adapter.get_info().name);
+        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
         return;
     }
     let (width, height) = (64, 30);
