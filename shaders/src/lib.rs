@@ -548,36 +548,54 @@ pub fn render_rgba32f(
         view_formats: &[],
     });
     let view = target.create_view(&wgpu::TextureViewDescriptor::default());
-    let padded_row = (u64::from(width) * 16).next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    draw(&mut encoder, &view);
+    let bytes = read_texture(device, queue, encoder, &target, [width, height], 16, scope)?;
+    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
+/// Copies `texture` (`size`, `texel_bytes` per texel, made with `COPY_SRC`) out after the work
+/// in `encoder`, submits, waits and returns its rows tightly packed (the copy's row padding
+/// dropped). Errors raised inside `scope` are returned.
+pub(crate) fn read_texture(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    mut encoder: wgpu::CommandEncoder,
+    texture: &wgpu::Texture,
+    size: [u32; 2],
+    texel_bytes: u32,
+    scope: wgpu::ErrorScopeGuard,
+) -> Result<Vec<u8>, GpuError> {
+    let [width, height] = size;
+    let row = u64::from(width) * u64::from(texel_bytes);
+    let padded_row = row.next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
     let staging = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
+        label: Some("texset texture read-back"),
         size: padded_row * u64::from(height),
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-    draw(&mut encoder, &view);
     encoder.copy_texture_to_buffer(
-        target.as_image_copy(),
+        texture.as_image_copy(),
         wgpu::TexelCopyBufferInfo {
             buffer: &staging,
             layout: wgpu::TexelCopyBufferLayout {
                 offset: 0,
-                bytes_per_row: Some(to_u32("render target row", padded_row as usize)?),
+                bytes_per_row: Some(to_u32("texture row", padded_row as usize)?),
                 rows_per_image: None,
             },
         },
-        size,
+        wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
     );
-    let padded = map_read(device, queue, encoder, &staging, scope)?;
-    let mut out = Vec::with_capacity(width as usize * height as usize * 4);
-    for row in padded.chunks_exact(padded_row as usize / 4) {
-        out.extend_from_slice(&row[..width as usize * 4]);
+    let padded = map_read_bytes(device, queue, encoder, &staging, scope)?;
+    let mut out = Vec::with_capacity((row * u64::from(height)) as usize);
+    for line in padded.chunks_exact(padded_row as usize) {
+        out.extend_from_slice(&line[..row as usize]);
     }
     Ok(out)
 }
 
-/// Submits `encoder`, reports validation errors of the scope, waits and maps `staging`.
+/// Submits `encoder`, reports validation errors of the scope, waits and maps `staging` as f32s.
 fn map_read(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
@@ -585,6 +603,18 @@ fn map_read(
     staging: &wgpu::Buffer,
     scope: wgpu::ErrorScopeGuard,
 ) -> Result<Vec<f32>, GpuError> {
+    let bytes = map_read_bytes(device, queue, encoder, staging, scope)?;
+    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
+/// Submits `encoder`, reports validation errors of the scope, waits and maps `staging`.
+fn map_read_bytes(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    encoder: wgpu::CommandEncoder,
+    staging: &wgpu::Buffer,
+    scope: wgpu::ErrorScopeGuard,
+) -> Result<Vec<u8>, GpuError> {
     let submission = submit(queue, encoder, scope)?;
     let (sender, receiver) = mpsc::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |result| {
@@ -593,12 +623,9 @@ fn map_read(
     });
     device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })?;
     receiver.recv().map_err(|_| GpuError::Wgpu("the read-back callback never ran".into()))??;
-    let values = {
-        let view = staging.get_mapped_range(..).map_err(|e| GpuError::Wgpu(format!("{e:?}")))?;
-        view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-    };
+    let bytes = staging.get_mapped_range(..).map_err(|e| GpuError::Wgpu(format!("{e:?}")))?.to_vec();
     staging.unmap();
-    Ok(values)
+    Ok(bytes)
 }
 
 /// A pipeline drawing `vs_fullscreen`'s triangle with `fragment_entry` of `module` into one

@@ -378,44 +378,9 @@ pub fn encode_sides(
 /// Reads an `Rgba8Unorm` texture of `size` (made with `COPY_SRC`) back as tightly packed RGBA8
 /// rows, blocking until the GPU is done with it (for a preview drawn on a device of its own).
 pub fn read_rgba8(device: &wgpu::Device, queue: &wgpu::Queue, texture: &wgpu::Texture, size: [u32; 2]) -> Result<Vec<u8>, GpuError> {
-    let [width, height] = size;
-    let padded_row = (u64::from(width) * 4).next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
-    let staging = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("texset preview read-back"),
-        size: padded_row * u64::from(height),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview read-back") });
-    encoder.copy_texture_to_buffer(
-        texture.as_image_copy(),
-        wgpu::TexelCopyBufferInfo {
-            buffer: &staging,
-            layout: wgpu::TexelCopyBufferLayout {
-                offset: 0,
-                bytes_per_row: Some(to_u32("preview row", padded_row as usize)?),
-                rows_per_image: None,
-            },
-        },
-        wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
-    );
-    let submission = queue.submit(Some(encoder.finish()));
-    let (sender, receiver) = std::sync::mpsc::channel();
-    staging.map_async(wgpu::MapMode::Read, .., move |result| {
-        // The receiver outlives the poll below; a failed send only means it is gone.
-        let _ = sender.send(result);
-    });
-    device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }).map_err(|e| GpuError::Wgpu(e.to_string()))?;
-    receiver.recv().map_err(|_| GpuError::Wgpu("the read-back callback never ran".into()))?.map_err(|e| GpuError::Wgpu(e.to_string()))?;
-    let mut out = Vec::with_capacity(width as usize * height as usize * 4);
-    {
-        let view = staging.get_mapped_range(..).map_err(|e| GpuError::Wgpu(format!("{e:?}")))?;
-        for row in view.chunks_exact(padded_row as usize) {
-            out.extend_from_slice(&row[..width as usize * 4]);
-        }
-    }
-    staging.unmap();
-    Ok(out)
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview read-back") });
+    crate::read_texture(device, queue, encoder, texture, size, 4, scope)
 }
 
 /// The specialised decoder with the preview appended.

@@ -68,6 +68,53 @@ fn summarise(mut times: Vec<f64>, train_steps: u32, snapshots_shown: u64) -> UiB
     }
 }
 
+/// Waits for `app`'s library and its analysis, starts training and times `frame` at 60 Hz pacing
+/// until training ends or `limit` passes (a progress line every 10 s); then cancels it.
+fn time_training(
+    app: &mut StudioApp,
+    limit: Duration,
+    mut frame: impl FnMut(&mut StudioApp) -> anyhow::Result<f64>,
+) -> anyhow::Result<UiBench> {
+    let start = Instant::now();
+    while app.session.library.set.materials.is_empty() || app.session.analysis.is_none() {
+        anyhow::ensure!(start.elapsed() < limit, "the library did not load");
+        frame(app)?;
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    app.session.apply(Command::StartTraining);
+    let mut times = Vec::new();
+    let mut generations = 0;
+    let mut last_generation = 0;
+    let training_start = Instant::now();
+    let mut said = Instant::now();
+    while app.session.is_training() && training_start.elapsed() < limit {
+        times.push(frame(app)?);
+        if said.elapsed() > Duration::from_secs(10) {
+            said = Instant::now();
+            let slowest = times.iter().rev().take(600).copied().fold(0.0, f64::max);
+            let step = app.session.run.status.as_ref().map_or(0, |s| s.step);
+            let preview = app
+                .preview
+                .as_ref()
+                .map_or_else(String::new, |p| format!(", preview {} images in {} bands", p.images_completed, p.bands_drawn()));
+            eprintln!("ui bench: {} frames, step {step}{preview}, slowest recent frame {slowest:.1} ms", times.len());
+        }
+        if let Some(t) = &app.session.trained
+            && t.generation != last_generation
+        {
+            last_generation = t.generation;
+            generations += 1;
+        }
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    let train_steps = app.session.run.status.as_ref().map_or(0, |s| s.step);
+    let finished = app.session.run.state == RunState::Finished;
+    app.session.apply(Command::CancelTraining);
+    anyhow::ensure!(!times.is_empty(), "training ended before any frame was measured");
+    eprintln!("ui bench: training {} after {train_steps} steps", if finished { "finished" } else { "stopped at the time limit" });
+    Ok(summarise(times, train_steps, generations))
+}
+
 /// egui's renderer on a device of its own, drawing whole frames into a window-sized texture.
 struct Headless {
     render_state: RenderState,
@@ -173,59 +220,16 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
         headless.render(&ctx, output)?;
         Ok(start.elapsed().as_secs_f64() * 1e3)
     };
-    let start = Instant::now();
-    while app.session.library.set.materials.is_empty() || app.session.analysis.is_none() {
-        anyhow::ensure!(start.elapsed() < limit, "the library did not load");
-        frame(&mut app)?;
-        std::thread::sleep(Duration::from_millis(16));
-    }
-    app.session.apply(Command::StartTraining);
-    let mut times = Vec::new();
-    let mut generations = 0;
-    let mut last_generation = 0;
-    let training_start = Instant::now();
-    let mut said = Instant::now();
-    while app.session.is_training() && training_start.elapsed() < limit {
-        times.push(frame(&mut app)?);
-        if said.elapsed() > Duration::from_secs(10) {
-            said = Instant::now();
-            let slowest = times.iter().rev().take(600).copied().fold(0.0, f64::max);
-            let (images, bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
-            let step = app.session.run.status.as_ref().map_or(0, |s| s.step);
-            eprintln!(
-                "ui bench: {} frames, step {step}, preview {images} images in {bands} bands, slowest recent frame {slowest:.1} ms",
-                times.len()
-            );
-        }
-        if let Some(t) = &app.session.trained
-            && t.generation != last_generation
-        {
-            last_generation = t.generation;
-            generations += 1;
-        }
-        std::thread::sleep(Duration::from_millis(16));
-    }
-    let train_steps = app.session.run.status.as_ref().map_or(0, |s| s.step);
-    app.session.apply(Command::CancelTraining);
-    anyhow::ensure!(!times.is_empty(), "training ended before any frame was measured");
+    let frames = time_training(&mut app, limit, frame)?;
     let (preview_images, preview_bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
-    // Lights stop: the preview should converge to full resolution, frames staying bounded.
+    // Lights stop: the preview should converge to full resolution, frames staying bounded
+    // (Compare has nothing to converge).
     app.session.settings.view.lights_orbit = false;
-    if central != CentralView::Preview {
-        return Ok(PreviewBench {
-            adapter,
-            frames: summarise(times, train_steps, generations),
-            preview_images,
-            preview_bands,
-            converge_secs: None,
-            converge_max_frame_ms: 0.0,
-        });
-    }
     let converge_start = Instant::now();
     let mut converge_max_frame_ms: f64 = 0.0;
     let mut converge_secs = None;
-    // Let the last snapshot's decode and the final bundle arrive first.
-    while converge_start.elapsed() < limit {
+    let mut said = Instant::now();
+    while central == CentralView::Preview && converge_start.elapsed() < limit {
         converge_max_frame_ms = converge_max_frame_ms.max(frame(&mut app)?);
         if said.elapsed() > Duration::from_secs(10) {
             said = Instant::now();
@@ -241,14 +245,7 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
         }
         std::thread::sleep(Duration::from_millis(16));
     }
-    Ok(PreviewBench {
-        adapter,
-        frames: summarise(times, train_steps, generations),
-        preview_images,
-        preview_bands,
-        converge_secs,
-        converge_max_frame_ms,
-    })
+    Ok(PreviewBench { adapter, frames, preview_images, preview_bands, converge_secs, converge_max_frame_ms })
 }
 
 /// Loads `folders`, starts training (`steps` steps) and runs frames at 60 Hz pacing until it ends
@@ -262,38 +259,13 @@ pub fn run(folders: Vec<PathBuf>, steps: u32, limit: Duration) -> anyhow::Result
         screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1440.0, 900.0))),
         ..Default::default()
     };
-    let frame = |app: &mut StudioApp| -> f64 {
+    let frame = |app: &mut StudioApp| -> anyhow::Result<f64> {
         let start = Instant::now();
         let mut output = ctx.run_ui(input(), |ui| app.frame_ui(ui));
         let _ = ctx.tessellate(output.shapes, output.pixels_per_point);
         // No renderer here: the texture uploads (snapshots' decoded maps) are built and dropped.
         output.textures_delta.clear();
-        start.elapsed().as_secs_f64() * 1e3
+        Ok(start.elapsed().as_secs_f64() * 1e3)
     };
-    let start = Instant::now();
-    while app.session.library.set.materials.is_empty() {
-        anyhow::ensure!(start.elapsed() < limit, "the library did not load");
-        frame(&mut app);
-        std::thread::sleep(Duration::from_millis(16));
-    }
-    app.session.apply(Command::StartTraining);
-    let mut times = Vec::new();
-    let mut generations = 0;
-    let mut last_generation = 0;
-    while app.session.is_training() && start.elapsed() < limit {
-        times.push(frame(&mut app));
-        if let Some(t) = &app.session.trained
-            && t.generation != last_generation
-        {
-            last_generation = t.generation;
-            generations += 1;
-        }
-        std::thread::sleep(Duration::from_millis(16));
-    }
-    let train_steps = app.session.run.status.as_ref().map_or(0, |s| s.step);
-    let finished = app.session.run.state == RunState::Finished;
-    app.session.apply(Command::CancelTraining);
-    anyhow::ensure!(!times.is_empty(), "training ended before any frame was measured");
-    eprintln!("ui bench: training {} after {train_steps} steps", if finished { "finished" } else { "stopped at the time limit" });
-    Ok(summarise(times, train_steps, generations))
+    time_training(&mut app, limit, frame)
 }
