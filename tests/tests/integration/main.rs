@@ -8,6 +8,7 @@ mod ingest;
 mod library_add;
 mod lit_quad;
 mod mips;
+mod pinned;
 mod quantisation;
 mod rate;
 mod search;

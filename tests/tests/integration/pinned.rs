@@ -1,0 +1,72 @@
+//! Bundles pinned byte for byte: the same inputs, options and seed give the bundle a build of
+//! 2026-11-26 wrote (tests/data/pinned/), before the engine's modules were reorganised. A change
+//! to any pass that moves a single bit fails here.
+//!
+//! The pinned files come from the fused CPU trainer and burn's `flex` backend on x86-64 with AVX2
+//! and FMA (matrixmultiply picks its kernel by CPU feature; results do not depend on the thread
+//! count). When a change of output is intended, rewrite them with `TEXSET_REPIN=1` and say why in
+//! the commit.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::PathBuf;
+use texset_core::extend::{AddOptions, add_materials};
+use texset_core::options::{Backend, LearnedBudgets};
+use texset_core::{Cancel, CompressOptions, NoProgress, TextureSet, compress};
+
+fn pinned(name: &str) -> PathBuf {
+    texset_testkit::repo_root().join("tests/data/pinned").join(name)
+}
+
+fn sample_library(names: &[&str]) -> TextureSet {
+    let dirs: Vec<PathBuf> = names.iter().map(|n| texset_testkit::repo_root().join("sample_textures").join(n)).collect();
+    texset_core::ingest::load_library(&dirs).unwrap().0
+}
+
+/// Compares `bytes` with the pinned file, or writes it under `TEXSET_REPIN=1`.
+fn check(name: &str, bytes: &[u8]) {
+    let path = pinned(name);
+    if std::env::var("TEXSET_REPIN").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, bytes).unwrap();
+        eprintln!("wrote {}", path.display());
+        return;
+    }
+    let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(bytes.len(), want.len(), "{name}: {} bytes, pinned {}", bytes.len(), want.len());
+    let first = bytes.iter().zip(&want).position(|(a, b)| a != b);
+    assert!(first.is_none(), "{name}: first differing byte at {first:?} of {}", want.len());
+}
+
+/// The fused CPU trainer on a library with a colour variant (indigo/ochre fabric), a mip chain
+/// and learned budgets, then `texset add` on top of a plain library.
+#[test]
+fn the_fused_trainer_and_add_write_the_pinned_bundles() {
+    let library = sample_library(&["fabric_indigo", "fabric_ochre", "metal_plates"]);
+    let options = CompressOptions {
+        steps: 120,
+        batch_texels: 1024,
+        backend: Backend::Cpu,
+        mips: true,
+        learned_budgets: Some(LearnedBudgets::default()),
+        ..CompressOptions::default()
+    };
+    let out = compress(&library, &options, &NoProgress, &Cancel::new()).unwrap();
+    check("fused_mips_learned.texset", &out.bundle_bytes);
+
+    let base = sample_library(&["bricks", "wood"]);
+    let plain = CompressOptions { steps: 100, batch_texels: 1024, backend: Backend::Cpu, ..CompressOptions::default() };
+    let trained = compress(&base, &plain, &NoProgress, &Cancel::new()).unwrap();
+    check("fused_plain.texset", &trained.bundle_bytes);
+    let extra = sample_library(&["metal_plates"]);
+    let add = AddOptions { train: CompressOptions { steps: 60, ..plain }, adapter_channels: None, read_shared: false };
+    let grown = add_materials(&trained.bundle, &extra, &add, &NoProgress, &Cancel::new()).unwrap();
+    check("added.texset", &grown.bundle_bytes);
+}
+
+/// burn's autodiff on its `flex` CPU backend, the reference trainer.
+#[test]
+fn the_burn_trainer_writes_the_pinned_bundle() {
+    let set = sample_library(&["wood"]);
+    let options = CompressOptions { steps: 30, batch_texels: 512, backend: Backend::Flex, ..CompressOptions::default() };
+    let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+    check("burn_flex.texset", &out.bundle_bytes);
+}
