@@ -7,6 +7,7 @@
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use texset_core::ScheduleConfig;
 use texset_core::decode::Decoder;
 use texset_core::train::Rng;
 use texset_core::{Cancel, CompressOptions, NoProgress};
@@ -82,7 +83,8 @@ fn run_in(options: &LoadOptions, work: &std::path::Path, json: bool) -> Result<(
     }
     folders.truncate(options.materials);
 
-    let compress_options = CompressOptions { steps: options.steps, ..CompressOptions::default() };
+    let compress_options =
+        CompressOptions { schedule: ScheduleConfig { steps: options.steps, ..Default::default() }, ..CompressOptions::default() };
     let rss_before = rss_mib();
     let mut rss_first = None;
     let mut rss_max = rss_before;

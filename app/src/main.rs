@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use texset_core::RunOptions;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
 use texset_core::options::{CheckpointOptions, GridOptions};
@@ -592,7 +593,7 @@ fn run_batch(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Opt
     let options_for = |set: &texset_core::TextureSet| -> std::result::Result<CompressOptions, String> {
         let mut o = options.clone();
         if let Some(bpp) = bpp {
-            o.fit_bits_per_texel_for(bpp, set)?;
+            o.fit_bits_per_texel_for(bpp, set).map_err(|e| e.to_string())?;
         }
         Ok(o)
     };
@@ -778,34 +779,34 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let mut options = CompressOptions::preset(preset.into());
             if let Some(bits) = latent_bits {
-                for g in &mut options.grids {
+                for g in &mut options.model.grids {
                     g.bits = bits;
                 }
             }
-            options.latent_quantisation = latent_quant.into();
-            options.weight_quantisation = weight_quant.into();
-            options.weight_format = weight_format.into();
+            options.schedule.latent_quantisation = latent_quant.into();
+            options.schedule.weight_quantisation = weight_quant.into();
+            options.model.weight_format = weight_format.into();
             if let Some(text) = decoder {
-                options.hidden_widths = parse_decoder_widths(&text)?;
+                options.model.hidden_widths = parse_decoder_widths(&text)?;
             }
             if let Some(steps) = steps {
-                options.steps = steps;
+                options.schedule.steps = steps;
             }
             if let Some(seed) = seed {
-                options.seed = seed;
+                options.schedule.seed = seed;
             }
             if let Some(b) = budget {
-                options.budgets = parse_budgets(&b)?;
+                options.budgets.overrides = parse_budgets(&b)?;
             }
-            options.auto_budgets = auto_budgets;
+            options.budgets.auto = auto_budgets;
             if learn_budgets {
-                options.learned_budgets =
+                options.budgets.learned =
                     Some(texset_core::options::LearnedBudgets { strength: budget_lasso, at: budget_cut_at, drop_below: budget_drop_below });
             }
-            options.mips = mips;
-            options.mip_cell_growth = mip_growth;
-            options.mip_sample_boost = mip_boost;
-            options.library_sharing = match sharing {
+            options.model.mips = mips;
+            options.model.mip_cell_growth = mip_growth;
+            options.schedule.mip_sample_boost = mip_boost;
+            options.budgets.sharing = match sharing {
                 SharingArg::All => texset_core::options::LibrarySharing::All,
                 SharingArg::Related => texset_core::options::LibrarySharing::Related,
             };
@@ -814,7 +815,7 @@ fn run(cli: Cli) -> Result<()> {
                     .split(',')
                     .map(|c| c.trim().parse::<u32>().with_context(|| format!("--prune-to: '{c}' is not a channel count")))
                     .collect::<Result<Vec<u32>>>()?;
-                options.prune = Some(texset_core::options::ChannelPruning {
+                options.budgets.prune = Some(texset_core::options::ChannelPruning {
                     keep_per_grid,
                     method: match prune_method {
                         PruneMethodArg::L1 => texset_core::options::PruneMethod::L1,
@@ -824,7 +825,7 @@ fn run(cli: Cli) -> Result<()> {
                     group_lasso,
                 });
             }
-            options.backend = match backend {
+            options.run.backend = match backend {
                 BackendArg::Auto => Backend::Auto,
                 BackendArg::Cpu => Backend::Cpu,
                 BackendArg::Wgpu => Backend::Wgpu,
@@ -835,11 +836,11 @@ fn run(cli: Cli) -> Result<()> {
             }
             if let Some(path) = checkpoint {
                 if resume {
-                    options.resume_from = Some(path.clone());
+                    options.run.resume_from = Some(path.clone());
                 }
-                options.checkpoint = Some(CheckpointOptions { path, every_secs: checkpoint_secs });
+                options.run.checkpoint = Some(CheckpointOptions { path, every_secs: checkpoint_secs });
             }
-            options.init_from = init_from;
+            options.run.init_from = init_from;
             if let Some(library) = batch {
                 return run_batch(&library, &output, &options, bpp, shard.as_deref(), jobs);
             }
@@ -857,6 +858,7 @@ fn run(cli: Cli) -> Result<()> {
                 set.textures().count(),
                 set.texel_count(),
                 options
+                    .model
                     .grids
                     .iter()
                     .map(|g: &GridOptions| format!("1/{} x {}ch @ {}b", g.texels_per_cell, g.channels, g.bits))
@@ -994,9 +996,9 @@ fn run(cli: Cli) -> Result<()> {
             }
             print_constants(&ingest_report);
             let mut train = CompressOptions::default();
-            train.steps = steps.unwrap_or(train.steps / 5);
+            train.schedule.steps = steps.unwrap_or(train.schedule.steps / 5);
             if let Some(seed) = seed {
-                train.seed = seed;
+                train.schedule.seed = seed;
             }
             let adapter_channels = adapter_channels
                 .map(|text| {
@@ -1255,9 +1257,12 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let dirs = bench::dirs_or_samples(dirs)?;
             let strategies: Vec<texset_core::search::Strategy> = search_strategies.into_iter().map(Into::into).collect();
-            let mut base = CompressOptions { backend: Backend::Cpu, ..CompressOptions::preset(search_preset.into()) };
+            let mut base = CompressOptions {
+                run: RunOptions { backend: Backend::Cpu, ..CompressOptions::preset(search_preset.into()).run },
+                ..CompressOptions::preset(search_preset.into())
+            };
             if let Some(steps) = search_steps {
-                base.steps = steps;
+                base.schedule.steps = steps;
             }
             let mut template = texset_core::search::SearchOptions::new(texset_core::search::Strategy::Tpe, search_bpp, search_trials);
             template.cache = search_cache;

@@ -12,6 +12,7 @@ use texset_core::eval::evaluate;
 use texset_core::options::Quantisation;
 use texset_core::quant::WeightFormat;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{ModelConfig, RunOptions, ScheduleConfig};
 
 /// One compression of the comparison.
 #[derive(serde::Serialize)]
@@ -52,12 +53,17 @@ pub fn run(dirs: &[PathBuf], steps: u32, latent_bits: &[u32], formats: bool, jso
     }
     let run =
         |(dir, name, set): &(&PathBuf, String, texset_core::TextureSet), bits: u32, latents, weights, weight_format| -> Result<Cell> {
-            let mut options = CompressOptions { steps, backend: Backend::Cpu, weight_format, ..CompressOptions::default() };
-            for g in &mut options.grids {
+            let mut options = CompressOptions {
+                model: ModelConfig { weight_format, ..Default::default() },
+                schedule: ScheduleConfig { steps, ..Default::default() },
+                run: RunOptions { backend: Backend::Cpu, ..Default::default() },
+                ..CompressOptions::default()
+            };
+            for g in &mut options.model.grids {
                 g.bits = bits;
             }
-            options.latent_quantisation = latents;
-            options.weight_quantisation = weights;
+            options.schedule.latent_quantisation = latents;
+            options.schedule.weight_quantisation = weights;
             let out = compress(set, &options, &NoProgress, &Cancel::new())
                 .with_context(|| format!("{}: {bits} bits, {weight_format:?} weights", dir.display()))?;
             let psnr = evaluate(set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;

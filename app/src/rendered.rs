@@ -77,15 +77,21 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use texset_core::set::MapKind;
-    use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+    use texset_core::{Cancel, CompressOptions, NoProgress, ScheduleConfig, compress};
 
     #[test]
     fn rendered_error_sees_what_the_light_sees() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures/bricks");
         let (set, _) = texset_core::ingest::load_library(&[dir]).unwrap();
         // Only the manifest is needed: two steps.
-        let bundle =
-            compress(&set, &CompressOptions { steps: 2, ..CompressOptions::default() }, &NoProgress, &Cancel::new()).unwrap().bundle;
+        let bundle = compress(
+            &set,
+            &CompressOptions { schedule: ScheduleConfig { steps: 2, ..Default::default() }, ..CompressOptions::default() },
+            &NoProgress,
+            &Cancel::new(),
+        )
+        .unwrap()
+        .bundle;
         let exact: Vec<DecodedMap> = set.materials[0]
             .textures
             .iter()

@@ -160,7 +160,7 @@ fn folder_name(folder: &Path) -> String {
     folder.file_name().map_or_else(|| "material".to_owned(), |n| n.to_string_lossy().into_owned())
 }
 
-/// SHA-256 over the options (as JSON) and every regular file of `folder` in name order (name,
+/// SHA-256 over the options' fingerprint ([`CompressOptions::fingerprint`]) and every regular file of `folder` in name order (name,
 /// length, bytes): what decides whether a finished bundle is still up to date.
 pub fn input_hash(folder: &Path, options: &CompressOptions) -> Result<String, BatchError> {
     let io = |path: &Path| {
@@ -169,7 +169,7 @@ pub fn input_hash(folder: &Path, options: &CompressOptions) -> Result<String, Ba
     };
     let mut hasher = Sha256::new();
     hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
-    hasher.update(serde_json::to_vec(options).unwrap_or_default());
+    hasher.update(options.fingerprint().as_bytes());
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(folder).map_err(io(folder))?.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_file()).collect();
     files.sort();

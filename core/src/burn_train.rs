@@ -110,7 +110,7 @@ pub fn train_burn_guarded(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
-    let on_gpu = options.backend == Backend::Wgpu;
+    let on_gpu = options.run.backend == Backend::Wgpu;
     if on_gpu {
         if fault::is_active(Fault::GpuNoAdapter) {
             return Err(TrainError::Gpu("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)".into()));
@@ -148,10 +148,10 @@ pub fn train_burn(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
-    if options.prune.is_some() {
+    if options.budgets.prune.is_some() {
         return Err(TrainError::Backend("removing channels during training needs the fused CPU trainer (--backend cpu)".into()));
     }
-    if options.learned_budgets.is_some() {
+    if options.budgets.learned.is_some() {
         return Err(TrainError::Backend("learning budgets in training needs the fused CPU trainer (--backend cpu)".into()));
     }
     if layout.mip_levels > 1 {
@@ -159,7 +159,7 @@ pub fn train_burn(
     }
     let schedule = Schedule::new(options, layout);
     let sampler = Sampler::new(set, layout);
-    let device = device_for(options.backend);
+    let device = device_for(options.run.backend);
     let params = crate::train::starting_params(set, layout, options)?;
     let mut trainer = BurnTrainer::new(&params, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
     let amplitude = 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8));
@@ -167,7 +167,7 @@ pub fn train_burn(
     let mut batch = Batch::default();
     let mut chunk = Batch::default();
     let mut frozen = false;
-    let lost_at_step = if options.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None };
+    let lost_at_step = if options.run.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None };
     for step in 0..schedule.steps {
         if cancel.is_cancelled() {
             return Err(TrainError::Cancelled);
@@ -220,7 +220,7 @@ pub fn train_burn(
         }
     }
     let p = finalize(trainer.params(), &schedule.grid_bits, schedule.weight_format);
-    let backend = match options.backend {
+    let backend = match options.run.backend {
         Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
         Backend::Wgpu => "burn wgpu",
         _ => "burn flex",

@@ -35,21 +35,12 @@ struct GateState {
 }
 
 /// A string that changes whenever the set's shapes, the layout or a training option that shapes
-/// the run changes (checkpoint options and the backend excluded).
+/// the run changes ([`CompressOptions::fingerprint`]: the run options are not part of it).
 #[must_use]
 pub fn fingerprint(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> String {
-    let mut o = options.clone();
-    o.checkpoint = None;
-    o.resume_from = None;
-    o.backend = crate::options::Backend::Auto;
     let shapes: Vec<String> =
         set.textures().map(|(m, _, t)| format!("{}:{}:{}x{}x{}", set.materials[m].name, t.kind, t.width, t.height, t.channels)).collect();
-    let text = format!(
-        "{}|{}|{}",
-        serde_json::to_string(&o).unwrap_or_default(),
-        serde_json::to_string(layout).unwrap_or_default(),
-        shapes.join(",")
-    );
+    let text = format!("{}|{}|{}", options.fingerprint(), serde_json::to_string(layout).unwrap_or_default(), shapes.join(","));
     format!("{:08x}{:08x}", crc32fast::hash(text.as_bytes()), text.len())
 }
 

@@ -91,29 +91,29 @@ pub fn add_materials(
     let manifest = &bundle.manifest;
     for m in &set.materials {
         if manifest.materials.iter().any(|old| old.name == m.name) {
-            return Err(CompressError::Options(format!("the library already has a material named '{}'", m.name)));
+            return Err(CompressError::Unsupported(format!("the library already has a material named '{}'", m.name)));
         }
     }
     if let Some(l) = manifest.layers.iter().find(|l| l.format != crate::quant::WeightFormat::Int8) {
-        return Err(CompressError::Options(format!(
+        return Err(CompressError::Unsupported(format!(
             "the library's decoder weights are {:?}; adding materials keeps frozen int8 rows, so it needs an int8 library: compress the whole library again",
             l.format
         )));
     }
     if manifest.mip_levels > 1 {
-        return Err(CompressError::Options(format!(
+        return Err(CompressError::Unsupported(format!(
             "the library stores a mip chain ({} levels); adding materials to one is not supported yet: compress the whole library again",
             manifest.mip_levels
         )));
     }
     if manifest.grids.iter().any(|g| g.range != quant::LATENT_RANGE) {
-        return Err(CompressError::Options("the bundle's latent range is not the one this build trains with".into()));
+        return Err(CompressError::Unsupported("the bundle's latent range is not the one this build trains with".into()));
     }
     let old_channels: Vec<u32> = manifest.grids.iter().map(|g| g.channels).collect();
     let added: Vec<u32> = match &options.adapter_channels {
         Some(a) if a.len() == old_channels.len() => a.clone(),
         Some(a) => {
-            return Err(CompressError::Options(format!(
+            return Err(CompressError::Unsupported(format!(
                 "{} adapter channel counts given, the bundle has {} grids",
                 a.len(),
                 old_channels.len()
@@ -122,11 +122,11 @@ pub fn add_materials(
         None => old_channels.iter().map(|&c| (c / manifest.materials.len().max(1) as u32).max(1)).collect(),
     };
     if old_channels.iter().zip(&added).any(|(o, a)| o + a > crate::bundle::limits::MAX_GRID_CHANNELS) {
-        return Err(CompressError::Options("the grown grids would exceed 256 channels".into()));
+        return Err(CompressError::Unsupported("the grown grids would exceed 256 channels".into()));
     }
     let grown_inputs = manifest.mlp_inputs() + added.iter().sum::<u32>() as usize;
     if grown_inputs > crate::params::MAX_MLP_WIDTH {
-        return Err(CompressError::Options(format!(
+        return Err(CompressError::Unsupported(format!(
             "the grown decoder would take {grown_inputs} inputs; at most {}",
             crate::params::MAX_MLP_WIDTH
         )));
@@ -135,7 +135,7 @@ pub fn add_materials(
     // Analyse the new materials on their own channels (budgets, duplicates, flat maps).
     progress.pass_started(Pass::Analyse);
     let mut local = options.train.clone();
-    local.grids =
+    local.model.grids =
         added.iter().zip(&manifest.grids).map(|(&channels, g)| GridOptions { texels_per_cell: 1, channels, bits: g.bits }).collect();
     let (local_layout, local_report) = crate::pipeline::analyse(set, &local)?;
     let old_outputs = manifest.output_channels();
@@ -206,7 +206,7 @@ pub fn add_materials(
             "{} new maps ({} duplicates, {} flat); grids grow by {:?} channels; {} outputs added",
             budgets.len(),
             local_report.duplicates.len(),
-            budgets.iter().filter(|b| b.reason.starts_with("flat")).count(),
+            budgets.iter().filter(|b| b.source == crate::pipeline::BudgetSource::Flat).count(),
             added,
             layout.output_channels() - old_outputs
         ),
@@ -214,7 +214,7 @@ pub fn add_materials(
 
     // Parameters: the library's as stored, plus fresh new channels, columns and rows.
     let old = bundle.model_params();
-    let mut params: ModelParams = initial_params(set, &layout, options.train.seed);
+    let mut params: ModelParams = initial_params(set, &layout, options.train.schedule.seed);
     for ((grid, old_grid), &o) in params.grids.iter_mut().zip(&old.grids).zip(&old_channels) {
         let (ch, o) = (grid.channels as usize, o as usize);
         for (cell, old_cell) in grid.values.chunks_exact_mut(ch).zip(old_grid.values.chunks_exact(o)) {

@@ -64,7 +64,7 @@ pub mod transcode;
 pub use bundle::{Bundle, BundleError};
 pub use decode::{DecodedMap, Decoder};
 #[cfg(feature = "train")]
-pub use options::{Backend, CompressOptions, Preset};
+pub use options::{Backend, BudgetConfig, CompressOptions, ModelConfig, OptionsError, Preset, RunOptions, ScheduleConfig};
 #[cfg(feature = "train")]
 pub use pipeline::{CompressError, CompressReport, Compressed, compress};
 #[cfg(feature = "train")]

@@ -113,9 +113,11 @@ pub struct CheckpointOptions {
     pub every_secs: f64,
 }
 
-/// Everything `compress` needs besides the set.
+/// The model a bundle stores: latent grids, decoder shape, weight format and mip chain. Part of
+/// what [`CompressOptions::fingerprint`] hashes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CompressOptions {
+#[serde(default)]
+pub struct ModelConfig {
     /// Latent grids, finest first. Default: 4 texels/cell × 12 channels and 8 texels/cell × 16
     /// channels, 4 bits each (about 4 bits per texel at 1024²).
     pub grids: Vec<GridOptions>,
@@ -123,6 +125,23 @@ pub struct CompressOptions {
     pub pe_frequencies: u32,
     /// Hidden layer widths of the decoder MLP. Default `[64, 48, 32]`.
     pub hidden_widths: Vec<usize>,
+    /// How the decoder's weights are stored: int8 per row (the default), fp16, E4M3 or MXINT8.
+    /// QAT fine-tunes through the chosen format.
+    pub weight_format: crate::quant::WeightFormat,
+    /// Store a full mip chain: a latent pyramid (a third more latent bits) and the LOD input,
+    /// trained on texels drawn across every mip level of box-filtered references. Default off.
+    pub mips: bool,
+    /// With `mips`: how much denser, in cells per texel, each pyramid level's grids are than the
+    /// level above's (1: they halve with the texture; 2: they halve every other level). Coarse
+    /// levels hold less redundant detail per texel and need the extra cells. Default 2.
+    pub mip_cell_growth: f32,
+}
+
+/// How training runs: steps, batch, learning rates, the quantisation schedule, seed and loss
+/// weights. Part of what [`CompressOptions::fingerprint`] hashes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScheduleConfig {
     /// Training steps. Default 6000.
     pub steps: u32,
     /// Texels per training step. Default 8192.
@@ -137,67 +156,184 @@ pub struct CompressOptions {
     pub quantize_weights_at: f32,
     /// Random seed: equal seeds give bit-identical bundles. Default 1.
     pub seed: u64,
+    /// Loss weight per map kind (`kind` → weight). Default 1 for every kind.
+    pub loss_weights: BTreeMap<String, f32>,
+    /// How the latents meet their bits. [`Quantisation::Qat`]: trained with uniform noise of ±½
+    /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
+    /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default
+    /// [`Quantisation::Auto`], the measured winner: QAT when a grid has at most
+    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits, PTQ otherwise ([`Self::resolved_latent_quantisation`]).
+    pub latent_quantisation: Quantisation,
+    /// How the decoder's weights meet their format. [`Quantisation::Qat`]: fine-tuned through
+    /// fake-quantisation from `quantize_weights_at`. [`Quantisation::Ptq`]: trained in float to
+    /// the end and quantised once, at pack. Default [`Quantisation::Auto`], the measured winner:
+    /// QAT for E4M3 (3 mantissa bits), PTQ for the others ([`Self::resolved_weight_quantisation`]).
+    pub weight_quantisation: Quantisation,
+    /// With `mips`: how much more often a texel of each coarser level is drawn in training than
+    /// one of the level above (1: every texel of the chain alike, so level `k` gets `4^-k` of
+    /// level 0's share; 2: level `k` gets `2^-k`). Default 2 (docs/benchmarks.md).
+    pub mip_sample_boost: f32,
+}
+
+/// Which latent channels each texture reads: manual overrides, the analyse pass's graded budgets,
+/// learned budgets, channel pruning and how a library's materials share. Part of what
+/// [`CompressOptions::fingerprint`] hashes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BudgetConfig {
     /// Channel budgets: `kind` or `material/kind` → number of latent channels the texture reads.
     /// Textures not named read every channel. Default empty.
-    pub budgets: BTreeMap<String, u32>,
+    pub overrides: BTreeMap<String, u32>,
     /// Apply the graded budgets the analyse pass proposes from its content estimate (a texture
     /// with a fraction of the busiest texture's content reads half or a quarter of the channels).
     /// Off: they are only reported, and every texture not named in `budgets` and not flat reads
     /// every channel. Default off: with the fused trainer a material whose maps have different
     /// budgets trains each budget group on its own texels, which cost 1.1 dB on `tea_set_01`
     /// (docs/benchmarks.md).
-    pub auto_budgets: bool,
-    /// Loss weight per map kind (`kind` → weight). Default 1 for every kind.
-    pub loss_weights: BTreeMap<String, f32>,
+    pub auto: bool,
+    /// Learn each texture's budget in training (gates with a group lasso per texture and
+    /// channel, cut part-way). Default none: budgets are the analyse pass's.
+    pub learned: Option<LearnedBudgets>,
+    /// How a library's materials share channels. Default [`LibrarySharing::Related`].
+    pub sharing: LibrarySharing,
+    /// Remove latent channels during training. Default none.
+    pub prune: Option<ChannelPruning>,
+}
+
+/// How one run executes, not what it makes: the backend, checkpoints, resume and a starting
+/// model. Not hashed: a new checkpoint path or backend does not make a bundle out of date.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunOptions {
     /// Where training runs. Default [`Backend::Auto`].
     pub backend: Backend,
     /// Periodic checkpoints. Default none.
     pub checkpoint: Option<CheckpointOptions>,
     /// Resume training from this checkpoint. Default none.
     pub resume_from: Option<PathBuf>,
-    /// Remove latent channels during training. Default none.
-    pub prune: Option<ChannelPruning>,
     /// Start from this bundle's model instead of a fresh one (a fine-tune: the studio uses it
     /// when a source map changes). Its grids and layers must have this library's shapes.
     /// Default none.
     pub init_from: Option<PathBuf>,
-    /// How a library's materials share channels. Default [`LibrarySharing::Related`].
-    pub library_sharing: LibrarySharing,
-    /// Store a full mip chain: a latent pyramid (a third more latent bits) and the LOD input,
-    /// trained on texels drawn across every mip level of box-filtered references. Default off.
-    #[serde(default)]
-    pub mips: bool,
-    /// With `mips`: how much denser, in cells per texel, each pyramid level's grids are than the
-    /// level above's (1: they halve with the texture; 2: they halve every other level). Coarse
-    /// levels hold less redundant detail per texel and need the extra cells. Default 2.
-    #[serde(default = "default_mip_cell_growth")]
-    pub mip_cell_growth: f32,
-    /// With `mips`: how much more often a texel of each coarser level is drawn in training than
-    /// one of the level above (1: every texel of the chain alike, so level `k` gets `4^-k` of
-    /// level 0's share; 2: level `k` gets `2^-k`). Default 2 (docs/benchmarks.md).
-    #[serde(default = "default_mip_sample_boost")]
-    pub mip_sample_boost: f32,
-    /// How the latents meet their bits. [`Quantisation::Qat`]: trained with uniform noise of ±½
-    /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
-    /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default
-    /// [`Quantisation::Auto`], the measured winner: QAT when a grid has at most
-    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits, PTQ otherwise ([`Self::resolved_latent_quantisation`]).
-    #[serde(default)]
-    pub latent_quantisation: Quantisation,
-    /// How the decoder's weights meet their format. [`Quantisation::Qat`]: fine-tuned through
-    /// fake-quantisation from `quantize_weights_at`. [`Quantisation::Ptq`]: trained in float to
-    /// the end and quantised once, at pack. Default [`Quantisation::Auto`], the measured winner:
-    /// QAT for E4M3 (3 mantissa bits), PTQ for the others ([`Self::resolved_weight_quantisation`]).
-    #[serde(default)]
-    pub weight_quantisation: Quantisation,
-    /// How the decoder's weights are stored: int8 per row (the default), fp16, E4M3 or MXINT8.
-    /// QAT fine-tunes through the chosen format.
-    #[serde(default)]
-    pub weight_format: crate::quant::WeightFormat,
-    /// Learn each texture's budget in training (gates with a group lasso per texture and
-    /// channel, cut part-way). Default none: budgets are the analyse pass's.
-    #[serde(default)]
-    pub learned_budgets: Option<LearnedBudgets>,
+}
+
+/// Everything `compress` needs besides the set, by concern.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompressOptions {
+    /// What the bundle stores.
+    pub model: ModelConfig,
+    /// How training runs.
+    pub schedule: ScheduleConfig,
+    /// Which channels each texture reads.
+    pub budgets: BudgetConfig,
+    /// How this run executes (not hashed).
+    pub run: RunOptions,
+}
+
+/// Options training cannot use, or a rate they cannot reach.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum OptionsError {
+    /// No latent grid.
+    #[error("at least one latent grid is needed")]
+    NoGrids,
+    /// A grid's latent bits outside 1..=8.
+    #[error("grid {grid}: latent bits must be 1..=8, got {bits}")]
+    LatentBits {
+        /// Which grid.
+        grid: usize,
+        /// Its bits.
+        bits: u32,
+    },
+    /// A grid with no channels, too many, or zero texels per cell.
+    #[error("grid {grid}: channels 1..=256 and texels per cell ≥ 1 required")]
+    GridShape {
+        /// Which grid.
+        grid: usize,
+    },
+    /// A hidden layer of no width or wider than the GPU decoder takes.
+    #[error("hidden widths must be 1..={MAX_MLP_WIDTH}")]
+    HiddenWidth,
+    /// More decoder inputs than the GPU decoder takes.
+    #[error("the decoder would take {inputs} inputs (latent channels, 4 per PE frequency, 1 for mips); at most {MAX_MLP_WIDTH}")]
+    DecoderInputs {
+        /// Inputs the options ask for.
+        inputs: usize,
+    },
+    /// More hidden layers than a bundle stores.
+    #[error("{layers} hidden layers; at most {max}")]
+    HiddenLayers {
+        /// Layers asked for.
+        layers: usize,
+        /// The bundle's limit.
+        max: usize,
+    },
+    /// Zero steps or an empty batch.
+    #[error("steps and batch size must be positive")]
+    EmptySchedule,
+    /// A freeze point outside 0..=1.
+    #[error("freeze_latents_at and quantize_weights_at are fractions in 0..=1")]
+    ScheduleFractions,
+    /// Pruning names a different number of grids.
+    #[error("pruning keeps channels for {keep} grids, there are {grids}")]
+    PruneGrids {
+        /// Grids the pruning names.
+        keep: usize,
+        /// Grids there are.
+        grids: usize,
+    },
+    /// Pruning keeps no channel of a grid, or more than it has.
+    #[error("pruning must keep 1 to all of each grid's channels")]
+    PruneKeep,
+    /// Pruning outside the training before the freeze.
+    #[error("pruning happens after some training and before the latents freeze (0 < at < freeze_latents_at)")]
+    PruneAt,
+    /// A negative or non-finite lasso strength.
+    #[error("a group-lasso strength must be a non-negative number")]
+    Lasso,
+    /// Learned budgets and pruning together.
+    #[error("learned budgets and channel pruning (--prune-to) do not combine: use one")]
+    LearnedWithPrune,
+    /// Budgets learned outside the training before the freeze.
+    #[error("budgets are learned after some training and before the latents freeze (0 < at < freeze_latents_at)")]
+    LearnedAt,
+    /// A learned budget's threshold outside 0..1.
+    #[error("a learned budget drops channels under a fraction 0 to 1 of the largest importance, got {drop_below}")]
+    DropBelow {
+        /// The threshold asked for.
+        drop_below: f32,
+    },
+    /// More than 8 positional-encoding frequencies.
+    #[error("at most 8 positional-encoding frequencies")]
+    PeFrequencies,
+    /// A mip cell growth outside 1..=4.
+    #[error("the mip cell growth must be 1 to 4, got {growth}")]
+    MipCellGrowth {
+        /// The growth asked for.
+        growth: f32,
+    },
+    /// A mip sample boost outside 1..=4.
+    #[error("the mip sample boost must be 1 to 4, got {boost}")]
+    MipSampleBoost {
+        /// The boost asked for.
+        boost: f32,
+    },
+    /// A rate that is not a positive number.
+    #[error("bits per texel must be positive, got {bits_per_texel}")]
+    BitsPerTexel {
+        /// The rate asked for.
+        bits_per_texel: f64,
+    },
+    /// A rate too low for one channel per grid and the decoder.
+    #[error(
+        "{bits_per_texel} bits per texel is too few for this set: even one latent channel per grid (of {channels}) and the decoder do not fit"
+    )]
+    RateTooLow {
+        /// The rate asked for.
+        bits_per_texel: f64,
+        /// The grids' channels before fitting.
+        channels: u32,
+    },
 }
 
 /// Latent grids of at most this many bits train with QAT under [`Quantisation::Auto`]: at 2 bits
@@ -237,15 +373,7 @@ fn manifest_bytes_estimate(set: &crate::set::TextureSet) -> usize {
     600 + 400 * set.textures().count()
 }
 
-fn default_mip_cell_growth() -> f32 {
-    2.0
-}
-
-fn default_mip_sample_boost() -> f32 {
-    2.0
-}
-
-impl Default for CompressOptions {
+impl Default for ModelConfig {
     fn default() -> Self {
         Self {
             grids: vec![
@@ -254,6 +382,16 @@ impl Default for CompressOptions {
             ],
             pe_frequencies: 3,
             hidden_widths: vec![64, 48, 32],
+            weight_format: crate::quant::WeightFormat::Int8,
+            mips: false,
+            mip_cell_growth: 2.0,
+        }
+    }
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        Self {
             steps: 6000,
             batch_texels: 8192,
             grid_learning_rate: 0.02,
@@ -261,23 +399,23 @@ impl Default for CompressOptions {
             freeze_latents_at: 0.8,
             quantize_weights_at: 0.9,
             seed: 1,
-            budgets: BTreeMap::new(),
-            auto_budgets: false,
             loss_weights: BTreeMap::new(),
-            backend: Backend::Auto,
-            checkpoint: None,
-            resume_from: None,
-            prune: None,
-            init_from: None,
-            library_sharing: LibrarySharing::Related,
-            mips: false,
-            mip_cell_growth: default_mip_cell_growth(),
-            mip_sample_boost: default_mip_sample_boost(),
             latent_quantisation: Quantisation::Auto,
             weight_quantisation: Quantisation::Auto,
-            weight_format: crate::quant::WeightFormat::Int8,
-            learned_budgets: None,
+            mip_sample_boost: 2.0,
         }
+    }
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self { overrides: BTreeMap::new(), auto: false, learned: None, sharing: LibrarySharing::Related, prune: None }
+    }
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self { backend: Backend::Auto, checkpoint: None, resume_from: None, init_from: None }
     }
 }
 
@@ -293,126 +431,11 @@ pub enum Preset {
     High,
 }
 
-impl CompressOptions {
-    /// The options of a preset.
-    #[must_use]
-    pub fn preset(preset: Preset) -> Self {
-        let base = Self::default();
-        match preset {
-            Preset::Fast => Self { steps: 1500, ..base },
-            Preset::Default => base,
-            Preset::High => Self { steps: 16_000, ..base },
-        }
-    }
-
+impl ModelConfig {
     /// Latent bits per texel these grids cost for a square map of `side` texels (weights excluded).
     #[must_use]
     pub fn latent_bits_per_texel(&self) -> f64 {
         self.grids.iter().map(|g| f64::from(g.channels * g.bits) / f64::from(g.texels_per_cell * g.texels_per_cell)).sum()
-    }
-
-    /// The latents' mode with [`Quantisation::Auto`] decided: QAT when any grid has at most
-    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits (one freeze step serves every grid), PTQ otherwise.
-    #[must_use]
-    pub fn resolved_latent_quantisation(&self) -> Quantisation {
-        match self.latent_quantisation {
-            Quantisation::Auto if self.grids.iter().any(|g| g.bits <= AUTO_QAT_MAX_LATENT_BITS) => Quantisation::Qat,
-            Quantisation::Auto => Quantisation::Ptq,
-            chosen => chosen,
-        }
-    }
-
-    /// The weights' mode with [`Quantisation::Auto`] decided: QAT for E4M3, whose 3-bit mantissa
-    /// PTQ rounds by up to 1/16 of each weight (0.42 dB measured), PTQ for int8, fp16 and MXINT8
-    /// (within 0.12 dB either way; PTQ ahead at the default preset).
-    #[must_use]
-    pub fn resolved_weight_quantisation(&self) -> Quantisation {
-        match self.weight_quantisation {
-            Quantisation::Auto if self.weight_format == crate::quant::WeightFormat::Fp8E4m3 => Quantisation::Qat,
-            Quantisation::Auto => Quantisation::Ptq,
-            chosen => chosen,
-        }
-    }
-
-    /// [`Self::fit_bits_per_texel`] for a library: its texel count, extent and outputs, with the
-    /// manifest's size estimated from its map count (small next to the latents).
-    pub fn fit_bits_per_texel_for(&mut self, bits_per_texel: f64, set: &crate::set::TextureSet) -> Result<(), String> {
-        self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes_estimate(set))
-    }
-
-    /// The smallest rate [`Self::fit_bits_per_texel_for`] can reach on `set`: one latent channel
-    /// per grid, the decoder and the manifest, bits per texel.
-    #[must_use]
-    pub fn smallest_bits_per_texel_for(&self, set: &crate::set::TextureSet) -> f64 {
-        let mut one = self.clone();
-        for g in &mut one.grids {
-            g.channels = 1;
-        }
-        one.estimated_bundle_bytes(set.max_extent(), set.output_channels(), manifest_bytes_estimate(set)) as f64 * 8.0
-            / set.texel_count().max(1) as f64
-    }
-
-    /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a
-    /// library with `texel_count` texels (the bits-per-texel denominator), whose largest map is
-    /// `max_extent` (width, height; the grids' extent), and `output_channels` outputs fits
-    /// `bits_per_texel`. Keeps the ratio between grids, then adds single channels while they fit;
-    /// errors when even one channel per grid does not fit.
-    pub fn fit_bits_per_texel(
-        &mut self,
-        bits_per_texel: f64,
-        texel_count: usize,
-        max_extent: (u32, u32),
-        output_channels: usize,
-        manifest_bytes: usize,
-    ) -> Result<(), String> {
-        if !(bits_per_texel.is_finite() && bits_per_texel > 0.0) {
-            return Err(format!("bits per texel must be positive, got {bits_per_texel}"));
-        }
-        let budget_bits = bits_per_texel * texel_count as f64;
-        let base: Vec<u32> = self.grids.iter().map(|g| g.channels.max(1)).collect();
-        let base_total: u32 = base.iter().sum();
-        // Try scale factors from large to small; take the first whose bundle fits.
-        let mut best = None;
-        for step in (1..=400).rev() {
-            let factor = f64::from(step) / 50.0;
-            let channels: Vec<u32> = base.iter().map(|&c| ((f64::from(c) * factor).round() as u32).clamp(1, 256)).collect();
-            let mut candidate = self.clone();
-            for (g, c) in candidate.grids.iter_mut().zip(&channels) {
-                g.channels = *c;
-            }
-            let bits = candidate.estimated_bundle_bytes(max_extent, output_channels, manifest_bytes) as f64 * 8.0;
-            if bits <= budget_bits {
-                best = Some(channels);
-                break;
-            }
-        }
-        let Some(channels) = best else {
-            return Err(format!(
-                "{bits_per_texel} bits per texel is too few for this set: even one latent channel per grid (of {base_total}) and the decoder do not fit"
-            ));
-        };
-        for (g, c) in self.grids.iter_mut().zip(channels) {
-            g.channels = c;
-        }
-        // Spend what rounding left: add single channels, finest grid first, while they fit.
-        loop {
-            let mut grew = false;
-            for g in 0..self.grids.len() {
-                let mut candidate = self.clone();
-                candidate.grids[g].channels += 1;
-                if candidate.grids[g].channels <= 256
-                    && candidate.estimated_bundle_bytes(max_extent, output_channels, manifest_bytes) as f64 * 8.0 <= budget_bits
-                {
-                    *self = candidate;
-                    grew = true;
-                    break;
-                }
-            }
-            if !grew {
-                break;
-            }
-        }
-        Ok(())
     }
 
     /// Bundle size for a library whose largest map is `max_width × max_height` (grid shapes as
@@ -463,81 +486,200 @@ impl CompressOptions {
         let inputs = std::iter::once(first).chain(self.hidden_widths.iter().copied());
         inputs.zip(self.hidden_widths.iter().copied().chain(std::iter::once(output_channels)))
     }
+}
+
+impl CompressOptions {
+    /// What decides a bundle's content besides the set and the starting model: the model, the
+    /// schedule and the budgets, as JSON. The run options are left out, so a new checkpoint path
+    /// or backend neither invalidates a checkpoint nor redoes a `--batch` material.
+    #[must_use]
+    pub fn fingerprint(&self) -> String {
+        serde_json::to_string(&(&self.model, &self.schedule, &self.budgets)).unwrap_or_default()
+    }
+
+    /// The options of a preset.
+    #[must_use]
+    pub fn preset(preset: Preset) -> Self {
+        let base = Self::default();
+        match preset {
+            Preset::Fast => Self { schedule: ScheduleConfig { steps: 1500, ..base.schedule }, ..base },
+            Preset::Default => base,
+            Preset::High => Self { schedule: ScheduleConfig { steps: 16_000, ..base.schedule }, ..base },
+        }
+    }
+
+    /// The latents' mode with [`Quantisation::Auto`] decided: QAT when any grid has at most
+    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits (one freeze step serves every grid), PTQ otherwise.
+    #[must_use]
+    pub fn resolved_latent_quantisation(&self) -> Quantisation {
+        match self.schedule.latent_quantisation {
+            Quantisation::Auto if self.model.grids.iter().any(|g| g.bits <= AUTO_QAT_MAX_LATENT_BITS) => Quantisation::Qat,
+            Quantisation::Auto => Quantisation::Ptq,
+            chosen => chosen,
+        }
+    }
+
+    /// The weights' mode with [`Quantisation::Auto`] decided: QAT for E4M3, whose 3-bit mantissa
+    /// PTQ rounds by up to 1/16 of each weight (0.42 dB measured), PTQ for int8, fp16 and MXINT8
+    /// (within 0.12 dB either way; PTQ ahead at the default preset).
+    #[must_use]
+    pub fn resolved_weight_quantisation(&self) -> Quantisation {
+        match self.schedule.weight_quantisation {
+            Quantisation::Auto if self.model.weight_format == crate::quant::WeightFormat::Fp8E4m3 => Quantisation::Qat,
+            Quantisation::Auto => Quantisation::Ptq,
+            chosen => chosen,
+        }
+    }
+
+    /// [`Self::fit_bits_per_texel`] for a library: its texel count, extent and outputs, with the
+    /// manifest's size estimated from its map count (small next to the latents).
+    pub fn fit_bits_per_texel_for(&mut self, bits_per_texel: f64, set: &crate::set::TextureSet) -> Result<(), OptionsError> {
+        self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes_estimate(set))
+    }
+
+    /// The smallest rate [`Self::fit_bits_per_texel_for`] can reach on `set`: one latent channel
+    /// per grid, the decoder and the manifest, bits per texel.
+    #[must_use]
+    pub fn smallest_bits_per_texel_for(&self, set: &crate::set::TextureSet) -> f64 {
+        let mut one = self.clone();
+        for g in &mut one.model.grids {
+            g.channels = 1;
+        }
+        one.model.estimated_bundle_bytes(set.max_extent(), set.output_channels(), manifest_bytes_estimate(set)) as f64 * 8.0
+            / set.texel_count().max(1) as f64
+    }
+
+    /// Scales the grids' channel counts so the whole bundle (latents + int8 MLP + manifest) of a
+    /// library with `texel_count` texels (the bits-per-texel denominator), whose largest map is
+    /// `max_extent` (width, height; the grids' extent), and `output_channels` outputs fits
+    /// `bits_per_texel`. Keeps the ratio between grids, then adds single channels while they fit;
+    /// errors when even one channel per grid does not fit.
+    pub fn fit_bits_per_texel(
+        &mut self,
+        bits_per_texel: f64,
+        texel_count: usize,
+        max_extent: (u32, u32),
+        output_channels: usize,
+        manifest_bytes: usize,
+    ) -> Result<(), OptionsError> {
+        if !(bits_per_texel.is_finite() && bits_per_texel > 0.0) {
+            return Err(OptionsError::BitsPerTexel { bits_per_texel });
+        }
+        let budget_bits = bits_per_texel * texel_count as f64;
+        let base: Vec<u32> = self.model.grids.iter().map(|g| g.channels.max(1)).collect();
+        let base_total: u32 = base.iter().sum();
+        // Try scale factors from large to small; take the first whose bundle fits.
+        let mut best = None;
+        for step in (1..=400).rev() {
+            let factor = f64::from(step) / 50.0;
+            let channels: Vec<u32> = base.iter().map(|&c| ((f64::from(c) * factor).round() as u32).clamp(1, 256)).collect();
+            let mut candidate = self.clone();
+            for (g, c) in candidate.model.grids.iter_mut().zip(&channels) {
+                g.channels = *c;
+            }
+            let bits = candidate.model.estimated_bundle_bytes(max_extent, output_channels, manifest_bytes) as f64 * 8.0;
+            if bits <= budget_bits {
+                best = Some(channels);
+                break;
+            }
+        }
+        let Some(channels) = best else {
+            return Err(OptionsError::RateTooLow { bits_per_texel, channels: base_total });
+        };
+        for (g, c) in self.model.grids.iter_mut().zip(channels) {
+            g.channels = c;
+        }
+        // Spend what rounding left: add single channels, finest grid first, while they fit.
+        loop {
+            let mut grew = false;
+            for g in 0..self.model.grids.len() {
+                let mut candidate = self.clone();
+                candidate.model.grids[g].channels += 1;
+                if candidate.model.grids[g].channels <= 256
+                    && candidate.model.estimated_bundle_bytes(max_extent, output_channels, manifest_bytes) as f64 * 8.0 <= budget_bits
+                {
+                    *self = candidate;
+                    grew = true;
+                    break;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        Ok(())
+    }
 
     /// Checks the options for values training cannot use.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.grids.is_empty() {
-            return Err("at least one latent grid is needed".into());
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        if self.model.grids.is_empty() {
+            return Err(OptionsError::NoGrids);
         }
-        for (i, g) in self.grids.iter().enumerate() {
+        for (i, g) in self.model.grids.iter().enumerate() {
             if !(1..=8).contains(&g.bits) {
-                return Err(format!("grid {i}: latent bits must be 1..=8, got {}", g.bits));
+                return Err(OptionsError::LatentBits { grid: i, bits: g.bits });
             }
             if g.channels == 0 || g.channels > 256 || g.texels_per_cell == 0 {
-                return Err(format!("grid {i}: channels 1..=256 and texels per cell ≥ 1 required"));
+                return Err(OptionsError::GridShape { grid: i });
             }
         }
-        if self.hidden_widths.iter().any(|&w| w == 0 || w > MAX_MLP_WIDTH) {
-            return Err(format!("hidden widths must be 1..={MAX_MLP_WIDTH}"));
+        if self.model.hidden_widths.iter().any(|&w| w == 0 || w > MAX_MLP_WIDTH) {
+            return Err(OptionsError::HiddenWidth);
         }
         // The decoder's inputs: every latent channel, the positional encoding and the LOD input.
-        let inputs =
-            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(self.mips);
+        let inputs = self.model.grids.iter().map(|g| g.channels as usize).sum::<usize>()
+            + 4 * self.model.pe_frequencies as usize
+            + usize::from(self.model.mips);
         if inputs > MAX_MLP_WIDTH {
-            return Err(format!(
-                "the decoder would take {inputs} inputs (latent channels, 4 per PE frequency, 1 for mips); at most {MAX_MLP_WIDTH}"
-            ));
+            return Err(OptionsError::DecoderInputs { inputs });
         }
         // The output layer is one of the bundle's layers too.
         let max_hidden = crate::bundle::limits::MAX_LAYERS - 1;
-        if self.hidden_widths.len() > max_hidden {
-            return Err(format!("{} hidden layers; at most {max_hidden}", self.hidden_widths.len()));
+        if self.model.hidden_widths.len() > max_hidden {
+            return Err(OptionsError::HiddenLayers { layers: self.model.hidden_widths.len(), max: max_hidden });
         }
-        if self.steps == 0 || self.batch_texels == 0 {
-            return Err("steps and batch size must be positive".into());
+        if self.schedule.steps == 0 || self.schedule.batch_texels == 0 {
+            return Err(OptionsError::EmptySchedule);
         }
-        if !(0.0..=1.0).contains(&self.freeze_latents_at) || !(0.0..=1.0).contains(&self.quantize_weights_at) {
-            return Err("freeze_latents_at and quantize_weights_at are fractions in 0..=1".into());
+        if !(0.0..=1.0).contains(&self.schedule.freeze_latents_at) || !(0.0..=1.0).contains(&self.schedule.quantize_weights_at) {
+            return Err(OptionsError::ScheduleFractions);
         }
-        if let Some(p) = &self.prune {
-            if p.keep_per_grid.len() != self.grids.len() {
-                return Err(format!("pruning keeps channels for {} grids, there are {}", p.keep_per_grid.len(), self.grids.len()));
+        if let Some(p) = &self.budgets.prune {
+            if p.keep_per_grid.len() != self.model.grids.len() {
+                return Err(OptionsError::PruneGrids { keep: p.keep_per_grid.len(), grids: self.model.grids.len() });
             }
-            if p.keep_per_grid.iter().zip(&self.grids).any(|(&k, g)| k == 0 || k > g.channels) {
-                return Err("pruning must keep 1 to all of each grid's channels".into());
+            if p.keep_per_grid.iter().zip(&self.model.grids).any(|(&k, g)| k == 0 || k > g.channels) {
+                return Err(OptionsError::PruneKeep);
             }
-            if !(p.at > 0.0 && p.at < self.freeze_latents_at) {
-                return Err("pruning happens after some training and before the latents freeze (0 < at < freeze_latents_at)".into());
+            if !(p.at > 0.0 && p.at < self.schedule.freeze_latents_at) {
+                return Err(OptionsError::PruneAt);
             }
             if !(p.group_lasso.is_finite() && p.group_lasso >= 0.0) {
-                return Err("the group-lasso strength must be a non-negative number".into());
+                return Err(OptionsError::Lasso);
             }
         }
-        if let Some(b) = &self.learned_budgets {
-            if self.prune.is_some() {
-                return Err("learned budgets and channel pruning (--prune-to) do not combine: use one".into());
+        if let Some(b) = &self.budgets.learned {
+            if self.budgets.prune.is_some() {
+                return Err(OptionsError::LearnedWithPrune);
             }
-            if !(b.at > 0.0 && b.at < self.freeze_latents_at) {
-                return Err("budgets are learned after some training and before the latents freeze (0 < at < freeze_latents_at)".into());
+            if !(b.at > 0.0 && b.at < self.schedule.freeze_latents_at) {
+                return Err(OptionsError::LearnedAt);
             }
             if !(b.strength.is_finite() && b.strength >= 0.0) {
-                return Err("the budget lasso strength must be a non-negative number".into());
+                return Err(OptionsError::Lasso);
             }
             if !(0.0..1.0).contains(&b.drop_below) {
-                return Err(format!(
-                    "a learned budget drops channels under a fraction 0 to 1 of the largest importance, got {}",
-                    b.drop_below
-                ));
+                return Err(OptionsError::DropBelow { drop_below: b.drop_below });
             }
         }
-        if self.pe_frequencies > 8 {
-            return Err("at most 8 positional-encoding frequencies".into());
+        if self.model.pe_frequencies > 8 {
+            return Err(OptionsError::PeFrequencies);
         }
-        if !(self.mip_cell_growth.is_finite() && (1.0..=4.0).contains(&self.mip_cell_growth)) {
-            return Err(format!("the mip cell growth must be 1 to 4, got {}", self.mip_cell_growth));
+        if !(self.model.mip_cell_growth.is_finite() && (1.0..=4.0).contains(&self.model.mip_cell_growth)) {
+            return Err(OptionsError::MipCellGrowth { growth: self.model.mip_cell_growth });
         }
-        if !(self.mip_sample_boost.is_finite() && (1.0..=4.0).contains(&self.mip_sample_boost)) {
-            return Err(format!("the mip sample boost must be 1 to 4, got {}", self.mip_sample_boost));
+        if !(self.schedule.mip_sample_boost.is_finite() && (1.0..=4.0).contains(&self.schedule.mip_sample_boost)) {
+            return Err(OptionsError::MipSampleBoost { boost: self.schedule.mip_sample_boost });
         }
         Ok(())
     }
@@ -552,17 +694,20 @@ mod tests {
     #[test]
     fn the_decoder_width_limit_is_the_gpu_decoders() {
         let base = CompressOptions::default();
-        let widest = CompressOptions { hidden_widths: vec![MAX_MLP_WIDTH, MAX_MLP_WIDTH], ..base.clone() };
+        let widest = CompressOptions {
+            model: ModelConfig { hidden_widths: vec![MAX_MLP_WIDTH, MAX_MLP_WIDTH], ..base.model.clone() },
+            ..base.clone()
+        };
         assert_eq!(widest.validate(), Ok(()));
-        let wider = CompressOptions { hidden_widths: vec![MAX_MLP_WIDTH + 1], ..base.clone() };
+        let wider = CompressOptions { model: ModelConfig { hidden_widths: vec![MAX_MLP_WIDTH + 1], ..base.model.clone() }, ..base.clone() };
         assert!(wider.validate().is_err());
         // Inputs: the latent channels plus 4 per positional-encoding frequency (plus 1 with mips).
-        let pe = 4 * base.pe_frequencies;
+        let pe = 4 * base.model.pe_frequencies;
         let fits = vec![
             GridOptions { texels_per_cell: 4, channels: 256, bits: 4 },
             GridOptions { texels_per_cell: 8, channels: MAX_MLP_WIDTH as u32 - 256 - pe, bits: 4 },
         ];
-        assert_eq!(CompressOptions { grids: fits.clone(), ..base.clone() }.validate(), Ok(()));
-        assert!(CompressOptions { grids: fits, mips: true, ..base }.validate().is_err());
+        assert_eq!(CompressOptions { model: ModelConfig { grids: fits.clone(), ..base.model.clone() }, ..base.clone() }.validate(), Ok(()));
+        assert!(CompressOptions { model: ModelConfig { grids: fits, mips: true, ..base.model }, ..base }.validate().is_err());
     }
 }

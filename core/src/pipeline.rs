@@ -3,7 +3,7 @@
 
 use crate::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, SectionSizes, WeightFormat};
 use crate::layout::{GridShape, ModelLayout, TextureSlot};
-use crate::options::{Backend, CompressOptions, Quantisation};
+use crate::options::{Backend, CompressOptions, Quantisation, RunOptions};
 use crate::params::ModelParams;
 use crate::progress::{Cancel, Pass, Progress};
 use crate::quant::{self, QuantizedLayer};
@@ -20,7 +20,11 @@ pub enum CompressError {
     EmptySet,
     /// An option is out of range.
     #[error("invalid options: {0}")]
-    Options(String),
+    Options(#[from] crate::options::OptionsError),
+    /// The options, the backend or the library ask for something this build cannot do (the
+    /// message says what, and what to use instead).
+    #[error("{0}")]
+    Unsupported(String),
     /// A budget names a texture that is not in the set.
     #[error("budget '{0}' names no texture of the set (use a map kind like 'roughness' or 'material/roughness')")]
     UnknownBudget(String),
@@ -32,6 +36,23 @@ pub enum CompressError {
     Bundle(#[from] crate::bundle::BundleError),
 }
 
+/// Where a texture's budget came from: what later passes decide on (the words are in
+/// [`TextureBudget::reason`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetSource {
+    /// The same map as another: stored once.
+    Duplicate,
+    /// An affine colour transform of another map.
+    ColourVariant,
+    /// Named in the options' budget overrides.
+    Manual,
+    /// Near-constant: the MLP bias carries it, no channels.
+    Flat,
+    /// The content estimate (applied or only proposed).
+    Content,
+}
+
 /// The budget of one texture, with the reason.
 #[derive(Clone, Debug, Serialize)]
 pub struct TextureBudget {
@@ -41,7 +62,9 @@ pub struct TextureBudget {
     pub channels: u32,
     /// Of how many.
     pub total_channels: u32,
-    /// Why.
+    /// Where the budget came from.
+    pub source: BudgetSource,
+    /// Why, in words.
     pub reason: String,
     /// Mean of its values (all channels).
     pub mean: f32,
@@ -401,12 +424,13 @@ pub fn channel_priority(grids: &[GridShape]) -> Vec<u32> {
 
 /// Analyse/budget pass: grid shapes from the largest map, budgets from the options.
 pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayout, AnalyseReport), CompressError> {
-    options.validate().map_err(CompressError::Options)?;
+    options.validate()?;
     if set.textures().next().is_none() {
         return Err(CompressError::EmptySet);
     }
     let extent = set.max_extent();
     let grids: Vec<GridShape> = options
+        .model
         .grids
         .iter()
         .map(|g| {
@@ -416,7 +440,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
         .collect();
     let total: u32 = grids.iter().map(|g| g.channels).sum();
     let priority = channel_priority(&grids);
-    for key in options.budgets.keys() {
+    for key in options.budgets.overrides.keys() {
         let matches = set.textures().any(|(m, _, t)| *key == t.kind.token() || *key == format!("{}/{}", set.materials[m].name, t.kind));
         if !matches {
             return Err(CompressError::UnknownBudget(key.clone()));
@@ -429,7 +453,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
     let mut output_offset = 0;
     let mut originals: Vec<(usize, usize)> = Vec::new();
     // Content of every texture; the busiest sets the scale of the graded budgets.
-    let block = options.grids.iter().map(|g| g.texels_per_cell).min().unwrap_or(1);
+    let block = options.model.grids.iter().map(|g| g.texels_per_cell).min().unwrap_or(1);
     let extent = set.max_extent();
     let contents: Vec<Vec<(f32, f32)>> = set
         .materials
@@ -454,7 +478,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
             let std_dev = std_devs.iter().copied().fold(0.0f32, f32::max);
             let n = t.texels.len().max(1) as f64;
             let mean = (t.texels.iter().map(|&v| f64::from(v)).sum::<f64>() / n) as f32;
-            let loss_weight = options.loss_weights.get(t.kind.token()).copied().unwrap_or(1.0);
+            let loss_weight = options.schedule.loss_weights.get(t.kind.token()).copied().unwrap_or(1.0);
 
             // Exact duplicate of an earlier texture: share its outputs and budget.
             let hash = texel_hash(t);
@@ -472,6 +496,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
                     texture: name.clone(),
                     channels: slot.latent_channels.len() as u32,
                     total_channels: total,
+                    source: BudgetSource::Duplicate,
                     reason: format!("identical to {same_as}: stored once, shares its outputs"),
                     mean,
                     std_dev,
@@ -500,6 +525,7 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
                     texture: name.clone(),
                     channels: slot.latent_channels.len() as u32,
                     total_channels: total,
+                    source: BudgetSource::ColourVariant,
                     reason: format!(
                         "colour variant of {same_as}: an affine transform reproduces it at {fit_db:.1} dB (>= {AFFINE_PSNR_DB} dB), stored as its outputs plus a {}x5 matrix",
                         t.channels
@@ -514,11 +540,12 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
             seen.entry(hash).or_default().push((mi, ti));
             originals.push((mi, ti));
 
-            let (count, reason) = match options.budgets.get(&name).or_else(|| options.budgets.get(t.kind.token())) {
-                Some(&k) => (k.min(total), format!("manual override ({k} requested)")),
+            let (count, source, reason) = match options.budgets.overrides.get(&name).or_else(|| options.budgets.overrides.get(t.kind.token())) {
+                Some(&k) => (k.min(total), BudgetSource::Manual, format!("manual override ({k} requested)")),
                 // PSNR of its mean as a constant: -10 log10(variance).
                 None if std_dev <= 10f32.powf(-FLAT_PSNR_DB / 20.0) => (
                     0,
+                    BudgetSource::Flat,
                     format!(
                         "flat: its mean reproduces it at {:.1} dB (>= {FLAT_PSNR_DB} dB), so the MLP bias carries it",
                         -20.0 * std_dev.max(1e-12).log10()
@@ -540,18 +567,22 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
                         100.0 * share,
                         -10.0 * detail.max(1e-12).log10()
                     );
-                    if options.auto_budgets {
-                        (proposed, content)
+                    if options.budgets.auto {
+                        (proposed, BudgetSource::Content, content)
                     } else if proposed < total {
-                        (total, format!("every channel; {content}: the analysis proposes {proposed} (--auto-budgets applies it)"))
+                        (
+                            total,
+                            BudgetSource::Content,
+                            format!("every channel; {content}: the analysis proposes {proposed} (--auto-budgets applies it)"),
+                        )
                     } else {
-                        (total, format!("every channel; {content}"))
+                        (total, BudgetSource::Content, format!("every channel; {content}"))
                     }
                 }
             };
             let mut latent_channels: Vec<u32> = priority[..count as usize].to_vec();
             latent_channels.sort_unstable();
-            budgets.push(TextureBudget { texture: name, channels: count, total_channels: total, reason, mean, std_dev });
+            budgets.push(TextureBudget { texture: name, channels: count, total_channels: total, source, reason, mean, std_dev });
             slots.push(TextureSlot {
                 output_offset,
                 channels: t.channels as usize,
@@ -564,21 +595,21 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
         }
         textures.push(slots);
     }
-    if options.library_sharing == crate::options::LibrarySharing::Related && set.materials.len() > 1 {
+    if options.budgets.sharing == crate::options::LibrarySharing::Related && set.materials.len() > 1 {
         split_channels_by_material_group(set, &grids, &contents, &mut textures, &mut budgets);
     }
     let layout = ModelLayout {
         grids: grids.clone(),
-        pe_frequencies: options.pe_frequencies,
-        hidden_widths: options.hidden_widths.clone(),
+        pe_frequencies: options.model.pe_frequencies,
+        hidden_widths: options.model.hidden_widths.clone(),
         textures,
         mip_levels: 1,
         mip_grids: Vec::new(),
-        weight_format: options.weight_format,
+        weight_format: options.model.weight_format,
     };
-    let layout = if options.mips { with_pyramid(layout, set.max_extent(), options.mip_cell_growth) } else { layout };
-    let mut mlp_widths = vec![layout.latent_channels() + 4 * options.pe_frequencies as usize + usize::from(layout.mip_levels > 1)];
-    mlp_widths.extend(&options.hidden_widths);
+    let layout = if options.model.mips { with_pyramid(layout, set.max_extent(), options.model.mip_cell_growth) } else { layout };
+    let mut mlp_widths = vec![layout.latent_channels() + 4 * options.model.pe_frequencies as usize + usize::from(layout.mip_levels > 1)];
+    mlp_widths.extend(&options.model.hidden_widths);
     mlp_widths.push(layout.output_channels());
     Ok((layout, AnalyseReport { grids, mlp_widths, budgets, duplicates }))
 }
@@ -683,7 +714,7 @@ fn split_channels_by_material_group(
             let budget = b.next();
             // An artist's budget is a channel count (up to the group's own channels); the
             // analysis's budgets are fractions of all channels, scaled to the group's.
-            let manual = budget.as_ref().is_some_and(|b| b.reason.starts_with("manual override"));
+            let manual = budget.as_ref().is_some_and(|b| b.source == BudgetSource::Manual);
             let k = if manual { slot.latent_channels.len() } else { (slot.latent_channels.len() * list.len()).div_ceil(total.max(1)) };
             let mut channels = list[..k.min(list.len())].to_vec();
             channels.sort_unstable();
@@ -906,7 +937,7 @@ pub fn compress(
             "{} textures ({} stored once as duplicates, {} flat), grids {}, MLP {:?}",
             analyse_report.budgets.len(),
             analyse_report.duplicates.len(),
-            analyse_report.budgets.iter().filter(|b| b.reason.starts_with("flat")).count(),
+            analyse_report.budgets.iter().filter(|b| b.source == BudgetSource::Flat).count(),
             analyse_report
                 .grids
                 .iter()
@@ -918,7 +949,7 @@ pub fn compress(
     );
 
     progress.pass_started(Pass::Train);
-    let (backend, backend_reason) = match options.backend {
+    let (backend, backend_reason) = match options.run.backend {
         Backend::Auto => {
             let (backend, reason) = crate::burn_train::resolve_auto();
             (backend, format!(" (auto: {reason})"))
@@ -929,17 +960,17 @@ pub fn compress(
     // the fused CPU trainer.
     let cpu_only = if layout.mip_levels > 1 {
         Some(("a mip chain", "burn's model has no latent pyramid"))
-    } else if options.prune.is_some() {
+    } else if options.budgets.prune.is_some() {
         Some(("channel pruning", "burn's trainer removes no channels"))
-    } else if options.learned_budgets.is_some() {
+    } else if options.budgets.learned.is_some() {
         Some(("learned budgets", "burn's trainer has no budget gates"))
     } else {
         None
     };
     let (backend, backend_reason) = match (backend, cpu_only) {
         (Backend::Wgpu | Backend::Flex, Some((what, why))) => {
-            if options.backend != Backend::Auto {
-                return Err(CompressError::Options(format!(
+            if options.run.backend != Backend::Auto {
+                return Err(CompressError::Unsupported(format!(
                     "--backend {} cannot train {what} yet ({why}); use --backend cpu or auto",
                     format!("{backend:?}").to_lowercase()
                 )));
@@ -951,7 +982,7 @@ pub fn compress(
     let (params, train_report) = match backend {
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
         Backend::Wgpu | Backend::Flex => {
-            let resolved = CompressOptions { backend, ..options.clone() };
+            let resolved = CompressOptions { run: RunOptions { backend, ..options.run.clone() }, ..options.clone() };
             match crate::burn_train::train_burn_guarded(set, &layout, &resolved, progress, cancel) {
                 Ok(trained) => trained,
                 Err(TrainError::Gpu(why)) => {
@@ -987,7 +1018,7 @@ pub fn compress(
         layout = cut.apply(&layout);
     }
     let (layout, params, mut prune_report) = prune(&layout, &params);
-    if let (Some(cut), Some(b)) = (&train_report.learned_budgets, &options.learned_budgets) {
+    if let (Some(cut), Some(b)) = (&train_report.learned_budgets, &options.budgets.learned) {
         let before: usize = budgets_before.iter().sum();
         let after: usize = cut.budgets.iter().map(Vec::len).sum();
         prune_report.during_training = Some(format!(
@@ -997,7 +1028,7 @@ pub fn compress(
             100.0 * cut.drop_below
         ));
     }
-    if let Some(p) = &options.prune {
+    if let Some(p) = &options.budgets.prune {
         prune_report.during_training = Some(format!(
             "{} channels removed at {:.0}% of training by {:?} (group lasso {}), keeping {:?} per grid",
             train_report.pruned_channels.len(),
@@ -1010,7 +1041,7 @@ pub fn compress(
     // The layout holds one slot per texture of the set, in the set's order (as the analyse pass
     // named them).
     let names = set.materials.iter().flat_map(|m| m.textures.iter().map(move |t| format!("{}/{}", m.name, t.kind)));
-    let method = options.prune.as_ref().map(|p| format!("{:?} pruning at {:.0}% of training", p.method, 100.0 * p.at));
+    let method = options.budgets.prune.as_ref().map(|p| format!("{:?} pruning at {:.0}% of training", p.method, 100.0 * p.at));
     let learned = train_report.learned_budgets.as_ref();
     prune_report.budgets = layout
         .textures

@@ -94,6 +94,9 @@ pub enum RateError {
     /// Bad target.
     #[error("rate control: {0}")]
     Target(String),
+    /// A rate the options cannot be sized to.
+    #[error("rate control: {0}")]
+    Options(#[from] crate::options::OptionsError),
     /// A trial failed.
     #[error(transparent)]
     Compress(#[from] CompressError),
@@ -125,7 +128,7 @@ pub fn compress_to_psnr(
     let mut bundles: Vec<Compressed> = Vec::new();
     let mut run = |bpp: f64| -> Result<f64, RateError> {
         let mut options = base.clone();
-        options.fit_bits_per_texel_for(bpp, set).map_err(RateError::Target)?;
+        options.fit_bits_per_texel_for(bpp, set)?;
         let out = compress(set, &options, progress, cancel)?;
         let psnr = evaluate(set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;
         let trial = RateTrial {

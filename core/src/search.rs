@@ -158,27 +158,27 @@ impl SearchPoint {
     /// coarse as the fine one and the same bits (the presets are).
     #[must_use]
     pub fn of(options: &CompressOptions) -> Option<Self> {
-        let [fine, coarse] = options.grids.as_slice() else { return None };
+        let [fine, coarse] = options.model.grids.as_slice() else { return None };
         (coarse.texels_per_cell == 2 * fine.texels_per_cell && coarse.bits == fine.bits).then(|| Self {
             latent_bits: fine.bits,
             finest_texels_per_cell: fine.texels_per_cell,
             channel_split: [fine.channels, coarse.channels],
-            hidden_widths: options.hidden_widths.clone(),
-            weight_format: options.weight_format,
+            hidden_widths: options.model.hidden_widths.clone(),
+            weight_format: options.model.weight_format,
         })
     }
 
     /// `base` with this point's shape, sized to `bits_per_texel` on `set`.
     pub fn options(&self, base: &CompressOptions, bits_per_texel: f64, set: &TextureSet) -> Result<CompressOptions, String> {
         let mut options = base.clone();
-        options.grids = vec![
+        options.model.grids = vec![
             GridOptions { texels_per_cell: self.finest_texels_per_cell, channels: self.channel_split[0], bits: self.latent_bits },
             GridOptions { texels_per_cell: 2 * self.finest_texels_per_cell, channels: self.channel_split[1], bits: self.latent_bits },
         ];
-        options.hidden_widths.clone_from(&self.hidden_widths);
-        options.weight_format = self.weight_format;
-        options.prune = None;
-        options.fit_bits_per_texel_for(bits_per_texel, set)?;
+        options.model.hidden_widths.clone_from(&self.hidden_widths);
+        options.model.weight_format = self.weight_format;
+        options.budgets.prune = None;
+        options.fit_bits_per_texel_for(bits_per_texel, set).map_err(|e| e.to_string())?;
         Ok(options)
     }
 
@@ -603,7 +603,7 @@ pub fn search_precision(
     }
     let all = space.all();
     let budget = if search.strategy == Strategy::Grid { all.len() + 1 } else { search.trials };
-    let short_steps = ((base.steps as f32 * search.short_fraction).round() as u32).max(1);
+    let short_steps = ((base.schedule.steps as f32 * search.short_fraction).round() as u32).max(1);
     let mut rng = Rng(search.seed ^ 0x5EA2_C400);
     let mut trials: Vec<SearchTrial> = Vec::new();
     let mut observed: Vec<([usize; DIMS], f64)> = Vec::new();
@@ -655,12 +655,12 @@ pub fn search_precision(
             }
             Err(e) => return Err(SearchError::Options(format!("the base shape at {} bits per texel: {e}", search.bits_per_texel))),
         };
-        let macs = options.decoder_macs_per_texel(set.output_channels());
+        let macs = options.model.decoder_macs_per_texel(set.output_channels());
         if source != Source::Base && search.max_decoder_macs_per_texel.is_some_and(|cap| macs > cap) {
             skipped.too_costly.push(point);
             continue;
         }
-        options.steps = short_steps;
+        options.schedule.steps = short_steps;
         if let Some(earlier) = fitted.iter().position(|o| *o == options) {
             if let Some(x) = space.index_of(&point) {
                 observed.push((x, trials[earlier].pooled_psnr_db));
@@ -673,7 +673,7 @@ pub fn search_precision(
         let trial = SearchTrial {
             point: point.clone(),
             source,
-            channels: [options.grids[0].channels, options.grids[1].channels],
+            channels: [options.model.grids[0].channels, options.model.grids[1].channels],
             decoder_macs_per_texel: macs,
             bits_per_texel: out.report.pack.bits_per_texel,
             pooled_psnr_db: psnr,
@@ -723,7 +723,7 @@ pub fn search_precision(
     let report = SearchReport {
         options: search.clone(),
         short_steps,
-        full_steps: base.steps,
+        full_steps: base.schedule.steps,
         found_at_trial: finals[chosen].trial + 1,
         gain_db: finals[chosen].pooled_psnr_db - finals[baseline].pooled_psnr_db,
         chosen,

@@ -616,21 +616,21 @@ impl Schedule {
     pub fn new(options: &CompressOptions, layout: &ModelLayout) -> Self {
         // A fine-tune starts from a trained model: full learning rates (and a fresh Adam) would
         // first undo much of it.
-        let lr_scale = if options.init_from.is_some() { FINE_TUNE_LEARNING_RATE_SCALE } else { 1.0 };
-        let steps = options.steps;
+        let lr_scale = if options.run.init_from.is_some() { FINE_TUNE_LEARNING_RATE_SCALE } else { 1.0 };
+        let steps = options.schedule.steps;
         let qat_latents = options.resolved_latent_quantisation() == Quantisation::Qat;
         let qat_weights = options.resolved_weight_quantisation() == Quantisation::Qat;
         Self {
             steps,
-            batch_texels: options.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
-            grid_learning_rate: options.grid_learning_rate * lr_scale,
-            mlp_learning_rate: options.mlp_learning_rate * lr_scale,
-            freeze_step: if qat_latents { (steps as f32 * options.freeze_latents_at) as u32 } else { steps },
-            int8_step: if qat_weights { (steps as f32 * options.quantize_weights_at) as u32 } else { steps },
+            batch_texels: options.schedule.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
+            grid_learning_rate: options.schedule.grid_learning_rate * lr_scale,
+            mlp_learning_rate: options.schedule.mlp_learning_rate * lr_scale,
+            freeze_step: if qat_latents { (steps as f32 * options.schedule.freeze_latents_at) as u32 } else { steps },
+            int8_step: if qat_weights { (steps as f32 * options.schedule.quantize_weights_at) as u32 } else { steps },
             latent_noise: qat_latents,
             grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
             weight_format: layout.weight_format,
-            seed: options.seed,
+            seed: options.schedule.seed,
         }
     }
 
@@ -1518,8 +1518,8 @@ pub const FINE_TUNE_LEARNING_RATE_SCALE: f32 = 0.3;
 /// The parameters training starts from: `options.init_from`'s model (dequantised) when given, a
 /// fine-tune, else the seeded initialisation.
 pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<ModelParams, TrainError> {
-    let fresh = initial_params(set, layout, options.seed);
-    let Some(path) = &options.init_from else { return Ok(fresh) };
+    let fresh = initial_params(set, layout, options.schedule.seed);
+    let Some(path) = &options.run.init_from else { return Ok(fresh) };
     let error = |message: String| TrainError::InitFrom { path: path.clone(), message };
     let bundle = crate::bundle::Bundle::read(path).map_err(|e| error(e.to_string()))?;
     let params = crate::decode::Decoder::new(&bundle).params().clone();
@@ -1549,17 +1549,17 @@ pub fn train_fused(
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
     let schedule = Schedule::new(options, layout);
-    let sampler = Sampler::new(set, layout).with_level_boost(options.mip_sample_boost);
+    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
     let fingerprint = crate::checkpoint::fingerprint(set, layout, options);
     let mut trainer = FusedTrainer::new(sampler, schedule.clone(), starting_params(set, layout, options)?);
-    if let Some(pruning) = &options.prune {
+    if let Some(pruning) = &options.budgets.prune {
         trainer = trainer.with_pruning(pruning.clone());
     }
-    if let Some(learned) = &options.learned_budgets {
+    if let Some(learned) = &options.budgets.learned {
         trainer = trainer.with_learned_budgets(learned.clone(), layout);
     }
     let mut resumed_from_step = None;
-    if let Some(path) = &options.resume_from
+    if let Some(path) = &options.run.resume_from
         && path.exists()
     {
         crate::checkpoint::load(path, &fingerprint, &mut trainer)?;
@@ -1590,7 +1590,7 @@ pub fn train_fused(
             progress.snapshot(snapshot_layout.as_ref().unwrap_or(layout), &trainer.final_params());
         }
         let done = trainer.step == schedule.steps;
-        if let Some(cp) = &options.checkpoint
+        if let Some(cp) = &options.run.checkpoint
             && !done
             && last_checkpoint.elapsed().as_secs_f64() >= cp.every_secs
         {

@@ -7,6 +7,7 @@ use texset_core::burn_train::{share_wgpu_device, wgpu_device_is_shared};
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{RunOptions, ScheduleConfig};
 
 #[test]
 fn wgpu_training_runs_on_a_shared_device() {
@@ -19,7 +20,11 @@ fn wgpu_training_runs_on_a_shared_device() {
     assert!(wgpu_device_is_shared());
     // Small: lavapipe runs burn's kernels on the CPU.
     let set = texset_testkit::small_set(16);
-    let options = CompressOptions { steps: 40, batch_texels: 1024, backend: Backend::Wgpu, ..CompressOptions::default() };
+    let options = CompressOptions {
+        schedule: ScheduleConfig { steps: 40, batch_texels: 1024, ..Default::default() },
+        run: RunOptions { backend: Backend::Wgpu, ..Default::default() },
+        ..CompressOptions::default()
+    };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     assert!(out.report.train.backend.contains("wgpu"), "{}", out.report.train.backend);
     let eval = evaluate(&set, &Decoder::new(&out.bundle), false).unwrap();

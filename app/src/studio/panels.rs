@@ -218,7 +218,7 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
         });
         ui.horizontal(|ui| {
             let label = ui.label("Steps");
-            let mut steps = session.settings.steps.unwrap_or_else(|| session.options().steps);
+            let mut steps = session.settings.steps.unwrap_or_else(|| session.options().schedule.steps);
             if ui.add(egui::DragValue::new(&mut steps).range(10..=100_000).speed(10)).labelled_by(label.id).changed() {
                 commands.push(Command::SetSteps(Some(steps)));
             }

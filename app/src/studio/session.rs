@@ -219,14 +219,14 @@ impl Session {
     pub fn options(&self) -> CompressOptions {
         let mut options = CompressOptions::preset(self.settings.preset);
         if let Some(steps) = self.settings.steps {
-            options.steps = steps;
+            options.schedule.steps = steps;
         }
-        options.mips = self.settings.mips;
-        options.budgets.clone_from(&self.settings.budgets);
-        options.learned_budgets = self.settings.learn_budgets.then(texset_core::options::LearnedBudgets::default);
-        options.latent_quantisation = self.settings.latent_quant;
-        options.weight_quantisation = self.settings.weight_quant;
-        options.weight_format = self.settings.weight_format;
+        options.model.mips = self.settings.mips;
+        options.budgets.overrides.clone_from(&self.settings.budgets);
+        options.budgets.learned = self.settings.learn_budgets.then(texset_core::options::LearnedBudgets::default);
+        options.schedule.latent_quantisation = self.settings.latent_quant;
+        options.schedule.weight_quantisation = self.settings.weight_quant;
+        options.model.weight_format = self.settings.weight_format;
         options
     }
 
@@ -616,12 +616,16 @@ impl Session {
                 return;
             }
         };
-        options.steps = (options.steps / FINE_TUNE_STEP_FRACTION).max(50);
-        options.init_from = Some(path);
+        options.schedule.steps = (options.schedule.steps / FINE_TUNE_STEP_FRACTION).max(50);
+        options.run.init_from = Some(path);
         self.job = None;
         let names: Vec<String> = changed.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
         self.run = RunLog { state: RunState::Running, ..RunLog::default() };
-        self.run.lines.push(format!("fine-tuning from the current model ({} steps) after {} changed", options.steps, names.join(", ")));
+        self.run.lines.push(format!(
+            "fine-tuning from the current model ({} steps) after {} changed",
+            options.schedule.steps,
+            names.join(", ")
+        ));
         match TrainJob::start(
             Arc::clone(&self.library.set),
             options,

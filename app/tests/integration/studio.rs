@@ -71,10 +71,10 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     harness.get_by_label("Learn budgets").click();
     harness.step();
     assert!(harness.state().session.settings.learn_budgets);
-    assert_eq!(harness.state().session.options().learned_budgets, Some(texset_core::options::LearnedBudgets::default()));
+    assert_eq!(harness.state().session.options().budgets.learned, Some(texset_core::options::LearnedBudgets::default()));
     harness.get_by_label("Learn budgets").click();
     harness.step();
-    assert!(harness.state().session.options().learned_budgets.is_none());
+    assert!(harness.state().session.options().budgets.learned.is_none());
 
     // Train by clicking the button; it runs on its thread while frames keep coming.
     harness.get_by_label("Start training").click();

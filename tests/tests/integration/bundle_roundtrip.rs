@@ -3,10 +3,12 @@
 
 use texset_core::bundle::{Bundle, BundleError};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{ModelConfig, ScheduleConfig};
 
 fn small_bundle() -> Vec<u8> {
     let set = texset_testkit::small_set(32);
-    let options = CompressOptions { steps: 20, batch_texels: 1024, ..CompressOptions::default() };
+    let options =
+        CompressOptions { schedule: ScheduleConfig { steps: 20, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle_bytes
 }
 
@@ -255,7 +257,11 @@ fn every_weight_format_trains_packs_and_round_trips() {
     let set = texset_testkit::small_set(32);
     let mut sizes = Vec::new();
     for format in WeightFormat::ALL {
-        let options = CompressOptions { steps: 40, batch_texels: 1024, weight_format: format, ..CompressOptions::default() };
+        let options = CompressOptions {
+            model: ModelConfig { weight_format: format, ..Default::default() },
+            schedule: ScheduleConfig { steps: 40, batch_texels: 1024, ..Default::default() },
+            ..CompressOptions::default()
+        };
         let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
         assert_eq!(out.report.quantise.weight_format, format);
         let bytes = &out.bundle_bytes;

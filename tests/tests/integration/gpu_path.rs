@@ -6,6 +6,7 @@ use texset_core::burn_model::NtcModel;
 use texset_core::burn_train::{adapters, device_for};
 use texset_core::decode::Decoder;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{RunOptions, ScheduleConfig};
 use texset_testkit::gpu_or_skip;
 
 #[test]
@@ -16,7 +17,11 @@ fn burn_wgpu_trains_and_its_forward_matches_the_cpu_reference() {
     }
     eprintln!("wgpu adapters: {found:?}");
     let set = texset_testkit::small_set(16);
-    let options = CompressOptions { steps: 12, batch_texels: 512, backend: Backend::Wgpu, ..CompressOptions::default() };
+    let options = CompressOptions {
+        schedule: ScheduleConfig { steps: 12, batch_texels: 512, ..Default::default() },
+        run: RunOptions { backend: Backend::Wgpu, ..Default::default() },
+        ..CompressOptions::default()
+    };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     assert!(out.report.train.backend.contains("wgpu"), "{}", out.report.train.backend);
     assert!(out.report.train.final_mse.is_finite() && out.report.train.final_mse > 0.0);

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use texset_core::MapKind;
+use texset_core::ScheduleConfig;
 use texset_core::ingest::{IngestError, IngestReport, load_library, load_material};
 
 fn write_png(path: &Path, width: u32, height: u32, channels: u8) {
@@ -201,7 +202,8 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
     let height = set.materials[0].textures.iter().find(|t| t.kind == MapKind::Height).unwrap();
     assert_eq!(height.sample_format, texset_core::set::SampleFormat::F32);
     assert!((height.channel_ranges[0][0] + 2.0).abs() < 1e-6 && (height.channel_ranges[0][1] - 6.0).abs() < 1e-6);
-    let options = CompressOptions { steps: 200, batch_texels: 1024, ..CompressOptions::default() };
+    let options =
+        CompressOptions { schedule: ScheduleConfig { steps: 200, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     let out = texset_core::compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     let decoded = tempfile::tempdir().unwrap();
     let files = texset_core::export::decode_to_folder(&texset_core::Decoder::new(&out.bundle), decoded.path()).unwrap();
@@ -358,7 +360,8 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
 
     // 600 short steps: enough for a flat map's output row to settle (measured worst decoded error,
     // in 8-bit steps: 2.7 after 60 steps, 1.1 after 150, 0.13 after 300, under 0.01 after 600).
-    let options = CompressOptions { steps: 600, batch_texels: 1024, ..CompressOptions::default() };
+    let options =
+        CompressOptions { schedule: ScheduleConfig { steps: 600, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     let out = texset_core::compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     let manifest = &out.bundle.manifest.materials[0];
     for kind in [MapKind::Roughness, MapKind::Orm, MapKind::Metallic] {

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::PathBuf;
+use texset_core::ScheduleConfig;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
@@ -34,12 +35,17 @@ fn pngs(bundle: &Bundle, material: usize) -> Vec<Vec<u8>> {
 #[test]
 fn adding_a_material_trains_only_its_adapter_and_leaves_the_library_byte_identical() {
     let library = TextureSet { materials: vec![material("red", 32, 0.0, 0.4), material("blue", 32, 0.0, -0.4)] };
-    let options = CompressOptions { steps: 300, batch_texels: 2048, ..CompressOptions::default() };
+    let options =
+        CompressOptions { schedule: ScheduleConfig { steps: 300, batch_texels: 2048, ..Default::default() }, ..CompressOptions::default() };
     let trained = compress(&library, &options, &NoProgress, &Cancel::new()).unwrap();
     let before: Vec<Vec<Vec<u8>>> = (0..2).map(|m| pngs(&trained.bundle, m)).collect();
 
     let extra = TextureSet { materials: vec![material("green", 32, 1.3, 0.1)] };
-    let add = AddOptions { train: CompressOptions { steps: 100, ..options.clone() }, adapter_channels: None, read_shared: false };
+    let add = AddOptions {
+        train: CompressOptions { schedule: ScheduleConfig { steps: 100, ..options.schedule.clone() }, ..options.clone() },
+        adapter_channels: None,
+        read_shared: false,
+    };
     let grown = add_materials(&trained.bundle, &extra, &add, &NoProgress, &Cancel::new()).unwrap();
     let r = &grown.report;
     assert_eq!((r.materials_before, r.materials_added), (2, 1));
@@ -80,7 +86,8 @@ fn adding_a_material_trains_only_its_adapter_and_leaves_the_library_byte_identic
 #[test]
 fn a_material_name_already_in_the_library_is_refused() {
     let library = TextureSet { materials: vec![material("red", 16, 0.0, 0.4)] };
-    let options = CompressOptions { steps: 2, batch_texels: 256, ..CompressOptions::default() };
+    let options =
+        CompressOptions { schedule: ScheduleConfig { steps: 2, batch_texels: 256, ..Default::default() }, ..CompressOptions::default() };
     let trained = compress(&library, &options, &NoProgress, &Cancel::new()).unwrap();
     let again = TextureSet { materials: vec![material("red", 16, 1.0, 0.0)] };
     let add = AddOptions { train: options, adapter_channels: None, read_shared: false };

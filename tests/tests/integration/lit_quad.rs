@@ -4,6 +4,7 @@
 //! are kept in `target/ci-artifacts/lit_quad/` (CI's artifact folder).
 #![allow(clippy::unwrap_used)]
 
+use texset_core::ScheduleConfig;
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
 
 #[path = "../../../shaders/examples/lit_quad.rs"]
@@ -17,7 +18,7 @@ fn luminance(p: &[f32]) -> f32 {
 #[test]
 fn lit_quad_example_renders_the_bundle_as_the_cpu_reference_does() {
     let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
-    let options = CompressOptions { steps: 150, seed: 3, ..CompressOptions::default() };
+    let options = CompressOptions { schedule: ScheduleConfig { steps: 150, seed: 3, ..Default::default() }, ..CompressOptions::default() };
     let bundle = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle;
     // Through the file format, as an engine gets it.
     let bundle = texset_core::Bundle::from_bytes(&bundle.to_bytes().unwrap().0).unwrap();

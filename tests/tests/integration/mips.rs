@@ -4,12 +4,14 @@
 #![allow(clippy::unwrap_used, clippy::float_cmp)]
 
 use std::path::PathBuf;
+use texset_core::RunOptions;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
 use texset_core::metrics::SquaredError;
 use texset_core::options::Backend;
 use texset_core::set::{MapKind, Material, TextureSet};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{ModelConfig, ScheduleConfig};
 use texset_testkit::texture;
 
 /// A material with detail at every scale (so every mip level has something to learn and a level
@@ -36,7 +38,12 @@ fn busy_set(size: u32) -> TextureSet {
 }
 
 fn options(mips: bool) -> CompressOptions {
-    CompressOptions { steps: 600, batch_texels: 4096, mips, backend: Backend::Cpu, ..CompressOptions::default() }
+    CompressOptions {
+        model: ModelConfig { mips, ..Default::default() },
+        schedule: ScheduleConfig { steps: 600, batch_texels: 4096, ..Default::default() },
+        run: RunOptions { backend: Backend::Cpu, ..Default::default() },
+        ..CompressOptions::default()
+    }
 }
 
 /// Per level, the pooled PSNR of `decoder`'s `decode_map_level` against the box-filtered chain.
@@ -80,7 +87,17 @@ fn every_mip_level_is_trained_and_round_trips() {
     println!("latent bytes: {lw} with mips, {lo} without ({:.3}x)", lw / lo);
     assert!((1.8..2.2).contains(&(lw / lo)), "latent bytes grew {:.3}x", lw / lo);
     // Growth 1 halves the grids with the texture: a third more.
-    let thin = compress(&set, &CompressOptions { steps: 10, mip_cell_growth: 1.0, ..options(true) }, &NoProgress, &Cancel::new()).unwrap();
+    let thin = compress(
+        &set,
+        &CompressOptions {
+            model: ModelConfig { mip_cell_growth: 1.0, ..options(true).model },
+            schedule: ScheduleConfig { steps: 10, ..options(true).schedule },
+            ..options(true)
+        },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap();
     let ratio = thin.report.pack.sections.latent_bytes as f64 / lo;
     assert!((1.25..1.45).contains(&ratio), "growth 1: latent bytes grew {ratio:.3}x");
 
@@ -121,7 +138,13 @@ fn every_mip_level_is_trained_and_round_trips() {
 #[test]
 fn lod_filtering_blends_levels_and_clamps() {
     let set = busy_set(32);
-    let out = compress(&set, &CompressOptions { steps: 60, ..options(true) }, &NoProgress, &Cancel::new()).unwrap();
+    let out = compress(
+        &set,
+        &CompressOptions { schedule: ScheduleConfig { steps: 60, ..options(true).schedule }, ..options(true) },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap();
     let decoder = Decoder::new(&out.bundle);
     let levels = decoder.map_mip_levels(0, 0).unwrap();
     assert_eq!(levels, 6);
@@ -153,7 +176,13 @@ fn lod_filtering_blends_levels_and_clamps() {
     assert_eq!(at(f32::NAN), at(0.0));
 
     // Without a mip chain every LOD decodes level 0.
-    let flat = compress(&set, &CompressOptions { steps: 60, ..options(false) }, &NoProgress, &Cancel::new()).unwrap();
+    let flat = compress(
+        &set,
+        &CompressOptions { schedule: ScheduleConfig { steps: 60, ..options(false).schedule }, ..options(false) },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap();
     let decoder = Decoder::new(&flat.bundle);
     assert_eq!(decoder.map_mip_levels(0, 0).unwrap(), 1);
     let (mut t0, mut t3) = ([0.0; 4], [0.0; 4]);
@@ -166,7 +195,13 @@ fn lod_filtering_blends_levels_and_clamps() {
 #[test]
 fn inconsistent_pyramids_are_rejected() {
     let set = busy_set(16);
-    let out = compress(&set, &CompressOptions { steps: 10, ..options(true) }, &NoProgress, &Cancel::new()).unwrap();
+    let out = compress(
+        &set,
+        &CompressOptions { schedule: ScheduleConfig { steps: 10, ..options(true).schedule }, ..options(true) },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap();
     let good = out.bundle;
     assert!(good.to_bytes().is_ok());
     let mut cases: Vec<(&str, Bundle)> = Vec::new();

@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 use texset_core::extend::{AddOptions, add_materials};
 use texset_core::options::{Backend, LearnedBudgets};
+use texset_core::{BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 use texset_core::{Cancel, CompressOptions, NoProgress, TextureSet, compress};
 
 fn pinned(name: &str) -> PathBuf {
@@ -42,22 +43,28 @@ fn check(name: &str, bytes: &[u8]) {
 fn the_fused_trainer_and_add_write_the_pinned_bundles() {
     let library = sample_library(&["fabric_indigo", "fabric_ochre", "metal_plates"]);
     let options = CompressOptions {
-        steps: 120,
-        batch_texels: 1024,
-        backend: Backend::Cpu,
-        mips: true,
-        learned_budgets: Some(LearnedBudgets::default()),
-        ..CompressOptions::default()
+        model: ModelConfig { mips: true, ..Default::default() },
+        schedule: ScheduleConfig { steps: 120, batch_texels: 1024, ..Default::default() },
+        budgets: BudgetConfig { learned: Some(LearnedBudgets::default()), ..Default::default() },
+        run: RunOptions { backend: Backend::Cpu, ..Default::default() },
     };
     let out = compress(&library, &options, &NoProgress, &Cancel::new()).unwrap();
     check("fused_mips_learned.texset", &out.bundle_bytes);
 
     let base = sample_library(&["bricks", "wood"]);
-    let plain = CompressOptions { steps: 100, batch_texels: 1024, backend: Backend::Cpu, ..CompressOptions::default() };
+    let plain = CompressOptions {
+        schedule: ScheduleConfig { steps: 100, batch_texels: 1024, ..Default::default() },
+        run: RunOptions { backend: Backend::Cpu, ..Default::default() },
+        ..CompressOptions::default()
+    };
     let trained = compress(&base, &plain, &NoProgress, &Cancel::new()).unwrap();
     check("fused_plain.texset", &trained.bundle_bytes);
     let extra = sample_library(&["metal_plates"]);
-    let add = AddOptions { train: CompressOptions { steps: 60, ..plain }, adapter_channels: None, read_shared: false };
+    let add = AddOptions {
+        train: CompressOptions { schedule: ScheduleConfig { steps: 60, ..plain.schedule }, ..plain },
+        adapter_channels: None,
+        read_shared: false,
+    };
     let grown = add_materials(&trained.bundle, &extra, &add, &NoProgress, &Cancel::new()).unwrap();
     check("added.texset", &grown.bundle_bytes);
 }
@@ -66,7 +73,11 @@ fn the_fused_trainer_and_add_write_the_pinned_bundles() {
 #[test]
 fn the_burn_trainer_writes_the_pinned_bundle() {
     let set = sample_library(&["wood"]);
-    let options = CompressOptions { steps: 30, batch_texels: 512, backend: Backend::Flex, ..CompressOptions::default() };
+    let options = CompressOptions {
+        schedule: ScheduleConfig { steps: 30, batch_texels: 512, ..Default::default() },
+        run: RunOptions { backend: Backend::Flex, ..Default::default() },
+        ..CompressOptions::default()
+    };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     check("burn_flex.texset", &out.bundle_bytes);
 }

@@ -9,20 +9,27 @@ use texset_core::pipeline::analyse;
 use texset_core::progress::TrainPhase::{FrozenLatents as F, Int8Weights as I, NoisyLatents as N};
 use texset_core::train::Schedule;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{ModelConfig, RunOptions, ScheduleConfig};
 
 #[test]
 fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
     let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let qat = CompressOptions {
-        steps: 1000,
-        backend: Backend::Cpu,
-        seed: 3,
-        latent_quantisation: Quantisation::Qat,
-        weight_quantisation: Quantisation::Qat,
+        schedule: ScheduleConfig {
+            steps: 1000,
+            seed: 3,
+            latent_quantisation: Quantisation::Qat,
+            weight_quantisation: Quantisation::Qat,
+            ..Default::default()
+        },
+        run: RunOptions { backend: Backend::Cpu, ..Default::default() },
         ..CompressOptions::default()
     };
     let (layout, _) = analyse(&set, &qat).unwrap();
-    let with = |latents, weights| CompressOptions { latent_quantisation: latents, weight_quantisation: weights, ..qat.clone() };
+    let with = |latents, weights| CompressOptions {
+        schedule: ScheduleConfig { latent_quantisation: latents, weight_quantisation: weights, ..qat.schedule.clone() },
+        ..qat.clone()
+    };
     let phases = |o: &CompressOptions| {
         let s = Schedule::new(o, &layout);
         (s.latent_noise, [0, 799, 800, 899, 900, 999].map(|step| s.phase(step)))
@@ -41,7 +48,7 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
     // much more than rounding ones that did.
     let score = |o: &CompressOptions| {
         let mut o = o.clone();
-        for g in &mut o.grids {
+        for g in &mut o.model.grids {
             g.bits = 2;
         }
         let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
@@ -62,11 +69,11 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
 fn auto_quantisation_picks_the_measured_winner() {
     use texset_core::quant::WeightFormat;
     let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
-    let options = CompressOptions { steps: 1000, ..CompressOptions::default() };
-    assert_eq!((options.latent_quantisation, options.weight_quantisation), (Quantisation::Auto, Quantisation::Auto));
+    let options = CompressOptions { schedule: ScheduleConfig { steps: 1000, ..Default::default() }, ..CompressOptions::default() };
+    assert_eq!((options.schedule.latent_quantisation, options.schedule.weight_quantisation), (Quantisation::Auto, Quantisation::Auto));
     let with = |bits: u32, format: WeightFormat| {
-        let mut o = CompressOptions { weight_format: format, ..options.clone() };
-        for g in &mut o.grids {
+        let mut o = CompressOptions { model: ModelConfig { weight_format: format, ..options.model.clone() }, ..options.clone() };
+        for g in &mut o.model.grids {
             g.bits = bits;
         }
         o
@@ -91,7 +98,7 @@ fn auto_quantisation_picks_the_measured_winner() {
     assert_eq!(phases(&with(2, WeightFormat::Fp8E4m3)), (true, [N, N, F, F, I, I]));
     // One grid at 2 bits is enough for QAT latents (one freeze step serves every grid).
     let mut mixed = with(4, WeightFormat::Int8);
-    mixed.grids[1].bits = 2;
+    mixed.model.grids[1].bits = 2;
     assert_eq!(mixed.resolved_latent_quantisation(), Quantisation::Qat);
     // Progress lines say what each phase does under the run's modes.
     let label = |o: &CompressOptions, phase| Schedule::new(o, &analyse(&set, o).unwrap().0).phase_label(phase);
@@ -100,7 +107,13 @@ fn auto_quantisation_picks_the_measured_winner() {
     assert_eq!(label(&with(2, WeightFormat::Int8), F), "latents rounded and frozen, decoder in float");
     assert_eq!(label(&with(4, WeightFormat::Fp8E4m3), I), "decoder through e4m3 (QAT)");
     // A mode asked for is kept.
-    let asked =
-        CompressOptions { latent_quantisation: Quantisation::Ptq, weight_quantisation: Quantisation::Qat, ..with(2, WeightFormat::Int8) };
+    let asked = CompressOptions {
+        schedule: ScheduleConfig {
+            latent_quantisation: Quantisation::Ptq,
+            weight_quantisation: Quantisation::Qat,
+            ..with(2, WeightFormat::Int8).schedule
+        },
+        ..with(2, WeightFormat::Int8)
+    };
     assert_eq!((asked.resolved_latent_quantisation(), asked.resolved_weight_quantisation()), (Quantisation::Ptq, Quantisation::Qat));
 }

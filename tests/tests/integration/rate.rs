@@ -2,6 +2,7 @@
 //! reaches the target, every trial reported.
 #![allow(clippy::unwrap_used)]
 
+use texset_core::ScheduleConfig;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::rate::{RateTarget, compress_to_psnr};
@@ -10,7 +11,7 @@ use texset_core::{Cancel, CompressOptions, NoProgress, compress};
 #[test]
 fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
     let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
-    let base = CompressOptions { steps: 150, seed: 11, ..CompressOptions::default() };
+    let base = CompressOptions { schedule: ScheduleConfig { steps: 150, seed: 11, ..Default::default() }, ..CompressOptions::default() };
     // The target: what 3 bits per texel reaches with these options.
     let mut at_3 = base.clone();
     at_3.fit_bits_per_texel_for(3.0, &set).unwrap();
@@ -76,7 +77,7 @@ fn match_bc_reaches_the_block_compressed_psnr_at_fewer_bits() {
 
     // The search: no tolerance, capped at the blocks' own rate, and what it returns reaches the
     // blocks' PSNR in fewer bits.
-    let base = CompressOptions { steps: 300, seed: 5, ..CompressOptions::default() };
+    let base = CompressOptions { schedule: ScheduleConfig { steps: 300, seed: 5, ..Default::default() }, ..CompressOptions::default() };
     // 0.5 bits per texel cannot hold one latent channel per grid: the search starts where it can.
     let target = RateTarget::matching_bc(&set, Profile::Low, 0.5, None, 4);
     assert_eq!((target.psnr_db, target.tolerance_db, target.max_bpp), (low.pooled_psnr_db, 0.0, low.bits_per_texel));

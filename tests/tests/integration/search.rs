@@ -2,6 +2,7 @@
 //! runs, the best and the preset's shape in full, a cache that starts a similar set warm.
 #![allow(clippy::unwrap_used)]
 
+use texset_core::ScheduleConfig;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::search::{SearchOptions, SearchSpace, Source, Strategy, search_precision};
@@ -21,7 +22,7 @@ fn small_space() -> SearchSpace {
 #[test]
 fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
     let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
-    let base = CompressOptions { steps: 200, seed: 5, ..CompressOptions::default() };
+    let base = CompressOptions { schedule: ScheduleConfig { steps: 200, seed: 5, ..Default::default() }, ..CompressOptions::default() };
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache/search.json");
     let mut options = SearchOptions::new(Strategy::Grid, 3.0, 100);

@@ -8,10 +8,11 @@ use texset_core::eval::evaluate;
 use texset_core::options::{LearnedBudgets, Quantisation};
 use texset_core::pipeline::analyse;
 use texset_core::set::{MapKind, Material, TextureSet};
+use texset_core::{BudgetConfig, ScheduleConfig};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
 
 fn options() -> CompressOptions {
-    CompressOptions { steps: 300, batch_texels: 2048, ..CompressOptions::default() }
+    CompressOptions { schedule: ScheduleConfig { steps: 300, batch_texels: 2048, ..Default::default() }, ..CompressOptions::default() }
 }
 
 /// Two colourways of one material: different base colours, the same normal map.
@@ -68,7 +69,8 @@ fn identical_maps_are_stored_once_and_decode_identically() {
 #[test]
 fn a_shared_output_with_another_budget_is_rejected() {
     let set = colourways(16);
-    let o = CompressOptions { steps: 2, batch_texels: 256, ..CompressOptions::default() };
+    let o =
+        CompressOptions { schedule: ScheduleConfig { steps: 2, batch_texels: 256, ..Default::default() }, ..CompressOptions::default() };
     let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
     let mut bundle = out.bundle.clone();
     bundle.manifest.materials[1].maps[1].latent_channels.pop();
@@ -104,7 +106,7 @@ fn a_flat_map_gets_no_channels_and_loses_nothing_for_it() {
     };
     let (auto_db, auto_channels) = metallic_psnr(&options());
     let mut full = options();
-    full.budgets.insert("metallic".into(), 64);
+    full.budgets.overrides.insert("metallic".into(), 64);
     let (full_db, full_channels) = metallic_psnr(&full);
     println!("flat metallic: {auto_db:.2} dB with {auto_channels} channels, {full_db:.2} dB with {full_channels}");
     assert_eq!(auto_channels, 0);
@@ -129,7 +131,7 @@ fn near_flat_and_noisy(size: u32) -> TextureSet {
 #[test]
 fn a_near_constant_map_gets_a_quarter_of_the_channels_and_loses_little_for_it() {
     let set = near_flat_and_noisy(32);
-    let auto = CompressOptions { auto_budgets: true, ..options() };
+    let auto = CompressOptions { budgets: BudgetConfig { auto: true, ..options().budgets }, ..options() };
     let (_, report) = analyse(&set, &auto).unwrap();
     let budget = |name: &str| report.budgets.iter().find(|b| b.texture == name).unwrap();
     let (quiet, noisy) = (budget("m/roughness"), budget("m/basecolor"));
@@ -146,7 +148,10 @@ fn a_near_constant_map_gets_a_quarter_of_the_channels_and_loses_little_for_it() 
     // rounding latents the decoder never saw costs a map that reads few channels more than one
     // that averages many: at these 300 steps the full budget gains 0.11 dB from PTQ, the quarter
     // budget loses 0.05 dB, so the gap grows to 0.16 dB (printed below; docs/benchmarks.md).
-    let qat = |o: CompressOptions| CompressOptions { latent_quantisation: Quantisation::Qat, weight_quantisation: Quantisation::Qat, ..o };
+    let qat = |o: CompressOptions| CompressOptions {
+        schedule: ScheduleConfig { latent_quantisation: Quantisation::Qat, weight_quantisation: Quantisation::Qat, ..o.schedule },
+        ..o
+    };
     let auto_db = roughness_psnr(&qat(auto.clone()));
     let full_db = roughness_psnr(&qat(options()));
     println!(
@@ -168,7 +173,7 @@ fn a_near_constant_map_gets_a_quarter_of_the_channels_and_loses_little_for_it() 
 fn learned_budgets_cut_a_near_constant_map_to_a_quarter_and_it_loses_little_for_it() {
     // Every texture starts with every channel; the gates decide.
     let set = near_flat_and_noisy(32);
-    let learned = CompressOptions { learned_budgets: Some(LearnedBudgets::default()), ..options() };
+    let learned = CompressOptions { budgets: BudgetConfig { learned: Some(LearnedBudgets::default()), ..options().budgets }, ..options() };
     let out = compress(&set, &learned, &NoProgress, &Cancel::new()).unwrap();
     let cut = out.report.train.learned_budgets.as_ref().expect("the report holds the cut");
     assert_eq!(cut.step, (300.0 * LearnedBudgets::default().at) as u32);
@@ -257,7 +262,8 @@ fn a_colour_variant_is_stored_as_its_original_plus_a_transform() {
 #[test]
 fn bundles_without_transforms_stay_version_1() {
     let set = flat_and_noisy(16);
-    let o = CompressOptions { steps: 2, batch_texels: 256, ..CompressOptions::default() };
+    let o =
+        CompressOptions { schedule: ScheduleConfig { steps: 2, batch_texels: 256, ..Default::default() }, ..CompressOptions::default() };
     let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
     assert_eq!(u32::from_le_bytes(out.bundle_bytes[8..12].try_into().unwrap()), 1);
 }
@@ -267,7 +273,10 @@ fn related_sharing_gives_each_material_group_its_own_channels() {
     // red and blue share a normal map (one group); m is unrelated (its own group).
     let mut set = colourways(16);
     set.materials.extend(flat_and_noisy(16).materials);
-    let o = CompressOptions { library_sharing: texset_core::options::LibrarySharing::Related, ..options() };
+    let o = CompressOptions {
+        budgets: BudgetConfig { sharing: texset_core::options::LibrarySharing::Related, ..options().budgets },
+        ..options()
+    };
     let (layout, report) = analyse(&set, &o).unwrap();
     assert_eq!(texset_core::pipeline::material_groups(&layout.textures), vec![0, 0, 1]);
     let red = &layout.textures[0][0].latent_channels;
@@ -279,7 +288,13 @@ fn related_sharing_gives_each_material_group_its_own_channels() {
     // Every grid gives each group at least one channel.
     assert!(m.iter().any(|&c| c < 12) && m.iter().any(|&c| c >= 12));
     assert!(report.budgets.iter().all(|b| b.reason.contains("material group") || b.channels == 0), "{:?}", report.budgets);
-    let out = compress(&set, &CompressOptions { steps: 20, batch_texels: 512, ..o }, &NoProgress, &Cancel::new()).unwrap();
+    let out = compress(
+        &set,
+        &CompressOptions { schedule: ScheduleConfig { steps: 20, batch_texels: 512, ..o.schedule }, ..o },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap();
     let read = Bundle::from_bytes(&out.bundle_bytes).unwrap();
     assert_eq!(read.manifest.materials[2].maps[0].latent_channels, *m);
 }

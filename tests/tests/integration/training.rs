@@ -8,10 +8,11 @@ use texset_core::eval::evaluate;
 use texset_core::options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod};
 use texset_core::pipeline::analyse;
 use texset_core::train::{Batch, Rng, Sampler, forward_backward, initial_params, loss_and_grads};
+use texset_core::{BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 use texset_core::{Cancel, CompressOptions, NoProgress, Progress, compress};
 
 fn quick_options() -> CompressOptions {
-    CompressOptions { steps: 400, batch_texels: 2048, ..CompressOptions::default() }
+    CompressOptions { schedule: ScheduleConfig { steps: 400, batch_texels: 2048, ..Default::default() }, ..CompressOptions::default() }
 }
 
 /// PSNR of predicting every channel's mean: what a model that learned nothing spatial reaches.
@@ -46,11 +47,14 @@ fn training_reaches_a_psnr_floor_a_broken_model_cannot() {
 #[test]
 fn same_seed_same_bundle_and_other_seed_other_bundle() {
     let set = texset_testkit::small_set(32);
-    let o = CompressOptions { steps: 30, batch_texels: 1024, ..CompressOptions::default() };
+    let o =
+        CompressOptions { schedule: ScheduleConfig { steps: 30, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     let a = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
     let b = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
     assert_eq!(a, b);
-    let c = compress(&set, &CompressOptions { seed: 2, ..o }, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
+    let c = compress(&set, &CompressOptions { schedule: ScheduleConfig { seed: 2, ..o.schedule }, ..o }, &NoProgress, &Cancel::new())
+        .unwrap()
+        .bundle_bytes;
     assert_ne!(a, c);
 }
 
@@ -82,18 +86,22 @@ fn cancel_then_resume_gives_the_uninterrupted_bundle() {
     let set = texset_testkit::small_set(32);
     let dir = tempfile::tempdir().unwrap();
     let checkpoint = dir.path().join("run.ckpt");
-    let base = CompressOptions { steps: 120, batch_texels: 1024, ..CompressOptions::default() };
+    let base =
+        CompressOptions { schedule: ScheduleConfig { steps: 120, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     let straight = compress(&set, &base, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
 
-    let with_checkpoints =
-        CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
+    let with_checkpoints = CompressOptions {
+        run: RunOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.run.clone() },
+        ..base.clone()
+    };
     let cancel = Cancel::new();
     let stopper = CancelAt::new(50, cancel.clone());
     let err = compress(&set, &with_checkpoints, &stopper, &cancel).unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     assert!(checkpoint.exists());
 
-    let resumed_options = CompressOptions { resume_from: Some(checkpoint.clone()), ..with_checkpoints };
+    let resumed_options =
+        CompressOptions { run: RunOptions { resume_from: Some(checkpoint.clone()), ..with_checkpoints.run }, ..with_checkpoints };
     let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
     assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (50..120).contains(&s)));
     assert_eq!(resumed.bundle_bytes, straight, "resumed run differs from the uninterrupted one");
@@ -102,23 +110,29 @@ fn cancel_then_resume_gives_the_uninterrupted_bundle() {
 #[test]
 fn manual_budgets_reach_the_manifest() {
     let set = texset_testkit::small_set(32);
-    let mut o = CompressOptions { steps: 10, batch_texels: 512, ..CompressOptions::default() };
-    o.budgets.insert("roughness".into(), 4);
+    let mut o =
+        CompressOptions { schedule: ScheduleConfig { steps: 10, batch_texels: 512, ..Default::default() }, ..CompressOptions::default() };
+    o.budgets.overrides.insert("roughness".into(), 4);
     let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
     let maps = &out.bundle.manifest.materials[0].maps;
     assert_eq!(maps[1].latent_channels.len(), 4);
     assert_eq!(maps[0].latent_channels.len(), out.bundle.manifest.latent_channels());
     // Roughness's channels are a subset of the base colour's (budgets nest).
     assert!(maps[1].latent_channels.iter().all(|c| maps[0].latent_channels.contains(c)));
-    o.budgets.insert("emissive".into(), 1);
+    o.budgets.overrides.insert("emissive".into(), 1);
     assert!(compress(&set, &o, &NoProgress, &Cancel::new()).is_err(), "a budget for a missing map must be an error");
 }
 
 #[test]
 fn cpu_reference_decoder_matches_the_burn_model() {
     let set = texset_testkit::small_set(32);
-    let out = compress(&set, &CompressOptions { steps: 60, batch_texels: 1024, ..CompressOptions::default() }, &NoProgress, &Cancel::new())
-        .unwrap();
+    let out = compress(
+        &set,
+        &CompressOptions { schedule: ScheduleConfig { steps: 60, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap();
     let decoder = Decoder::new(&out.bundle);
     let device = burn::prelude::Device::flex();
     let model = NtcModel::from_params(decoder.params(), &device);
@@ -234,9 +248,11 @@ fn budget_gate_gradients_match_finite_differences() {
 
 fn pruned_options(method: PruneMethod) -> CompressOptions {
     CompressOptions {
-        steps: 120,
-        batch_texels: 1024,
-        prune: Some(ChannelPruning { keep_per_grid: vec![6, 8], method, at: 0.3, group_lasso: 1e-3 }),
+        schedule: ScheduleConfig { steps: 120, batch_texels: 1024, ..Default::default() },
+        budgets: BudgetConfig {
+            prune: Some(ChannelPruning { keep_per_grid: vec![6, 8], method, at: 0.3, group_lasso: 1e-3 }),
+            ..Default::default()
+        },
         ..CompressOptions::default()
     }
 }
@@ -282,13 +298,15 @@ fn a_run_resumed_after_the_removal_gives_the_uninterrupted_bundle() {
     let checkpoint = dir.path().join("run.ckpt");
     let base = pruned_options(PruneMethod::L1);
     let straight = compress(&set, &base, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
-    let with_checkpoints =
-        CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
+    let with_checkpoints = CompressOptions {
+        run: RunOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.run.clone() },
+        ..base.clone()
+    };
     let cancel = Cancel::new();
     // Removal happens at step 36; stop well after it.
     let stopper = CancelAt::new(60, cancel.clone());
     assert!(compress(&set, &with_checkpoints, &stopper, &cancel).is_err());
-    let resumed_options = CompressOptions { resume_from: Some(checkpoint), ..with_checkpoints };
+    let resumed_options = CompressOptions { run: RunOptions { resume_from: Some(checkpoint), ..with_checkpoints.run }, ..with_checkpoints };
     let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
     assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (37..120).contains(&s)));
     assert_eq!(resumed.bundle_bytes, straight, "resumed run differs from the uninterrupted one");
@@ -301,21 +319,23 @@ fn a_run_that_learns_budgets_resumes_before_and_after_the_cut_to_the_uninterrupt
     let checkpoint = dir.path().join("run.ckpt");
     // The cut is at step 36 of 120.
     let base = CompressOptions {
-        steps: 120,
-        batch_texels: 1024,
-        learned_budgets: Some(LearnedBudgets { at: 0.3, ..LearnedBudgets::default() }),
+        schedule: ScheduleConfig { steps: 120, batch_texels: 1024, ..Default::default() },
+        budgets: BudgetConfig { learned: Some(LearnedBudgets { at: 0.3, ..LearnedBudgets::default() }), ..Default::default() },
         ..CompressOptions::default()
     };
     let straight = compress(&set, &base, &NoProgress, &Cancel::new()).unwrap();
     let cut = straight.report.train.learned_budgets.clone().unwrap();
     assert_eq!(cut.step, 36);
     for stop_at in [20, 60] {
-        let with_checkpoints =
-            CompressOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.clone() };
+        let with_checkpoints = CompressOptions {
+            run: RunOptions { checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }), ..base.run.clone() },
+            ..base.clone()
+        };
         let cancel = Cancel::new();
         let stopper = CancelAt::new(stop_at, cancel.clone());
         assert!(compress(&set, &with_checkpoints, &stopper, &cancel).is_err());
-        let resumed_options = CompressOptions { resume_from: Some(checkpoint.clone()), ..with_checkpoints };
+        let resumed_options =
+            CompressOptions { run: RunOptions { resume_from: Some(checkpoint.clone()), ..with_checkpoints.run }, ..with_checkpoints };
         let resumed = compress(&set, &resumed_options, &NoProgress, &Cancel::new()).unwrap();
         let from = resumed.report.train.resumed_from_step.unwrap();
         // One resume in the gated steps, one after the cut.
@@ -347,9 +367,8 @@ fn learned_budgets_cut_after_a_step_and_previews_show_only_the_cut_model() {
     let set = texset_testkit::small_set(32);
     // 5% of 10 steps rounds to step 0, before anything trained: the cut waits for step 1.
     let options = CompressOptions {
-        steps: 10,
-        batch_texels: 1024,
-        learned_budgets: Some(LearnedBudgets { at: 0.05, ..LearnedBudgets::default() }),
+        schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..Default::default() },
+        budgets: BudgetConfig { learned: Some(LearnedBudgets { at: 0.05, ..LearnedBudgets::default() }), ..Default::default() },
         ..CompressOptions::default()
     };
     let progress = EverySnapshot::default();
@@ -373,8 +392,14 @@ fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
     let first_db = evaluate(&set, &Decoder::new(&first.bundle), false).unwrap().pooled_psnr_db;
 
     // 40 steps from the bundle keep (about) its quality; 40 steps from scratch are far below.
-    let short = CompressOptions { steps: 40, ..quick_options() };
-    let tuned = compress(&set, &CompressOptions { init_from: Some(path.clone()), ..short.clone() }, &NoProgress, &Cancel::new()).unwrap();
+    let short = CompressOptions { schedule: ScheduleConfig { steps: 40, ..quick_options().schedule }, ..quick_options() };
+    let tuned = compress(
+        &set,
+        &CompressOptions { run: RunOptions { init_from: Some(path.clone()), ..short.run.clone() }, ..short.clone() },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap();
     let tuned_db = evaluate(&set, &Decoder::new(&tuned.bundle), false).unwrap().pooled_psnr_db;
     let scratch = compress(&set, &short, &NoProgress, &Cancel::new()).unwrap();
     let scratch_db = evaluate(&set, &Decoder::new(&scratch.bundle), false).unwrap().pooled_psnr_db;
@@ -384,8 +409,14 @@ fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
 
     // A bundle of another shape is a clear error naming it.
     let other = texset_testkit::small_set(32);
-    let wide = CompressOptions { hidden_widths: vec![32, 16], ..quick_options() };
-    let err = compress(&other, &CompressOptions { init_from: Some(path.clone()), ..wide }, &NoProgress, &Cancel::new()).unwrap_err();
+    let wide = CompressOptions { model: ModelConfig { hidden_widths: vec![32, 16], ..quick_options().model }, ..quick_options() };
+    let err = compress(
+        &other,
+        &CompressOptions { run: RunOptions { init_from: Some(path.clone()), ..wide.run }, ..wide },
+        &NoProgress,
+        &Cancel::new(),
+    )
+    .unwrap_err();
     let message = err.to_string();
     assert!(message.contains("first.texset") && message.contains("not this library's"), "{message}");
 }
