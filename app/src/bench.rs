@@ -16,7 +16,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// One material folder as its own set, named by the folder (what every per-set bench reports).
 pub(crate) fn load_named(dir: &std::path::Path) -> Result<(String, texset_core::TextureSet)> {
-    let (set, _) = texset_core::ingest::load_library(std::slice::from_ref(&dir.to_path_buf()))?;
+    let (set, _) = texset_core::set::ingest::load_library(std::slice::from_ref(&dir.to_path_buf()))?;
     let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
     Ok((name, set))
 }
@@ -87,7 +87,7 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Res
     let (burn, wgpu, gpu_decode) =
         (extras.contains(&Extra::BurnFlex), extras.contains(&Extra::BurnWgpu), extras.contains(&Extra::GpuDecode));
     let dirs = dirs_or_samples(dirs)?;
-    let (set, _) = texset_core::ingest::load_library(&dirs)?;
+    let (set, _) = texset_core::set::ingest::load_library(&dirs)?;
     let options = CompressOptions::default();
     let (layout, _) = analyse(&set, &options)?;
     let runs = runs.max(1);
@@ -127,9 +127,9 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Res
     for backend in burn_backends {
         let schedule = Schedule::new(&options, &layout);
         let sampler = Sampler::new(&set, &layout);
-        let device = texset_core::burn_train::device_for(backend);
+        let device = texset_core::train::burn::device_for(backend);
         let params = initial_params(&set, &layout, 1);
-        let mut trainer = texset_core::burn_model::BurnTrainer::new(&params, &device, 0.01, 0.004);
+        let mut trainer = texset_core::train::burn::model::BurnTrainer::new(&params, &device, 0.01, 0.004);
         let mut b = texset_core::train::Batch::default();
         let mut rng = texset_core::train::Rng::new(1, 0, 0);
         sampler.fill(&mut rng, schedule.batch_texels, &mut b);

@@ -5,3 +5,4 @@ pub mod decode;
 pub mod plot;
 pub mod rendered;
 pub mod studio;
+pub mod synth;

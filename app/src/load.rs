@@ -76,7 +76,7 @@ fn run_in(options: &LoadOptions, work: &std::path::Path, json: bool) -> Result<(
             break;
         }
         let dir = work.join(format!("seed{seed}"));
-        texset_core::synth::write_sample_textures(&dir, options.size_px, seed)?;
+        texset::synth::write_sample_textures(&dir, options.size_px, seed)?;
         let mut made: Vec<PathBuf> = std::fs::read_dir(&dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
         made.sort();
         folders.extend(made);
@@ -91,7 +91,7 @@ fn run_in(options: &LoadOptions, work: &std::path::Path, json: bool) -> Result<(
     let start = Instant::now();
     let mut last_bundle = None;
     for (i, folder) in folders.iter().enumerate() {
-        let (set, _) = texset_core::ingest::load_library(std::slice::from_ref(folder))?;
+        let (set, _) = texset_core::set::ingest::load_library(std::slice::from_ref(folder))?;
         let compressed = texset_core::compress(&set, &compress_options, &NoProgress, &Cancel::new())
             .with_context(|| format!("compressing {}", folder.display()))?;
         let path = work.join("bundle.texset");

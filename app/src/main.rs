@@ -15,8 +15,8 @@ use std::time::Duration;
 use texset_core::RunOptions;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
+use texset_core::model::params::MAX_MLP_WIDTH;
 use texset_core::options::{CheckpointOptions, GridOptions};
-use texset_core::params::MAX_MLP_WIDTH;
 use texset_core::progress::{Pass, TrainStatus};
 use texset_core::{Backend, Cancel, CompressOptions, Preset, Progress};
 
@@ -588,7 +588,7 @@ fn sample_folders() -> Vec<PathBuf> {
 
 /// `texset compress --batch`: one bundle per material folder of `library` (docs/scale.md).
 fn run_batch(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Option<f64>, shard: Option<&str>, jobs: usize) -> Result<()> {
-    use texset_core::batch::{self, Shard, UnitStatus};
+    use texset_core::drivers::batch::{self, Shard, UnitStatus};
     let shard = shard.map(Shard::parse).transpose()?.unwrap_or(Shard::ALL);
     let options_for = |set: &texset_core::TextureSet| -> std::result::Result<CompressOptions, String> {
         let mut o = options.clone();
@@ -632,11 +632,11 @@ fn run_batch(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Opt
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
 fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, originals: &[PathBuf]) -> Result<()> {
-    use texset_core::transcode::{Container, Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
+    use texset_core::io::transcode::{Container, Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
     let b = read_bundle(bundle)?;
     let mut decoder = texset::decode::MaterialDecoder::new(&b, gpu);
     if format == TranscodeArg::Png {
-        let written = texset_core::export::write_folder(&b.manifest, output, |m| Ok(decoder.decode_material(m)?))?;
+        let written = texset_core::io::export::write_folder(&b.manifest, output, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), output.display());
         return Ok(());
     }
@@ -645,7 +645,7 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, orig
         TranscodeArg::Dds => (Profile::High, Container::Dds),
         _ => (Profile::High, Container::Ktx2),
     };
-    let originals = if originals.is_empty() { None } else { Some(texset_core::ingest::load_library(originals)?.0) };
+    let originals = if originals.is_empty() { None } else { Some(texset_core::set::ingest::load_library(originals)?.0) };
     let (mut total_bytes, mut texels) = (0u64, 0u64);
     for (m, material) in b.manifest.materials.iter().enumerate() {
         let folder = output.join(&material.name);
@@ -659,7 +659,7 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, orig
                 Container::Dds => dds_bytes(t.format, t.srgb, &t.levels),
             };
             let path = folder.join(format!("{}_{}.{}", material.name, entry.kind, container.extension()));
-            texset_core::fsutil::write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+            texset_core::io::fsutil::write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
             if container == Container::Ktx2 {
                 // Read it back with an independent reader: header, descriptor and every level.
                 let reader = ktx2::Reader::new(&bytes[..]).map_err(|e| anyhow::anyhow!("{} does not validate: {e:?}", path.display()))?;
@@ -678,8 +678,8 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeArg, gpu: bool, orig
             }
             let against_original = originals.as_ref().and_then(|set| {
                 let source = set.materials.iter().find(|s| s.name == material.name)?.textures.iter().find(|t| t.kind == entry.kind)?;
-                let back = texset_core::bcn::decode(&t.levels[0].blocks, map.width, map.height, map.channels, entry.kind, t.format);
-                (source.texels.len() == back.len()).then(|| texset_core::metrics::psnr(&source.texels, &back))
+                let back = texset_core::eval::bcn::decode(&t.levels[0].blocks, map.width, map.height, map.channels, entry.kind, t.format);
+                (source.texels.len() == back.len()).then(|| texset_core::eval::metrics::psnr(&source.texels, &back))
             });
             eprintln!(
                 "  {}: {:?}{} {}x{}, {} mips ({}), {} bytes; level 0 {:.2} dB against the bundle's decode{}",
@@ -844,7 +844,7 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(library) = batch {
                 return run_batch(&library, &output, &options, bpp, shard.as_deref(), jobs);
             }
-            let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
+            let (set, ingest_report) = texset_core::set::ingest::load_library(&dirs)?;
             for s in &ingest_report.skipped {
                 eprintln!("skipped {}: {}", s.path.display(), s.reason);
             }
@@ -868,7 +868,7 @@ fn run(cli: Cli) -> Result<()> {
             let progress = TerminalProgress::new();
             let cancel = Cancel::new();
             let rate_target = match (target_psnr, match_bc) {
-                (Some(psnr_db), _) => Some(texset_core::rate::RateTarget {
+                (Some(psnr_db), _) => Some(texset_core::drivers::rate::RateTarget {
                     psnr_db,
                     tolerance_db,
                     min_bpp,
@@ -877,7 +877,7 @@ fn run(cli: Cli) -> Result<()> {
                     bc_baseline: None,
                 }),
                 (None, Some(profile)) => {
-                    let target = texset_core::rate::RateTarget::matching_bc(&set, profile.into(), min_bpp, max_bpp, rate_trials);
+                    let target = texset_core::drivers::rate::RateTarget::matching_bc(&set, profile.into(), min_bpp, max_bpp, rate_trials);
                     if let Some(b) = &target.bc_baseline {
                         eprint!("{}", bc_baseline_summary(b));
                     }
@@ -888,7 +888,7 @@ fn run(cli: Cli) -> Result<()> {
             let mut search_report = None;
             let (compressed, rate) = match (rate_target, search, bpp) {
                 (None, Some(strategy), Some(bpp)) => {
-                    let mut search_options = texset_core::search::SearchOptions::new(strategy.into(), bpp, search_trials);
+                    let mut search_options = texset_core::drivers::search::SearchOptions::new(strategy.into(), bpp, search_trials);
                     search_options.max_decoder_macs_per_texel = search_max_macs;
                     search_options.space.weight_formats = search_weight_formats.into_iter().map(Into::into).collect();
                     search_options.cache = if no_search_cache { None } else { search_cache.or_else(search::default_cache_path) };
@@ -899,8 +899,8 @@ fn run(cli: Cli) -> Result<()> {
                     (compressed, None)
                 }
                 (Some(target), ..) => {
-                    use texset_core::rate::compress_to_psnr;
-                    let on_trial = |t: &texset_core::rate::RateTrial| {
+                    use texset_core::drivers::rate::compress_to_psnr;
+                    let on_trial = |t: &texset_core::drivers::rate::RateTrial| {
                         eprintln!(
                             "rate trial: asked {:.3} bits/texel, got {:.3} ({} bytes): {:.2} dB, trained in {:.1} s",
                             t.target_bits_per_texel, t.bits_per_texel, t.bundle_bytes, t.pooled_psnr_db, t.train_secs
@@ -935,7 +935,7 @@ fn run(cli: Cli) -> Result<()> {
                 // clap requires --bpp with --search, and allows neither beside a rate target.
                 (None, ..) => (texset_core::compress(&set, &options, &progress, &cancel)?, None),
             };
-            texset_core::fsutil::write_atomic(&output, &compressed.bundle_bytes)
+            texset_core::io::fsutil::write_atomic(&output, &compressed.bundle_bytes)
                 .with_context(|| format!("cannot write bundle {}", output.display()))?;
             let decoder = Decoder::new(&compressed.bundle);
             let eval = texset_core::eval::evaluate(&set, &decoder, !no_ssim)?;
@@ -984,13 +984,13 @@ fn run(cli: Cli) -> Result<()> {
                     "passes": r,
                     "ingest": ingest_report,
                 });
-                texset_core::fsutil::write_atomic(&path, serde_json::to_string_pretty(&json)?.as_bytes())
+                texset_core::io::fsutil::write_atomic(&path, serde_json::to_string_pretty(&json)?.as_bytes())
                     .with_context(|| format!("cannot write report {}", path.display()))?;
             }
         }
         Command::Add { library, dirs, output, steps, adapter_channels, read_shared, seed, report, no_ssim } => {
             let lib = read_bundle(&library)?;
-            let (set, ingest_report) = texset_core::ingest::load_library(&dirs)?;
+            let (set, ingest_report) = texset_core::set::ingest::load_library(&dirs)?;
             for s in &ingest_report.skipped {
                 eprintln!("skipped {}: {}", s.path.display(), s.reason);
             }
@@ -1008,9 +1008,9 @@ fn run(cli: Cli) -> Result<()> {
                 })
                 .transpose()?;
             eprintln!("adding {} material(s) to {} ({} materials)", set.materials.len(), library.display(), lib.manifest.materials.len());
-            let options = texset_core::extend::AddOptions { train, adapter_channels, read_shared };
-            let grown = texset_core::extend::add_materials(&lib, &set, &options, &TerminalProgress::new(), &Cancel::new())?;
-            texset_core::fsutil::write_atomic(&output, &grown.bundle_bytes)
+            let options = texset_core::drivers::extend::AddOptions { train, adapter_channels, read_shared };
+            let grown = texset_core::drivers::extend::add_materials(&lib, &set, &options, &TerminalProgress::new(), &Cancel::new())?;
+            texset_core::io::fsutil::write_atomic(&output, &grown.bundle_bytes)
                 .with_context(|| format!("cannot write bundle {}", output.display()))?;
             let eval = texset_core::eval::evaluate(&set, &Decoder::new(&grown.bundle), !no_ssim)?;
             let r = &grown.report;
@@ -1033,14 +1033,14 @@ fn run(cli: Cli) -> Result<()> {
             }
             if let Some(path) = report {
                 let json = serde_json::json!({ "bundle": output, "pooled_psnr_db": eval.pooled_psnr_db, "maps": eval.maps, "add": r });
-                texset_core::fsutil::write_atomic(&path, serde_json::to_string_pretty(&json)?.as_bytes())
+                texset_core::io::fsutil::write_atomic(&path, serde_json::to_string_pretty(&json)?.as_bytes())
                     .with_context(|| format!("cannot write report {}", path.display()))?;
             }
         }
         Command::Decode { bundle, output, gpu } => {
             let b = read_bundle(&bundle)?;
             let mut decoder = texset::decode::MaterialDecoder::new(&b, gpu);
-            let written = texset_core::export::write_folder(&b.manifest, &output, |m| Ok(decoder.decode_material(m)?))?;
+            let written = texset_core::io::export::write_folder(&b.manifest, &output, |m| Ok(decoder.decode_material(m)?))?;
             eprintln!("wrote {} maps under {}", written.len(), output.display());
         }
         Command::Transcode { bundle, output, format, gpu, originals } => transcode(&bundle, &output, format, gpu, &originals)?,
@@ -1049,7 +1049,8 @@ fn run(cli: Cli) -> Result<()> {
             let (lang, entry) = (lang.into(), entry.into());
             let source = texset_shaders::export_shader(&b, lang, entry)
                 .with_context(|| format!("cannot export a shader for {}", bundle.display()))?;
-            texset_core::fsutil::write_atomic(&output, source.as_bytes()).with_context(|| format!("cannot write {}", output.display()))?;
+            texset_core::io::fsutil::write_atomic(&output, source.as_bytes())
+                .with_context(|| format!("cannot write {}", output.display()))?;
             let check = match texset_shaders::export::external_check(&output, lang, entry) {
                 texset_shaders::export::ExternalCheck::Passed(tool) => format!("naga and {tool} validated it"),
                 texset_shaders::export::ExternalCheck::Unavailable(why) => format!("naga validated it ({why})"),
@@ -1086,10 +1087,10 @@ fn run(cli: Cli) -> Result<()> {
                     .map(|w| w.to_string())
                     .collect();
                 let format = match m.layers.first().map(|l| l.format).unwrap_or_default() {
-                    texset_core::quant::WeightFormat::Int8 => "int8 weights, per-row scales",
-                    texset_core::quant::WeightFormat::Fp16 => "fp16 weights",
-                    texset_core::quant::WeightFormat::Fp8E4m3 => "E4M3 weights, per-row scales",
-                    texset_core::quant::WeightFormat::MxInt8 => "MXINT8 weights, a power-of-two scale per 32 inputs",
+                    texset_core::model::quant::WeightFormat::Int8 => "int8 weights, per-row scales",
+                    texset_core::model::quant::WeightFormat::Fp16 => "fp16 weights",
+                    texset_core::model::quant::WeightFormat::Fp8E4m3 => "E4M3 weights, per-row scales",
+                    texset_core::model::quant::WeightFormat::MxInt8 => "MXINT8 weights, a power-of-two scale per 32 inputs",
                 };
                 println!("mlp: {} ({format}), {} positional frequencies", widths.join("-"), m.pe_frequencies);
                 let total = m.latent_channels();
@@ -1129,7 +1130,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Eval { mut paths, json } => {
             let Some(bundle) = paths.pop() else { bail!("eval needs reference folders and a bundle") };
             let b = read_bundle(&bundle)?;
-            let (set, _) = texset_core::ingest::load_library(&paths)?;
+            let (set, _) = texset_core::set::ingest::load_library(&paths)?;
             let decoded = texset_core::eval::decode_set(&set, &Decoder::new(&b))?;
             let eval = texset_core::eval::score(&set, &decoded, true);
             let mips = texset_core::eval::evaluate_mips(&set, &Decoder::new(&b))?;
@@ -1256,7 +1257,7 @@ fn run(cli: Cli) -> Result<()> {
             ..
         } => {
             let dirs = bench::dirs_or_samples(dirs)?;
-            let strategies: Vec<texset_core::search::Strategy> = search_strategies.into_iter().map(Into::into).collect();
+            let strategies: Vec<texset_core::drivers::search::Strategy> = search_strategies.into_iter().map(Into::into).collect();
             let mut base = CompressOptions {
                 run: RunOptions { backend: Backend::Cpu, ..CompressOptions::preset(search_preset.into()).run },
                 ..CompressOptions::preset(search_preset.into())
@@ -1264,7 +1265,8 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(steps) = search_steps {
                 base.schedule.steps = steps;
             }
-            let mut template = texset_core::search::SearchOptions::new(texset_core::search::Strategy::Tpe, search_bpp, search_trials);
+            let mut template =
+                texset_core::drivers::search::SearchOptions::new(texset_core::drivers::search::Strategy::Tpe, search_bpp, search_trials);
             template.cache = search_cache;
             template.max_decoder_macs_per_texel = search_max_macs;
             search::bench(&dirs, &strategies, &base, &template, json)?;
@@ -1291,7 +1293,7 @@ fn run(cli: Cli) -> Result<()> {
             bench::run(dirs, runs, &extras, json)?;
         }
         Command::GenSamples { output, size, seed } => {
-            let files = texset_core::synth::write_sample_textures(&output, size, seed)?;
+            let files = texset::synth::write_sample_textures(&output, size, seed)?;
             eprintln!("wrote {} files under {}", files.len(), output.display());
         }
     }
@@ -1311,7 +1313,7 @@ enum WeightFormatArg {
     Mxint8,
 }
 
-impl From<WeightFormatArg> for texset_core::quant::WeightFormat {
+impl From<WeightFormatArg> for texset_core::model::quant::WeightFormat {
     fn from(f: WeightFormatArg) -> Self {
         match f {
             WeightFormatArg::Int8 => Self::Int8,
@@ -1333,7 +1335,7 @@ enum SearchArg {
     Tpe,
 }
 
-impl From<SearchArg> for texset_core::search::Strategy {
+impl From<SearchArg> for texset_core::drivers::search::Strategy {
     fn from(s: SearchArg) -> Self {
         match s {
             SearchArg::Grid => Self::Grid,
@@ -1352,7 +1354,7 @@ enum BcProfileArg {
     Low,
 }
 
-impl From<BcProfileArg> for texset_core::bcn::Profile {
+impl From<BcProfileArg> for texset_core::eval::bcn::Profile {
     fn from(p: BcProfileArg) -> Self {
         match p {
             BcProfileArg::High => Self::High,
@@ -1413,7 +1415,7 @@ impl From<EntryArg> for texset_shaders::EntryPoint {
 }
 
 /// One line per constant map that took its material's resolution.
-fn print_constants(report: &texset_core::ingest::IngestReport) {
+fn print_constants(report: &texset_core::set::ingest::IngestReport) {
     for c in &report.constants {
         eprintln!(
             "constant map {} ({}x{}): one value, stored flat and decoded at the material's {}x{}",
@@ -1427,7 +1429,7 @@ fn print_constants(report: &texset_core::ingest::IngestReport) {
 }
 
 /// The `--match-bc` baseline, one line per map and the pooled figure.
-fn bc_baseline_summary(b: &texset_core::bcn::Baseline) -> String {
+fn bc_baseline_summary(b: &texset_core::eval::bcn::Baseline) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
     let _ = writeln!(

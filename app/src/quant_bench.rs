@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
+use texset_core::model::quant::WeightFormat;
 use texset_core::options::Quantisation;
-use texset_core::quant::WeightFormat;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
 use texset_core::{ModelConfig, RunOptions, ScheduleConfig};
 

@@ -1,6 +1,6 @@
 //! `texset bench --rd`: rate–distortion of texset's presets against the set block-compressed as
 //! engines ship it (BC7/BC5/BC4 "high" and BC1/BC5/BC4 "low", the real encoder in
-//! `texset_core::bcn`), per material folder: bits per texel, pooled PSNR of every map and the
+//! `texset_core::eval::bcn`), per material folder: bits per texel, pooled PSNR of every map and the
 //! rendered PSNR of the lit material (`texset::rendered`, 8 lights at 256²). Prints a table (or
 //! JSON) and draws both curves of every set into one PNG. `--rd-save` keeps the points measured so
 //! far in a file after each one; `--rd-from` merges such files (runs of different presets, or one
@@ -10,11 +10,11 @@ use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use texset::plot::{LegendEntry, Marker, Panel, Series};
 use texset::rendered::{RenderedScore, rendered_scores};
-use texset_core::bcn::{Profile, baseline_with_values};
 use texset_core::bundle::Manifest;
 use texset_core::decode::{DecodedMap, Decoder};
+use texset_core::eval::bcn::{Profile, baseline_with_values};
+use texset_core::eval::metrics::psnr_from_mse;
 use texset_core::eval::{decode_set, score};
-use texset_core::metrics::psnr_from_mse;
 use texset_core::set::TextureSet;
 use texset_core::{Cancel, CompressOptions, NoProgress, Preset, compress};
 
@@ -62,7 +62,7 @@ pub fn run(
         points.push(p);
         if let Some(save) = save {
             let text = serde_json::to_string_pretty(points)?;
-            texset_core::fsutil::write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
+            texset_core::io::fsutil::write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
         }
         Ok(())
     };
@@ -194,7 +194,7 @@ fn finish(points: &[RdPoint], plot: &Path, json: bool) -> Result<()> {
     let image = chart(points)?;
     let mut png = Vec::new();
     image.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
-    texset_core::fsutil::write_atomic(plot, &png).with_context(|| format!("writing {}", plot.display()))?;
+    texset_core::io::fsutil::write_atomic(plot, &png).with_context(|| format!("writing {}", plot.display()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(points)?);
     }

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use texset_core::bundle::Manifest;
 use texset_core::decode::DecodedMap;
-use texset_core::metrics::{SquaredError, flip_mean};
+use texset_core::eval::metrics::{SquaredError, flip_mean};
 use texset_core::set::TextureSet;
 use texset_shaders::preview::{Shape, StoredMap, render_cpu};
 
@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn rendered_error_sees_what_the_light_sees() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures/bricks");
-        let (set, _) = texset_core::ingest::load_library(&[dir]).unwrap();
+        let (set, _) = texset_core::set::ingest::load_library(&[dir]).unwrap();
         // Only the manifest is needed: two steps.
         let bundle = compress(
             &set,

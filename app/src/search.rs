@@ -3,7 +3,7 @@
 
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
-use texset_core::search::{FinalRun, SearchOptions, SearchReport, SearchTrial, Strategy, search_precision};
+use texset_core::drivers::search::{FinalRun, SearchOptions, SearchReport, SearchTrial, Strategy, search_precision};
 use texset_core::set::TextureSet;
 use texset_core::{Cancel, CompressOptions, Compressed, NoProgress};
 

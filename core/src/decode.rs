@@ -2,8 +2,8 @@
 //! [`Bundle`]. Plain Rust (rayon for whole maps); no burn. The GPU shader must match it.
 
 use crate::bundle::{Bundle, Manifest, MapEntry};
-use crate::params::ModelParams;
-use crate::reference::{MlpScratch, features_at_level, mlp_forward, srgb_to_linear};
+use crate::model::params::ModelParams;
+use crate::model::reference::{MlpScratch, features_at_level, mlp_forward, srgb_to_linear};
 use crate::set::{ColorSpace, MapKind, NormalConvention};
 use rayon::prelude::*;
 
@@ -143,7 +143,7 @@ impl Decoder {
             return Ok(1);
         }
         let e = &self.manifest.materials[material].maps[map];
-        Ok(crate::params::full_mip_count(e.width, e.height))
+        Ok(crate::model::params::full_mip_count(e.width, e.height))
     }
 
     /// Decodes every channel of one map at `(u, v)` and level of detail `lod` into `out`
@@ -227,7 +227,7 @@ impl Decoder {
             self.check(material, m)?;
         }
         let entries = &self.manifest.materials[material].maps;
-        let size = |e: &MapEntry| crate::mips::level_size(e.width, e.height, level);
+        let size = |e: &MapEntry| crate::model::mips::level_size(e.width, e.height, level);
         let mut out: Vec<DecodedMap> = maps
             .iter()
             .map(|&m| {
@@ -261,7 +261,7 @@ impl Decoder {
             let (width, height) = (width as usize, height as usize);
             // A level past the map's own chain is its last (1×1) level, as `decode_texel_lod`
             // and the WGSL clamp it.
-            let level = level.min(crate::params::full_mip_count(key.width, key.height) - 1);
+            let level = level.min(crate::model::params::full_mip_count(key.width, key.height) - 1);
             let mask = &self.masks[material][maps[first]];
             let rows: Vec<Vec<Vec<f32>>> = (0..height)
                 .into_par_iter()

@@ -4,46 +4,28 @@
 //! grids plus one small MLP decoder whose outputs are every channel of every map. Any texel of any
 //! map decodes at random access.
 //!
-//! - Runtime side (always built): [`bundle`] (reader/writer), [`decode`] (CPU reference decoder),
-//!   [`metrics`] and [`eval`].
-//! - Making bundles (feature `train`, default): [`ingest`], the pipeline front door
-//!   [`compress`], the fused CPU trainer ([`train`]) and the burn model ([`burn_model`]).
+//! The modules follow the pipeline (ARCHITECTURE.md has the map):
+//! - [`set`]: the texture set, map naming and ingest of image folders;
+//! - [`pipeline`]: the front door [`compress`] and its passes (analyse → train → prune →
+//!   quantise → pack), configured by [`options`] and reporting through [`progress`];
+//! - [`model`]: parameter shapes, the CPU reference decoder, layout, quantisation and mips;
+//! - [`train`]: the training loop and its trainers (fused CPU, burn);
+//! - [`bundle`]: the file format; [`decode`]: decoding whole maps; [`eval`]: metrics and `BCn`;
+//! - [`drivers`]: rate control, precision search, `add` and batch; [`io`]: export and transcode.
 //!
-//! See ARCHITECTURE.md for where a texel goes from PNG to bundle to shader.
+//! The runtime side (an engine reading bundles) builds without the `train` feature: [`bundle`],
+//! [`decode`], [`model`] and [`eval`]'s metrics, with no burn.
 
 pub mod bundle;
 pub mod decode;
 pub mod eval;
-pub mod fault;
-pub mod fsutil;
-pub mod metrics;
-pub mod mips;
-pub mod naming;
-pub mod params;
-pub mod quant;
-pub mod reference;
+pub mod io;
+pub mod model;
+pub mod rng;
 pub mod set;
 
 #[cfg(feature = "train")]
-pub mod batch;
-#[cfg(feature = "train")]
-pub mod bcn;
-#[cfg(feature = "train")]
-pub mod burn_model;
-#[cfg(feature = "train")]
-pub mod burn_train;
-#[cfg(feature = "train")]
-pub mod checkpoint;
-#[cfg(feature = "train")]
-pub mod export;
-#[cfg(feature = "train")]
-pub mod extend;
-#[cfg(feature = "train")]
-mod gemm;
-#[cfg(feature = "ingest")]
-pub mod ingest;
-#[cfg(feature = "train")]
-pub mod layout;
+pub mod drivers;
 #[cfg(feature = "train")]
 pub mod options;
 #[cfg(feature = "train")]
@@ -51,15 +33,7 @@ pub mod pipeline;
 #[cfg(feature = "train")]
 pub mod progress;
 #[cfg(feature = "train")]
-pub mod rate;
-#[cfg(feature = "train")]
-pub mod search;
-#[cfg(feature = "train")]
-pub mod synth;
-#[cfg(feature = "train")]
 pub mod train;
-#[cfg(feature = "train")]
-pub mod transcode;
 
 pub use bundle::{Bundle, BundleError};
 pub use decode::{DecodedMap, Decoder};

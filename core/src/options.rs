@@ -1,7 +1,7 @@
 //! Compression options: model shape, training schedule, budgets, backend. `Default` is the
 //! measured default preset; [`CompressOptions::for_bits_per_texel`] sizes the latents for a rate.
 
-use crate::params::MAX_MLP_WIDTH;
+use crate::model::params::MAX_MLP_WIDTH;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -127,7 +127,7 @@ pub struct ModelConfig {
     pub hidden_widths: Vec<usize>,
     /// How the decoder's weights are stored: int8 per row (the default), fp16, E4M3 or MXINT8.
     /// QAT fine-tunes through the chosen format.
-    pub weight_format: crate::quant::WeightFormat,
+    pub weight_format: crate::model::quant::WeightFormat,
     /// Store a full mip chain: a latent pyramid (a third more latent bits) and the LOD input,
     /// trained on texels drawn across every mip level of box-filtered references. Default off.
     pub mips: bool,
@@ -382,7 +382,7 @@ impl Default for ModelConfig {
             ],
             pe_frequencies: 3,
             hidden_widths: vec![64, 48, 32],
-            weight_format: crate::quant::WeightFormat::Int8,
+            weight_format: crate::model::quant::WeightFormat::Int8,
             mips: false,
             mip_cell_growth: 2.0,
         }
@@ -442,7 +442,7 @@ impl ModelConfig {
     /// the analyse pass makes them) and whose maps have `output_channels` channels in all.
     #[must_use]
     pub fn estimated_bundle_bytes(&self, max_extent: (u32, u32), output_channels: usize, manifest_bytes: usize) -> usize {
-        let levels = if self.mips { crate::params::full_mip_count(max_extent.0, max_extent.1) } else { 1 };
+        let levels = if self.mips { crate::model::params::full_mip_count(max_extent.0, max_extent.1) } else { 1 };
         let latent_bits: f64 = self
             .grids
             .iter()
@@ -450,13 +450,13 @@ impl ModelConfig {
                 let (cells_x, cells_y) = g.cells(max_extent);
                 (0..levels)
                     .map(|k| {
-                        let (tw, th) = crate::mips::level_size(max_extent.0, max_extent.1, k);
+                        let (tw, th) = crate::model::mips::level_size(max_extent.0, max_extent.1, k);
                         let (x, y) = if k == 0 {
                             (cells_x, cells_y)
                         } else {
                             (
-                                crate::params::mip_grid_side(cells_x, k, self.mip_cell_growth, tw),
-                                crate::params::mip_grid_side(cells_y, k, self.mip_cell_growth, th),
+                                crate::model::params::mip_grid_side(cells_x, k, self.mip_cell_growth, tw),
+                                crate::model::params::mip_grid_side(cells_y, k, self.mip_cell_growth, th),
                             )
                         };
                         // Each grid's levels start on a byte boundary.
@@ -525,7 +525,7 @@ impl CompressOptions {
     #[must_use]
     pub fn resolved_weight_quantisation(&self) -> Quantisation {
         match self.schedule.weight_quantisation {
-            Quantisation::Auto if self.model.weight_format == crate::quant::WeightFormat::Fp8E4m3 => Quantisation::Qat,
+            Quantisation::Auto if self.model.weight_format == crate::model::quant::WeightFormat::Fp8E4m3 => Quantisation::Qat,
             Quantisation::Auto => Quantisation::Ptq,
             chosen => chosen,
         }

@@ -2,11 +2,11 @@
 //! (analyse/budget → train → prune → quantise → pack), each returning a report.
 
 use crate::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, SectionSizes, WeightFormat};
-use crate::layout::{GridShape, ModelLayout, TextureSlot};
+use crate::model::layout::{GridShape, ModelLayout, TextureSlot};
+use crate::model::params::ModelParams;
+use crate::model::quant::{self, QuantizedLayer};
 use crate::options::{Backend, CompressOptions, Quantisation, RunOptions};
-use crate::params::ModelParams;
 use crate::progress::{Cancel, Pass, Progress};
-use crate::quant::{self, QuantizedLayer};
 use crate::set::TextureSet;
 use crate::train::{TrainError, TrainReport};
 use serde::Serialize;
@@ -540,7 +540,12 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
             seen.entry(hash).or_default().push((mi, ti));
             originals.push((mi, ti));
 
-            let (count, source, reason) = match options.budgets.overrides.get(&name).or_else(|| options.budgets.overrides.get(t.kind.token())) {
+            let (count, source, reason) = match options
+                .budgets
+                .overrides
+                .get(&name)
+                .or_else(|| options.budgets.overrides.get(t.kind.token()))
+            {
                 Some(&k) => (k.min(total), BudgetSource::Manual, format!("manual override ({k} requested)")),
                 // PSNR of its mean as a constant: -10 log10(variance).
                 None if std_dev <= 10f32.powf(-FLAT_PSNR_DB / 20.0) => (
@@ -883,17 +888,17 @@ pub(crate) fn material_entries(set: &TextureSet, slots: &[Vec<TextureSlot>]) -> 
 }
 
 /// `layout` with a latent pyramid for the full mip chain of maps up to `extent` (width, height):
-/// level `k` of each grid from [`crate::params::mip_grid_side`] with `growth`.
+/// level `k` of each grid from [`crate::model::params::mip_grid_side`] with `growth`.
 #[must_use]
 pub fn with_pyramid(mut layout: ModelLayout, extent: (u32, u32), growth: f32) -> ModelLayout {
     let (width, height) = extent;
-    layout.mip_levels = crate::params::full_mip_count(width, height);
+    layout.mip_levels = crate::model::params::full_mip_count(width, height);
     layout.mip_grids = (1..layout.mip_levels)
         .flat_map(|k| {
-            let (tw, th) = crate::mips::level_size(width, height, k);
+            let (tw, th) = crate::model::mips::level_size(width, height, k);
             layout.grids.iter().map(move |g| GridShape {
-                width: crate::params::mip_grid_side(g.width, k, growth, tw),
-                height: crate::params::mip_grid_side(g.height, k, growth, th),
+                width: crate::model::params::mip_grid_side(g.width, k, growth, tw),
+                height: crate::model::params::mip_grid_side(g.height, k, growth, th),
                 ..g.clone()
             })
         })
@@ -951,7 +956,7 @@ pub fn compress(
     progress.pass_started(Pass::Train);
     let (backend, backend_reason) = match options.run.backend {
         Backend::Auto => {
-            let (backend, reason) = crate::burn_train::resolve_auto();
+            let (backend, reason) = crate::train::burn::resolve_auto();
             (backend, format!(" (auto: {reason})"))
         }
         other => (other, String::new()),
@@ -983,7 +988,7 @@ pub fn compress(
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
         Backend::Wgpu | Backend::Flex => {
             let resolved = CompressOptions { run: RunOptions { backend, ..options.run.clone() }, ..options.clone() };
-            match crate::burn_train::train_burn_guarded(set, &layout, &resolved, progress, cancel) {
+            match crate::train::burn::train_burn_guarded(set, &layout, &resolved, progress, cancel) {
                 Ok(trained) => trained,
                 Err(TrainError::Gpu(why)) => {
                     progress.warning(&format!("GPU training failed ({why}); training on the CPU instead"));

@@ -77,7 +77,7 @@ pub trait Progress: Sync {
     /// The current model, as it would ship if training stopped now (latents rounded, weights
     /// int8-quantised): sent when [`Progress::snapshot_due`] said yes. Pack it with
     /// [`crate::pipeline::snapshot_bundle`].
-    fn snapshot(&self, _layout: &crate::layout::ModelLayout, _params: &crate::params::ModelParams) {}
+    fn snapshot(&self, _layout: &crate::model::layout::ModelLayout, _params: &crate::model::params::ModelParams) {}
 }
 
 /// Ignores progress.

@@ -75,7 +75,7 @@ const TWO_PI_C2: f32 = 0.0019353071693331003;
 const TWO_PI_C3: f32 = 1.0253131677018246e-11;
 const INV_TWO_PI: f32 = 0.15915493667125702;
 const TAU: f32 = 6.2831855;
-// The LOD input of pyramid level k is k * this (`texset_core::params::LOD_INPUT_SCALE`).
+// The LOD input of pyramid level k is k * this (`texset_core::model::params::LOD_INPUT_SCALE`).
 const LOD_INPUT_SCALE: f32 = 0.25;
 
 // `MAP_NORMAL` values.
@@ -143,7 +143,7 @@ fn bilinear_corners(uv: vec2<f32>, width: u32, height: u32) -> Corners {
 
 // The dequantised value of latent `index` (`[y][x][c]` order) of grid `g` at pyramid slot
 // `slot` (`level * GRID_COUNT + g`): low + level * step, the expression of
-// `texset_core::quant::level_value`.
+// `texset_core::model::quant::level_value`.
 fn latent_value(g: u32, slot: u32, index: u32) -> f32 {
     let bits = GRID_BITS[g];
     let bit = index * bits;
@@ -162,7 +162,7 @@ fn pow2(n: i32) -> f32 {
     return bitcast<f32>(u32(n + 127) << 23u);
 }
 
-// The value of an E4M3 code (texset_core::quant::e4m3_value).
+// The value of an E4M3 code (texset_core::model::quant::e4m3_value).
 fn e4m3_value(code: u32) -> f32 {
     let exponent = (code >> 3u) & 15u;
     let mantissa = f32(code & 7u);
@@ -380,7 +380,7 @@ fn decode_output(map_index: u32, act: ptr<function, array<f32, 2u * MAX_WIDTH>>,
     return result;
 }
 
-// The sRGB transfer function, inverse (exactly as `texset_core::reference::srgb_to_linear`).
+// The sRGB transfer function, inverse (exactly as `texset_core::model::reference::srgb_to_linear`).
 fn srgb_to_linear(c: f32) -> f32 {
     if (c <= 0.04045) {
         return c / 12.92;
@@ -388,7 +388,7 @@ fn srgb_to_linear(c: f32) -> f32 {
     return pow((c + 0.055) / 1.055, 2.4);
 }
 
-// `decode_texel` un-mapped for shading (as `texset_core::reference::unmap`): the channel range
+// `decode_texel` un-mapped for shading (as `texset_core::model::reference::unmap`): the channel range
 // applied (float sources), sRGB colour channels to linear, and normal maps as a unit vector in the
 // +Y (OpenGL) convention whatever the source's convention was.
 fn decode_texel_linear(map_index: u32, uv: vec2<f32>) -> vec4<f32> {

@@ -1,4 +1,4 @@
-//! texset GPU side: the WGSL decoder (`decode.wgsl`, the twin of `texset_core::reference`) and the
+//! texset GPU side: the WGSL decoder (`decode.wgsl`, the twin of `texset_core::model::reference`) and the
 //! wgpu code that runs it.
 //!
 //! [`GpuModel`] lays a bundle out as the shader reads it: the latent levels bit-packed as the
@@ -336,7 +336,7 @@ impl GpuDecoder {
         mode: DecodeMode,
     ) -> Result<DecodedMap, GpuError> {
         let (map_index, entry) = self.map_index(material, map)?;
-        let (width, height) = texset_core::mips::level_size(entry.width, entry.height, level);
+        let (width, height) = texset_core::model::mips::level_size(entry.width, entry.height, level);
         let bytes = u64::from(width) * u64::from(height) * u64::from(entry.channels) * 4;
         let limits = device.limits();
         check_device_limit("the decoded map", bytes, limits.max_storage_buffer_binding_size)?;

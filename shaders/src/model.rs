@@ -5,7 +5,7 @@
 use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
 use texset_core::bundle::{Bundle, WeightFormat};
-use texset_core::params::MAX_MLP_WIDTH;
+use texset_core::model::params::MAX_MLP_WIDTH;
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
 
 /// The marker lines around the constants block of `decode.wgsl`.
@@ -94,7 +94,7 @@ impl GpuModel {
         for grid in &manifest.grids {
             grid_first_channel.push(first_channel);
             first_channel += grid.channels;
-            // The step expression of `texset_core::quant::level_value`, evaluated here once.
+            // The step expression of `texset_core::model::quant::level_value`, evaluated here once.
             grid_low.push(grid.range[0]);
             grid_step.push((grid.range[1] - grid.range[0]) / ((1u32 << grid.bits) - 1) as f32);
         }
@@ -160,7 +160,11 @@ impl GpuModel {
                 channels.push(map.channels);
                 map_width.push(map.width);
                 map_height.push(map.height);
-                map_mip_levels.push(if manifest.mip_levels > 1 { texset_core::params::full_mip_count(map.width, map.height) } else { 1 });
+                map_mip_levels.push(if manifest.mip_levels > 1 {
+                    texset_core::model::params::full_mip_count(map.width, map.height)
+                } else {
+                    1
+                });
                 let mut words = vec![0u32; mask_words];
                 for &c in &map.latent_channels {
                     if let Some(word) = words.get_mut(c as usize / 32) {
@@ -193,7 +197,7 @@ impl GpuModel {
             }
         }
 
-        let layer_field = |f: &dyn Fn(&texset_core::quant::QuantizedLayer) -> usize| -> Result<Vec<u32>, GpuError> {
+        let layer_field = |f: &dyn Fn(&texset_core::model::quant::QuantizedLayer) -> usize| -> Result<Vec<u32>, GpuError> {
             bundle.layers.iter().map(|l| to_u32("MLP width", f(l))).collect()
         };
         let mut constants = String::new();

@@ -3,9 +3,9 @@
 //! training then runs on it. Its own test binary: the registration is once per process.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use texset_core::burn_train::{share_wgpu_device, wgpu_device_is_shared};
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
+use texset_core::train::burn::{share_wgpu_device, wgpu_device_is_shared};
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
 use texset_core::{RunOptions, ScheduleConfig};
 

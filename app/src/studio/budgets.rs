@@ -2,7 +2,7 @@
 //! materials vs the material's own) and each texture's share of the bundle's bits.
 
 use texset_core::bundle::Manifest;
-use texset_core::layout::ModelLayout;
+use texset_core::model::layout::ModelLayout;
 
 /// One texture's row.
 #[derive(Clone, Debug, PartialEq)]

@@ -105,7 +105,7 @@ impl StudioApp {
                 let training = if software {
                     training_device()
                 } else {
-                    match texset_core::burn_train::share_wgpu_device(
+                    match texset_core::train::burn::share_wgpu_device(
                         rs.instance.clone(),
                         rs.adapter.clone(),
                         rs.device.clone(),
@@ -209,7 +209,7 @@ impl StudioApp {
                         image::ExtendedColorType::Rgba8,
                     )
                     .map_err(|e| e.to_string())?;
-                    texset_core::fsutil::write_atomic(&path, &png).map_err(|e| e.to_string())
+                    texset_core::io::fsutil::write_atomic(&path, &png).map_err(|e| e.to_string())
                 });
                 let _ = sender.send(match saved {
                     Ok(()) => format!("wrote {}", path.display()),
@@ -354,7 +354,7 @@ impl StudioApp {
 
 /// Where training runs, in words (the engine's automatic choice).
 fn training_device() -> String {
-    texset_core::burn_train::resolve_auto().1
+    texset_core::train::burn::resolve_auto().1
 }
 
 impl eframe::App for StudioApp {

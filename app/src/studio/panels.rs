@@ -7,8 +7,8 @@ use super::state::{CentralView, Command, PreviewShape, RateGoal, ViewSettings};
 use super::textures::{MapRef, Textures};
 use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Vec2};
 use texset_core::Preset;
+use texset_core::model::quant::WeightFormat;
 use texset_core::options::Quantisation;
-use texset_core::quant::WeightFormat;
 
 /// File dialogs: opened on the thread `texset-dialog` so a native dialog never blocks a frame.
 pub enum Dialog {

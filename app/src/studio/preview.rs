@@ -28,7 +28,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 use texset_core::TextureSet;
 use texset_core::bundle::Bundle;
-use texset_core::layout::ModelLayout;
+use texset_core::model::layout::ModelLayout;
 use texset_shaders::preview::{Originals, PreparedModel, PreviewRenderer, PreviewUniforms, Shape, encode_sides, read_rgba8};
 
 /// Largest side of one preview square, in points.

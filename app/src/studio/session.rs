@@ -95,7 +95,7 @@ pub struct Trained {
 /// The analyse pass's decisions for the current settings.
 pub struct Analysis {
     /// Which channels each texture reads.
-    pub layout: texset_core::layout::ModelLayout,
+    pub layout: texset_core::model::layout::ModelLayout,
     /// Budgets with their reasons.
     pub report: AnalyseReport,
 }
@@ -143,12 +143,12 @@ pub struct Session {
     /// Where the trained bundle is kept between sessions.
     pub data_dir: Option<PathBuf>,
     /// Maps block-compressed for comparison, by (material, map) of the current library.
-    pub bcn: std::collections::BTreeMap<(usize, usize), Arc<texset_core::bcn::BcRoundTrip>>,
-    bcn_pending: Option<((usize, usize), Receiver<texset_core::bcn::BcRoundTrip>)>,
+    pub bcn: std::collections::BTreeMap<(usize, usize), Arc<texset_core::eval::bcn::BcRoundTrip>>,
+    bcn_pending: Option<((usize, usize), Receiver<texset_core::eval::bcn::BcRoundTrip>)>,
     /// The library block-compressed with the high (BC7/BC5/BC4) and low (BC1/BC5/BC4) profiles:
     /// the reference points of the runs' rate–distortion chart.
-    pub bc_baselines: Option<[texset_core::bcn::Baseline; 2]>,
-    bc_baselines_pending: Option<Receiver<[texset_core::bcn::Baseline; 2]>>,
+    pub bc_baselines: Option<[texset_core::eval::bcn::Baseline; 2]>,
+    bc_baselines_pending: Option<Receiver<[texset_core::eval::bcn::Baseline; 2]>>,
     /// Runs of the experiment log loaded and decoded for the A/B views, by id.
     pub loaded_runs: std::collections::BTreeMap<u64, Arc<LoadedRun>>,
     run_loading: Option<(u64, Receiver<Result<LoadedRun, String>>)>,
@@ -232,9 +232,9 @@ impl Session {
 
     /// The rate-control target `goal` asks for on `set` (block-compressing it for the BC goals:
     /// [`TrainJob::start`] calls this on the training thread).
-    fn rate_target(goal: RateGoal, set: &TextureSet) -> Option<texset_core::rate::RateTarget> {
-        use texset_core::bcn::Profile;
-        use texset_core::rate::RateTarget;
+    fn rate_target(goal: RateGoal, set: &TextureSet) -> Option<texset_core::drivers::rate::RateTarget> {
+        use texset_core::drivers::rate::RateTarget;
+        use texset_core::eval::bcn::Profile;
         // The CLI's defaults (`texset compress --target-psnr/--match-bc`).
         let (min_bpp, max_bpp, trials, tolerance_db) = (0.5, 8.0, 6, 0.5);
         match goal {
@@ -412,7 +412,7 @@ impl Session {
     fn export_run(&self, id: u64, path: &Path) -> Result<String, String> {
         let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
         let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
-        texset_core::fsutil::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        texset_core::io::fsutil::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(format!("wrote run #{id} to {} ({} bytes)", path.display(), bytes.len()))
     }
 
@@ -427,7 +427,7 @@ impl Session {
         let repaint = Arc::clone(&self.repaint);
         let background = self.background.clone();
         let spawned = std::thread::Builder::new().name("texset-bc-baseline".into()).spawn(move || {
-            use texset_core::bcn::{Profile, baseline};
+            use texset_core::eval::bcn::{Profile, baseline};
             let _ = sender.send(background.run(|| [baseline(&set, Profile::High), baseline(&set, Profile::Low)]));
             repaint();
         });
@@ -468,7 +468,7 @@ impl Session {
         let dir = super::runs::runs_dir(self.data_dir.as_ref()?);
         let id = self.settings.runs.iter().map(|r| r.id).max().unwrap_or(0) + 1;
         let path = dir.join(format!("run-{id}.texset"));
-        let written = std::fs::create_dir_all(&dir).and_then(|()| texset_core::fsutil::write_atomic(&path, bytes));
+        let written = std::fs::create_dir_all(&dir).and_then(|()| texset_core::io::fsutil::write_atomic(&path, bytes));
         if let Err(e) = written {
             self.say(true, format!("{}: the run was not kept in the log: {e}", path.display()));
             return None;
@@ -496,10 +496,10 @@ impl Session {
         let set = Arc::clone(&self.library.set);
         let (sender, receiver) = channel();
         let repaint = Arc::clone(&self.repaint);
-        let format = texset_core::bcn::BcFormat::for_map(texture.kind, texture.channels);
+        let format = texset_core::eval::bcn::BcFormat::for_map(texture.kind, texture.channels);
         let spawned = std::thread::Builder::new().name("texset-bcn".into()).spawn(move || {
             let texture = &set.materials[material].textures[map];
-            let _ = sender.send(texset_core::bcn::round_trip(texture, format));
+            let _ = sender.send(texset_core::eval::bcn::round_trip(texture, format));
             repaint();
         });
         if spawned.is_ok() {
@@ -836,7 +836,7 @@ impl Session {
     fn keep_trained(&mut self, bytes: &[u8]) {
         let Some(dir) = &self.data_dir else { return };
         let path = dir.join("last_trained.texset");
-        let written = std::fs::create_dir_all(dir).and_then(|()| texset_core::fsutil::write_atomic(&path, bytes));
+        let written = std::fs::create_dir_all(dir).and_then(|()| texset_core::io::fsutil::write_atomic(&path, bytes));
         match written {
             Ok(()) => self.settings.trained_bundle = Some(path),
             Err(e) => self.say(true, format!("{}: could not keep the trained bundle: {e}", path.display())),
@@ -874,7 +874,7 @@ impl Session {
     fn export_bundle(&self, path: &Path) -> Result<String, String> {
         let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
         let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
-        texset_core::fsutil::write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        texset_core::io::fsutil::write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let texels = self.library.set.texel_count().max(1);
         let mut summary =
             format!("wrote {} ({} bytes, {:.3} bits per texel)", path.display(), bytes.len(), bytes.len() as f64 * 8.0 / texels as f64);
@@ -887,7 +887,7 @@ impl Session {
     fn export_images(&self, dir: &Path) -> Result<String, String> {
         let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
         let decoder = texset_core::Decoder::new(&trained.bundle);
-        let written = texset_core::export::decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
+        let written = texset_core::io::export::decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
         Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
     }
 
@@ -910,7 +910,7 @@ impl Session {
                     format!("decoder.{}", lang.extension())
                 };
                 let path = dir.join(name);
-                texset_core::fsutil::write_atomic(&path, source.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+                texset_core::io::fsutil::write_atomic(&path, source.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
                 files += 1;
             }
         }
@@ -922,7 +922,7 @@ impl Session {
 fn is_source_image(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
-        .is_some_and(|e| texset_core::ingest::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+        .is_some_and(|e| texset_core::set::ingest::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// Loads each folder on its own: one bad folder is a problem listed, not a failed library.
@@ -931,8 +931,8 @@ pub fn load_folders(folders: &[PathBuf]) -> Library {
     let mut set = TextureSet::default();
     let mut problems = Vec::new();
     for folder in folders {
-        let mut report = texset_core::ingest::IngestReport::default();
-        match texset_core::ingest::load_material(folder, &mut report) {
+        let mut report = texset_core::set::ingest::IngestReport::default();
+        match texset_core::set::ingest::load_material(folder, &mut report) {
             Ok(material) if set.materials.iter().any(|m| m.name == material.name) => problems.push(Problem {
                 path: folder.clone(),
                 message: format!("a material named '{}' is already loaded; rename one folder (or set name in texset.toml)", material.name),

@@ -9,11 +9,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use texset_core::bundle::Bundle;
 use texset_core::decode::{DecodedMap, Decoder};
+use texset_core::drivers::rate::RateTarget;
 use texset_core::eval::EvalReport;
-use texset_core::layout::ModelLayout;
-use texset_core::params::ModelParams;
+use texset_core::model::layout::ModelLayout;
+use texset_core::model::params::ModelParams;
 use texset_core::progress::{Cancel, Pass, Progress, TrainStatus};
-use texset_core::rate::RateTarget;
 use texset_core::{CompressOptions, Compressed, TextureSet};
 
 /// Where the studio's background CPU work (training, decoding, block compression) runs: rayon's
@@ -164,13 +164,13 @@ impl TrainJob {
             let result = background.run(|| match &target(&set) {
                 None => texset_core::compress(&set, &options, &progress, &thread_cancel).map_err(|e| e.to_string()),
                 Some(target) => {
-                    let on_trial = |t: &texset_core::rate::RateTrial| {
+                    let on_trial = |t: &texset_core::drivers::rate::RateTrial| {
                         progress.send(TrainEvent::Note(format!(
                             "rate trial: {:.3} bits per texel -> {:.2} dB ({} bytes, {:.1} s)",
                             t.bits_per_texel, t.pooled_psnr_db, t.bundle_bytes, t.train_secs
                         )));
                     };
-                    texset_core::rate::compress_to_psnr(&set, &options, target, &progress, &thread_cancel, &on_trial)
+                    texset_core::drivers::rate::compress_to_psnr(&set, &options, target, &progress, &thread_cancel, &on_trial)
                         .map(|(compressed, report)| {
                             let chosen = report.trials.get(report.chosen);
                             progress.send(TrainEvent::Note(format!(

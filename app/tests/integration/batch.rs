@@ -33,7 +33,7 @@ fn statuses(summary: &Path) -> BTreeMap<String, String> {
 fn sharded_batches_match_the_unsharded_run_and_skip_unchanged_materials() {
     let tmp = tempfile::tempdir().unwrap();
     let library = tmp.path().join("library");
-    texset_core::synth::write_sample_textures(&library, 16, 3).unwrap();
+    texset::synth::write_sample_textures(&library, 16, 3).unwrap();
     let broken = library.join("zz_broken");
     std::fs::create_dir_all(&broken).unwrap();
     std::fs::write(broken.join("b_basecolor.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();

@@ -390,8 +390,8 @@ fn search_needs_a_rate_and_writes_the_chosen_shape_and_its_cache() {
     let search = &json["search"];
     assert_eq!(search["trials"].as_array().unwrap().len(), 2);
     let chosen = &search["finals"][search["chosen"].as_u64().unwrap() as usize];
-    assert_eq!(json["options"]["grids"][0]["bits"], chosen["point"]["latent_bits"]);
-    assert_eq!(json["options"]["hidden_widths"], chosen["point"]["hidden_widths"]);
+    assert_eq!(json["options"]["model"]["grids"][0]["bits"], chosen["point"]["latent_bits"]);
+    assert_eq!(json["options"]["model"]["hidden_widths"], chosen["point"]["hidden_widths"]);
     assert_eq!(json["pooled_psnr_db"].as_f64().unwrap().to_bits(), chosen["pooled_psnr_db"].as_f64().unwrap().to_bits());
     assert!(json["bits_per_texel"].as_f64().unwrap() <= 3.0);
     assert_eq!(cached["searches"][0]["chosen"], chosen["point"]);
@@ -477,14 +477,14 @@ fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
 }
 
 /// The widest decoder `--decoder` accepts makes a bundle that `export-shader` (the GPU decoder's
-/// model, validated by naga) accepts too: one limit, `texset_core::params::MAX_MLP_WIDTH`.
+/// model, validated by naga) accepts too: one limit, `texset_core::model::params::MAX_MLP_WIDTH`.
 #[test]
 fn the_widest_decoder_the_cli_accepts_exports_as_a_shader() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("small");
     std::fs::create_dir_all(&dir).unwrap();
     image::RgbImage::from_fn(16, 16, |x, y| image::Rgb([(x * 16) as u8, (y * 16) as u8, 77])).save(dir.join("s_basecolor.png")).unwrap();
-    let widest = texset_core::params::MAX_MLP_WIDTH;
+    let widest = texset_core::model::params::MAX_MLP_WIDTH;
     let bundle = tmp.path().join("wide.texset");
     let decoder = format!("{widest}-{widest}");
     let out =

@@ -122,11 +122,11 @@ fn gpu_matches_cpu_at_every_mip_level_and_lod() {
         for (m, entry) in material.maps.iter().enumerate() {
             let name = format!("{}/{}", material.name, entry.kind);
             let levels = cpu.map_mip_levels(k, m).unwrap();
-            assert_eq!(levels, texset_core::params::full_mip_count(entry.width, entry.height));
+            assert_eq!(levels, texset_core::model::params::full_mip_count(entry.width, entry.height));
             for level in 0..levels {
                 let want = cpu.decode_map_level(k, m, level).unwrap();
                 let got = gpu.decode_map_level(&device, &queue, k, m, level, DecodeMode::Stored).unwrap();
-                assert_eq!((got.width, got.height), texset_core::mips::level_size(entry.width, entry.height, level));
+                assert_eq!((got.width, got.height), texset_core::model::mips::level_size(entry.width, entry.height, level));
                 assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
                 let diffs = max_diff_per_channel(&got.values, &want.values, want.channels as usize);
                 println!("{name} level {level} ({}x{}): max |gpu - cpu| per channel = {diffs:?}", got.width, got.height);
@@ -217,7 +217,7 @@ fn gpu_matches_cpu_at_the_widest_decoder() {
     let Some((_, device, queue)) = gpu_or_skip("gpu_matches_cpu_at_the_widest_decoder", request_device().unwrap()) else {
         return;
     };
-    let widest = texset_core::params::MAX_MLP_WIDTH as u32;
+    let widest = texset_core::model::params::MAX_MLP_WIDTH as u32;
     let bundle = texset_testkit::tiny_bundle_with_widths(&[widest, 64]);
     let cpu = Decoder::new(&bundle);
     let gpu = GpuDecoder::new(&device, &bundle).unwrap();

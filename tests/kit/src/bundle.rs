@@ -1,7 +1,7 @@
 //! A small hand-built bundle for the GPU tests (texset-shaders') and the limits both sides share.
 
 use texset_core::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat};
-use texset_core::quant::QuantizedLayer;
+use texset_core::model::quant::QuantizedLayer;
 use texset_core::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
 
 /// A small deterministic generator (`SplitMix64`).
@@ -77,8 +77,8 @@ fn build(mip_levels: u32, hidden_widths: &[u32]) -> Bundle {
         .flat_map(|k| {
             grids.iter().map(move |g| GridEntry {
                 // Growth 2 (the compressor's default), for maps up to 13x11.
-                width: texset_core::params::mip_grid_side(g.width, k, 2.0, (13 >> k).max(1)),
-                height: texset_core::params::mip_grid_side(g.height, k, 2.0, (11 >> k).max(1)),
+                width: texset_core::model::params::mip_grid_side(g.width, k, 2.0, (13 >> k).max(1)),
+                height: texset_core::model::params::mip_grid_side(g.height, k, 2.0, (11 >> k).max(1)),
                 ..g.clone()
             })
         })

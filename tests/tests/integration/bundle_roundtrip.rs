@@ -253,7 +253,7 @@ fn mutated_bundles_with_valid_checksums_never_panic() {
 #[test]
 fn every_weight_format_trains_packs_and_round_trips() {
     use texset_core::decode::Decoder;
-    use texset_core::quant::WeightFormat;
+    use texset_core::model::quant::WeightFormat;
     let set = texset_testkit::small_set(32);
     let mut sizes = Vec::new();
     for format in WeightFormat::ALL {

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use texset_core::ScheduleConfig;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
+use texset_core::drivers::extend::{AddOptions, add_materials};
 use texset_core::eval::evaluate;
-use texset_core::export::encode_png;
-use texset_core::extend::{AddOptions, add_materials};
+use texset_core::io::export::encode_png;
 use texset_core::set::{MapKind, Material, TextureSet};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use texset_core::RunOptions;
 use texset_core::bundle::Bundle;
 use texset_core::decode::Decoder;
-use texset_core::metrics::SquaredError;
+use texset_core::eval::metrics::SquaredError;
 use texset_core::options::Backend;
 use texset_core::set::{MapKind, Material, TextureSet};
 use texset_core::{Cancel, CompressOptions, NoProgress, compress};
@@ -51,7 +51,7 @@ fn level_psnr(set: &TextureSet, decoder: &Decoder) -> Vec<f64> {
     let mut pooled: Vec<SquaredError> = Vec::new();
     for (m, _, t) in set.textures() {
         let k = set.materials[m].textures.iter().position(|x| x.kind == t.kind).unwrap();
-        let chain = texset_core::mips::box_chain(&t.texels, t.width, t.height, t.channels, t.kind, t.color_space);
+        let chain = texset_core::model::mips::box_chain(&t.texels, t.width, t.height, t.channels, t.kind, t.color_space);
         let reference = std::iter::once(t.texels.as_slice()).chain(chain.iter().map(|l| l.values.as_slice()));
         for (level, values) in reference.enumerate() {
             let mut d = decoder.decode_map_level(m, k, level as u32).unwrap();
@@ -69,7 +69,7 @@ fn level_psnr(set: &TextureSet, decoder: &Decoder) -> Vec<f64> {
 fn every_mip_level_is_trained_and_round_trips() {
     // The bricks sample (256², five maps): detail at every scale, like a real material.
     let bricks: Vec<PathBuf> = texset_testkit::sample_dirs().into_iter().filter(|d| d.ends_with("bricks")).collect();
-    let (set, _) = texset_core::ingest::load_library(&bricks).unwrap();
+    let (set, _) = texset_core::set::ingest::load_library(&bricks).unwrap();
     let with = compress(&set, &options(true), &NoProgress, &Cancel::new()).unwrap();
     let without = compress(&set, &options(false), &NoProgress, &Cancel::new()).unwrap();
 
@@ -113,7 +113,7 @@ fn every_mip_level_is_trained_and_round_trips() {
     for m in &report.maps {
         let t = set.materials[0].textures.iter().find(|t| t.kind.to_string() == m.map).unwrap();
         println!("{}: {:.2?}", m.map, m.level_psnr_db);
-        assert_eq!(m.level_psnr_db.len() as u32, texset_core::params::full_mip_count(t.width, t.height), "{}", m.map);
+        assert_eq!(m.level_psnr_db.len() as u32, texset_core::model::params::full_mip_count(t.width, t.height), "{}", m.map);
         assert_eq!(m.level_sizes.last(), Some(&[1, 1]));
     }
     // Level 0 keeps most of its quality with the pyramid training beside it...

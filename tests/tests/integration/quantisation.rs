@@ -13,7 +13,7 @@ use texset_core::{ModelConfig, RunOptions, ScheduleConfig};
 
 #[test]
 fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
-    let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let qat = CompressOptions {
         schedule: ScheduleConfig {
             steps: 1000,
@@ -67,8 +67,8 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
 
 #[test]
 fn auto_quantisation_picks_the_measured_winner() {
-    use texset_core::quant::WeightFormat;
-    let (set, _) = texset_core::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    use texset_core::model::quant::WeightFormat;
+    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let options = CompressOptions { schedule: ScheduleConfig { steps: 1000, ..Default::default() }, ..CompressOptions::default() };
     assert_eq!((options.schedule.latent_quantisation, options.schedule.weight_quantisation), (Quantisation::Auto, Quantisation::Auto));
     let with = |bits: u32, format: WeightFormat| {

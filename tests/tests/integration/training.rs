@@ -2,11 +2,11 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use texset_core::bundle::Bundle;
-use texset_core::burn_model::NtcModel;
 use texset_core::decode::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod};
 use texset_core::pipeline::analyse;
+use texset_core::train::burn::model::NtcModel;
 use texset_core::train::{Batch, Rng, Sampler, forward_backward, initial_params, loss_and_grads};
 use texset_core::{BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 use texset_core::{Cancel, CompressOptions, NoProgress, Progress, compress};
@@ -17,13 +17,13 @@ fn quick_options() -> CompressOptions {
 
 /// PSNR of predicting every channel's mean: what a model that learned nothing spatial reaches.
 fn mean_predictor_psnr(set: &texset_core::TextureSet) -> f64 {
-    let mut se = texset_core::metrics::SquaredError::default();
+    let mut se = texset_core::eval::metrics::SquaredError::default();
     for (_, _, t) in set.textures() {
         let ch = t.channels as usize;
         for c in 0..ch {
             let values: Vec<f32> = t.texels.iter().skip(c).step_by(ch).copied().collect();
             let mean = values.iter().sum::<f32>() / values.len() as f32;
-            se.add(texset_core::metrics::SquaredError::of(&values, &vec![mean; values.len()]));
+            se.add(texset_core::eval::metrics::SquaredError::of(&values, &vec![mean; values.len()]));
         }
     }
     se.psnr_db()
@@ -181,7 +181,7 @@ fn fused_trainer_gradients_match_burn_autodiff() {
     let mut batch = Batch::default();
     sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
     let (loss, grads) = loss_and_grads(&params, &batch);
-    let (burn_loss, burn_grads) = texset_core::burn_model::loss_and_grads(
+    let (burn_loss, burn_grads) = texset_core::train::burn::model::loss_and_grads(
         &params,
         &batch.uv,
         &batch.mask,
@@ -356,7 +356,7 @@ impl Progress for EverySnapshot {
     fn snapshot_due(&self) -> bool {
         true
     }
-    fn snapshot(&self, layout: &texset_core::layout::ModelLayout, _params: &texset_core::params::ModelParams) {
+    fn snapshot(&self, layout: &texset_core::model::layout::ModelLayout, _params: &texset_core::model::params::ModelParams) {
         let budgets = layout.textures.iter().flatten().map(|t| t.latent_channels.clone()).collect();
         self.budgets.lock().unwrap().push(budgets);
     }

@@ -17,7 +17,9 @@
 //! files store; the normal maps use the OpenGL (+Y up) tangent-space convention.
 
 use std::fs;
+
 use std::path::{Path, PathBuf};
+use texset_core::rng::{Rng, splitmix64};
 
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
@@ -106,14 +108,6 @@ fn material_seed(seed: u64, material: u64) -> u64 {
     splitmix64(seed ^ splitmix64(material.wrapping_mul(0xA076_1D64_78BD_642F)))
 }
 
-/// The splitmix64 finaliser: a fast, well-mixed 64-bit hash.
-pub(crate) fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// Hashes a seed and two integer coordinates.
 fn hash2(seed: u64, a: i64, b: i64) -> u64 {
     splitmix64(seed ^ splitmix64((a as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ splitmix64(b as u64)))
@@ -129,17 +123,18 @@ fn rand2(seed: u64, a: i64, b: i64) -> f32 {
     unit(hash2(seed, a, b))
 }
 
-/// A small sequential generator (splitmix64 stream) for placing features.
-struct Rng(u64);
+/// The stream for placing features from `seed` (the one [`Rng`], one state step ahead).
+fn feature_rng(seed: u64) -> Rng {
+    Rng::from_state(seed.wrapping_add(0x9E37_79B9_7F4A_7C15))
+}
 
-impl Rng {
-    /// Returns the next uniform float in `[0, 1)`.
-    fn next_f32(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        unit(splitmix64(self.0))
-    }
+/// Uniform floats in a range from the feature stream.
+trait UniformRange {
+    /// A uniform float in `[lo, hi)`.
+    fn range(&mut self, lo: f32, hi: f32) -> f32;
+}
 
-    /// Returns a uniform float in `[lo, hi)`.
+impl UniformRange for Rng {
     fn range(&mut self, lo: f32, hi: f32) -> f32 {
         lo + (hi - lo) * self.next_f32()
     }
@@ -481,7 +476,7 @@ fn wood(size_px: usize, seed: u64) -> MaterialSet {
     let s_fine = splitmix64(seed ^ 0x24);
 
     // Two boards per row: butt joints at a random offset and roughly half a tile further.
-    let mut rng = Rng(s_layout);
+    let mut rng = feature_rng(s_layout);
     let joints: Vec<[f32; 2]> = (0..PLANK_ROWS)
         .map(|_| {
             let a = rng.next_f32();
@@ -681,7 +676,7 @@ fn metal_plates(size_px: usize, seed: u64) -> MaterialSet {
 fn scratch_mask(size_px: usize, seed: u64, count: u32) -> Field {
     let n = size_px as f32;
     let mut mask = Field { size_px, data: vec![0.0; size_px * size_px] };
-    let mut rng = Rng(seed);
+    let mut rng = feature_rng(seed);
     for _ in 0..count {
         // Work in pixel units; the segment may extend past the edges and wraps around.
         let (x0, y0) = (rng.next_f32() * n, rng.next_f32() * n);
@@ -902,13 +897,13 @@ fn create_dir(out_dir: &Path, name: &str) -> Result<PathBuf, SynthError> {
     Ok(dir)
 }
 
-/// Encodes a square PNG and writes it atomically ([`crate::fsutil::write_atomic`]).
+/// Encodes a square PNG and writes it atomically ([`texset_core::io::fsutil::write_atomic`]).
 fn write_png(path: &Path, bytes: &[u8], size_px: usize, color: ExtendedColorType) -> Result<(), SynthError> {
     let mut encoded = Vec::new();
     PngEncoder::new_with_quality(&mut encoded, CompressionType::Best, FilterType::Adaptive)
         .write_image(bytes, size_px as u32, size_px as u32, color)
         .map_err(|source| SynthError::Encode { path: path.to_path_buf(), source })?;
-    crate::fsutil::write_atomic(path, &encoded).map_err(|source| SynthError::Io { path: path.to_path_buf(), source })
+    texset_core::io::fsutil::write_atomic(path, &encoded).map_err(|source| SynthError::Io { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]
@@ -928,6 +923,19 @@ mod tests {
     /// Reads a file's bytes, panicking with its path on failure.
     fn read(path: &Path) -> Vec<u8> {
         fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+    }
+
+    /// The bundled `sample_textures` are this generator's output at its defaults (256 texels,
+    /// seed 7), byte for byte: `texset gen-samples` rebuilds them.
+    #[test]
+    fn the_bundled_samples_are_this_generators_output() {
+        let dir = temp_dir("bundled");
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures");
+        for file in write_sample_textures(&dir, 256, 7).unwrap() {
+            let bundled = repo.join(file.strip_prefix(&dir).unwrap());
+            assert!(read(&file) == read(&bundled), "{} differs from the generator's output", bundled.display());
+        }
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

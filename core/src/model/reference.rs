@@ -1,7 +1,7 @@
-//! The CPU reference of the model math in [`crate::params`], one texel at a time. Plain Rust, no
+//! The CPU reference of the model math in [`crate::model::params`], one texel at a time. Plain Rust, no
 //! burn: this is what the GPU shader and the trainers are checked against.
 
-use crate::params::{LOD_INPUT_SCALE, ModelParams, pe_angular_frequency};
+use crate::model::params::{LOD_INPUT_SCALE, ModelParams, pe_angular_frequency};
 
 /// Bilinear clamp-to-edge fetch: the four corner cell indices (`y * width + x`) and their weights,
 /// in the order `(x0,y0), (x1,y0), (x0,y1), (x1,y1)`.

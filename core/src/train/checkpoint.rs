@@ -4,9 +4,9 @@
 //! Layout: 8-byte magic `TXCKPT01`, u64 LE header length, a JSON header, then every float of
 //! params, m and v (grids then layers, weights then biases) as f32 LE.
 
-use crate::layout::ModelLayout;
+use crate::model::layout::ModelLayout;
+use crate::model::params::ModelParams;
 use crate::options::CompressOptions;
-use crate::params::ModelParams;
 use crate::set::TextureSet;
 use crate::train::{FusedTrainer, TrainError};
 use serde::{Deserialize, Serialize};
@@ -84,7 +84,7 @@ pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Resul
             }
         }
     }
-    crate::fsutil::write_atomic(path, &bytes).map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })
+    crate::io::fsutil::write_atomic(path, &bytes).map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// Loads a checkpoint into a trainer built for the same set and options.

@@ -1,9 +1,13 @@
 //! Scoring a bundle against its source set: PSNR pooled, per map and per channel, SSIM, FLIP, and
 //! the mean angular error of normal maps.
 
+#[cfg(feature = "train")]
+pub mod bcn;
+pub mod metrics;
+
 use crate::bundle::{Manifest, MapEntry};
 use crate::decode::{DecodeError, DecodedMap, Decoder};
-use crate::metrics::{SquaredError, ssim};
+use crate::eval::metrics::{SquaredError, ssim};
 use crate::set::{Material, SampleFormat, Texture, TextureSet};
 use serde::Serialize;
 
@@ -20,7 +24,7 @@ pub struct MapScore {
     pub channel_psnr_db: Vec<f64>,
     /// Mean SSIM over channels.
     pub ssim: f64,
-    /// Mean FLIP error (0 = identical; [`crate::metrics::flip_mean`]); measured with SSIM when the
+    /// Mean FLIP error (0 = identical; [`crate::eval::metrics::flip_mean`]); measured with SSIM when the
     /// `flip` feature is on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flip: Option<f64>,
@@ -145,11 +149,11 @@ pub fn score(set: &TextureSet, decoded: &[Vec<DecodedMap>], with_ssim: bool) -> 
                 if with_ssim { ssim(&d.values, &texture.texels, texture.width as usize, texture.height as usize, ch) } else { f64::NAN };
             #[cfg(feature = "flip")]
             let flip = with_ssim
-                .then(|| crate::metrics::flip_mean(&texture.texels, &d.values, texture.width as usize, texture.height as usize, ch));
+                .then(|| crate::eval::metrics::flip_mean(&texture.texels, &d.values, texture.width as usize, texture.height as usize, ch));
             #[cfg(not(feature = "flip"))]
             let flip = None;
             let normal_angular_error_deg = (texture.kind == crate::set::MapKind::Normal)
-                .then(|| crate::metrics::normal_angular_error_deg(&texture.texels, &d.values, ch));
+                .then(|| crate::eval::metrics::normal_angular_error_deg(&texture.texels, &d.values, ch));
             maps.push(MapScore {
                 material: material.name.clone(),
                 map: texture.kind.to_string(),
@@ -174,7 +178,7 @@ pub struct MipScore {
     /// Per level (0 first), `[width, height]`.
     pub level_sizes: Vec<[u32; 2]>,
     /// Per level, PSNR in dB of the decoded level against the reference level
-    /// ([`crate::mips::box_chain`] of the source: linear-light colour, renormalised normals).
+    /// ([`crate::model::mips::box_chain`] of the source: linear-light colour, renormalised normals).
     pub level_psnr_db: Vec<f64>,
 }
 
@@ -220,8 +224,14 @@ pub fn evaluate_mips(set: &TextureSet, decoder: &Decoder) -> Result<Option<MipRe
         let mi = find_material(manifest, material)?;
         for texture in &material.textures {
             let (ti, entry) = find_map(manifest, mi, material, texture)?;
-            let below =
-                crate::mips::box_chain(&texture.texels, texture.width, texture.height, texture.channels, texture.kind, texture.color_space);
+            let below = crate::model::mips::box_chain(
+                &texture.texels,
+                texture.width,
+                texture.height,
+                texture.channels,
+                texture.kind,
+                texture.color_space,
+            );
             let reference = std::iter::once((texture.width, texture.height, texture.texels.as_slice()))
                 .chain(below.iter().map(|l| (l.width, l.height, l.values.as_slice())));
             let mut score = MipScore {

@@ -2,7 +2,7 @@
 //! `block_compression`, a Rust port of Intel's ISPC encoders, and its decoders), for side-by-side
 //! comparison at its bit cost.
 
-use crate::metrics::SquaredError;
+use crate::eval::metrics::SquaredError;
 use crate::set::{MapKind, Texture, TextureSet};
 use block_compression::{BC7Settings, CompressionVariant};
 use rayon::prelude::*;

@@ -1,18 +1,20 @@
 //! Training through burn (`--backend wgpu|flex`): the same sampler, schedule and phases as the
-//! fused CPU trainer, run by [`crate::burn_model::BurnTrainer`] on a burn device chosen here, at
+//! fused CPU trainer, run by [`crate::train::burn::model::BurnTrainer`] on a burn device chosen here, at
 //! the edge.
 //!
 //! Difference from the fused trainer, stated plainly: burn's path has no int8 straight-through
 //! fine-tune yet; its final weights are quantised after training (post-training quantisation).
 
-use crate::burn_model::BurnTrainer;
-use crate::fault::{self, Fault};
-use crate::layout::ModelLayout;
+pub mod model;
+
+use crate::io::fault::{self, Fault};
+use crate::model::layout::ModelLayout;
+use crate::model::params::ModelParams;
+use crate::model::quant;
 use crate::options::{Backend, CompressOptions};
-use crate::params::ModelParams;
 use crate::progress::{Cancel, Progress, TrainPhase};
-use crate::quant;
 use crate::set::TextureSet;
+use crate::train::burn::model::BurnTrainer;
 use crate::train::{Batch, CHUNK_TEXELS, Rng, Sampler, Schedule, StatusReporter, TrainError, TrainReport, finalize, round_grids};
 use burn::prelude::Device;
 
@@ -102,7 +104,7 @@ pub fn resolve_auto() -> (Backend, String) {
 /// [`train_burn`], with every GPU failure an error instead of an abort: no adapter, a device that
 /// cannot be created and a device lost mid-run (burn/cubecl panic on those; the panic is caught
 /// here) all return [`TrainError::Gpu`], and [`crate::compress`] goes on with the CPU trainer.
-/// Faults can be simulated through [`crate::fault`].
+/// Faults can be simulated through [`crate::io::fault`].
 pub fn train_burn_guarded(
     set: &TextureSet,
     layout: &ModelLayout,

@@ -61,9 +61,9 @@ pub fn remove_stale_temporaries(dir: &Path, file_name: &str) {
     }
 }
 
-/// `write_all`, or the simulated faults of [`crate::fault`] (a full disk, a slow disk).
+/// `write_all`, or the simulated faults of [`crate::io::fault`] (a full disk, a slow disk).
 fn write_bytes(file: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
-    use crate::fault::{Fault, is_active};
+    use crate::io::fault::{Fault, is_active};
     if is_active(Fault::DiskFull) {
         file.write_all(&bytes[..bytes.len() / 2])?;
         return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device (simulated: TEXSET_FAULT=disk-full)"));

@@ -1,7 +1,7 @@
 //! Ingest: texture folders (materials) into a [`TextureSet`], with every failure a typed error
 //! naming the file. Source files are only ever opened for reading.
 
-use crate::naming::parse_map_name;
+use crate::set::naming::parse_map_name;
 use crate::set::{MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
 use image::{DynamicImage, ImageReader};
 use serde::Deserialize;

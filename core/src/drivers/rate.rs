@@ -7,11 +7,11 @@
 //! within `tolerance_db` of the target or above it; every trial is reported.
 //!
 //! `--match-bc` takes its target from the set itself: every map block-compressed with a real
-//! encoder ([`crate::bcn::baseline`]: BC7/BC5/BC4, or BC1/BC5/BC4 for the low profile), its
+//! encoder ([`crate::eval::bcn::baseline`]: BC7/BC5/BC4, or BC1/BC5/BC4 for the low profile), its
 //! pooled PSNR reached with no tolerance, at rates up to the blocks' own.
 
-use crate::bcn::{Baseline, Profile};
 use crate::decode::Decoder;
+use crate::eval::bcn::{Baseline, Profile};
 use crate::eval::evaluate;
 use crate::options::CompressOptions;
 use crate::pipeline::{CompressError, Compressed, compress};
@@ -43,7 +43,7 @@ impl RateTarget {
     /// answer).
     #[must_use]
     pub fn matching_bc(set: &TextureSet, profile: Profile, min_bpp: f64, max_bpp: Option<f64>, trials: usize) -> Self {
-        let baseline = crate::bcn::baseline(set, profile);
+        let baseline = crate::eval::bcn::baseline(set, profile);
         Self {
             psnr_db: baseline.pooled_psnr_db,
             tolerance_db: 0.0,

@@ -1,5 +1,5 @@
 //! The neural texture model in [burn](https://burn.dev) 0.22: the same math as the specification
-//! in [`crate::params`], as tensors on any burn [`Device`] (Flex on the CPU, wgpu on a GPU), with
+//! in [`crate::model::params`], as tensors on any burn [`Device`] (Flex on the CPU, wgpu on a GPU), with
 //! autodiff for training.
 //!
 //! Pieces:
@@ -22,7 +22,7 @@
 //!   it stuck there. Since targets lie in `[0, 1]`, the clamped error is never larger than the
 //!   unclamped one.
 //! - **Linear weights are `[inputs, outputs]`.** [`burn::nn::Linear`] stores `W` transposed with
-//!   respect to [`crate::params::LayerParams`] (`[outputs][inputs]`); the conversions transpose on
+//!   respect to [`crate::model::params::LayerParams`] (`[outputs][inputs]`); the conversions transpose on
 //!   the host.
 //! - **Noise layout.** The optional noise of [`NtcModel::forward`] is one `[4, B, latent_channels]`
 //!   tensor: index 0..4 along the first axis is the corner `(x0,y0)`, `(x1,y0)`, `(x0,y1)`,
@@ -43,7 +43,7 @@ use burn::prelude::*;
 use burn::tensor::activation::relu;
 use burn::tensor::{Distribution, Gradients};
 
-use crate::params::{GridParams, LayerParams, ModelParams, pe_angular_frequency};
+use crate::model::params::{GridParams, LayerParams, ModelParams, pe_angular_frequency};
 
 /// Adam first-moment decay.
 const ADAM_BETA1: f32 = 0.9;
@@ -52,7 +52,7 @@ const ADAM_BETA2: f32 = 0.99;
 /// Adam denominator epsilon.
 const ADAM_EPSILON: f32 = 1e-8;
 /// Grid values are kept in the latent quantisation range after every update (the same range as
-/// `crate::quant::LATENT_RANGE`, as the fused CPU trainer does).
+/// `crate::model::quant::LATENT_RANGE`, as the fused CPU trainer does).
 const LATENT_RANGE: [f32; 2] = [-1.0, 1.0];
 
 /// Shape of one latent grid.
@@ -201,7 +201,7 @@ fn bilinear_axis(coord: Tensor<2>, size: usize) -> (Tensor<2>, Tensor<2>, Tensor
     (c0, c1, frac)
 }
 
-/// The neural texture model as a burn module (see [`crate::params`] for the math).
+/// The neural texture model as a burn module (see [`crate::model::params`] for the math).
 #[derive(Module, Debug)]
 pub struct NtcModel {
     /// Latent grids, finest first.
@@ -646,27 +646,11 @@ fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 mod tests {
     use super::*;
 
-    /// Tiny deterministic PRNG (`SplitMix64`).
-    struct Rng(u64);
+    use crate::rng::Rng;
 
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        /// Uniform in `[0, 1)`.
-        fn unit(&mut self) -> f32 {
-            (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-        }
-
-        /// Uniform in `[-a, a)`.
-        fn sym(&mut self, a: f32) -> f32 {
-            (self.unit() * 2.0 - 1.0) * a
-        }
+    /// Uniform in `[-a, a)`.
+    fn sym(rng: &mut Rng, a: f32) -> f32 {
+        (rng.next_f32() * 2.0 - 1.0) * a
     }
 
     /// A random model: grids `(w, h, c)`, PE frequencies, hidden widths, outputs.
@@ -675,7 +659,7 @@ mod tests {
             .iter()
             .map(|&(w, h, c)| {
                 let mut g = GridParams::zeros(w, h, c);
-                g.values.iter_mut().for_each(|x| *x = rng.sym(1.2));
+                g.values.iter_mut().for_each(|x| *x = sym(rng, 1.2));
                 g
             })
             .collect();
@@ -688,8 +672,8 @@ mod tests {
             .map(|w| {
                 let mut l = LayerParams::zeros(w[0], w[1]);
                 let k = 1.5 / (w[0] as f32).sqrt();
-                l.weights.iter_mut().for_each(|x| *x = rng.sym(k));
-                l.biases.iter_mut().for_each(|x| *x = rng.sym(0.2));
+                l.weights.iter_mut().for_each(|x| *x = sym(rng, k));
+                l.biases.iter_mut().for_each(|x| *x = sym(rng, 0.2));
                 l
             })
             .collect();
@@ -702,7 +686,7 @@ mod tests {
 
     /// `n` random uv pairs, with the edges 0.0 and 1.0 (and corners) forced in.
     fn random_uv(rng: &mut Rng, n: usize) -> Vec<f32> {
-        let mut uv: Vec<f32> = (0..2 * n).map(|_| rng.unit()).collect();
+        let mut uv: Vec<f32> = (0..2 * n).map(|_| rng.next_f32()).collect();
         let edges = [(0.0, 0.0), (1.0, 1.0), (0.0, 1.0), (1.0, 0.0), (0.0, 0.37), (0.81, 1.0)];
         for (i, (u, v)) in edges.iter().enumerate().take(n) {
             uv[2 * i] = *u;
@@ -779,7 +763,7 @@ mod tests {
 
     /// A mask that drops a few channels per sample.
     fn random_mask(rng: &mut Rng, b: usize, lc: usize) -> Vec<f32> {
-        (0..b * lc).map(|_| if rng.unit() < 0.3 { 0.0 } else { 1.0 }).collect()
+        (0..b * lc).map(|_| if rng.next_f32() < 0.3 { 0.0 } else { 1.0 }).collect()
     }
 
     fn tensor2(data: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
@@ -788,7 +772,7 @@ mod tests {
 
     #[test]
     fn params_round_trip_exactly() {
-        let mut rng = Rng(1);
+        let mut rng = Rng::from_state(1);
         let params = small_params(&mut rng);
         let device = Device::flex();
         assert_eq!(NtcModel::from_params(&params, &device).to_params(), params);
@@ -801,7 +785,7 @@ mod tests {
 
     #[test]
     fn forward_matches_scalar_reference() {
-        let mut rng = Rng(2);
+        let mut rng = Rng::from_state(2);
         let params = small_params(&mut rng);
         let device = Device::flex();
         let model = NtcModel::from_params(&params, &device);
@@ -811,7 +795,7 @@ mod tests {
         let uv = random_uv(&mut rng, b);
         let mask = random_mask(&mut rng, b, lc);
         assert!(mask.contains(&0.0));
-        let noise: Vec<f32> = (0..4 * b * lc).map(|_| rng.sym(0.1)).collect();
+        let noise: Vec<f32> = (0..4 * b * lc).map(|_| sym(&mut rng, 0.1)).collect();
 
         for with_noise in [false, true] {
             let noise_tensor = with_noise.then(|| Tensor::<3>::from_data(TensorData::new(noise.clone(), [4, b, lc]), &device));
@@ -836,15 +820,15 @@ mod tests {
 
     #[test]
     fn loss_and_grads_match_finite_differences() {
-        let mut rng = Rng(3);
+        let mut rng = Rng::from_state(3);
         let params = small_params(&mut rng);
         let b = 24;
         let lc = params.latent_channels();
         let oc = params.output_channels();
         let uv = random_uv(&mut rng, b);
         let mask = random_mask(&mut rng, b, lc);
-        let target: Vec<f32> = (0..b * oc).map(|_| rng.unit()).collect();
-        let weight: Vec<f32> = (0..b * oc).map(|_| if rng.unit() < 0.2 { 0.0 } else { 0.5 + rng.unit() }).collect();
+        let target: Vec<f32> = (0..b * oc).map(|_| rng.next_f32()).collect();
+        let weight: Vec<f32> = (0..b * oc).map(|_| if rng.next_f32() < 0.2 { 0.0 } else { 0.5 + rng.next_f32() }).collect();
 
         let (loss_value, grads) = loss_and_grads(&params, &uv, &mask, &target, &weight, &Device::flex());
         let expect_loss = reference_loss(&params, &uv, &mask, &target, &weight);
@@ -899,7 +883,7 @@ mod tests {
 
     #[test]
     fn trainer_lowers_the_loss() {
-        let mut rng = Rng(4);
+        let mut rng = Rng::from_state(4);
         let shapes = [(6, 6, 4), (3, 3, 4)];
         let teacher = random_params(&mut rng, &shapes, 2, &[16], 3);
         let mut student = random_params(&mut rng, &shapes, 2, &[16], 3);
@@ -941,7 +925,7 @@ mod tests {
     #[test]
     #[ignore = "benchmark"]
     fn bench_flex_b4096() {
-        let mut rng = Rng(5);
+        let mut rng = Rng::from_state(5);
         let params = random_params(&mut rng, &[(128, 128, 8), (64, 64, 8)], 3, &[64, 48, 32], 9);
         assert_eq!(params.mlp_inputs(), 28);
         let device = Device::flex();
@@ -950,7 +934,7 @@ mod tests {
         let oc = params.output_channels();
         let uv = random_uv(&mut rng, b);
         let mask = vec![1.0; b * lc];
-        let target: Vec<f32> = (0..b * oc).map(|_| rng.unit()).collect();
+        let target: Vec<f32> = (0..b * oc).map(|_| rng.next_f32()).collect();
         let weight = vec![1.0; b * oc];
 
         let _ = loss_and_grads(&params, &uv, &mask, &target, &weight, &device);

@@ -5,14 +5,14 @@
 //! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed
 //! in chunk order, so results do not depend on the number of threads.
 
-use crate::gemm::{Strides, gemm};
-use crate::layout::ModelLayout;
+use crate::model::layout::ModelLayout;
+use crate::model::params::{LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
+use crate::model::quant::{self, QuantizedLayer};
+use crate::model::reference::bilinear_corners;
 use crate::options::{ChannelPruning, CompressOptions, LearnedBudgets, PruneMethod, Quantisation};
-use crate::params::{LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
-use crate::quant::{self, QuantizedLayer};
-use crate::reference::bilinear_corners;
 use crate::set::TextureSet;
+use crate::train::gemm::{Strides, gemm};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::time::Instant;
@@ -52,35 +52,7 @@ pub enum TrainError {
     },
 }
 
-/// `SplitMix64`: small, fast and good enough for sampling texels and noise.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator for `(seed, a, b)`.
-    #[must_use]
-    pub fn new(seed: u64, a: u64, b: u64) -> Self {
-        let mut r = Self(seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        r.next_u64();
-        r
-    }
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `[0, 1)`.
-    pub fn next_f32(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    /// Uniform in `[0, n)`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-}
+pub use crate::rng::Rng;
 
 /// A batch in dense form: what every backend consumes.
 #[derive(Clone, Debug, Default)]
@@ -139,7 +111,7 @@ pub struct Sampler<'a> {
 
 impl<'a> Sampler<'a> {
     /// Groups the set's textures by (material, resolution, mask) and, with a mip chain, builds
-    /// every level's reference ([`crate::mips::box_chain`]).
+    /// every level's reference ([`crate::model::mips::box_chain`]).
     #[must_use]
     pub fn new(set: &'a TextureSet, layout: &ModelLayout) -> Self {
         let mut groups: Vec<Group<'a>> = Vec::new();
@@ -155,7 +127,7 @@ impl<'a> Sampler<'a> {
                 }
                 let mask = layout.mask(slot);
                 let chain = if layout.mip_levels > 1 {
-                    crate::mips::box_chain(
+                    crate::model::mips::box_chain(
                         &texture.texels,
                         texture.width,
                         texture.height,
@@ -1550,7 +1522,7 @@ pub fn train_fused(
 ) -> Result<(ModelParams, TrainReport), TrainError> {
     let schedule = Schedule::new(options, layout);
     let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
-    let fingerprint = crate::checkpoint::fingerprint(set, layout, options);
+    let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
     let mut trainer = FusedTrainer::new(sampler, schedule.clone(), starting_params(set, layout, options)?);
     if let Some(pruning) = &options.budgets.prune {
         trainer = trainer.with_pruning(pruning.clone());
@@ -1562,7 +1534,7 @@ pub fn train_fused(
     if let Some(path) = &options.run.resume_from
         && path.exists()
     {
-        crate::checkpoint::load(path, &fingerprint, &mut trainer)?;
+        crate::train::checkpoint::load(path, &fingerprint, &mut trainer)?;
         trainer.restore_pruning(&layout.read_channels());
         resumed_from_step = Some(trainer.step);
     }
@@ -1594,7 +1566,7 @@ pub fn train_fused(
             && !done
             && last_checkpoint.elapsed().as_secs_f64() >= cp.every_secs
         {
-            crate::checkpoint::save(&cp.path, &fingerprint, &trainer)?;
+            crate::train::checkpoint::save(&cp.path, &fingerprint, &trainer)?;
             last_checkpoint = Instant::now();
         }
     }

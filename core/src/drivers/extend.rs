@@ -10,12 +10,12 @@
 //! parameters on the new material's texels only.
 
 use crate::bundle::{Bundle, LayerEntry};
-use crate::layout::{GridShape, ModelLayout, TextureSlot};
+use crate::model::layout::{GridShape, ModelLayout, TextureSlot};
+use crate::model::params::ModelParams;
+use crate::model::quant;
 use crate::options::{CompressOptions, GridOptions};
-use crate::params::ModelParams;
 use crate::pipeline::{CompressError, PackReport, TextureBudget};
 use crate::progress::{Cancel, Pass, Progress};
-use crate::quant;
 use crate::set::TextureSet;
 use crate::train::{FusedTrainer, Sampler, Schedule, StatusReporter, TrainError, TrainReport, Trainable, initial_params};
 use serde::Serialize;
@@ -94,7 +94,7 @@ pub fn add_materials(
             return Err(CompressError::Unsupported(format!("the library already has a material named '{}'", m.name)));
         }
     }
-    if let Some(l) = manifest.layers.iter().find(|l| l.format != crate::quant::WeightFormat::Int8) {
+    if let Some(l) = manifest.layers.iter().find(|l| l.format != crate::model::quant::WeightFormat::Int8) {
         return Err(CompressError::Unsupported(format!(
             "the library's decoder weights are {:?}; adding materials keeps frozen int8 rows, so it needs an int8 library: compress the whole library again",
             l.format
@@ -125,10 +125,10 @@ pub fn add_materials(
         return Err(CompressError::Unsupported("the grown grids would exceed 256 channels".into()));
     }
     let grown_inputs = manifest.mlp_inputs() + added.iter().sum::<u32>() as usize;
-    if grown_inputs > crate::params::MAX_MLP_WIDTH {
+    if grown_inputs > crate::model::params::MAX_MLP_WIDTH {
         return Err(CompressError::Unsupported(format!(
             "the grown decoder would take {grown_inputs} inputs; at most {}",
-            crate::params::MAX_MLP_WIDTH
+            crate::model::params::MAX_MLP_WIDTH
         )));
     }
 
@@ -184,7 +184,7 @@ pub fn add_materials(
         textures,
         mip_levels: 1,
         mip_grids: Vec::new(),
-        weight_format: crate::quant::WeightFormat::Int8,
+        weight_format: crate::model::quant::WeightFormat::Int8,
     };
     let shared_read = if options.read_shared { old_lc } else { 0 };
     let budgets: Vec<TextureBudget> = local_report

@@ -3,14 +3,14 @@
 //! cannot afford per-pixel decoding).
 //!
 //! Mips are box-filtered from the decoded level 0: colour maps averaged in linear light, normal
-//! maps renormalised. Blocks come from [`crate::bcn::encode`]; the containers are written here
+//! maps renormalised. Blocks come from [`crate::eval::bcn::encode`]; the containers are written here
 //! (KTX2 per the Khronos KTX 2.0 specification with a basic data format descriptor; DDS with the
 //! DX10 header) and read back by independent readers in the tests.
 
-pub use crate::bcn::Profile;
-use crate::bcn::{self, BcFormat};
 use crate::bundle::MapEntry;
 use crate::decode::DecodedMap;
+pub use crate::eval::bcn::Profile;
+use crate::eval::bcn::{self, BcFormat};
 use crate::set::ColorSpace;
 
 /// The container.
@@ -34,11 +34,11 @@ impl Container {
 }
 
 /// The full mip chain of a decoded map, level 0 first, down to 1x1: each level the 2x2 box
-/// average of the one above ([`crate::mips::box_chain`]: linear light for sRGB colour, normals
+/// average of the one above ([`crate::model::mips::box_chain`]: linear light for sRGB colour, normals
 /// renormalised).
 #[must_use]
 pub fn mip_chain(level0: &DecodedMap, entry: &MapEntry) -> Vec<DecodedMap> {
-    let below = crate::mips::box_chain(&level0.values, level0.width, level0.height, level0.channels, entry.kind, entry.color_space);
+    let below = crate::model::mips::box_chain(&level0.values, level0.width, level0.height, level0.channels, entry.kind, entry.color_space);
     std::iter::once(level0.clone())
         .chain(below.into_iter().map(|l| DecodedMap { width: l.width, height: l.height, channels: level0.channels, values: l.values }))
         .collect()
@@ -245,7 +245,7 @@ pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile)
     let level0_psnr_db = match (chain.first(), levels.first()) {
         (Some(decoded), Some(level)) => {
             let back = bcn::decode(&level.blocks, decoded.width, decoded.height, decoded.channels, entry.kind, format);
-            crate::metrics::psnr(&decoded.values, &back)
+            crate::eval::metrics::psnr(&decoded.values, &back)
         }
         _ => f64::NAN,
     };

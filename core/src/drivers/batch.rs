@@ -243,7 +243,7 @@ pub fn run(
     };
     let path = BatchSummary::path(out_dir, shard);
     let json = serde_json::to_vec_pretty(&summary).unwrap_or_default();
-    crate::fsutil::write_atomic(&path, &json).map_err(|source| BatchError::Io { path, source })?;
+    crate::io::fsutil::write_atomic(&path, &json).map_err(|source| BatchError::Io { path, source })?;
     Ok(summary)
 }
 
@@ -264,7 +264,7 @@ fn run_one(
         train_secs: 0.0,
         error: Some(error),
     };
-    let (set, _) = match crate::ingest::load_library(&[folder.to_path_buf()]) {
+    let (set, _) = match crate::set::ingest::load_library(&[folder.to_path_buf()]) {
         Ok(loaded) => loaded,
         Err(e) => return failed(String::new(), e.to_string()),
     };
@@ -305,11 +305,11 @@ fn run_one(
         train_secs: compressed.report.train.train_secs,
         error: None,
     };
-    if let Err(e) = crate::fsutil::write_atomic(&bundle_path, &compressed.bundle_bytes) {
+    if let Err(e) = crate::io::fsutil::write_atomic(&bundle_path, &compressed.bundle_bytes) {
         return failed(hash, format!("cannot write {}: {e}", bundle_path.display()));
     }
     let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
-    if let Err(e) = crate::fsutil::write_atomic(&record_path, &json) {
+    if let Err(e) = crate::io::fsutil::write_atomic(&record_path, &json) {
         return failed(hash, format!("cannot write {}: {e}", record_path.display()));
     }
     record

@@ -1,7 +1,7 @@
 //! The model layout the analyse pass decides: grid shapes, MLP widths and, per texture, its
 //! output slice and channel budget. Training, pruning and packing all follow it.
 
-use crate::params::{GridParams, LayerParams, ModelParams};
+use crate::model::params::{GridParams, LayerParams, ModelParams};
 use serde::Serialize;
 
 /// Shape and bit depth of one latent grid.
@@ -50,10 +50,10 @@ pub struct ModelLayout {
     /// Levels of the latent pyramid: 1 (level 0 only) or the full mip chain of the largest map.
     pub mip_levels: u32,
     /// The pyramid's levels 1 and up, level by level, each with every grid (see
-    /// [`crate::params::ModelParams::mip_grids`]); empty without a mip chain.
+    /// [`crate::model::params::ModelParams::mip_grids`]); empty without a mip chain.
     pub mip_grids: Vec<GridShape>,
     /// How the decoder's weights are stored (and fake-quantised in training).
-    pub weight_format: crate::quant::WeightFormat,
+    pub weight_format: crate::model::quant::WeightFormat,
 }
 
 impl ModelLayout {

@@ -26,10 +26,11 @@
 
 use crate::decode::Decoder;
 use crate::eval::evaluate;
+use crate::model::quant::WeightFormat;
 use crate::options::{CompressOptions, GridOptions};
 use crate::pipeline::{CompressError, Compressed, compress};
 use crate::progress::{Cancel, Progress};
-use crate::quant::WeightFormat;
+use crate::rng::Rng;
 use crate::set::TextureSet;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -129,7 +130,7 @@ impl SearchSpace {
         if self.channel_splits.iter().any(|s| s.contains(&0)) {
             return Err("channel splits need at least one channel per grid".into());
         }
-        let max_width = crate::params::MAX_MLP_WIDTH;
+        let max_width = crate::model::params::MAX_MLP_WIDTH;
         if self.hidden_widths.iter().any(|w| w.is_empty() || w.iter().any(|&x| x == 0 || x > max_width)) {
             return Err(format!("decoder widths must be 1..={max_width}, at least one layer"));
         }
@@ -467,7 +468,7 @@ impl SearchCache {
             std::fs::create_dir_all(dir).map_err(|e| cache_error(e.to_string()))?;
         }
         let json = serde_json::to_string_pretty(self).map_err(|e| cache_error(e.to_string()))?;
-        crate::fsutil::write_atomic(path, json.as_bytes()).map_err(|e| cache_error(e.to_string()))
+        crate::io::fsutil::write_atomic(path, json.as_bytes()).map_err(|e| cache_error(e.to_string()))
     }
 
     /// The most similar earlier search (distance under 1), if any.
@@ -482,19 +483,9 @@ impl SearchCache {
     }
 }
 
-/// A small deterministic generator for the samplers.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        (crate::synth::splitmix64(self.0) % n.max(1) as u64) as usize
-    }
-
-    fn unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        (crate::synth::splitmix64(self.0) >> 11) as f64 / (1u64 << 53) as f64
-    }
+/// The samplers' stream for `seed` (the one [`Rng`], one state step ahead).
+fn search_rng(seed: u64) -> Rng {
+    Rng::from_state(seed.wrapping_add(0x9E37_79B9_7F4A_7C15))
 }
 
 /// The next point a TPE proposes: `observed` are `(index, score)` of every short trial so far,
@@ -523,7 +514,7 @@ fn tpe_propose(sizes: [usize; DIMS], observed: &[([usize; DIMS], f64)], open: &[
     for _ in 0..24 {
         let mut x = [0usize; DIMS];
         for d in 0..DIMS {
-            let mut u = rng.unit();
+            let mut u = rng.next_f64();
             x[d] = sizes[d] - 1;
             for (v, p) in good[d].iter().enumerate() {
                 if u < *p {
@@ -604,7 +595,7 @@ pub fn search_precision(
     let all = space.all();
     let budget = if search.strategy == Strategy::Grid { all.len() + 1 } else { search.trials };
     let short_steps = ((base.schedule.steps as f32 * search.short_fraction).round() as u32).max(1);
-    let mut rng = Rng(search.seed ^ 0x5EA2_C400);
+    let mut rng = search_rng(search.seed ^ 0x5EA2_C400);
     let mut trials: Vec<SearchTrial> = Vec::new();
     let mut observed: Vec<([usize; DIMS], f64)> = Vec::new();
     // The short-run options of each trial, to find points that size to the same bundle.
@@ -639,8 +630,10 @@ pub fn search_precision(
                     let Some(x) = all.get(grid_next) else { break };
                     (space.point(*x), Source::Grid)
                 }
-                Strategy::Random => (space.point(open[rng.below(open.len())]), Source::Random),
-                Strategy::Tpe if observed.len() < (search.trials / 4).max(3) => (space.point(open[rng.below(open.len())]), Source::Random),
+                Strategy::Random => (space.point(open[(rng.next_u64() % open.len().max(1) as u64) as usize]), Source::Random),
+                Strategy::Tpe if observed.len() < (search.trials / 4).max(3) => {
+                    (space.point(open[(rng.next_u64() % open.len().max(1) as u64) as usize]), Source::Random)
+                }
                 Strategy::Tpe => (space.point(tpe_propose(sizes, &observed, &open, &mut rng)), Source::Tpe),
             }
         };
@@ -769,7 +762,7 @@ mod tests {
         let sizes = [3, 3, 3, 3, 1];
         let space = SearchSpace::default();
         let all = space.all();
-        let mut rng = Rng(7);
+        let mut rng = search_rng(7);
         let observed: Vec<([usize; DIMS], f64)> = all.iter().step_by(5).map(|x| (*x, x[0] as f64 * 10.0 + x[3] as f64 * 0.1)).collect();
         let open: Vec<[usize; DIMS]> = all.iter().filter(|x| !observed.iter().any(|(o, _)| o == *x)).copied().collect();
         let mut best_value = 0;

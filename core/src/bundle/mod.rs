@@ -3,8 +3,8 @@
 //! reader. The reader validates every size against the manifest and fixed limits before it
 //! allocates, so hostile bytes give an error, never a panic or an unbounded allocation.
 
-use crate::params::{GridParams, ModelParams};
-use crate::quant::{QuantizedLayer, level_value};
+use crate::model::params::{GridParams, ModelParams};
+use crate::model::quant::{QuantizedLayer, level_value};
 use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -199,7 +199,7 @@ pub struct GridEntry {
 }
 
 /// Weight storage format of an MLP layer (format version 4 adds every format but int8).
-pub use crate::quant::WeightFormat;
+pub use crate::model::quant::WeightFormat;
 
 /// Shape of one MLP layer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -757,7 +757,7 @@ impl Bundle {
     /// Writes the bundle atomically (temporary file, fsync, rename).
     pub fn write(&self, path: &Path) -> Result<SectionSizes, BundleError> {
         let (bytes, sizes) = self.to_bytes()?;
-        crate::fsutil::write_atomic(path, &bytes).map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
+        crate::io::fsutil::write_atomic(path, &bytes).map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
         Ok(sizes)
     }
 

@@ -1,4 +1,9 @@
-//! The in-memory texture set: a library of materials, each a set of maps (textures).
+//! The set: a library of materials, each a set of maps (textures), in memory; how maps are named
+//! ([`naming`]); and reading folders of image files into it ([`ingest`]).
+
+#[cfg(feature = "ingest")]
+pub mod ingest;
+pub mod naming;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -60,7 +65,7 @@ impl MapKind {
     /// Parses a canonical token (as written by [`MapKind::token`]) or any alias accepted in file names.
     #[must_use]
     pub fn from_token(token: &str) -> Option<Self> {
-        crate::naming::kind_from_token(&token.to_ascii_lowercase())
+        crate::set::naming::kind_from_token(&token.to_ascii_lowercase())
     }
 
     /// Colour maps are stored sRGB-encoded; everything else is linear data.

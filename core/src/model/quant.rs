@@ -1,7 +1,7 @@
 //! Quantisation: latents to `bits`-bit levels over a fixed range, MLP weights to int8 with one
 //! scale per output row.
 
-use crate::params::{GridParams, LayerParams};
+use crate::model::params::{GridParams, LayerParams};
 
 /// The value range every latent is clamped to before quantisation.
 pub const LATENT_RANGE: [f32; 2] = [-1.0, 1.0];

@@ -108,7 +108,8 @@ pub fn write_folder(
         for (map, entry) in maps.iter().zip(&material.maps) {
             let path = map_path(dir, &material.name, entry);
             let bytes = encode_map(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
-            crate::fsutil::write_atomic(&path, &bytes).map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
+            crate::io::fsutil::write_atomic(&path, &bytes)
+                .map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
             written.push(path);
         }
     }

@@ -1,0 +1,11 @@
+//! The model a bundle holds and the CPU reference decoder that defines it: parameter shapes
+//! ([`params`]), the reference decode of one texel ([`reference`]), the channel layout the analyse
+//! pass decides ([`layout`]), quantisation of latents and weights ([`quant`]) and mip levels
+//! ([`mips`]).
+
+#[cfg(feature = "train")]
+pub mod layout;
+pub mod mips;
+pub mod params;
+pub mod quant;
+pub mod reference;
