@@ -131,7 +131,7 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Res
         let params = initial_params(&set, &layout, 1);
         let mut trainer = texset_core::train::burn::model::BurnTrainer::new(&params, &device, 0.01, 0.004);
         let mut b = texset_core::train::Batch::default();
-        let mut rng = texset_core::train::Rng::new(1, 0, 0);
+        let mut rng = texset_core::rng::Rng::new(1, 0, 0);
         sampler.fill(&mut rng, schedule.batch_texels, &mut b);
         trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
         let mut times = Vec::new();
@@ -226,7 +226,7 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Res
             // A 1920x1080 frame of random-access samples of one map (all its channels): the
             // samples stay on the GPU, only the decode is timed (submit to completion).
             let (width, height) = (1920u32, 1080u32);
-            let mut rng = texset_core::train::Rng::new(7, 0, 0);
+            let mut rng = texset_core::rng::Rng::new(7, 0, 0);
             let uvs: Vec<[f32; 2]> = (0..width * height).map(|_| [rng.next_f32(), rng.next_f32()]).collect();
             let batch = gpu.upload_samples(&device, &uvs)?;
             gpu.run_samples(&device, &queue, &batch, 0, 0, stored, 0.0, false)?;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use texset_core::ScheduleConfig;
 use texset_core::decode::Decoder;
-use texset_core::train::Rng;
+use texset_core::rng::Rng;
 use texset_core::{Cancel, CompressOptions, NoProgress};
 
 /// What to run.

@@ -8,6 +8,7 @@ use crate::model::quant::{self, QuantizedLayer};
 use crate::options::{Backend, CompressOptions, Quantisation, RunOptions};
 use crate::progress::{Cancel, Pass, Progress};
 use crate::set::TextureSet;
+use crate::train::run::Capabilities;
 use crate::train::{TrainError, TrainReport};
 use serde::Serialize;
 
@@ -963,14 +964,10 @@ pub fn compress(
     };
     // burn's model has no latent pyramid, channel removal or budget gates yet: those train on
     // the fused CPU trainer.
-    let cpu_only = if layout.mip_levels > 1 {
-        Some(("a mip chain", "burn's model has no latent pyramid"))
-    } else if options.budgets.prune.is_some() {
-        Some(("channel pruning", "burn's trainer removes no channels"))
-    } else if options.budgets.learned.is_some() {
-        Some(("learned budgets", "burn's trainer has no budget gates"))
-    } else {
-        None
+    // One capability check: what the chosen trainer cannot train sends `auto` to the fused one.
+    let cpu_only = match backend {
+        Backend::Wgpu | Backend::Flex => Capabilities::BURN.missing(options, &layout),
+        Backend::Auto | Backend::Cpu => None,
     };
     let (backend, backend_reason) = match (backend, cpu_only) {
         (Backend::Wgpu | Backend::Flex, Some((what, why))) => {

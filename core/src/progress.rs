@@ -84,23 +84,40 @@ pub trait Progress: Sync {
 pub struct NoProgress;
 impl Progress for NoProgress {}
 
-/// A cancellation flag, cheap to clone and share with a worker thread.
+/// The controls of a running job: cancel, and pause/resume of training. Cheap to clone and share
+/// with a worker thread; the training loop looks at them before every step.
 #[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
+pub struct Cancel {
+    cancelled: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
+}
 
 impl Cancel {
-    /// A flag that is not set.
+    /// Controls that ask for nothing.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
     /// Asks the work to stop at the next step.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.cancelled.store(true, Ordering::Relaxed);
     }
     /// Whether cancellation was asked for.
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.cancelled.load(Ordering::Relaxed)
+    }
+    /// Holds training before its next step until [`Self::resume`] (or a cancel).
+    pub fn pause(&self) {
+        self.paused.store(true, Ordering::Relaxed);
+    }
+    /// Lets paused training go on.
+    pub fn resume(&self) {
+        self.paused.store(false, Ordering::Relaxed);
+    }
+    /// Whether training is asked to wait.
+    #[must_use]
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
     }
 }

@@ -74,12 +74,10 @@ pub enum TrainEvent {
     Finished(Box<Result<Compressed, String>>),
 }
 
-/// Sends the engine's progress to the UI; blocks the training thread while paused.
+/// Sends the engine's progress to the UI (pausing is the training loop's, through [`Cancel`]).
 struct ChannelProgress {
     events: Mutex<Sender<TrainEvent>>,
     set: Arc<TextureSet>,
-    paused: Arc<AtomicBool>,
-    cancel: Cancel,
     snapshot_every: Duration,
     last_snapshot: Mutex<Instant>,
     repaint: Arc<dyn Fn() + Send + Sync>,
@@ -101,10 +99,6 @@ impl Progress for ChannelProgress {
     }
     fn train_status(&self, status: &TrainStatus) {
         self.send(TrainEvent::Status(status.clone()));
-        // Pause: the trainer calls this a few times a second; hold it here until resumed or cancelled.
-        while self.paused.load(Ordering::Relaxed) && !self.cancel.is_cancelled() {
-            std::thread::sleep(Duration::from_millis(30));
-        }
     }
     fn pass_finished(&self, pass: Pass, summary: &str) {
         self.send(TrainEvent::PassFinished(pass, summary.to_owned()));
@@ -129,7 +123,6 @@ impl Progress for ChannelProgress {
 pub struct TrainJob {
     events: Receiver<TrainEvent>,
     cancel: Cancel,
-    paused: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -147,12 +140,9 @@ impl TrainJob {
         let background = background.clone();
         let (sender, events) = channel();
         let cancel = Cancel::new();
-        let paused = Arc::new(AtomicBool::new(false));
         let progress = ChannelProgress {
             events: Mutex::new(sender),
             set: Arc::clone(&set),
-            paused: Arc::clone(&paused),
-            cancel: cancel.clone(),
             snapshot_every,
             last_snapshot: Mutex::new(Instant::now()),
             repaint,
@@ -187,7 +177,7 @@ impl TrainJob {
             });
             progress.send(TrainEvent::Finished(Box::new(result)));
         })?;
-        Ok(Self { events, cancel, paused, thread: Some(thread) })
+        Ok(Self { events, cancel, thread: Some(thread) })
     }
 
     /// Events since the last call (never blocks).
@@ -202,18 +192,18 @@ impl TrainJob {
         }
     }
 
-    /// Holds training at its next status report.
+    /// Holds training before its next step.
     pub fn pause(&self) {
-        self.paused.store(true, Ordering::Relaxed);
+        self.cancel.pause();
     }
     /// Lets it go on.
     pub fn resume(&self) {
-        self.paused.store(false, Ordering::Relaxed);
+        self.cancel.resume();
     }
     /// Whether it is held.
     #[must_use]
     pub fn is_paused(&self) -> bool {
-        self.paused.load(Ordering::Relaxed)
+        self.cancel.is_paused()
     }
     /// Asks it to stop; it reports `Finished(Err("cancelled"))`.
     pub fn cancel(&self) {

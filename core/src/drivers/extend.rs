@@ -17,7 +17,7 @@ use crate::options::{CompressOptions, GridOptions};
 use crate::pipeline::{CompressError, PackReport, TextureBudget};
 use crate::progress::{Cancel, Pass, Progress};
 use crate::set::TextureSet;
-use crate::train::{FusedTrainer, Sampler, Schedule, StatusReporter, TrainError, TrainReport, Trainable, initial_params};
+use crate::train::{FusedTrainer, Sampler, Schedule, TrainReport, Trainable, initial_params};
 use serde::Serialize;
 
 /// How to add materials.
@@ -277,15 +277,9 @@ pub fn add_materials(
     progress.pass_started(Pass::Train);
     let schedule = Schedule::new(&options.train, &layout);
     let mut trainer = FusedTrainer::new(Sampler::new(set, &layout), schedule.clone(), params).with_trainable(trainable.clone());
-    let mut status = StatusReporter::new(0);
-    while trainer.step < schedule.steps {
-        if cancel.is_cancelled() {
-            return Err(TrainError::Cancelled.into());
-        }
-        let stats = trainer.run_step();
-        status.record(progress, &schedule, trainer.step, stats.phase, stats.mse);
-    }
-    let train = TrainReport::new("cpu (fused, adapter only)".into(), &schedule, schedule.steps, &status);
+    // No snapshots: the model is the grown library's, the layout only the new materials'.
+    let outcome = crate::train::run::run(&mut trainer, &crate::train::run::LoopOptions::default(), progress, cancel)?;
+    let train = TrainReport::new("cpu (fused, adapter only)".into(), &schedule, &outcome);
     progress.pass_finished(
         Pass::Train,
         &format!(

@@ -1,9 +1,65 @@
-//! Training: the fused CPU trainer ([`fused`]), burn's autodiff trainer ([`burn`]) and the
-//! checkpoints they resume from ([`checkpoint`]).
+//! Training. One loop ([`run::run`]) drives any [`Trainer`] a step at a time and owns cancel,
+//! pause, status, snapshots, checkpoints and resume; [`Capabilities`] says what each trainer can
+//! train. The trainers:
+//! - [`fused`]: the hand-fused CPU trainer (also `texset add`'s, with frozen parameters);
+//! - [`burn`]: burn's autodiff on wgpu or flex, the reference.
+//!
+//! What they share: the texel [`sampler`], the [`schedule`] (phases, decay, rounding), the
+//! starting point ([`init`]), one optimiser ([`adam`]), and for the fused trainer its CPU
+//! [`kernel`] and learned-budget [`gates`]; [`checkpoint`] saves and restores a run.
+//!
+//! Determinism: a step's batch is split into fixed chunks of [`CHUNK_TEXELS`]; each chunk draws its
+//! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed
+//! in chunk order, so results do not depend on the number of threads.
 
+pub mod adam;
 pub mod burn;
 pub mod checkpoint;
 pub mod fused;
+pub mod gates;
 mod gemm;
+pub mod init;
+pub mod kernel;
+pub mod run;
+pub mod sampler;
+pub mod schedule;
 
-pub use fused::*;
+pub use fused::{FusedTrainer, Trainable, train_fused};
+pub use gates::{BudgetGates, LearnedCut};
+pub use init::{FINE_TUNE_LEARNING_RATE_SCALE, initial_params, starting_params};
+pub use kernel::{forward_backward, loss_and_grads};
+pub use run::{Capabilities, StepStats, TrainReport, Trainer};
+pub use sampler::{Batch, CHUNK_TEXELS, Sampler};
+pub use schedule::{Schedule, finalize, round_grids};
+
+/// A training failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrainError {
+    /// Cancelled through [`Cancel`].
+    #[error("training was cancelled")]
+    Cancelled,
+    /// A checkpoint could not be written or read.
+    #[error("checkpoint {path:?}: {message}")]
+    Checkpoint {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The training backend failed.
+    #[error("training backend failed: {0}")]
+    Backend(String),
+    /// GPU training could not start or went on no further (no adapter, no device, device lost);
+    /// [`crate::compress`] falls back to the CPU trainer.
+    #[error("GPU training failed: {0}")]
+    Gpu(String),
+    /// The bundle to start from (`CompressOptions::init_from`) does not fit this library's model.
+    #[error("cannot start from {path:?}: {message}")]
+    InitFrom {
+        /// The bundle.
+        path: std::path::PathBuf,
+        /// What does not fit.
+        message: String,
+    },
+}

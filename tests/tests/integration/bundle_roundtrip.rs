@@ -188,7 +188,7 @@ fn mutated_bundles_with_valid_checksums_never_panic() {
     let original = sections_of(&bytes);
     let interesting =
         ["0", "1", "-1", "2", "3", "255", "4294967295", "4294967296", "1e30", "-0", "65536", "1000000", "null", "\"x\"", "[]"];
-    let mut rng = texset_core::train::Rng::new(2026, 11, 22);
+    let mut rng = texset_core::rng::Rng::new(2026, 11, 22);
     let (mut accepted, mut rejected) = (0, 0);
     for iteration in 0..4000 {
         let mut s = original.clone();

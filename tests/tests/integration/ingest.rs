@@ -236,7 +236,7 @@ fn mutated_image_files_decode_or_give_an_error_naming_the_file() {
             encode(image::DynamicImage::ImageRgb32F(image::DynamicImage::ImageRgb8(rgb).to_rgb32f()), image::ImageFormat::OpenExr),
         ),
     ];
-    let mut rng = texset_core::train::Rng::new(7, 7, 7);
+    let mut rng = texset_core::rng::Rng::new(7, 7, 7);
     let (mut decoded, mut rejected) = (0, 0);
     for (name, seed) in &seeds {
         let path = std::path::Path::new(name);

@@ -80,7 +80,7 @@ fn a_shared_output_with_another_budget_is_rejected() {
 
 /// A material with a noisy base colour and a perfectly flat metallic map.
 fn flat_and_noisy(size: u32) -> TextureSet {
-    let mut rng = texset_core::train::Rng::new(3, 0, 0);
+    let mut rng = texset_core::rng::Rng::new(3, 0, 0);
     let noise: Vec<f32> = (0..size * size * 3).map(|_| rng.next_f32()).collect();
     let base = texset_testkit::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
     let metal = texset_testkit::texture(MapKind::Metallic, size, size, 1, |_, _, _| 0.8);
@@ -120,7 +120,7 @@ fn a_flat_map_gets_no_channels_and_loses_nothing_for_it() {
 /// A material with a noisy base colour and a near-constant roughness (±3/255 of grain: not flat
 /// enough for the bias alone, but far less content than the base colour).
 fn near_flat_and_noisy(size: u32) -> TextureSet {
-    let mut rng = texset_core::train::Rng::new(5, 0, 0);
+    let mut rng = texset_core::rng::Rng::new(5, 0, 0);
     let noise: Vec<f32> = (0..size * size * 3).map(|_| rng.next_f32()).collect();
     let grain: Vec<f32> = (0..size * size).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let base = texset_testkit::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);

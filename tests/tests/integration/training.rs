@@ -7,7 +7,8 @@ use texset_core::eval::evaluate;
 use texset_core::options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod};
 use texset_core::pipeline::analyse;
 use texset_core::train::burn::model::NtcModel;
-use texset_core::train::{Batch, Rng, Sampler, forward_backward, initial_params, loss_and_grads};
+use texset_core::rng::Rng;
+use texset_core::train::{Batch, Sampler, forward_backward, initial_params, loss_and_grads};
 use texset_core::{BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 use texset_core::{Cancel, CompressOptions, NoProgress, Progress, compress};
 

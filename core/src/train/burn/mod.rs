@@ -13,9 +13,13 @@ use crate::model::params::ModelParams;
 use crate::model::quant;
 use crate::options::{Backend, CompressOptions};
 use crate::progress::{Cancel, Progress, TrainPhase};
+use crate::rng::Rng;
 use crate::set::TextureSet;
+use crate::train::TrainError;
 use crate::train::burn::model::BurnTrainer;
-use crate::train::{Batch, CHUNK_TEXELS, Rng, Sampler, Schedule, StatusReporter, TrainError, TrainReport, finalize, round_grids};
+use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, run};
+use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
+use crate::train::schedule::{Schedule, finalize, round_grids};
 use burn::prelude::Device;
 
 /// The burn device for a backend.
@@ -142,52 +146,51 @@ pub fn train_burn_guarded(
     }
 }
 
-/// Trains with burn on the backend the options name.
-pub fn train_burn(
-    set: &TextureSet,
-    layout: &ModelLayout,
-    options: &CompressOptions,
-    progress: &dyn Progress,
-    cancel: &Cancel,
-) -> Result<(ModelParams, TrainReport), TrainError> {
-    if options.budgets.prune.is_some() {
-        return Err(TrainError::Backend("removing channels during training needs the fused CPU trainer (--backend cpu)".into()));
+/// burn's trainer as a [`Trainer`]: the same sampler, batches and schedule as the fused one,
+/// each step one autodiff graph on `device`.
+struct BurnRun<'a> {
+    trainer: BurnTrainer,
+    sampler: Sampler<'a>,
+    schedule: Schedule,
+    device: Device,
+    step: u32,
+    frozen: bool,
+    /// Half a latent step: the QAT noise amplitude.
+    amplitude: f32,
+    /// Fault injection: the step the simulated device loss happens at.
+    lost_at_step: Option<u32>,
+    batch: Batch,
+    chunk: Batch,
+}
+
+impl Trainer for BurnRun<'_> {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::BURN
     }
-    if options.budgets.learned.is_some() {
-        return Err(TrainError::Backend("learning budgets in training needs the fused CPU trainer (--backend cpu)".into()));
+
+    fn schedule(&self) -> &Schedule {
+        &self.schedule
     }
-    if layout.mip_levels > 1 {
-        return Err(TrainError::Backend("a mip chain (latent pyramid) trains on the fused CPU trainer only (--backend cpu)".into()));
+
+    fn steps_done(&self) -> u32 {
+        self.step
     }
-    let schedule = Schedule::new(options, layout);
-    let sampler = Sampler::new(set, layout);
-    let device = device_for(options.run.backend);
-    let params = crate::train::starting_params(set, layout, options)?;
-    let mut trainer = BurnTrainer::new(&params, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
-    let amplitude = 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8));
-    let mut status = StatusReporter::new(0);
-    let mut batch = Batch::default();
-    let mut chunk = Batch::default();
-    let mut frozen = false;
-    let lost_at_step = if options.run.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None };
-    for step in 0..schedule.steps {
-        if cancel.is_cancelled() {
-            return Err(TrainError::Cancelled);
-        }
-        if lost_at_step == Some(step) {
+
+    fn run_step(&mut self) -> Result<StepStats, TrainError> {
+        let (step, schedule) = (self.step, &self.schedule);
+        if self.lost_at_step == Some(step) {
             return Err(TrainError::Gpu(format!("device lost at step {step} (simulated: TEXSET_FAULT=gpu-lost-at-step={step})")));
         }
         let phase = schedule.phase(step);
-        if phase != TrainPhase::NoisyLatents && !frozen {
-            // Round and freeze the latents: rebuild the trainer from the rounded parameters.
-            let mut p = trainer.params();
+        if phase != TrainPhase::NoisyLatents && !self.frozen {
+            let mut p = self.trainer.params();
             if schedule.latent_noise {
                 round_grids(&mut p, &schedule.grid_bits);
             }
-            trainer = BurnTrainer::new(&p, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
-            frozen = true;
+            self.trainer = BurnTrainer::new(&p, &self.device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
+            self.frozen = true;
         }
-        // Same texels as the fused trainer draws for this step (chunk by chunk, same seeds).
+        let (batch, chunk) = (&mut self.batch, &mut self.chunk);
         batch.len = 0;
         batch.uv.clear();
         batch.mask.clear();
@@ -195,7 +198,7 @@ pub fn train_burn(
         batch.weight.clear();
         for c in 0..schedule.batch_texels / CHUNK_TEXELS {
             let mut rng = Rng::new(schedule.seed, u64::from(step), c as u64);
-            sampler.fill(&mut rng, CHUNK_TEXELS, &mut chunk);
+            self.sampler.fill(&mut rng, CHUNK_TEXELS, chunk);
             batch.len += chunk.len;
             batch.uv.extend_from_slice(&chunk.uv);
             batch.mask.extend_from_slice(&chunk.mask);
@@ -203,30 +206,60 @@ pub fn train_burn(
             batch.weight.extend_from_slice(&chunk.weight);
         }
         let decay = schedule.decay(step);
-        trainer.set_learning_rates(schedule.grid_learning_rate, schedule.mlp_learning_rate * decay);
+        self.trainer.set_learning_rates(schedule.grid_learning_rate, schedule.mlp_learning_rate * decay);
         let noisy = phase == TrainPhase::NoisyLatents;
-        let loss = trainer.step(
+        let loss = self.trainer.step(
             &batch.uv,
             &batch.mask,
             &batch.target,
             &batch.weight,
             decay,
-            (noisy && schedule.latent_noise).then_some(amplitude),
+            (noisy && schedule.latent_noise).then_some(self.amplitude),
             noisy,
         );
         let targeted = batch.weight.iter().filter(|&&w| w != 0.0).count().max(1) as f32;
-        let mse = loss * batch.len as f32 / targeted;
-        status.record(progress, &schedule, step + 1, phase, mse);
-        if progress.snapshot_due() {
-            progress.snapshot(layout, &finalize(trainer.params(), &schedule.grid_bits, schedule.weight_format));
-        }
+        self.step += 1;
+        Ok(StepStats { mse: loss * batch.len as f32 / targeted, phase })
     }
-    let p = finalize(trainer.params(), &schedule.grid_bits, schedule.weight_format);
+
+    fn final_params(&self) -> ModelParams {
+        finalize(self.trainer.params(), &self.schedule.grid_bits, self.schedule.weight_format)
+    }
+}
+
+/// Trains with burn on `options.run.backend`'s device, in the one loop ([`run`]).
+pub fn train_burn(
+    set: &TextureSet,
+    layout: &ModelLayout,
+    options: &CompressOptions,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<(ModelParams, TrainReport), TrainError> {
+    if let Some((what, why)) = Capabilities::BURN.missing(options, layout) {
+        return Err(TrainError::Backend(format!("burn's trainer cannot train {what} ({why}): use --backend cpu")));
+    }
+    let schedule = Schedule::new(options, layout);
+    let device = device_for(options.run.backend);
+    let params = crate::train::init::starting_params(set, layout, options)?;
+    let mut run_state = BurnRun {
+        trainer: BurnTrainer::new(&params, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate),
+        sampler: Sampler::new(set, layout),
+        amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
+        schedule: schedule.clone(),
+        device,
+        step: 0,
+        frozen: false,
+        lost_at_step: if options.run.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None },
+        batch: Batch::default(),
+        chunk: Batch::default(),
+    };
+    let loop_options = LoopOptions { snapshot_layout: Some(layout), ..LoopOptions::default() };
+    let outcome = run(&mut run_state, &loop_options, progress, cancel)?;
     let backend = match options.run.backend {
         Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
         Backend::Wgpu => "burn wgpu",
         _ => "burn flex",
     };
-    let report = TrainReport::new(backend.to_owned(), &schedule, schedule.steps, &status);
-    Ok((p, report))
+    let report = TrainReport::new(backend.to_owned(), &schedule, &outcome);
+    Ok((run_state.final_params(), report))
 }

@@ -1,0 +1,279 @@
+//! The one training loop: cancel, pause, status, snapshots, checkpoints and resume, for any
+//! [`Trainer`].
+
+use crate::model::layout::ModelLayout;
+use crate::model::params::ModelParams;
+use crate::options::{CheckpointOptions, CompressOptions};
+use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
+use crate::train::TrainError;
+use crate::train::gates::LearnedCut;
+use crate::train::schedule::Schedule;
+use std::borrow::Cow;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What a trainer can train. [`crate::compress`] asks [`Capabilities::missing`] once, before it
+/// picks a trainer; a trainer asked for more refuses with the same words.
+#[allow(clippy::struct_excessive_bools, reason = "a set of independent yes/no capabilities")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// A latent pyramid (mip chain).
+    pub mip_chain: bool,
+    /// Removing channels part-way (`BudgetConfig::prune`).
+    pub channel_pruning: bool,
+    /// Learned budgets (`BudgetConfig::learned`).
+    pub learned_budgets: bool,
+    /// Periodic checkpoints and resume.
+    pub checkpoints: bool,
+}
+
+impl Capabilities {
+    /// The fused CPU trainer: everything.
+    pub const FUSED_CPU: Self = Self { mip_chain: true, channel_pruning: true, learned_budgets: true, checkpoints: true };
+    /// burn's autodiff trainer (wgpu or flex).
+    pub const BURN: Self = Self { mip_chain: false, channel_pruning: false, learned_budgets: false, checkpoints: false };
+
+    /// The first thing `options` and the analysed `layout` ask that this trainer cannot train,
+    /// as (what, why); `None` when it can train them all. Checkpoints are not asked here: the
+    /// loop warns and goes on without.
+    #[must_use]
+    pub fn missing(&self, options: &CompressOptions, layout: &ModelLayout) -> Option<(&'static str, &'static str)> {
+        if layout.mip_levels > 1 && !self.mip_chain {
+            Some(("a mip chain", "this trainer has no latent pyramid"))
+        } else if options.budgets.prune.is_some() && !self.channel_pruning {
+            Some(("channel pruning", "this trainer has no channel masks"))
+        } else if options.budgets.learned.is_some() && !self.learned_budgets {
+            Some(("learned budgets", "this trainer has no budget gates"))
+        } else {
+            None
+        }
+    }
+}
+
+/// One implementation of training: the loop ([`run`]) drives it a step at a time. The fused CPU
+/// trainer (also for `texset add`, with frozen parameters) and burn's trainer implement it; a GPU
+/// trainer is another implementation, keeping its state on the device and reading back only
+/// when asked for a snapshot or a checkpoint.
+pub trait Trainer {
+    /// What it can train.
+    fn capabilities(&self) -> Capabilities;
+    /// The schedule it follows.
+    fn schedule(&self) -> &Schedule;
+    /// Steps done so far (after a resume, counting the resumed ones).
+    fn steps_done(&self) -> u32;
+    /// Runs one step.
+    fn run_step(&mut self) -> Result<StepStats, TrainError>;
+    /// The layout a snapshot of the model now decodes with, given the analysed `layout`; `None`
+    /// while no single layout expresses the model (budget gates before their cut).
+    fn snapshot_layout<'l>(&self, layout: &'l ModelLayout) -> Option<Cow<'l, ModelLayout>> {
+        Some(Cow::Borrowed(layout))
+    }
+    /// The model as it would ship now: latents rounded, weights in their format.
+    fn final_params(&self) -> ModelParams;
+    /// Writes a checkpoint (atomically) to `path`.
+    fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {
+        let _ = (path, fingerprint);
+        Err(TrainError::Backend("this trainer writes no checkpoints".into()))
+    }
+    /// Restores a checkpoint of the same run (`fingerprint`); `layout` is the analysed one.
+    fn load_checkpoint(&mut self, path: &Path, fingerprint: &str, layout: &ModelLayout) -> Result<(), TrainError> {
+        let _ = (path, fingerprint, layout);
+        Err(TrainError::Backend("this trainer resumes from no checkpoints".into()))
+    }
+}
+
+/// What the loop does around the steps.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoopOptions<'a> {
+    /// Periodic checkpoints.
+    pub checkpoint: Option<&'a CheckpointOptions>,
+    /// Resume from this checkpoint when it exists.
+    pub resume_from: Option<&'a Path>,
+    /// What a checkpoint must match ([`crate::train::checkpoint::fingerprint`]).
+    pub fingerprint: &'a str,
+    /// The analysed layout snapshots decode with; `None`: no snapshots (`texset add`, whose
+    /// model is the grown library's).
+    pub snapshot_layout: Option<&'a ModelLayout>,
+}
+
+/// What the loop did.
+#[derive(Debug)]
+pub struct LoopOutcome {
+    /// Step the run resumed from, if any.
+    pub resumed_from_step: Option<u32>,
+    /// Steps run in this call.
+    pub steps_run: u32,
+    /// Its timing and loss.
+    pub status: StatusReporter,
+}
+
+/// How often a paused run looks at its controls.
+const PAUSE_POLL: Duration = Duration::from_millis(25);
+
+/// Runs `trainer` to the end of its schedule: resume, then per step cancel and pause, the step,
+/// status, snapshots and checkpoints. The one loop every trainer runs in.
+pub fn run(
+    trainer: &mut dyn Trainer,
+    options: &LoopOptions<'_>,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<LoopOutcome, TrainError> {
+    let can_checkpoint = trainer.capabilities().checkpoints;
+    let mut resumed_from_step = None;
+    if let Some(path) = options.resume_from
+        && path.exists()
+    {
+        if can_checkpoint {
+            let layout = options.snapshot_layout.ok_or_else(|| TrainError::Backend("resuming needs the analysed layout".into()))?;
+            trainer.load_checkpoint(path, options.fingerprint, layout)?;
+            resumed_from_step = Some(trainer.steps_done());
+        } else {
+            progress.warning(&format!("this trainer cannot resume; {} is not read", path.display()));
+        }
+    }
+    let checkpoint = options.checkpoint.filter(|_| can_checkpoint);
+    if options.checkpoint.is_some() && checkpoint.is_none() {
+        progress.warning("this trainer writes no checkpoints; training goes on without");
+    }
+    let steps = trainer.schedule().steps;
+    let start_step = trainer.steps_done();
+    let mut status = StatusReporter::new(start_step);
+    let mut last_checkpoint = Instant::now();
+    while trainer.steps_done() < steps {
+        while cancel.is_paused() && !cancel.is_cancelled() {
+            std::thread::sleep(PAUSE_POLL);
+        }
+        if cancel.is_cancelled() {
+            return Err(TrainError::Cancelled);
+        }
+        let stats = trainer.run_step()?;
+        let done = trainer.steps_done();
+        status.record(progress, trainer.schedule(), done, stats.phase, stats.mse);
+        // Asked every step (progress implementations count steps with it).
+        if progress.snapshot_due()
+            && let Some(layout) = options.snapshot_layout
+            && let Some(current) = trainer.snapshot_layout(layout)
+        {
+            progress.snapshot(&current, &trainer.final_params());
+        }
+        if let Some(cp) = checkpoint
+            && done < steps
+            && last_checkpoint.elapsed().as_secs_f64() >= cp.every_secs
+        {
+            trainer.save_checkpoint(&cp.path, options.fingerprint)?;
+            last_checkpoint = Instant::now();
+        }
+    }
+    Ok(LoopOutcome { resumed_from_step, steps_run: trainer.steps_done() - start_step, status })
+}
+
+/// What one step did.
+#[derive(Clone, Copy, Debug)]
+pub struct StepStats {
+    /// Mean squared error per targeted channel value.
+    pub mse: f32,
+    /// Phase of the step.
+    pub phase: TrainPhase,
+}
+
+/// Smooths the per-step loss and reports [`TrainStatus`] at most twice a second (and at the last
+/// step): the bookkeeping every trainer shares.
+#[derive(Debug)]
+pub struct StatusReporter {
+    start: Instant,
+    last_report: Instant,
+    start_step: u32,
+    mse_ema: Option<f32>,
+}
+
+impl StatusReporter {
+    /// Starts timing a run that begins at `start_step` (non-zero after a resume).
+    #[must_use]
+    pub fn new(start_step: u32) -> Self {
+        Self { start: Instant::now(), last_report: Instant::now(), start_step, mse_ema: None }
+    }
+
+    /// Records a finished step (`step` steps done in all) with its per-channel MSE.
+    pub fn record(&mut self, progress: &dyn Progress, schedule: &Schedule, step: u32, phase: TrainPhase, mse: f32) {
+        let smoothed = self.mse_ema.map_or(mse, |e| 0.9 * e + 0.1 * mse);
+        self.mse_ema = Some(smoothed);
+        if step != schedule.steps && self.last_report.elapsed().as_secs_f64() <= 0.5 {
+            return;
+        }
+        self.last_report = Instant::now();
+        let elapsed = self.elapsed_secs();
+        let steps_here = f64::from(step - self.start_step);
+        progress.train_status(&TrainStatus {
+            step,
+            total_steps: schedule.steps,
+            phase,
+            phase_label: schedule.phase_label(phase),
+            loss: smoothed,
+            psnr_estimate_db: -10.0 * smoothed.max(1e-12).log10(),
+            texels_per_sec: steps_here * schedule.batch_texels as f64 / elapsed.max(1e-9),
+            elapsed_secs: elapsed,
+            eta_secs: elapsed / steps_here.max(1.0) * f64::from(schedule.steps - step),
+        });
+    }
+
+    /// Seconds since the run started.
+    #[must_use]
+    pub fn elapsed_secs(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The smoothed MSE of the last steps (0 before any step).
+    #[must_use]
+    pub fn mse(&self) -> f32 {
+        self.mse_ema.unwrap_or(0.0)
+    }
+}
+
+/// What training did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TrainReport {
+    /// Backend that ran.
+    pub backend: String,
+    /// Steps run in this call (fewer than `total_steps` after a resume).
+    pub steps_run: u32,
+    /// Steps in all.
+    pub total_steps: u32,
+    /// Texels per step.
+    pub batch_texels: usize,
+    /// Wall time of training, seconds.
+    pub train_secs: f64,
+    /// Training throughput.
+    pub texels_per_sec: f64,
+    /// Final per-channel MSE estimate (last steps).
+    pub final_mse: f32,
+    /// Step the run resumed from, if any.
+    pub resumed_from_step: Option<u32>,
+    /// Latent channels removed during training (indices in the analysed layout).
+    pub pruned_channels: Vec<u32>,
+    /// The budgets learned in training ([`LearnedBudgets`]), when they were.
+    pub learned_budgets: Option<LearnedCut>,
+    /// Why GPU training was given up for the CPU trainer, when it was (no adapter, no device,
+    /// device lost mid-run).
+    pub gpu_fallback: Option<String>,
+}
+
+impl TrainReport {
+    /// The report of a run the loop timed (`outcome`).
+    pub(crate) fn new(backend: String, schedule: &Schedule, outcome: &LoopOutcome) -> Self {
+        let (steps_run, status) = (outcome.steps_run, &outcome.status);
+        let train_secs = status.elapsed_secs();
+        Self {
+            backend,
+            steps_run,
+            total_steps: schedule.steps,
+            batch_texels: schedule.batch_texels,
+            train_secs,
+            texels_per_sec: f64::from(steps_run) * schedule.batch_texels as f64 / train_secs.max(1e-9),
+            final_mse: status.mse(),
+            resumed_from_step: outcome.resumed_from_step,
+            pruned_channels: Vec::new(),
+            learned_budgets: None,
+            gpu_fallback: None,
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The texel sampler every trainer shares: texels drawn uniformly over every texel of every
+//! texture group (and mip level) of the library, in fixed chunks of [`CHUNK_TEXELS`] from a
+//! generator seeded by `(seed, step, chunk)`, so results do not depend on the thread count.
+
+use crate::model::layout::ModelLayout;
+use crate::rng::Rng;
+use crate::set::TextureSet;
+use std::borrow::Cow;
+
+/// Texels per deterministic work chunk.
+pub const CHUNK_TEXELS: usize = 256;
+
+/// A batch in dense form: what every backend consumes.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Texels in the batch.
+    pub len: usize,
+    /// `[len][2]` texture coordinates.
+    pub uv: Vec<f32>,
+    /// `[len][latent_channels]` channel masks.
+    pub mask: Vec<f32>,
+    /// `[len][output_channels]` targets (0 where not targeted).
+    pub target: Vec<f32>,
+    /// `[len][output_channels]` loss weights (0 where not targeted).
+    pub weight: Vec<f32>,
+    /// `[len]` mip level of each texel (empty: all level 0).
+    pub level: Vec<u32>,
+    /// `[len]` the texture (flat slot index) whose budget gates each texel's mask, while budgets
+    /// are learned (empty otherwise: no gate gradients).
+    pub gate: Vec<u32>,
+}
+
+struct TargetRef<'a> {
+    data: Cow<'a, [f32]>,
+    channels: usize,
+    output_offset: usize,
+    weight: f32,
+    /// Flat index of its texture's slot (over `layout.textures`, materials in order).
+    slot: usize,
+}
+
+/// Textures of one material that share a resolution and a channel mask, at one mip level: one MLP
+/// evaluation per texel serves all of them.
+struct Group<'a> {
+    material: usize,
+    width: u32,
+    height: u32,
+    level: u32,
+    mask: Vec<f32>,
+    /// While budgets are learned each texture is a group of its own, gated by its slot's gates.
+    gate: Option<u32>,
+    targets: Vec<TargetRef<'a>>,
+}
+
+/// Draws training texels uniformly over every texel of every texture group of the library (and,
+/// with a mip chain, of every level of their box-filtered chains), so each map and level is
+/// trained in proportion to its size.
+pub struct Sampler<'a> {
+    groups: Vec<Group<'a>>,
+    /// Per group, how many times each of its texels counts in the draw (coarse mip levels more).
+    repeats: Vec<u64>,
+    cumulative_texels: Vec<u64>,
+    latent_channels: usize,
+    output_channels: usize,
+    level_boost: f32,
+}
+
+impl<'a> Sampler<'a> {
+    /// Groups the set's textures by (material, resolution, mask) and, with a mip chain, builds
+    /// every level's reference ([`crate::model::mips::box_chain`]).
+    #[must_use]
+    pub fn new(set: &'a TextureSet, layout: &ModelLayout) -> Self {
+        let mut groups: Vec<Group<'a>> = Vec::new();
+        let mut flat_slot = 0usize;
+        for (material_index, (material, slots)) in set.materials.iter().zip(&layout.textures).enumerate() {
+            let first_group = groups.len();
+            for (texture, slot) in material.textures.iter().zip(slots) {
+                let slot_index = flat_slot;
+                flat_slot += 1;
+                if slot.duplicate_of.is_some() {
+                    // Stored once: its original is sampled.
+                    continue;
+                }
+                let mask = layout.mask(slot);
+                let chain = if layout.mip_levels > 1 {
+                    crate::model::mips::box_chain(
+                        &texture.texels,
+                        texture.width,
+                        texture.height,
+                        texture.channels,
+                        texture.kind,
+                        texture.color_space,
+                    )
+                } else {
+                    Vec::new()
+                };
+                let levels = std::iter::once((texture.width, texture.height, Cow::Borrowed(texture.texels.as_slice())))
+                    .chain(chain.into_iter().map(|l| (l.width, l.height, Cow::Owned(l.values))));
+                for (level, (width, height, data)) in levels.enumerate() {
+                    let level = level as u32;
+                    let target = TargetRef {
+                        data,
+                        channels: texture.channels as usize,
+                        output_offset: slot.output_offset,
+                        weight: slot.loss_weight,
+                        slot: slot_index,
+                    };
+                    if let Some(g) = groups[first_group..]
+                        .iter_mut()
+                        .find(|g| g.width == width && g.height == height && g.level == level && g.mask == mask)
+                    {
+                        g.targets.push(target);
+                    } else {
+                        groups.push(Group {
+                            material: material_index,
+                            width,
+                            height,
+                            level,
+                            mask: mask.clone(),
+                            gate: None,
+                            targets: vec![target],
+                        });
+                    }
+                }
+            }
+        }
+        let mut sampler = Self {
+            groups,
+            repeats: Vec::new(),
+            cumulative_texels: Vec::new(),
+            latent_channels: layout.latent_channels(),
+            output_channels: layout.output_channels(),
+            level_boost: 1.0,
+        };
+        sampler.weigh_levels(1.0);
+        sampler
+    }
+
+    /// Splits the groups so that every texture is sampled on its own, its texels tagged with its
+    /// slot (`Batch::gate`): what learning its budget's gates needs.
+    pub fn split_for_gates(&mut self) {
+        let mut groups = Vec::new();
+        for g in std::mem::take(&mut self.groups) {
+            for t in g.targets {
+                groups.push(Group {
+                    material: g.material,
+                    width: g.width,
+                    height: g.height,
+                    level: g.level,
+                    mask: g.mask.clone(),
+                    gate: Some(t.slot as u32),
+                    targets: vec![t],
+                });
+            }
+        }
+        self.groups = groups;
+        self.weigh_levels(self.level_boost);
+    }
+
+    /// Per flat slot (up to `slots`), the share of draws that land on its texels while gated
+    /// (0 for slots no gated group samples).
+    #[must_use]
+    pub fn gate_shares(&self, slots: usize) -> Vec<f32> {
+        let total = self.texel_count().max(1) as f64;
+        let mut shares = vec![0.0f32; slots];
+        let mut previous = 0u64;
+        for (g, &c) in self.groups.iter().zip(&self.cumulative_texels) {
+            if let Some(share) = g.gate.and_then(|s| shares.get_mut(s as usize)) {
+                *share += ((c - previous) as f64 / total) as f32;
+            }
+            previous = c;
+        }
+        shares
+    }
+
+    /// Gives each texture the mask of its slot in `masks` (flat slot order) and groups again the
+    /// textures of a material that share a resolution, a level and a mask; ends gating.
+    pub fn set_masks(&mut self, masks: &[Vec<f32>]) {
+        let mut groups: Vec<Group<'a>> = Vec::new();
+        for g in std::mem::take(&mut self.groups) {
+            for t in g.targets {
+                let mask = masks.get(t.slot).cloned().unwrap_or_else(|| g.mask.clone());
+                if let Some(found) = groups.iter_mut().find(|h| {
+                    h.material == g.material && h.width == g.width && h.height == g.height && h.level == g.level && h.mask == mask
+                }) {
+                    found.targets.push(t);
+                } else {
+                    groups.push(Group {
+                        material: g.material,
+                        width: g.width,
+                        height: g.height,
+                        level: g.level,
+                        mask,
+                        gate: None,
+                        targets: vec![t],
+                    });
+                }
+            }
+        }
+        self.groups = groups;
+        self.weigh_levels(self.level_boost);
+    }
+
+    /// Draws each texel of mip level `k` `boost^k` times as often as one of level 0
+    /// ([`crate::options::CompressOptions::mip_sample_boost`]; 1: every texel alike).
+    #[must_use]
+    pub fn with_level_boost(mut self, boost: f32) -> Self {
+        self.level_boost = boost;
+        self.weigh_levels(boost);
+        self
+    }
+
+    fn weigh_levels(&mut self, boost: f32) {
+        // 16 × boost^k draws per texel, rounded, so fractional boosts keep their ratios; without
+        // a mip chain one each (the draws of a run without mips are what they always were).
+        let boost = f64::from(boost.max(1.0));
+        let scale = if self.groups.iter().any(|g| g.level > 0) { 16.0 } else { 1.0 };
+        self.repeats = self.groups.iter().map(|g| (scale * boost.powi(g.level.min(64) as i32)).round().max(1.0) as u64).collect();
+        let mut total = 0u64;
+        self.cumulative_texels = self
+            .groups
+            .iter()
+            .zip(&self.repeats)
+            .map(|(g, r)| {
+                total = total.saturating_add((u64::from(g.width) * u64::from(g.height)).saturating_mul(*r));
+                total
+            })
+            .collect();
+    }
+
+    /// Total draws over all groups and levels (texels times their level's weight).
+    #[must_use]
+    pub fn texel_count(&self) -> u64 {
+        self.cumulative_texels.last().copied().unwrap_or(0)
+    }
+
+    /// Masks these latent channels (`true`: removed) for every texture group from now on.
+    pub fn drop_channels(&mut self, dropped: &[bool]) {
+        for g in &mut self.groups {
+            for (m, d) in g.mask.iter_mut().zip(dropped) {
+                if *d {
+                    *m = 0.0;
+                }
+            }
+        }
+    }
+
+    /// Fills `batch` with `len` random texels.
+    pub fn fill(&self, rng: &mut Rng, len: usize, batch: &mut Batch) {
+        let (lc, oc) = (self.latent_channels, self.output_channels);
+        batch.len = len;
+        batch.uv.clear();
+        batch.uv.resize(len * 2, 0.0);
+        batch.mask.clear();
+        batch.mask.resize(len * lc, 0.0);
+        batch.target.clear();
+        batch.target.resize(len * oc, 0.0);
+        batch.weight.clear();
+        batch.weight.resize(len * oc, 0.0);
+        batch.level.clear();
+        batch.level.resize(len, 0);
+        batch.gate.clear();
+        if self.groups.iter().any(|g| g.gate.is_some()) {
+            batch.gate.resize(len, 0);
+        }
+        let total = self.texel_count();
+        if total == 0 {
+            return;
+        }
+        for i in 0..len {
+            let r = rng.below(total);
+            let g = self.cumulative_texels.partition_point(|&c| c <= r);
+            let Some(group) = self.groups.get(g) else { continue };
+            let start = if g == 0 { 0 } else { self.cumulative_texels[g - 1] };
+            let texel = ((r - start) / self.repeats[g]) as usize;
+            let (x, y) = (texel % group.width as usize, texel / group.width as usize);
+            batch.uv[2 * i] = (x as f32 + 0.5) / group.width as f32;
+            batch.uv[2 * i + 1] = (y as f32 + 0.5) / group.height as f32;
+            batch.level[i] = group.level;
+            if let (Some(gate), Some(b)) = (group.gate, batch.gate.get_mut(i)) {
+                *b = gate;
+            }
+            batch.mask[i * lc..(i + 1) * lc].copy_from_slice(&group.mask);
+            for t in &group.targets {
+                for c in 0..t.channels {
+                    let o = i * oc + t.output_offset + c;
+                    batch.target[o] = t.data.get(texel * t.channels + c).copied().unwrap_or(0.0);
+                    batch.weight[o] = t.weight;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The schedule every trainer follows: steps, learning-rate decay, the QAT phases (noisy latents,
+//! frozen latents, weight fake-quantisation), and the rounding a model ships with.
+
+use crate::model::layout::ModelLayout;
+use crate::model::params::ModelParams;
+use crate::model::quant::{self};
+use crate::options::{CompressOptions, Quantisation};
+use crate::progress::TrainPhase;
+use crate::train::init::FINE_TUNE_LEARNING_RATE_SCALE;
+use crate::train::sampler::CHUNK_TEXELS;
+
+/// The schedule a trainer follows.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// Total steps.
+    pub steps: u32,
+    /// Texels per step.
+    pub batch_texels: usize,
+    /// Grid learning rate.
+    pub grid_learning_rate: f32,
+    /// MLP learning rate.
+    pub mlp_learning_rate: f32,
+    /// Step at which latents are rounded and frozen (`steps`: never, PTQ: rounded at pack).
+    pub freeze_step: u32,
+    /// Step from which weights train through int8 fake-quantisation (`steps`: never, PTQ).
+    pub int8_step: u32,
+    /// Whether latents train with uniform noise of ±½ step (QAT) or in float (PTQ).
+    pub latent_noise: bool,
+    /// Bits of each grid.
+    pub grid_bits: Vec<u32>,
+    /// The format weights fake-quantise to (and ship in).
+    pub weight_format: quant::WeightFormat,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Schedule {
+    /// The schedule of some options for a layout.
+    #[must_use]
+    pub fn new(options: &CompressOptions, layout: &ModelLayout) -> Self {
+        // A fine-tune starts from a trained model: full learning rates (and a fresh Adam) would
+        // first undo much of it.
+        let lr_scale = if options.run.init_from.is_some() { FINE_TUNE_LEARNING_RATE_SCALE } else { 1.0 };
+        let steps = options.schedule.steps;
+        let qat_latents = options.resolved_latent_quantisation() == Quantisation::Qat;
+        let qat_weights = options.resolved_weight_quantisation() == Quantisation::Qat;
+        Self {
+            steps,
+            batch_texels: options.schedule.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
+            grid_learning_rate: options.schedule.grid_learning_rate * lr_scale,
+            mlp_learning_rate: options.schedule.mlp_learning_rate * lr_scale,
+            freeze_step: if qat_latents { (steps as f32 * options.schedule.freeze_latents_at) as u32 } else { steps },
+            int8_step: if qat_weights { (steps as f32 * options.schedule.quantize_weights_at) as u32 } else { steps },
+            latent_noise: qat_latents,
+            grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
+            weight_format: layout.weight_format,
+            seed: options.schedule.seed,
+        }
+    }
+
+    /// Phase of a step.
+    #[must_use]
+    pub fn phase(&self, step: u32) -> TrainPhase {
+        // QAT latents: weights fake-quantise only once the latents are rounded and frozen. PTQ
+        // latents are never rounded in training: they stop training (in float) where the weights'
+        // fake-quantisation starts, and are rounded at pack.
+        let int8_from = if self.latent_noise { self.int8_step.max(self.freeze_step) } else { self.int8_step };
+        if step >= int8_from {
+            TrainPhase::Int8Weights
+        } else if step >= self.freeze_step {
+            TrainPhase::FrozenLatents
+        } else {
+            TrainPhase::NoisyLatents
+        }
+    }
+
+    /// What a phase does under this schedule, in words for a progress line: the phases' names
+    /// alone mislead under PTQ (no noise on the latents) and with weight formats other than int8.
+    #[must_use]
+    pub fn phase_label(&self, phase: TrainPhase) -> String {
+        match phase {
+            TrainPhase::NoisyLatents if self.latent_noise => "latents with ±½-step noise (QAT)".to_owned(),
+            TrainPhase::NoisyLatents => "latents and decoder in float (PTQ)".to_owned(),
+            TrainPhase::FrozenLatents => "latents rounded and frozen, decoder in float".to_owned(),
+            TrainPhase::Int8Weights => format!("decoder through {} (QAT)", self.weight_format.label()),
+        }
+    }
+
+    /// Cosine decay factor at a step (1 → 0.05).
+    #[must_use]
+    pub fn decay(&self, step: u32) -> f32 {
+        let t = step as f32 / self.steps.max(1) as f32;
+        0.05 + 0.95 * 0.5 * (1.0 + (std::f32::consts::PI * t).cos())
+    }
+}
+
+/// The step a part-way event (a prune, the learned-budget cut) runs at: `fraction` of the run,
+/// but not before one step has trained, unless the run is a single step.
+pub(crate) fn step_at_fraction(steps: u32, fraction: f32) -> u32 {
+    ((steps as f32 * fraction) as u32).max(1).min(steps.saturating_sub(1))
+}
+
+/// Rounds every grid to its bits' levels (in place).
+pub fn round_grids(params: &mut ModelParams, grid_bits: &[u32]) {
+    // Every pyramid level has the bits of its level-0 grid.
+    let per_level = params.grids.len().max(1);
+    for (i, grid) in params.all_grids_mut().enumerate() {
+        if let Some(&bits) = grid_bits.get(i % per_level) {
+            quant::round_grid(grid, bits);
+        }
+    }
+}
+
+/// The model as it ships: latents rounded, weights quantised in `format` (dequantised values).
+#[must_use]
+pub fn finalize(mut params: ModelParams, grid_bits: &[u32], format: quant::WeightFormat) -> ModelParams {
+    round_grids(&mut params, grid_bits);
+    params.layers = params.layers.iter().map(|l| quant::fake_quantize(l, format)).collect();
+    params
+}
