@@ -16,6 +16,8 @@
 //! The runtime side (an engine reading bundles) builds without the `train` feature: [`bundle`],
 //! [`decode`], [`model`] and [`eval`]'s metrics, with no burn.
 
+#[cfg(feature = "train")]
+pub mod analyse;
 pub mod bundle;
 pub mod decode;
 pub mod eval;

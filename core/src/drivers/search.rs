@@ -383,7 +383,7 @@ pub struct SetDescriptor {
     pub maps: usize,
     /// Output channels.
     pub output_channels: usize,
-    /// Content estimate, bits per texel at 40 dB (`pipeline::content_bits` per map, weighted by
+    /// Content estimate, bits per texel at 40 dB (`analyse::content::content_bits` per map, weighted by
     /// texels).
     pub content_bits_per_texel: f64,
     /// The searched rate, bits per texel.
@@ -397,7 +397,7 @@ impl SetDescriptor {
         let mut content = 0.0f64;
         let mut texels = 0usize;
         for (_, _, t) in set.textures() {
-            content += f64::from(crate::pipeline::content_bits(t, 4).0) * t.texel_count() as f64;
+            content += f64::from(crate::analyse::content::content_bits(t, 4).0) * t.texel_count() as f64;
             texels += t.texel_count();
         }
         Self {

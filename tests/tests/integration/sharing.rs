@@ -278,7 +278,7 @@ fn related_sharing_gives_each_material_group_its_own_channels() {
         ..options()
     };
     let (layout, report) = analyse(&set, &o).unwrap();
-    assert_eq!(texset_core::pipeline::material_groups(&layout.textures), vec![0, 0, 1]);
+    assert_eq!(texset_core::analyse::groups::material_groups(&layout.textures), vec![0, 0, 1]);
     let red = &layout.textures[0][0].latent_channels;
     let blue = &layout.textures[1][0].latent_channels;
     let m = &layout.textures[2][0].latent_channels;

@@ -1,0 +1,334 @@
+//! The manifest: what a bundle holds (materials, maps, grids, layers), and its validation against
+//! fixed limits before the reader allocates anything it sizes.
+
+use crate::bundle::{Bundle, BundleError, limits};
+use crate::model::quant::WeightFormat;
+use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
+use serde::{Deserialize, Serialize};
+
+/// One map of a material, as recorded in the bundle.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MapEntry {
+    /// Map kind.
+    pub kind: MapKind,
+    /// Width in texels at mip 0.
+    pub width: u32,
+    /// Height in texels at mip 0.
+    pub height: u32,
+    /// Channels (1–4).
+    pub channels: u32,
+    /// Sample format of the source (decode writes the same).
+    pub sample_format: SampleFormat,
+    /// Colour space of the stored values.
+    pub color_space: ColorSpace,
+    /// Normal convention (normal maps).
+    pub normal_convention: NormalConvention,
+    /// Per channel `[low, high]` of the stored values: value = low + (high − low) · t.
+    pub channel_ranges: Vec<[f32; 2]>,
+    /// First MLP output channel of this map.
+    pub output_offset: u32,
+    /// The map's channel budget: the latent channels it reads (indices over all grids, sorted).
+    pub latent_channels: Vec<u32>,
+    /// File name the source had (for decode naming and reports).
+    pub source_file: String,
+    /// An affine colour transform of the map whose outputs this map shares (format version 2):
+    /// row `c` is `[m0, m1, m2, m3, offset]` and channel `c` decodes as
+    /// `clamp(offset + Σ_k m_k · ref_k, 0, 1)` over the shared map's clamped channels `ref_k`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color_transform: Option<Vec<[f32; 5]>>,
+}
+
+impl MapEntry {
+    /// Applies the map's colour transform (if any) to its shared outputs `t` (clamped, channels
+    /// beyond the map's count 0), in place. Every decoder (CPU, WGSL) uses exactly this order.
+    pub fn apply_color_transform(&self, t: &mut [f32]) {
+        apply_color_rows(self.color_transform.as_deref(), t);
+    }
+}
+
+/// Applies colour transform rows (see [`MapEntry::color_transform`]) to `t` in place; `None`
+/// leaves it unchanged.
+pub fn apply_color_rows(rows: Option<&[[f32; 5]]>, t: &mut [f32]) {
+    {
+        let Some(rows) = rows else { return };
+        let mut source = [0.0f32; 4];
+        for (s, v) in source.iter_mut().zip(t.iter()) {
+            *s = *v;
+        }
+        for (value, row) in t.iter_mut().zip(rows) {
+            let mut z = row[4];
+            for k in 0..4 {
+                z += row[k] * source[k];
+            }
+            *value = z.clamp(0.0, 1.0);
+        }
+    }
+}
+
+/// One material of the library.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MaterialEntry {
+    /// Material name.
+    pub name: String,
+    /// Its maps.
+    pub maps: Vec<MapEntry>,
+}
+
+/// Shape and quantisation of one latent grid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GridEntry {
+    /// Cells across.
+    pub width: u32,
+    /// Cells down.
+    pub height: u32,
+    /// Channels.
+    pub channels: u32,
+    /// Bits per latent value (1–8).
+    pub bits: u32,
+    /// Value range `[low, high]` the levels span.
+    pub range: [f32; 2],
+}
+
+/// Shape of one MLP layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerEntry {
+    /// Input width.
+    pub inputs: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// Storage format.
+    pub format: WeightFormat,
+    /// Activation after the layer: "relu" or "linear" (the last).
+    pub activation: String,
+}
+
+/// Everything about a bundle except its bulk data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Materials in library order.
+    pub materials: Vec<MaterialEntry>,
+    /// Latent grids, finest first.
+    pub grids: Vec<GridEntry>,
+    /// Positional-encoding frequencies.
+    pub pe_frequencies: u32,
+    /// MLP layers.
+    pub layers: Vec<LayerEntry>,
+    /// Mip levels the latents encode: 1 (level 0 only), or the full chain of the largest map
+    /// (format version 3).
+    pub mip_levels: u32,
+    /// With `mip_levels > 1`: the latent pyramid's levels 1 and up, level by level, each with
+    /// every grid of `grids` in order: same channels, bits and range, 1 to level 0's cells a
+    /// side. Their latents follow level 0's in the latent section.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mip_grids: Vec<GridEntry>,
+    /// Free-form producer string (`texset 0.1.0`).
+    pub producer: String,
+}
+
+impl Manifest {
+    /// Total latent channels.
+    #[must_use]
+    pub fn latent_channels(&self) -> usize {
+        self.grids.iter().map(|g| g.channels as usize).sum()
+    }
+
+    /// Width of the MLP input: latent channels, positional encoding and (with a mip chain) the
+    /// LOD input.
+    #[must_use]
+    pub fn mlp_inputs(&self) -> usize {
+        self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
+    }
+
+    /// Every grid of every pyramid level, level 0 first (the latent section's order).
+    pub fn all_grids(&self) -> impl Iterator<Item = &GridEntry> {
+        self.grids.iter().chain(&self.mip_grids)
+    }
+
+    /// Total MLP output channels (a map sharing an earlier map's outputs adds none).
+    #[must_use]
+    pub fn output_channels(&self) -> usize {
+        self.materials.iter().flat_map(|m| &m.maps).map(|m| (m.output_offset + m.channels) as usize).max().unwrap_or(0)
+    }
+}
+
+/// Checks that a material name is safe as a single path component (decode writes
+/// `<dir>/<name>/<name>_<map>.png`): non-empty, at most 255 bytes, no separators, NUL or control
+/// characters, not `.` or `..`.
+pub fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() || name.len() > limits::MAX_NAME_BYTES {
+        return Err("must be 1 to 255 bytes long");
+    }
+    if name == "." || name == ".." {
+        return Err("must not be '.' or '..'");
+    }
+    if name.chars().any(|c| c == '/' || c == '\\' || c == ':' || c.is_control()) {
+        return Err("must not contain '/', '\\', ':' or control characters");
+    }
+    Ok(())
+}
+
+impl Bundle {
+    /// Validates the manifest's internal consistency and limits (the reader calls this before
+    /// allocating anything sized by the manifest).
+    pub fn validate_manifest(m: &Manifest) -> Result<(), BundleError> {
+        use limits::{
+            MAX_GRID_CHANNELS, MAX_GRID_SIDE, MAX_GRIDS, MAX_LATENT_VALUES, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MAP_SIDE, MAX_MAP_VALUES,
+            MAX_MATERIAL_VALUES, MAX_MATERIALS, MAX_PE_FREQUENCIES,
+        };
+        let invalid = |s: String| Err(BundleError::Invalid(s));
+        if m.grids.is_empty() || m.grids.len() > MAX_GRIDS {
+            return invalid(format!("{} latent grids (1..={MAX_GRIDS} allowed)", m.grids.len()));
+        }
+        if m.mip_levels == 0 || m.mip_levels > limits::MAX_MIP_LEVELS {
+            return invalid(format!("{} mip levels (1..={})", m.mip_levels, limits::MAX_MIP_LEVELS));
+        }
+        if m.mip_grids.len() != (m.mip_levels as usize - 1) * m.grids.len() {
+            return invalid(format!(
+                "{} pyramid grids for {} mip levels of {} grids (expected {})",
+                m.mip_grids.len(),
+                m.mip_levels,
+                m.grids.len(),
+                (m.mip_levels as usize - 1) * m.grids.len()
+            ));
+        }
+        for (i, p) in m.mip_grids.iter().enumerate() {
+            let level = i / m.grids.len() + 1;
+            let g = &m.grids[i % m.grids.len()];
+            // The range must be level 0's exactly (bit for bit: one dequantisation per grid).
+            let same_range = p.range.map(f32::to_bits) == g.range.map(f32::to_bits);
+            if p.width == 0
+                || p.height == 0
+                || p.width > g.width
+                || p.height > g.height
+                || p.channels != g.channels
+                || p.bits != g.bits
+                || !same_range
+            {
+                return invalid(format!(
+                    "pyramid level {level} grid {} is {}x{}x{}@{} bits; it must have level 0's {} channels at {} bits and range, and 1 to {}x{} cells",
+                    i % m.grids.len(),
+                    p.width,
+                    p.height,
+                    p.channels,
+                    p.bits,
+                    g.channels,
+                    g.bits,
+                    g.width,
+                    g.height
+                ));
+            }
+        }
+        let mut latent_values: u64 = 0;
+        for (i, g) in m.all_grids().enumerate() {
+            if g.width == 0 || g.height == 0 || g.width > MAX_GRID_SIDE || g.height > MAX_GRID_SIDE {
+                return invalid(format!("grid {i} is {}x{} cells (1..={MAX_GRID_SIDE} per side)", g.width, g.height));
+            }
+            if g.channels == 0 || g.channels > MAX_GRID_CHANNELS {
+                return invalid(format!("grid {i} has {} channels (1..={MAX_GRID_CHANNELS})", g.channels));
+            }
+            if !(1..=8).contains(&g.bits) {
+                return invalid(format!("grid {i} has {} bits per latent (1..=8)", g.bits));
+            }
+            if !(g.range[0].is_finite() && g.range[1].is_finite() && g.range[0] < g.range[1]) {
+                return invalid(format!("grid {i} has an invalid range {:?}", g.range));
+            }
+            latent_values += u64::from(g.width) * u64::from(g.height) * u64::from(g.channels);
+        }
+        if latent_values > MAX_LATENT_VALUES {
+            return invalid(format!("{latent_values} latent values (limit {MAX_LATENT_VALUES})"));
+        }
+        if m.pe_frequencies > MAX_PE_FREQUENCIES {
+            return invalid(format!("{} positional-encoding frequencies (limit {MAX_PE_FREQUENCIES})", m.pe_frequencies));
+        }
+        if m.layers.is_empty() || m.layers.len() > MAX_LAYERS {
+            return invalid(format!("{} MLP layers (1..={MAX_LAYERS})", m.layers.len()));
+        }
+        let latent_channels = m.latent_channels();
+        let mut width = m.mlp_inputs();
+        for (i, l) in m.layers.iter().enumerate() {
+            if l.inputs as usize != width {
+                return invalid(format!("MLP layer {i} takes {} inputs, the previous gives {width}", l.inputs));
+            }
+            if l.outputs == 0 || l.outputs as usize > MAX_LAYER_WIDTH {
+                return invalid(format!("MLP layer {i} has {} outputs (1..={MAX_LAYER_WIDTH})", l.outputs));
+            }
+            let expected = if i + 1 == m.layers.len() { "linear" } else { "relu" };
+            if l.activation != expected {
+                return invalid(format!("MLP layer {i} activation is {:?}, expected {expected:?}", l.activation));
+            }
+            width = l.outputs as usize;
+        }
+        if m.materials.is_empty() || m.materials.len() > MAX_MATERIALS {
+            return invalid(format!("{} materials (1..={MAX_MATERIALS})", m.materials.len()));
+        }
+        let mut next_output = 0usize;
+        let mut outputs: std::collections::BTreeMap<u32, (u32, &Vec<u32>)> = std::collections::BTreeMap::new();
+        let mut names = std::collections::BTreeSet::new();
+        for mat in &m.materials {
+            if let Err(why) = check_name(&mat.name) {
+                return invalid(format!("material name {:?}: {why}", mat.name));
+            }
+            if !names.insert(mat.name.as_str()) {
+                return invalid(format!("two materials named '{}'", mat.name));
+            }
+            if mat.maps.is_empty() {
+                return invalid(format!("material '{}' has no maps", mat.name));
+            }
+            let mut kinds = std::collections::BTreeSet::new();
+            let mut material_values = 0u64;
+            for map in &mat.maps {
+                if !kinds.insert(map.kind) {
+                    return invalid(format!("material '{}' has two {} maps", mat.name, map.kind));
+                }
+                let values = u64::from(map.width) * u64::from(map.height) * u64::from(map.channels);
+                material_values += values;
+                if values > MAX_MAP_VALUES || material_values > MAX_MATERIAL_VALUES {
+                    return invalid(format!(
+                        "material '{}' decodes to more than the limit of {MAX_MAP_VALUES} values per map / {MAX_MATERIAL_VALUES} per material",
+                        mat.name
+                    ));
+                }
+                let name = format!("{}/{}", mat.name, map.kind);
+                if map.width == 0 || map.height == 0 || map.width > MAX_MAP_SIDE || map.height > MAX_MAP_SIDE {
+                    return invalid(format!("map {name} is {}x{} (1..={MAX_MAP_SIDE} per side)", map.width, map.height));
+                }
+                if !(1..=4).contains(&map.channels) || map.channel_ranges.len() != map.channels as usize {
+                    return invalid(format!("map {name} has {} channels and {} ranges", map.channels, map.channel_ranges.len()));
+                }
+                if map.channel_ranges.iter().any(|r| !(r[0].is_finite() && r[1].is_finite() && r[0] < r[1])) {
+                    return invalid(format!("map {name} has an invalid channel range"));
+                }
+                if map.latent_channels.windows(2).any(|w| w[0] >= w[1])
+                    || map.latent_channels.iter().any(|&c| c as usize >= latent_channels)
+                {
+                    return invalid(format!("map {name} has an invalid channel budget"));
+                }
+                if let Some(rows) = &map.color_transform {
+                    if rows.len() != map.channels as usize || rows.iter().flatten().any(|v| !v.is_finite() || v.abs() > 1e4) {
+                        return invalid(format!("map {name} has an invalid colour transform (one row of 5 finite values per channel)"));
+                    }
+                    if map.output_offset as usize == next_output {
+                        return invalid(format!(
+                            "map {name} has a colour transform but no map to transform (it must share an earlier map's outputs)"
+                        ));
+                    }
+                }
+                if map.output_offset as usize == next_output {
+                    next_output += map.channels as usize;
+                    outputs.insert(map.output_offset, (map.channels, &map.latent_channels));
+                } else if outputs.get(&map.output_offset) != Some(&(map.channels, &map.latent_channels)) {
+                    // A map may share an earlier map's outputs (a duplicate stored once) only
+                    // with the same channel count and budget.
+                    return invalid(format!(
+                        "map {name} output offset {} is neither the next ({next_output}) nor an earlier map's with the same channels and budget",
+                        map.output_offset
+                    ));
+                }
+            }
+        }
+        if next_output != width {
+            return invalid(format!("maps have {next_output} channels but the MLP outputs {width}"));
+        }
+        Ok(())
+    }
+}
