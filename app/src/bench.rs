@@ -129,7 +129,7 @@ pub fn run(dirs: Vec<PathBuf>, runs: usize, extras: &[Extra], json: bool) -> Res
         let sampler = Sampler::new(&set, &layout);
         let device = texset_core::train::burn::device_for(backend);
         let params = initial_params(&set, &layout, 1);
-        let mut trainer = texset_core::train::burn::model::BurnTrainer::new(&params, &device, 0.01, 0.004);
+        let mut trainer = texset_core::train::burn::trainer::BurnTrainer::new(&params, &device, 0.01, 0.004);
         let mut b = texset_core::train::Batch::default();
         let mut rng = texset_core::rng::Rng::new(1, 0, 0);
         sampler.fill(&mut rng, schedule.batch_texels, &mut b);

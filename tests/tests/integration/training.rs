@@ -182,7 +182,7 @@ fn fused_trainer_gradients_match_burn_autodiff() {
     let mut batch = Batch::default();
     sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
     let (loss, grads) = loss_and_grads(&params, &batch);
-    let (burn_loss, burn_grads) = texset_core::train::burn::model::loss_and_grads(
+    let (burn_loss, burn_grads) = texset_core::train::burn::trainer::loss_and_grads(
         &params,
         &batch.uv,
         &batch.mask,

@@ -1,11 +1,14 @@
 //! Training through burn (`--backend wgpu|flex`): the same sampler, schedule and phases as the
-//! fused CPU trainer, run by [`crate::train::burn::model::BurnTrainer`] on a burn device chosen here, at
+//! fused CPU trainer, run by [`trainer::BurnTrainer`] on a burn device chosen here, at
 //! the edge.
 //!
 //! Difference from the fused trainer, stated plainly: burn's path has no int8 straight-through
 //! fine-tune yet; its final weights are quantised after training (post-training quantisation).
 
 pub mod model;
+#[cfg(test)]
+mod tests;
+pub mod trainer;
 
 use crate::io::fault::{self, Fault};
 use crate::model::layout::ModelLayout;
@@ -16,7 +19,7 @@ use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
-use crate::train::burn::model::BurnTrainer;
+use crate::train::burn::trainer::BurnTrainer;
 use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, run};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, finalize, round_grids};

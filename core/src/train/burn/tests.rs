@@ -1,0 +1,320 @@
+//! burn's model against the specification and the fused CPU kernel.
+#![allow(clippy::unwrap_used)]
+
+use burn::prelude::*;
+
+use crate::model::params::{GridParams, LayerParams, ModelParams, pe_angular_frequency};
+use crate::train::burn::model::*;
+use crate::train::burn::trainer::*;
+
+use crate::rng::Rng;
+
+/// Uniform in `[-a, a)`.
+fn sym(rng: &mut Rng, a: f32) -> f32 {
+    (rng.next_f32() * 2.0 - 1.0) * a
+}
+
+/// A random model: grids `(w, h, c)`, PE frequencies, hidden widths, outputs.
+fn random_params(rng: &mut Rng, grids: &[(u32, u32, u32)], pe: u32, hidden: &[usize], outputs: usize) -> ModelParams {
+    let grids: Vec<GridParams> = grids
+        .iter()
+        .map(|&(w, h, c)| {
+            let mut g = GridParams::zeros(w, h, c);
+            g.values.iter_mut().for_each(|x| *x = sym(rng, 1.2));
+            g
+        })
+        .collect();
+    let latent: usize = grids.iter().map(|g| g.channels as usize).sum();
+    let mut widths = vec![latent + 4 * pe as usize];
+    widths.extend(hidden);
+    widths.push(outputs);
+    let layers = widths
+        .windows(2)
+        .map(|w| {
+            let mut l = LayerParams::zeros(w[0], w[1]);
+            let k = 1.5 / (w[0] as f32).sqrt();
+            l.weights.iter_mut().for_each(|x| *x = sym(rng, k));
+            l.biases.iter_mut().for_each(|x| *x = sym(rng, 0.2));
+            l
+        })
+        .collect();
+    ModelParams { grids, pe_frequencies: pe, layers, mip_grids: Vec::new() }
+}
+
+fn small_params(rng: &mut Rng) -> ModelParams {
+    random_params(rng, &[(5, 4, 3), (3, 2, 2)], 2, &[8, 6], 5)
+}
+
+/// `n` random uv pairs, with the edges 0.0 and 1.0 (and corners) forced in.
+fn random_uv(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let mut uv: Vec<f32> = (0..2 * n).map(|_| rng.next_f32()).collect();
+    let edges = [(0.0, 0.0), (1.0, 1.0), (0.0, 1.0), (1.0, 0.0), (0.0, 0.37), (0.81, 1.0)];
+    for (i, (u, v)) in edges.iter().enumerate().take(n) {
+        uv[2 * i] = *u;
+        uv[2 * i + 1] = *v;
+    }
+    uv
+}
+
+/// Scalar reference of spec steps 1–4 for one texel, in f64 after the f32 texel-coordinate
+/// arithmetic. `noise[corner][channel]` (with grid clamping to [-1, 1]) when given.
+fn reference(p: &ModelParams, u: f32, v: f32, mask: &[f32], noise: Option<&[Vec<f32>; 4]>) -> Vec<f64> {
+    let mut h: Vec<f64> = Vec::new();
+    for g in &p.grids {
+        let (w, gh, c) = (g.width as usize, g.height as usize, g.channels as usize);
+        let gx = u * g.width as f32 - 0.5;
+        let gy = v * g.height as f32 - 0.5;
+        let (x0f, y0f) = (gx.floor(), gy.floor());
+        let (fx, fy) = (f64::from(gx - x0f), f64::from(gy - y0f));
+        let clampi = |i: f32, n: usize| (i.max(0.0) as usize).min(n - 1);
+        let (x0, x1) = (clampi(x0f, w), clampi(x0f + 1.0, w));
+        let (y0, y1) = (clampi(y0f, gh), clampi(y0f + 1.0, gh));
+        let base = h.len();
+        for ch in 0..c {
+            let at = |x: usize, y: usize, corner: usize| {
+                let raw = g.values[(y * w + x) * c + ch];
+                match noise {
+                    Some(n) => f64::from(raw.clamp(-1.0, 1.0)) + f64::from(n[corner][base + ch]),
+                    None => f64::from(raw),
+                }
+            };
+            let f = (1.0 - fx) * (1.0 - fy) * at(x0, y0, 0)
+                + fx * (1.0 - fy) * at(x1, y0, 1)
+                + (1.0 - fx) * fy * at(x0, y1, 2)
+                + fx * fy * at(x1, y1, 3);
+            h.push(f);
+        }
+    }
+    for (f, m) in h.iter_mut().zip(mask) {
+        *f *= f64::from(*m);
+    }
+    let px = f64::from(u * p.grids[0].width as f32);
+    let py = f64::from(v * p.grids[0].height as f32);
+    for k in 0..p.pe_frequencies {
+        let a = f64::from(pe_angular_frequency(k));
+        h.extend([(a * px).sin(), (a * px).cos(), (a * py).sin(), (a * py).cos()]);
+    }
+    for (i, l) in p.layers.iter().enumerate() {
+        let mut next = Vec::with_capacity(l.outputs);
+        for o in 0..l.outputs {
+            let mut s = f64::from(l.biases[o]);
+            for (x, w) in h.iter().zip(&l.weights[o * l.inputs..(o + 1) * l.inputs]) {
+                s += x * f64::from(*w);
+            }
+            next.push(if i + 1 < p.layers.len() { s.max(0.0) } else { s });
+        }
+        h = next;
+    }
+    h
+}
+
+fn reference_loss(p: &ModelParams, uv: &[f32], mask: &[f32], target: &[f32], weight: &[f32]) -> f64 {
+    let b = uv.len() / 2;
+    let (lc, oc) = (p.latent_channels(), p.output_channels());
+    let mut sum = 0.0;
+    for i in 0..b {
+        let y = reference(p, uv[2 * i], uv[2 * i + 1], &mask[i * lc..(i + 1) * lc], None);
+        for o in 0..oc {
+            let d = y[o] - f64::from(target[i * oc + o]);
+            sum += f64::from(weight[i * oc + o]) * d * d;
+        }
+    }
+    sum / b as f64
+}
+
+/// A mask that drops a few channels per sample.
+fn random_mask(rng: &mut Rng, b: usize, lc: usize) -> Vec<f32> {
+    (0..b * lc).map(|_| if rng.next_f32() < 0.3 { 0.0 } else { 1.0 }).collect()
+}
+
+fn tensor2(data: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(data.to_vec(), [rows, cols]), device)
+}
+
+#[test]
+fn params_round_trip_exactly() {
+    let mut rng = Rng::from_state(1);
+    let params = small_params(&mut rng);
+    let device = Device::flex();
+    assert_eq!(NtcModel::from_params(&params, &device).to_params(), params);
+    assert_eq!(NtcModel::from_params(&params, &device.clone().autodiff()).to_params(), params);
+    // The config describes the same shapes.
+    let config = NtcModelConfig::for_params(&params);
+    let fresh = config.init(&device).to_params();
+    assert_eq!(fresh.zeros_like(), params.zeros_like());
+}
+
+#[test]
+fn forward_matches_scalar_reference() {
+    let mut rng = Rng::from_state(2);
+    let params = small_params(&mut rng);
+    let device = Device::flex();
+    let model = NtcModel::from_params(&params, &device);
+    let b = 40;
+    let lc = params.latent_channels();
+    let oc = params.output_channels();
+    let uv = random_uv(&mut rng, b);
+    let mask = random_mask(&mut rng, b, lc);
+    assert!(mask.contains(&0.0));
+    let noise: Vec<f32> = (0..4 * b * lc).map(|_| sym(&mut rng, 0.1)).collect();
+
+    for with_noise in [false, true] {
+        let noise_tensor = with_noise.then(|| Tensor::<3>::from_data(TensorData::new(noise.clone(), [4, b, lc]), &device));
+        let out = model.forward(tensor2(&uv, b, 2, &device), tensor2(&mask, b, lc, &device), noise_tensor);
+        assert_eq!(out.dims(), [b, oc]);
+        let out = read_f32(out);
+        let mut max_diff = 0.0f64;
+        for i in 0..b {
+            let corner_noise: [Vec<f32>; 4] = std::array::from_fn(|k| noise[(k * b + i) * lc..(k * b + i + 1) * lc].to_vec());
+            let expect = reference(&params, uv[2 * i], uv[2 * i + 1], &mask[i * lc..(i + 1) * lc], with_noise.then_some(&corner_noise));
+            for o in 0..oc {
+                max_diff = max_diff.max((f64::from(out[i * oc + o]) - expect[o]).abs());
+            }
+        }
+        assert!(max_diff <= 1e-5, "noise {with_noise}: max abs diff {max_diff}");
+    }
+
+    // decode = clamp(forward).
+    let decoded = read_f32(model.decode(tensor2(&uv, b, 2, &device), tensor2(&mask, b, lc, &device)));
+    assert!(decoded.iter().all(|x| (0.0..=1.0).contains(x)));
+}
+
+#[test]
+fn loss_and_grads_match_finite_differences() {
+    let mut rng = Rng::from_state(3);
+    let params = small_params(&mut rng);
+    let b = 24;
+    let lc = params.latent_channels();
+    let oc = params.output_channels();
+    let uv = random_uv(&mut rng, b);
+    let mask = random_mask(&mut rng, b, lc);
+    let target: Vec<f32> = (0..b * oc).map(|_| rng.next_f32()).collect();
+    let weight: Vec<f32> = (0..b * oc).map(|_| if rng.next_f32() < 0.2 { 0.0 } else { 0.5 + rng.next_f32() }).collect();
+
+    let (loss_value, grads) = loss_and_grads(&params, &uv, &mask, &target, &weight, &Device::flex());
+    let expect_loss = reference_loss(&params, &uv, &mask, &target, &weight);
+    assert!((f64::from(loss_value) - expect_loss).abs() <= 1e-5 * expect_loss.max(1.0), "loss {loss_value} vs {expect_loss}");
+
+    // Central differences of the f64 reference loss, over *every* parameter. The perturbed
+    // value is an f32, so the actual step (p+ - p-) is used as the denominator.
+    let h = 1e-3f32;
+    let fd = |p: &ModelParams, get: &dyn Fn(&mut ModelParams) -> &mut f32| -> f64 {
+        let mut plus = p.clone();
+        let mut minus = p.clone();
+        let x = *get(&mut plus);
+        *get(&mut plus) = x + h;
+        *get(&mut minus) = x - h;
+        let step = f64::from(*get(&mut plus)) - f64::from(*get(&mut minus));
+        (reference_loss(&plus, &uv, &mask, &target, &weight) - reference_loss(&minus, &uv, &mask, &target, &weight)) / step
+    };
+    // Tolerance: burn accumulates in f32 (≈1e-6 relative), the FD of the f64 reference has
+    // O(h²) truncation error; 1e-4 absolute + 1e-3 relative covers both with margin while
+    // catching any layout or indexing error (those are O(gradient)).
+    let check = |what: String, analytic: f32, numeric: f64| {
+        let tol = 1e-4 + 1e-3 * numeric.abs();
+        assert!((f64::from(analytic) - numeric).abs() <= tol, "{what}: autodiff {analytic} vs finite difference {numeric}");
+    };
+    let mut checked = 0;
+    let mut nonzero = 0;
+    for gi in 0..params.grids.len() {
+        for i in 0..params.grids[gi].values.len() {
+            let n = fd(&params, &|p: &mut ModelParams| &mut p.grids[gi].values[i]);
+            check(format!("grid {gi} value {i}"), grads.grids[gi].values[i], n);
+            checked += 1;
+            nonzero += usize::from(n != 0.0);
+        }
+    }
+    for li in 0..params.layers.len() {
+        for i in 0..params.layers[li].weights.len() {
+            let n = fd(&params, &|p: &mut ModelParams| &mut p.layers[li].weights[i]);
+            check(format!("layer {li} weight {i}"), grads.layers[li].weights[i], n);
+            checked += 1;
+            nonzero += usize::from(n != 0.0);
+        }
+        for i in 0..params.layers[li].biases.len() {
+            let n = fd(&params, &|p: &mut ModelParams| &mut p.layers[li].biases[i]);
+            check(format!("layer {li} bias {i}"), grads.layers[li].biases[i], n);
+            checked += 1;
+            nonzero += usize::from(n != 0.0);
+        }
+    }
+    assert_eq!(checked, params.parameter_count());
+    assert!(nonzero > checked / 2, "too few non-zero gradients ({nonzero}/{checked})");
+}
+
+#[test]
+fn trainer_lowers_the_loss() {
+    let mut rng = Rng::from_state(4);
+    let shapes = [(6, 6, 4), (3, 3, 4)];
+    let teacher = random_params(&mut rng, &shapes, 2, &[16], 3);
+    let mut student = random_params(&mut rng, &shapes, 2, &[16], 3);
+    student.grids.iter_mut().for_each(|g| g.values.iter_mut().for_each(|x| *x *= 0.3));
+    let device = Device::flex();
+    let b = 128;
+    let lc = teacher.latent_channels();
+    let oc = teacher.output_channels();
+    let uv = random_uv(&mut rng, b);
+    let mask = vec![1.0; b * lc];
+    let target: Vec<f32> =
+        (0..b).flat_map(|i| reference(&teacher, uv[2 * i], uv[2 * i + 1], &mask[..lc], None)).map(|x| x as f32).collect();
+    let weight = vec![1.0; b * oc];
+
+    let mut trainer = BurnTrainer::new(&student, &device, 1e-2, 5e-3);
+    let first = trainer.step(&uv, &mask, &target, &weight, 1.0, None, true);
+    let mut last = first;
+    for i in 0..300 {
+        let noise = (i % 3 == 2).then_some(0.01);
+        let train_grids = i % 5 != 4;
+        last = trainer.step(&uv, &mask, &target, &weight, 1.0, noise, train_grids);
+    }
+    let (final_loss, _) = loss_and_grads(&trainer.params(), &uv, &mask, &target, &weight, &device);
+    assert!(last.is_finite() && final_loss.is_finite());
+    assert!(final_loss < 0.25 * first, "loss {first} -> {final_loss}");
+
+    // Grid values stay in the quantisation range.
+    assert!(trainer.params().grids.iter().flat_map(|g| &g.values).all(|x| x.abs() <= 1.0));
+
+    // Frozen grids stay put.
+    let before = trainer.params();
+    trainer.step(&uv, &mask, &target, &weight, 1.0, None, false);
+    let after = trainer.params();
+    assert_eq!(before.grids, after.grids);
+    assert_ne!(before.layers, after.layers);
+}
+
+/// Throughput at the default-ish shapes (run with `--ignored --nocapture`).
+#[test]
+#[ignore = "benchmark"]
+fn bench_flex_b4096() {
+    let mut rng = Rng::from_state(5);
+    let params = random_params(&mut rng, &[(128, 128, 8), (64, 64, 8)], 3, &[64, 48, 32], 9);
+    assert_eq!(params.mlp_inputs(), 28);
+    let device = Device::flex();
+    let b = 4096;
+    let lc = params.latent_channels();
+    let oc = params.output_channels();
+    let uv = random_uv(&mut rng, b);
+    let mask = vec![1.0; b * lc];
+    let target: Vec<f32> = (0..b * oc).map(|_| rng.next_f32()).collect();
+    let weight = vec![1.0; b * oc];
+
+    let _ = loss_and_grads(&params, &uv, &mask, &target, &weight, &device);
+    let n = 10;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        let _ = loss_and_grads(&params, &uv, &mask, &target, &weight, &device);
+    }
+    let per = start.elapsed().as_secs_f64() / f64::from(n);
+    println!("loss_and_grads B={b}: {:.1} ms ({:.1}/s)", per * 1e3, 1.0 / per);
+
+    let mut trainer = BurnTrainer::new(&params, &device, 1e-2, 5e-3);
+    trainer.step(&uv, &mask, &target, &weight, 1.0, None, true);
+    for (noise, label) in [(None, "no noise"), (Some(0.05), "noise")] {
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            trainer.step(&uv, &mask, &target, &weight, 1.0, noise, true);
+        }
+        let per = start.elapsed().as_secs_f64() / f64::from(n);
+        println!("BurnTrainer::step B={b} ({label}): {:.1} ms ({:.1} steps/s)", per * 1e3, 1.0 / per);
+    }
+}
