@@ -1,0 +1,349 @@
+//! [`GpuDecoder`]: a bundle uploaded once, decoded as whole maps (compute or fragment) or as
+//! random-access samples.
+
+use crate::device::{
+    block_on, check_device_limit, compute_pass, fullscreen_pipeline, output_buffer, read_back, render_rgba32f, storage_buffer, submit,
+    to_u32, uniform_buffer,
+};
+use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, PARAMS_BYTES, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model};
+use texset_core::bundle::Bundle;
+use texset_core::bundle::MapEntry;
+use texset_core::decode::DecodeError;
+use texset_core::{DecodedMap, Decoder};
+
+fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode, lod: f32) -> Vec<u8> {
+    let mode = match mode {
+        DecodeMode::Stored => 0u32,
+        DecodeMode::Shading => 1,
+    };
+    let bytes: Vec<u8> =
+        [map_index, width, height, channels, sample_count, mode, lod.to_bits(), 0].iter().flat_map(|w| w.to_le_bytes()).collect();
+    debug_assert_eq!(bytes.len(), PARAMS_BYTES);
+    bytes
+}
+
+/// A model's two storage buffers on the GPU: `latents` (group 0, binding 0 of the decoder WGSL)
+/// and `mlp` (binding 1). An engine that appends its own shader to [`GpuModel::wgsl`] binds these
+/// (`shaders/examples/lit_quad.rs`); [`GpuDecoder`] and the preview use them too.
+pub struct ModelBuffers {
+    /// The bit-packed latent levels.
+    pub latents: wgpu::Buffer,
+    /// The int8 weights with their scales and biases.
+    pub mlp: wgpu::Buffer,
+}
+
+impl ModelBuffers {
+    /// Uploads `model`'s words, after checking them against the device's storage buffer limit.
+    pub fn upload(device: &wgpu::Device, model: &GpuModel) -> Result<Self, GpuError> {
+        let latent_bytes = model::words_to_bytes(&model.latent_words);
+        let mlp_bytes = model::words_to_bytes(&model.mlp_words);
+        let limit = device.limits().max_storage_buffer_binding_size;
+        for (what, bytes) in [("the latent buffer", &latent_bytes), ("the MLP buffer", &mlp_bytes)] {
+            check_device_limit(what, bytes.len() as u64, limit)?;
+        }
+        Ok(Self {
+            latents: storage_buffer(device, "texset latents", &latent_bytes),
+            mlp: storage_buffer(device, "texset MLP weights", &mlp_bytes),
+        })
+    }
+
+    /// Group 0 of a pipeline built on the decoder WGSL: bindings 0 and 1, then `extra` (the
+    /// decoder's own entry points add their parameters and outputs).
+    #[must_use]
+    pub fn bind_group(&self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, extra: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
+        let mut entries = vec![
+            wgpu::BindGroupEntry { binding: 0, resource: self.latents.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: self.mlp.as_entire_binding() },
+        ];
+        entries
+            .extend(extra.iter().map(|(binding, buffer)| wgpu::BindGroupEntry { binding: *binding, resource: buffer.as_entire_binding() }));
+        device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("texset model bind group"), layout, entries: &entries })
+    }
+}
+
+/// A bundle's model resident on the GPU (bit-packed latents and int8 weights, as the bundle stores
+/// them), with the pipelines of the decoder specialised to it.
+pub struct GpuDecoder {
+    decoder: Decoder,
+    model: GpuModel,
+    buffers: ModelBuffers,
+    map_pipeline: wgpu::ComputePipeline,
+    samples_pipeline: wgpu::ComputePipeline,
+    /// The specialised decoder, kept for the fragment pipeline.
+    module: wgpu::ShaderModule,
+    /// Made on the first [`GpuDecoder::decode_map_fragment`]: an adapter that cannot render to
+    /// [`FRAGMENT_FORMAT`] (GL ones such as llvmpipe) still decodes through compute.
+    render_pipeline: std::sync::OnceLock<wgpu::RenderPipeline>,
+}
+
+/// A list of (u, v) samples uploaded once, for repeated [`GpuDecoder::run_samples`] calls.
+pub struct SampleBatch {
+    count: u32,
+    groups: (u32, u32),
+    samples: wgpu::Buffer,
+    output: wgpu::Buffer,
+}
+
+impl SampleBatch {
+    /// Number of samples.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// True when the batch holds no samples.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// Whether `adapter` can render to [`FRAGMENT_FORMAT`]: what [`GpuDecoder::decode_map_fragment`]
+/// and offscreen previews need. Vulkan, Metal and DX12 adapters can; GL ones (llvmpipe, the
+/// fallback where there is no Vulkan driver) usually cannot, and decode through compute only.
+#[must_use]
+pub fn renders_fragment_format(adapter: &wgpu::Adapter) -> bool {
+    adapter.get_texture_format_features(FRAGMENT_FORMAT).allowed_usages.contains(wgpu::TextureUsages::RENDER_ATTACHMENT)
+}
+
+/// Colour format of the render targets of [`render_rgba32f`] (`decode_map_fragment`, the preview's
+/// tests, the lit-quad example).
+pub const FRAGMENT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
+
+impl GpuDecoder {
+    /// Lays the bundle out for the GPU ([`GpuModel`]), uploads it and compiles the decoder
+    /// specialised to its shapes.
+    pub fn new(device: &wgpu::Device, bundle: &Bundle) -> Result<Self, GpuError> {
+        let decoder = Decoder::new(bundle);
+        let model = GpuModel::new(bundle)?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let buffers = ModelBuffers::upload(device, &model)?;
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("texset decode.wgsl (specialised)"),
+            source: wgpu::ShaderSource::Wgsl(model.wgsl().into()),
+        });
+        let compute = |label: &'static str, entry: EntryPoint| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry.name()),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            })
+        };
+        let map_pipeline = compute("texset decode map pipeline", EntryPoint::DecodeMap);
+        let samples_pipeline = compute("texset decode samples pipeline", EntryPoint::DecodeSamples);
+        if let Some(error) = block_on(scope.pop()) {
+            return Err(GpuError::Wgpu(error.to_string()));
+        }
+        Ok(Self { decoder, model, buffers, map_pipeline, samples_pipeline, module, render_pipeline: std::sync::OnceLock::new() })
+    }
+
+    /// The fragment decode pipeline, made on first use.
+    fn render_pipeline(&self, device: &wgpu::Device) -> Result<&wgpu::RenderPipeline, GpuError> {
+        if let Some(pipeline) = self.render_pipeline.get() {
+            return Ok(pipeline);
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = fullscreen_pipeline(
+            device,
+            &self.module,
+            "texset fragment decode pipeline",
+            EntryPoint::FragmentDecode.name(),
+            FRAGMENT_FORMAT,
+        );
+        if let Some(error) = block_on(scope.pop()) {
+            return Err(GpuError::Wgpu(format!("the fragment decode path cannot run on this device: {error}")));
+        }
+        Ok(self.render_pipeline.get_or_init(|| pipeline))
+    }
+
+    /// The CPU decoder of the same bundle (manifest and dequantised parameters).
+    #[must_use]
+    pub fn cpu(&self) -> &Decoder {
+        &self.decoder
+    }
+
+    /// The GPU layout of the bundle (buffers and the specialised shader's constants).
+    #[must_use]
+    pub fn model(&self) -> &GpuModel {
+        &self.model
+    }
+
+    /// The library-wide map index of a material's map, and its manifest entry.
+    fn map_index(&self, material: usize, map: usize) -> Result<(u32, &MapEntry), GpuError> {
+        let manifest = self.decoder.manifest();
+        let mat = manifest.materials.get(material).ok_or(DecodeError::NoMaterial(material))?;
+        let entry = mat.maps.get(map).ok_or_else(|| DecodeError::NoMap { material: mat.name.clone(), map })?;
+        let first = self.model.first_map.get(material).copied().unwrap_or(0);
+        Ok((first + to_u32("maps", map)?, entry))
+    }
+
+    fn bind_group(&self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout, extra: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
+        self.buffers.bind_group(device, layout, extra)
+    }
+
+    /// Decodes one whole map of a material at its own resolution on the GPU (compute) and reads
+    /// it back: `[y][x][c]` with the map's channels, like [`Decoder::decode_map`] (`Stored`).
+    pub fn decode_map(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        mode: DecodeMode,
+    ) -> Result<DecodedMap, GpuError> {
+        self.decode_map_level(device, queue, material, map, 0, mode)
+    }
+
+    /// Decodes mip level `level` of one map on the GPU (compute), like
+    /// [`Decoder::decode_map_level`]: the map's size halved `level` times (at least 1×1).
+    pub fn decode_map_level(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        level: u32,
+        mode: DecodeMode,
+    ) -> Result<DecodedMap, GpuError> {
+        let (map_index, entry) = self.map_index(material, map)?;
+        let (width, height) = texset_core::model::mips::level_size(entry.width, entry.height, level);
+        let bytes = u64::from(width) * u64::from(height) * u64::from(entry.channels) * 4;
+        let limits = device.limits();
+        check_device_limit("the decoded map", bytes, limits.max_storage_buffer_binding_size)?;
+        check_device_limit("the decoded map", bytes, limits.max_buffer_size)?;
+        let groups_x = width.div_ceil(WORKGROUP_SIDE);
+        let groups_y = height.div_ceil(WORKGROUP_SIDE);
+        check_device_limit("the dispatch", u64::from(groups_x.max(groups_y)), u64::from(limits.max_compute_workgroups_per_dimension))?;
+
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let params = uniform_buffer(device, &params_bytes(map_index, width, height, entry.channels, 0, mode, level as f32));
+        let output = output_buffer(device, "texset decoded map", bytes);
+        let bind_group = self.bind_group(device, &self.map_pipeline.get_bind_group_layout(0), &[(2, &params), (3, &output)]);
+        let encoder = compute_pass(device, "texset decode map", &self.map_pipeline, &bind_group, (groups_x, groups_y));
+        let values = read_back(device, queue, encoder, &output, bytes, scope)?;
+        Ok(DecodedMap { width, height, channels: entry.channels, values })
+    }
+
+    /// Decodes one whole map in a *fragment* shader (`fs_decode_map` over a full-screen triangle
+    /// into an `Rgba32Float` target of the map's size) and reads it back like [`Self::decode_map`].
+    /// This is the path a material shader takes.
+    pub fn decode_map_fragment(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        mode: DecodeMode,
+    ) -> Result<DecodedMap, GpuError> {
+        let (map_index, entry) = self.map_index(material, map)?;
+        let max_side = device.limits().max_texture_dimension_2d;
+        check_device_limit("the render target side", u64::from(entry.width.max(entry.height)), u64::from(max_side))?;
+        let render_pipeline = self.render_pipeline(device)?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode, 0.0));
+        let bind_group = self.bind_group(device, &render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
+        let rgba = render_rgba32f(device, queue, "texset fragment decode", entry.width, entry.height, scope, |encoder, view| {
+            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("texset fragment decode pass"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view,
+                    depth_slice: None,
+                    resolve_target: None,
+                    ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::TRANSPARENT), store: wgpu::StoreOp::Store },
+                })],
+                depth_stencil_attachment: None,
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            pass.set_pipeline(render_pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.draw(0..3, 0..1);
+        })?;
+        let channels = entry.channels as usize;
+        let values = rgba.chunks_exact(4).flat_map(|texel| &texel[..channels]).copied().collect();
+        Ok(DecodedMap { width: entry.width, height: entry.height, channels: entry.channels, values })
+    }
+
+    /// Uploads a list of (u, v) samples for [`Self::run_samples`].
+    pub fn upload_samples(&self, device: &wgpu::Device, uvs: &[[f32; 2]]) -> Result<SampleBatch, GpuError> {
+        let count = to_u32("samples", uvs.len())?;
+        let limits = device.limits();
+        let bytes = u64::from(count).max(1) * 16;
+        check_device_limit("the sample output", bytes, limits.max_storage_buffer_binding_size)?;
+        let groups = count.div_ceil(SAMPLE_WORKGROUP).max(1);
+        let max_groups = limits.max_compute_workgroups_per_dimension.max(1);
+        let groups = (groups.min(max_groups), groups.div_ceil(max_groups));
+        let mut input: Vec<u8> = uvs.iter().flat_map(|[u, v]| u.to_le_bytes().into_iter().chain(v.to_le_bytes())).collect();
+        input.resize(input.len().max(8), 0);
+        let samples = storage_buffer(device, "texset samples", &input);
+        let output = output_buffer(device, "texset decoded samples", bytes);
+        Ok(SampleBatch { count, groups, samples, output })
+    }
+
+    /// Decodes an uploaded batch of samples of one map (4 values per sample; the map's channels,
+    /// then 0) and waits for the GPU; with `read` the values are read back, else an empty vector
+    /// is returned (for timing the decode alone).
+    #[allow(clippy::too_many_arguments, reason = "device, queue, batch, what to decode, how: all needed")]
+    pub fn run_samples(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        batch: &SampleBatch,
+        material: usize,
+        map: usize,
+        mode: DecodeMode,
+        lod: f32,
+        read: bool,
+    ) -> Result<Vec<[f32; 4]>, GpuError> {
+        let (map_index, entry) = self.map_index(material, map)?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, batch.count, mode, lod));
+        let bind_group = self.bind_group(
+            device,
+            &self.samples_pipeline.get_bind_group_layout(0),
+            &[(2, &params), (3, &batch.output), (4, &batch.samples)],
+        );
+        let encoder = compute_pass(device, "texset decode samples", &self.samples_pipeline, &bind_group, batch.groups);
+        if !read {
+            let submission = submit(queue, encoder, scope)?;
+            device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })?;
+            return Ok(Vec::new());
+        }
+        let values = read_back(device, queue, encoder, &batch.output, u64::from(batch.count) * 16, scope)?;
+        Ok(values.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect())
+    }
+
+    /// Decodes `uvs` of one map (4 values per sample): upload, decode, read back.
+    pub fn decode_samples(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        uvs: &[[f32; 2]],
+        mode: DecodeMode,
+    ) -> Result<Vec<[f32; 4]>, GpuError> {
+        self.decode_samples_lod(device, queue, material, map, uvs, 0.0, mode)
+    }
+
+    /// Decodes `uvs` of one map at level of detail `lod` (the WGSL `decode_texel_lod`: a
+    /// fractional `lod` blends two mip levels), like [`Decoder::decode_texel_lod`].
+    #[allow(clippy::too_many_arguments, reason = "device, queue, what to decode, where, how: all needed")]
+    pub fn decode_samples_lod(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        material: usize,
+        map: usize,
+        uvs: &[[f32; 2]],
+        lod: f32,
+        mode: DecodeMode,
+    ) -> Result<Vec<[f32; 4]>, GpuError> {
+        let batch = self.upload_samples(device, uvs)?;
+        self.run_samples(device, queue, &batch, material, map, mode, lod, true)
+    }
+}
