@@ -203,6 +203,7 @@ impl SearchPoint {
 
 /// How short trials are proposed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Every point of the space.
