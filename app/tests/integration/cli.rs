@@ -306,15 +306,15 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     let bricks = samples().join("bricks");
     let out = texset(&[
         "bench",
-        "--rd",
+        "rd",
         bricks.to_str().unwrap(),
-        "--rd-save",
+        "--save",
         saved.to_str().unwrap(),
-        "--rd-presets",
+        "--presets",
         "fast",
-        "--rd-bpp",
+        "--bpp",
         "2,6",
-        "--rd-steps",
+        "--steps",
         "60",
         "--plot",
         plot.to_str().unwrap(),
@@ -342,13 +342,13 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     let saved_points: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(saved_points.as_array().unwrap(), points);
     let replot = tmp.path().join("again.png");
-    let out = texset(&["bench", "--rd", "--rd-from", saved.to_str().unwrap(), "--plot", replot.to_str().unwrap(), "--json"]);
+    let out = texset(&["bench", "rd", "--from", saved.to_str().unwrap(), "--plot", replot.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(merged.as_array().unwrap(), points);
     assert_eq!(image::open(&replot).unwrap().to_rgb8(), chart);
     // A file that is not a list of points is refused, by name.
-    let out = texset(&["bench", "--rd", "--rd-from", plot.to_str().unwrap(), "--plot", replot.to_str().unwrap()]);
+    let out = texset(&["bench", "rd", "--from", plot.to_str().unwrap(), "--plot", replot.to_str().unwrap()]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rd.png"), "{stderr}");
@@ -420,13 +420,13 @@ fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
     let bricks = samples().join("bricks");
     let out = texset(&[
         "bench",
-        "--quantisation",
+        "quantisation",
         bricks.to_str().unwrap(),
-        "--quant-steps",
+        "--steps",
         "40",
-        "--quant-bits",
+        "--bits",
         "2,8",
-        "--quant-skip-formats",
+        "--skip-formats",
         "--json",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -443,10 +443,10 @@ fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
     assert!(cells[4]["bits_per_texel"].as_f64().unwrap() > cells[0]["bits_per_texel"].as_f64().unwrap());
     assert!(cells.iter().all(|c| c["pooled_psnr_db"].as_f64().unwrap() > 10.0), "{cells:?}");
 
-    let bad = texset(&["bench", "--quantisation", bricks.to_str().unwrap(), "--quant-bits", "3"]);
+    let bad = texset(&["bench", "quantisation", bricks.to_str().unwrap(), "--bits", "3"]);
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("--quant-bits") && stderr.contains("3 is not a latent bit depth (2, 4 or 8)"), "{stderr}");
+    assert!(stderr.contains("--bits") && stderr.contains("3 is not a latent bit depth (2, 4 or 8)"), "{stderr}");
 }
 
 #[test]
