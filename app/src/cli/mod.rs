@@ -51,8 +51,7 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Score a bundle against the original folders (PSNR, SSIM per map).
     Eval(eval::EvalArgs),
-    /// Measure the engine and the studio: throughput, frame time, rate–distortion, settings
-    /// compared, memory under load (one subcommand each).
+    /// Measure throughput, frame time, rate–distortion, settings compared or memory under load.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Write the procedural sample materials (bricks, wood, metal plates, two fabric colourways).

@@ -18,25 +18,37 @@ use super::common::{JsonArg, sample_folders};
 
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
-    /// Training throughput: the fused CPU trainer, and burn's backends when asked.
+    /// Training texels/s: the fused CPU trainer, and burn's backends when asked.
     Train(train::TrainBenchArgs),
-    /// Decode throughput: the CPU reference (whole materials, one texel at a time), and the WGSL
-    /// decoder on a GPU when asked.
+    /// Decode texels/s: the CPU reference, and the WGSL decoder on a GPU when asked.
+    ///
+    /// Whole materials (multi- and single-threaded) and one texel at a time through the public
+    /// API; with `--gpu`, whole maps and a 1920x1080 frame of random samples.
     Decode(decode::DecodeBenchArgs),
-    /// The studio's frame time while it trains: headless UI + tessellation in the Compare view,
-    /// then rendered on a wgpu adapter with Compare and with the PBR preview open.
+    /// The studio's frame time while it trains.
+    ///
+    /// Headless UI + tessellation in the Compare view, then rendered on a wgpu adapter with
+    /// Compare and with the PBR preview open.
     Ui(ui::UiBenchArgs),
-    /// Rate–distortion of texset's presets against BC7/BC5/BC4 and BC1/BC5/BC4 (the real
-    /// encoder), PSNR and rendered PSNR against bits per texel, per folder; a table and a chart.
+    /// Rate–distortion of texset's presets against BC, per folder: a table and a chart.
+    ///
+    /// BC7/BC5/BC4 and BC1/BC5/BC4 by the real encoder; PSNR and rendered PSNR against bits per
+    /// texel.
     Rd(rd::RdArgs),
-    /// Quantisation-aware training against post-training quantisation, latents and weights, at
-    /// each latent bit depth, one whole compression per cell; then the decoder's weight formats.
+    /// QAT against PTQ, latents and weights, at each latent bit depth; the weight formats.
+    ///
+    /// Quantisation-aware training against post-training quantisation, one whole compression per
+    /// cell; then the decoder's weight formats, each both ways.
     Quantisation(quantisation::QuantisationArgs),
-    /// The precision search (`compress --search`) with each strategy on each folder: the
-    /// preset's shape against the best point found, in how many trials.
+    /// The precision search's strategies compared on each folder.
+    ///
+    /// `compress --search` with each strategy: the preset's shape against the best point found,
+    /// in how many trials.
     Search(search::SearchBenchArgs),
-    /// Memory under load: compress generated materials one after another, then decode random
-    /// texels through the runtime API; RSS at the start and end of each.
+    /// Memory under load: many compressions, then a long run of random-texel decoding.
+    ///
+    /// Compresses generated materials one after another, then decodes random texels through the
+    /// runtime API at a fixed rate; reports RSS at the start and end of each.
     Load(load::LoadArgs),
 }
 
