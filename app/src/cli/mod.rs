@@ -76,3 +76,16 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::GenSamples(args) => args.run(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory as _;
+
+    /// clap's own consistency checks: every `requires`, `conflicts_with` and group names an
+    /// argument that exists (across the flattened groups too), no two flags share a name.
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -174,3 +174,84 @@ impl CompressArgs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CompressArgs;
+    use clap::Parser as _;
+    use texset_core::options::{LibrarySharing, PruneMethod, Quantisation};
+    use texset_core::quant::WeightFormat;
+    use texset_core::{Backend, CompressOptions, Preset};
+
+    #[derive(clap::Parser)]
+    struct Compress {
+        #[command(flatten)]
+        args: CompressArgs,
+    }
+
+    fn options(args: &[&str]) -> CompressOptions {
+        let parsed = Compress::try_parse_from([&["compress", "dir", "-o", "out.texset"], args].concat()).expect("flags parse");
+        parsed.args.options().expect("options build")
+    }
+
+    /// Each group's flags land in their part of the options, over the preset's values; the
+    /// engine enums take the spellings the CLI always had.
+    #[test]
+    fn flags_reach_their_options() {
+        let o = options(&[
+            "--preset",
+            "fast",
+            "--latent-bits",
+            "2",
+            "--weight-format",
+            "e4m3",
+            "--decoder",
+            "24-16",
+            "--steps",
+            "77",
+            "--seed",
+            "9",
+            "--latent-quant",
+            "ptq",
+            "--budget",
+            "normal=3",
+            "--sharing",
+            "all",
+            "--prune-to",
+            "4,2",
+            "--prune-method",
+            "random",
+            "--backend",
+            "cpu",
+            "--checkpoint",
+            "ck.bin",
+            "--resume",
+        ]);
+        let fast = CompressOptions::preset(Preset::Fast);
+        assert!(o.model.grids.iter().all(|g| g.bits == 2));
+        assert_eq!((o.model.weight_format, o.model.hidden_widths.as_slice()), (WeightFormat::Fp8E4m3, &[24, 16][..]));
+        assert_eq!((o.schedule.steps, o.schedule.seed), (77, 9));
+        assert_eq!((o.schedule.latent_quantisation, o.schedule.weight_quantisation), (Quantisation::Ptq, Quantisation::Auto));
+        assert_eq!(o.budgets.overrides.get("normal"), Some(&3));
+        assert_eq!(o.budgets.sharing, LibrarySharing::All);
+        let prune = o.budgets.prune.expect("--prune-to sets pruning");
+        assert_eq!((prune.keep_per_grid.as_slice(), prune.method), (&[4, 2][..], PruneMethod::Random));
+        assert_eq!(o.run.backend, Backend::Cpu);
+        assert!(o.run.checkpoint.is_some() && o.run.resume_from.is_some());
+        // Flags not given keep the preset's values.
+        assert_eq!(o.model.grids.len(), fast.model.grids.len());
+        assert_eq!(o.schedule.mip_sample_boost.to_bits(), 2.0f32.to_bits());
+        assert_eq!(options(&["--weight-format", "mxint8"]).model.weight_format, WeightFormat::MxInt8);
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_flag() {
+        let parse = |args: &[&str]| Compress::try_parse_from([&["compress", "dir", "-o", "out.texset"], args].concat());
+        let err = |args: &[&str]| parse(args).expect("flags parse").args.options().expect_err("refused").to_string();
+        assert!(err(&["--decoder", "24-0"]).contains("--decoder"));
+        assert!(err(&["--prune-to", "4,x"]).contains("--prune-to"));
+        assert!(err(&["--checkpoint-secs=-1"]).contains("--checkpoint-secs"));
+        assert!(parse(&["--latent-bits", "3"]).is_err());
+        assert!(parse(&["--weight-format", "fp8-e4m3"]).is_err());
+    }
+}
