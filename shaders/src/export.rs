@@ -12,6 +12,7 @@ use texset_core::bundle::Bundle;
 
 /// A shading language the decoder can be exported to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ShaderLang {
     /// WebGPU Shading Language (the source; all entry points).
     Wgsl,
@@ -38,14 +39,19 @@ impl ShaderLang {
 
 /// An entry point of the decoder (GLSL files hold one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum EntryPoint {
     /// `cs_decode_map`: decode a whole map, one invocation per texel.
+    #[cfg_attr(feature = "clap", value(name = "cs_decode_map"))]
     DecodeMap,
     /// `cs_decode_samples`: decode a list of (u, v) samples.
+    #[cfg_attr(feature = "clap", value(name = "cs_decode_samples"))]
     DecodeSamples,
     /// `vs_fullscreen`: the full-screen triangle for `fs_decode_map`.
+    #[cfg_attr(feature = "clap", value(name = "vs_fullscreen"))]
     Fullscreen,
     /// `fs_decode_map`: decode per pixel in a fragment shader.
+    #[cfg_attr(feature = "clap", value(name = "fs_decode_map"))]
     FragmentDecode,
 }
 

@@ -1,4 +1,4 @@
-//! `texset bench --ui`: the studio's frame time while training runs.
+//! `texset bench ui`: the studio's frame time while training runs.
 //!
 //! - [`run`], headless: each frame is the whole UI (`StudioApp::frame_ui`) plus tessellation, i.e.
 //!   all the UI thread's work except handing the triangles to the GPU (Compare view).

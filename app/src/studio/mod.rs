@@ -34,7 +34,7 @@ pub struct StudioApp {
     /// The PBR preview's GPU side (none without a wgpu renderer).
     pub preview: Option<preview::PreviewGpu>,
     dialog_results: (Sender<Command>, Receiver<Command>),
-    /// Frame times of the last frames, milliseconds (for `texset bench --ui`).
+    /// Frame times of the last frames, milliseconds (for `texset bench ui`).
     pub frame_ms: Vec<f64>,
     last_frame: Option<Instant>,
     confirm_close: bool,

@@ -222,7 +222,7 @@ pub fn runs_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, co
 
 /// What the bytes buy: the runs' pooled PSNR against bits per texel, beside the library
 /// block-compressed as engines ship it (BC7/BC5/BC4 and BC1/BC5/BC4, measured with the real
-/// encoder as `texset bench --rd` does).
+/// encoder as `texset bench rd` does).
 fn rd_chart_ui(ui: &mut egui::Ui, session: &Session, runs: &[&RunRecord], commands: &mut Vec<Command>) {
     if session.library.set.materials.is_empty() {
         return;

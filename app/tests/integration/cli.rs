@@ -306,15 +306,15 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     let bricks = samples().join("bricks");
     let out = texset(&[
         "bench",
-        "--rd",
+        "rd",
         bricks.to_str().unwrap(),
-        "--rd-save",
+        "--save",
         saved.to_str().unwrap(),
-        "--rd-presets",
+        "--presets",
         "fast",
-        "--rd-bpp",
+        "--bpp",
         "2,6",
-        "--rd-steps",
+        "--steps",
         "60",
         "--plot",
         plot.to_str().unwrap(),
@@ -342,13 +342,13 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     let saved_points: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(saved_points.as_array().unwrap(), points);
     let replot = tmp.path().join("again.png");
-    let out = texset(&["bench", "--rd", "--rd-from", saved.to_str().unwrap(), "--plot", replot.to_str().unwrap(), "--json"]);
+    let out = texset(&["bench", "rd", "--from", saved.to_str().unwrap(), "--plot", replot.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(merged.as_array().unwrap(), points);
     assert_eq!(image::open(&replot).unwrap().to_rgb8(), chart);
     // A file that is not a list of points is refused, by name.
-    let out = texset(&["bench", "--rd", "--rd-from", plot.to_str().unwrap(), "--plot", replot.to_str().unwrap()]);
+    let out = texset(&["bench", "rd", "--from", plot.to_str().unwrap(), "--plot", replot.to_str().unwrap()]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rd.png"), "{stderr}");
@@ -418,17 +418,7 @@ fn weight_format_reaches_the_bundle_and_inspect_names_it() {
 #[test]
 fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
     let bricks = samples().join("bricks");
-    let out = texset(&[
-        "bench",
-        "--quantisation",
-        bricks.to_str().unwrap(),
-        "--quant-steps",
-        "40",
-        "--quant-bits",
-        "2,8",
-        "--quant-skip-formats",
-        "--json",
-    ]);
+    let out = texset(&["bench", "quantisation", bricks.to_str().unwrap(), "--steps", "40", "--bits", "2,8", "--skip-formats", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cells: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cells = cells.as_array().unwrap();
@@ -443,10 +433,10 @@ fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
     assert!(cells[4]["bits_per_texel"].as_f64().unwrap() > cells[0]["bits_per_texel"].as_f64().unwrap());
     assert!(cells.iter().all(|c| c["pooled_psnr_db"].as_f64().unwrap() > 10.0), "{cells:?}");
 
-    let bad = texset(&["bench", "--quantisation", bricks.to_str().unwrap(), "--quant-bits", "3"]);
+    let bad = texset(&["bench", "quantisation", bricks.to_str().unwrap(), "--bits", "3"]);
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("--quant-bits") && stderr.contains("3 is not a latent bit depth (2, 4 or 8)"), "{stderr}");
+    assert!(stderr.contains("--bits") && stderr.contains("3 is not a latent bit depth (2, 4 or 8)"), "{stderr}");
 }
 
 #[test]
@@ -583,4 +573,109 @@ fn a_one_by_one_constant_map_is_stored_flat_and_decodes_at_the_material_size() {
     // Within a quarter of an 8-bit step (64 of 16 bits).
     assert!(metallic.to_luma16().pixels().all(|p| p.0[0].abs_diff(40_000) <= 64), "{:?}", metallic.to_luma16().pixels().next());
     assert_eq!(snapshot(&src), before, "the source folder was written");
+}
+
+/// The flags a `--help` text lists, by long name (`--output`), with the short name (`-o`) of those
+/// that have one; without `--help` and `--version`.
+fn help_flags(help: &str) -> std::collections::BTreeMap<String, Option<String>> {
+    help.lines()
+        .filter_map(|line| {
+            // `  -o, --output <OUTPUT>` or `      --bpp <BPP>`: a short flag first, or none. Deeper
+            // lines are descriptions.
+            let indent = line.len() - line.trim_start().len();
+            let line = line.trim_start();
+            if indent > 6 {
+                return None;
+            }
+            let (short, line) = match line.split_once(", ") {
+                Some((short, rest)) if short.len() == 2 && short.starts_with('-') => (Some(short.to_owned()), rest),
+                _ => (None, line),
+            };
+            let flag: String = line.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            (flag.starts_with("--") && !["--help", "--version"].contains(&flag.as_str())).then_some((flag, short))
+        })
+        .collect()
+}
+
+/// The subcommands a `--help` text lists (its `Commands:` section), without `help`.
+fn help_commands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A command's line; deeper ones continue its description.
+        .filter(|l| !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The README's CLI synopsis: for each command line (`texset compress …`, `texset bench rd …`, and
+/// the lines indented under it), the command and the long flags it shows. Comments (`# …`) are
+/// not part of it.
+fn readme_synopsis() -> Vec<(String, std::collections::BTreeSet<String>)> {
+    let readme = std::fs::read_to_string(texset_testkit::repo_root().join("README.md")).unwrap();
+    let block = readme.split_once("## CLI\n```\n").unwrap().1.split_once("```").unwrap().0;
+    let mut commands: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
+    for line in block.lines() {
+        let code = line.split_once('#').map_or(line, |(code, _)| code);
+        if let Some(rest) = code.strip_prefix("texset") {
+            let mut words =
+                rest.split_whitespace().take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !w.starts_with('-'));
+            let mut command = words.next().unwrap_or_default().to_owned();
+            if command == "bench" {
+                command = format!("bench {}", words.next().unwrap());
+            }
+            commands.push((command, std::collections::BTreeSet::new()));
+        }
+        // `--name`, or a short `-o` (a single letter; `-` alone is a hyphen).
+        let flags = code
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|w| w.starts_with("--") && w.len() > 2 || w.len() == 2 && w.starts_with('-') && w.as_bytes()[1].is_ascii_alphabetic());
+        commands.last_mut().unwrap().1.extend(flags.map(str::to_owned));
+    }
+    commands
+}
+
+#[test]
+fn readme_synopsis_matches_every_subcommands_help() {
+    let help = |args: &[&str]| {
+        let out = texset(&[args, &["--help"]].concat());
+        assert!(out.status.success(), "{args:?} --help: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Every command of `--help` (bench: each of its subcommands) has a line in the README.
+    let mut commands = Vec::new();
+    for command in help_commands(&help(&[])) {
+        if command == "bench" {
+            commands.extend(help_commands(&help(&["bench"])).into_iter().map(|sub| format!("bench {sub}")));
+        } else {
+            commands.push(command);
+        }
+    }
+    let synopsis = readme_synopsis();
+    let shown: Vec<&str> = synopsis.iter().map(|(c, _)| c.as_str()).collect();
+    for command in &commands {
+        assert!(shown.contains(&command.as_str()), "README's CLI synopsis has no `texset {command}` line");
+    }
+    // Each command's README lines show exactly the flags its `--help` lists (a command may have
+    // several lines: `compress --batch`, `bench rd --from`).
+    for command in &commands {
+        let args: Vec<&str> = command.split(' ').collect();
+        let flags = help_flags(&help(&args));
+        // A short flag in the README stands for its long name.
+        let long_name =
+            |f: &String| flags.iter().find(|(_, short)| short.as_ref() == Some(f)).map_or_else(|| f.clone(), |(long, _)| long.clone());
+        let readme: std::collections::BTreeSet<String> =
+            synopsis.iter().filter(|(c, _)| c == command).flat_map(|(_, flags)| flags.iter().map(long_name)).collect();
+        let actual: std::collections::BTreeSet<String> = flags.into_keys().collect();
+        let missing: Vec<_> = actual.difference(&readme).collect();
+        let unknown: Vec<_> = readme.difference(&actual).collect();
+        assert!(missing.is_empty() && unknown.is_empty(), "texset {command}: README lacks {missing:?}; --help has no {unknown:?}");
+    }
+    // The bare `texset` line (the studio) is the only one that is not a subcommand.
+    for (command, _) in &synopsis {
+        assert!(command.is_empty() || commands.contains(command), "README shows `texset {command}`, which --help does not list");
+    }
 }

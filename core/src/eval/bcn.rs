@@ -45,6 +45,7 @@ impl BcFormat {
 
 /// Which formats the maps of a set get, as an engine would ship them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Profile {
     /// High quality: BC7 for colour and packed maps, BC5 for normals and two channels, BC4 for one.
     High,

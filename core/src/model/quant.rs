@@ -48,6 +48,7 @@ pub fn grid_levels(grid: &GridParams, bits: u32) -> Vec<u8> {
 
 /// How a bundle stores its decoder's weights (biases are f32 in every format).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum WeightFormat {
     /// int8 with one f32 scale per output row: `w = q · scale[o]` (format version 1's only one).
@@ -58,9 +59,11 @@ pub enum WeightFormat {
     Fp16,
     /// 8-bit minifloat E4M3 (OCP FP8: 4 exponent bits, bias 7, 3 mantissa bits, subnormals, ±448
     /// at most, no infinities) with one f32 scale per output row: `w = e4m3(code) · scale[o]`.
+    #[cfg_attr(feature = "clap", value(name = "e4m3"))]
     Fp8E4m3,
     /// Block-scaled int8 in the style of OCP MXINT8: each run of [`MX_BLOCK`] inputs of a row
     /// shares a power-of-two scale (one exponent byte), `w = q · 2^e`.
+    #[cfg_attr(feature = "clap", value(name = "mxint8", help = "int8 with a shared power-of-two scale per block of 32 inputs"))]
     MxInt8,
 }
 

@@ -31,6 +31,7 @@ impl GridOptions {
 
 /// Where training runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
     /// The GPU through burn-wgpu when a real (non-software) adapter exists, else the CPU.
@@ -46,6 +47,7 @@ pub enum Backend {
 
 /// How the materials of a library share latent channels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum LibrarySharing {
     /// Every material reads every channel (budgets aside).
@@ -60,6 +62,7 @@ pub enum LibrarySharing {
 
 /// How channels are chosen for removal during training.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum PruneMethod {
     /// Keep the channels whose first-layer weight columns have the largest L1 norm.
@@ -241,12 +244,14 @@ pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 
 /// Quantisation-aware training or post-training quantisation (docs/benchmarks.md compares them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Quantisation {
     /// Whichever of the two measured better for these bits or this format (docs/benchmarks.md,
     /// "Quantisation"): see [`CompressOptions::resolved_latent_quantisation`] and
     /// [`CompressOptions::resolved_weight_quantisation`].
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "The mode measured better for the bits or format (docs/benchmarks.md)"))]
     Auto,
     /// Quantisation-aware training: the model trains against what quantisation will do to it.
     Qat,
@@ -319,6 +324,7 @@ impl Default for RunOptions {
 
 /// Named speed/quality presets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Preset {
     /// A first result in minutes: fewer steps.

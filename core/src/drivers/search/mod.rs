@@ -44,6 +44,7 @@ use tpe::{search_rng, tpe_propose};
 
 /// How short trials are proposed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Every point of the space.

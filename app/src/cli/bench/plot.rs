@@ -1,4 +1,4 @@
-//! Small raster charts for the benchmarks' PNGs (`texset bench --rd`): panels side by side, each
+//! Small raster charts for the benchmarks' PNGs (`texset bench rd`): panels side by side, each
 //! with axes, "nice" ticks and series of points (optionally joined), and one legend beneath.
 //! Text is egui's bundled Hack font rasterised with `ab_glyph`, so drawing needs no system fonts.
 
@@ -63,11 +63,6 @@ const TEXT_PX: f32 = 14.0;
 const LEGEND_ROW_PX: u32 = 20;
 const INK: [u8; 3] = [30, 30, 30];
 const GRID: [u8; 3] = [225, 225, 225];
-
-/// Draws `panels` side by side, each `panel_w`×`panel_h` pixels, with `legend` in columns below.
-pub fn render(panels: &[Panel], legend: &[LegendEntry], panel_w: u32, panel_h: u32) -> anyhow::Result<RgbImage> {
-    render_grid(panels, panels.len(), legend, panel_w, panel_h)
-}
 
 /// Draws `panels` in rows of `per_row` (left to right, then down), each `panel_w`×`panel_h`
 /// pixels, with `legend` in columns below.
@@ -304,7 +299,7 @@ mod tests {
             ],
         };
         let legend = [LegendEntry { label: "texset".into(), colour: red, marker: Some(Marker::Circle), line: true }];
-        let image = render(&[panel.clone(), panel], &legend, 400, 300).unwrap();
+        let image = render_grid(&[panel.clone(), panel], 2, &legend, 400, 300).unwrap();
         assert_eq!((image.width(), image.height()), (800, 300 + LEGEND_ROW_PX + 12));
         let count = |c: [u8; 3]| image.pixels().filter(|p| p.0 == c).count();
         // Both colours fully covered somewhere (markers' cores), and dark text pixels drawn.

@@ -2,6 +2,11 @@
 //! maps. Commands change it; `poll` takes in what the worker threads finished. Nothing here
 //! touches egui (the panels draw it) or the GPU (the preview owns its resources).
 
+mod baselines;
+mod export;
+mod history;
+mod hot_reload;
+
 use super::state::{Command, RateGoal, Settings};
 use super::worker::{Background, DecodeWorker, Decoded, TrainEvent, TrainJob};
 use std::path::{Path, PathBuf};
@@ -378,142 +383,6 @@ impl Session {
         }
     }
 
-    /// The run with this id.
-    #[must_use]
-    pub fn run_record(&self, id: u64) -> Option<&super::runs::RunRecord> {
-        self.settings.runs.iter().find(|r| r.id == id)
-    }
-
-    /// Whether a run was made from the library loaded now (the others are listed, not compared).
-    #[must_use]
-    pub fn run_matches_library(&self, run: &super::runs::RunRecord) -> bool {
-        run.folders == self.settings.folders
-    }
-
-    /// Reads a run's kept bundle.
-    fn read_run(&self, id: u64) -> Result<(Bundle, Vec<u8>), String> {
-        let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
-        let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
-        let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
-        Ok((bundle, bytes))
-    }
-
-    /// Shows a run's bundle (scored again, with its maps decoded).
-    fn show_run(&mut self, id: u64) {
-        match self.read_run(id) {
-            Ok((bundle, bytes)) => {
-                self.say(false, format!("showing run #{id}"));
-                self.show_bundle(Arc::new(bundle), Some(Arc::new(bytes)), None);
-            }
-            Err(e) => self.say(true, e),
-        }
-    }
-
-    fn export_run(&self, id: u64, path: &Path) -> Result<String, String> {
-        let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
-        let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
-        texset_core::io::fsutil::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(format!("wrote run #{id} to {} ({} bytes)", path.display(), bytes.len()))
-    }
-
-    /// Block-compresses the library with both profiles on the thread `texset-bc-baseline` (for the
-    /// runs' rate–distortion chart), once per library.
-    fn compute_bc_baselines(&mut self) {
-        if self.bc_baselines.is_some() || self.bc_baselines_pending.is_some() || self.library.set.materials.is_empty() {
-            return;
-        }
-        let set = Arc::clone(&self.library.set);
-        let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
-        let background = self.background.clone();
-        let spawned = std::thread::Builder::new().name("texset-bc-baseline".into()).spawn(move || {
-            use texset_core::eval::bcn::{Profile, baseline};
-            let _ = sender.send(background.run(|| [baseline(&set, Profile::High), baseline(&set, Profile::Low)]));
-            repaint();
-        });
-        if spawned.is_ok() {
-            self.bc_baselines_pending = Some(receiver);
-        }
-    }
-
-    /// Loads and decodes a run's bundle on the thread `texset-run-load` (one at a time).
-    fn load_run(&mut self, id: u64) {
-        if self.loaded_runs.contains_key(&id) || self.run_loading.is_some() {
-            return;
-        }
-        let Some(run) = self.run_record(id) else { return };
-        let path = run.bundle.clone();
-        let set = Arc::clone(&self.library.set);
-        let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
-        let spawned = std::thread::Builder::new().name("texset-run-load".into()).spawn(move || {
-            let loaded = std::fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| Bundle::from_bytes(&b).map_err(|e| e.to_string()))
-                .and_then(|bundle| {
-                    let maps = texset_core::eval::decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| e.to_string())?;
-                    Ok(LoadedRun { bundle: Arc::new(bundle), maps })
-                })
-                .map_err(|e| format!("{}: {e}", path.display()));
-            let _ = sender.send(loaded);
-            repaint();
-        });
-        if spawned.is_ok() {
-            self.run_loading = Some((id, receiver));
-        }
-    }
-
-    /// Adds a finished run to the experiment log, keeping its bundle in the data folder.
-    fn record_run(&mut self, bytes: &[u8], report: &CompressReport) -> Option<u64> {
-        let dir = super::runs::runs_dir(self.data_dir.as_ref()?);
-        let id = self.settings.runs.iter().map(|r| r.id).max().unwrap_or(0) + 1;
-        let path = dir.join(format!("run-{id}.texset"));
-        let written = std::fs::create_dir_all(&dir).and_then(|()| texset_core::io::fsutil::write_atomic(&path, bytes));
-        if let Err(e) = written {
-            self.say(true, format!("{}: the run was not kept in the log: {e}", path.display()));
-            return None;
-        }
-        self.settings.runs.push(super::runs::RunRecord {
-            id,
-            folders: self.settings.folders.clone(),
-            settings: super::runs::RunSettings::of(&self.settings),
-            bundle_bytes: report.pack.bundle_bytes,
-            bits_per_texel: report.pack.bits_per_texel,
-            psnr_db: None,
-            rendered_psnr_db: None,
-            train_secs: report.train.train_secs,
-            bundle: path,
-        });
-        Some(id)
-    }
-
-    /// Starts block-compressing a map on the thread `texset-bcn` (one at a time).
-    fn compute_bcn(&mut self, material: usize, map: usize) {
-        if self.bcn.contains_key(&(material, map)) || self.bcn_pending.is_some() {
-            return;
-        }
-        let Some(texture) = self.library.set.materials.get(material).and_then(|m| m.textures.get(map)) else { return };
-        let set = Arc::clone(&self.library.set);
-        let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
-        let format = texset_core::eval::bcn::BcFormat::for_map(texture.kind, texture.channels);
-        let spawned = std::thread::Builder::new().name("texset-bcn".into()).spawn(move || {
-            let texture = &set.materials[material].textures[map];
-            let _ = sender.send(texset_core::eval::bcn::round_trip(texture, format));
-            repaint();
-        });
-        if spawned.is_ok() {
-            self.bcn_pending = Some(((material, map), receiver));
-        }
-    }
-
-    fn export(&mut self, write: impl FnOnce(&Self) -> Result<String, String>) {
-        match write(self) {
-            Ok(summary) => self.say(false, summary),
-            Err(e) => self.say(true, e),
-        }
-    }
-
     fn forget_trained(&mut self) {
         self.job = None;
         self.trained = None;
@@ -538,110 +407,6 @@ impl Session {
         match spawned {
             Ok(_) => self.loading = Some(receiver),
             Err(e) => self.say(true, format!("could not start loading: {e}")),
-        }
-    }
-
-    /// Watches the library's folders for changed maps (hot reload). A folder that cannot be
-    /// watched is said once; the studio works on without hot reload for it.
-    fn watch_folders(&mut self) {
-        use notify::Watcher;
-        let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
-        let handler = move |event: notify::Result<notify::Event>| {
-            let _ = sender.send(event);
-            repaint();
-        };
-        match notify::recommended_watcher(handler) {
-            Ok(mut watcher) => {
-                let mut failed = Vec::new();
-                for folder in &self.settings.folders {
-                    if let Err(e) = watcher.watch(folder, notify::RecursiveMode::NonRecursive) {
-                        failed.push(format!("{}: {e}", folder.display()));
-                    }
-                }
-                for f in failed {
-                    self.say(true, format!("not watching for changes: {f}"));
-                }
-                self.watcher = Some(watcher);
-                self.fs_events = Some(receiver);
-            }
-            Err(e) => self.say(true, format!("hot reload is off: {e}")),
-        }
-    }
-
-    /// Takes in file-system events: changed source images start a re-import (and, with a
-    /// trained bundle kept, a fine-tune from it) once the folder is quiet.
-    fn poll_hot_reload(&mut self) {
-        if let Some(events) = &self.fs_events {
-            while let Ok(event) = events.try_recv() {
-                let Ok(event) = event else { continue };
-                if !(event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove()) {
-                    continue;
-                }
-                let images: Vec<PathBuf> = event.paths.into_iter().filter(|p| is_source_image(p)).collect();
-                if images.is_empty() {
-                    continue;
-                }
-                let (_, paths) = self.changed.get_or_insert_with(|| (Instant::now(), Vec::new()));
-                for p in images {
-                    if !paths.contains(&p) {
-                        paths.push(p);
-                    }
-                }
-                if let Some((when, _)) = &mut self.changed {
-                    *when = Instant::now();
-                }
-            }
-        }
-        let quiet = self.changed.as_ref().is_some_and(|(when, _)| when.elapsed() >= HOT_RELOAD_QUIET);
-        if !quiet || self.loading.is_some() || self.job.is_some() {
-            return;
-        }
-        let Some((_, paths)) = self.changed.take() else { return };
-        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        self.say(false, format!("changed on disk: {}; re-importing", names.join(", ")));
-        let kept =
-            self.trained.as_ref().is_some_and(|t| t.bytes.is_some()) && self.settings.trained_bundle.as_ref().is_some_and(|p| p.is_file());
-        self.fine_tune_after_load = kept.then_some(paths);
-        self.reload();
-    }
-
-    /// Fine-tunes the bundle on screen (kept in the data folder) on the re-imported library.
-    fn start_fine_tune(&mut self, changed: &[PathBuf]) {
-        let Some(path) = self.settings.trained_bundle.clone() else { return };
-        let mut options = match self.fitted_options() {
-            Ok(o) => o,
-            Err(e) => {
-                self.say(true, e);
-                return;
-            }
-        };
-        options.schedule.steps = (options.schedule.steps / FINE_TUNE_STEP_FRACTION).max(50);
-        options.run.init_from = Some(path);
-        self.job = None;
-        let names: Vec<String> = changed.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
-        self.run = RunLog { state: RunState::Running, ..RunLog::default() };
-        self.run.lines.push(format!(
-            "fine-tuning from the current model ({} steps) after {} changed",
-            options.schedule.steps,
-            names.join(", ")
-        ));
-        match TrainJob::start(
-            Arc::clone(&self.library.set),
-            options,
-            |_: &TextureSet| None,
-            SNAPSHOT_EVERY,
-            Arc::clone(&self.repaint),
-            &self.background,
-        ) {
-            Ok(job) => {
-                self.say(false, format!("fine-tuning after {} changed", names.join(", ")));
-                self.job = Some(job);
-            }
-            Err(e) => {
-                self.run.state = RunState::Failed;
-                self.say(true, format!("could not start the fine-tune: {e}"));
-            }
         }
     }
 
@@ -870,59 +635,6 @@ impl Session {
         self.say(false, format!("restored the last trained bundle ({})", path.display()));
         self.show_bundle(Arc::new(bundle.0), Some(Arc::new(bundle.1)), None);
     }
-
-    fn export_bundle(&self, path: &Path) -> Result<String, String> {
-        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
-        let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
-        texset_core::io::fsutil::write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        let texels = self.library.set.texel_count().max(1);
-        let mut summary =
-            format!("wrote {} ({} bytes, {:.3} bits per texel)", path.display(), bytes.len(), bytes.len() as f64 * 8.0 / texels as f64);
-        if let Some(scores) = self.decoded.as_ref().and_then(|d| d.scores.as_ref()) {
-            summary = format!("{summary}, pooled PSNR {:.2} dB", scores.pooled_psnr_db);
-        }
-        Ok(summary)
-    }
-
-    fn export_images(&self, dir: &Path) -> Result<String, String> {
-        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
-        let decoder = texset_core::Decoder::new(&trained.bundle);
-        let written = texset_core::io::export::decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
-        Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
-    }
-
-    fn export_shaders(&self, dir: &Path) -> Result<String, String> {
-        use texset_shaders::export::{EntryPoint, ShaderLang, export_shader};
-        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut files = 0;
-        for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
-            let entries: &[EntryPoint] = if lang == ShaderLang::Glsl {
-                &[EntryPoint::DecodeMap, EntryPoint::DecodeSamples, EntryPoint::Fullscreen, EntryPoint::FragmentDecode]
-            } else {
-                &[EntryPoint::DecodeMap]
-            };
-            for &entry in entries {
-                let source = export_shader(&trained.bundle, lang, entry).map_err(|e| e.to_string())?;
-                let name = if lang == ShaderLang::Glsl {
-                    format!("decoder_{}.{}", entry.name(), lang.extension())
-                } else {
-                    format!("decoder.{}", lang.extension())
-                };
-                let path = dir.join(name);
-                texset_core::io::fsutil::write_atomic(&path, source.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
-                files += 1;
-            }
-        }
-        Ok(format!("wrote {files} decoder shaders under {}", dir.display()))
-    }
-}
-
-/// Whether a path is an image ingest reads (by extension).
-fn is_source_image(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| texset_core::set::ingest::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// Loads each folder on its own: one bad folder is a problem listed, not a failed library.

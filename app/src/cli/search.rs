@@ -1,14 +1,55 @@
-//! The precision search from the command line: `texset compress --bpp X --search tpe` and
-//! `texset bench --search` (strategies compared on each folder).
+//! The precision search from the command line: `texset compress --bpp X --search tpe` (its
+//! flags and what it prints); `texset bench search` compares the strategies (bench/search.rs).
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use texset_core::drivers::search::{FinalRun, SearchOptions, SearchReport, SearchTrial, Strategy, search_precision};
+use texset_core::model::quant::WeightFormat;
 use texset_core::set::TextureSet;
 use texset_core::{Cancel, CompressOptions, Compressed, NoProgress};
 
+// `compress --search` and its settings.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Precision search")]
+pub struct SearchArgs {
+    /// Precision search at `--bpp`: try latent bits, grid scales, channel splits and decoder
+    /// sizes on short runs (`random` or `tpe` for `--search-trials` of them; `grid` for all 81),
+    /// run the best and the preset's own shape in full, keep the best.
+    #[arg(long, value_enum, requires = "bpp", conflicts_with_all = ["rate", "batch", "prune_to", "latent_bits"])]
+    pub search: Option<Strategy>,
+    /// With `--search`: short runs at most.
+    #[arg(long, default_value_t = 12, requires = "search")]
+    pub search_trials: usize,
+    /// With `--search`: earlier searches' results, read to start warm on a similar set and
+    /// updated (default: `$XDG_CACHE_HOME/texset/search.json` or `~/.cache/texset/search.json`).
+    #[arg(long, requires = "search")]
+    pub search_cache: Option<PathBuf>,
+    /// With `--search`: the decoder weight formats searched, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "int8", requires = "search")]
+    pub search_weight_formats: Vec<WeightFormat>,
+    /// With `--search`: skip points whose decoder takes more multiply-adds per texel than this
+    /// (a cap on the shader's decode cost; the preset's own shape always runs).
+    #[arg(long, requires = "search")]
+    pub search_max_macs: Option<usize>,
+    /// With `--search`: start cold and remember nothing.
+    #[arg(long, requires = "search", conflicts_with = "search_cache")]
+    pub no_search_cache: bool,
+}
+
+impl SearchArgs {
+    /// The search `--search` asks for at `bpp` bits per texel; `None` without `--search`.
+    pub fn options(&self, bpp: f64) -> Option<SearchOptions> {
+        let strategy = self.search?;
+        let mut options = SearchOptions::new(strategy, bpp, self.search_trials);
+        options.max_decoder_macs_per_texel = self.search_max_macs;
+        options.space.weight_formats.clone_from(&self.search_weight_formats);
+        options.cache = if self.no_search_cache { None } else { self.search_cache.clone().or_else(default_cache_path) };
+        Some(options)
+    }
+}
+
 /// `$XDG_CACHE_HOME/texset/search.json`, else `~/.cache/texset/search.json`; `None` without either.
-pub(crate) fn default_cache_path() -> Option<PathBuf> {
+fn default_cache_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -16,7 +57,7 @@ pub(crate) fn default_cache_path() -> Option<PathBuf> {
     Some(base.join("texset").join("search.json"))
 }
 
-fn trial_line(t: &SearchTrial) -> String {
+pub(super) fn trial_line(t: &SearchTrial) -> String {
     format!(
         "search trial ({:?}): {} -> {}+{} channels, {} MACs/texel, {:.3} bits/texel: {:.2} dB, trained in {:.1} s",
         t.source,
@@ -30,7 +71,7 @@ fn trial_line(t: &SearchTrial) -> String {
     )
 }
 
-fn final_line(f: &FinalRun) -> String {
+pub(super) fn final_line(f: &FinalRun) -> String {
     format!(
         "search full run of trial {}: {}, {:.3} bits/texel: {:.2} dB, trained in {:.1} s",
         f.trial + 1,
@@ -42,7 +83,7 @@ fn final_line(f: &FinalRun) -> String {
 }
 
 /// Runs the search with one line per trial on stderr and a closing summary.
-pub(crate) fn run(set: &TextureSet, base: &CompressOptions, search: &SearchOptions, cancel: &Cancel) -> Result<(Compressed, SearchReport)> {
+pub fn run(set: &TextureSet, base: &CompressOptions, search: &SearchOptions, cancel: &Cancel) -> Result<(Compressed, SearchReport)> {
     if let Some(path) = &search.cache {
         eprintln!("precision search cache: {}", path.display());
     }
@@ -100,60 +141,4 @@ fn summary(r: &SearchReport) -> String {
     ));
     out.push(String::new());
     out.join("\n")
-}
-
-/// One search of the comparison.
-#[derive(serde::Serialize)]
-struct Row {
-    set: String,
-    report: SearchReport,
-}
-
-/// `texset bench --search`: every strategy of `strategies` on every folder of `dirs` (each its own
-/// set), from `base`, as `template` says (rate, trials, cache); a table on stdout (or JSON). With
-/// a cache, the searches share it in the order run (later similar sets start warm).
-pub(crate) fn bench(dirs: &[PathBuf], strategies: &[Strategy], base: &CompressOptions, template: &SearchOptions, json: bool) -> Result<()> {
-    if !json {
-        println!(
-            "| set | strategy | short runs | full runs | preset shape | searched | gain | chosen | MACs/texel, preset → chosen | found at trial | warm from | train s |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    }
-    let mut rows = Vec::new();
-    for dir in dirs {
-        let (name, set) = crate::bench::load_named(dir)?;
-        for &strategy in strategies {
-            let options = SearchOptions { strategy, ..template.clone() };
-            let (_, report) =
-                search_precision(&set, base, &options, &NoProgress, &Cancel::new(), &|t| eprintln!("{name}: {}", trial_line(t)), &|f| {
-                    eprintln!("{name}: {}", final_line(f));
-                })
-                .with_context(|| format!("{}: {strategy:?} search", dir.display()))?;
-            if !json {
-                let chosen = &report.finals[report.chosen];
-                let base_run = &report.finals[report.baseline];
-                println!(
-                    "| {name} | {strategy:?} | {} | {} | {:.2} dB @ {:.3} | {:.2} dB @ {:.3} | {:+.2} dB | {} | {} → {} | {} | {} | {:.0} |",
-                    report.trials.len(),
-                    report.finals.len(),
-                    base_run.pooled_psnr_db,
-                    base_run.bits_per_texel,
-                    chosen.pooled_psnr_db,
-                    chosen.bits_per_texel,
-                    report.gain_db,
-                    chosen.point.label(),
-                    base_run.decoder_macs_per_texel,
-                    chosen.decoder_macs_per_texel,
-                    report.found_at_trial,
-                    report.warm_from.as_deref().unwrap_or("–"),
-                    report.total_train_secs
-                );
-            }
-            rows.push(Row { set: name.clone(), report });
-        }
-    }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    }
-    Ok(())
 }

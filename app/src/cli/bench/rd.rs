@@ -1,14 +1,13 @@
-//! `texset bench --rd`: rate–distortion of texset's presets against the set block-compressed as
+//! `texset bench rd`: rate–distortion of texset's presets against the set block-compressed as
 //! engines ship it (BC7/BC5/BC4 "high" and BC1/BC5/BC4 "low", the real encoder in
 //! `texset_core::eval::bcn`), per material folder: bits per texel, pooled PSNR of every map and the
 //! rendered PSNR of the lit material (`texset::rendered`, 8 lights at 256²). Prints a table (or
-//! JSON) and draws both curves of every set into one PNG. `--rd-save` keeps the points measured so
-//! far in a file after each one; `--rd-from` merges such files (runs of different presets, or one
+//! JSON) and draws both curves of every set into one PNG. `--save` keeps the points measured so
+//! far in a file after each one; `--from` merges such files (runs of different presets, or one
 //! stopped part-way) into one table and chart without training again.
 
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
-use texset::plot::{LegendEntry, Marker, Panel, Series};
 use texset::rendered::{RenderedScore, rendered_scores};
 use texset_core::bundle::Manifest;
 use texset_core::decode::{DecodedMap, Decoder};
@@ -17,6 +16,50 @@ use texset_core::eval::metrics::psnr_from_mse;
 use texset_core::eval::{decode_set, score};
 use texset_core::set::TextureSet;
 use texset_core::{Cancel, CompressOptions, NoProgress, Preset, compress};
+
+use super::plot::{LegendEntry, Marker, Panel, Series};
+use super::{DirsArg, load_named};
+use crate::cli::common::JsonArg;
+
+// `texset bench rd`.
+#[derive(clap::Args)]
+pub struct RdArgs {
+    #[command(flatten)]
+    dirs: DirsArg,
+    /// Presets run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "fast,default,high")]
+    presets: Vec<Preset>,
+    /// Rates each preset runs at, bits per texel, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    bpp: Vec<f64>,
+    /// Training steps of every compression instead of the presets' (quick checks).
+    #[arg(long)]
+    steps: Option<u32>,
+    /// Where the chart goes (PNG).
+    #[arg(long, default_value = "rd.png")]
+    plot: PathBuf,
+    /// Write every point measured so far to this file (JSON) after each one, so a long run
+    /// stopped part-way keeps what it measured.
+    #[arg(long)]
+    save: Option<PathBuf>,
+    /// Measure nothing: merge these files (from `--save` or `--json`, comma-separated; a later
+    /// file's point for the same set, method and rate wins) into one table and chart.
+    #[arg(long, value_delimiter = ',', conflicts_with = "dirs")]
+    from: Vec<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
+}
+
+impl RdArgs {
+    pub fn run(self) -> Result<()> {
+        let json = self.json.json;
+        if !self.from.is_empty() {
+            return merge(&self.from, &self.plot, json);
+        }
+        let dirs = self.dirs.or_samples()?;
+        run(&dirs, &self.presets, &self.bpp, self.steps, &self.plot, json, self.save.as_deref())
+    }
+}
 
 /// Lights and render size of the rendered PSNR (as `texset eval`).
 const LIGHTS: usize = 8;
@@ -29,7 +72,7 @@ pub struct RdPoint {
     pub set: String,
     /// `texset <preset>`, `BC high` or `BC low`.
     pub method: String,
-    /// The rate texset was asked for (`--rd-bpp`), bits per texel; none: the preset's own.
+    /// The rate texset was asked for (`--bpp`), bits per texel; none: the preset's own.
     pub asked_bits_per_texel: Option<f64>,
     /// Bits per texel of the whole set.
     pub bits_per_texel: f64,
@@ -45,7 +88,7 @@ pub struct RdPoint {
 /// block-compression profiles on each folder of `dirs` (each its own set); `steps` overrides the
 /// presets' step counts (for quick checks); the chart goes to `plot`; with `save`, every point so
 /// far is written there (a JSON array, atomically) after each one.
-pub fn run(
+fn run(
     dirs: &[PathBuf],
     presets: &[Preset],
     rates_bpp: &[f64],
@@ -54,7 +97,7 @@ pub fn run(
     json: bool,
     save: Option<&Path>,
 ) -> Result<()> {
-    anyhow::ensure!(!presets.is_empty(), "--rd needs at least one preset");
+    anyhow::ensure!(!presets.is_empty(), "bench rd needs at least one preset");
     let mut points = Vec::new();
     print_header(json);
     let emit = |p: RdPoint, points: &mut Vec<RdPoint>| -> Result<()> {
@@ -67,7 +110,7 @@ pub fn run(
         Ok(())
     };
     for dir in dirs {
-        let (name, set) = crate::bench::load_named(dir)?;
+        let (name, set) = load_named(dir)?;
         let mut manifest: Option<Manifest> = None;
         let rates: Vec<Option<f64>> = if rates_bpp.is_empty() { vec![None] } else { rates_bpp.iter().copied().map(Some).collect() };
         for (&preset, &rate) in presets.iter().flat_map(|p| rates.iter().map(move |r| (p, r))) {
@@ -115,17 +158,17 @@ pub fn run(
     finish(&points, plot, json)
 }
 
-/// Merges the points of `files` (each saved by `--rd-save` or printed by `--rd --json`) into one
+/// Merges the points of `files` (each saved by `--save` or printed by `--json`) into one
 /// table and chart: sets in order of first appearance, then texset's presets (fast, default,
 /// high) by rate, then BC high and BC low. A point measured again (same set, method and asked
 /// rate) in a later file replaces the earlier one.
-pub fn merge(files: &[PathBuf], plot: &Path, json: bool) -> Result<()> {
-    anyhow::ensure!(!files.is_empty(), "--rd-from needs at least one file");
+fn merge(files: &[PathBuf], plot: &Path, json: bool) -> Result<()> {
+    anyhow::ensure!(!files.is_empty(), "--from needs at least one file");
     let mut lists = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let list: Vec<RdPoint> = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a list of rate–distortion points (`bench --rd --rd-save` writes them)", file.display()))?;
+            .with_context(|| format!("{}: not a list of rate–distortion points (`bench rd --save` writes them)", file.display()))?;
         lists.push(list);
     }
     let points = merged(lists);
@@ -290,7 +333,7 @@ fn chart(points: &[RdPoint]) -> Result<image::RgbImage> {
         })
         .collect();
     let per_row = if sets.len() > 1 { 4 } else { 2 };
-    texset::plot::render_grid(&panels, per_row, &legend, 560, 420)
+    super::plot::render_grid(&panels, per_row, &legend, 560, 420)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `texset bench --quantisation`: quantisation-aware training against post-training
+//! `texset bench quantisation`: quantisation-aware training against post-training
 //! quantisation, for the latents and for the decoder's weights, at 2, 4 and 8 latent bits; then
 //! the decoder's weight formats (int8, fp16, E4M3, MXINT8), each fine-tuned through itself (QAT)
 //! and quantised once at the end (PTQ). Each cell is a whole compression of one material folder on
@@ -13,6 +13,34 @@ use texset_core::model::quant::WeightFormat;
 use texset_core::options::Quantisation;
 use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
 use texset_core::{ModelConfig, RunOptions, ScheduleConfig};
+
+use super::{DirsArg, load_named};
+use crate::cli::common::{JsonArg, parse_latent_bits};
+
+// `texset bench quantisation`.
+#[derive(clap::Args)]
+pub struct QuantisationArgs {
+    #[command(flatten)]
+    dirs: DirsArg,
+    /// Training steps per compression.
+    #[arg(long, default_value_t = 6000)]
+    steps: u32,
+    /// Latent bit depths of the QAT/PTQ table, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 4, 8], value_parser = parse_latent_bits)]
+    bits: Vec<u32>,
+    /// Skip the second table (the decoder's weight formats).
+    #[arg(long)]
+    skip_formats: bool,
+    #[command(flatten)]
+    json: JsonArg,
+}
+
+impl QuantisationArgs {
+    pub fn run(self) -> Result<()> {
+        let dirs = self.dirs.or_samples()?;
+        run(&dirs, self.steps, &self.bits, !self.skip_formats, self.json.json)
+    }
+}
 
 /// One compression of the comparison.
 #[derive(serde::Serialize)]
@@ -38,7 +66,7 @@ const MODES: [(Quantisation, Quantisation); 4] = [
 
 /// Runs the comparison on every folder of `dirs` (each its own set) with `steps` training steps:
 /// the four QAT/PTQ pairs at each of `latent_bits`, then (with `formats`) every weight format.
-pub fn run(dirs: &[PathBuf], steps: u32, latent_bits: &[u32], formats: bool, json: bool) -> Result<()> {
+fn run(dirs: &[PathBuf], steps: u32, latent_bits: &[u32], formats: bool, json: bool) -> Result<()> {
     let mut cells = Vec::new();
     if !json {
         println!(
@@ -48,7 +76,7 @@ pub fn run(dirs: &[PathBuf], steps: u32, latent_bits: &[u32], formats: bool, jso
     }
     let mut sets = Vec::new();
     for dir in dirs {
-        let (name, set) = crate::bench::load_named(dir)?;
+        let (name, set) = load_named(dir)?;
         sets.push((dir, name, set));
     }
     let run =

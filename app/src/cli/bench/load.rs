@@ -1,4 +1,4 @@
-//! `texset bench --load`: memory under sustained work, the way a build farm and a game run
+//! `texset bench load`: memory under sustained work, the way a build farm and a game run
 //! texset. Compresses many materials one after another in this one process, then decodes random
 //! texels through the runtime API (`Bundle` + `Decoder`) at a fixed rate for a while, and
 //! reports the resident set size (RSS) at the start and the end of each part. A leak shows as RSS
@@ -11,6 +11,40 @@ use texset_core::ScheduleConfig;
 use texset_core::decode::Decoder;
 use texset_core::rng::Rng;
 use texset_core::{Cancel, CompressOptions, NoProgress};
+
+use crate::cli::common::JsonArg;
+
+// `texset bench load`.
+#[derive(clap::Args)]
+pub struct LoadArgs {
+    /// Materials compressed (generated samples).
+    #[arg(long, default_value_t = 50)]
+    materials: usize,
+    /// Training steps per material.
+    #[arg(long, default_value_t = 300)]
+    steps: u32,
+    /// Seconds of decoding.
+    #[arg(long, default_value_t = 600.0)]
+    decode_secs: f64,
+    /// Random texels decoded per second.
+    #[arg(long, default_value_t = 10_000)]
+    texels_per_sec: u32,
+    #[command(flatten)]
+    json: JsonArg,
+}
+
+impl LoadArgs {
+    pub fn run(self) -> Result<()> {
+        let options = LoadOptions {
+            materials: self.materials,
+            steps: self.steps,
+            size_px: 64,
+            decode_secs: self.decode_secs,
+            texels_per_sec: self.texels_per_sec,
+        };
+        run(&options, self.json.json)
+    }
+}
 
 /// What to run.
 pub struct LoadOptions {
@@ -62,7 +96,7 @@ struct LoadReport {
 }
 
 /// Runs the load test and prints what it measured.
-pub fn run(options: &LoadOptions, json: bool) -> Result<()> {
+fn run(options: &LoadOptions, json: bool) -> Result<()> {
     let work = std::env::temp_dir().join(format!("texset-load-{}", std::process::id()));
     let result = run_in(options, &work, json);
     let _ = std::fs::remove_dir_all(&work);
@@ -109,7 +143,7 @@ fn run_in(options: &LoadOptions, work: &std::path::Path, json: bool) -> Result<(
     let compress_secs = start.elapsed().as_secs_f64();
     let rss_last = rss_mib();
 
-    let path = last_bundle.context("no material to compress (--load-materials 0)")?;
+    let path = last_bundle.context("no material to compress (--materials 0)")?;
     let bundle = texset_core::Bundle::read(&path)?;
     let decoder = Decoder::new(&bundle);
     let maps: Vec<(usize, usize)> =

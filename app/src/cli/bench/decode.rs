@@ -1,0 +1,174 @@
+//! `texset bench decode`: decode texels/s of the CPU reference decoder (whole materials, multi-
+//! and single-threaded, and one texel at a time) and, when asked, the WGSL decoder on a GPU; each
+//! the median of timed runs after a warm-up. The bundle is the untrained model of the folders'
+//! shape: decode cost does not depend on training.
+
+use anyhow::Result;
+use std::time::Instant;
+use texset_core::CompressOptions;
+use texset_core::decode::Decoder;
+use texset_core::pipeline::{analyse, pack, quantise};
+use texset_core::train::initial_params;
+
+use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
+
+// `texset bench decode`.
+#[derive(clap::Args)]
+pub struct DecodeBenchArgs {
+    #[command(flatten)]
+    dirs: DirsArg,
+    /// Include GPU decode through the WGSL decoder (any adapter, lavapipe included).
+    #[arg(long)]
+    gpu: bool,
+    #[command(flatten)]
+    timing: TimingArgs,
+}
+
+impl DecodeBenchArgs {
+    pub fn run(self) -> Result<()> {
+        let dirs = self.dirs.or_samples()?;
+        let (set, _) = texset_core::set::ingest::load_library(&dirs)?;
+        let options = CompressOptions::default();
+        let (layout, _) = analyse(&set, &options)?;
+        let (runs, gpu) = (self.timing.runs.max(1), self.gpu);
+        let threads = rayon::current_num_threads();
+        let mut results = Vec::new();
+
+        // CPU reference decode of the first material, whole maps, multi- and single-threaded.
+        let params = initial_params(&set, &layout, 1);
+        let (levels, layers, _) = quantise(&layout, &params);
+        let (bundle, _, _) = pack(&set, &layout, levels, layers)?;
+        let decoder = Decoder::new(&bundle);
+        let texels: f64 = bundle.manifest.materials[0].maps.iter().map(|m| f64::from(m.width) * f64::from(m.height)).fold(0.0, f64::max);
+        let decode_once = || -> Result<f64> {
+            let t = Instant::now();
+            let maps = decoder.decode_material(0)?;
+            std::hint::black_box(&maps);
+            Ok(texels / t.elapsed().as_secs_f64())
+        };
+        decode_once()?;
+        let times: Vec<f64> = (0..runs).map(|_| decode_once()).collect::<Result<_>>()?;
+        let flops_per_texel = decode_flops_per_texel(&bundle);
+        let flop_note = |texels_per_sec: f64, cores: usize| {
+            let (ceiling, how) = flop_ceiling(cores);
+            let achieved = texels_per_sec * flops_per_texel;
+            format!(
+                "{:.2} GFLOP/s at {flops_per_texel} FLOP/texel = {:.1}% of the ceiling ({how})",
+                achieved / 1e9,
+                100.0 * achieved / ceiling
+            )
+        };
+        let multi = median(times);
+        results.push(Measurement {
+            what: format!("decode cpu whole-material ({threads} threads, texels of all maps per MLP eval)"),
+            texels_per_sec: multi,
+            runs,
+            note: flop_note(multi, threads),
+        });
+        let single = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+        let times: Vec<f64> = single.install(|| (0..runs).map(|_| decode_once()).collect::<Result<_>>())?;
+        let one = median(times);
+        results.push(Measurement {
+            what: "decode cpu whole-material (1 thread)".into(),
+            texels_per_sec: one,
+            runs,
+            note: flop_note(one, 1),
+        });
+        // Random access: one texel at a time through the public API.
+        let n = 20_000;
+        let mut out = [0.0f32; 4];
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let t = Instant::now();
+            for i in 0..n {
+                let u = (i as f32 * 0.618_034).fract();
+                let v = (i as f32 * 0.414_213_5).fract();
+                decoder.decode_texel(0, 0, u, v, &mut out)?;
+            }
+            times.push(f64::from(n) / t.elapsed().as_secs_f64());
+        }
+        results.push(Measurement {
+            what: "decode cpu random-access texel (1 thread, one map)".into(),
+            texels_per_sec: median(times),
+            runs,
+            note: String::new(),
+        });
+
+        // GPU decode through the specialised WGSL decoder, after a warm-up, timed by queue sync.
+        if gpu {
+            if let Some((adapter, device, queue)) = texset_shaders::request_device()? {
+                let info = adapter.get_info();
+                let device_name = format!("{}, {:?}", info.name, info.backend);
+                let gpu = texset_shaders::GpuDecoder::new(&device, &bundle)?;
+                let entry = &bundle.manifest.materials[0].maps[0];
+                let map_texels = f64::from(entry.width) * f64::from(entry.height);
+                let stored = texset_shaders::DecodeMode::Stored;
+                gpu.decode_map(&device, &queue, 0, 0, stored)?;
+                let mut times = Vec::new();
+                for _ in 0..runs {
+                    let t = Instant::now();
+                    std::hint::black_box(gpu.decode_map(&device, &queue, 0, 0, stored)?);
+                    times.push(map_texels / t.elapsed().as_secs_f64());
+                }
+                results.push(Measurement {
+                    what: format!("decode gpu whole map incl. read-back ({device_name}; {} ch)", entry.channels),
+                    texels_per_sec: median(times),
+                    runs,
+                    note: String::new(),
+                });
+                // A 1920x1080 frame of random-access samples of one map (all its channels): the
+                // samples stay on the GPU, only the decode is timed (submit to completion).
+                let (width, height) = (1920u32, 1080u32);
+                let mut rng = texset_core::rng::Rng::new(7, 0, 0);
+                let uvs: Vec<[f32; 2]> = (0..width * height).map(|_| [rng.next_f32(), rng.next_f32()]).collect();
+                let batch = gpu.upload_samples(&device, &uvs)?;
+                gpu.run_samples(&device, &queue, &batch, 0, 0, stored, 0.0, false)?;
+                let mut frame_secs = Vec::new();
+                for _ in 0..runs {
+                    let t = Instant::now();
+                    gpu.run_samples(&device, &queue, &batch, 0, 0, stored, 0.0, false)?;
+                    frame_secs.push(t.elapsed().as_secs_f64());
+                }
+                let frame = median(frame_secs);
+                results.push(Measurement {
+                    what: format!("decode gpu random-access 1920x1080 frame ({device_name}; {} ch)", entry.channels),
+                    texels_per_sec: f64::from(width * height) / frame,
+                    runs,
+                    note: format!("{:.2} ms per frame", frame * 1e3),
+                });
+            } else {
+                eprintln!("SKIPPED: no wgpu adapter; GPU decode not measured");
+            }
+        }
+        print_measurements(&results, self.timing.json.json)
+    }
+}
+
+/// This CPU's f32 FLOP ceiling estimate: cores × FLOP per cycle per core × clock. FLOP per cycle
+/// is 32 with AVX2 + FMA (two 8-lane FMA ports), else 8 (SSE: one 4-lane add and one mul); the
+/// clock is the highest `cpu MHz` in /proc/cpuinfo (3 GHz when it cannot be read).
+fn flop_ceiling(cores: usize) -> (f64, String) {
+    #[cfg(target_arch = "x86_64")]
+    let per_cycle = if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") { 32.0 } else { 8.0 };
+    #[cfg(not(target_arch = "x86_64"))]
+    let per_cycle = 8.0;
+    let mhz = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .filter(|l| l.starts_with("cpu MHz"))
+                .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+                .reduce(f64::max)
+        })
+        .unwrap_or(3000.0);
+    let flops = cores as f64 * per_cycle * mhz * 1e6;
+    (flops, format!("{cores} cores x {per_cycle} FLOP/cycle x {:.2} GHz = {:.0} GFLOP/s", mhz / 1000.0, flops / 1e9))
+}
+
+/// FLOPs of one MLP evaluation (every output) plus the latent fetch, per texel.
+fn decode_flops_per_texel(bundle: &texset_core::bundle::Bundle) -> f64 {
+    let mlp: usize = bundle.layers.iter().map(|l| 2 * l.inputs * l.outputs).sum();
+    // Bilinear fetch: 4 multiply-adds per latent channel; positional encoding not counted.
+    let fetch = 8 * bundle.manifest.latent_channels();
+    (mlp + fetch) as f64
+}

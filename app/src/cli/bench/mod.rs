@@ -1,0 +1,136 @@
+//! `texset bench`: one subcommand per measurement. `train` and `decode` time the engine's hot
+//! loops; `ui` the studio's frame time; `rd`, `quantisation` and `search` compare settings by
+//! whole compressions; `load` watches memory under sustained work.
+
+mod decode;
+mod load;
+mod plot;
+mod quantisation;
+mod rd;
+mod search;
+mod train;
+mod ui;
+
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+use super::common::{JsonArg, sample_folders};
+
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// Training texels/s: the fused CPU trainer, and burn's backends when asked.
+    Train(train::TrainBenchArgs),
+    /// Decode texels/s: the CPU reference, and the WGSL decoder on a GPU when asked.
+    ///
+    /// Whole materials (multi- and single-threaded) and one texel at a time through the public
+    /// API; with `--gpu`, whole maps and a 1920x1080 frame of random samples.
+    Decode(decode::DecodeBenchArgs),
+    /// The studio's frame time while it trains.
+    ///
+    /// Headless UI + tessellation in the Compare view, then rendered on a wgpu adapter with
+    /// Compare and with the PBR preview open.
+    Ui(ui::UiBenchArgs),
+    /// Rate–distortion of texset's presets against BC, per folder: a table and a chart.
+    ///
+    /// BC7/BC5/BC4 and BC1/BC5/BC4 by the real encoder; PSNR and rendered PSNR against bits per
+    /// texel.
+    Rd(rd::RdArgs),
+    /// QAT against PTQ, latents and weights, at each latent bit depth; the weight formats.
+    ///
+    /// Quantisation-aware training against post-training quantisation, one whole compression per
+    /// cell; then the decoder's weight formats, each both ways.
+    Quantisation(quantisation::QuantisationArgs),
+    /// The precision search's strategies compared on each folder.
+    ///
+    /// `compress --search` with each strategy: the preset's shape against the best point found,
+    /// in how many trials.
+    Search(search::SearchBenchArgs),
+    /// Memory under load: many compressions, then a long run of random-texel decoding.
+    ///
+    /// Compresses generated materials one after another, then decodes random texels through the
+    /// runtime API at a fixed rate; reports RSS at the start and end of each.
+    Load(load::LoadArgs),
+}
+
+impl BenchCommand {
+    pub fn run(self) -> Result<()> {
+        match self {
+            Self::Train(args) => args.run(),
+            Self::Decode(args) => args.run(),
+            Self::Ui(args) => args.run(),
+            Self::Rd(args) => args.run(),
+            Self::Quantisation(args) => args.run(),
+            Self::Search(args) => args.run(),
+            Self::Load(args) => args.run(),
+        }
+    }
+}
+
+// The material folders a bench runs on.
+#[derive(clap::Args)]
+pub struct DirsArg {
+    /// Material folders (default: `sample_textures`/*).
+    pub dirs: Vec<PathBuf>,
+}
+
+impl DirsArg {
+    /// The folders given, or when none are the sample folders (an error when there are none either).
+    pub fn or_samples(self) -> Result<Vec<PathBuf>> {
+        if !self.dirs.is_empty() {
+            return Ok(self.dirs);
+        }
+        let dirs = sample_folders();
+        if dirs.is_empty() {
+            anyhow::bail!("no material folders given and no ./sample_textures to bench");
+        }
+        Ok(dirs)
+    }
+}
+
+// `--runs` and `--json` of the throughput benches.
+#[derive(clap::Args)]
+pub struct TimingArgs {
+    /// Timed runs per measurement (median reported).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// One throughput figure of `bench train` or `bench decode` (the `--json` array's elements).
+#[derive(serde::Serialize)]
+pub struct Measurement {
+    pub what: String,
+    pub texels_per_sec: f64,
+    pub runs: usize,
+    /// Extra figures (FLOP rate against the ceiling, frame time).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// Prints measurements as a JSON array or one line each.
+pub fn print_measurements(results: &[Measurement], json: bool) -> Result<()> {
+    if json {
+        return JsonArg::print(&results);
+    }
+    for r in results {
+        println!("{:<80} {:>12.0} texels/s (median of {})", r.what, r.texels_per_sec, r.runs);
+        if !r.note.is_empty() {
+            println!("    {}", r.note);
+        }
+    }
+    Ok(())
+}
+
+/// The median (the upper one of an even count; 0 for none).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// One material folder as its own set, named by the folder (what every per-set bench reports).
+pub fn load_named(dir: &Path) -> Result<(String, texset_core::TextureSet)> {
+    let (set, _) = texset_core::set::ingest::load_library(std::slice::from_ref(&dir.to_path_buf()))?;
+    let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    Ok((name, set))
+}

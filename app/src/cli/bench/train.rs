@@ -1,0 +1,89 @@
+//! `texset bench train`: training texels/s of the fused CPU trainer (and burn's backends when
+//! asked), each the median of timed runs after a warm-up.
+
+use anyhow::Result;
+use std::time::Instant;
+use texset_core::rng::Rng;
+use texset_core::train::{Batch, FusedTrainer, Sampler, Schedule, initial_params};
+use texset_core::{Backend, CompressOptions};
+
+use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
+
+/// Training steps per timed run.
+const STEPS_PER_RUN: u32 = 5;
+
+// `texset bench train`.
+#[derive(clap::Args)]
+pub struct TrainBenchArgs {
+    #[command(flatten)]
+    dirs: DirsArg,
+    /// Also time burn backends (flex; wgpu when `--wgpu`).
+    #[arg(long)]
+    burn: bool,
+    /// Include burn-wgpu (needs a GPU adapter; lavapipe is slow).
+    #[arg(long)]
+    wgpu: bool,
+    #[command(flatten)]
+    timing: TimingArgs,
+}
+
+impl TrainBenchArgs {
+    pub fn run(self) -> Result<()> {
+        let dirs = self.dirs.or_samples()?;
+        let (set, _) = texset_core::set::ingest::load_library(&dirs)?;
+        let options = CompressOptions::default();
+        let (layout, _) = texset_core::pipeline::analyse(&set, &options)?;
+        let runs = self.timing.runs.max(1);
+        let threads = rayon::current_num_threads();
+        let mut results = Vec::new();
+
+        // Fused CPU trainer.
+        let schedule = Schedule::new(&options, &layout);
+        let batch = schedule.batch_texels as f64;
+        let mut trainer = FusedTrainer::new(Sampler::new(&set, &layout), schedule, initial_params(&set, &layout, 1));
+        trainer.run_step();
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let t = Instant::now();
+            for _ in 0..STEPS_PER_RUN {
+                trainer.run_step();
+            }
+            times.push(f64::from(STEPS_PER_RUN) * batch / t.elapsed().as_secs_f64());
+        }
+        results.push(Measurement {
+            what: format!("train cpu-fused ({threads} threads, batch {batch})"),
+            texels_per_sec: median(times),
+            runs,
+            note: String::new(),
+        });
+
+        // burn backends.
+        let burn_backends = [(self.burn, Backend::Flex), (self.wgpu, Backend::Wgpu)].into_iter().filter_map(|(on, b)| on.then_some(b));
+        for backend in burn_backends {
+            let schedule = Schedule::new(&options, &layout);
+            let sampler = Sampler::new(&set, &layout);
+            let device = texset_core::train::burn::device_for(backend);
+            let params = initial_params(&set, &layout, 1);
+            let mut trainer = texset_core::train::burn::trainer::BurnTrainer::new(&params, &device, 0.01, 0.004);
+            let mut b = Batch::default();
+            let mut rng = Rng::new(1, 0, 0);
+            sampler.fill(&mut rng, schedule.batch_texels, &mut b);
+            trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
+            let mut times = Vec::new();
+            for _ in 0..runs {
+                let t = Instant::now();
+                for _ in 0..STEPS_PER_RUN {
+                    trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
+                }
+                times.push(f64::from(STEPS_PER_RUN) * schedule.batch_texels as f64 / t.elapsed().as_secs_f64());
+            }
+            results.push(Measurement {
+                what: format!("train burn-{backend:?} (batch {})", schedule.batch_texels),
+                texels_per_sec: median(times),
+                runs,
+                note: String::new(),
+            });
+        }
+        print_measurements(&results, self.timing.json.json)
+    }
+}

@@ -1,0 +1,81 @@
+//! `texset bench ui`: the studio's frame time while it trains, headless (UI thread only) in the
+//! Compare view, then rendered on a wgpu adapter (lavapipe will do) with Compare and with the PBR
+//! preview open.
+
+use anyhow::Result;
+use serde::Serialize;
+use std::time::Duration;
+use texset::studio::bench_ui::{self, PreviewBench, UiBench};
+use texset::studio::state::CentralView;
+
+use super::DirsArg;
+use crate::cli::common::{JsonArg, sample_folders};
+
+/// Training steps while the headless UI is measured.
+const HEADLESS_STEPS: u32 = 1500;
+/// Training steps while a GPU renders (fewer: a software GPU renders every frame on the same
+/// cores as training).
+const RENDERED_STEPS: u32 = 600;
+/// The longest each measurement may take.
+const LIMIT: Duration = Duration::from_mins(10);
+
+// `texset bench ui`.
+#[derive(clap::Args)]
+pub struct UiBenchArgs {
+    #[command(flatten)]
+    dirs: DirsArg,
+    #[command(flatten)]
+    json: JsonArg,
+}
+
+/// `bench ui --json`: the rendered measurements, or why each could not run.
+#[derive(Serialize)]
+struct UiJson<'a> {
+    compare: &'a UiBench,
+    compare_gpu: Result<&'a PreviewBench, String>,
+    preview: Result<&'a PreviewBench, String>,
+}
+
+impl UiBenchArgs {
+    pub fn run(self) -> Result<()> {
+        // No sample folders is no error here: the studio opens empty.
+        let dirs = if self.dirs.dirs.is_empty() { sample_folders() } else { self.dirs.dirs };
+        let report = bench_ui::run(dirs.clone(), HEADLESS_STEPS, LIMIT)?;
+        // Compare as the baseline, then the PBR preview open.
+        let compare_gpu = bench_ui::run_gpu(dirs.clone(), RENDERED_STEPS, LIMIT, CentralView::Compare);
+        let preview = bench_ui::run_gpu(dirs, RENDERED_STEPS, LIMIT, CentralView::Preview);
+        if self.json.json {
+            return JsonArg::print(&UiJson {
+                compare: &report,
+                compare_gpu: compare_gpu.as_ref().map_err(ToString::to_string),
+                preview: preview.as_ref().map_err(ToString::to_string),
+            });
+        }
+        let line = |r: &UiBench| {
+            format!(
+                "median {:.2} ms, p95 {:.2} ms, max {:.2} ms over {} frames ({} training steps, {} snapshots shown)",
+                r.median_frame_ms, r.p95_frame_ms, r.max_frame_ms, r.frames, r.train_steps, r.snapshots_shown
+            )
+        };
+        println!("studio frame time while training, Compare view (headless, UI thread only): {}", line(&report));
+        match &compare_gpu {
+            Ok(p) => println!("studio frame time while training, Compare view rendered on {}: {}", p.adapter, line(&p.frames)),
+            Err(e) => println!("Compare frame time on a GPU: not measured: {e}"),
+        }
+        match &preview {
+            Ok(p) => {
+                println!("studio frame time while training, PBR preview with orbiting lights on {}: {}", p.adapter, line(&p.frames));
+                println!("  preview: {} images in {} bands while training", p.preview_images, p.preview_bands);
+                match p.converge_secs {
+                    Some(s) => println!(
+                        "  lights stopped: full resolution after {s:.2} s, slowest frame meanwhile {:.2} ms",
+                        p.converge_max_frame_ms
+                    ),
+                    None => println!("  lights stopped: the preview did not reach full resolution within the limit"),
+                }
+            }
+            Err(e) => println!("PBR preview frame time: not measured: {e}"),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,257 @@
+//! `texset compress`: material folders (one library) into a bundle, at a rate, a quality
+//! (`rate`), the best precision found (`--search`), or one bundle per material (`batch`).
+
+mod batch;
+mod rate;
+
+use anyhow::Result;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use texset_core::decode::Decoder;
+use texset_core::drivers::rate::RateReport;
+use texset_core::drivers::search::SearchReport;
+use texset_core::eval::{MapScore, MipReport};
+use texset_core::options::GridOptions;
+use texset_core::set::ingest::IngestReport;
+use texset_core::{Cancel, CompressOptions, Preset};
+
+use super::common::{ReportArgs, TerminalProgress, load_library, mip_summary, write_bundle};
+use super::options::{BudgetArgs, ModelArgs, RunArgs, ScheduleArgs};
+use super::search::SearchArgs;
+
+// `texset compress`.
+#[derive(clap::Args)]
+pub struct CompressArgs {
+    /// Material folders (each a folder of maps).
+    #[arg(required_unless_present = "batch")]
+    dirs: Vec<PathBuf>,
+    /// Output bundle (.texset); with `--batch`, the output folder.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Target bits per texel of the whole bundle (sizes the latent channels to fit).
+    #[arg(long, conflicts_with = "rate")]
+    bpp: Option<f64>,
+    /// Speed/quality preset.
+    #[arg(long, value_enum, default_value_t = Preset::Default)]
+    preset: Preset,
+    #[command(flatten)]
+    report: ReportArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    schedule: ScheduleArgs,
+    #[command(flatten)]
+    budgets: BudgetArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    rate: rate::RateArgs,
+    #[command(flatten)]
+    search: SearchArgs,
+    #[command(flatten)]
+    batch: batch::BatchArgs,
+}
+
+/// `compress --report`: what was written, how well it decodes, and every pass's report.
+#[derive(Serialize)]
+struct CompressReport<'a> {
+    bundle: &'a Path,
+    bundle_bytes: u64,
+    bits_per_texel: f64,
+    texel_count: u64,
+    pooled_psnr_db: f64,
+    maps: &'a [MapScore],
+    train_secs: f64,
+    steps: u32,
+    texels_per_sec: f64,
+    backend: &'a str,
+    /// The options the bundle was made with (the search's choice, with `--search`).
+    options: &'a CompressOptions,
+    rate: Option<&'a RateReport>,
+    search: Option<&'a SearchReport>,
+    mips: Option<&'a MipReport>,
+    passes: &'a texset_core::CompressReport,
+    ingest: &'a IngestReport,
+}
+
+impl CompressArgs {
+    /// The engine options these flags ask for: the preset's, each group's flags written over.
+    fn options(&self) -> Result<CompressOptions> {
+        let mut options = CompressOptions::preset(self.preset);
+        self.model.apply(&mut options.model)?;
+        self.schedule.apply(&mut options.schedule);
+        self.budgets.apply(&mut options.budgets)?;
+        self.run.apply(&mut options.run)?;
+        Ok(options)
+    }
+
+    pub fn run(self) -> Result<()> {
+        let mut options = self.options()?;
+        if let Some(library) = &self.batch.batch {
+            return batch::run(library, &self.output, &options, self.bpp, self.batch.shard.as_deref(), self.batch.jobs);
+        }
+        let (set, ingest_report) = load_library(&self.dirs)?;
+        if let (Some(bpp), None) = (self.bpp, self.search.search) {
+            options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
+        }
+        eprintln!(
+            "compressing {} material(s), {} maps, {} texels; grids {}",
+            set.materials.len(),
+            set.textures().count(),
+            set.texel_count(),
+            options
+                .model
+                .grids
+                .iter()
+                .map(|g: &GridOptions| format!("1/{} x {}ch @ {}b", g.texels_per_cell, g.channels, g.bits))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let progress = TerminalProgress::new();
+        let cancel = Cancel::new();
+        let rate_target = self.rate.target(&set);
+        let search = self.bpp.and_then(|bpp| Some((bpp, self.search.options(bpp)?)));
+        let (compressed, rate, search_report) = match (rate_target, search) {
+            (None, Some((bpp, search_options))) => {
+                let (compressed, report) = super::search::run(&set, &options, &search_options, &cancel)?;
+                // The report's options are the shape the search chose.
+                options = report.finals[report.chosen].point.options(&options, bpp, &set).map_err(anyhow::Error::msg)?;
+                (compressed, None, Some(report))
+            }
+            (Some(target), _) => {
+                let (compressed, report) = rate::compress_to_target(&set, &options, &target, &progress, &cancel)?;
+                (compressed, Some(report), None)
+            }
+            // clap requires --bpp with --search, and allows neither beside a rate target.
+            (None, None) => (texset_core::compress(&set, &options, &progress, &cancel)?, None, None),
+        };
+        write_bundle(&self.output, &compressed.bundle_bytes)?;
+        let decoder = Decoder::new(&compressed.bundle);
+        let eval = texset_core::eval::evaluate(&set, &decoder, !self.report.no_ssim)?;
+        let r = &compressed.report;
+        eprintln!(
+            "wrote {} ({} bytes, {:.3} bits per texel); pooled PSNR {:.2} dB; trained {} steps in {:.1} s",
+            self.output.display(),
+            r.pack.bundle_bytes,
+            r.pack.bits_per_texel,
+            eval.pooled_psnr_db,
+            r.train.steps_run,
+            r.train.train_secs
+        );
+        for m in &eval.maps {
+            let ssim = if m.ssim.is_nan() { "not measured (--no-ssim)".to_owned() } else { format!("{:.4}", m.ssim) };
+            eprintln!("  {}/{}: {:.2} dB, SSIM {ssim}", m.material, m.map, m.psnr_db);
+        }
+        let mips = texset_core::eval::evaluate_mips(&set, &decoder)?;
+        if let Some(m) = &mips {
+            eprint!("{}", mip_summary(m));
+        }
+        eprintln!("channel budgets (before training, then in the bundle):");
+        for (b, change) in r.analyse.budgets.iter().zip(&r.prune.budgets) {
+            eprintln!("  {}: {}/{} channels ({})", b.texture, b.channels, b.total_channels, b.reason);
+            // A learned budget says what the cut made of it, kept or not.
+            if change.after != change.before || r.train.learned_budgets.is_some() {
+                eprintln!("    -> {} channels in the bundle: {}", change.after, change.reason);
+            }
+        }
+        self.report.write(&CompressReport {
+            bundle: &self.output,
+            bundle_bytes: r.pack.bundle_bytes,
+            bits_per_texel: r.pack.bits_per_texel,
+            texel_count: r.pack.texel_count,
+            pooled_psnr_db: eval.pooled_psnr_db,
+            maps: &eval.maps,
+            train_secs: r.train.train_secs,
+            steps: r.train.steps_run,
+            texels_per_sec: r.train.texels_per_sec,
+            backend: &r.train.backend,
+            options: &options,
+            rate: rate.as_ref(),
+            search: search_report.as_ref(),
+            mips: mips.as_ref(),
+            passes: r,
+            ingest: &ingest_report,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CompressArgs;
+    use clap::Parser as _;
+    use texset_core::model::quant::WeightFormat;
+    use texset_core::options::{LibrarySharing, PruneMethod, Quantisation};
+    use texset_core::{Backend, CompressOptions, Preset};
+
+    #[derive(clap::Parser)]
+    struct Compress {
+        #[command(flatten)]
+        args: CompressArgs,
+    }
+
+    fn options(args: &[&str]) -> CompressOptions {
+        let parsed = Compress::try_parse_from([&["compress", "dir", "-o", "out.texset"], args].concat()).expect("flags parse");
+        parsed.args.options().expect("options build")
+    }
+
+    /// Each group's flags land in their part of the options, over the preset's values; the
+    /// engine enums take the spellings the CLI always had.
+    #[test]
+    fn flags_reach_their_options() {
+        let o = options(&[
+            "--preset",
+            "fast",
+            "--latent-bits",
+            "2",
+            "--weight-format",
+            "e4m3",
+            "--decoder",
+            "24-16",
+            "--steps",
+            "77",
+            "--seed",
+            "9",
+            "--latent-quant",
+            "ptq",
+            "--budget",
+            "normal=3",
+            "--sharing",
+            "all",
+            "--prune-to",
+            "4,2",
+            "--prune-method",
+            "random",
+            "--backend",
+            "cpu",
+            "--checkpoint",
+            "ck.bin",
+            "--resume",
+        ]);
+        let fast = CompressOptions::preset(Preset::Fast);
+        assert!(o.model.grids.iter().all(|g| g.bits == 2));
+        assert_eq!((o.model.weight_format, o.model.hidden_widths.as_slice()), (WeightFormat::Fp8E4m3, &[24, 16][..]));
+        assert_eq!((o.schedule.steps, o.schedule.seed), (77, 9));
+        assert_eq!((o.schedule.latent_quantisation, o.schedule.weight_quantisation), (Quantisation::Ptq, Quantisation::Auto));
+        assert_eq!(o.budgets.overrides.get("normal"), Some(&3));
+        assert_eq!(o.budgets.sharing, LibrarySharing::All);
+        let prune = o.budgets.prune.expect("--prune-to sets pruning");
+        assert_eq!((prune.keep_per_grid.as_slice(), prune.method), (&[4, 2][..], PruneMethod::Random));
+        assert_eq!(o.run.backend, Backend::Cpu);
+        assert!(o.run.checkpoint.is_some() && o.run.resume_from.is_some());
+        // Flags not given keep the preset's values.
+        assert_eq!(o.model.grids.len(), fast.model.grids.len());
+        assert_eq!(o.schedule.mip_sample_boost.to_bits(), 2.0f32.to_bits());
+        assert_eq!(options(&["--weight-format", "mxint8"]).model.weight_format, WeightFormat::MxInt8);
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_flag() {
+        let parse = |args: &[&str]| Compress::try_parse_from([&["compress", "dir", "-o", "out.texset"], args].concat());
+        let err = |args: &[&str]| parse(args).expect("flags parse").args.options().expect_err("refused").to_string();
+        assert!(err(&["--decoder", "24-0"]).contains("--decoder"));
+        assert!(err(&["--prune-to", "4,x"]).contains("--prune-to"));
+        assert!(err(&["--checkpoint-secs=-1"]).contains("--checkpoint-secs"));
+        assert!(parse(&["--latent-bits", "3"]).is_err());
+        assert!(parse(&["--weight-format", "fp8-e4m3"]).is_err());
+    }
+}

@@ -1,0 +1,31 @@
+//! `texset decode`: every map of a bundle to PNGs, `<material>/<material>_<map>.png`.
+
+use anyhow::Result;
+use std::path::PathBuf;
+use texset::decode::MaterialDecoder;
+
+use super::common::read_bundle;
+
+// `texset decode`.
+#[derive(clap::Args)]
+pub struct DecodeArgs {
+    /// The bundle.
+    bundle: PathBuf,
+    /// Output folder.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Decode with the WGSL decoder on a GPU adapter (lavapipe counts); falls back to the CPU
+    /// reference with a warning when there is none.
+    #[arg(long)]
+    gpu: bool,
+}
+
+impl DecodeArgs {
+    pub fn run(self) -> Result<()> {
+        let b = read_bundle(&self.bundle)?;
+        let mut decoder = MaterialDecoder::new(&b, self.gpu);
+        let written = texset_core::io::export::write_folder(&b.manifest, &self.output, |m| Ok(decoder.decode_material(m)?))?;
+        eprintln!("wrote {} maps under {}", written.len(), self.output.display());
+        Ok(())
+    }
+}

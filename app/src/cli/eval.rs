@@ -1,0 +1,71 @@
+//! `texset eval`: a bundle scored against the original folders: PSNR, SSIM, FLIP per map, the
+//! normals' mean angle, the rendered error and, with a mip chain, every level's PSNR.
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+use std::path::PathBuf;
+use texset::rendered::{RenderedScore, rendered_scores};
+use texset_core::decode::Decoder;
+use texset_core::eval::{EvalReport, MapScore, MipReport};
+
+use super::common::{JsonArg, mip_summary, read_bundle};
+
+// `texset eval`.
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// Reference material folders, then the bundle last.
+    #[arg(required = true, num_args = 2..)]
+    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
+}
+
+/// `eval --json`.
+#[derive(Serialize)]
+struct EvalJson<'a> {
+    pooled_psnr_db: f64,
+    maps: &'a [MapScore],
+    rendered: &'a [RenderedScore],
+    mips: Option<&'a MipReport>,
+}
+
+/// Lights around the rendered plane, and its size in pixels a side.
+const RENDER_LIGHTS: usize = 8;
+const RENDER_SIZE_PX: u32 = 256;
+
+impl EvalArgs {
+    pub fn run(mut self) -> Result<()> {
+        let Some(bundle) = self.paths.pop() else { bail!("eval needs reference folders and a bundle") };
+        let b = read_bundle(&bundle)?;
+        let (set, _) = texset_core::set::ingest::load_library(&self.paths)?;
+        let decoded = texset_core::eval::decode_set(&set, &Decoder::new(&b))?;
+        let eval = texset_core::eval::score(&set, &decoded, true);
+        let mips = texset_core::eval::evaluate_mips(&set, &Decoder::new(&b))?;
+        let rendered = rendered_scores(&set, &b.manifest, &decoded, RENDER_LIGHTS, RENDER_SIZE_PX);
+        if self.json.json {
+            JsonArg::print(&EvalJson { pooled_psnr_db: eval.pooled_psnr_db, maps: &eval.maps, rendered: &rendered, mips: mips.as_ref() })
+        } else {
+            print_text(&eval, &rendered, mips.as_ref());
+            Ok(())
+        }
+    }
+}
+
+fn print_text(eval: &EvalReport, rendered: &[RenderedScore], mips: Option<&MipReport>) {
+    println!("pooled PSNR {:.2} dB", eval.pooled_psnr_db);
+    for m in &eval.maps {
+        let ch: Vec<String> = m.channel_psnr_db.iter().map(|p| format!("{p:.2}")).collect();
+        let flip = m.flip.map_or_else(String::new, |f| format!(", FLIP {f:.4}"));
+        let angle = m.normal_angular_error_deg.map_or_else(String::new, |a| format!(", mean angular error {a:.2} deg"));
+        println!("  {}/{}: PSNR {:.2} dB (channels {}), SSIM {:.4}{flip}{angle}", m.material, m.map, m.psnr_db, ch.join(" "), m.ssim);
+    }
+    println!(
+        "rendered error (the preview's plane under {RENDER_LIGHTS} light positions, {RENDER_SIZE_PX}x{RENDER_SIZE_PX}, original vs decoded maps):"
+    );
+    for r in rendered {
+        println!("  {}: PSNR {:.2} dB, FLIP {:.4}", r.material, r.rendered_psnr_db, r.rendered_flip);
+    }
+    if let Some(m) = mips {
+        print!("{}", mip_summary(m));
+    }
+}

@@ -1,0 +1,101 @@
+//! `texset inspect`: what a bundle holds (grids, decoder, per-map budgets, duplicates and
+//! colour variants).
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use texset_core::MapKind;
+use texset_core::bundle::{Bundle, Manifest};
+use texset_core::model::quant::WeightFormat;
+
+use super::common::{JsonArg, read_bundle};
+
+// `texset inspect`.
+#[derive(clap::Args)]
+pub struct InspectArgs {
+    /// The bundle.
+    bundle: PathBuf,
+    #[command(flatten)]
+    json: JsonArg,
+}
+
+/// `inspect --json`.
+#[derive(Serialize)]
+struct InspectJson<'a> {
+    bundle_bytes: u64,
+    bits_per_texel: f64,
+    manifest: &'a Manifest,
+}
+
+impl InspectArgs {
+    pub fn run(self) -> Result<()> {
+        let bytes = std::fs::metadata(&self.bundle).with_context(|| format!("cannot read {}", self.bundle.display()))?.len();
+        let b = read_bundle(&self.bundle)?;
+        if self.json.json {
+            let bits_per_texel = bytes as f64 * 8.0 / b.texel_count().max(1) as f64;
+            JsonArg::print(&InspectJson { bundle_bytes: bytes, bits_per_texel, manifest: &b.manifest })
+        } else {
+            print_text(&self.bundle, bytes, &b);
+            Ok(())
+        }
+    }
+}
+
+/// The text form: a line per grid, the decoder, a line per map.
+fn print_text(path: &Path, bytes: u64, b: &Bundle) {
+    let m = &b.manifest;
+    println!(
+        "{}: {} bytes, {:.3} bits per texel ({})",
+        path.display(),
+        bytes,
+        bytes as f64 * 8.0 / b.texel_count().max(1) as f64,
+        m.producer
+    );
+    for (i, g) in m.grids.iter().enumerate() {
+        println!("grid {i}: {}x{} cells x {} channels @ {} bits", g.width, g.height, g.channels, g.bits);
+    }
+    let widths: Vec<String> = std::iter::once(m.layers.first().map_or(0, |l| l.inputs))
+        .chain(m.layers.iter().map(|l| l.outputs))
+        .map(|w| w.to_string())
+        .collect();
+    let format = match m.layers.first().map(|l| l.format).unwrap_or_default() {
+        WeightFormat::Int8 => "int8 weights, per-row scales",
+        WeightFormat::Fp16 => "fp16 weights",
+        WeightFormat::Fp8E4m3 => "E4M3 weights, per-row scales",
+        WeightFormat::MxInt8 => "MXINT8 weights, a power-of-two scale per 32 inputs",
+    };
+    println!("mlp: {} ({format}), {} positional frequencies", widths.join("-"), m.pe_frequencies);
+    let total = m.latent_channels();
+    // The first map writing each output slice; later maps on the same slice are
+    // duplicates stored once.
+    let mut owners: BTreeMap<u32, String> = BTreeMap::new();
+    for mat in &m.materials {
+        println!("material {}", mat.name);
+        for map in &mat.maps {
+            let name = format!("{}/{}", mat.name, map.kind);
+            let shared = if let Some(owner) = owners.get(&map.output_offset) {
+                if map.color_transform.is_some() {
+                    format!(", colour variant of {owner}: its outputs through an affine colour transform")
+                } else {
+                    format!(", identical to {owner}: shares its outputs")
+                }
+            } else {
+                owners.insert(map.output_offset, name);
+                String::new()
+            };
+            println!(
+                "  {:<10} {}x{} {}ch {:?} {:?}{} budget {}/{} channels{shared}",
+                map.kind.token(),
+                map.width,
+                map.height,
+                map.channels,
+                map.sample_format,
+                map.color_space,
+                if map.kind == MapKind::Normal { format!(" {:?}", map.normal_convention) } else { String::new() },
+                map.latent_channels.len(),
+                total
+            );
+        }
+    }
+}

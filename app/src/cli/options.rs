@@ -1,0 +1,231 @@
+//! The engine options as argument groups, one per part of [`CompressOptions`]: each group's
+//! `apply` writes its flags over a preset's values, so the flag → option mapping reads in one place.
+
+use anyhow::{Context as _, Result, bail};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use texset_core::model::params::MAX_MLP_WIDTH;
+use texset_core::model::quant::WeightFormat;
+use texset_core::options::{ChannelPruning, CheckpointOptions, LearnedBudgets, LibrarySharing, PruneMethod, Quantisation};
+use texset_core::{Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
+
+use super::common::{parse_channel_counts, parse_latent_bits};
+
+// The model: latent grids, decoder shape and weight format, mip chain.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Model")]
+pub struct ModelArgs {
+    /// Bits per latent value, every grid.
+    #[arg(long, value_parser = parse_latent_bits)]
+    pub latent_bits: Option<u32>,
+    /// How the decoder's weights are stored: `int8` with a scale per row, `fp16`, `e4m3`
+    /// (8-bit minifloat, a scale per row) or `mxint8` (int8, a power-of-two scale per 32).
+    #[arg(long, value_enum, default_value_t = WeightFormat::Int8)]
+    pub weight_format: WeightFormat,
+    /// Hidden layer widths of the decoder MLP, input side first, e.g. `96-64-32` (default
+    /// `64-48-32`). A wider decoder reaches higher PSNR at high rates and costs more
+    /// multiply-adds per decoded texel; `--bpp` leaves fewer bits to the latents for it.
+    #[arg(long)]
+    pub decoder: Option<String>,
+    /// Store a full mip chain: a latent pyramid (about a third more latent bits) trained on
+    /// every level of box-filtered references, decoded at any level of detail.
+    #[arg(long)]
+    pub mips: bool,
+    /// With `--mips`: how much denser in cells per texel each pyramid level is than the one
+    /// above (1: the grids halve with the texture, a third more latent bits; 2: they halve
+    /// every other level, about twice the latent bits, every level as good as level 0).
+    #[arg(long, default_value_t = 2.0, requires = "mips")]
+    pub mip_growth: f32,
+}
+
+impl ModelArgs {
+    /// Writes these flags over `model` (a preset's).
+    pub fn apply(&self, model: &mut ModelConfig) -> Result<()> {
+        if let Some(bits) = self.latent_bits {
+            for g in &mut model.grids {
+                g.bits = bits;
+            }
+        }
+        model.weight_format = self.weight_format;
+        if let Some(text) = &self.decoder {
+            model.hidden_widths = parse_decoder_widths(text)?;
+        }
+        model.mips = self.mips;
+        model.mip_cell_growth = self.mip_growth;
+        Ok(())
+    }
+}
+
+// The training schedule: steps, seed, quantisation modes, mip sampling.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Training")]
+pub struct ScheduleArgs {
+    /// Training steps (overrides the preset).
+    #[arg(long)]
+    pub steps: Option<u32>,
+    /// Random seed (equal seeds give identical bundles).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// How latents meet their bits: `qat` trains them with ±½-step noise, then rounds and
+    /// freezes them and fine-tunes the decoder; `ptq` trains them in float and rounds at pack;
+    /// `auto`, the measured winner: `qat` for 2-bit latents, `ptq` for 4 and 8 bits.
+    #[arg(long, value_enum, default_value_t = Quantisation::Auto)]
+    pub latent_quant: Quantisation,
+    /// How the decoder's weights meet their format: `qat` fine-tunes through it
+    /// (fake-quantisation); `ptq` quantises the float weights at pack; `auto`, the measured
+    /// winner: `qat` for `e4m3`, `ptq` for the others.
+    #[arg(long, value_enum, default_value_t = Quantisation::Auto)]
+    pub weight_quant: Quantisation,
+    /// With `--mips`: how much more often training draws a texel of each coarser level than
+    /// one of the level above (1: every texel of the chain alike).
+    #[arg(long, default_value_t = 2.0, requires = "mips")]
+    pub mip_boost: f32,
+}
+
+impl ScheduleArgs {
+    /// Writes these flags over `schedule` (a preset's).
+    pub fn apply(&self, schedule: &mut ScheduleConfig) {
+        if let Some(steps) = self.steps {
+            schedule.steps = steps;
+        }
+        if let Some(seed) = self.seed {
+            schedule.seed = seed;
+        }
+        schedule.latent_quantisation = self.latent_quant;
+        schedule.weight_quantisation = self.weight_quant;
+        schedule.mip_sample_boost = self.mip_boost;
+    }
+}
+
+// Channel budgets: given, proposed by the analysis, learned, pruned, shared between materials.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Channel budgets")]
+pub struct BudgetArgs {
+    /// Channel budgets: `kind=N` or `material/kind=N`, comma separated.
+    #[arg(long)]
+    pub budget: Option<String>,
+    /// Apply the graded budgets the content analysis proposes (otherwise they are only
+    /// reported; flat maps get no channels either way).
+    #[arg(long)]
+    pub auto_budgets: bool,
+    /// How a library's materials share latent channels: `all` read every channel; `related`
+    /// gives each group of related materials (a duplicate or colour-variant map between them)
+    /// its own channels.
+    #[arg(long, value_enum, default_value_t = LibrarySharing::Related)]
+    pub sharing: LibrarySharing,
+    /// Train with more channels, then keep this many per grid (comma separated) part-way
+    /// through training; the prune pass drops the others.
+    #[arg(long)]
+    pub prune_to: Option<String>,
+    /// How `--prune-to` chooses the channels it keeps.
+    #[arg(long, value_enum, default_value_t = PruneMethod::L1)]
+    pub prune_method: PruneMethod,
+    /// Fraction of the steps at which `--prune-to` removes channels.
+    #[arg(long, default_value_t = 0.5)]
+    pub prune_at: f32,
+    /// Group-lasso strength on each channel's first-layer column before `--prune-to`.
+    #[arg(long, default_value_t = 0.0)]
+    pub group_lasso: f32,
+    /// Learn each texture's budget in training: a gate per (texture, channel) under a group
+    /// lasso, cut part-way (`--budget-cut-at`); a channel whose importance is under
+    /// `--budget-drop-below` of the largest leaves that texture's budget (CPU trainer).
+    #[arg(long, conflicts_with = "prune_to")]
+    pub learn_budgets: bool,
+    /// Group-lasso strength per (texture, channel) of `--learn-budgets`.
+    #[arg(long, default_value_t = LearnedBudgets::default().strength, requires = "learn_budgets")]
+    pub budget_lasso: f32,
+    /// Fraction of the steps at which `--learn-budgets` cuts the budgets.
+    #[arg(long, default_value_t = LearnedBudgets::default().at, requires = "learn_budgets")]
+    pub budget_cut_at: f32,
+    /// Importance (relative to the library's largest) under which `--learn-budgets` drops a
+    /// channel from a texture's budget.
+    #[arg(long, default_value_t = LearnedBudgets::default().drop_below, requires = "learn_budgets")]
+    pub budget_drop_below: f32,
+}
+
+impl BudgetArgs {
+    /// Writes these flags over `budgets` (a preset's).
+    pub fn apply(&self, budgets: &mut BudgetConfig) -> Result<()> {
+        if let Some(text) = &self.budget {
+            budgets.overrides = parse_budgets(text)?;
+        }
+        budgets.auto = self.auto_budgets;
+        if self.learn_budgets {
+            budgets.learned =
+                Some(LearnedBudgets { strength: self.budget_lasso, at: self.budget_cut_at, drop_below: self.budget_drop_below });
+        }
+        budgets.sharing = self.sharing;
+        if let Some(text) = &self.prune_to {
+            budgets.prune = Some(ChannelPruning {
+                keep_per_grid: parse_channel_counts(text, "--prune-to")?,
+                method: self.prune_method,
+                at: self.prune_at,
+                group_lasso: self.group_lasso,
+            });
+        }
+        Ok(())
+    }
+}
+
+// Where and how the run goes: backend, checkpoints, fine-tuning from a bundle.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Run")]
+pub struct RunArgs {
+    /// Training backend.
+    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    pub backend: Backend,
+    /// Checkpoint file (written every `--checkpoint-secs`); with `--resume`, continue from it.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// Seconds between checkpoints.
+    #[arg(long, default_value_t = 60.0)]
+    pub checkpoint_secs: f64,
+    /// Continue from `--checkpoint` if it exists.
+    #[arg(long, requires = "checkpoint")]
+    pub resume: bool,
+    /// Fine-tune: start from this bundle's model (a bundle of the same library's shape) at
+    /// lower learning rates, e.g. after a source map changed.
+    #[arg(long)]
+    pub init_from: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Writes these flags over `run`.
+    pub fn apply(&self, run: &mut RunOptions) -> Result<()> {
+        run.backend = self.backend;
+        let secs = self.checkpoint_secs;
+        if !(secs.is_finite() && secs >= 0.0) {
+            bail!("--checkpoint-secs must be a non-negative number of seconds, got {secs}");
+        }
+        if let Some(path) = &self.checkpoint {
+            if self.resume {
+                run.resume_from = Some(path.clone());
+            }
+            run.checkpoint = Some(CheckpointOptions { path: path.clone(), every_secs: secs });
+        }
+        run.init_from.clone_from(&self.init_from);
+        Ok(())
+    }
+}
+
+/// `--decoder`: hidden layer widths separated by `-` or `,` (`96-64-32`), 1 to `MAX_MLP_WIDTH`
+/// each (the layer count is checked with the other options).
+fn parse_decoder_widths(text: &str) -> Result<Vec<usize>> {
+    text.split(['-', ','])
+        .map(|w| match w.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_MLP_WIDTH).contains(&n) => Ok(n),
+            _ => Err(anyhow::anyhow!("--decoder: '{w}' is not a layer width (1 to {MAX_MLP_WIDTH}) in '{text}'")),
+        })
+        .collect()
+}
+
+/// `--budget`: `kind=N` or `material/kind=N`, comma separated.
+fn parse_budgets(text: &str) -> Result<BTreeMap<String, u32>> {
+    let mut out = BTreeMap::new();
+    for item in text.split(',').filter(|s| !s.trim().is_empty()) {
+        let (key, value) = item.split_once('=').with_context(|| format!("budget '{item}' is not kind=N"))?;
+        let n: u32 = value.trim().parse().with_context(|| format!("budget '{item}': '{value}' is not a channel count"))?;
+        out.insert(key.trim().to_owned(), n);
+    }
+    Ok(out)
+}

@@ -1,0 +1,24 @@
+//! `texset studio` (and `texset` alone): the studio window.
+
+use anyhow::Result;
+use std::path::PathBuf;
+
+// `texset studio`.
+#[derive(clap::Args)]
+pub struct StudioArgs {
+    /// Material folders.
+    dirs: Vec<PathBuf>,
+    /// Training steps (default: the preset's).
+    #[arg(long)]
+    steps: Option<u32>,
+    /// Train, screenshot the window (compare view, PBR preview at two light angles) into this
+    /// folder as PNGs, and close. A fresh session: nothing is restored or saved.
+    #[arg(long)]
+    capture: Option<PathBuf>,
+}
+
+impl StudioArgs {
+    pub fn run(self) -> Result<()> {
+        texset::studio::run(self.dirs, self.capture, self.steps)
+    }
+}

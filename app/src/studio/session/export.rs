@@ -1,0 +1,66 @@
+//! Exports: the trained bundle, a kept run, decoded images, decoder shaders.
+
+use super::Session;
+use std::path::Path;
+
+impl Session {
+    pub(super) fn export(&mut self, write: impl FnOnce(&Self) -> Result<String, String>) {
+        match write(self) {
+            Ok(summary) => self.say(false, summary),
+            Err(e) => self.say(true, e),
+        }
+    }
+
+    pub(super) fn export_run(&self, id: u64, path: &Path) -> Result<String, String> {
+        let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
+        let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
+        texset_core::io::fsutil::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(format!("wrote run #{id} to {} ({} bytes)", path.display(), bytes.len()))
+    }
+
+    pub(super) fn export_bundle(&self, path: &Path) -> Result<String, String> {
+        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
+        texset_core::io::fsutil::write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let texels = self.library.set.texel_count().max(1);
+        let mut summary =
+            format!("wrote {} ({} bytes, {:.3} bits per texel)", path.display(), bytes.len(), bytes.len() as f64 * 8.0 / texels as f64);
+        if let Some(scores) = self.decoded.as_ref().and_then(|d| d.scores.as_ref()) {
+            summary = format!("{summary}, pooled PSNR {:.2} dB", scores.pooled_psnr_db);
+        }
+        Ok(summary)
+    }
+
+    pub(super) fn export_images(&self, dir: &Path) -> Result<String, String> {
+        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        let decoder = texset_core::Decoder::new(&trained.bundle);
+        let written = texset_core::io::export::decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
+        Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
+    }
+
+    pub(super) fn export_shaders(&self, dir: &Path) -> Result<String, String> {
+        use texset_shaders::export::{EntryPoint, ShaderLang, export_shader};
+        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut files = 0;
+        for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
+            let entries: &[EntryPoint] = if lang == ShaderLang::Glsl {
+                &[EntryPoint::DecodeMap, EntryPoint::DecodeSamples, EntryPoint::Fullscreen, EntryPoint::FragmentDecode]
+            } else {
+                &[EntryPoint::DecodeMap]
+            };
+            for &entry in entries {
+                let source = export_shader(&trained.bundle, lang, entry).map_err(|e| e.to_string())?;
+                let name = if lang == ShaderLang::Glsl {
+                    format!("decoder_{}.{}", entry.name(), lang.extension())
+                } else {
+                    format!("decoder.{}", lang.extension())
+                };
+                let path = dir.join(name);
+                texset_core::io::fsutil::write_atomic(&path, source.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+                files += 1;
+            }
+        }
+        Ok(format!("wrote {files} decoder shaders under {}", dir.display()))
+    }
+}
