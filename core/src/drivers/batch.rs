@@ -191,7 +191,7 @@ pub fn input_hash(folder: &Path, options: &CompressOptions) -> Result<String, Ba
 pub fn run(
     library: &Path,
     out_dir: &Path,
-    options_for: &(dyn Fn(&crate::set::TextureSet) -> Result<CompressOptions, String> + Sync),
+    options_for: &(dyn Fn(&crate::set::TextureSet) -> Result<CompressOptions, crate::options::OptionsError> + Sync),
     shard: Shard,
     jobs: usize,
     report: &(dyn Fn(&UnitRecord) + Sync),
@@ -251,7 +251,7 @@ pub fn run(
 fn run_one(
     folder: &Path,
     out_dir: &Path,
-    options_for: &(dyn Fn(&crate::set::TextureSet) -> Result<CompressOptions, String> + Sync),
+    options_for: &(dyn Fn(&crate::set::TextureSet) -> Result<CompressOptions, crate::options::OptionsError> + Sync),
 ) -> UnitRecord {
     let material = folder_name(folder);
     let failed = |input_sha256: String, error: String| UnitRecord {
@@ -270,7 +270,7 @@ fn run_one(
     };
     let options = match options_for(&set) {
         Ok(o) => o,
-        Err(e) => return failed(String::new(), e),
+        Err(e) => return failed(String::new(), e.to_string()),
     };
     let hash = match input_hash(folder, &options) {
         Ok(h) => h,

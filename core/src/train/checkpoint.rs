@@ -127,7 +127,7 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
         }
     }
     if let Some(gates) = header.gates {
-        trainer.restore_gates(gates.values, (gates.m, gates.v, gates.t), gates.cut).map_err(err)?;
+        trainer.restore_gates(gates.values, (gates.m, gates.v, gates.t), gates.cut).map_err(|e| err(e.to_owned()))?;
     }
     trainer.step = header.step;
     trainer.adam.t = header.adam_t;

@@ -132,15 +132,20 @@ impl<'a> FusedTrainer<'a> {
     }
 
     /// Restores the gates (and the cut, when it happened) from a checkpoint.
-    pub fn restore_gates(&mut self, values: Vec<f32>, moments: (Vec<f32>, Vec<f32>, u32), cut: Option<LearnedCut>) -> Result<(), String> {
-        let Some(gates) = &mut self.gates else { return Err("the checkpoint has budget gates, this run learns no budgets".into()) };
+    pub fn restore_gates(
+        &mut self,
+        values: Vec<f32>,
+        moments: (Vec<f32>, Vec<f32>, u32),
+        cut: Option<LearnedCut>,
+    ) -> Result<(), &'static str> {
+        let Some(gates) = &mut self.gates else { return Err("the checkpoint has budget gates, this run learns no budgets") };
         let (m, v, t) = moments;
         let n = gates.values.len();
         if values.len() != n || m.len() != n || v.len() != n || cut.as_ref().is_some_and(|c| c.budgets.len() != gates.start.len()) {
-            return Err("its budget gates do not fit this library".into());
+            return Err("its budget gates do not fit this library");
         }
         if values.iter().chain(&m).chain(&v).any(|x| !x.is_finite()) {
-            return Err("its budget gates hold a non-finite value".into());
+            return Err("its budget gates hold a non-finite value");
         }
         gates.values = values;
         (gates.m, gates.v, gates.t) = (m, v, t);

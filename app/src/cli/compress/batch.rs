@@ -26,10 +26,10 @@ pub struct BatchArgs {
 pub fn run(library: &Path, out_dir: &Path, options: &CompressOptions, bpp: Option<f64>, shard: Option<&str>, jobs: usize) -> Result<()> {
     use texset_core::drivers::batch::{self, Shard, UnitStatus};
     let shard = shard.map(Shard::parse).transpose()?.unwrap_or(Shard::ALL);
-    let options_for = |set: &texset_core::TextureSet| -> std::result::Result<CompressOptions, String> {
+    let options_for = |set: &texset_core::TextureSet| -> std::result::Result<CompressOptions, texset_core::OptionsError> {
         let mut o = options.clone();
         if let Some(bpp) = bpp {
-            o.fit_bits_per_texel_for(bpp, set).map_err(|e| e.to_string())?;
+            o.fit_bits_per_texel_for(bpp, set)?;
         }
         Ok(o)
     };

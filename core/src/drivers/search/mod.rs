@@ -372,7 +372,7 @@ pub fn search_precision(
     let mut finals = Vec::new();
     let mut bundles = Vec::new();
     for &i in &finalists {
-        let options = trials[i].point.options(base, search.bits_per_texel, set).map_err(SearchError::Options)?;
+        let options = trials[i].point.options(base, search.bits_per_texel, set).map_err(|e| SearchError::Options(e.to_string()))?;
         let (out, psnr) = score(&options)?;
         total_train_secs += out.report.train.train_secs;
         let run = FinalRun {

@@ -2,7 +2,7 @@
 //! point of it sized to a rate.
 
 use crate::model::quant::WeightFormat;
-use crate::options::{CompressOptions, GridOptions};
+use crate::options::{CompressOptions, GridOptions, OptionsError};
 use crate::set::TextureSet;
 use serde::{Deserialize, Serialize};
 
@@ -141,7 +141,7 @@ impl SearchPoint {
     }
 
     /// `base` with this point's shape, sized to `bits_per_texel` on `set`.
-    pub fn options(&self, base: &CompressOptions, bits_per_texel: f64, set: &TextureSet) -> Result<CompressOptions, String> {
+    pub fn options(&self, base: &CompressOptions, bits_per_texel: f64, set: &TextureSet) -> Result<CompressOptions, OptionsError> {
         let mut options = base.clone();
         options.model.grids = vec![
             GridOptions { texels_per_cell: self.finest_texels_per_cell, channels: self.channel_split[0], bits: self.latent_bits },
@@ -150,7 +150,7 @@ impl SearchPoint {
         options.model.hidden_widths.clone_from(&self.hidden_widths);
         options.model.weight_format = self.weight_format;
         options.budgets.prune = None;
-        options.fit_bits_per_texel_for(bits_per_texel, set).map_err(|e| e.to_string())?;
+        options.fit_bits_per_texel_for(bits_per_texel, set)?;
         Ok(options)
     }
 

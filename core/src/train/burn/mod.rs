@@ -46,11 +46,11 @@ pub fn share_wgpu_device(
     adapter: burn::tensor::wgpu::wgpu::Adapter,
     device: burn::tensor::wgpu::wgpu::Device,
     queue: burn::tensor::wgpu::wgpu::Queue,
-) -> Result<(), String> {
+) -> Result<(), TrainError> {
     let backend = adapter.get_info().backend;
     let setup = burn::tensor::wgpu::WgpuSetup { instance, adapter, device, queue, backend };
-    let shared = Device::wgpu_options().setup(setup).init().map_err(|e| format!("burn could not use the device: {e}"))?;
-    SHARED_WGPU.set(shared).map_err(|_| "a wgpu device is already shared with training".to_owned())
+    let shared = Device::wgpu_options().setup(setup).init().map_err(|e| TrainError::Gpu(format!("burn could not use the device: {e}")))?;
+    SHARED_WGPU.set(shared).map_err(|_| TrainError::Gpu("a wgpu device is already shared with training".to_owned()))
 }
 
 /// Whether wgpu training runs on a device the application shared.
