@@ -1,5 +1,5 @@
 //! The model a bundle holds and the CPU reference decoder that defines it: parameter shapes
-//! ([`params`]), the reference decode of one texel ([`reference`]), the channel layout the analyse
+//! ([`params`]), the reference decode of one texel ([`reference`](mod@reference)), the channel layout the analyse
 //! pass decides ([`layout`]), quantisation of latents and weights ([`quant`]) and mip levels
 //! ([`mips`]).
 

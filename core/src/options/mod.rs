@@ -1,5 +1,5 @@
 //! Compression options: model shape, training schedule, budgets, backend. `Default` is the
-//! measured default preset; [`CompressOptions::for_bits_per_texel`] sizes the latents for a rate.
+//! measured default preset; [`CompressOptions::fit_bits_per_texel_for`] sizes the latents for a rate.
 
 mod error;
 
@@ -168,12 +168,12 @@ pub struct ScheduleConfig {
     /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
     /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default
     /// [`Quantisation::Auto`], the measured winner: QAT when a grid has at most
-    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits, PTQ otherwise ([`Self::resolved_latent_quantisation`]).
+    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits, PTQ otherwise ([`CompressOptions::resolved_latent_quantisation`]).
     pub latent_quantisation: Quantisation,
     /// How the decoder's weights meet their format. [`Quantisation::Qat`]: fine-tuned through
     /// fake-quantisation from `quantize_weights_at`. [`Quantisation::Ptq`]: trained in float to
     /// the end and quantised once, at pack. Default [`Quantisation::Auto`], the measured winner:
-    /// QAT for E4M3 (3 mantissa bits), PTQ for the others ([`Self::resolved_weight_quantisation`]).
+    /// QAT for E4M3 (3 mantissa bits), PTQ for the others ([`CompressOptions::resolved_weight_quantisation`]).
     pub weight_quantisation: Quantisation,
     /// With `mips`: how much more often a texel of each coarser level is drawn in training than
     /// one of the level above (1: every texel of the chain alike, so level `k` gets `4^-k` of

@@ -36,7 +36,7 @@ pub use schedule::{Schedule, finalize, round_grids};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TrainError {
-    /// Cancelled through [`Cancel`].
+    /// Cancelled through [`Cancel`](crate::progress::Cancel).
     #[error("training was cancelled")]
     Cancelled,
     /// A checkpoint could not be written or read.

@@ -250,7 +250,7 @@ pub struct TrainReport {
     pub resumed_from_step: Option<u32>,
     /// Latent channels removed during training (indices in the analysed layout).
     pub pruned_channels: Vec<u32>,
-    /// The budgets learned in training ([`LearnedBudgets`]), when they were.
+    /// The budgets learned in training ([`LearnedBudgets`](crate::options::LearnedBudgets)), when they were.
     pub learned_budgets: Option<LearnedCut>,
     /// Why GPU training was given up for the CPU trainer, when it was (no adapter, no device,
     /// device lost mid-run).

@@ -124,7 +124,7 @@ pub struct SearchTrial {
     pub source: Source,
     /// Grid channels after fitting to the rate (fine, coarse).
     pub channels: [u32; 2],
-    /// Decoder multiply-adds per texel ([`CompressOptions::decoder_macs_per_texel`]).
+    /// Decoder multiply-adds per texel ([`ModelConfig::decoder_macs_per_texel`](crate::options::ModelConfig::decoder_macs_per_texel)).
     pub decoder_macs_per_texel: usize,
     /// The bundle's rate.
     pub bits_per_texel: f64,
