@@ -350,8 +350,6 @@ pub fn compress(
         }
         other => (other, String::new()),
     };
-    // burn's model has no latent pyramid, channel removal or budget gates yet: those train on
-    // the fused CPU trainer.
     // One capability check: what the chosen trainer cannot train sends `auto` to the fused one.
     let cpu_only = match backend {
         Backend::Wgpu | Backend::Flex => Capabilities::BURN.missing(options, &layout),
@@ -384,10 +382,13 @@ pub fn compress(
             }
         }
     };
+    let budget = train_report.time_budget.as_ref().map_or(String::new(), |b| {
+        format!("; time budget {:.1} s: {:.1} ms per step measured, so {} steps", b.budget_secs, 1e3 * b.secs_per_step, b.steps)
+    });
     progress.pass_finished(
         Pass::Train,
         &format!(
-            "{} steps on {}{backend_reason} in {:.1} s ({:.2} M texels/s)",
+            "{} steps on {}{backend_reason} in {:.1} s ({:.2} M texels/s){budget}",
             train_report.steps_run,
             train_report.backend,
             train_report.train_secs,

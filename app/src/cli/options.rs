@@ -187,6 +187,10 @@ pub struct RunArgs {
     /// lower learning rates, e.g. after a source map changed.
     #[arg(long)]
     pub init_from: Option<PathBuf>,
+    /// Train for about this many seconds: a short timed probe sets the steps (instead of
+    /// `--steps`), so the whole schedule fits. The bundle then depends on the machine's speed.
+    #[arg(long, value_name = "SECS")]
+    pub time_budget: Option<f64>,
 }
 
 impl RunArgs {
@@ -204,6 +208,7 @@ impl RunArgs {
             run.checkpoint = Some(CheckpointOptions { path: path.clone(), every_secs: secs });
         }
         run.init_from.clone_from(&self.init_from);
+        run.time_budget_secs = self.time_budget;
         Ok(())
     }
 }

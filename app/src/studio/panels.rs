@@ -62,6 +62,28 @@ fn goal_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
     });
 }
 
+/// A training time budget instead of the preset's steps.
+fn time_budget_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
+    let budget = session.settings.time_budget_secs;
+    ui.horizontal(|ui| {
+        let mut on = budget.is_some();
+        if ui
+            .checkbox(&mut on, "Time budget")
+            .on_hover_text(
+                "Train for about this long: a short timed probe sets the steps so the whole schedule fits (texset compress --time-budget)",
+            )
+            .changed()
+        {
+            commands.push(Command::SetTimeBudget(on.then_some(budget.unwrap_or(60.0))));
+        }
+        if let Some(mut secs) = budget
+            && ui.add(egui::DragValue::new(&mut secs).range(5.0..=3600.0).speed(1.0).suffix(" s")).changed()
+        {
+            commands.push(Command::SetTimeBudget(Some(secs)));
+        }
+    });
+}
+
 /// Quantisation modes (latents, weights) and the decoder weight format.
 fn quantisation_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
     let (latents, weights, format) = (session.settings.latent_quant, session.settings.weight_quant, session.settings.weight_format);
@@ -232,6 +254,7 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
             commands.push(Command::SetMips(mips));
         }
         goal_ui(ui, session, commands);
+        time_budget_ui(ui, session, commands);
         quantisation_ui(ui, session, commands);
         let mut learn = session.settings.learn_budgets;
         if ui

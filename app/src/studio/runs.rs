@@ -33,6 +33,9 @@ pub struct RunSettings {
     /// Rate-control goal.
     #[serde(default)]
     pub goal: RateGoal,
+    /// Time budget, seconds.
+    #[serde(default)]
+    pub time_budget_secs: Option<f64>,
     /// Latent quantisation.
     #[serde(default)]
     pub latent_quant: Quantisation,
@@ -56,6 +59,7 @@ impl RunSettings {
             learn_budgets: settings.learn_budgets,
             budgets: settings.budgets.clone(),
             goal: settings.goal,
+            time_budget_secs: settings.time_budget_secs,
             latent_quant: settings.latent_quant,
             weight_quant: settings.weight_quant,
             weight_format: settings.weight_format,
@@ -71,6 +75,7 @@ impl RunSettings {
         settings.learn_budgets = self.learn_budgets;
         settings.budgets.clone_from(&self.budgets);
         settings.goal = self.goal;
+        settings.time_budget_secs = self.time_budget_secs;
         settings.latent_quant = self.latent_quant;
         settings.weight_quant = self.weight_quant;
         settings.weight_format = self.weight_format;
@@ -85,7 +90,9 @@ impl RunSettings {
             Preset::High => "high",
         };
         let mut parts = vec![preset.to_owned()];
-        if let Some(steps) = self.steps {
+        if let Some(secs) = self.time_budget_secs {
+            parts.push(format!("{secs:.0} s budget"));
+        } else if let Some(steps) = self.steps {
             parts.push(format!("{steps} steps"));
         }
         if let Some(bpp) = self.bits_per_texel {

@@ -33,6 +33,8 @@ pub struct Settings {
     /// What training aims for: the preset (or bits-per-texel target) alone, a PSNR, or the set's
     /// own block-compressed quality (rate control: several trainings, the smallest that reaches).
     pub goal: RateGoal,
+    /// Train for about this many seconds (`--time-budget`): a timed probe sets the steps.
+    pub time_budget_secs: Option<f64>,
     /// Latent quantisation (`--latent-quant`).
     pub latent_quant: Quantisation,
     /// Decoder weight quantisation (`--weight-quant`).
@@ -60,6 +62,7 @@ impl Default for Settings {
             learn_budgets: false,
             budgets: BTreeMap::new(),
             goal: RateGoal::None,
+            time_budget_secs: None,
             latent_quant: Quantisation::Auto,
             weight_quant: Quantisation::Auto,
             weight_format: WeightFormat::Int8,
@@ -200,6 +203,8 @@ pub enum Command {
     SetLearnBudgets(bool),
     /// Change the rate-control goal.
     SetGoal(RateGoal),
+    /// Train for about this many seconds, or for the preset's steps (`None`).
+    SetTimeBudget(Option<f64>),
     /// Change the latent and weight quantisation modes.
     SetQuantisation(Quantisation, Quantisation),
     /// Change the decoder weight format.

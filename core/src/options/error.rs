@@ -89,6 +89,12 @@ pub enum OptionsError {
         /// The boost asked for.
         boost: f32,
     },
+    /// A time budget that is not a positive number of seconds.
+    #[error("the training time budget must be a positive number of seconds, got {secs}")]
+    TimeBudget {
+        /// The budget asked for.
+        secs: f64,
+    },
     /// A rate that is not a positive number.
     #[error("bits per texel must be positive, got {bits_per_texel}")]
     BitsPerTexel {

@@ -221,6 +221,10 @@ pub struct RunOptions {
     /// when a source map changes). Its grids and layers must have this library's shapes.
     /// Default none.
     pub init_from: Option<PathBuf>,
+    /// Train for about this many seconds: a short timed probe of the trainer sets the steps, so
+    /// the whole schedule (freeze points, decay) fits the time. The bundle then depends on the
+    /// machine's speed; the report says how many steps were chosen. Default none (the steps).
+    pub time_budget_secs: Option<f64>,
 }
 
 /// Everything `compress` needs besides the set, by concern.
@@ -318,7 +322,7 @@ impl Default for BudgetConfig {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { backend: Backend::Auto, checkpoint: None, resume_from: None, init_from: None }
+        Self { backend: Backend::Auto, checkpoint: None, resume_from: None, init_from: None, time_budget_secs: None }
     }
 }
 
@@ -541,6 +545,11 @@ impl CompressOptions {
         let max_hidden = crate::bundle::limits::MAX_LAYERS - 1;
         if self.model.hidden_widths.len() > max_hidden {
             return Err(OptionsError::HiddenLayers { layers: self.model.hidden_widths.len(), max: max_hidden });
+        }
+        if let Some(secs) = self.run.time_budget_secs
+            && !(secs.is_finite() && secs > 0.0)
+        {
+            return Err(OptionsError::TimeBudget { secs });
         }
         if self.schedule.steps == 0 || self.schedule.batch_texels == 0 {
             return Err(OptionsError::EmptySchedule);

@@ -17,7 +17,7 @@ use crate::train::adam::{ADAM_BETA1, ADAM_BETA2, Adam, adam_update};
 use crate::train::gates::{BudgetGates, LearnedCut, column_norms};
 use crate::train::init::starting_params;
 use crate::train::kernel::{ChunkGrads, forward_backward, scatter_grid_grads};
-use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, run};
+use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, fit_time_budget, run};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, round_grids, step_at_fraction};
 use rayon::prelude::*;
@@ -500,16 +500,11 @@ pub fn train_fused(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
+    let (options, time_budget) = fit_time_budget(options, |o| Ok(Box::new(fused_trainer(set, layout, o)?) as Box<dyn Trainer>), cancel)?;
+    let options = options.as_ref();
     let schedule = Schedule::new(options, layout);
-    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
     let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
-    let mut trainer = FusedTrainer::new(sampler, schedule.clone(), starting_params(set, layout, options)?);
-    if let Some(pruning) = &options.budgets.prune {
-        trainer = trainer.with_pruning(pruning.clone());
-    }
-    if let Some(learned) = &options.budgets.learned {
-        trainer = trainer.with_learned_budgets(learned.clone(), layout);
-    }
+    let mut trainer = fused_trainer(set, layout, options)?;
     let loop_options = LoopOptions {
         checkpoint: options.run.checkpoint.as_ref(),
         resume_from: options.run.resume_from.as_deref(),
@@ -520,7 +515,21 @@ pub fn train_fused(
     let report = TrainReport {
         pruned_channels: trainer.pruned_channels(),
         learned_budgets: trainer.learned_cut().cloned(),
+        time_budget,
         ..TrainReport::new("cpu (fused)".into(), &schedule, &outcome)
     };
     Ok((trainer.final_params(), report))
+}
+
+/// The fused trainer for `options`: sampler, schedule, starting point, pruning and budget gates.
+fn fused_trainer<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<FusedTrainer<'a>, TrainError> {
+    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
+    let mut trainer = FusedTrainer::new(sampler, Schedule::new(options, layout), starting_params(set, layout, options)?);
+    if let Some(pruning) = &options.budgets.prune {
+        trainer = trainer.with_pruning(pruning.clone());
+    }
+    if let Some(learned) = &options.budgets.learned {
+        trainer = trainer.with_learned_budgets(learned.clone(), layout);
+    }
+    Ok(trainer)
 }

@@ -167,6 +167,70 @@ pub fn run(
     Ok(LoopOutcome { resumed_from_step, steps_run: trainer.steps_done() - start_step, status })
 }
 
+/// How a time budget became steps ([`fit_time_budget`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TimeBudget {
+    /// The budget asked for, seconds.
+    pub budget_secs: f64,
+    /// Steps the probe timed (after one untimed warm-up step).
+    pub probe_steps: u32,
+    /// Seconds the probe took in all, taken from the budget.
+    pub probe_secs: f64,
+    /// Measured seconds per step.
+    pub secs_per_step: f64,
+    /// Steps the schedule got.
+    pub steps: u32,
+}
+
+/// At most this long, seconds, and this share of the budget go to timing the trainer.
+const PROBE_MAX_SECS: f64 = 2.0;
+const PROBE_BUDGET_SHARE: f64 = 0.05;
+/// Steps the probe times at least and at most.
+const PROBE_MIN_STEPS: u32 = 2;
+const PROBE_MAX_STEPS: u32 = 200;
+
+impl TimeBudget {
+    /// The steps that fit `budget_secs` after `probe_secs` at `secs_per_step` (at least one).
+    #[must_use]
+    pub fn steps_for(budget_secs: f64, probe_secs: f64, secs_per_step: f64) -> u32 {
+        let left = (budget_secs - probe_secs).max(0.0);
+        ((left / secs_per_step.max(1e-9)).floor() as u32).max(1)
+    }
+}
+
+/// `options` with the schedule's steps fitted to `options.run.time_budget_secs`, and how; the
+/// options unchanged without a budget. `make` builds the trainer the run will use, from options;
+/// the probe runs it on a long schedule (so every probe step is an early, noisy-latent step) and
+/// throws it away.
+pub fn fit_time_budget<'o, 't>(
+    options: &'o CompressOptions,
+    make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
+    cancel: &Cancel,
+) -> Result<(Cow<'o, CompressOptions>, Option<TimeBudget>), TrainError> {
+    let Some(budget_secs) = options.run.time_budget_secs else { return Ok((Cow::Borrowed(options), None)) };
+    let started = Instant::now();
+    let mut long = options.clone();
+    long.schedule.steps = long.schedule.steps.max(10 * PROBE_MAX_STEPS);
+    let mut probe = make(&long)?;
+    probe.run_step()?;
+    let limit = (budget_secs * PROBE_BUDGET_SHARE).min(PROBE_MAX_SECS);
+    let timed = Instant::now();
+    let mut probe_steps = 0;
+    while probe_steps < PROBE_MIN_STEPS || (probe_steps < PROBE_MAX_STEPS && timed.elapsed().as_secs_f64() < limit) {
+        if cancel.is_cancelled() {
+            return Err(TrainError::Cancelled);
+        }
+        probe.run_step()?;
+        probe_steps += 1;
+    }
+    let secs_per_step = timed.elapsed().as_secs_f64() / f64::from(probe_steps);
+    let probe_secs = started.elapsed().as_secs_f64();
+    let steps = TimeBudget::steps_for(budget_secs, probe_secs, secs_per_step);
+    let mut fitted = options.clone();
+    fitted.schedule.steps = steps;
+    Ok((Cow::Owned(fitted), Some(TimeBudget { budget_secs, probe_steps, probe_secs, secs_per_step, steps })))
+}
+
 /// What one step did.
 #[derive(Clone, Copy, Debug)]
 pub struct StepStats {
@@ -252,6 +316,8 @@ pub struct TrainReport {
     pub pruned_channels: Vec<u32>,
     /// The budgets learned in training ([`LearnedBudgets`](crate::options::LearnedBudgets)), when they were.
     pub learned_budgets: Option<LearnedCut>,
+    /// How a time budget set the steps, when one did.
+    pub time_budget: Option<TimeBudget>,
     /// Why GPU training was given up for the CPU trainer, when it was (no adapter, no device,
     /// device lost mid-run).
     pub gpu_fallback: Option<String>,
@@ -273,7 +339,22 @@ impl TrainReport {
             resumed_from_step: outcome.resumed_from_step,
             pruned_channels: Vec::new(),
             learned_budgets: None,
+            time_budget: None,
             gpu_fallback: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TimeBudget;
+
+    /// The budget left after the probe, in whole steps, and never no step at all.
+    #[test]
+    fn a_time_budget_buys_the_steps_that_fit_after_the_probe() {
+        assert_eq!(TimeBudget::steps_for(10.0, 0.5, 0.01), 950);
+        assert_eq!(TimeBudget::steps_for(10.0, 0.5, 0.0095), 1000);
+        assert_eq!(TimeBudget::steps_for(1.0, 2.0, 0.01), 1);
+        assert_eq!(TimeBudget::steps_for(5.0, 0.0, 0.0), u32::MAX);
     }
 }

@@ -421,3 +421,28 @@ fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
     let message = err.to_string();
     assert!(message.contains("first.texset") && message.contains("not this library's"), "{message}");
 }
+
+/// A time budget sets the steps from a timed probe of the trainer: the run trains exactly the
+/// steps the report names, the probe is counted against the budget, and budgets that are not
+/// positive seconds are refused.
+#[test]
+fn a_time_budget_sets_the_steps_from_a_timed_probe() {
+    let set = texset_testkit::small_set(32);
+    let mut options =
+        CompressOptions { schedule: ScheduleConfig { steps: 7, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
+    options.run.time_budget_secs = Some(1.0);
+    let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+    let train = &out.report.train;
+    let budget = train.time_budget.as_ref().expect("the report says how the budget became steps");
+    assert_eq!((train.steps_run, train.total_steps), (budget.steps, budget.steps));
+    assert!(budget.probe_steps >= 2 && budget.secs_per_step > 0.0, "{budget:?}");
+    assert!(budget.probe_secs < budget.budget_secs, "{budget:?}");
+    // The steps come from the measurement, not from `schedule.steps`.
+    assert_eq!(budget.steps, texset_core::train::run::TimeBudget::steps_for(1.0, budget.probe_secs, budget.secs_per_step));
+    assert_eq!(CompressOptions::default().run.time_budget_secs, None);
+    for bad in [0.0, -3.0, f64::NAN, f64::INFINITY] {
+        options.run.time_budget_secs = Some(bad);
+        let err = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap_err();
+        assert!(matches!(err, texset_core::CompressError::Options(texset_core::OptionsError::TimeBudget { .. })), "{err}");
+    }
+}

@@ -232,6 +232,7 @@ impl Session {
         options.schedule.latent_quantisation = self.settings.latent_quant;
         options.schedule.weight_quantisation = self.settings.weight_quant;
         options.model.weight_format = self.settings.weight_format;
+        options.run.time_budget_secs = self.settings.time_budget_secs;
         options
     }
 
@@ -345,6 +346,7 @@ impl Session {
             }
             Command::SetLearnBudgets(on) => self.settings.learn_budgets = on,
             Command::SetGoal(goal) => self.settings.goal = goal,
+            Command::SetTimeBudget(secs) => self.settings.time_budget_secs = secs,
             Command::SetQuantisation(latents, weights) => {
                 self.settings.latent_quant = latents;
                 self.settings.weight_quant = weights;

@@ -20,7 +20,7 @@ use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::burn::trainer::BurnTrainer;
-use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, run};
+use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, fit_time_budget, run};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, finalize, round_grids};
 use burn::prelude::Device;
@@ -241,10 +241,27 @@ pub fn train_burn(
     if let Some((what, why)) = Capabilities::BURN.missing(options, layout) {
         return Err(TrainError::Backend(format!("burn's trainer cannot train {what} ({why}): use --backend cpu")));
     }
+    let (options, time_budget) = fit_time_budget(options, |o| Ok(Box::new(burn_run(set, layout, o)?) as Box<dyn Trainer>), cancel)?;
+    let options = options.as_ref();
+    let schedule = Schedule::new(options, layout);
+    let mut run_state = burn_run(set, layout, options)?;
+    let loop_options = LoopOptions { snapshot_layout: Some(layout), ..LoopOptions::default() };
+    let outcome = run(&mut run_state, &loop_options, progress, cancel)?;
+    let backend = match options.run.backend {
+        Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
+        Backend::Wgpu => "burn wgpu",
+        _ => "burn flex",
+    };
+    let report = TrainReport { time_budget, ..TrainReport::new(backend.to_owned(), &schedule, &outcome) };
+    Ok((run_state.final_params(), report))
+}
+
+/// burn's trainer for `options` on its backend's device.
+fn burn_run<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<BurnRun<'a>, TrainError> {
     let schedule = Schedule::new(options, layout);
     let device = device_for(options.run.backend);
     let params = crate::train::init::starting_params(set, layout, options)?;
-    let mut run_state = BurnRun {
+    Ok(BurnRun {
         trainer: BurnTrainer::new(&params, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate),
         sampler: Sampler::new(set, layout),
         amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
@@ -255,14 +272,5 @@ pub fn train_burn(
         lost_at_step: if options.run.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None },
         batch: Batch::default(),
         chunk: Batch::default(),
-    };
-    let loop_options = LoopOptions { snapshot_layout: Some(layout), ..LoopOptions::default() };
-    let outcome = run(&mut run_state, &loop_options, progress, cancel)?;
-    let backend = match options.run.backend {
-        Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
-        Backend::Wgpu => "burn wgpu",
-        _ => "burn flex",
-    };
-    let report = TrainReport::new(backend.to_owned(), &schedule, &outcome);
-    Ok((run_state.final_params(), report))
+    })
 }
