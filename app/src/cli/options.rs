@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::model::params::MAX_MLP_WIDTH;
 use texset_core::model::quant::WeightFormat;
-use texset_core::options::{ChannelPruning, CheckpointOptions, LearnedBudgets, LibrarySharing, PruneMethod, Quantisation};
+use texset_core::options::{ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, PruneMethod, Quantisation};
 use texset_core::{Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 
 use super::common::{parse_channel_counts, parse_latent_bits};
@@ -80,6 +80,10 @@ pub struct ScheduleArgs {
     /// one of the level above (1: every texel of the chain alike).
     #[arg(long, default_value_t = 2.0, requires = "mips")]
     pub mip_boost: f32,
+    /// Where the latent grids start: `noise`, or `pca` (the principal components of the maps'
+    /// channels, box-filtered to each grid).
+    #[arg(long, value_enum, default_value_t = LatentInit::Noise)]
+    pub latent_init: LatentInit,
 }
 
 impl ScheduleArgs {
@@ -94,6 +98,7 @@ impl ScheduleArgs {
         schedule.latent_quantisation = self.latent_quant;
         schedule.weight_quantisation = self.weight_quant;
         schedule.mip_sample_boost = self.mip_boost;
+        schedule.latent_init = self.latent_init;
     }
 }
 

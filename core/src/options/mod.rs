@@ -179,6 +179,20 @@ pub struct ScheduleConfig {
     /// one of the level above (1: every texel of the chain alike, so level `k` gets `4^-k` of
     /// level 0's share; 2: level `k` gets `2^-k`). Default 2 (docs/benchmarks.md).
     pub mip_sample_boost: f32,
+    /// Where the latent grids start. Default [`LatentInit::Noise`].
+    pub latent_init: LatentInit,
+}
+
+/// How the latent grids are initialised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum LatentInit {
+    /// Uniform noise of ±0.25.
+    #[default]
+    Noise,
+    /// The principal components of the maps' channels, box-filtered to each grid's cells.
+    Pca,
 }
 
 /// Which latent channels each texture reads: manual overrides, the analyse pass's graded budgets,
@@ -310,6 +324,7 @@ impl Default for ScheduleConfig {
             latent_quantisation: Quantisation::Auto,
             weight_quantisation: Quantisation::Auto,
             mip_sample_boost: 2.0,
+            latent_init: LatentInit::Noise,
         }
     }
 }

@@ -60,7 +60,10 @@ pub const FINE_TUNE_LEARNING_RATE_SCALE: f32 = 0.3;
 /// The parameters training starts from: `options.init_from`'s model (dequantised) when given, a
 /// fine-tune, else the seeded initialisation.
 pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<ModelParams, TrainError> {
-    let fresh = initial_params(set, layout, options.schedule.seed);
+    let mut fresh = initial_params(set, layout, options.schedule.seed);
+    if options.schedule.latent_init == crate::options::LatentInit::Pca {
+        pca_latents(set, layout, &mut fresh, PCA_LATENT_STD);
+    }
     let Some(path) = &options.run.init_from else { return Ok(fresh) };
     let error = |message: String| TrainError::InitFrom { path: path.clone(), message };
     let bundle = crate::bundle::Bundle::read(path).map_err(|e| error(e.to_string()))?;
@@ -80,4 +83,161 @@ pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &Compres
         )));
     }
     Ok(params)
+}
+
+/// Standard deviation of each principal-component latent channel at the start.
+const PCA_LATENT_STD: f32 = 0.25;
+
+/// Principal directions weaker than this fraction of the leading one's standard deviation keep
+/// the noise initialisation.
+const PCA_MIN_RELATIVE_SD: f64 = 0.05;
+
+/// Replaces level 0 of every latent grid with the content's principal components: each cell's
+/// feature vector is every stored map's channels (duplicates and variants once), box-filtered over
+/// the cell's footprint; a grid's channel `k` starts as the projection on the `k`-th principal
+/// direction of those vectors, scaled to a standard deviation of `target_std` and clamped to the
+/// latent range. Channels beyond the content's dimensions, or whose direction is weaker than
+/// `PCA_MIN_RELATIVE_SD` (5 %) of the leading one, keep their initial values.
+pub fn pca_latents(set: &TextureSet, layout: &ModelLayout, params: &mut ModelParams, target_std: f32) {
+    let stored: Vec<&crate::set::Texture> = set
+        .materials
+        .iter()
+        .zip(&layout.textures)
+        .flat_map(|(m, slots)| m.textures.iter().zip(slots).filter(|(_, s)| s.duplicate_of.is_none()).map(|(t, _)| t))
+        .collect();
+    let dims: usize = stored.iter().map(|t| t.channels as usize).sum();
+    if dims == 0 {
+        return;
+    }
+    for grid in &mut params.grids {
+        let (w, h, ch) = (grid.width as usize, grid.height as usize, grid.channels as usize);
+        let cells = w * h;
+        // Box-filtered features, [cell][dims].
+        let mut features = vec![0.0f64; cells * dims];
+        let mut offset = 0;
+        for t in &stored {
+            let (tw, th, tc) = (t.width as usize, t.height as usize, t.channels as usize);
+            for y in 0..h {
+                let (y0, y1) = (y * th / h, ((y + 1) * th).div_ceil(h).max(y * th / h + 1).min(th));
+                for x in 0..w {
+                    let (x0, x1) = (x * tw / w, ((x + 1) * tw).div_ceil(w).max(x * tw / w + 1).min(tw));
+                    let n = ((y1 - y0) * (x1 - x0)) as f64;
+                    let cell = &mut features[(y * w + x) * dims + offset..(y * w + x) * dims + offset + tc];
+                    for ty in y0..y1 {
+                        for tx in x0..x1 {
+                            for (c, f) in cell.iter_mut().enumerate() {
+                                *f += f64::from(t.texels[(ty * tw + tx) * tc + c]) / n;
+                            }
+                        }
+                    }
+                }
+            }
+            offset += tc;
+        }
+        let mut mean = vec![0.0f64; dims];
+        for cell in features.chunks_exact(dims) {
+            for (m, f) in mean.iter_mut().zip(cell) {
+                *m += f / cells as f64;
+            }
+        }
+        let mut cov = vec![0.0f64; dims * dims];
+        for cell in features.chunks_exact(dims) {
+            for i in 0..dims {
+                let di = cell[i] - mean[i];
+                for j in i..dims {
+                    cov[i * dims + j] += di * (cell[j] - mean[j]) / cells as f64;
+                }
+            }
+        }
+        for i in 0..dims {
+            for j in 0..i {
+                cov[i * dims + j] = cov[j * dims + i];
+            }
+        }
+        let (values, vectors) = symmetric_eigen(&cov, dims);
+        let mut order: Vec<usize> = (0..dims).collect();
+        order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+        let leading_sd = order.first().map_or(0.0, |&e| values[e].max(0.0).sqrt());
+        for (k, &e) in order.iter().take(ch).enumerate() {
+            let sd = values[e].max(0.0).sqrt();
+            // A direction far weaker than the leading one is rounding noise or a trace of
+            // content: scaled up it would start the channel on noise, so it keeps its own.
+            if sd < 1e-6 || sd < PCA_MIN_RELATIVE_SD * leading_sd {
+                break;
+            }
+            let scale = f64::from(target_std) / sd;
+            for (cell, out) in features.chunks_exact(dims).zip(grid.values.chunks_exact_mut(ch)) {
+                let p: f64 = (0..dims).map(|i| (cell[i] - mean[i]) * vectors[i * dims + e]).sum();
+                out[k] = ((p * scale) as f32).clamp(crate::model::quant::LATENT_RANGE[0], crate::model::quant::LATENT_RANGE[1]);
+            }
+        }
+    }
+}
+
+/// Eigenvalues and eigenvectors (columns of `[n][n]`) of a symmetric `n × n` matrix, by cyclic
+/// Jacobi rotations.
+fn symmetric_eigen(matrix: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut a = matrix.to_vec();
+    let mut v = vec![0.0f64; n * n];
+    for i in 0..n {
+        v[i * n + i] = 1.0;
+    }
+    for _sweep in 0..64 {
+        let off: f64 = (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| a[i * n + j].powi(2)).sum();
+        if off < 1e-22 {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = a[p * n + q];
+                if apq.abs() < 1e-30 {
+                    continue;
+                }
+                let theta = (a[q * n + q] - a[p * n + p]) / (2.0 * apq);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let s = t * c;
+                for k in 0..n {
+                    let (akp, akq) = (a[k * n + p], a[k * n + q]);
+                    a[k * n + p] = c * akp - s * akq;
+                    a[k * n + q] = s * akp + c * akq;
+                }
+                for k in 0..n {
+                    let (apk, aqk) = (a[p * n + k], a[q * n + k]);
+                    a[p * n + k] = c * apk - s * aqk;
+                    a[q * n + k] = s * apk + c * aqk;
+                }
+                for k in 0..n {
+                    let (vkp, vkq) = (v[k * n + p], v[k * n + q]);
+                    v[k * n + p] = c * vkp - s * vkq;
+                    v[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+        }
+    }
+    ((0..n).map(|i| a[i * n + i]).collect(), v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::symmetric_eigen;
+
+    /// A · v = λ · v for every pair, on a matrix with known eigenvalues 1, 4 and 5.
+    #[test]
+    fn jacobi_finds_the_eigenpairs_of_a_symmetric_matrix() {
+        let a = [4.0, 1.0, 1.0, 1.0, 2.0, -1.0, 1.0, -1.0, 4.0];
+        let (values, vectors) = symmetric_eigen(&a, 3);
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        for (got, want) in sorted.iter().zip([1.0, 4.0, 5.0]) {
+            assert!((got - want).abs() < 1e-9, "{sorted:?}");
+        }
+        for e in 0..3 {
+            for i in 0..3 {
+                let av: f64 = (0..3).map(|j| a[i * 3 + j] * vectors[j * 3 + e]).sum();
+                assert!((av - values[e] * vectors[i * 3 + e]).abs() < 1e-9);
+            }
+        }
+    }
 }

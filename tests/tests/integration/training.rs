@@ -446,3 +446,43 @@ fn a_time_budget_sets_the_steps_from_a_timed_probe() {
         assert!(matches!(err, texset_core::CompressError::Options(texset_core::OptionsError::TimeBudget { .. })), "{err}");
     }
 }
+
+/// `--latent-init pca`: on a library whose only variation is a horizontal ramp (in a colour map
+/// and, inverted, in a roughness map), every grid's first channel starts as that ramp: one value
+/// per column, monotonic across, at the target spread. The other channels keep their noise.
+#[test]
+fn pca_latents_start_on_the_contents_principal_direction() {
+    use texset_core::options::LatentInit;
+    use texset_core::set::{MapKind, Material};
+    let ramp = |x: u32| x as f32 / 63.0;
+    let base = texset_testkit::texture(MapKind::Basecolor, 64, 64, 3, |x, _, c| 0.2 + 0.6 * ramp(x) * (1.0 - 0.2 * c as f32));
+    let rough = texset_testkit::texture(MapKind::Roughness, 64, 64, 1, |x, _, _| 0.9 - 0.7 * ramp(x));
+    let set = texset_core::TextureSet {
+        materials: vec![Material { name: "ramp".into(), source_dir: "ramp".into(), textures: vec![base, rough] }],
+    };
+    let mut options = CompressOptions::default();
+    let (layout, _) = analyse(&set, &options).unwrap();
+    let noise = texset_core::train::starting_params(&set, &layout, &options).unwrap();
+    options.schedule.latent_init = LatentInit::Pca;
+    let pca = texset_core::train::starting_params(&set, &layout, &options).unwrap();
+    for (grid, before) in pca.grids.iter().zip(&noise.grids) {
+        let (w, h, ch) = (grid.width as usize, grid.height as usize, grid.channels as usize);
+        let at = |x: usize, y: usize| grid.values[(y * w + x) * ch];
+        let column: Vec<f32> = (0..w).map(|x| at(x, 0)).collect();
+        for y in 0..h {
+            for (x, &top) in column.iter().enumerate() {
+                assert!((at(x, y) - top).abs() < 1e-5, "cell ({x}, {y}) of a {w}x{h} grid");
+            }
+        }
+        let rising = column.windows(2).all(|p| p[1] > p[0]);
+        let falling = column.windows(2).all(|p| p[1] < p[0]);
+        assert!(rising || falling, "{column:?}");
+        let mean = column.iter().sum::<f32>() / w as f32;
+        let sd = (column.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / w as f32).sqrt();
+        assert!((sd - 0.25).abs() < 0.01, "spread {sd}");
+        // One direction of content: the other channels are the noise initialisation's.
+        for (cell, old) in grid.values.chunks_exact(ch).zip(before.values.chunks_exact(ch)) {
+            assert_eq!(cell[1..], old[1..]);
+        }
+    }
+}
