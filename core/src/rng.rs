@@ -34,6 +34,13 @@ impl Rng {
         Self(state)
     }
 
+    /// This stream with its first `n` outputs skipped.
+    #[must_use]
+    pub fn skip(mut self, n: u64) -> Self {
+        self.0 = self.0.wrapping_add(GOLDEN_GAMMA.wrapping_mul(n));
+        self
+    }
+
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let out = splitmix64(self.0);
@@ -68,5 +75,15 @@ mod tests {
         assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
         assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
         assert_eq!(r.next_u64(), 0x06C4_5D18_8009_454F);
+    }
+
+    /// Skipping `n` outputs is drawing and dropping them.
+    #[test]
+    fn skip_is_drawing_and_dropping() {
+        let mut drawn = Rng::from_state(7);
+        for _ in 0..3 {
+            drawn.next_u64();
+        }
+        assert_eq!(Rng::from_state(7).skip(3).next_u64(), drawn.next_u64());
     }
 }

@@ -26,9 +26,9 @@ pub(super) fn rand2(seed: u64, a: i64, b: i64) -> f32 {
     unit(hash2(seed, a, b))
 }
 
-/// The stream for placing features from `seed` (the one [`Rng`], one state step ahead).
+/// The stream for placing features from `seed` (the one [`Rng`], its first output skipped).
 pub(super) fn feature_rng(seed: u64) -> Rng {
-    Rng::from_state(seed.wrapping_add(0x9E37_79B9_7F4A_7C15))
+    Rng::from_state(seed).skip(1)
 }
 
 /// Uniform floats in a range from the feature stream.

@@ -500,16 +500,20 @@ pub fn train_fused(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
-    let (options, time_budget) = fit_time_budget(options, |o| Ok(Box::new(fused_trainer(set, layout, o)?) as Box<dyn Trainer>), cancel)?;
+    // The starting point does not depend on the steps: the time-budget probe and the run share it
+    // (a fine-tune's bundle is read once).
+    let start = starting_params(set, layout, options)?;
+    let (options, time_budget) =
+        fit_time_budget(options, |o| Ok(Box::new(fused_trainer(set, layout, o, start.clone())) as Box<dyn Trainer>), cancel)?;
     let options = options.as_ref();
     let schedule = Schedule::new(options, layout);
     let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
-    let mut trainer = fused_trainer(set, layout, options)?;
+    let mut trainer = fused_trainer(set, layout, options, start);
     let loop_options = LoopOptions {
         checkpoint: options.run.checkpoint.as_ref(),
         resume_from: options.run.resume_from.as_deref(),
         fingerprint: &fingerprint,
-        snapshot_layout: Some(layout),
+        layout: Some(layout),
     };
     let outcome = run(&mut trainer, &loop_options, progress, cancel)?;
     let report = TrainReport {
@@ -521,15 +525,15 @@ pub fn train_fused(
     Ok((trainer.final_params(), report))
 }
 
-/// The fused trainer for `options`: sampler, schedule, starting point, pruning and budget gates.
-fn fused_trainer<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<FusedTrainer<'a>, TrainError> {
+/// The fused trainer for `options` from `start`: sampler, schedule, pruning and budget gates.
+fn fused_trainer<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOptions, start: ModelParams) -> FusedTrainer<'a> {
     let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
-    let mut trainer = FusedTrainer::new(sampler, Schedule::new(options, layout), starting_params(set, layout, options)?);
+    let mut trainer = FusedTrainer::new(sampler, Schedule::new(options, layout), start);
     if let Some(pruning) = &options.budgets.prune {
         trainer = trainer.with_pruning(pruning.clone());
     }
     if let Some(learned) = &options.budgets.learned {
         trainer = trainer.with_learned_budgets(learned.clone(), layout);
     }
-    Ok(trainer)
+    trainer
 }

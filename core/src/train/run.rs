@@ -91,9 +91,9 @@ pub struct LoopOptions<'a> {
     pub resume_from: Option<&'a Path>,
     /// What a checkpoint must match ([`crate::train::checkpoint::fingerprint`]).
     pub fingerprint: &'a str,
-    /// The analysed layout snapshots decode with; `None`: no snapshots (`texset add`, whose
-    /// model is the grown library's).
-    pub snapshot_layout: Option<&'a ModelLayout>,
+    /// The analysed layout: snapshots decode with it and a resume restores against it. `None`:
+    /// no snapshots and no resume (`texset add`, whose model is the grown library's).
+    pub layout: Option<&'a ModelLayout>,
 }
 
 /// What the loop did.
@@ -124,7 +124,7 @@ pub fn run(
         && path.exists()
     {
         if can_checkpoint {
-            let layout = options.snapshot_layout.ok_or_else(|| TrainError::Backend("resuming needs the analysed layout".into()))?;
+            let layout = options.layout.ok_or_else(|| TrainError::Backend("resuming needs the analysed layout".into()))?;
             trainer.load_checkpoint(path, options.fingerprint, layout)?;
             resumed_from_step = Some(trainer.steps_done());
         } else {
@@ -151,7 +151,7 @@ pub fn run(
         status.record(progress, trainer.schedule(), done, stats.phase, stats.mse);
         // Asked every step (progress implementations count steps with it).
         if progress.snapshot_due()
-            && let Some(layout) = options.snapshot_layout
+            && let Some(layout) = options.layout
             && let Some(current) = trainer.snapshot_layout(layout)
         {
             progress.snapshot(&current, &trainer.final_params());

@@ -3,9 +3,9 @@
 use super::DIMS;
 use crate::rng::Rng;
 
-/// The samplers' stream for `seed` (the one [`Rng`], one state step ahead).
+/// The samplers' stream for `seed` (the one [`Rng`], its first output skipped).
 pub(super) fn search_rng(seed: u64) -> Rng {
-    Rng::from_state(seed.wrapping_add(0x9E37_79B9_7F4A_7C15))
+    Rng::from_state(seed).skip(1)
 }
 
 /// The next point a TPE proposes: `observed` are `(index, score)` of every short trial so far,

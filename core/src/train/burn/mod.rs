@@ -241,11 +241,13 @@ pub fn train_burn(
     if let Some((what, why)) = Capabilities::BURN.missing(options, layout) {
         return Err(TrainError::Backend(format!("burn's trainer cannot train {what} ({why}): use --backend cpu")));
     }
-    let (options, time_budget) = fit_time_budget(options, |o| Ok(Box::new(burn_run(set, layout, o)?) as Box<dyn Trainer>), cancel)?;
+    // The starting point does not depend on the steps: the time-budget probe and the run share it.
+    let start = crate::train::init::starting_params(set, layout, options)?;
+    let (options, time_budget) = fit_time_budget(options, |o| Ok(Box::new(burn_run(set, layout, o, &start)) as Box<dyn Trainer>), cancel)?;
     let options = options.as_ref();
     let schedule = Schedule::new(options, layout);
-    let mut run_state = burn_run(set, layout, options)?;
-    let loop_options = LoopOptions { snapshot_layout: Some(layout), ..LoopOptions::default() };
+    let mut run_state = burn_run(set, layout, options, &start);
+    let loop_options = LoopOptions { layout: Some(layout), ..LoopOptions::default() };
     let outcome = run(&mut run_state, &loop_options, progress, cancel)?;
     let backend = match options.run.backend {
         Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
@@ -256,21 +258,20 @@ pub fn train_burn(
     Ok((run_state.final_params(), report))
 }
 
-/// burn's trainer for `options` on its backend's device.
-fn burn_run<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<BurnRun<'a>, TrainError> {
+/// burn's trainer for `options` from `start`, on its backend's device.
+fn burn_run<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOptions, start: &ModelParams) -> BurnRun<'a> {
     let schedule = Schedule::new(options, layout);
     let device = device_for(options.run.backend);
-    let params = crate::train::init::starting_params(set, layout, options)?;
-    Ok(BurnRun {
-        trainer: BurnTrainer::new(&params, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate),
+    BurnRun {
+        trainer: BurnTrainer::new(start, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate),
         sampler: Sampler::new(set, layout),
         amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
-        schedule: schedule.clone(),
+        schedule,
         device,
         step: 0,
         frozen: false,
         lost_at_step: if options.run.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None },
         batch: Batch::default(),
         chunk: Batch::default(),
-    })
+    }
 }
