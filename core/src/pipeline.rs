@@ -316,6 +316,16 @@ pub(crate) fn serialise(bundle: &Bundle) -> Result<(Vec<u8>, PackReport), Compre
     Ok((bytes, report))
 }
 
+/// What the GPU trainer refuses beyond its [`Capabilities`]: a weight fine-tune through E4M3 or
+/// MXINT8 (int8 and fp16 fine-tune on the GPU).
+fn gpu_refuses(options: &CompressOptions, layout: &ModelLayout) -> Option<(&'static str, &'static str)> {
+    let fine_tunes = options.resolved_weight_quantisation() == Quantisation::Qat;
+    (fine_tunes && matches!(layout.weight_format, quant::WeightFormat::Fp8E4m3 | quant::WeightFormat::MxInt8)).then_some((
+        "a weight fine-tune through E4M3 or MXINT8",
+        "the GPU trainer fake-quantises int8 and fp16 only; --weight-quantisation ptq trains the others in float",
+    ))
+}
+
 /// Compresses a library into a bundle. The one entry point of the studio, the CLI and the tests.
 pub fn compress(
     set: &TextureSet,
@@ -351,33 +361,45 @@ pub fn compress(
         other => (other, String::new()),
     };
     // One capability check: what the chosen trainer cannot train sends `auto` to the fused one.
-    let cpu_only = match backend {
+    let missing = match backend {
         Backend::Wgpu | Backend::Flex => Capabilities::BURN.missing(options, &layout),
+        Backend::Gpu => Capabilities::FUSED_GPU.missing(options, &layout).or_else(|| gpu_refuses(options, &layout)),
         Backend::Auto | Backend::Cpu => None,
     };
-    let (backend, backend_reason) = match (backend, cpu_only) {
-        (Backend::Wgpu | Backend::Flex, Some((what, why))) => {
+    let (backend, backend_reason) = match (backend, missing) {
+        (Backend::Wgpu | Backend::Flex | Backend::Gpu, Some((what, why))) => {
             if options.run.backend != Backend::Auto {
                 return Err(CompressError::Unsupported(format!(
                     "--backend {} cannot train {what} yet ({why}); use --backend cpu or auto",
-                    format!("{backend:?}").to_lowercase()
+                    backend.name()
                 )));
             }
             (Backend::Cpu, format!(" (auto: {what} trains on the CPU trainer)"))
         }
         (other, _) => (other, backend_reason),
     };
+    let on_cpu = |why: String| -> Result<(ModelParams, TrainReport), CompressError> {
+        progress.warning(&format!("GPU training failed ({why}); training on the CPU instead"));
+        // A run that wrote checkpoints goes on from the last one.
+        let mut resumed = options.clone();
+        if resumed.run.resume_from.is_none() {
+            resumed.run.resume_from = options.run.checkpoint.as_ref().map(|c| c.path.clone());
+        }
+        let (params, report) = crate::train::train_fused(set, &layout, &resumed, progress, cancel)?;
+        Ok((params, TrainReport { gpu_fallback: Some(why), ..report }))
+    };
     let (params, train_report) = match backend {
         Backend::Auto | Backend::Cpu => crate::train::train_fused(set, &layout, options, progress, cancel)?,
+        Backend::Gpu => match crate::train::gpu::train_gpu(set, &layout, options, progress, cancel) {
+            Ok(trained) => trained,
+            Err(TrainError::Gpu(why)) => on_cpu(why)?,
+            Err(e) => return Err(e.into()),
+        },
         Backend::Wgpu | Backend::Flex => {
             let resolved = CompressOptions { run: RunOptions { backend, ..options.run.clone() }, ..options.clone() };
             match crate::train::burn::train_burn_guarded(set, &layout, &resolved, progress, cancel) {
                 Ok(trained) => trained,
-                Err(TrainError::Gpu(why)) => {
-                    progress.warning(&format!("GPU training failed ({why}); training on the CPU instead"));
-                    let (params, report) = crate::train::train_fused(set, &layout, options, progress, cancel)?;
-                    (params, TrainReport { gpu_fallback: Some(why), ..report })
-                }
+                Err(TrainError::Gpu(why)) => on_cpu(why)?,
                 Err(e) => return Err(e.into()),
             }
         }

@@ -69,6 +69,8 @@ pub trait Progress: Sync {
     /// Something went wrong and the pass went on another way (a GPU failure fell back to the
     /// CPU); `message` says what, in one line.
     fn warning(&self, _message: &str) {}
+    /// Something to know before a long pass (how long a run will take); one line.
+    fn note(&self, _message: &str) {}
     /// Whether the receiver wants the current model now (asked after every training step; keep
     /// it cheap). The studio says yes every few seconds to refresh its previews.
     fn snapshot_due(&self) -> bool {

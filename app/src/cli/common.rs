@@ -166,4 +166,8 @@ impl Progress for TerminalProgress {
     fn warning(&self, message: &str) {
         self.bar.suspend(|| eprintln!("warning: {message}"));
     }
+
+    fn note(&self, message: &str) {
+        self.bar.suspend(|| eprintln!("note: {message}"));
+    }
 }

@@ -100,17 +100,20 @@ impl StudioApp {
                 let info = rs.adapter.get_info();
                 let software = info.device_type == wgpu::DeviceType::Cpu;
                 let kind = if software { "software GPU" } else { "GPU" };
-                // On a hardware GPU, training (burn-wgpu, what Auto picks there) runs on this same
-                // device; a software one trains faster on the CPU.
+                // On a hardware GPU, training (the fused GPU trainer, what Auto picks there, and
+                // burn-wgpu) runs on this same device; a software one trains faster on the CPU.
                 let training = if software {
                     training_device()
                 } else {
-                    match texset_core::train::burn::share_wgpu_device(
-                        rs.instance.clone(),
-                        rs.adapter.clone(),
-                        rs.device.clone(),
-                        rs.queue.clone(),
-                    ) {
+                    let fused = texset_core::train::gpu::share_device(&rs.adapter, rs.device.clone(), rs.queue.clone());
+                    match fused.and_then(|()| {
+                        texset_core::train::burn::share_wgpu_device(
+                            rs.instance.clone(),
+                            rs.adapter.clone(),
+                            rs.device.clone(),
+                            rs.queue.clone(),
+                        )
+                    }) {
                         Ok(()) => "on this GPU, shared with the renderer".to_owned(),
                         Err(e) => format!("{} ({e})", training_device()),
                     }

@@ -219,7 +219,7 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
     ui.add_enabled_ui(!training, |ui| {
         ui.horizontal(|ui| {
             ui.label("Preset");
-            for (preset, name) in [(Preset::Fast, "fast"), (Preset::Default, "default"), (Preset::High, "high")] {
+            for (preset, name) in [(Preset::Fast, "fast"), (Preset::Default, "default"), (Preset::High, "high"), (Preset::Max, "max")] {
                 if ui.selectable_label(session.settings.preset == preset, name).clicked() && session.settings.preset != preset {
                     commands.push(Command::SetPreset(preset));
                 }

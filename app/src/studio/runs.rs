@@ -88,6 +88,7 @@ impl RunSettings {
             Preset::Fast => "fast",
             Preset::Default => "default",
             Preset::High => "high",
+            Preset::Max => "max",
         };
         let mut parts = vec![preset.to_owned()];
         if let Some(secs) = self.time_budget_secs {

@@ -1,6 +1,6 @@
 //! GPU trouble falls back to the CPU with a warning: no adapter (real, with Vulkan pointed at no
 //! driver, and simulated), an adapter that fails to create a device, a device lost mid-run — for
-//! training (`compress --backend wgpu`) and for decoding (`decode --gpu`, `transcode --gpu`: one
+//! training (`compress --backend gpu` and `burn-wgpu`) and for decoding (`decode --gpu`, `transcode --gpu`: one
 //! decoder, `texset::decode::MaterialDecoder`). Faults are simulated
 //! through `TEXSET_FAULT` (`texset_core::io::fault`), which the binary honours only because these tests
 //! build it with texset-core's `fault-injection` feature (app/Cargo.toml's dev-dependencies).
@@ -47,16 +47,22 @@ fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn gpu_training_failures_fall_back_to_the_cpu_trainer() {
-    training_falls_back(vec![
-        ("simulated: no adapter", vec![("TEXSET_FAULT", "gpu-no-adapter")], "no GPU adapter (simulated"),
-        ("simulated: no device", vec![("TEXSET_FAULT", "gpu-device")], "failed to create a device (simulated"),
-        // A real absence: Vulkan pointed at no driver, the other APIs off.
-        (
-            "real: no adapter",
-            vec![("WGPU_BACKEND", "vulkan"), ("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")],
-            "no GPU adapter found",
-        ),
-    ]);
+    // The fused GPU trainer and burn's.
+    for backend in ["gpu", "burn-wgpu"] {
+        training_falls_back(
+            backend,
+            vec![
+                ("simulated: no adapter", vec![("TEXSET_FAULT", "gpu-no-adapter")], "no GPU adapter (simulated"),
+                ("simulated: no device", vec![("TEXSET_FAULT", "gpu-device")], "failed to create a device (simulated"),
+                // A real absence: Vulkan pointed at no driver, the other APIs off.
+                (
+                    "real: no adapter",
+                    vec![("WGPU_BACKEND", "vulkan"), ("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")],
+                    "no GPU adapter",
+                ),
+            ],
+        );
+    }
 }
 
 #[test]
@@ -64,11 +70,56 @@ fn gpu_training_device_lost_mid_run_falls_back_to_the_cpu_trainer() {
     if !adapter_or_skip("gpu_training_device_lost_mid_run_falls_back_to_the_cpu_trainer") {
         return;
     }
-    training_falls_back(vec![("simulated: device lost at step 2", vec![("TEXSET_FAULT", "gpu-lost-at-step=2")], "device lost at step 2")]);
+    for backend in ["gpu", "burn-wgpu"] {
+        training_falls_back(
+            backend,
+            vec![("simulated: device lost at step 2", vec![("TEXSET_FAULT", "gpu-lost-at-step=2")], "device lost at step 2")],
+        );
+    }
 }
 
-/// Each case's `compress --backend wgpu` warns with its reason and writes the `--backend cpu` bundle.
-fn training_falls_back(cases: Vec<Case>) {
+/// The fused GPU trainer lost part-way through a run that writes checkpoints: the CPU trainer
+/// goes on from the last checkpoint, with a warning, and finishes the run.
+#[test]
+fn a_gpu_run_lost_mid_way_goes_on_on_the_cpu_from_its_last_checkpoint() {
+    if !adapter_or_skip("a_gpu_run_lost_mid_way_goes_on_on_the_cpu_from_its_last_checkpoint") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = material(tmp.path());
+    let (out, report, checkpoint) = (tmp.path().join("lost.texset"), tmp.path().join("lost.json"), tmp.path().join("run.ckpt"));
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let run = texset(
+        &[
+            "compress",
+            dir.to_str().unwrap(),
+            "-o",
+            &path(&out),
+            "--steps",
+            "40",
+            "--backend",
+            "gpu",
+            "--checkpoint",
+            &path(&checkpoint),
+            "--checkpoint-secs",
+            "0",
+            "--report",
+            &path(&report),
+        ],
+        &[("TEXSET_FAULT", "gpu-lost-at-step=25")],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("warning: GPU training failed") && stderr.contains("device lost at step 25"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["backend"], "cpu (fused)");
+    assert_eq!(json["passes"]["train"]["resumed_from_step"], 25, "{json}");
+    assert_eq!(json["passes"]["train"]["total_steps"], 40, "{json}");
+}
+
+/// Each case's `compress --backend BACKEND` warns with its reason and writes the `--backend cpu`
+/// bundle.
+fn training_falls_back(backend: &str, cases: Vec<Case>) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = material(tmp.path());
     let dir = dir.to_str().unwrap();
@@ -81,10 +132,11 @@ fn training_falls_back(cases: Vec<Case>) {
         let out = tmp.path().join("gpu.texset");
         let report = tmp.path().join("gpu.json");
         let run = texset(
-            &["compress", dir, "-o", out.to_str().unwrap(), "--steps", "30", "--backend", "wgpu", "--report", report.to_str().unwrap()],
+            &["compress", dir, "-o", out.to_str().unwrap(), "--steps", "30", "--backend", backend, "--report", report.to_str().unwrap()],
             &env,
         );
         let stderr = String::from_utf8_lossy(&run.stderr);
+        let what = format!("{backend}, {what}");
         assert!(run.status.success(), "{what}: aborted instead of falling back: {stderr}");
         assert!(!stderr.contains("panicked"), "{what}: {stderr}");
         assert!(

@@ -34,15 +34,36 @@ impl GridOptions {
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
-    /// The GPU through burn-wgpu when a real (non-software) adapter exists, else the CPU.
+    /// The fused GPU trainer on a hardware (not software) adapter, else the fused CPU trainer.
     #[default]
     Auto,
     /// The hand-fused CPU trainer (the fastest CPU path).
     Cpu,
-    /// burn on wgpu (any Vulkan/Metal/DX12 GPU; lavapipe works but is slow).
+    /// The fused GPU trainer (WGSL through wgpu: any Vulkan, Metal or DX12 adapter, lavapipe
+    /// included).
+    Gpu,
+    /// burn's autodiff on wgpu: the reference the GPU trainer's gradients are tested against.
+    #[serde(rename = "burn_wgpu", alias = "wgpu")]
+    #[cfg_attr(feature = "clap", value(name = "burn-wgpu", alias = "wgpu"))]
     Wgpu,
-    /// burn on its `flex` CPU backend (the reference for the fused trainer).
+    /// burn's autodiff on its `flex` CPU backend (the reference for the fused CPU trainer).
+    #[serde(rename = "burn_flex", alias = "flex")]
+    #[cfg_attr(feature = "clap", value(name = "burn-flex", alias = "flex"))]
     Flex,
+}
+
+impl Backend {
+    /// The name `--backend` takes.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Cpu => "cpu",
+            Self::Gpu => "gpu",
+            Self::Wgpu => "burn-wgpu",
+            Self::Flex => "burn-flex",
+        }
+    }
 }
 
 /// How the materials of a library share latent channels.
@@ -352,6 +373,9 @@ pub enum Preset {
     Default,
     /// More steps for the last fraction of a dB.
     High,
+    /// NTC's scale, for a GPU: 65,536 texels × 30,000 steps (246× the default's samples; on two
+    /// CPU cores, hours).
+    Max,
 }
 
 impl ModelConfig {
@@ -428,6 +452,7 @@ impl CompressOptions {
             Preset::Fast => Self { schedule: ScheduleConfig { steps: 1500, ..base.schedule }, ..base },
             Preset::Default => base,
             Preset::High => Self { schedule: ScheduleConfig { steps: 16_000, ..base.schedule }, ..base },
+            Preset::Max => Self { schedule: ScheduleConfig { steps: 30_000, batch_texels: 65_536, ..base.schedule }, ..base },
         }
     }
 

@@ -25,8 +25,9 @@ struct Header {
     gates: Option<GateState>,
 }
 
+/// The budget gates of a run that learns budgets, as a checkpoint keeps them.
 #[derive(Serialize, Deserialize)]
-struct GateState {
+pub struct GateState {
     values: Vec<f32>,
     m: Vec<f32>,
     v: Vec<f32>,
@@ -63,21 +64,33 @@ fn all_slices_mut(p: &mut ModelParams) -> Vec<&mut [f32]> {
     v
 }
 
-/// Writes a checkpoint atomically.
+/// Writes a checkpoint of the fused trainer atomically.
 pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Result<(), TrainError> {
-    let floats = 3 * trainer.params.parameter_count() as u64;
     let gates = trainer.budget_gates().map(|g| {
         let (m, v, t) = g.moments();
         GateState { values: g.values.clone(), m: m.to_vec(), v: v.to_vec(), t, cut: g.cut.clone() }
     });
-    let header =
-        serde_json::to_vec(&Header { fingerprint: fingerprint.to_owned(), step: trainer.step, adam_t: trainer.adam.t, floats, gates })
-            .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
+    save_state(path, fingerprint, trainer.step, trainer.adam.t, [&trainer.params, &trainer.adam.m, &trainer.adam.v], gates)
+}
+
+/// Writes a checkpoint atomically: the step, Adam's step, `[params, m, v]` and the gates of a run
+/// that learns budgets. Any trainer's: the format does not say which wrote it.
+pub fn save_state(
+    path: &Path,
+    fingerprint: &str,
+    step: u32,
+    adam_t: u32,
+    state: [&ModelParams; 3],
+    gates: Option<GateState>,
+) -> Result<(), TrainError> {
+    let floats = 3 * state[0].parameter_count() as u64;
+    let header = serde_json::to_vec(&Header { fingerprint: fingerprint.to_owned(), step, adam_t, floats, gates })
+        .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
     let mut bytes = Vec::with_capacity(16 + header.len() + floats as usize * 4);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
     bytes.extend_from_slice(&header);
-    for p in [&trainer.params, &trainer.adam.m, &trainer.adam.v] {
+    for p in state {
         for s in all_slices(p) {
             for v in s {
                 bytes.extend_from_slice(&v.to_le_bytes());
@@ -87,8 +100,37 @@ pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Resul
     crate::io::fsutil::write_atomic(path, &bytes).map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })
 }
 
+/// A checkpoint as read ([`load_state`]).
+pub struct CheckpointState {
+    /// Steps done.
+    pub step: u32,
+    /// Adam's updates done.
+    pub adam_t: u32,
+    /// Parameters, first and second moments.
+    pub params: [ModelParams; 3],
+    /// Budget gates, when the run learns budgets.
+    pub gates: Option<GateState>,
+}
+
 /// Loads a checkpoint into a trainer built for the same set and options.
 pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> Result<(), TrainError> {
+    let state = load_state(path, fingerprint, trainer.schedule().steps, &trainer.params)?;
+    let [params, m, v] = state.params;
+    if let Some(gates) = state.gates {
+        trainer
+            .restore_gates(gates.values, (gates.m, gates.v, gates.t), gates.cut)
+            .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_owned() })?;
+    }
+    trainer.params = params;
+    trainer.adam.m = m;
+    trainer.adam.v = v;
+    trainer.step = state.step;
+    trainer.adam.t = state.adam_t;
+    Ok(())
+}
+
+/// Reads a checkpoint of a run of `steps` steps whose parameters have `shape`'s shapes.
+pub fn load_state(path: &Path, fingerprint: &str, steps: u32, shape: &ModelParams) -> Result<CheckpointState, TrainError> {
     let err = |message: String| TrainError::Checkpoint { path: path.to_path_buf(), message };
     let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
     if bytes.len() < 16 || &bytes[..8] != MAGIC {
@@ -102,20 +144,16 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
     if header.fingerprint != fingerprint {
         return Err(err("it was made for another set or other options".into()));
     }
-    if header.adam_t != header.step || header.step > trainer.schedule().steps {
-        return Err(err(format!(
-            "step {} / optimiser step {} do not fit a run of {} steps",
-            header.step,
-            header.adam_t,
-            trainer.schedule().steps
-        )));
+    if header.adam_t != header.step || header.step > steps {
+        return Err(err(format!("step {} / optimiser step {} do not fit a run of {steps} steps", header.step, header.adam_t)));
     }
-    let expected = 3 * trainer.params.parameter_count() as u64;
+    let expected = 3 * shape.parameter_count() as u64;
     if header.floats != expected || bytes.len() as u64 != header_end + 4 * expected {
         return Err(err(format!("size does not match ({} floats, expected {expected})", header.floats)));
     }
     let mut at = header_end as usize;
-    for p in [&mut trainer.params, &mut trainer.adam.m, &mut trainer.adam.v] {
+    let mut params = [shape.clone(), shape.clone(), shape.clone()];
+    for p in &mut params {
         for s in all_slices_mut(p) {
             for v in s.iter_mut() {
                 *v = f32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
@@ -126,10 +164,5 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
             }
         }
     }
-    if let Some(gates) = header.gates {
-        trainer.restore_gates(gates.values, (gates.m, gates.v, gates.t), gates.cut).map_err(|e| err(e.to_owned()))?;
-    }
-    trainer.step = header.step;
-    trainer.adam.t = header.adam_t;
-    Ok(())
+    Ok(CheckpointState { step: header.step, adam_t: header.adam_t, params, gates: header.gates })
 }

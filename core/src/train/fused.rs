@@ -506,6 +506,13 @@ pub fn train_fused(
     let (options, time_budget) =
         fit_time_budget(options, |o| Ok(Box::new(fused_trainer(set, layout, o, start.clone())) as Box<dyn Trainer>), cancel)?;
     let options = options.as_ref();
+    crate::train::run::announce_duration(
+        options,
+        |o| Ok(Box::new(fused_trainer(set, layout, o, start.clone())) as Box<dyn Trainer>),
+        "the CPU",
+        progress,
+        cancel,
+    )?;
     let schedule = Schedule::new(options, layout);
     let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
     let mut trainer = fused_trainer(set, layout, options, start);

@@ -220,7 +220,7 @@ pub fn loss_and_grads(params: &ModelParams, batch: &Batch) -> (f32, ModelParams)
         g.weights = c.weights.iter().map(|v| v * scale).collect();
         g.biases = c.biases.iter().map(|v| v * scale).collect();
     }
-    for g in &mut grads.grids {
+    for g in grads.all_grids_mut() {
         for v in &mut g.values {
             *v *= scale;
         }

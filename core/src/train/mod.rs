@@ -2,6 +2,7 @@
 //! pause, status, snapshots, checkpoints and resume; [`Capabilities`] says what each trainer can
 //! train. The trainers:
 //! - [`fused`]: the hand-fused CPU trainer (also `texset add`'s, with frozen parameters);
+//! - [`gpu`]: the fused GPU trainer, WGSL through wgpu;
 //! - [`burn`]: burn's autodiff on wgpu or flex, the reference.
 //!
 //! What they share: the texel [`sampler`], the [`schedule`] (phases, decay, rounding), the
@@ -18,6 +19,7 @@ pub mod checkpoint;
 pub mod fused;
 pub mod gates;
 mod gemm;
+pub mod gpu;
 pub mod init;
 pub mod kernel;
 pub mod run;

@@ -30,6 +30,9 @@ pub struct Capabilities {
 impl Capabilities {
     /// The fused CPU trainer: everything.
     pub const FUSED_CPU: Self = Self { mip_chain: true, channel_pruning: true, learned_budgets: true, checkpoints: true };
+    /// The fused GPU trainer (train/gpu): a mip chain and checkpoints, no channel masks that
+    /// change in training.
+    pub const FUSED_GPU: Self = Self { mip_chain: true, channel_pruning: false, learned_budgets: false, checkpoints: true };
     /// burn's autodiff trainer (wgpu or flex).
     pub const BURN: Self = Self { mip_chain: false, channel_pruning: false, learned_budgets: false, checkpoints: false };
 
@@ -61,8 +64,13 @@ pub trait Trainer {
     fn schedule(&self) -> &Schedule;
     /// Steps done so far (after a resume, counting the resumed ones).
     fn steps_done(&self) -> u32;
-    /// Runs one step.
+    /// Runs one step (a device trainer may only queue it).
     fn run_step(&mut self) -> Result<StepStats, TrainError>;
+    /// Waits until every step queued so far has run (timing a device trainer); the CPU's steps
+    /// have run when they return.
+    fn wait(&self) -> Result<(), TrainError> {
+        Ok(())
+    }
     /// The layout a snapshot of the model now decodes with, given the analysed `layout`; `None`
     /// while no single layout expresses the model (budget gates before their cut).
     fn snapshot_layout<'l>(&self, layout: &'l ModelLayout) -> Option<Cow<'l, ModelLayout>> {
@@ -209,26 +217,82 @@ pub fn fit_time_budget<'o, 't>(
 ) -> Result<(Cow<'o, CompressOptions>, Option<TimeBudget>), TrainError> {
     let Some(budget_secs) = options.run.time_budget_secs else { return Ok((Cow::Borrowed(options), None)) };
     let started = Instant::now();
+    let secs_per_step = probe(options, make, (budget_secs * PROBE_BUDGET_SHARE).min(PROBE_MAX_SECS), cancel)?;
+    let probe_secs = started.elapsed().as_secs_f64();
+    let steps = TimeBudget::steps_for(budget_secs, probe_secs, secs_per_step.0);
+    let mut fitted = options.clone();
+    fitted.schedule.steps = steps;
+    Ok((
+        Cow::Owned(fitted),
+        Some(TimeBudget { budget_secs, probe_steps: secs_per_step.1, probe_secs, secs_per_step: secs_per_step.0, steps }),
+    ))
+}
+
+/// Times `make`'s trainer on a long schedule (every probe step an early, noisy-latent one) for
+/// about `limit_secs` after one untimed warm-up step: (seconds per step, steps timed).
+fn probe<'t>(
+    options: &CompressOptions,
+    make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
+    limit_secs: f64,
+    cancel: &Cancel,
+) -> Result<(f64, u32), TrainError> {
     let mut long = options.clone();
     long.schedule.steps = long.schedule.steps.max(10 * PROBE_MAX_STEPS);
     let mut probe = make(&long)?;
     probe.run_step()?;
-    let limit = (budget_secs * PROBE_BUDGET_SHARE).min(PROBE_MAX_SECS);
+    probe.wait()?;
     let timed = Instant::now();
     let mut probe_steps = 0;
-    while probe_steps < PROBE_MIN_STEPS || (probe_steps < PROBE_MAX_STEPS && timed.elapsed().as_secs_f64() < limit) {
+    while probe_steps < PROBE_MIN_STEPS || (probe_steps < PROBE_MAX_STEPS && timed.elapsed().as_secs_f64() < limit_secs) {
         if cancel.is_cancelled() {
             return Err(TrainError::Cancelled);
         }
         probe.run_step()?;
         probe_steps += 1;
     }
-    let secs_per_step = timed.elapsed().as_secs_f64() / f64::from(probe_steps);
-    let probe_secs = started.elapsed().as_secs_f64();
-    let steps = TimeBudget::steps_for(budget_secs, probe_secs, secs_per_step);
-    let mut fitted = options.clone();
-    fitted.schedule.steps = steps;
-    Ok((Cow::Owned(fitted), Some(TimeBudget { budget_secs, probe_steps, probe_secs, secs_per_step, steps })))
+    probe.wait()?;
+    Ok((timed.elapsed().as_secs_f64() / f64::from(probe_steps), probe_steps))
+}
+
+/// Runs of more texels than this say beforehand how long they will take ([`announce_duration`]):
+/// twice the default preset's.
+pub const ANNOUNCE_ABOVE_TEXELS: f64 = 1e8;
+
+/// For a long run without a time budget (more than [`ANNOUNCE_ABOVE_TEXELS`] texels, e.g.
+/// `--preset max` on a CPU): times `make`'s trainer for about a second and says, through
+/// [`Progress::note`], how long the run will take. Nothing for shorter runs.
+pub fn announce_duration<'t>(
+    options: &CompressOptions,
+    make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
+    backend: &str,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<(), TrainError> {
+    let texels = f64::from(options.schedule.steps) * options.schedule.batch_texels as f64;
+    if options.run.time_budget_secs.is_some() || texels <= ANNOUNCE_ABOVE_TEXELS {
+        return Ok(());
+    }
+    let (secs_per_step, _) = probe(options, make, 1.0, cancel)?;
+    let secs = secs_per_step * f64::from(options.schedule.steps);
+    progress.note(&format!(
+        "{} steps × {} texels on {backend}: {:.1} ms per step measured, so about {} (--time-budget SECS sets a limit instead)",
+        options.schedule.steps,
+        options.schedule.batch_texels,
+        1e3 * secs_per_step,
+        human_duration(secs)
+    ));
+    Ok(())
+}
+
+/// `secs` as "42 s", "12 min" or "3.4 h".
+fn human_duration(secs: f64) -> String {
+    if secs < 90.0 {
+        format!("{secs:.0} s")
+    } else if secs < 5400.0 {
+        format!("{:.0} min", secs / 60.0)
+    } else {
+        format!("{:.1} h", secs / 3600.0)
+    }
 }
 
 /// What one step did.

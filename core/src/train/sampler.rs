@@ -30,6 +30,39 @@ pub struct Batch {
     pub gate: Vec<u32>,
 }
 
+/// A group of the draw table ([`Sampler::draw_table`]): textures of one material sharing a
+/// resolution, a mip level and a channel mask.
+#[derive(Clone, Debug)]
+pub struct DrawGroup<'s> {
+    /// Texels across.
+    pub width: u32,
+    /// Texels down.
+    pub height: u32,
+    /// Mip level of its reference.
+    pub level: u32,
+    /// Draws per texel (coarse mip levels more).
+    pub repeats: u64,
+    /// `[latent_channels]` channel mask.
+    pub mask: &'s [f32],
+    /// Whether its mask is scaled by budget gates (learned budgets).
+    pub gated: bool,
+    /// The maps it trains.
+    pub targets: Vec<DrawTarget<'s>>,
+}
+
+/// A map a draw-table group trains: its reference texels and its slice of the MLP's outputs.
+#[derive(Clone, Debug)]
+pub struct DrawTarget<'s> {
+    /// `[height][width][channels]` reference values.
+    pub data: &'s [f32],
+    /// Channels.
+    pub channels: usize,
+    /// First MLP output.
+    pub output_offset: usize,
+    /// Loss weight of each channel.
+    pub weight: f32,
+}
+
 struct TargetRef<'a> {
     data: Cow<'a, [f32]>,
     channels: usize,
@@ -245,8 +278,55 @@ impl<'a> Sampler<'a> {
         }
     }
 
+    /// The draw table in flat form: what a trainer that draws texels on a device uploads.
+    #[must_use]
+    pub fn draw_table(&self) -> Vec<DrawGroup<'_>> {
+        self.groups
+            .iter()
+            .zip(&self.repeats)
+            .map(|(g, &repeats)| DrawGroup {
+                width: g.width,
+                height: g.height,
+                level: g.level,
+                repeats,
+                mask: &g.mask,
+                gated: g.gate.is_some(),
+                targets: g
+                    .targets
+                    .iter()
+                    .map(|t| DrawTarget { data: &t.data, channels: t.channels, output_offset: t.output_offset, weight: t.weight })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Draws `len` texels as (group of [`Sampler::draw_table`], texel index in the group's
+    /// `width × height`), exactly the draws [`Sampler::fill`] makes from the same generator state.
+    pub fn draw(&self, rng: &mut Rng, len: usize) -> Vec<(u32, u32)> {
+        let total = self.texel_count();
+        if total == 0 {
+            return Vec::new();
+        }
+        (0..len)
+            .map(|_| {
+                let r = rng.below(total);
+                // r < total: a group always holds it.
+                let g = self.cumulative_texels.partition_point(|&c| c <= r).min(self.groups.len() - 1);
+                let start = if g == 0 { 0 } else { self.cumulative_texels[g - 1] };
+                (g as u32, ((r - start) / self.repeats[g]) as u32)
+            })
+            .collect()
+    }
+
     /// Fills `batch` with `len` random texels.
     pub fn fill(&self, rng: &mut Rng, len: usize, batch: &mut Batch) {
+        let draws = self.draw(rng, len);
+        self.fill_draws(&draws, len, batch);
+    }
+
+    /// Fills `batch` with `len` texels, the given `draws` ([`Sampler::draw`]) first and empty
+    /// texels (no target) after them.
+    pub fn fill_draws(&self, draws: &[(u32, u32)], len: usize, batch: &mut Batch) {
         let (lc, oc) = (self.latent_channels, self.output_channels);
         batch.len = len;
         batch.uv.clear();
@@ -263,16 +343,9 @@ impl<'a> Sampler<'a> {
         if self.groups.iter().any(|g| g.gate.is_some()) {
             batch.gate.resize(len, 0);
         }
-        let total = self.texel_count();
-        if total == 0 {
-            return;
-        }
-        for i in 0..len {
-            let r = rng.below(total);
-            let g = self.cumulative_texels.partition_point(|&c| c <= r);
-            let Some(group) = self.groups.get(g) else { continue };
-            let start = if g == 0 { 0 } else { self.cumulative_texels[g - 1] };
-            let texel = ((r - start) / self.repeats[g]) as usize;
+        for (i, &(g, texel)) in draws.iter().enumerate().take(len) {
+            let Some(group) = self.groups.get(g as usize) else { continue };
+            let texel = texel as usize;
             let (x, y) = (texel % group.width as usize, texel / group.width as usize);
             batch.uv[2 * i] = (x as f32 + 0.5) / group.width as f32;
             batch.uv[2 * i + 1] = (y as f32 + 0.5) / group.height as f32;

@@ -4,6 +4,7 @@
 
 mod bundle_roundtrip;
 mod gpu_path;
+mod gpu_trainer;
 mod ingest;
 mod library_add;
 mod lit_quad;

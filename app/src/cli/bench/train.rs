@@ -1,10 +1,11 @@
-//! `texset bench train`: training texels/s of the fused CPU trainer (and burn's backends when
-//! asked), each the median of timed runs after a warm-up.
+//! `texset bench train`: training texels/s of the fused CPU trainer (and the fused GPU trainer
+//! and burn's backends when asked), each the median of timed runs after a warm-up.
 
 use anyhow::Result;
 use std::time::Instant;
 use texset_core::rng::Rng;
-use texset_core::train::{Batch, FusedTrainer, Sampler, Schedule, initial_params};
+use texset_core::train::gpu::GpuTrainer;
+use texset_core::train::{Batch, FusedTrainer, Sampler, Schedule, Trainer, initial_params};
 use texset_core::{Backend, CompressOptions};
 
 use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
@@ -23,6 +24,12 @@ pub struct TrainBenchArgs {
     /// Include burn-wgpu (needs a GPU adapter; lavapipe is slow).
     #[arg(long)]
     wgpu: bool,
+    /// Also time the fused GPU trainer (any adapter; lavapipe is slow), with its roofline.
+    #[arg(long)]
+    gpu: bool,
+    /// Texels per step (default: the default preset's; 65536 is NTC's step).
+    #[arg(long)]
+    batch: Option<usize>,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -31,7 +38,10 @@ impl TrainBenchArgs {
     pub fn run(self) -> Result<()> {
         let dirs = self.dirs.or_samples()?;
         let (set, _) = texset_core::set::ingest::load_library(&dirs)?;
-        let options = CompressOptions::default();
+        let mut options = CompressOptions::default();
+        if let Some(batch) = self.batch {
+            options.schedule.batch_texels = batch;
+        }
         let (layout, _) = texset_core::pipeline::analyse(&set, &options)?;
         let runs = self.timing.runs.max(1);
         let threads = rayon::current_num_threads();
@@ -56,6 +66,43 @@ impl TrainBenchArgs {
             runs,
             note: String::new(),
         });
+
+        // The fused GPU trainer: its steps queue on the device, so each timed run ends waiting
+        // for the last.
+        if self.gpu {
+            let schedule = Schedule::new(&options, &layout);
+            let batch = schedule.batch_texels as f64;
+            let mut trainer = GpuTrainer::new(Sampler::new(&set, &layout), schedule, &initial_params(&set, &layout, 1))?;
+            trainer.run_step()?;
+            trainer.finish()?;
+            let mut times = Vec::new();
+            for _ in 0..runs {
+                let t = Instant::now();
+                for _ in 0..STEPS_PER_RUN {
+                    trainer.run_step()?;
+                }
+                trainer.finish()?;
+                times.push(f64::from(STEPS_PER_RUN) * batch / t.elapsed().as_secs_f64());
+            }
+            let texels_per_sec = median(times);
+            let secs_per_step = batch / texels_per_sec.max(1e-9);
+            let cost = trainer.step_cost();
+            results.push(Measurement {
+                what: format!("train gpu-fused on {} (batch {batch})", trainer.adapter()),
+                texels_per_sec,
+                runs,
+                note: format!(
+                    "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {} memory",
+                    1e3 * secs_per_step,
+                    cost.dispatches,
+                    cost.flop / 1e6,
+                    cost.bytes / 1e6,
+                    cost.flop / secs_per_step / 1e9,
+                    cost.bytes / secs_per_step / 1e9,
+                    if trainer.weights_in_workgroup_memory() { "workgroup" } else { "storage" }
+                ),
+            });
+        }
 
         // burn backends.
         let burn_backends = [(self.burn, Backend::Flex), (self.wgpu, Backend::Wgpu)].into_iter().filter_map(|(on, b)| on.then_some(b));

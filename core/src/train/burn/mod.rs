@@ -98,12 +98,13 @@ pub fn adapters() -> Vec<AdapterSummary> {
         .collect()
 }
 
-/// What [`Backend::Auto`] resolves to: wgpu when a hardware GPU adapter exists (a software one
-/// is 20–50× slower than the CPU trainer), else the fused CPU trainer. Returns the choice and why.
+/// What [`Backend::Auto`] resolves to: the fused GPU trainer when a hardware GPU adapter exists
+/// (a software one is slower than the CPU trainer), else the fused CPU trainer. Returns the
+/// choice and why.
 #[must_use]
 pub fn resolve_auto() -> (Backend, String) {
     match adapters().into_iter().find(|a| !a.is_software) {
-        Some(a) => (Backend::Wgpu, format!("GPU adapter {} ({})", a.name, a.backend)),
+        Some(a) => (Backend::Gpu, format!("GPU adapter {} ({})", a.name, a.backend)),
         None => (Backend::Cpu, "no hardware GPU adapter: training on the CPU".to_owned()),
     }
 }

@@ -1,0 +1,760 @@
+//! The fused GPU trainer: WGSL through wgpu (any Vulkan, Metal or DX12 adapter), every step five
+//! dispatches over buffers that stay on the device (`train.wgsl` says what each does). It is one
+//! more [`Trainer`] in the one loop ([`run`]); the loop's snapshots and checkpoints are its only
+//! read-backs of the model, and the loss comes back through an asynchronous ring every
+//! [`STATS_RING`] steps.
+//!
+//! Determinism: texels and noise come from a counter-based hash of (seed, step, texel); weight
+//! gradients are summed over fixed chunks in order, latent gradients in 32.32 fixed point with
+//! integer atomics (exact, so their order does not matter): a seed gives the same bundle on the
+//! same device, run through or resumed.
+
+use crate::io::fault::{self, Fault};
+use crate::model::layout::ModelLayout;
+use crate::model::params::ModelParams;
+use crate::model::quant::{self, WeightFormat};
+use crate::options::CompressOptions;
+use crate::progress::{Cancel, Progress, TrainPhase};
+use crate::set::TextureSet;
+use crate::train::TrainError;
+use crate::train::adam::{ADAM_BETA1, ADAM_BETA2};
+use crate::train::init::starting_params;
+use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, fit_time_budget, run};
+use crate::train::sampler::{CHUNK_TEXELS, Sampler};
+use crate::train::schedule::{Schedule, round_grids};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::{Arc, Mutex, mpsc};
+
+mod device;
+
+use device::Gpu;
+pub use device::share_device;
+
+/// The WGSL of the trainer, before the host's constants are prepended.
+pub const TRAIN_WGSL: &str = include_str!("train.wgsl");
+
+/// Steps whose loss sums one asynchronous read-back brings.
+pub const STATS_RING: u32 = 16;
+
+const WORKGROUP: u32 = 64;
+const FLAG_GIVEN_SAMPLES: u32 = 1;
+const FLAG_NOISE: u32 = 2;
+const FLAG_TRAIN_GRIDS: u32 = 4;
+const FLAG_INT8: u32 = 8;
+const FLAG_FP16: u32 = 16;
+/// Workgroups a dispatch has along x at most (WebGPU's guaranteed 65,535).
+const MAX_GROUPS_X: u32 = 65_535;
+
+/// What the per-step uniform holds (`Step` in train.wgsl).
+#[derive(Clone, Copy, Debug, Default)]
+struct StepUniform {
+    step: u32,
+    seed: u64,
+    flags: u32,
+    noise_amplitude: f32,
+    lr_grid: f32,
+    lr_mlp: f32,
+    c1: f32,
+    c2: f32,
+    grad_scale: f32,
+    stats_slot: u32,
+}
+
+impl StepUniform {
+    fn bytes(&self) -> Vec<u8> {
+        let words: [u32; 12] = [
+            self.step,
+            self.seed as u32,
+            (self.seed >> 32) as u32,
+            self.flags,
+            self.noise_amplitude.to_bits(),
+            self.lr_grid.to_bits(),
+            self.lr_mlp.to_bits(),
+            self.c1.to_bits(),
+            self.c2.to_bits(),
+            self.grad_scale.to_bits(),
+            self.stats_slot,
+            0,
+        ];
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+}
+
+/// The model's shapes as the trainer lays them out: one flat parameter array (every grid of every
+/// level, then per layer its weights and biases: the checkpoint's order).
+#[derive(Clone, Debug)]
+struct Shapes {
+    /// Texels per step.
+    batch: u32,
+    /// Values of every grid of every level.
+    grid_total: u32,
+    /// Weights and biases of every layer.
+    layer_total: u32,
+    /// Rows (outputs) of every layer.
+    rows: u32,
+    /// Per layer (inputs, outputs).
+    layers: Vec<(u32, u32)>,
+    /// Floats of the per-texel scratch.
+    scratch: u64,
+}
+
+impl Shapes {
+    fn new(params: &ModelParams, batch: usize) -> Result<Self, TrainError> {
+        let too_big = |what: &str| TrainError::Gpu(format!("the model's {what} exceed what the GPU trainer addresses (2³² values)"));
+        let grid_total = u32::try_from(params.all_grids().map(crate::model::params::GridParams::len).sum::<usize>())
+            .map_err(|_| too_big("latent grids"))?;
+        let layer_total =
+            u32::try_from(params.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()).map_err(|_| too_big("layers"))?;
+        let layers: Vec<(u32, u32)> = params.layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
+        let rows = layers.iter().map(|l| l.1).sum();
+        let per_texel: u64 = layers.iter().map(|&(i, o)| u64::from(i) + u64::from(o)).sum();
+        let batch = u32::try_from(batch).map_err(|_| too_big("batch texels"))?;
+        Ok(Self { batch, grid_total, layer_total, rows, layers, scratch: per_texel * u64::from(batch) })
+    }
+
+    fn chunks(&self) -> u32 {
+        self.batch / CHUNK_TEXELS as u32
+    }
+
+    fn all(&self) -> u32 {
+        self.grid_total + self.layer_total
+    }
+}
+
+/// Offsets of the tables in the `tables` buffer, and the constants the shader is specialised with.
+#[derive(Clone, Debug)]
+struct Tables {
+    words: Vec<u32>,
+    texels: Vec<f32>,
+    groups: u32,
+    total_draws: u32,
+    group_off: u32,
+    cum_off: u32,
+    target_off: u32,
+    mask_off: u32,
+    grid_off: u32,
+    layer_off: u32,
+    samples_off: u32,
+}
+
+impl Tables {
+    fn new(sampler: &Sampler<'_>, params: &ModelParams, shapes: &Shapes) -> Result<Self, TrainError> {
+        let table = sampler.draw_table();
+        let lc = params.latent_channels();
+        let top_level = params.mip_levels() - 1;
+        let too_big = |what: &str| TrainError::Gpu(format!("the library's {what} exceed what the GPU trainer addresses (2³²)"));
+        let total_draws = u32::try_from(sampler.texel_count()).map_err(|_| too_big("texel draws"))?;
+        let mut words = Vec::new();
+        let mut texels: Vec<f32> = Vec::new();
+        // Groups: width, height, level, repeats, 0, 0, mask index, 0.
+        let group_off = 0u32;
+        let oc = params.output_channels();
+        // Per group and output channel: first value of its channel in `texels`, the stride between
+        // texels and the loss weight (0: not targeted).
+        let mut targets = vec![0u32; table.len() * oc * 3];
+        for (g, group) in table.iter().enumerate() {
+            for t in &group.targets {
+                let data = texels.len();
+                texels.extend_from_slice(t.data);
+                for c in 0..t.channels {
+                    let o = t.output_offset + c;
+                    if o < oc {
+                        let at = (g * oc + o) * 3;
+                        targets[at] = u32::try_from(data + c).map_err(|_| too_big("reference texels"))?;
+                        targets[at + 1] = t.channels as u32;
+                        targets[at + 2] = t.weight.to_bits();
+                    }
+                }
+            }
+            let repeats = u32::try_from(group.repeats).map_err(|_| too_big("mip draw weights"))?;
+            words.extend([group.width, group.height, group.level.min(top_level), repeats, 0, 0, g as u32, 0]);
+        }
+        let cum_off = words.len() as u32;
+        let mut total = 0u64;
+        for group in &table {
+            total += u64::from(group.width) * u64::from(group.height) * group.repeats;
+            words.push(u32::try_from(total).map_err(|_| too_big("texel draws"))?);
+        }
+        let target_off = words.len() as u32;
+        words.extend_from_slice(&targets);
+        let mask_off = words.len() as u32;
+        for group in &table {
+            words.extend(group.mask.iter().take(lc).map(|m| m.to_bits()));
+        }
+        // Grids: channels per grid, then per level per grid (first value, width, height).
+        let grid_off = words.len() as u32;
+        words.extend(params.grids.iter().map(|g| g.channels));
+        let mut base = 0u32;
+        for grid in params.all_grids() {
+            words.extend([base, grid.width, grid.height]);
+            base += grid.len() as u32;
+        }
+        // Layers: inputs, outputs, weights, biases (offsets in the layer region), scratch offsets
+        // of the input rows and of the output-gradient rows.
+        let layer_off = words.len() as u32;
+        let (mut at, mut scratch) = (0u32, 0u64);
+        for &(inputs, outputs) in &shapes.layers {
+            let act = scratch;
+            scratch += u64::from(inputs) * u64::from(shapes.batch);
+            let dz = scratch;
+            scratch += u64::from(outputs) * u64::from(shapes.batch);
+            let act = u32::try_from(act).map_err(|_| too_big("activations"))?;
+            let dz = u32::try_from(dz).map_err(|_| too_big("activations"))?;
+            words.extend([inputs, outputs, at, at + inputs * outputs, act, dz]);
+            at += inputs * outputs + outputs;
+        }
+        let samples_off = words.len() as u32;
+        words.resize(words.len() + 2 * shapes.batch as usize, 0);
+        Ok(Self {
+            words,
+            texels,
+            groups: table.len() as u32,
+            total_draws,
+            group_off,
+            cum_off,
+            target_off,
+            mask_off,
+            grid_off,
+            layer_off,
+            samples_off,
+        })
+    }
+}
+
+/// The trainer's WGSL specialised to a model and library: constants prepended to `train.wgsl`.
+fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, weights_shared: bool, adam_row: u32) -> String {
+    let lc = params.latent_channels() as u32;
+    let widths = shapes.layers.iter().flat_map(|&(i, o)| [i, o]);
+    let maxw = widths.chain([params.mlp_inputs() as u32, 1]).max().unwrap_or(1);
+    let consts = [
+        ("N", shapes.batch),
+        ("CHUNK", CHUNK_TEXELS as u32),
+        ("CHUNKS", shapes.chunks()),
+        ("GROUPS", tables.groups.max(1)),
+        ("TOTAL_DRAWS", tables.total_draws),
+        ("GROUP_OFF", tables.group_off),
+        ("CUM_OFF", tables.cum_off),
+        ("TARGET_OFF", tables.target_off),
+        ("MASK_OFF", tables.mask_off),
+        ("GRID_OFF", tables.grid_off),
+        ("LAYER_OFF", tables.layer_off),
+        ("SAMPLES_OFF", tables.samples_off),
+        ("GRIDS", params.grids.len() as u32),
+        ("LC", lc),
+        ("PE", params.pe_frequencies),
+        ("OC", params.output_channels() as u32),
+        ("MAXW", maxw),
+        ("LAYERS", shapes.layers.len() as u32),
+        ("ROWS", shapes.rows),
+        ("PL", shapes.layer_total),
+        ("GRID_TOTAL", shapes.grid_total),
+        ("P_ALL", shapes.all()),
+        ("ADAM_ROW", adam_row),
+        ("WSH_LEN", if weights_shared { 2 * shapes.layer_total.max(1) } else { 1 }),
+    ];
+    let mut text = String::from("// Specialised by texset (core/src/train/gpu/mod.rs).\n");
+    for (name, value) in consts {
+        let _ = writeln!(text, "const {name}: u32 = {value}u;");
+    }
+    let _ = writeln!(text, "const HAS_LOD: bool = {};", params.mip_levels() > 1);
+    let _ = writeln!(text, "const W_SHARED: bool = {weights_shared};");
+    // The layers with their shapes as constants (the tables' layer rows, in code).
+    let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
+    let last = rows.len().saturating_sub(1);
+    text.push_str("fn forward(i: u32) {\n");
+    for (l, r) in rows.iter().enumerate() {
+        let _ = writeln!(text, "    forward_layer(i, {}u, {}u, {}u, {}u, {}u, {});", r[0], r[1], r[2], r[3], r[4], l < last);
+    }
+    text.push_str("}\nfn backward(i: u32) {\n");
+    for (l, r) in rows.iter().enumerate().rev() {
+        let _ = writeln!(text, "    backward_layer(i, {}u, {}u, {}u, {}u, {}u, {});", r[0], r[1], r[2], r[4], r[5], l > 0);
+    }
+    text.push_str("}\n");
+    text.push_str(TRAIN_WGSL);
+    text
+}
+
+/// A dispatch's workgroups for `count` invocations of 64 in rows of at most [`MAX_GROUPS_X`]:
+/// (x, y) and the invocations a row holds.
+fn spread(count: u32) -> (u32, u32, u32) {
+    let groups = count.div_ceil(WORKGROUP).max(1);
+    let x = groups.min(MAX_GROUPS_X);
+    (x, groups.div_ceil(x), x * WORKGROUP)
+}
+
+/// What one step of the GPU trainer costs ([`GpuTrainer::step_cost`]): counted, not measured.
+#[derive(Clone, Copy, Debug)]
+pub struct StepCost {
+    /// Compute dispatches.
+    pub dispatches: u32,
+    /// Floating-point operations.
+    pub flop: f64,
+    /// Bytes to and from device memory, at least (caches aside).
+    pub bytes: f64,
+}
+
+/// A read-back of the stats ring in flight.
+struct PendingStats {
+    receiver: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+}
+
+/// The fused GPU trainer.
+pub struct GpuTrainer<'a> {
+    gpu: Gpu,
+    sampler: Sampler<'a>,
+    schedule: Schedule,
+    shapes: Shapes,
+    /// Zeros of the model's shapes: what read-backs fill.
+    template: ModelParams,
+    step: u32,
+    adam_t: u32,
+    /// The latest per-channel MSE the ring brought back.
+    last_mse: f32,
+    pending: Option<PendingStats>,
+    /// Fault injection: the step a simulated device loss happens at.
+    lost_at_step: Option<u32>,
+    /// Whether the weights are read from workgroup memory.
+    weights_shared: bool,
+    /// The uncaptured error the device reported, if any (device lost, out of memory, …).
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl<'a> GpuTrainer<'a> {
+    /// Opens a device on the default adapter, uploads the library and the starting `params`, and
+    /// compiles the trainer specialised to them.
+    pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: &ModelParams) -> Result<Self, TrainError> {
+        if fault::is_active(Fault::GpuNoAdapter) {
+            return Err(TrainError::Gpu("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)".into()));
+        }
+        if fault::is_active(Fault::GpuDevice) {
+            return Err(TrainError::Gpu("the adapter failed to create a device (simulated: TEXSET_FAULT=gpu-device)".into()));
+        }
+        if matches!(schedule.weight_format, WeightFormat::Fp8E4m3 | WeightFormat::MxInt8) && schedule.int8_step < schedule.steps {
+            return Err(TrainError::Backend(format!(
+                "the GPU trainer cannot fine-tune weights through {} yet; use --weight-quantisation ptq or --backend cpu",
+                schedule.weight_format.label()
+            )));
+        }
+        let shapes = Shapes::new(params, schedule.batch_texels)?;
+        let tables = Tables::new(&sampler, params, &shapes)?;
+        let error = Arc::new(Mutex::new(None));
+        let gpu = Gpu::open(&error)?;
+        let limits = gpu.device.limits();
+        // The layers' weights go to workgroup memory when they fit beside the reduction's.
+        let shared_bytes = u64::from(shapes.layer_total) * 8 + u64::from(WORKGROUP) * 16;
+        let weights_shared = shared_bytes <= u64::from(limits.max_compute_workgroup_storage_size);
+        let (_, _, adam_row) = spread(shapes.all());
+        let wgsl = specialise(params, &shapes, &tables, weights_shared, adam_row);
+        let mut flat = Vec::with_capacity(shapes.all() as usize);
+        flatten(params, &mut flat);
+        let gpu = gpu.build(&wgsl, &tables, &shapes, &flat)?;
+        let template = params.zeros_like();
+        let lost_at_step = fault::gpu_lost_at_step();
+        Ok(Self {
+            gpu,
+            sampler,
+            schedule,
+            shapes,
+            template,
+            step: 0,
+            adam_t: 0,
+            last_mse: f32::NAN,
+            pending: None,
+            lost_at_step,
+            weights_shared,
+            error,
+        })
+    }
+
+    /// The adapter's name and backend.
+    #[must_use]
+    pub fn adapter(&self) -> String {
+        self.gpu.adapter_name.clone()
+    }
+
+    /// Whether the layers' weights are read from workgroup memory (the adapter's limit allows it).
+    #[must_use]
+    pub fn weights_in_workgroup_memory(&self) -> bool {
+        self.weights_shared
+    }
+
+    fn check_device(&self) -> Result<(), TrainError> {
+        match self.error.lock().map(|e| e.clone()) {
+            Ok(None) => Ok(()),
+            Ok(Some(e)) => Err(TrainError::Gpu(format!("the GPU device failed: {e}"))),
+            Err(_) => Err(TrainError::Gpu("the GPU device's error state was poisoned".into())),
+        }
+    }
+
+    /// The current parameters, read back from the device.
+    pub fn params(&self) -> Result<ModelParams, TrainError> {
+        let flat = self.gpu.read_f32(&self.gpu.buffers.params, u64::from(self.shapes.all()))?;
+        self.check_device()?;
+        Ok(unflatten(&self.template, &flat))
+    }
+
+    fn upload_params(&self, params: &ModelParams) {
+        let mut flat = Vec::with_capacity(self.shapes.all() as usize);
+        flatten(params, &mut flat);
+        self.gpu.queue.write_buffer(&self.gpu.buffers.params, 0, &f32_bytes(&flat));
+    }
+
+    /// Dispatches one step's work with these flags and the uniform, without Adam when `adam` is
+    /// false (the gradient parity test).
+    fn dispatch(&self, uniform: &StepUniform, adam: bool) -> wgpu::SubmissionIndex {
+        self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, 0, &uniform.bytes());
+        let mut encoder = self.gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset train step") });
+        {
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset train step"), timestamp_writes: None });
+            let p = &self.gpu.pipelines;
+            let (rx, ry, _) = spread(self.shapes.rows);
+            pass.set_pipeline(&p.prepare.0);
+            pass.set_bind_group(0, &p.prepare.1, &[]);
+            pass.dispatch_workgroups(rx, ry, 1);
+            pass.set_pipeline(&p.fwd_bwd.0);
+            pass.set_bind_group(0, &p.fwd_bwd.1, &[]);
+            pass.dispatch_workgroups(self.shapes.batch / WORKGROUP, 1, 1);
+            pass.set_pipeline(&p.wgrad.0);
+            pass.set_bind_group(0, &p.wgrad.1, &[]);
+            pass.dispatch_workgroups(self.shapes.layer_total.div_ceil(WORKGROUP), self.shapes.chunks(), 1);
+            if adam {
+                let (ax, ay, _) = spread(self.shapes.all());
+                pass.set_pipeline(&p.adam.0);
+                pass.set_bind_group(0, &p.adam.1, &[]);
+                pass.dispatch_workgroups(ax, ay, 1);
+            }
+            pass.set_pipeline(&p.stats.0);
+            pass.set_bind_group(0, &p.stats.1, &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        self.gpu.queue.submit([encoder.finish()])
+    }
+
+    /// One step's loss and gradients (scaled by `1 / batch`, as [`crate::train::loss_and_grads`])
+    /// on the given draws ([`Sampler::draw`]), without noise and without an update: the parity
+    /// test's view of the kernels.
+    pub fn gradients_for(&mut self, draws: &[(u32, u32)]) -> Result<(f32, ModelParams), TrainError> {
+        let n = self.shapes.batch as usize;
+        if draws.len() != n {
+            return Err(TrainError::Backend(format!("{} draws given for a batch of {n}", draws.len())));
+        }
+        let words: Vec<u32> = draws.iter().flat_map(|&(g, t)| [g, t]).collect();
+        let offset = 4 * u64::from(self.gpu.samples_off);
+        self.gpu.queue.write_buffer(&self.gpu.buffers.tables, offset, &u32_bytes(&words));
+        let uniform = StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS, ..StepUniform::default() };
+        self.dispatch(&uniform, false);
+        let fixed = self.gpu.read_u32(&self.gpu.buffers.grid_grad, 2 * u64::from(self.shapes.grid_total))?;
+        // Clear the accumulators the update would have cleared.
+        let zeros = vec![0u8; fixed.len() * 4];
+        self.gpu.queue.write_buffer(&self.gpu.buffers.grid_grad, 0, &zeros);
+        let parts = self.gpu.read_f32(&self.gpu.buffers.wpart, u64::from(self.shapes.chunks()) * u64::from(self.shapes.layer_total))?;
+        let stats = self.gpu.read_f32(&self.gpu.buffers.stats, 3)?;
+        self.check_device()?;
+        let scale = 1.0 / n as f32;
+        let mut flat: Vec<f32> =
+            fixed.chunks_exact(2).map(|w| (f64::from(w[1] as i32) + f64::from(w[0]) / 4_294_967_296.0) as f32 * scale).collect();
+        let pl = self.shapes.layer_total as usize;
+        for p in 0..pl {
+            let sum: f32 = parts.iter().skip(p).step_by(pl).sum();
+            flat.push(sum * scale);
+        }
+        Ok((stats[0] * scale, unflatten(&self.template, &flat)))
+    }
+
+    /// Takes a finished read-back of the stats ring; every [`STATS_RING`] steps (and after the
+    /// first) starts the next, waiting first for one still out so the queue never runs far ahead.
+    fn poll_stats(&mut self, slot: u32) -> Result<(), TrainError> {
+        if let Some(pending) = &self.pending {
+            match pending.receiver.try_recv() {
+                Ok(result) => {
+                    self.pending = None;
+                    self.take_stats(result)?;
+                }
+                Err(mpsc::TryRecvError::Empty) => {
+                    // Let the callbacks of finished work run.
+                    let _ = self.gpu.device.poll(wgpu::PollType::Poll);
+                }
+                Err(mpsc::TryRecvError::Disconnected) => return Err(TrainError::Gpu("the loss read-back never finished".into())),
+            }
+        }
+        let first = self.last_mse.is_nan();
+        if slot + 1 == STATS_RING || first {
+            if let Some(pending) = self.pending.take() {
+                self.wait_stats(&pending)?;
+            }
+            let pending = PendingStats { receiver: self.gpu.start_stats_read() };
+            if first {
+                // The first step waits, so status has a loss from the start.
+                self.wait_stats(&pending)?;
+            } else {
+                self.pending = Some(pending);
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_stats(&mut self, pending: &PendingStats) -> Result<(), TrainError> {
+        self.gpu
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| TrainError::Gpu(format!("waiting for the GPU failed: {e}")))?;
+        let result = pending.receiver.recv().map_err(|_| TrainError::Gpu("the loss read-back never finished".into()))?;
+        self.take_stats(result)
+    }
+
+    fn take_stats(&mut self, result: Result<(), wgpu::BufferAsyncError>) -> Result<(), TrainError> {
+        result.map_err(|e| TrainError::Gpu(format!("reading the loss back failed: {e}")))?;
+        self.last_mse = self.gpu.take_stats_mse()?;
+        Ok(())
+    }
+
+    /// Runs one step.
+    fn step_once(&mut self) -> Result<StepStats, TrainError> {
+        let step = self.step;
+        if self.lost_at_step == Some(step) {
+            return Err(TrainError::Gpu(format!("device lost at step {step} (simulated: TEXSET_FAULT=gpu-lost-at-step={step})")));
+        }
+        self.check_device()?;
+        let schedule = &self.schedule;
+        let phase = schedule.phase(step);
+        if schedule.latent_noise && (step == schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam_t == 0)) {
+            let mut params = self.params()?;
+            round_grids(&mut params, &schedule.grid_bits);
+            self.upload_params(&params);
+        }
+        let schedule = &self.schedule;
+        let train_grids = phase == TrainPhase::NoisyLatents;
+        let mut flags = 0;
+        if train_grids {
+            flags |= FLAG_TRAIN_GRIDS;
+            if schedule.latent_noise {
+                flags |= FLAG_NOISE;
+            }
+        }
+        if phase == TrainPhase::Int8Weights {
+            flags |= match schedule.weight_format {
+                WeightFormat::Int8 => FLAG_INT8,
+                WeightFormat::Fp16 => FLAG_FP16,
+                // Refused in `new`.
+                WeightFormat::Fp8E4m3 | WeightFormat::MxInt8 => 0,
+            };
+        }
+        let t = self.adam_t + 1;
+        let decay = schedule.decay(step);
+        let slot = step % STATS_RING;
+        let uniform = StepUniform {
+            step,
+            seed: schedule.seed,
+            flags,
+            noise_amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
+            lr_grid: schedule.grid_learning_rate * decay,
+            lr_mlp: schedule.mlp_learning_rate * decay,
+            c1: 1.0 - ADAM_BETA1.powi(t as i32),
+            c2: 1.0 - ADAM_BETA2.powi(t as i32),
+            grad_scale: 1.0 / schedule.batch_texels as f32,
+            stats_slot: slot,
+        };
+        self.dispatch(&uniform, true);
+        self.adam_t = t;
+        self.step += 1;
+        self.poll_stats(slot)?;
+        Ok(StepStats { mse: self.last_mse, phase })
+    }
+
+    /// The model as it would ship now: latents rounded, weights in their format.
+    pub fn shipped_params(&self) -> Result<ModelParams, TrainError> {
+        let mut params = self.params()?;
+        round_grids(&mut params, &self.schedule.grid_bits);
+        params.layers = params.layers.iter().map(|l| quant::fake_quantize(l, self.schedule.weight_format)).collect();
+        Ok(params)
+    }
+
+    /// Waits until the device has done every step submitted so far (timing).
+    pub fn finish(&self) -> Result<(), TrainError> {
+        self.gpu
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| TrainError::Gpu(format!("waiting for the GPU failed: {e}")))?;
+        self.check_device()
+    }
+
+    /// What one step costs, counted from the shapes (not measured): the roofline's inputs.
+    #[must_use]
+    pub fn step_cost(&self) -> StepCost {
+        let n = f64::from(self.shapes.batch);
+        let macs: f64 = self.shapes.layers.iter().map(|&(i, o)| f64::from(i) * f64::from(o)).sum();
+        let widths: f64 = self.shapes.layers.iter().map(|&(i, o)| f64::from(i) + f64::from(o)).sum();
+        let inputs: f64 = self.shapes.layers.iter().map(|&(i, _)| f64::from(i)).sum();
+        let lc = self.template.latent_channels() as f64;
+        let oc = self.template.output_channels() as f64;
+        let all = f64::from(self.shapes.all());
+        let layer_total = f64::from(self.shapes.layer_total);
+        let chunks = f64::from(self.shapes.chunks());
+        // Forward, input gradients and weight gradients: 3 × 2 FLOP per multiply-add; the gather
+        // and the scatter: 4 corners × 2 FLOP per latent channel each.
+        let flop = n * (6.0 * macs + 16.0 * lc);
+        // Per texel: its rows of the scratch written once and read back (backward reads the
+        // inputs, `wgrad` both), its latent corners (4 × f32 read, 4 × 2 × u32 atomics), its
+        // targets; per step: the weight partials written and read, Adam's 5 arrays.
+        let per_texel = 4.0 * (widths + inputs + widths) + 4.0 * lc * (4.0 + 8.0) + 4.0 * oc;
+        let bytes = n * per_texel + chunks * layer_total * 8.0 + all * 4.0 * 5.0;
+        StepCost { dispatches: 5, flop, bytes }
+    }
+
+    /// The sampler (its draws feed [`GpuTrainer::gradients_for`]).
+    #[must_use]
+    pub fn sampler(&self) -> &Sampler<'a> {
+        &self.sampler
+    }
+}
+
+impl Trainer for GpuTrainer<'_> {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::FUSED_GPU
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    fn steps_done(&self) -> u32 {
+        self.step
+    }
+
+    fn run_step(&mut self) -> Result<StepStats, TrainError> {
+        self.step_once()
+    }
+
+    fn wait(&self) -> Result<(), TrainError> {
+        self.finish()
+    }
+
+    fn final_params(&self) -> ModelParams {
+        // The trait has no error here: a device that fails now is caught by the next step or by
+        // `train_gpu`'s own read-back.
+        self.shipped_params().unwrap_or_else(|_| self.template.clone())
+    }
+
+    fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {
+        let all = u64::from(self.shapes.all());
+        let params = unflatten(&self.template, &self.gpu.read_f32(&self.gpu.buffers.params, all)?);
+        let m = unflatten(&self.template, &self.gpu.read_f32(&self.gpu.buffers.adam_m, all)?);
+        let v = unflatten(&self.template, &self.gpu.read_f32(&self.gpu.buffers.adam_v, all)?);
+        self.check_device()?;
+        crate::train::checkpoint::save_state(path, fingerprint, self.step, self.adam_t, [&params, &m, &v], None)
+    }
+
+    fn load_checkpoint(&mut self, path: &Path, fingerprint: &str, _layout: &ModelLayout) -> Result<(), TrainError> {
+        let state = crate::train::checkpoint::load_state(path, fingerprint, self.schedule.steps, &self.template)?;
+        if state.gates.is_some() {
+            return Err(TrainError::Checkpoint {
+                path: path.to_path_buf(),
+                message: "it has budget gates; the GPU trainer learns no budgets".into(),
+            });
+        }
+        let [params, m, v] = &state.params;
+        for (buffer, p) in [(&self.gpu.buffers.params, params), (&self.gpu.buffers.adam_m, m), (&self.gpu.buffers.adam_v, v)] {
+            let mut flat = Vec::with_capacity(self.shapes.all() as usize);
+            flatten(p, &mut flat);
+            self.gpu.queue.write_buffer(buffer, 0, &f32_bytes(&flat));
+        }
+        self.step = state.step;
+        self.adam_t = state.adam_t;
+        Ok(())
+    }
+}
+
+/// Every value of `params` in the trainer's order (the checkpoint's): grids of every level, then
+/// per layer its weights and biases.
+fn flatten(params: &ModelParams, out: &mut Vec<f32>) {
+    for g in params.all_grids() {
+        out.extend_from_slice(&g.values);
+    }
+    for l in &params.layers {
+        out.extend_from_slice(&l.weights);
+        out.extend_from_slice(&l.biases);
+    }
+}
+
+/// `template`'s shapes filled from `flat` ([`flatten`]'s order).
+fn unflatten(template: &ModelParams, flat: &[f32]) -> ModelParams {
+    let mut params = template.clone();
+    let mut at = 0;
+    let mut take = |dst: &mut [f32]| {
+        let n = dst.len().min(flat.len().saturating_sub(at));
+        dst[..n].copy_from_slice(&flat[at..at + n]);
+        at += dst.len();
+    };
+    for g in params.all_grids_mut() {
+        take(&mut g.values);
+    }
+    for l in &mut params.layers {
+        take(&mut l.weights);
+        take(&mut l.biases);
+    }
+    params
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn u32_bytes(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Trains `set` with the fused GPU trainer in the one loop ([`run`]). [`TrainError::Gpu`] when no
+/// adapter, no device or a lost device stops it: [`crate::compress`] then goes on on the CPU.
+pub fn train_gpu(
+    set: &TextureSet,
+    layout: &ModelLayout,
+    options: &CompressOptions,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<(ModelParams, TrainReport), TrainError> {
+    let start = starting_params(set, layout, options)?;
+    let (options, time_budget) =
+        fit_time_budget(options, |o| Ok(Box::new(gpu_trainer(set, layout, o, &start)?) as Box<dyn Trainer>), cancel)?;
+    let options = options.as_ref();
+    let mut trainer = gpu_trainer(set, layout, options, &start)?;
+    let backend = format!("gpu (fused WGSL, {})", trainer.adapter());
+    crate::train::run::announce_duration(
+        options,
+        |o| Ok(Box::new(gpu_trainer(set, layout, o, &start)?) as Box<dyn Trainer>),
+        &backend,
+        progress,
+        cancel,
+    )?;
+    let schedule = Schedule::new(options, layout);
+    let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
+    let loop_options = LoopOptions {
+        checkpoint: options.run.checkpoint.as_ref(),
+        resume_from: options.run.resume_from.as_deref(),
+        fingerprint: &fingerprint,
+        layout: Some(layout),
+    };
+    let outcome = run(&mut trainer, &loop_options, progress, cancel)?;
+    let params = trainer.shipped_params()?;
+    let report = TrainReport { time_budget, ..TrainReport::new(backend, &schedule, &outcome) };
+    Ok((params, report))
+}
+
+/// The GPU trainer for `options` from `start`.
+pub fn gpu_trainer<'a>(
+    set: &'a TextureSet,
+    layout: &ModelLayout,
+    options: &CompressOptions,
+    start: &ModelParams,
+) -> Result<GpuTrainer<'a>, TrainError> {
+    if options.budgets.prune.is_some() || options.budgets.learned.is_some() {
+        let (what, why) = Capabilities::FUSED_GPU.missing(options, layout).unwrap_or(("this option", "not on the GPU"));
+        return Err(TrainError::Backend(format!("the GPU trainer cannot train {what} ({why})")));
+    }
+    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
+    GpuTrainer::new(sampler, Schedule::new(options, layout), start)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+//! The trainer's WGSL, specialised as the trainer specialises it, passes naga's validator (no
+//! adapter needed); the GPU runs are in `tests/tests/integration/gpu_trainer.rs`.
+
+use super::{Shapes, Tables, specialise, spread};
+use crate::model::params::{GridParams, LayerParams, ModelParams};
+use crate::options::CompressOptions;
+use crate::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
+use crate::train::sampler::Sampler;
+use std::path::PathBuf;
+
+fn set() -> TextureSet {
+    let texels = (0..16 * 16 * 3).map(|i| (i % 7) as f32 / 7.0).collect();
+    let texture = Texture {
+        kind: MapKind::Basecolor,
+        source_path: PathBuf::from("m/basecolor.png"),
+        width: 16,
+        height: 16,
+        channels: 3,
+        sample_format: SampleFormat::U8,
+        color_space: ColorSpace::Srgb,
+        normal_convention: NormalConvention::OpenGl,
+        channel_ranges: vec![[0.0, 1.0]; 3],
+        texels,
+    };
+    TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![texture] }] }
+}
+
+#[test]
+fn the_specialised_trainer_validates_with_naga() {
+    let set = set();
+    for mips in [false, true] {
+        let mut options = CompressOptions::default();
+        options.model.mips = mips;
+        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        let params = crate::train::initial_params(&set, &layout, 1);
+        let shapes = Shapes::new(&params, 512).expect("shapes");
+        let sampler = Sampler::new(&set, &layout);
+        let tables = Tables::new(&sampler, &params, &shapes).expect("tables");
+        for shared in [false, true] {
+            let (_, _, row) = spread(shapes.all());
+            let source = specialise(&params, &shapes, &tables, shared, row);
+            let module = wgpu::naga::front::wgsl::parse_str(&source)
+                .unwrap_or_else(|e| panic!("train.wgsl (mips {mips}, shared {shared}): {}", e.emit_to_string(&source)));
+            let mut validator =
+                wgpu::naga::valid::Validator::new(wgpu::naga::valid::ValidationFlags::all(), wgpu::naga::valid::Capabilities::default());
+            if let Err(e) = validator.validate(&module) {
+                panic!("train.wgsl (mips {mips}, shared {shared}): {}", e.emit_to_string(&source));
+            }
+        }
+    }
+    // The flat order is the checkpoint's: grids of every level, then weights and biases per layer.
+    let params = ModelParams {
+        grids: vec![GridParams { width: 2, height: 1, channels: 1, values: vec![1.0, 2.0] }],
+        pe_frequencies: 0,
+        layers: vec![LayerParams { inputs: 1, outputs: 1, weights: vec![3.0], biases: vec![4.0] }],
+        mip_grids: Vec::new(),
+    };
+    let mut flat = Vec::new();
+    super::flatten(&params, &mut flat);
+    assert_eq!(flat, [1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(super::unflatten(&params.zeros_like(), &flat), params);
+}
