@@ -316,16 +316,6 @@ pub(crate) fn serialise(bundle: &Bundle) -> Result<(Vec<u8>, PackReport), Compre
     Ok((bytes, report))
 }
 
-/// What the GPU trainer refuses beyond its [`Capabilities`]: a weight fine-tune through E4M3 or
-/// MXINT8 (int8 and fp16 fine-tune on the GPU).
-fn gpu_refuses(options: &CompressOptions, layout: &ModelLayout) -> Option<(&'static str, &'static str)> {
-    let fine_tunes = options.resolved_weight_quantisation() == Quantisation::Qat;
-    (fine_tunes && matches!(layout.weight_format, quant::WeightFormat::Fp8E4m3 | quant::WeightFormat::MxInt8)).then_some((
-        "a weight fine-tune through E4M3 or MXINT8",
-        "the GPU trainer fake-quantises int8 and fp16 only; --weight-quantisation ptq trains the others in float",
-    ))
-}
-
 /// Compresses a library into a bundle. The one entry point of the studio, the CLI and the tests.
 pub fn compress(
     set: &TextureSet,
@@ -363,7 +353,7 @@ pub fn compress(
     // One capability check: what the chosen trainer cannot train sends `auto` to the fused one.
     let missing = match backend {
         Backend::Wgpu | Backend::Flex => Capabilities::BURN.missing(options, &layout),
-        Backend::Gpu => Capabilities::FUSED_GPU.missing(options, &layout).or_else(|| gpu_refuses(options, &layout)),
+        Backend::Gpu => Capabilities::FUSED_GPU.missing(options, &layout),
         Backend::Auto | Backend::Cpu => None,
     };
     let (backend, backend_reason) = match (backend, missing) {

@@ -6,6 +6,7 @@
 use texset_core::Decoder;
 use texset_core::eval::evaluate;
 use texset_core::model::params::ModelParams;
+use texset_core::model::quant::{self, WeightFormat};
 use texset_core::options::CheckpointOptions;
 use texset_core::rng::Rng;
 use texset_core::set::MapKind;
@@ -100,6 +101,40 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
     assert!((gpu_loss - cpu_loss).abs() <= 1e-4 * cpu_loss.abs(), "loss {gpu_loss} vs {cpu_loss}");
     let (rel, name) = worst_relative(&gpu, &cpu);
     assert!(rel <= 1e-4, "{name}: relative gradient difference {rel:e}");
+}
+
+/// The weight fine-tune's forward weights on the GPU are the CPU's fake-quantised weights, in
+/// every format the bundle stores.
+#[test]
+fn the_gpu_fake_quantises_weights_as_the_cpu_does() {
+    if !adapter("the_gpu_fake_quantises_weights_as_the_cpu_does") {
+        return;
+    }
+    let set = texset_testkit::small_set(16);
+    let options = CompressOptions {
+        schedule: ScheduleConfig { steps: 4, batch_texels: 256, ..ScheduleConfig::default() },
+        ..CompressOptions::default()
+    };
+    let (layout, _) = texset_core::analyse::analyse(&set, &options).unwrap();
+    let mut params = initial_params(&set, &layout, 5);
+    // Weights over several binades, some tiny, some exact ties of the int8 grid.
+    let mut rng = Rng::new(9, 0, 0);
+    for l in &mut params.layers {
+        for (i, w) in l.weights.iter_mut().enumerate() {
+            *w = (rng.next_f32() - 0.5) * [1.0, 0.01, 3.0, 1e-5][i % 4];
+        }
+    }
+    let trainer = GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params).unwrap();
+    for format in [WeightFormat::Int8, WeightFormat::Fp16, WeightFormat::Fp8E4m3, WeightFormat::MxInt8] {
+        let gpu = trainer.fake_quantised_layers(format).unwrap();
+        for (l, (g, layer)) in gpu.iter().zip(&params.layers).enumerate() {
+            let cpu = quant::fake_quantize(layer, format);
+            // Equal values (a code of 0 may come out as −0 on the GPU).
+            let differ = g.weights.iter().zip(&cpu.weights).filter(|(a, b)| a != b).count();
+            assert_eq!(differ, 0, "{format:?}, layer {l}: {differ} of {} weights differ", cpu.weights.len());
+            assert_eq!(g.biases, cpu.biases, "{format:?}, layer {l}: biases");
+        }
+    }
 }
 
 fn run(set: &texset_core::TextureSet, backend: Backend, steps: u32, extra: impl FnOnce(&mut CompressOptions)) -> texset_core::Compressed {

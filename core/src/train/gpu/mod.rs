@@ -43,6 +43,8 @@ const FLAG_NOISE: u32 = 2;
 const FLAG_TRAIN_GRIDS: u32 = 4;
 const FLAG_INT8: u32 = 8;
 const FLAG_FP16: u32 = 16;
+const FLAG_E4M3: u32 = 32;
+const FLAG_MXINT8: u32 = 64;
 /// Workgroups a dispatch has along x at most (WebGPU's guaranteed 65,535).
 const MAX_GROUPS_X: u32 = 65_535;
 
@@ -330,12 +332,6 @@ impl<'a> GpuTrainer<'a> {
         if fault::is_active(Fault::GpuDevice) {
             return Err(TrainError::Gpu("the adapter failed to create a device (simulated: TEXSET_FAULT=gpu-device)".into()));
         }
-        if matches!(schedule.weight_format, WeightFormat::Fp8E4m3 | WeightFormat::MxInt8) && schedule.int8_step < schedule.steps {
-            return Err(TrainError::Backend(format!(
-                "the GPU trainer cannot fine-tune weights through {} yet; use --weight-quantisation ptq or --backend cpu",
-                schedule.weight_format.label()
-            )));
-        }
         let shapes = Shapes::new(params, schedule.batch_texels)?;
         let tables = Tables::new(&sampler, params, &shapes)?;
         let error = Arc::new(Mutex::new(None));
@@ -430,6 +426,36 @@ impl<'a> GpuTrainer<'a> {
             pass.dispatch_workgroups(1, 1, 1);
         }
         self.gpu.queue.submit([encoder.finish()])
+    }
+
+    /// The layers as the forward pass of the weight fine-tune reads them in `format` (their
+    /// fake-quantised values): the parity test's view of `prepare`.
+    pub fn fake_quantised_layers(&self, format: WeightFormat) -> Result<Vec<crate::model::params::LayerParams>, TrainError> {
+        let uniform = StepUniform { flags: format_flag(format), ..StepUniform::default() };
+        self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, 0, &uniform.bytes());
+        let mut encoder = self.gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset prepare") });
+        {
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset prepare"), timestamp_writes: None });
+            let (rx, ry, _) = spread(self.shapes.rows);
+            pass.set_pipeline(&self.gpu.pipelines.prepare.0);
+            pass.set_bind_group(0, &self.gpu.pipelines.prepare.1, &[]);
+            pass.dispatch_workgroups(rx, ry, 1);
+        }
+        self.gpu.queue.submit([encoder.finish()]);
+        let flat = self.gpu.read_f32(&self.gpu.buffers.fwdw, u64::from(self.shapes.layer_total))?;
+        self.check_device()?;
+        let mut layers = self.template.layers.clone();
+        let mut at = 0;
+        for l in &mut layers {
+            let n = l.weights.len();
+            l.weights.copy_from_slice(&flat[at..at + n]);
+            at += n;
+            let n = l.biases.len();
+            l.biases.copy_from_slice(&flat[at..at + n]);
+            at += n;
+        }
+        Ok(layers)
     }
 
     /// One step's loss and gradients (scaled by `1 / batch`, as [`crate::train::loss_and_grads`])
@@ -534,12 +560,7 @@ impl<'a> GpuTrainer<'a> {
             }
         }
         if phase == TrainPhase::Int8Weights {
-            flags |= match schedule.weight_format {
-                WeightFormat::Int8 => FLAG_INT8,
-                WeightFormat::Fp16 => FLAG_FP16,
-                // Refused in `new`.
-                WeightFormat::Fp8E4m3 | WeightFormat::MxInt8 => 0,
-            };
+            flags |= format_flag(schedule.weight_format);
         }
         let t = self.adam_t + 1;
         let decay = schedule.decay(step);
@@ -663,6 +684,16 @@ impl Trainer for GpuTrainer<'_> {
         self.step = state.step;
         self.adam_t = state.adam_t;
         Ok(())
+    }
+}
+
+/// The `prepare` kernel's flag that fake-quantises the weights in `format`.
+fn format_flag(format: WeightFormat) -> u32 {
+    match format {
+        WeightFormat::Int8 => FLAG_INT8,
+        WeightFormat::Fp16 => FLAG_FP16,
+        WeightFormat::Fp8E4m3 => FLAG_E4M3,
+        WeightFormat::MxInt8 => FLAG_MXINT8,
     }
 }
 

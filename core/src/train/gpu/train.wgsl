@@ -1,7 +1,7 @@
 // texset's fused GPU trainer: one training step is five dispatches over buffers that stay on the
 // device (train/gpu/mod.rs records them):
-//   prepare       the decoder's weights as the forward pass reads them (a copy, or their int8 /
-//                 fp16 fake-quantised values in the weight fine-tune)
+//   prepare       the decoder's weights as the forward pass reads them (a copy, or in the weight
+//                 fine-tune their values in the bundle's format: int8, fp16, E4M3 or MXINT8)
 //   fwd_bwd       per texel: draw it (counter-based hash of seed, step, texel), gather the latents
 //                 (bilinear, its mip level, ±½-step QAT noise), MLP forward, loss, backward;
 //                 stores each layer's input and output gradient for `wgrad`, and scatters the
@@ -34,6 +34,11 @@ const FLAG_NOISE: u32 = 2u;
 const FLAG_TRAIN_GRIDS: u32 = 4u;
 const FLAG_INT8: u32 = 8u;
 const FLAG_FP16: u32 = 16u;
+const FLAG_E4M3: u32 = 32u;
+const FLAG_MXINT8: u32 = 64u;
+// model/quant.rs's E4M3_MAX and MX_BLOCK.
+const E4M3_MAX: f32 = 448.0;
+const MX_BLOCK: u32 = 32u;
 
 const ADAM_BETA1: f32 = 0.9;
 const ADAM_BETA2: f32 = 0.99;
@@ -141,6 +146,32 @@ fn round_f16(x: f32) -> f32 {
     }
     // Subnormal in half: multiples of 2^-24 (WGSL's round() takes ties to even).
     return sign(x) * round(abs(x) * 16777216.0) / 16777216.0;
+}
+
+// Rust's f32::round: halves away from zero (WGSL's round() takes them to even).
+fn round_away(x: f32) -> f32 {
+    return sign(x) * floor(abs(x) + 0.5);
+}
+
+// ⌊log2 |x|⌋ of a normal f32, exactly, from its exponent bits (-127 for zero and subnormals).
+fn exponent_of(x: f32) -> i32 {
+    return i32((bitcast<u32>(x) >> 23u) & 0xffu) - 127;
+}
+
+// 2^n for -126 ≤ n ≤ 127, exactly.
+fn pow2(n: i32) -> f32 {
+    return bitcast<f32>(u32(n + 127) << 23u);
+}
+
+// The E4M3 value nearest to `v` (model/quant.rs `e4m3_value(e4m3_code(v))`): 3 mantissa bits,
+// exponents down to -6 (subnormals below), saturating at ±448, ties away from zero.
+fn round_e4m3(v: f32) -> f32 {
+    let x = abs(v);
+    if x >= E4M3_MAX {
+        return sign(v) * E4M3_MAX;
+    }
+    let step = pow2(max(exponent_of(x), -6) - 3);
+    return sign(v) * floor(x / step + 0.5) * step;
 }
 
 struct Corners {
@@ -269,25 +300,47 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
     let row = t_u(lb + 2u) + o * nin;
     let b = t_u(lb + 3u) + o;
     fwdw[b] = params[GRID_TOTAL + b];
-    if (u.flags & FLAG_INT8) != 0u {
+    let src = GRID_TOTAL + row;
+    if (u.flags & (FLAG_INT8 | FLAG_E4M3)) != 0u {
+        // One scale per row: its largest magnitude maps to the format's largest code.
         var max_abs = 0.0;
         for (var k = 0u; k < nin; k++) {
-            max_abs = max(max_abs, abs(params[GRID_TOTAL + row + k]));
+            max_abs = max(max_abs, abs(params[src + k]));
         }
-        let scale = select(1.0, max_abs / 127.0, max_abs > 0.0);
+        let int8 = (u.flags & FLAG_INT8) != 0u;
+        let top = select(E4M3_MAX, 127.0, int8);
+        let scale = select(1.0, max_abs / top, max_abs > 0.0);
         for (var k = 0u; k < nin; k++) {
-            let q = params[GRID_TOTAL + row + k] / scale;
-            // Rust's f32::round: halves away from zero.
-            let rounded = sign(q) * floor(abs(q) + 0.5);
-            fwdw[row + k] = clamp(rounded, -127.0, 127.0) * scale;
+            let q = params[src + k] / scale;
+            if int8 {
+                fwdw[row + k] = clamp(round_away(q), -127.0, 127.0) * scale;
+            } else {
+                fwdw[row + k] = round_e4m3(q) * scale;
+            }
+        }
+    } else if (u.flags & FLAG_MXINT8) != 0u {
+        // A power-of-two scale per block of MX_BLOCK inputs, its largest magnitude in [64, 128).
+        for (var first = 0u; first < nin; first += MX_BLOCK) {
+            let end = min(first + MX_BLOCK, nin);
+            var max_abs = 0.0;
+            for (var k = first; k < end; k++) {
+                max_abs = max(max_abs, abs(params[src + k]));
+            }
+            var scale = 1.0;
+            if max_abs > 0.0 {
+                scale = pow2(clamp(exponent_of(max_abs) - 6, -126, 127));
+            }
+            for (var k = first; k < end; k++) {
+                fwdw[row + k] = clamp(round_away(params[src + k] / scale), -127.0, 127.0) * scale;
+            }
         }
     } else if (u.flags & FLAG_FP16) != 0u {
         for (var k = 0u; k < nin; k++) {
-            fwdw[row + k] = round_f16(params[GRID_TOTAL + row + k]);
+            fwdw[row + k] = round_f16(params[src + k]);
         }
     } else {
         for (var k = 0u; k < nin; k++) {
-            fwdw[row + k] = params[GRID_TOTAL + row + k];
+            fwdw[row + k] = params[src + k];
         }
     }
     // The transposed copy the forward pass reads: `[input][output]`.
