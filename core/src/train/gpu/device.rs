@@ -167,7 +167,7 @@ impl Opened {
             params: init("parameters", &f32_bytes(params))?,
             fwdw: zeroed("forward weights", u64::from(shapes.layer_total) * 8)?,
             scratch: zeroed("per-texel activations", shapes.scratch * 4)?,
-            grid_grad: zeroed("latent gradients", u64::from(shapes.grid_total) * 8)?,
+            grid_grad: zeroed("latent gradients", u64::from(shapes.grid_total) * 16)?,
             stats_part: zeroed("loss sums", u64::from(shapes.batch / 64) * 12)?,
             wpart: zeroed("weight gradients", u64::from(shapes.chunks()) * u64::from(shapes.layer_total) * 4)?,
             adam_m: zeroed("Adam moments", all)?,

@@ -119,6 +119,12 @@ impl Shapes {
         self.batch / CHUNK_TEXELS as u32
     }
 
+    /// `wgrad`'s invocations per chunk: per layer, 4×4 tiles of its weights plus a column of
+    /// bias tiles.
+    fn tiles(&self) -> u32 {
+        self.layers.iter().map(|&(i, o)| o.div_ceil(4) * (i.div_ceil(4) + 1)).sum()
+    }
+
     fn all(&self) -> u32 {
         self.grid_total + self.layer_total
     }
@@ -249,6 +255,7 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, weights_sh
         ("MAXW", maxw),
         ("LAYERS", shapes.layers.len() as u32),
         ("ROWS", shapes.rows),
+        ("TILES", shapes.tiles()),
         ("PL", shapes.layer_total),
         ("GRID_TOTAL", shapes.grid_total),
         ("P_ALL", shapes.all()),
@@ -414,7 +421,7 @@ impl<'a> GpuTrainer<'a> {
             pass.dispatch_workgroups(self.shapes.batch / WORKGROUP, 1, 1);
             pass.set_pipeline(&p.wgrad.0);
             pass.set_bind_group(0, &p.wgrad.1, &[]);
-            pass.dispatch_workgroups(self.shapes.layer_total.div_ceil(WORKGROUP), self.shapes.chunks(), 1);
+            pass.dispatch_workgroups(self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks(), 1);
             if adam {
                 let (ax, ay, _) = spread(self.shapes.all());
                 pass.set_pipeline(&p.adam.0);
@@ -471,7 +478,7 @@ impl<'a> GpuTrainer<'a> {
         self.gpu.queue.write_buffer(&self.gpu.buffers.tables, offset, &u32_bytes(&words));
         let uniform = StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS, ..StepUniform::default() };
         self.dispatch(&uniform, false);
-        let fixed = self.gpu.read_u32(&self.gpu.buffers.grid_grad, 2 * u64::from(self.shapes.grid_total))?;
+        let fixed = self.gpu.read_u32(&self.gpu.buffers.grid_grad, 4 * u64::from(self.shapes.grid_total))?;
         // Clear the accumulators the update would have cleared.
         let zeros = vec![0u8; fixed.len() * 4];
         self.gpu.queue.write_buffer(&self.gpu.buffers.grid_grad, 0, &zeros);
@@ -479,8 +486,9 @@ impl<'a> GpuTrainer<'a> {
         let stats = self.gpu.read_f32(&self.gpu.buffers.stats, 3)?;
         self.check_device()?;
         let scale = 1.0 / n as f32;
+        let fixed_point = |lo: u32, hi: u32| f64::from(hi) * 4_294_967_296.0 + f64::from(lo);
         let mut flat: Vec<f32> =
-            fixed.chunks_exact(2).map(|w| (f64::from(w[1] as i32) + f64::from(w[0]) / 4_294_967_296.0) as f32 * scale).collect();
+            fixed.chunks_exact(4).map(|w| ((fixed_point(w[0], w[1]) - fixed_point(w[2], w[3])) / 4_294_967_296.0) as f32 * scale).collect();
         let pl = self.shapes.layer_total as usize;
         for p in 0..pl {
             let sum: f32 = parts.iter().skip(p).step_by(pl).sum();

@@ -7,7 +7,8 @@
 //                 stores each layer's input and output gradient for `wgrad`, and scatters the
 //                 latent gradients into 32.32 fixed-point integer accumulators (integer atomics:
 //                 exact and order-free, so a step is deterministic for a seed on one device)
-//   wgrad         weight and bias gradients summed over fixed chunks of texels, in order
+//   wgrad         weight and bias gradients summed over fixed chunks of texels, in order, in
+//                 4×4 tiles
 //   adam          one Adam update of every parameter (grid gradients read from fixed point and
 //                 cleared, weight gradients summed over the chunks in order)
 //   stats_reduce  the step's loss sums into a ring the host reads back asynchronously
@@ -60,7 +61,8 @@ const WG: u32 = 64u;
 @group(0) @binding(4) var<storage, read_write> fwdw: array<f32>;
 // Per layer, every texel's input row and output-gradient row.
 @group(0) @binding(5) var<storage, read_write> scratch: array<f32>;
-// Per grid value, a 32.32 fixed-point gradient: (low word, high word).
+// Per grid value, its 32.32 fixed-point gradient: (low, high) words of the positive
+// contributions, then of the negative ones.
 @group(0) @binding(6) var<storage, read_write> grid_grad: array<atomic<u32>>;
 @group(0) @binding(7) var<storage, read_write> stats_part: array<f32>;
 @group(0) @binding(8) var<storage, read_write> wpart: array<f32>;
@@ -122,15 +124,21 @@ fn unit(h: u32) -> f32 {
     return f32(h >> 8u) * (1.0 / 16777216.0);
 }
 
-// Adds `v` to fixed-point accumulator `j`: integer additions are exact and commute.
+// Adds `value` to the fixed-point gradient of grid value `j`: four words, (low, high) of the
+// positive contributions, then of the negative ones, each 32.32. Integer additions are exact and
+// commute; splitting by sign leaves the high word's atomic for the rare contribution of 1 or
+// more and the carries.
 fn fx_add(j: u32, value: f32) {
-    let v = clamp(value, -1e9, 1e9);
-    let fl = floor(v);
-    let hi = bitcast<u32>(i32(fl));
-    let lo = u32((v - fl) * 4294967296.0);
-    let old = atomicAdd(&grid_grad[2u * j], lo);
-    let carry = select(0u, 1u, old + lo < old);
-    atomicAdd(&grid_grad[2u * j + 1u], hi + carry);
+    let m = min(abs(value), 1e9);
+    let whole = floor(m);
+    let hi = u32(whole);
+    let lo = u32((m - whole) * 4294967296.0);
+    let at = 4u * j + select(0u, 2u, value < 0.0);
+    let old = atomicAdd(&grid_grad[at], lo);
+    let high = hi + select(0u, 1u, old + lo < old);
+    if high != 0u {
+        atomicAdd(&grid_grad[at + 1u], high);
+    }
 }
 
 // The nearest IEEE half to `x` (ties to even), as an f32: what the `half` crate's `f16::from_f32`
@@ -492,19 +500,24 @@ fn fwd_bwd(
     }
 }
 
+// Weight and bias gradients of one chunk of CHUNK texels, summed in texel order: an invocation
+// per 4×4 tile of a layer's weights (the layer's last column of tiles: its biases), so each
+// texel's rows are read once per 16 multiply-adds.
 @compute @workgroup_size(64)
 fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let p = gid.x;
+    var t = gid.x;
     let chunk = gid.y;
-    if p >= PL {
+    if t >= TILES {
         return;
     }
     var l = 0u;
     loop {
         let lb = LAYER_OFF + l * 6u;
-        if p < t_u(lb + 3u) + t_u(lb + 1u) || l + 1u >= LAYERS {
+        let tiles = ((t_u(lb + 1u) + 3u) / 4u) * ((t_u(lb) + 3u) / 4u + 1u);
+        if t < tiles || l + 1u >= LAYERS {
             break;
         }
+        t -= tiles;
         l += 1u;
     }
     let lb = LAYER_OFF + l * 6u;
@@ -514,21 +527,47 @@ fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
     let b = t_u(lb + 3u);
     let act = t_u(lb + 4u);
     let dz = t_u(lb + 5u);
-    var s = 0.0;
+    let k_tiles = (nin + 3u) / 4u + 1u;
+    let o0 = (t / k_tiles) * 4u;
+    let k0 = (t % k_tiles) * 4u;
+    let bias = k0 >= nin;
+    let o_in = vec4<bool>(o0 < nout, o0 + 1u < nout, o0 + 2u < nout, o0 + 3u < nout);
+    let k_in = vec4<bool>(k0 < nin, k0 + 1u < nin, k0 + 2u < nin, k0 + 3u < nin);
+    var c0 = vec4<f32>(0.0);
+    var c1 = vec4<f32>(0.0);
+    var c2 = vec4<f32>(0.0);
+    var c3 = vec4<f32>(0.0);
     let first = chunk * CHUNK;
-    if p < b {
-        let o = (p - w) / nin;
-        let k = (p - w) % nin;
-        for (var n = first; n < first + CHUNK; n++) {
-            s += scratch[dz + n * nout + o] * scratch[act + n * nin + k];
-        }
-    } else {
-        let o = p - b;
-        for (var n = first; n < first + CHUNK; n++) {
-            s += scratch[dz + n * nout + o];
+    for (var n = first; n < first + CHUNK; n++) {
+        let d_row = dz + n * nout + o0;
+        let d = select(vec4<f32>(0.0), vec4<f32>(scratch[d_row], scratch[d_row + 1u], scratch[d_row + 2u], scratch[d_row + 3u]), o_in);
+        if bias {
+            c0 += d;
+        } else {
+            let a_row = act + n * nin + k0;
+            let a = select(vec4<f32>(0.0), vec4<f32>(scratch[a_row], scratch[a_row + 1u], scratch[a_row + 2u], scratch[a_row + 3u]), k_in);
+            c0 += d * a.x;
+            c1 += d * a.y;
+            c2 += d * a.z;
+            c3 += d * a.w;
         }
     }
-    wpart[chunk * PL + p] = s;
+    let out = chunk * PL;
+    for (var j = 0u; j < 4u; j++) {
+        let o = o0 + j;
+        if o >= nout {
+            break;
+        }
+        if bias {
+            wpart[out + b + o] = c0[j];
+        } else {
+            let row = out + w + o * nin + k0;
+            let c = vec4<f32>(c0[j], c1[j], c2[j], c3[j]);
+            for (var i = 0u; i < 4u && k0 + i < nin; i++) {
+                wpart[row + i] = c[i];
+            }
+        }
+    }
 }
 
 @compute @workgroup_size(64)
@@ -544,9 +583,11 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
         if (u.flags & FLAG_TRAIN_GRIDS) == 0u {
             return;
         }
-        let lo = atomicExchange(&grid_grad[2u * j], 0u);
-        let hi = atomicExchange(&grid_grad[2u * j + 1u], 0u);
-        g = f32(bitcast<i32>(hi)) + f32(lo) * 2.3283064365386963e-10;
+        let pos_lo = atomicExchange(&grid_grad[4u * j], 0u);
+        let pos_hi = atomicExchange(&grid_grad[4u * j + 1u], 0u);
+        let neg_lo = atomicExchange(&grid_grad[4u * j + 2u], 0u);
+        let neg_hi = atomicExchange(&grid_grad[4u * j + 3u], 0u);
+        g = f32(bitcast<i32>(pos_hi - neg_hi)) + (f32(pos_lo) - f32(neg_lo)) * 2.3283064365386963e-10;
         lr = u.lr_grid;
     } else {
         let p = j - GRID_TOTAL;
