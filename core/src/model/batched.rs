@@ -8,8 +8,9 @@
 //! The kernels are written once over 16-lane tiles (`Lanes`) and run on AVX2 + FMA registers
 //! when the CPU has them (detected at run time; `pulp` compiles the kernels for that instruction
 //! set), else on plain arrays. Every product is a fused multiply-add (exactly rounded on every
-//! path) and every sum runs in a fixed order of 16 lanes, so the result is the same bits on every
-//! path and at any thread count. An AVX-512 path (pulp's `x86-v4`) measured no faster on the
+//! path) and every sum runs in a fixed order (a texel's over the inputs in order; sums over texels
+//! in 16 lanes, then a fixed tree), so the result is the same bits on every path and at any thread
+//! count (tested). An AVX-512 path (pulp's `x86-v4`) measured no faster on the
 //! development machine: the weight gradients' horizontal sums grow with the width. TODO(simd): a
 //! NEON path for aarch64 (plain arrays there today).
 
@@ -407,6 +408,16 @@ mod tests {
             }
             let (mut dw, mut db) = (vec![0.0; outputs * inputs], vec![0.0; outputs]);
             weight_grads(&dz, &a, inputs, np, &mut dw, &mut db);
+            // The plain-array path gives the same bits as the one this CPU dispatched to.
+            let mut plain = vec![0.0; outputs * np];
+            forward_imp(Plain, &w, &bias, inputs, &a, np, true, &mut plain);
+            assert_eq!(plain, z, "forward: plain arrays against the dispatched path");
+            let mut plain = vec![0.0; inputs * np];
+            backward_imp(Plain, &w, inputs, outputs, &dz, np, inputs, Some(&a), &mut plain);
+            assert_eq!(plain, da, "backward: plain arrays against the dispatched path");
+            let (mut plain_dw, mut plain_db) = (vec![0.0; outputs * inputs], vec![0.0; outputs]);
+            grads_imp(Plain, &dz, &a, inputs, np, &mut plain_dw, &mut plain_db);
+            assert_eq!((plain_dw, plain_db), (dw.clone(), db.clone()), "weight grads: plain arrays against the dispatched path");
             for o in 0..outputs {
                 let want: f32 = (0..n).map(|i| dz[o * np + i]).sum();
                 assert!((db[o] - want).abs() < 1e-4);
