@@ -1,7 +1,11 @@
-//! The CPU reference decoder: random access to any texel of any map, or whole maps, from a
-//! [`Bundle`]. Plain Rust (rayon for whole maps); no burn. The GPU shader must match it.
+//! The CPU decoder: random access to any texel of any map through the scalar reference
+//! ([`crate::model::reference`], the specification the GPU shader must match), or whole maps
+//! through the batched SIMD path ([`crate::model::batched`]: the same features, the MLP a block of
+//! texels at a time; within a few ulps of the reference, tested). Plain Rust (rayon for whole
+//! maps); no burn.
 
 use crate::bundle::{Bundle, Manifest, MapEntry};
+use crate::model::batched::{forward_layer, padded_len};
 use crate::model::params::ModelParams;
 use crate::model::reference::{MlpScratch, features_at_level, mlp_forward, srgb_to_linear};
 use crate::set::{ColorSpace, MapKind, NormalConvention};
@@ -266,24 +270,25 @@ impl Decoder {
             let rows: Vec<Vec<Vec<f32>>> = (0..height)
                 .into_par_iter()
                 .map(|y| {
-                    let mut features = vec![0.0; self.params.mlp_inputs()];
-                    let mut scratch = MlpScratch::default();
                     let mut row_out: Vec<Vec<f32>> =
                         members.iter().map(|&j| Vec::with_capacity(width * entries[maps[j]].channels as usize)).collect();
                     let v = (y as f32 + 0.5) / height as f32;
-                    for x in 0..width {
-                        let u = (x as f32 + 0.5) / width as f32;
-                        features_at_level(&self.params, u, v, level, mask, &mut features);
-                        let out_all = mlp_forward(&self.params, &features, &mut scratch);
-                        for (r, &j) in row_out.iter_mut().zip(&members) {
-                            let e = &entries[maps[j]];
-                            let (o, ch) = (e.output_offset as usize, e.channels as usize);
-                            let mut t = [0.0f32; 4];
-                            for (dst, v) in t.iter_mut().zip(&out_all[o..o + ch]) {
-                                *dst = v.clamp(0.0, 1.0);
+                    let mut block = BlockScratch::new(&self.params);
+                    for x0 in (0..width).step_by(DECODE_BLOCK_TEXELS) {
+                        let count = DECODE_BLOCK_TEXELS.min(width - x0);
+                        let texel_u = |i: usize| ((x0 + i) as f32 + 0.5) / width as f32;
+                        let (y_all, np) = block.decode(&self.params, count, texel_u, v, level, mask);
+                        for i in 0..count {
+                            for (r, &j) in row_out.iter_mut().zip(&members) {
+                                let e = &entries[maps[j]];
+                                let (o, ch) = (e.output_offset as usize, e.channels as usize);
+                                let mut t = [0.0f32; 4];
+                                for (c, dst) in t.iter_mut().enumerate().take(ch) {
+                                    *dst = y_all[(o + c) * np + i].clamp(0.0, 1.0);
+                                }
+                                e.apply_color_transform(&mut t);
+                                r.extend_from_slice(&t[..ch]);
                             }
-                            e.apply_color_transform(&mut t);
-                            r.extend_from_slice(&t[..ch]);
                         }
                     }
                     row_out
@@ -297,5 +302,58 @@ impl Decoder {
             }
         }
         Ok(out)
+    }
+}
+
+/// Texels of one row decoded together by the batched path (a multiple of the kernels' tile).
+const DECODE_BLOCK_TEXELS: usize = 128;
+
+/// The batched path's buffers for one block of texels: the features and every layer's output,
+/// feature-major (`[feature][texel]`).
+struct BlockScratch {
+    features: Vec<f32>,
+    texel: Vec<f32>,
+    layers: Vec<Vec<f32>>,
+}
+
+impl BlockScratch {
+    fn new(params: &ModelParams) -> Self {
+        let np = padded_len(DECODE_BLOCK_TEXELS);
+        Self {
+            features: vec![0.0; params.mlp_inputs() * np],
+            texel: vec![0.0; params.mlp_inputs()],
+            layers: params.layers.iter().map(|l| vec![0.0; l.outputs * np]).collect(),
+        }
+    }
+
+    /// Decodes `count` texels at `(u(i), v)` of pyramid level `level` with channel mask `mask`:
+    /// the reference's features ([`features_at_level`], bit-identical), then the MLP through the
+    /// batched kernels. Returns every output channel, unclamped, `[output][np]`, and `np`.
+    fn decode(
+        &mut self,
+        params: &ModelParams,
+        count: usize,
+        u: impl Fn(usize) -> f32,
+        v: f32,
+        level: u32,
+        mask: &[f32],
+    ) -> (&[f32], usize) {
+        let np = padded_len(count);
+        let inputs = params.mlp_inputs();
+        let features = &mut self.features[..inputs * np];
+        features.fill(0.0);
+        for i in 0..count {
+            features_at_level(params, u(i), v, level, mask, &mut self.texel);
+            for (k, &f) in self.texel.iter().enumerate() {
+                features[k * np + i] = f;
+            }
+        }
+        let last = params.layers.len().saturating_sub(1);
+        for (l, layer) in params.layers.iter().enumerate() {
+            let (done, rest) = self.layers.split_at_mut(l);
+            let input: &[f32] = if l == 0 { &self.features[..inputs * np] } else { &done[l - 1][..layer.inputs * np] };
+            forward_layer(&layer.weights, &layer.biases, layer.inputs, input, np, l != last, &mut rest[0][..layer.outputs * np]);
+        }
+        (self.layers.last().map_or(&[][..], |y| &y[..]), np)
     }
 }

@@ -1,8 +1,10 @@
 //! The model a bundle holds and the CPU reference decoder that defines it: parameter shapes
 //! ([`params`]), the reference decode of one texel ([`reference`](mod@reference)), the channel layout the analyse
 //! pass decides ([`layout`]), quantisation of latents and weights ([`quant`]) and mip levels
-//! ([`mips`]).
+//! ([`mips`]); [`batched`] is the MLP's fast batched form (SIMD kernels) the trainer and the
+//! whole-map decoder run on.
 
+pub mod batched;
 #[cfg(feature = "train")]
 pub mod layout;
 pub mod mips;

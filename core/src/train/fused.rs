@@ -1,5 +1,5 @@
 //! Training: the texel sampler every backend shares, and the hand-fused CPU trainer (latent
-//! gather + MLP forward/backward through sgemm + Adam), with burn as its reference in tests.
+//! gather + MLP forward/backward through the batched SIMD kernels + Adam), with burn as its reference in tests.
 //!
 //! Determinism: a step's batch is split into fixed chunks of [`CHUNK_TEXELS`]; each chunk draws its
 //! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed

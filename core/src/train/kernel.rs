@@ -1,11 +1,14 @@
-//! The fused CPU kernel: latent gather, MLP forward and backward through sgemm, and the bilinear
-//! scatter of latent gradients. Gradients are summed in chunk order (deterministic).
+//! The fused CPU kernel: the latent gather straight into the feature-major layout of
+//! [`crate::model::batched`], the MLP forward and backward through its packing-free SIMD kernels,
+//! and the bilinear scatter of latent gradients. Gradients are summed in chunk order
+//! (deterministic).
 
+use crate::model::batched::{backward_inputs, forward_layer, padded_len, weight_grads};
 use crate::model::params::{LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::model::reference::bilinear_corners;
 use crate::rng::Rng;
-use crate::train::gemm::{Strides, gemm};
 use crate::train::sampler::Batch;
+use rayon::prelude::*;
 
 /// Gradients and statistics of one chunk.
 pub struct ChunkGrads {
@@ -31,136 +34,128 @@ pub struct ChunkGrads {
 /// Forward and backward of the model on a batch (the fused CPU kernel). `mlp` are the layers to
 /// run (the float ones, or their int8 fake-quantised copies); `noise` adds uniform noise of the
 /// given amplitude to every gathered latent corner value.
+///
+/// Internally every activation is feature-major, `[feature][texel]` with the texels padded to a
+/// whole tile (padding columns are zero in the input and in every output gradient, so they add
+/// nothing to any gradient).
 #[must_use]
 pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch, noise: Option<(f32, &mut Rng)>) -> ChunkGrads {
     let n = batch.len;
+    let np = padded_len(n);
     let lc = params.latent_channels();
     let inputs = params.mlp_inputs();
     let oc = params.output_channels();
     let grid_count = params.grids.len();
     let mut noise = noise;
 
-    // Features (and, with gates, the unmasked latent values the gate gradients need).
+    // The gather: features (and, with gates, the unmasked latent values the gate gradients
+    // need), written feature-major for the first layer.
     let gated = batch.gate.len() == n && n > 0;
     let mut raw = if gated { vec![0.0f32; n * lc] } else { Vec::new() };
-    let mut x = vec![0.0f32; n * inputs];
+    let mut x = vec![0.0f32; inputs * np];
     let mut corners = Vec::with_capacity(n * grid_count);
     let top_level = params.mip_levels() - 1;
     let levels: Vec<u32> = (0..n).map(|i| batch.level.get(i).map_or(0, |&l| l.min(top_level))).collect();
-    for i in 0..n {
-        let (u, v) = (batch.uv[2 * i], batch.uv[2 * i + 1]);
-        let row = &mut x[i * inputs..(i + 1) * inputs];
-        let mut offset = 0;
-        let grids = params.level_grids(levels[i]);
-        for grid in grids {
+    // First the corners of every texel and grid, touching each corner's cells: these loads do not
+    // depend on each other, so the CPU keeps many cache misses in flight, and the gather below
+    // (whose adds wait on its loads) finds the cells in cache.
+    let mut touched = 0.0f32;
+    for (uv, &level) in batch.uv.chunks_exact(2).zip(&levels) {
+        let (u, v) = (uv[0], uv[1]);
+        for grid in params.level_grids(level) {
             let ch = grid.channels as usize;
             let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
+            for cell in cells {
+                touched += grid.values.get(cell * ch).copied().unwrap_or(0.0);
+            }
+            corners.push((cells, weights));
+        }
+    }
+    std::hint::black_box(touched);
+    for i in 0..n {
+        let (u, v) = (batch.uv[2 * i], batch.uv[2 * i + 1]);
+        let mask = &batch.mask[i * lc..(i + 1) * lc];
+        let mut offset = 0;
+        let grids = params.level_grids(levels[i]);
+        for (grid, &(cells, weights)) in grids.iter().zip(&corners[i * grid_count..(i + 1) * grid_count]) {
+            let ch = grid.channels as usize;
+            let corner_values: [&[f32]; 4] = std::array::from_fn(|k| &grid.values[cells[k] * ch..(cells[k] + 1) * ch]);
             for c in 0..ch {
                 let mut value = 0.0;
                 for k in 0..4 {
-                    let mut g = grid.values[cells[k] * ch + c];
+                    let mut g = corner_values[k][c];
                     if let Some((amplitude, rng)) = noise.as_mut() {
                         g += (rng.next_f32() * 2.0 - 1.0) * *amplitude;
                     }
                     value += weights[k] * g;
                 }
-                row[offset + c] = value * batch.mask[i * lc + offset + c];
+                x[(offset + c) * np + i] = value * mask[offset + c];
                 if let Some(r) = raw.get_mut(i * lc + offset + c) {
                     *r = value;
                 }
             }
             offset += ch;
-            corners.push((cells, weights));
         }
         let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
         let (px, py) = (u * w0 as f32, v * h0 as f32);
         for k in 0..params.pe_frequencies {
             let a = pe_angular_frequency(k);
             let j = offset + 4 * k as usize;
-            row[j] = (a * px).sin();
-            row[j + 1] = (a * px).cos();
-            row[j + 2] = (a * py).sin();
-            row[j + 3] = (a * py).cos();
+            x[j * np + i] = (a * px).sin();
+            x[(j + 1) * np + i] = (a * px).cos();
+            x[(j + 2) * np + i] = (a * py).sin();
+            x[(j + 3) * np + i] = (a * py).cos();
         }
         if top_level > 0 {
-            row[offset + 4 * params.pe_frequencies as usize] = levels[i] as f32 * LOD_INPUT_SCALE;
+            x[(offset + 4 * params.pe_frequencies as usize) * np + i] = levels[i] as f32 * LOD_INPUT_SCALE;
         }
     }
 
-    // Forward: z_l = a_{l-1} · W_lᵀ + b_l; a_l = relu(z_l) except the last.
-    let mut activations: Vec<Vec<f32>> = vec![x];
-    let mut pre: Vec<Vec<f32>> = Vec::with_capacity(mlp.len());
+    // Forward: a_l = relu(W_l · a_{l-1} + b_l), except the last layer (no ReLU).
+    let mut activations: Vec<Vec<f32>> = Vec::with_capacity(mlp.len() + 1);
+    activations.push(x);
     let last = mlp.len().saturating_sub(1);
     for (l, layer) in mlp.iter().enumerate() {
-        let mut z = Vec::with_capacity(n * layer.outputs);
-        for _ in 0..n {
-            z.extend_from_slice(&layer.biases);
-        }
-        gemm(
-            &activations[l],
-            Strides::row_major(n, layer.inputs),
-            &layer.weights,
-            Strides::transposed(layer.outputs, layer.inputs),
-            1.0,
-            &mut z,
-            Strides::row_major(n, layer.outputs),
-        );
-        let a = if l == last { z.clone() } else { z.iter().map(|v| v.max(0.0)).collect() };
-        pre.push(z);
-        activations.push(a);
+        let mut z = vec![0.0f32; layer.outputs * np];
+        forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, l != last, &mut z);
+        activations.push(z);
     }
 
-    // Loss gradient.
+    // Loss gradient, `[oc][np]` (zero in the padding).
     let y = &activations[mlp.len()];
-    let mut dz = vec![0.0f32; n * oc];
+    let mut dz = vec![0.0f32; oc * np];
     let (mut weighted_sq_err, mut sq_err, mut targeted) = (0.0f64, 0.0f64, 0.0f64);
-    for j in 0..n * oc {
-        let w = batch.weight[j];
-        if w != 0.0 {
-            let d = y[j] - batch.target[j];
-            weighted_sq_err += f64::from(w * d * d);
-            sq_err += f64::from(d * d);
-            targeted += 1.0;
-            dz[j] = 2.0 * w * d;
+    for i in 0..n {
+        for o in 0..oc {
+            let j = i * oc + o;
+            let w = batch.weight[j];
+            if w != 0.0 {
+                let d = y[o * np + i] - batch.target[j];
+                weighted_sq_err += f64::from(w * d * d);
+                sq_err += f64::from(d * d);
+                targeted += 1.0;
+                dz[o * np + i] = 2.0 * w * d;
+            }
         }
     }
 
-    // Backward.
+    // Backward. A ReLU layer's output is zero exactly where its pre-activation was ≤ 0, so the
+    // activations themselves gate the gradient.
     let mut layer_grads: Vec<LayerParams> = mlp.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect();
     let mut d_features = Vec::new();
     let mut gate_grads = Vec::new();
     for l in (0..mlp.len()).rev() {
         let layer = &mlp[l];
         let grad = &mut layer_grads[l];
-        gemm(
-            &dz,
-            Strides::transposed(n, layer.outputs),
-            &activations[l],
-            Strides::row_major(n, layer.inputs),
-            0.0,
-            &mut grad.weights,
-            Strides::row_major(layer.outputs, layer.inputs),
-        );
-        for row in dz.chunks_exact(layer.outputs) {
-            for (b, d) in grad.biases.iter_mut().zip(row) {
-                *b += d;
-            }
-        }
-        let mut da = vec![0.0f32; n * layer.inputs];
-        gemm(
-            &dz,
-            Strides::row_major(n, layer.outputs),
-            &layer.weights,
-            Strides::row_major(layer.outputs, layer.inputs),
-            0.0,
-            &mut da,
-            Strides::row_major(n, layer.inputs),
-        );
+        weight_grads(&dz, &activations[l], layer.inputs, np, &mut grad.weights, &mut grad.biases);
         if l == 0 {
-            d_features = Vec::with_capacity(n * lc);
-            for i in 0..n {
-                for c in 0..lc {
-                    d_features.push(da[i * inputs + c] * batch.mask[i * lc + c]);
+            // Only the latent inputs need a gradient (the positional encoding is fixed).
+            let mut da = vec![0.0f32; lc * np];
+            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, lc, None, &mut da);
+            d_features = vec![0.0f32; n * lc];
+            for (c, column) in da.chunks_exact(np).enumerate() {
+                for (i, &d) in column[..n].iter().enumerate() {
+                    d_features[i * lc + c] = d * batch.mask[i * lc + c];
                 }
             }
             if gated {
@@ -169,43 +164,68 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
                 for (i, &g) in batch.gate.iter().enumerate() {
                     let row = &mut gate_grads[g as usize * lc..(g as usize + 1) * lc];
                     for (c, r) in row.iter_mut().enumerate() {
-                        *r += da[i * inputs + c] * raw[i * lc + c];
+                        *r += da[c * np + i] * raw[i * lc + c];
                     }
                 }
             }
         } else {
-            for (d, z) in da.iter_mut().zip(&pre[l - 1]) {
-                if *z <= 0.0 {
-                    *d = 0.0;
-                }
-            }
+            let mut da = vec![0.0f32; layer.inputs * np];
+            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, layer.inputs, Some(&activations[l]), &mut da);
             dz = da;
         }
     }
     ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels, gate_grads }
 }
 
-/// Adds a chunk's latent-feature gradients into the grid gradients (bilinear scatter).
+/// Cell bands per grid that [`scatter_grid_grads`] adds into in parallel. A fixed count, not the
+/// thread count: every cell still receives its terms in texel order, whatever runs the bands.
+const SCATTER_BANDS: usize = 2;
+
+/// Adds a chunk's latent-feature gradients into the grid gradients (bilinear scatter). Each
+/// grid's cells are split into bands added in parallel; within a cell the terms arrive in texel
+/// and corner order, as in a serial scatter (the same bits).
 pub fn scatter_grid_grads(params: &ModelParams, chunk: &ChunkGrads, grads: &mut ModelParams) {
     let lc = params.latent_channels();
     let grid_count = params.grids.len();
     let n = chunk.d_features.len() / lc.max(1);
-    for i in 0..n {
-        let mut offset = 0;
-        let level = chunk.levels.get(i).copied().unwrap_or(0);
-        for (g, grid) in grads.level_grids_mut(level).iter_mut().enumerate() {
-            let ch = grid.channels as usize;
-            let (cells, weights) = chunk.corners[i * grid_count + g];
-            let d = &chunk.d_features[i * lc + offset..i * lc + offset + ch];
+    if grid_count == 0 || n == 0 {
+        return;
+    }
+    let levels = params.mip_levels();
+    // (level, grid within the level, its first channel, first cell of the band, the band).
+    let mut bands: Vec<(u32, usize, usize, usize, &mut [f32])> = Vec::new();
+    // Every grid of every level, level 0 first (`all_grids_mut`'s order).
+    let mut offset = 0;
+    for (j, grid) in grads.all_grids_mut().enumerate() {
+        let (level, g) = ((j / grid_count) as u32, j % grid_count);
+        if g == 0 {
+            offset = 0;
+        }
+        let ch = (grid.channels as usize).max(1);
+        let cells = grid.values.len() / ch;
+        let band_cells = cells.div_ceil(SCATTER_BANDS).max(1);
+        for (b, band) in grid.values.chunks_mut(band_cells * ch).enumerate() {
+            bands.push((level, g, offset, b * band_cells, band));
+        }
+        offset += grid.channels as usize;
+    }
+    bands.par_iter_mut().for_each(|(level, g, offset, first_cell, band)| {
+        let ch = params.level_grids(*level).get(*g).map_or(1, |grid| grid.channels as usize);
+        let band_cells = band.len() / ch.max(1);
+        for i in 0..n {
+            if chunk.levels.get(i).copied().unwrap_or(0).min(levels - 1) != *level {
+                continue;
+            }
+            let (cells, weights) = chunk.corners[i * grid_count + *g];
+            let d = &chunk.d_features[i * lc + *offset..i * lc + *offset + ch];
             for k in 0..4 {
-                let base = cells[k] * ch;
-                for (c, dv) in d.iter().enumerate() {
-                    grid.values[base + c] += weights[k] * dv;
+                let Some(local) = cells[k].checked_sub(*first_cell).filter(|&c| c < band_cells) else { continue };
+                for (value, dv) in band[local * ch..(local + 1) * ch].iter_mut().zip(d) {
+                    *value += weights[k] * dv;
                 }
             }
-            offset += ch;
         }
-    }
+    });
 }
 
 /// Loss and gradient of every parameter on one batch, without noise: the fused kernel's answer to

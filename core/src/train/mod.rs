@@ -18,7 +18,6 @@ pub mod burn;
 pub mod checkpoint;
 pub mod fused;
 pub mod gates;
-mod gemm;
 pub mod gpu;
 pub mod init;
 pub mod kernel;

@@ -147,7 +147,7 @@ impl DecodeBenchArgs {
 /// This CPU's f32 FLOP ceiling estimate: cores × FLOP per cycle per core × clock. FLOP per cycle
 /// is 32 with AVX2 + FMA (two 8-lane FMA ports), else 8 (SSE: one 4-lane add and one mul); the
 /// clock is the highest `cpu MHz` in /proc/cpuinfo (3 GHz when it cannot be read).
-fn flop_ceiling(cores: usize) -> (f64, String) {
+pub(super) fn flop_ceiling(cores: usize) -> (f64, String) {
     #[cfg(target_arch = "x86_64")]
     let per_cycle = if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") { 32.0 } else { 8.0 };
     #[cfg(not(target_arch = "x86_64"))]

@@ -1,5 +1,6 @@
 //! `texset bench train`: training texels/s of the fused CPU trainer (and the fused GPU trainer
-//! and burn's backends when asked), each the median of timed runs after a warm-up.
+//! and burn's backends when asked), each the median of timed runs after a warm-up; the fused CPU
+//! trainer's GFLOP/s against the CPU's ceiling.
 
 use anyhow::Result;
 use std::time::Instant;
@@ -8,6 +9,7 @@ use texset_core::train::gpu::GpuTrainer;
 use texset_core::train::{Batch, FusedTrainer, Sampler, Schedule, Trainer, initial_params};
 use texset_core::{Backend, CompressOptions};
 
+use super::decode::flop_ceiling;
 use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
 
 /// Training steps per timed run.
@@ -50,7 +52,9 @@ impl TrainBenchArgs {
         // Fused CPU trainer.
         let schedule = Schedule::new(&options, &layout);
         let batch = schedule.batch_texels as f64;
-        let mut trainer = FusedTrainer::new(Sampler::new(&set, &layout), schedule, initial_params(&set, &layout, 1));
+        let params = initial_params(&set, &layout, 1);
+        let flops_per_texel = train_flops_per_texel(&params);
+        let mut trainer = FusedTrainer::new(Sampler::new(&set, &layout), schedule, params);
         trainer.run_step();
         let mut times = Vec::new();
         for _ in 0..runs {
@@ -60,11 +64,18 @@ impl TrainBenchArgs {
             }
             times.push(f64::from(STEPS_PER_RUN) * batch / t.elapsed().as_secs_f64());
         }
+        let texels_per_sec = median(times);
+        let (ceiling, how) = flop_ceiling(threads);
+        let achieved = texels_per_sec * flops_per_texel;
         results.push(Measurement {
             what: format!("train cpu-fused ({threads} threads, batch {batch})"),
-            texels_per_sec: median(times),
+            texels_per_sec,
             runs,
-            note: String::new(),
+            note: format!(
+                "{:.2} GFLOP/s at {flops_per_texel} FLOP/texel = {:.1}% of the ceiling ({how})",
+                achieved / 1e9,
+                100.0 * achieved / ceiling
+            ),
         });
 
         // The fused GPU trainer: its steps queue on the device, so each timed run ends waiting
@@ -133,4 +144,15 @@ impl TrainBenchArgs {
         }
         print_measurements(&results, self.timing.json.json)
     }
+}
+
+/// FLOPs of one training texel in the fused trainer: the forward MLP, the weight gradients of
+/// every layer, the input gradients of every layer but the first, which computes them for the
+/// latent inputs only, and the bilinear gather and scatter (4 multiply-adds per latent channel
+/// each). Positional encoding, loss and Adam are not counted.
+fn train_flops_per_texel(params: &texset_core::model::params::ModelParams) -> f64 {
+    let mlp: usize = params.layers.iter().map(|l| 2 * l.inputs * l.outputs).sum();
+    let latent = params.latent_channels();
+    let input_grads: usize = params.layers.iter().enumerate().map(|(i, l)| 2 * l.outputs * if i == 0 { latent } else { l.inputs }).sum();
+    (2 * mlp + input_grads + 16 * latent) as f64
 }
