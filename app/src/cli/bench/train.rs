@@ -1,5 +1,6 @@
 //! `texset bench train`: training texels/s of the fused CPU trainer (and the fused GPU trainer
-//! and burn's backends when asked), each the median of timed runs after a warm-up; the fused CPU
+//! and burn's backends when asked), each the median of timed runs after a warm-up; the runs go
+//! round the trainers in turn, so their ratios are measured at the same moments. The fused CPU
 //! trainer's GFLOP/s against the CPU's ceiling.
 
 use anyhow::Result;
@@ -47,102 +48,120 @@ impl TrainBenchArgs {
         let (layout, _) = texset_core::pipeline::analyse(&set, &options)?;
         let runs = self.timing.runs.max(1);
         let threads = rayon::current_num_threads();
-        let mut results = Vec::new();
+        let batch = Schedule::new(&options, &layout).batch_texels;
+        // Every trainer is built and warmed up first, then the timed runs go round them in turn,
+        // so a ratio between two trainers is measured at the same moments on a shared machine.
+        let mut contenders: Vec<Contender<'_>> = Vec::new();
 
         // Fused CPU trainer.
-        let schedule = Schedule::new(&options, &layout);
-        let batch = schedule.batch_texels as f64;
         let params = initial_params(&set, &layout, 1);
         let flops_per_texel = train_flops_per_texel(&params);
-        let mut trainer = FusedTrainer::new(Sampler::new(&set, &layout), schedule, params);
-        trainer.run_step();
-        let mut times = Vec::new();
-        for _ in 0..runs {
-            let t = Instant::now();
-            for _ in 0..STEPS_PER_RUN {
-                trainer.run_step();
-            }
-            times.push(f64::from(STEPS_PER_RUN) * batch / t.elapsed().as_secs_f64());
-        }
-        let texels_per_sec = median(times);
         let (ceiling, how) = flop_ceiling(threads);
-        let achieved = texels_per_sec * flops_per_texel;
-        results.push(Measurement {
-            what: format!("train cpu-fused ({threads} threads, batch {batch})"),
-            texels_per_sec,
-            runs,
-            note: format!(
-                "{:.2} GFLOP/s at {flops_per_texel} FLOP/texel = {:.1}% of the ceiling ({how})",
-                achieved / 1e9,
-                100.0 * achieved / ceiling
-            ),
-        });
+        let mut cpu = FusedTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), params);
+        cpu.run_step();
+        contenders.push(Contender::new(
+            format!("train cpu-fused ({threads} threads, batch {batch})"),
+            Box::new(move |steps| {
+                for _ in 0..steps {
+                    cpu.run_step();
+                }
+                Ok(())
+            }),
+            Box::new(move |texels_per_sec| {
+                let achieved = texels_per_sec * flops_per_texel;
+                format!(
+                    "{:.2} GFLOP/s at {flops_per_texel} FLOP/texel = {:.1}% of the ceiling ({how})",
+                    achieved / 1e9,
+                    100.0 * achieved / ceiling
+                )
+            }),
+        ));
 
         // The fused GPU trainer: its steps queue on the device, so each timed run ends waiting
         // for the last.
         if self.gpu {
-            let schedule = Schedule::new(&options, &layout);
-            let batch = schedule.batch_texels as f64;
-            let mut trainer = GpuTrainer::new(Sampler::new(&set, &layout), schedule, &initial_params(&set, &layout, 1))?;
-            trainer.run_step()?;
-            trainer.finish()?;
-            let mut times = Vec::new();
-            for _ in 0..runs {
-                let t = Instant::now();
-                for _ in 0..STEPS_PER_RUN {
-                    trainer.run_step()?;
-                }
-                trainer.finish()?;
-                times.push(f64::from(STEPS_PER_RUN) * batch / t.elapsed().as_secs_f64());
-            }
-            let texels_per_sec = median(times);
-            let secs_per_step = batch / texels_per_sec.max(1e-9);
-            let cost = trainer.step_cost();
-            results.push(Measurement {
-                what: format!("train gpu-fused on {} (batch {batch})", trainer.adapter()),
-                texels_per_sec,
-                runs,
-                note: format!(
-                    "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {} memory",
-                    1e3 * secs_per_step,
-                    cost.dispatches,
-                    cost.flop / 1e6,
-                    cost.bytes / 1e6,
-                    cost.flop / secs_per_step / 1e9,
-                    cost.bytes / secs_per_step / 1e9,
-                    if trainer.weights_in_workgroup_memory() { "workgroup" } else { "storage" }
-                ),
-            });
+            let mut gpu =
+                GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &initial_params(&set, &layout, 1))?;
+            gpu.run_step()?;
+            gpu.finish()?;
+            let cost = gpu.step_cost();
+            let memory = if gpu.weights_in_workgroup_memory() { "workgroup" } else { "storage" };
+            contenders.push(Contender::new(
+                format!("train gpu-fused on {} (batch {batch})", gpu.adapter()),
+                Box::new(move |steps| {
+                    for _ in 0..steps {
+                        gpu.run_step()?;
+                    }
+                    Ok(gpu.finish()?)
+                }),
+                Box::new(move |texels_per_sec| {
+                    let secs_per_step = batch as f64 / texels_per_sec.max(1e-9);
+                    format!(
+                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory",
+                        1e3 * secs_per_step,
+                        cost.dispatches,
+                        cost.flop / 1e6,
+                        cost.bytes / 1e6,
+                        cost.flop / secs_per_step / 1e9,
+                        cost.bytes / secs_per_step / 1e9,
+                    )
+                }),
+            ));
         }
 
-        // burn backends.
+        // burn backends: a fixed batch (its bare step, without the sampling a run adds).
         let burn_backends = [(self.burn, Backend::Flex), (self.wgpu, Backend::Wgpu)].into_iter().filter_map(|(on, b)| on.then_some(b));
         for backend in burn_backends {
-            let schedule = Schedule::new(&options, &layout);
             let sampler = Sampler::new(&set, &layout);
             let device = texset_core::train::burn::device_for(backend);
             let params = initial_params(&set, &layout, 1);
             let mut trainer = texset_core::train::burn::trainer::BurnTrainer::new(&params, &device, 0.01, 0.004);
             let mut b = Batch::default();
             let mut rng = Rng::new(1, 0, 0);
-            sampler.fill(&mut rng, schedule.batch_texels, &mut b);
+            sampler.fill(&mut rng, batch, &mut b);
             trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
-            let mut times = Vec::new();
-            for _ in 0..runs {
-                let t = Instant::now();
-                for _ in 0..STEPS_PER_RUN {
-                    trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
-                }
-                times.push(f64::from(STEPS_PER_RUN) * schedule.batch_texels as f64 / t.elapsed().as_secs_f64());
-            }
-            results.push(Measurement {
-                what: format!("train burn-{backend:?} (batch {})", schedule.batch_texels),
-                texels_per_sec: median(times),
-                runs,
-                note: String::new(),
-            });
+            contenders.push(Contender::new(
+                format!("train burn-{backend:?} (batch {batch}, bare step)"),
+                Box::new(move |steps| {
+                    for _ in 0..steps {
+                        trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
+                    }
+                    Ok(())
+                }),
+                Box::new(|_| String::new()),
+            ));
         }
+
+        for _ in 0..runs {
+            for c in &mut contenders {
+                let t = Instant::now();
+                (c.run)(STEPS_PER_RUN)?;
+                c.times.push(f64::from(STEPS_PER_RUN) * batch as f64 / t.elapsed().as_secs_f64());
+            }
+        }
+        let results: Vec<Measurement> = contenders
+            .into_iter()
+            .map(|c| {
+                let texels_per_sec = median(c.times);
+                Measurement { what: c.what, texels_per_sec, runs, note: (c.note)(texels_per_sec) }
+            })
+            .collect();
         print_measurements(&results, self.timing.json.json)
+    }
+}
+
+/// A trainer the bench times: `run(n)` runs n steps and waits for them; `note` words the extra
+/// figures from the median texels/s.
+struct Contender<'a> {
+    what: String,
+    run: Box<dyn FnMut(u32) -> Result<()> + 'a>,
+    note: Box<dyn Fn(f64) -> String + 'a>,
+    times: Vec<f64>,
+}
+
+impl<'a> Contender<'a> {
+    fn new(what: String, run: Box<dyn FnMut(u32) -> Result<()> + 'a>, note: Box<dyn Fn(f64) -> String + 'a>) -> Self {
+        Self { what, run, note, times: Vec::new() }
     }
 }
 
