@@ -486,3 +486,41 @@ fn pca_latents_start_on_the_contents_principal_direction() {
         }
     }
 }
+
+/// Records the notes a run gives, and cancels it at the first (the run itself would be long).
+struct NoteThenCancel {
+    notes: std::sync::Mutex<Vec<String>>,
+    cancel: Cancel,
+}
+impl Progress for NoteThenCancel {
+    fn note(&self, message: &str) {
+        self.notes.lock().unwrap().push(message.to_owned());
+        self.cancel.cancel();
+    }
+}
+
+/// A run of more than `ANNOUNCE_ABOVE_TEXELS` (here 20,000 steps of 8,192 texels, the scale of
+/// `--preset max` on a small set) says how long it will take before it trains; a short one says
+/// nothing.
+#[test]
+fn a_long_run_says_beforehand_how_long_it_will_take() {
+    let set = texset_testkit::small_set(16);
+    let cancel = Cancel::new();
+    let progress = NoteThenCancel { notes: std::sync::Mutex::new(Vec::new()), cancel: cancel.clone() };
+    let long =
+        CompressOptions { schedule: ScheduleConfig { steps: 20_000, batch_texels: 8192, ..Default::default() }, ..Default::default() };
+    const { assert!(20_000.0 * 8192.0 > texset_core::train::run::ANNOUNCE_ABOVE_TEXELS) };
+    let err = compress(&set, &long, &progress, &cancel).unwrap_err();
+    assert!(err.to_string().contains("cancelled"), "{err}");
+    let notes = progress.notes.lock().unwrap().clone();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("20000 steps × 8192 texels on the CPU") && notes[0].contains("ms per step measured, so about"),
+        "{notes:?}"
+    );
+
+    let quiet = NoteThenCancel { notes: std::sync::Mutex::new(Vec::new()), cancel: Cancel::new() };
+    let short = CompressOptions { schedule: ScheduleConfig { steps: 20, batch_texels: 512, ..Default::default() }, ..Default::default() };
+    compress(&set, &short, &quiet, &Cancel::new()).unwrap();
+    assert!(quiet.notes.lock().unwrap().is_empty());
+}
