@@ -512,6 +512,8 @@ fn learned_budgets_are_reported_per_texture_and_bad_settings_are_refused() {
         (vec!["--learn-budgets", "--budget-drop-below", "1.5"], "0 to 1 of the largest importance"),
         (vec!["--learn-budgets", "--prune-to", "4,4"], "--prune-to"),
         (vec!["--learn-budgets", "--backend", "wgpu"], "cannot train learned budgets"),
+        (vec!["--learn-budgets", "--backend", "gpu"], "--backend gpu cannot train learned budgets"),
+        (vec!["--prune-to", "4,4", "--backend", "gpu"], "--backend gpu cannot train channel pruning"),
     ] {
         let mut all = vec!["compress", bricks.to_str().unwrap(), "-o", path.to_str().unwrap(), "--steps", "10"];
         all.extend(&args);
