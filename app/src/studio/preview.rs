@@ -222,12 +222,15 @@ impl PreviewGpu {
                 }
                 Reply::Image(shows, scale, size, rgba) => {
                     let image = egui::ColorImage::from_rgba_unmultiplied([size[0] as usize, size[1] as usize], &rgba);
+                    // At full resolution the image maps 1:1 onto the screen's pixels: nearest
+                    // sampling shows the same and costs a software GPU less per pixel.
+                    let options = if scale >= 1.0 { egui::TextureOptions::NEAREST } else { egui::TextureOptions::LINEAR };
                     match &mut self.shown {
                         Some((s, sc, handle)) => {
-                            handle.set(image, egui::TextureOptions::LINEAR);
+                            handle.set(image, options);
                             (*s, *sc) = (shows, scale);
                         }
-                        None => self.shown = Some((shows, scale, ctx.load_texture("texset preview", image, egui::TextureOptions::LINEAR))),
+                        None => self.shown = Some((shows, scale, ctx.load_texture("texset preview", image, options))),
                     }
                     self.images_completed += 1;
                     self.error = None;
