@@ -164,6 +164,9 @@ impl Headless {
                 renderer.update_texture(&rs.device, &rs.queue, *id, delta);
             }
         }
+        // Cleared as eframe clears the window: with the studio's colour (the panels' background).
+        let [r, g, b, a] = super::clear_color(&ctx.global_style().visuals).map(f64::from);
+        let clear = wgpu::Color { r, g, b, a };
         let mut encoder = rs.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset ui bench frame") });
         let mut buffers = renderer.update_buffers(&rs.device, &rs.queue, &mut encoder, &jobs, &screen);
         {
@@ -174,7 +177,7 @@ impl Headless {
                         view: &self.target,
                         depth_slice: None,
                         resolve_target: None,
-                        ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::BLACK), store: wgpu::StoreOp::Store },
+                        ops: wgpu::Operations { load: wgpu::LoadOp::Clear(clear), store: wgpu::StoreOp::Store },
                     })],
                     depth_stencil_attachment: None,
                     timestamp_writes: None,
@@ -196,6 +199,49 @@ impl Headless {
         rs.device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(Duration::from_mins(1)) })?;
         Ok(())
     }
+}
+
+/// What a frame costs the renderer with nothing else running (no studio, no training).
+#[derive(Debug, serde::Serialize)]
+pub struct RenderFloor {
+    /// The adapter that rendered.
+    pub adapter: String,
+    /// Median frame time of a frame that only clears the window, milliseconds.
+    pub clear_ms: f64,
+    /// Median frame time of a frame with one window-sized rectangle, milliseconds: what each
+    /// full-window layer of paint costs.
+    pub full_window_rect_ms: f64,
+}
+
+/// Frames timed for each line of [`render_floor`].
+pub const FLOOR_FRAMES: usize = 30;
+
+/// Times egui frames with nothing in them but the clear, then with one window-sized rectangle,
+/// rendered and waited for as [`run_gpu`]'s are: the floor under the studio's frame time.
+pub fn render_floor() -> anyhow::Result<RenderFloor> {
+    let headless = Headless::new()?;
+    let info = headless.render_state.adapter.get_info();
+    let adapter = format!("{} ({:?})", info.name, info.backend);
+    let ctx = egui::Context::default();
+    let window = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(WINDOW[0] as f32, WINDOW[1] as f32));
+    let median_ms = |fill: bool| -> anyhow::Result<f64> {
+        let mut times = Vec::with_capacity(FLOOR_FRAMES);
+        for _ in 0..FLOOR_FRAMES {
+            let start = Instant::now();
+            let input = egui::RawInput { screen_rect: Some(window), ..Default::default() };
+            let output = ctx.run_ui(input, |ui| {
+                if fill {
+                    ui.painter().rect_filled(window, 0.0, egui::Color32::from_gray(40));
+                }
+            });
+            headless.render(&ctx, output)?;
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(summarise(times, 0, 0).median_frame_ms)
+    };
+    let clear_ms = median_ms(false)?;
+    let full_window_rect_ms = median_ms(true)?;
+    Ok(RenderFloor { adapter, clear_ms, full_window_rect_ms })
 }
 
 /// Loads `folders` into a studio on a wgpu adapter, shows `central` (the PBR preview with the

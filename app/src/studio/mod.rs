@@ -251,10 +251,17 @@ impl StudioApp {
         for action in shortcuts::pressed(ui.ctx()) {
             self.shortcut(action, &mut view, &mut commands, &mut dialogs);
         }
-        egui::Panel::top("menu").show(ui, |ui| panels::menu_ui(ui, &self.session, &mut dialogs));
-        egui::Panel::bottom("status").show(ui, |ui| panels::status_ui(ui, &self.session));
-        egui::Panel::left("library").default_size(300.0).show(ui, |ui| panels::library_ui(ui, &self.session, &mut view, &mut commands));
-        egui::Panel::right("training").default_size(380.0).show(ui, |ui| {
+        // The panels leave their background to the frame's clear ([`clear_color`]): on a software
+        // GPU a full-window fill costs as much as the rest of the frame (docs/benchmarks.md).
+        let side = egui::Frame::side_top_panel(ui.style()).fill(egui::Color32::TRANSPARENT);
+        let central = egui::Frame::central_panel(ui.style()).fill(egui::Color32::TRANSPARENT);
+        egui::Panel::top("menu").frame(side).show(ui, |ui| panels::menu_ui(ui, &self.session, &mut dialogs));
+        egui::Panel::bottom("status").frame(side).show(ui, |ui| panels::status_ui(ui, &self.session));
+        egui::Panel::left("library")
+            .frame(side)
+            .default_size(300.0)
+            .show(ui, |ui| panels::library_ui(ui, &self.session, &mut view, &mut commands));
+        egui::Panel::right("training").frame(side).default_size(380.0).show(ui, |ui| {
             egui::ScrollArea::vertical().id_salt("right").show(ui, |ui| {
                 panels::training_ui(ui, &self.session, &mut commands);
                 ui.separator();
@@ -265,7 +272,7 @@ impl StudioApp {
                 runs::runs_ui(ui, &self.session, &mut view, &mut commands, &mut dialogs);
             });
         });
-        egui::CentralPanel::default().show(ui, |ui| {
+        egui::CentralPanel::default().frame(central).show(ui, |ui| {
             panels::central_tabs_ui(ui, &mut view);
             match view.central {
                 CentralView::Compare => panels::compare_ui(ui, &self.session, &mut self.textures, &mut view, &mut commands),
@@ -360,7 +367,18 @@ fn training_device() -> String {
     texset_core::train::burn::resolve_auto().1
 }
 
+/// The colour every frame is cleared with: the panels' fill, which the panels themselves leave
+/// unpainted (gamma-space RGBA in `[0, 1]`, as [`eframe::App::clear_color`] wants).
+#[must_use]
+pub fn clear_color(visuals: &egui::Visuals) -> [f32; 4] {
+    visuals.panel_fill.to_normalized_gamma_f32()
+}
+
 impl eframe::App for StudioApp {
+    fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
+        clear_color(visuals)
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         if ui.input(|i| i.viewport().close_requested()) && self.session.is_training() && !self.allow_close {
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::CancelClose);

@@ -575,14 +575,12 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
         view.center_uv[1] -= delta.y / (scale * size.y);
     }
     let painter = ui.painter_at(rect);
-    painter.rect_filled(rect, 0.0, Color32::from_gray(24));
     let split_x = rect.left() + view.split * rect.width();
     let left = Rect::from_min_max(rect.min, Pos2::new(split_x, rect.bottom()));
     let right = Rect::from_min_max(Pos2::new(split_x, rect.top()), rect.max);
-    paint_window(&painter, left, rect, view.center_uv, size, scale, original_id);
-    if let Some(id) = right_id {
-        paint_window(&painter, right, rect, view.center_uv, size, scale, id);
-    } else {
+    paint_window(&painter, left, rect, view.center_uv, size, scale, Some(original_id));
+    paint_window(&painter, right, rect, view.center_uv, size, scale, right_id);
+    if right_id.is_none() {
         painter.text(right.center(), egui::Align2::CENTER_CENTER, "not trained yet", egui::FontId::proportional(16.0), Color32::GRAY);
     }
     painter.vline(split_x, rect.y_range(), egui::Stroke::new(1.5, Color32::WHITE));
@@ -639,13 +637,35 @@ fn uv_at(rect: Rect, center_uv: [f32; 2], size: Vec2, scale: f32, point: Pos2) -
     Vec2::new(center_uv[0] + d.x / (scale * size.x), center_uv[1] + d.y / (scale * size.y))
 }
 
-/// Paints the part of the image that falls inside `clip` (a part of the view `rect`).
-fn paint_window(painter: &egui::Painter, clip: Rect, rect: Rect, center_uv: [f32; 2], size: Vec2, scale: f32, texture: egui::TextureId) {
+/// Paints the part of the image that falls inside `clip` (a part of the view `rect`), and the
+/// view's background around it (all of `clip` without a texture). The background is painted
+/// only where the image is not: on a software GPU every pixel painted twice costs frame time.
+fn paint_window(
+    painter: &egui::Painter,
+    clip: Rect,
+    rect: Rect,
+    center_uv: [f32; 2],
+    size: Vec2,
+    scale: f32,
+    texture: Option<egui::TextureId>,
+) {
+    let background = Color32::from_gray(24);
     let image_min = rect.center() - Vec2::new(center_uv[0] * size.x * scale, center_uv[1] * size.y * scale);
     let image = Rect::from_min_size(image_min, size * scale);
     let shown = image.intersect(clip);
-    if shown.width() <= 0.0 || shown.height() <= 0.0 {
+    let Some(texture) = texture.filter(|_| shown.width() > 0.0 && shown.height() > 0.0) else {
+        painter.rect_filled(clip, 0.0, background);
         return;
+    };
+    // The strips of `clip` above, below, left and right of the image.
+    let strips = [
+        Rect::from_min_max(clip.min, Pos2::new(clip.right(), shown.top())),
+        Rect::from_min_max(Pos2::new(clip.left(), shown.bottom()), clip.max),
+        Rect::from_min_max(Pos2::new(clip.left(), shown.top()), Pos2::new(shown.left(), shown.bottom())),
+        Rect::from_min_max(Pos2::new(shown.right(), shown.top()), Pos2::new(clip.right(), shown.bottom())),
+    ];
+    for strip in strips.into_iter().filter(|s| s.width() > 0.0 && s.height() > 0.0) {
+        painter.rect_filled(strip, 0.0, background);
     }
     let uv = Rect::from_min_max(
         Pos2::new((shown.left() - image.left()) / image.width(), (shown.top() - image.top()) / image.height()),

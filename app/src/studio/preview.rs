@@ -24,7 +24,7 @@ use eframe::egui;
 use eframe::egui_wgpu::RenderState;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 use texset_core::TextureSet;
 use texset_core::bundle::Bundle;
@@ -222,12 +222,15 @@ impl PreviewGpu {
                 }
                 Reply::Image(shows, scale, size, rgba) => {
                     let image = egui::ColorImage::from_rgba_unmultiplied([size[0] as usize, size[1] as usize], &rgba);
+                    // At full resolution the image maps 1:1 onto the screen's pixels: nearest
+                    // sampling shows the same and costs a software GPU less per pixel.
+                    let options = if scale >= 1.0 { egui::TextureOptions::NEAREST } else { egui::TextureOptions::LINEAR };
                     match &mut self.shown {
                         Some((s, sc, handle)) => {
-                            handle.set(image, egui::TextureOptions::LINEAR);
+                            handle.set(image, options);
                             (*s, *sc) = (shows, scale);
                         }
-                        None => self.shown = Some((shows, scale, ctx.load_texture("texset preview", image, egui::TextureOptions::LINEAR))),
+                        None => self.shown = Some((shows, scale, ctx.load_texture("texset preview", image, options))),
                     }
                     self.images_completed += 1;
                     self.error = None;
@@ -304,13 +307,21 @@ impl RenderThread {
         loop {
             // Wait for work when there is nothing to draw; otherwise only look.
             let idle = self.next_image().is_none() && self.drawing.is_none();
-            let first = if idle {
-                match requests.recv() {
+            // A view still settling wants its full-resolution image once it has rested: when the
+            // image at the moving scale finished sooner than that, wake then, not at the next
+            // request (which may never come: the lights stopped).
+            let settling = self.view.is_some().then(|| SETTLE.saturating_sub(self.view_since.elapsed())).filter(|d| !d.is_zero());
+            let first = match (idle, settling) {
+                (false, _) => None,
+                (true, Some(wait)) => match requests.recv_timeout(wait) {
+                    Ok(r) => Some(r),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+                (true, None) => match requests.recv() {
                     Ok(r) => Some(r),
                     Err(_) => return,
-                }
-            } else {
-                None
+                },
             };
             for request in first.into_iter().chain(requests.try_iter()) {
                 if !self.take(request) {

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use serde::Serialize;
 use std::time::Duration;
-use texset::studio::bench_ui::{self, PreviewBench, UiBench};
+use texset::studio::bench_ui::{self, PreviewBench, RenderFloor, UiBench};
 use texset::studio::state::CentralView;
 
 use super::DirsArg;
@@ -32,6 +32,7 @@ pub struct UiBenchArgs {
 #[derive(Serialize)]
 struct UiJson<'a> {
     compare: &'a UiBench,
+    floor: Result<&'a RenderFloor, String>,
     compare_gpu: Result<&'a PreviewBench, String>,
     preview: Result<&'a PreviewBench, String>,
 }
@@ -40,6 +41,9 @@ impl UiBenchArgs {
     pub fn run(self) -> Result<()> {
         // No sample folders is no error here: the studio opens empty.
         let dirs = if self.dirs.dirs.is_empty() { sample_folders() } else { self.dirs.dirs };
+        // The renderer's own cost with nothing of texset's running (first: no studio's
+        // background work is left over): the floor under the rendered lines.
+        let floor = bench_ui::render_floor();
         let report = bench_ui::run(dirs.clone(), HEADLESS_STEPS, LIMIT)?;
         // Compare as the baseline, then the PBR preview open.
         let compare_gpu = bench_ui::run_gpu(dirs.clone(), RENDERED_STEPS, LIMIT, CentralView::Compare);
@@ -47,6 +51,7 @@ impl UiBenchArgs {
         if self.json.json {
             return JsonArg::print(&UiJson {
                 compare: &report,
+                floor: floor.as_ref().map_err(ToString::to_string),
                 compare_gpu: compare_gpu.as_ref().map_err(ToString::to_string),
                 preview: preview.as_ref().map_err(ToString::to_string),
             });
@@ -58,6 +63,16 @@ impl UiBenchArgs {
             )
         };
         println!("studio frame time while training, Compare view (headless, UI thread only): {}", line(&report));
+        match &floor {
+            Ok(f) => println!(
+                "renderer floor on {}, nothing else running: clear only {:.2} ms, one window-sized rectangle {:.2} ms (median of {} frames)",
+                f.adapter,
+                f.clear_ms,
+                f.full_window_rect_ms,
+                bench_ui::FLOOR_FRAMES
+            ),
+            Err(e) => println!("renderer floor: not measured: {e}"),
+        }
         match &compare_gpu {
             Ok(p) => println!("studio frame time while training, Compare view rendered on {}: {}", p.adapter, line(&p.frames)),
             Err(e) => println!("Compare frame time on a GPU: not measured: {e}"),
