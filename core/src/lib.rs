@@ -21,6 +21,7 @@ pub mod analyse;
 pub mod bundle;
 pub mod decode;
 pub mod eval;
+pub mod executor;
 pub mod io;
 pub mod model;
 pub mod rng;

@@ -1,30 +1,11 @@
 //! Devices, buffers, submission and read-back: the wgpu plumbing every decode and render shares.
 
 use crate::{EntryPoint, FRAGMENT_FORMAT, GpuError};
-use std::future::Future;
-use std::sync::Arc;
 use std::sync::mpsc;
-use std::task::{Context, Poll, Wake, Waker};
 
-/// Runs a future to completion on this thread (wgpu's device requests and error scopes): a
-/// minimal executor, so no async runtime is needed.
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut context) {
-            Poll::Ready(value) => return value,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
+/// Runs a future to completion on this thread (wgpu's device requests and error scopes): the
+/// engine's minimal executor, so no async runtime is needed.
+pub use texset_core::executor::block_on;
 
 /// Opens the default adapter (respecting the `WGPU_BACKEND`, `WGPU_ADAPTER_NAME`... environment
 /// variables) and a device with the adapter's own limits, blocking. `Ok(None)` when there is no adapter.

@@ -1,29 +1,9 @@
 //! The GPU trainer's device, buffers, pipelines and read-backs.
 
 use super::{STATS_RING, Shapes, Tables, f32_bytes, u32_bytes};
+use crate::executor::block_on;
 use crate::train::TrainError;
-use std::future::Future;
 use std::sync::{Arc, Mutex, mpsc};
-use std::task::{Context, Poll, Wake, Waker};
-
-/// Runs a future to completion on this thread (wgpu's adapter and device requests).
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut context) {
-            Poll::Ready(value) => return value,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
 
 /// Vulkan, Metal and DX12 (or what `WGPU_BACKEND` names), as burn's adapters list them.
 fn instance() -> wgpu::Instance {
