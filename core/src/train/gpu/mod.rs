@@ -155,7 +155,7 @@ impl Tables {
         let total_draws = u32::try_from(sampler.texel_count()).map_err(|_| too_big("texel draws"))?;
         let mut words = Vec::new();
         let mut texels: Vec<f32> = Vec::new();
-        // Groups: width, height, level, repeats, 0, 0, mask index, 0.
+        // Groups: width, height, level, repeats (their masks follow in the same order).
         let group_off = 0u32;
         let oc = params.output_channels();
         // Per group and output channel: first value of its channel in `texels`, the stride between
@@ -176,7 +176,7 @@ impl Tables {
                 }
             }
             let repeats = u32::try_from(group.repeats).map_err(|_| too_big("mip draw weights"))?;
-            words.extend([group.width, group.height, group.level.min(top_level), repeats, 0, 0, g as u32, 0]);
+            words.extend([group.width, group.height, group.level.min(top_level), repeats]);
         }
         let cum_off = words.len() as u32;
         let mut total = 0u64;
@@ -303,6 +303,17 @@ pub struct StepCost {
     pub bytes: f64,
 }
 
+/// How far [`GpuTrainer::dispatch`] goes into a step.
+#[derive(Clone, Copy, Debug)]
+enum Until {
+    /// `prepare` only.
+    ForwardWeights,
+    /// Up to the gradients and the loss sums, without Adam.
+    Gradients,
+    /// The whole step.
+    Update,
+}
+
 /// A read-back of the stats ring in flight.
 struct PendingStats {
     receiver: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
@@ -403,9 +414,10 @@ impl<'a> GpuTrainer<'a> {
         self.gpu.queue.write_buffer(&self.gpu.buffers.params, 0, &f32_bytes(&flat));
     }
 
-    /// Dispatches one step's work with these flags and the uniform, without Adam when `adam` is
-    /// false (the gradient parity test).
-    fn dispatch(&self, uniform: &StepUniform, adam: bool) -> wgpu::SubmissionIndex {
+    /// Dispatches a step's work with this uniform, up to `until`: the whole step, the gradients
+    /// without the update (the gradient parity test), or the forward weights alone (the weight
+    /// formats' parity test). One pass, one submission.
+    fn dispatch(&self, uniform: &StepUniform, until: Until) {
         self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, 0, &uniform.bytes());
         let mut encoder = self.gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset train step") });
         {
@@ -413,56 +425,38 @@ impl<'a> GpuTrainer<'a> {
                 encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset train step"), timestamp_writes: None });
             let p = &self.gpu.pipelines;
             let (rx, ry, _) = spread(self.shapes.rows);
-            pass.set_pipeline(&p.prepare.0);
-            pass.set_bind_group(0, &p.prepare.1, &[]);
-            pass.dispatch_workgroups(rx, ry, 1);
-            pass.set_pipeline(&p.fwd_bwd.0);
-            pass.set_bind_group(0, &p.fwd_bwd.1, &[]);
-            pass.dispatch_workgroups(self.shapes.batch / WORKGROUP, 1, 1);
-            pass.set_pipeline(&p.wgrad.0);
-            pass.set_bind_group(0, &p.wgrad.1, &[]);
-            pass.dispatch_workgroups(self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks(), 1);
-            if adam {
-                let (ax, ay, _) = spread(self.shapes.all());
-                pass.set_pipeline(&p.adam.0);
-                pass.set_bind_group(0, &p.adam.1, &[]);
-                pass.dispatch_workgroups(ax, ay, 1);
+            let (ax, ay, _) = spread(self.shapes.all());
+            let stages = [
+                (&p.prepare, (rx, ry)),
+                (&p.fwd_bwd, (self.shapes.batch / WORKGROUP, 1)),
+                (&p.wgrad, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())),
+                (&p.stats, (1, 1)),
+                (&p.adam, (ax, ay)),
+            ];
+            let count = match until {
+                Until::ForwardWeights => 1,
+                Until::Gradients => 4,
+                Until::Update => 5,
+            };
+            for ((pipeline, group), (x, y)) in stages.into_iter().take(count) {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(x, y, 1);
             }
-            pass.set_pipeline(&p.stats.0);
-            pass.set_bind_group(0, &p.stats.1, &[]);
-            pass.dispatch_workgroups(1, 1, 1);
         }
-        self.gpu.queue.submit([encoder.finish()])
+        self.gpu.queue.submit([encoder.finish()]);
     }
 
     /// The layers as the forward pass of the weight fine-tune reads them in `format` (their
     /// fake-quantised values): the parity test's view of `prepare`.
     pub fn fake_quantised_layers(&self, format: WeightFormat) -> Result<Vec<crate::model::params::LayerParams>, TrainError> {
-        let uniform = StepUniform { flags: format_flag(format), ..StepUniform::default() };
-        self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, 0, &uniform.bytes());
-        let mut encoder = self.gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset prepare") });
-        {
-            let mut pass =
-                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset prepare"), timestamp_writes: None });
-            let (rx, ry, _) = spread(self.shapes.rows);
-            pass.set_pipeline(&self.gpu.pipelines.prepare.0);
-            pass.set_bind_group(0, &self.gpu.pipelines.prepare.1, &[]);
-            pass.dispatch_workgroups(rx, ry, 1);
-        }
-        self.gpu.queue.submit([encoder.finish()]);
-        let flat = self.gpu.read_f32(&self.gpu.buffers.fwdw, u64::from(self.shapes.layer_total))?;
+        self.dispatch(&StepUniform { flags: format_flag(format), ..StepUniform::default() }, Until::ForwardWeights);
+        let layers = self.gpu.read_f32(&self.gpu.buffers.fwdw, u64::from(self.shapes.layer_total))?;
         self.check_device()?;
-        let mut layers = self.template.layers.clone();
-        let mut at = 0;
-        for l in &mut layers {
-            let n = l.weights.len();
-            l.weights.copy_from_slice(&flat[at..at + n]);
-            at += n;
-            let n = l.biases.len();
-            l.biases.copy_from_slice(&flat[at..at + n]);
-            at += n;
-        }
-        Ok(layers)
+        // `fwdw` starts as the parameters' layer region does: lay it out after empty grids.
+        let mut flat = vec![0.0; self.shapes.grid_total as usize];
+        flat.extend(layers);
+        Ok(unflatten(&self.template, &flat).layers)
     }
 
     /// One step's loss and gradients (scaled by `1 / batch`, as [`crate::train::loss_and_grads`])
@@ -477,7 +471,7 @@ impl<'a> GpuTrainer<'a> {
         let offset = 4 * u64::from(self.gpu.samples_off);
         self.gpu.queue.write_buffer(&self.gpu.buffers.tables, offset, &u32_bytes(&words));
         let uniform = StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS, ..StepUniform::default() };
-        self.dispatch(&uniform, false);
+        self.dispatch(&uniform, Until::Gradients);
         let fixed = self.gpu.read_u32(&self.gpu.buffers.grid_grad, 4 * u64::from(self.shapes.grid_total))?;
         // Clear the accumulators the update would have cleared.
         let zeros = vec![0u8; fixed.len() * 4];
@@ -585,7 +579,7 @@ impl<'a> GpuTrainer<'a> {
             grad_scale: 1.0 / schedule.batch_texels as f32,
             stats_slot: slot,
         };
-        self.dispatch(&uniform, true);
+        self.dispatch(&uniform, Until::Update);
         self.adam_t = t;
         self.step += 1;
         self.poll_stats(slot)?;
@@ -625,7 +619,7 @@ impl<'a> GpuTrainer<'a> {
         // and the scatter: 4 corners × 2 FLOP per latent channel each.
         let flop = n * (6.0 * macs + 16.0 * lc);
         // Per texel: its rows of the scratch written once and read back (backward reads the
-        // inputs, `wgrad` both), its latent corners (4 × f32 read, 4 × 2 × u32 atomics), its
+        // inputs, `wgrad` both), its latent corners (4 × f32 read, 4 × u32 atomic read-and-write), its
         // targets; per step: the weight partials written and read, Adam's 5 arrays.
         let per_texel = 4.0 * (widths + inputs + widths) + 4.0 * lc * (4.0 + 8.0) + 4.0 * oc;
         let bytes = n * per_texel + chunks * layer_total * 8.0 + all * 4.0 * 5.0;
@@ -757,15 +751,16 @@ pub fn train_gpu(
     let (options, time_budget) =
         fit_time_budget(options, |o| Ok(Box::new(gpu_trainer(set, layout, o, &start)?) as Box<dyn Trainer>), cancel)?;
     let options = options.as_ref();
-    let mut trainer = gpu_trainer(set, layout, options, &start)?;
-    let backend = format!("gpu (fused WGSL, {})", trainer.adapter());
+    // The probe's trainer is gone before the run's is made: the library is on the device once.
     crate::train::run::announce_duration(
         options,
         |o| Ok(Box::new(gpu_trainer(set, layout, o, &start)?) as Box<dyn Trainer>),
-        &backend,
+        "the GPU",
         progress,
         cancel,
     )?;
+    let mut trainer = gpu_trainer(set, layout, options, &start)?;
+    let backend = format!("gpu (fused WGSL, {})", trainer.adapter());
     let schedule = Schedule::new(options, layout);
     let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
     let loop_options = LoopOptions {

@@ -9,9 +9,9 @@
 //                 exact and order-free, so a step is deterministic for a seed on one device)
 //   wgrad         weight and bias gradients summed over fixed chunks of texels, in order, in
 //                 4×4 tiles
+//   stats_reduce  the step's loss sums into a ring the host reads back asynchronously
 //   adam          one Adam update of every parameter (grid gradients read from fixed point and
 //                 cleared, weight gradients summed over the chunks in order)
-//   stats_reduce  the step's loss sums into a ring the host reads back asynchronously
 // The model math is core/src/model/params.rs's; the CPU twin is train/kernel.rs, and the parity
 // tests compare the two. The host prepends the constants below (`const N: u32 = …;`).
 
@@ -180,6 +180,20 @@ fn round_e4m3(v: f32) -> f32 {
     }
     let step = pow2(max(exponent_of(x), -6) - 3);
     return sign(v) * floor(x / step + 0.5) * step;
+}
+
+// The sum of every invocation's `value` in the workgroup, reduced as a tree in a fixed order
+// (the same bits every run). Call from uniform control flow: it holds barriers.
+fn workgroup_sum(lid: u32, value: vec3<f32>) -> vec3<f32> {
+    red[lid] = value;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if lid < s {
+            red[lid] += red[lid + s];
+        }
+        workgroupBarrier();
+    }
+    return red[0];
 }
 
 struct Corners {
@@ -396,13 +410,13 @@ fn fwd_bwd(
         if g > 0u {
             start = t_u(CUM_OFF + g - 1u);
         }
-        texel = (r - start) / t_u(GROUP_OFF + g * 8u + 3u);
+        texel = (r - start) / t_u(GROUP_OFF + g * 4u + 3u);
     }
-    let gb = GROUP_OFF + g * 8u;
+    let gb = GROUP_OFF + g * 4u;
     let width = t_u(gb);
     let height = t_u(gb + 1u);
     let level = t_u(gb + 2u);
-    let mask_base = MASK_OFF + t_u(gb + 6u) * LC;
+    let mask_base = MASK_OFF + g * LC;
     let uu = (f32(texel % width) + 0.5) / f32(width);
     let vv = (f32(texel / width) + 0.5) / f32(height);
     let noisy = (u.flags & FLAG_NOISE) != 0u;
@@ -484,19 +498,12 @@ fn fwd_bwd(
         }
     }
 
-    // The workgroup's loss sums, reduced in a fixed order.
-    red[lid] = sums;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
-    }
+    // The workgroup's loss sums.
+    let total = workgroup_sum(lid, sums);
     if lid == 0u {
-        stats_part[wid.x * 3u] = red[0].x;
-        stats_part[wid.x * 3u + 1u] = red[0].y;
-        stats_part[wid.x * 3u + 2u] = red[0].z;
+        stats_part[wid.x * 3u] = total.x;
+        stats_part[wid.x * 3u + 1u] = total.y;
+        stats_part[wid.x * 3u + 2u] = total.z;
     }
 }
 
@@ -613,17 +620,10 @@ fn stats_reduce(@builtin(local_invocation_index) lid: u32) {
     for (var w = lid; w < N / WG; w += WG) {
         acc += vec3<f32>(stats_part[w * 3u], stats_part[w * 3u + 1u], stats_part[w * 3u + 2u]);
     }
-    red[lid] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid, acc);
     if lid == 0u {
-        stats[u.stats_slot * 3u] = red[0].x;
-        stats[u.stats_slot * 3u + 1u] = red[0].y;
-        stats[u.stats_slot * 3u + 2u] = red[0].z;
+        stats[u.stats_slot * 3u] = total.x;
+        stats[u.stats_slot * 3u + 1u] = total.y;
+        stats[u.stats_slot * 3u + 2u] = total.z;
     }
 }
