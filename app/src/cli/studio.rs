@@ -11,8 +11,9 @@ pub struct StudioArgs {
     /// Training steps (default: the preset's).
     #[arg(long)]
     steps: Option<u32>,
-    /// Train, screenshot the window (compare view, PBR preview at two light angles) into this
-    /// folder as PNGs, and close. A fresh session: nothing is restored or saved.
+    /// Train, screenshot the window (compare view, PBR preview at two light angles), train a
+    /// second run at 2 bits per texel, screenshot the experiment log and the two runs A/B into
+    /// this folder as PNGs, and close. A fresh session: nothing is restored or saved.
     #[arg(long)]
     capture: Option<PathBuf>,
 }

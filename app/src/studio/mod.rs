@@ -44,8 +44,9 @@ pub struct StudioApp {
     show_help: bool,
 }
 
-/// `texset studio --capture DIR`: train, then screenshot the real window (compare view, and the
-/// PBR preview at two light angles) into DIR and close. What the screenshot test and
+/// `texset studio --capture DIR`: train, screenshot the real window (compare view, the PBR preview
+/// at two light angles), train a second run at another rate, screenshot the experiment log with
+/// its rate–distortion chart and the two runs A/B, and close. What the screenshot test and
 /// docs/studio.md use.
 struct Capture {
     dir: PathBuf,
@@ -57,16 +58,47 @@ struct Capture {
     pending: bool,
     /// Screenshots written (or failed), in words.
     arrived: (Sender<String>, Receiver<String>),
+    /// Scroll the right panel down to the experiment log (the shots of it).
+    scroll_to_runs: bool,
 }
 
-/// The screenshots `--capture` takes: file name, central view, light angle (radians), whether the
-/// compare view shows the block-compressed map (with the difference at gain 8) instead.
-const CAPTURE_SHOTS: [(&str, CentralView, f32, bool); 4] = [
-    ("compare.png", CentralView::Compare, 0.0, false),
-    ("compare_bcn.png", CentralView::Compare, 0.0, true),
-    ("preview_a.png", CentralView::Preview, 0.4, false),
-    ("preview_b.png", CentralView::Preview, 2.4, false),
+/// One screenshot `--capture` takes.
+#[derive(Clone, Copy)]
+struct Shot {
+    /// File name in the capture folder.
+    name: &'static str,
+    /// Which finished run it shows: 1 (the first) or 2 (after the second run).
+    after_run: usize,
+    central: CentralView,
+    /// Light angle, radians.
+    light_angle: f32,
+    /// Compare shows the block-compressed map (with the difference at gain 8) on the right.
+    bcn: bool,
+    /// Runs #1 and #2 side by side (A/B) instead of original and decoded.
+    ab: bool,
+    /// The right panel scrolled down to the experiment log and its rate–distortion chart.
+    runs: bool,
+}
+
+impl Shot {
+    const fn new(name: &'static str, after_run: usize, central: CentralView, light_angle: f32) -> Self {
+        Self { name, after_run, central, light_angle, bcn: false, ab: false, runs: false }
+    }
+}
+
+/// The screenshots `--capture` takes, in order.
+const CAPTURE_SHOTS: [Shot; 7] = [
+    Shot::new("compare.png", 1, CentralView::Compare, 0.0),
+    Shot { bcn: true, ..Shot::new("compare_bcn.png", 1, CentralView::Compare, 0.0) },
+    Shot::new("preview_a.png", 1, CentralView::Preview, 0.4),
+    Shot::new("preview_b.png", 1, CentralView::Preview, 2.4),
+    Shot { runs: true, ..Shot::new("runs.png", 2, CentralView::Compare, 0.0) },
+    Shot { ab: true, runs: true, ..Shot::new("ab_compare.png", 2, CentralView::Compare, 0.0) },
+    Shot { ab: true, ..Shot::new("ab_preview.png", 2, CentralView::Preview, 0.4) },
 ];
+
+/// The second run's target rate, bits per texel: another point on the runs' chart.
+const CAPTURE_SECOND_RUN_BITS_PER_TEXEL: f64 = 2.0;
 
 impl StudioApp {
     /// A studio with `settings`; `folders` (if any) replace the remembered library.
@@ -150,10 +182,11 @@ impl StudioApp {
 
     /// Screenshots into `dir` once training has finished (see [`Capture`]); starts training.
     pub fn capture_to(&mut self, dir: PathBuf) {
-        self.capture = Some(Capture { dir, next: 0, wait_frames: 0, pending: false, arrived: channel() });
+        self.capture = Some(Capture { dir, next: 0, wait_frames: 0, pending: false, arrived: channel(), scroll_to_runs: false });
     }
 
-    /// Drives `--capture`: start training when loaded, then take the shots in turn, then close.
+    /// Drives `--capture`: start training when loaded, take the first run's shots, train the
+    /// second run, take its shots, then close.
     fn drive_capture(&mut self, ui: &egui::Ui) {
         let preview_converged = self.preview.as_ref().is_none_or(preview::PreviewGpu::converged);
         let Some(capture) = &mut self.capture else { return };
@@ -169,7 +202,7 @@ impl StudioApp {
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         }
-        if !ready {
+        if !ready || session.is_training() {
             return;
         }
         while let Ok(message) = capture.arrived.1.try_recv() {
@@ -181,23 +214,39 @@ impl StudioApp {
         if capture.pending {
             return;
         }
-        let Some(&(name, central, angle, bcn)) = CAPTURE_SHOTS.get(capture.next) else {
+        let Some(&shot) = CAPTURE_SHOTS.get(capture.next) else {
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         };
+        let runs = session.settings.runs.len();
+        if runs < shot.after_run {
+            // The next run: another rate, so the experiment log and its chart have two points.
+            session.apply(Command::SetBitsPerTexel(Some(CAPTURE_SECOND_RUN_BITS_PER_TEXEL)));
+            session.apply(Command::StartTraining);
+            return;
+        }
         let view = &mut session.settings.view;
-        view.central = central;
+        view.central = shot.central;
         view.lights_orbit = false;
-        view.light_angle = angle;
-        view.bcn = bcn;
-        view.difference = bcn;
+        view.light_angle = shot.light_angle;
+        view.bcn = shot.bcn;
+        view.difference = shot.bcn;
+        let first_and_last = session.settings.runs.first().zip(session.settings.runs.last()).map(|(a, b)| [a.id, b.id]);
+        view.ab = if shot.ab { first_and_last } else { None };
+        capture.scroll_to_runs = shot.runs;
         capture.wait_frames += 1;
-        let waiting_for_bcn = bcn && !session.bcn.contains_key(&(view.material, view.map)) && capture.wait_frames < 600;
+        // Each wait is bounded: a shot is taken anyway after it (the log says what it shows).
+        let waiting_for_bcn = shot.bcn && !session.bcn.contains_key(&(view.material, view.map)) && capture.wait_frames < 600;
         // The preview draws progressively: wait until it shows this view at full resolution.
-        let waiting_for_preview = central == CentralView::Preview && !preview_converged && capture.wait_frames < 6000;
-        if capture.wait_frames >= 2 && !waiting_for_bcn && !waiting_for_preview {
+        let waiting_for_preview = shot.central == CentralView::Preview && !preview_converged && capture.wait_frames < 6000;
+        let waiting_for_runs = shot.runs
+            && (session.bc_baselines.is_none() || session.settings.runs.iter().any(|r| r.psnr_db.is_none()))
+            && capture.wait_frames < 6000;
+        let waiting_for_ab =
+            shot.ab && view.ab.is_some_and(|ab| ab.iter().any(|id| !session.loaded_runs.contains_key(id))) && capture.wait_frames < 6000;
+        if capture.wait_frames >= 2 && !waiting_for_bcn && !waiting_for_preview && !waiting_for_runs && !waiting_for_ab {
             capture.pending = true;
-            let path = capture.dir.join(name);
+            let path = capture.dir.join(shot.name);
             let sender = capture.arrived.0.clone();
             let repaint = ui.ctx().clone();
             ui.ctx().request_screenshot(move |image| {
@@ -270,6 +319,9 @@ impl StudioApp {
                 panels::scores_ui(ui, &self.session);
                 ui.separator();
                 runs::runs_ui(ui, &self.session, &mut view, &mut commands, &mut dialogs);
+                if self.capture.as_ref().is_some_and(|c| c.scroll_to_runs) {
+                    ui.scroll_to_cursor(Some(egui::Align::BOTTOM));
+                }
             });
         });
         egui::CentralPanel::default().frame(central).show(ui, |ui| {

@@ -239,33 +239,40 @@ fn rd_chart_ui(ui: &mut egui::Ui, session: &Session, runs: &[&RunRecord], comman
         commands.push(Command::ComputeBcBaselines);
     }
     let points: Vec<[f64; 2]> = runs.iter().filter_map(|r| Some([r.bits_per_texel, r.psnr_db?])).collect();
-    egui_plot::Plot::new("runs_rd")
-        .height(150.0)
+    // A margin of 2 dB above and below every point, so no marker sits on the frame; the legend in
+    // the lower right, where BC's points (higher rates, higher PSNR) are not.
+    let psnrs = points.iter().map(|p| p[1]).chain(session.bc_baselines.iter().flatten().map(|b| b.pooled_psnr_db));
+    let (low_db, high_db) = psnrs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), db| (lo.min(db), hi.max(db)));
+    let mut plot = egui_plot::Plot::new("runs_rd")
+        .height(170.0)
         .allow_scroll(false)
+        .include_x(0.0)
         .x_axis_label("bits per texel")
         .y_axis_label("PSNR (dB)")
-        .legend(egui_plot::Legend::default())
-        .show(ui, |plot| {
-            plot.points(egui_plot::Points::new("runs", points).radius(4.0).color(egui::Color32::from_rgb(90, 170, 250)));
-            for r in runs {
-                if let Some(db) = r.psnr_db {
-                    plot.text(egui_plot::Text::new("run ids", egui_plot::PlotPoint::new(r.bits_per_texel, db + 0.4), r.name()));
-                }
+        .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom));
+    if low_db.is_finite() {
+        plot = plot.include_y(low_db - 2.0).include_y(high_db + 2.0);
+    }
+    plot.show(ui, |plot| {
+        plot.points(egui_plot::Points::new("runs", points).radius(4.0).color(egui::Color32::from_rgb(90, 170, 250)));
+        for r in runs {
+            if let Some(db) = r.psnr_db {
+                plot.text(egui_plot::Text::new("run ids", egui_plot::PlotPoint::new(r.bits_per_texel, db + 0.4), r.name()));
             }
-            if let Some([high, low]) = &session.bc_baselines {
-                for (baseline, name, color) in [
-                    (high, "BC7/BC5/BC4", egui::Color32::from_rgb(240, 150, 60)),
-                    (low, "BC1/BC5/BC4", egui::Color32::from_rgb(200, 90, 90)),
-                ] {
-                    plot.points(
-                        egui_plot::Points::new(name, vec![[baseline.bits_per_texel, baseline.pooled_psnr_db]])
-                            .radius(5.0)
-                            .shape(egui_plot::MarkerShape::Diamond)
-                            .color(color),
-                    );
-                }
+        }
+        if let Some([high, low]) = &session.bc_baselines {
+            for (baseline, name, color) in
+                [(high, "BC7/BC5/BC4", egui::Color32::from_rgb(240, 150, 60)), (low, "BC1/BC5/BC4", egui::Color32::from_rgb(200, 90, 90))]
+            {
+                plot.points(
+                    egui_plot::Points::new(name, vec![[baseline.bits_per_texel, baseline.pooled_psnr_db]])
+                        .radius(5.0)
+                        .shape(egui_plot::MarkerShape::Diamond)
+                        .color(color),
+                );
             }
-        });
+        }
+    });
     if session.bc_baselines.is_none() {
         ui.label(RichText::new("block-compressing the library for the BC points…").weak());
     }

@@ -1,6 +1,6 @@
 //! The real studio window under a virtual display (Xvfb) on whatever Vulkan/GL driver there is
 //! (lavapipe in CI): it trains the sample library briefly, then screenshots itself (`texset studio
-//! --capture`). The PBR preview must not be blank and must change as the lights move. The
+//! --capture`), trains a second run at another rate and screenshots the experiment log and A/B. The PBR preview must not be blank and must change as the lights move. The
 //! screenshots are kept in `target/ci-artifacts/studio/` (CI's artifact folder).
 #![allow(clippy::unwrap_used)]
 
@@ -110,6 +110,17 @@ fn studio_window_renders_the_preview_and_the_lights_move_it() {
     let fraction = changed as f64 / f64::from(a.width() * a.height());
     println!("{:.1}% of pixels changed when the lights moved", 100.0 * fraction);
     assert!(fraction > 0.02, "moving the lights changed only {:.2}% of the window", 100.0 * fraction);
+    // The second run, the experiment log with its chart, and the two runs A/B.
+    for name in ["runs.png", "ab_compare.png", "ab_preview.png"] {
+        assert_eq!(load_rgba(&out.join(name)).dimensions(), a.dimensions(), "{name}");
+    }
+    // A/B at preview_a's light angle: run #1 on the left as in preview_a, run #2 where the
+    // originals were.
+    let ab = load_rgba(&out.join("ab_preview.png"));
+    let changed = a.pixels().zip(ab.pixels()).filter(|(p, q)| p.0.iter().zip(q.0).any(|(x, y)| x.abs_diff(y) > 8)).count();
+    let fraction = changed as f64 / f64::from(a.width() * a.height());
+    println!("{:.1}% of pixels differ between the A/B preview and the decoded/original one", 100.0 * fraction);
+    assert!(fraction > 0.005, "the A/B preview looks like the decoded/original one ({:.2}% differ)", 100.0 * fraction);
 }
 
 /// The studio as an artist drives it: the real window on Xvfb and whatever Vulkan/GL driver
