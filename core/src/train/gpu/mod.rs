@@ -129,6 +129,13 @@ impl Shapes {
         self.grid_total + self.layer_total
     }
 
+    /// Texels each `fwd_bwd` invocation trains: 2 where the batch is whole workgroups of pairs.
+    /// Each weight the generated `mlp` loads then serves two texels; 4 took the default model's
+    /// step from 34 to 28 ms on lavapipe but its compile from 8 to 23 s (2: from 2.5 s at 1).
+    fn tpi(&self) -> u32 {
+        if self.batch.is_multiple_of(2 * WORKGROUP) { 2 } else { 1 }
+    }
+
     /// The weights and biases as a uniform buffer's `vec4`s.
     fn uniform_vec4s(&self) -> u32 {
         self.layer_total.div_ceil(4).max(1)
@@ -308,6 +315,8 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: We
         ("ADAM_ROW", adam_row),
         ("WSH_LEN", if memory == WeightMemory::Workgroup { shapes.layer_total.max(1) } else { 1 }),
         ("WU_LEN", shapes.uniform_vec4s()),
+        ("TPI", shapes.tpi()),
+        ("XLEN", maxw * shapes.tpi()),
     ];
     let mut text = String::from("// Specialised by texset (core/src/train/gpu/mod.rs).\n");
     for (name, value) in consts {
@@ -325,68 +334,105 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: We
     let _ = writeln!(text, "fn load_weights(lid: u32) {{ {load} }}");
     // The layers with their shapes as literals (the tables' layer rows, in code).
     let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
-    text.push_str(&mlp_wgsl(&rows, lc, oc));
+    text.push_str(&mlp_wgsl(&rows, lc, oc, shapes.tpi(), maxw));
     text.push_str(TRAIN_WGSL);
     text
 }
 
-/// `mlp(i, outputs, texel) -> vec3<f32>`: texel i's forward pass from its features in `xa`, its
-/// loss (`loss_grad` per output; the loss sums returned) and backward pass, ending with the latent
-/// features' gradient in `xb[0..lc]`; every layer's input row and output-gradient row go to the
-/// scratch (`rows`: the tables' layer rows: inputs, outputs, weights, biases, input rows, gradient
-/// rows). Every activation is a named value (`x{layer}_{index}`, `d{layer}_{index}`), read by its
-/// literal name: lavapipe keeps those in registers, where an array indexed at run time is
-/// read lane by lane. The loops run over one layer's outputs (forward) or inputs (backward), each
-/// iteration one sum unrolled over the other side: the shader stays small enough to compile in
-/// seconds (a fully unrolled MLP took lavapipe minutes), and its weight addresses depend on the
-/// loop counter alone, so they are the same in every invocation.
-fn mlp_wgsl(rows: &[&[u32]], lc: u32, oc: u32) -> String {
-    let mut t = String::from("fn mlp(i: u32, outputs: u32, texel: u32) -> vec3<f32> {\n");
+/// `mlp(first) -> vec3<f32>`: the forward pass of texels `first..first + tpi` from their features
+/// in `xa` (texel t's at t · maxw), their loss (`loss_grad` per texel and output; the loss sums
+/// returned) and backward pass, ending with the latent features' gradient in `xb` (at t · maxw,
+/// `lc` of them); every layer's input row and output-gradient row go to the scratch (`rows`: the
+/// tables' layer rows: inputs, outputs, weights, biases, input rows, gradient rows).
+///
+/// Every activation is a named value (`x{texel}_{layer}_{index}`, `d{texel}_{layer}_{index}`),
+/// read by its literal name: lavapipe keeps those in registers, where it reads an array indexed at
+/// run time lane by lane. The loops run over one layer's outputs (forward) or inputs (backward),
+/// each iteration loading its weights once (`w{index}`) for one sum per texel, unrolled over the
+/// other side, its result stored to the texel's row of `ob`: the shader compiles in seconds (a
+/// fully unrolled MLP took lavapipe minutes). lavapipe loads a uniform-buffer value at an address
+/// that depends on a loop counter lane by lane (only a constant address is one load, broadcast):
+/// that load, not the multiply-add, is the cost the texels share.
+fn mlp_wgsl(rows: &[&[u32]], lc: u32, oc: u32, tpi: u32, maxw: u32) -> String {
+    let mut t = String::from("fn mlp(first: u32) -> vec3<f32> {\n");
     let count = rows.len();
-    if let Some(first) = rows.first() {
-        for k in 0..first[0] {
-            let _ = writeln!(t, "    let x0_{k} = xa[{k}u];");
+    for p in 0..tpi {
+        let _ = writeln!(t, "    let out{p} = TARGET_OFF + drawn[{p}u].x * OC * 3u;\n    let tex{p} = drawn[{p}u].y;");
+        if let Some(first) = rows.first() {
+            for k in 0..first[0] {
+                let _ = writeln!(t, "    let x{p}_0_{k} = xa[{}u];", p * maxw + k);
+            }
         }
     }
-    // Forward: layer l's inputs x{l}_*, its outputs x{l+1}_* (ReLU but on the last).
+    // Forward: layer l's inputs x*_{l}_*, its outputs x*_{l+1}_* (ReLU but on the last).
     for (l, r) in rows.iter().enumerate() {
         let (nin, nout, w, b, act) = (r[0], r[1], r[2], r[3], r[4]);
-        let _ = writeln!(t, "    let act{l} = {act}u + i * {}u;", row_vec4s(nin));
-        store_row(&mut t, &format!("act{l}"), &format!("x{l}"), nin);
+        for p in 0..tpi {
+            let _ = writeln!(t, "    let act{l}_{p} = {act}u + (first + {p}u) * {}u;", row_vec4s(nin));
+            store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), nin);
+        }
         let _ = writeln!(t, "    for (var q = 0u; q < {nout}u; q++) {{\n        let r = {w}u + q * {nin}u;");
-        let _ = write!(t, "        let s = weight({b}u + q)");
+        let _ = writeln!(t, "        let b = weight({b}u + q);");
         for k in 0..nin {
-            let _ = write!(t, " + weight(r + {k}u) * x{l}_{k}");
+            let _ = writeln!(t, "        let w{k} = weight(r + {k}u);");
         }
-        let out = if l + 1 < count { "max(s, 0.0)" } else { "s" };
-        let _ = writeln!(t, ";\n        xb[q] = {out};\n    }}");
-        for q in 0..nout {
-            let _ = writeln!(t, "    let x{}_{q} = xb[{q}u];", l + 1);
+        for p in 0..tpi {
+            let _ = write!(t, "        let s{p} = b");
+            for k in 0..nin {
+                let _ = write!(t, " + w{k} * x{p}_{l}_{k}");
+            }
+            let out = if l + 1 < count { format!("max(s{p}, 0.0)") } else { format!("s{p}") };
+            let _ = writeln!(t, ";\n        ob[{p}u][q] = {out};");
+        }
+        t.push_str("    }\n");
+        for p in 0..tpi {
+            for q in 0..nout {
+                let _ = writeln!(t, "    let x{p}_{}_{q} = ob[{p}u][{q}u];", l + 1);
+            }
         }
     }
-    // Loss: d{count-1}_* is dLoss/dy.
+    // Loss: d*_{count-1}_* is dLoss/dy.
     let _ = writeln!(t, "    var sums = vec3<f32>(0.0);");
-    for o in 0..oc {
-        let _ = writeln!(t, "    let d{}_{o} = loss_grad(outputs, texel, {o}u, x{count}_{o}, &sums);", count - 1);
+    for p in 0..tpi {
+        for o in 0..oc {
+            let _ = writeln!(t, "    let d{p}_{}_{o} = loss_grad(out{p}, tex{p}, {o}u, x{p}_{count}_{o}, &sums);", count - 1);
+        }
     }
-    // Backward: layer l's output gradient d{l}_*, its input gradient d{l-1}_* (masked where the
-    // ReLU input was not positive); the first layer's only for the latent features.
+    // Backward: layer l's output gradient d*_{l}_*, its input gradient d*_{l-1}_* (masked where
+    // the ReLU input was not positive); the first layer's only for the latent features.
     for (l, r) in rows.iter().enumerate().rev() {
         let (nin, nout, w, dz) = (r[0], r[1], r[2], r[5]);
-        let _ = writeln!(t, "    let dz{l} = {dz}u + i * {}u;", row_vec4s(nout));
-        store_row(&mut t, &format!("dz{l}"), &format!("d{l}"), nout);
-        let (inputs, row) = if l == 0 { (lc.min(nin), "xb") } else { (nin, "xa") };
+        for p in 0..tpi {
+            let _ = writeln!(t, "    let dz{l}_{p} = {dz}u + (first + {p}u) * {}u;", row_vec4s(nout));
+            store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), nout);
+        }
+        let inputs = if l == 0 { lc.min(nin) } else { nin };
         if inputs == 0 {
             continue;
         }
-        let _ = write!(t, "    for (var k = 0u; k < {inputs}u; k++) {{\n        {row}[k] = 0.0");
+        let _ = writeln!(t, "    for (var k = 0u; k < {inputs}u; k++) {{");
         for q in 0..nout {
-            let _ = write!(t, " + weight({}u + k) * d{l}_{q}", w + q * nin);
+            let _ = writeln!(t, "        let w{q} = weight({}u + k);", w + q * nin);
         }
-        let _ = writeln!(t, ";\n    }}");
-        if l > 0 {
-            for k in 0..nin {
-                let _ = writeln!(t, "    let d{}_{k} = select(0.0, xa[{k}u], x{l}_{k} > 0.0);", l - 1);
+        for p in 0..tpi {
+            let _ = write!(t, "        ob[{p}u][k] = 0.0");
+            for q in 0..nout {
+                let _ = write!(t, " + w{q} * d{p}_{l}_{q}");
+            }
+            t.push_str(";\n");
+        }
+        t.push_str("    }\n");
+        if l == 0 {
+            for p in 0..tpi {
+                for k in 0..inputs {
+                    let _ = writeln!(t, "    xb[{}u] = ob[{p}u][{k}u];", p * maxw + k);
+                }
+            }
+        } else {
+            for p in 0..tpi {
+                for k in 0..nin {
+                    let _ = writeln!(t, "    let d{p}_{}_{k} = select(0.0, ob[{p}u][{k}u], x{p}_{l}_{k} > 0.0);", l - 1);
+                }
             }
         }
     }
@@ -552,7 +598,7 @@ impl<'a> GpuTrainer<'a> {
             let (ax, ay, _) = spread(self.shapes.all());
             let stages = [
                 (&p.prepare, (rx, ry)),
-                (&p.fwd_bwd, (self.shapes.batch / WORKGROUP, 1)),
+                (&p.fwd_bwd, (self.shapes.batch / (WORKGROUP * self.shapes.tpi()), 1)),
                 (&p.wgrad, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())),
                 (&p.stats, (1, 1)),
                 (&p.adam, (ax, ay)),

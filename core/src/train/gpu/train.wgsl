@@ -76,11 +76,17 @@ const WG: u32 = 64u;
 // broadcast to every lane (lavapipe loads from a storage buffer lane by lane).
 @group(0) @binding(12) var<uniform> wu: array<vec4<f32>, WU_LEN>;
 
-// xa: the MLP's input features, then the generated loops' row of input gradients; xb: their row of
-// outputs, then the latent features' gradient. Indexed only by loop counters: divergent indices into
-// private arrays were miscompiled on lavapipe.
-var<private> xa: array<f32, MAXW>;
-var<private> xb: array<f32, MAXW>;
+// Per texel t of the invocation's TPI, at t · MAXW: xa, the MLP's input features; xb, the latent
+// features' gradient. Indexed only by loop counters: divergent indices into private arrays were
+// miscompiled on lavapipe.
+var<private> xa: array<f32, XLEN>;
+var<private> xb: array<f32, XLEN>;
+// Per texel of the invocation, the row the generated `mlp`'s loops write (a layer's outputs or
+// input gradients). A row of its own per texel: lavapipe stores to a private array at an index
+// known only at run time by a select over the whole array.
+var<private> ob: array<array<f32, MAXW>, TPI>;
+// Per texel of the invocation: its group and its texel in the group.
+var<private> drawn: array<vec2<u32>, TPI>;
 var<workgroup> wsh: array<f32, WSH_LEN>;
 var<workgroup> red: array<vec3<f32>, WG>;
 
@@ -326,57 +332,51 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
-@compute @workgroup_size(64)
-fn fwd_bwd(
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-) {
-    load_weights(lid);
-    // N is a multiple of the workgroup size: every invocation is a texel.
-    let i = gid.x;
-
-    // Draw a texel: a group by its share of the draws, then a texel of it.
-    var g = 0u;
-    var texel = 0u;
+// Draws texel i of the step: a group by its share of the draws, then a texel of it; (group,
+// texel). A parity test gives them instead.
+fn draw(i: u32) -> vec2<u32> {
     if (u.flags & FLAG_GIVEN_SAMPLES) != 0u {
-        g = t_u(SAMPLES_OFF + 2u * i);
-        texel = t_u(SAMPLES_OFF + 2u * i + 1u);
-    } else {
-        let r = mulhi(rand(i, 0u), TOTAL_DRAWS);
-        var lo = 0u;
-        var hi = GROUPS;
-        while lo < hi {
-            let mid = (lo + hi) / 2u;
-            if t_u(CUM_OFF + mid) <= r {
-                lo = mid + 1u;
-            } else {
-                hi = mid;
-            }
-        }
-        g = min(lo, GROUPS - 1u);
-        var start = 0u;
-        if g > 0u {
-            start = t_u(CUM_OFF + g - 1u);
-        }
-        texel = (r - start) / t_u(GROUP_OFF + g * 4u + 3u);
+        return vec2<u32>(t_u(SAMPLES_OFF + 2u * i), t_u(SAMPLES_OFF + 2u * i + 1u));
     }
-    let gb = GROUP_OFF + g * 4u;
-    let width = t_u(gb);
-    let height = t_u(gb + 1u);
-    let level = t_u(gb + 2u);
-    let mask_base = MASK_OFF + g * LC;
-    let uu = (f32(texel % width) + 0.5) / f32(width);
-    let vv = (f32(texel / width) + 0.5) / f32(height);
-    let noisy = (u.flags & FLAG_NOISE) != 0u;
+    let r = mulhi(rand(i, 0u), TOTAL_DRAWS);
+    var lo = 0u;
+    var hi = GROUPS;
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        if t_u(CUM_OFF + mid) <= r {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    let g = min(lo, GROUPS - 1u);
+    var start = 0u;
+    if g > 0u {
+        start = t_u(CUM_OFF + g - 1u);
+    }
+    return vec2<u32>(g, (r - start) / t_u(GROUP_OFF + g * 4u + 3u));
+}
 
-    // Latent gather (masked) and positional encoding into xa.
+// The texel's centre in its group's (u, v).
+fn texel_uv(g: u32, texel: u32) -> vec2<f32> {
+    let width = t_u(GROUP_OFF + g * 4u);
+    let height = t_u(GROUP_OFF + g * 4u + 1u);
+    return vec2<f32>((f32(texel % width) + 0.5) / f32(width), (f32(texel / width) + 0.5) / f32(height));
+}
+
+// Texel i's (group g, `texel`) features into xa[at..]: its level's latents (bilinear, masked, QAT
+// noise when it trains) and the positional encoding.
+fn gather(i: u32, g: u32, texel: u32, at: u32) {
+    let level = t_u(GROUP_OFF + g * 4u + 2u);
+    let mask_base = MASK_OFF + g * LC;
+    let uv = texel_uv(g, texel);
+    let noisy = (u.flags & FLAG_NOISE) != 0u;
     var feature = 0u;
     for (var gi = 0u; gi < GRIDS; gi++) {
         let ch = t_u(GRID_OFF + gi);
         let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
         let base = t_u(info);
-        let c = corners(uu, vv, t_u(info + 1u), t_u(info + 2u));
+        let c = corners(uv.x, uv.y, t_u(info + 1u), t_u(info + 2u));
         for (var k = 0u; k < ch; k++) {
             var value = 0.0;
             for (var corner = 0u; corner < 4u; corner++) {
@@ -386,46 +386,73 @@ fn fwd_bwd(
                 }
                 value += c.weights[corner] * x;
             }
-            xa[feature + k] = value * t_f(mask_base + feature + k);
+            xa[at + feature + k] = value * t_f(mask_base + feature + k);
         }
         feature += ch;
     }
     let grid0 = GRID_OFF + GRIDS + level * GRIDS * 3u;
-    let px = uu * f32(t_u(grid0 + 1u));
-    let py = vv * f32(t_u(grid0 + 2u));
+    let px = uv.x * f32(t_u(grid0 + 1u));
+    let py = uv.y * f32(t_u(grid0 + 2u));
     for (var k = 0u; k < PE; k++) {
         let a = TAU * f32(1u << k) * 0.5;
-        xa[LC + 4u * k] = sin(a * px);
-        xa[LC + 4u * k + 1u] = cos(a * px);
-        xa[LC + 4u * k + 2u] = sin(a * py);
-        xa[LC + 4u * k + 3u] = cos(a * py);
+        xa[at + LC + 4u * k] = sin(a * px);
+        xa[at + LC + 4u * k + 1u] = cos(a * px);
+        xa[at + LC + 4u * k + 2u] = sin(a * py);
+        xa[at + LC + 4u * k + 3u] = cos(a * py);
     }
     if HAS_LOD {
-        xa[LC + 4u * PE] = f32(level) * LOD_INPUT_SCALE;
+        xa[at + LC + 4u * PE] = f32(level) * LOD_INPUT_SCALE;
     }
+}
 
-    // Forward, loss and backward (`mlp`, generated with the layers' shapes as literals: each
-    // activation a named value, so none is indexed at run time). xb[0..LC] ends as the latent
-    // features' gradient.
-    let sums = mlp(i, TARGET_OFF + g * OC * 3u, texel);
-
-    // Latent gradients: bilinear scatter of the masked feature gradients.
-    if (u.flags & FLAG_TRAIN_GRIDS) != 0u {
-        feature = 0u;
-        for (var gi = 0u; gi < GRIDS; gi++) {
-            let ch = t_u(GRID_OFF + gi);
-            let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
-            let base = t_u(info);
-            let c = corners(uu, vv, t_u(info + 1u), t_u(info + 2u));
-            for (var k = 0u; k < ch; k++) {
-                let d = xb[feature + k] * t_f(mask_base + feature + k);
-                if d != 0.0 {
-                    for (var corner = 0u; corner < 4u; corner++) {
-                        fx_add(base + c.cells[corner] * ch + k, c.weights[corner] * d);
-                    }
+// The latent gradients of a texel (group g, `texel`): bilinear scatter of the masked feature
+// gradients in xb[at..].
+fn scatter(g: u32, texel: u32, at: u32) {
+    let level = t_u(GROUP_OFF + g * 4u + 2u);
+    let mask_base = MASK_OFF + g * LC;
+    let uv = texel_uv(g, texel);
+    var feature = 0u;
+    for (var gi = 0u; gi < GRIDS; gi++) {
+        let ch = t_u(GRID_OFF + gi);
+        let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
+        let base = t_u(info);
+        let c = corners(uv.x, uv.y, t_u(info + 1u), t_u(info + 2u));
+        for (var k = 0u; k < ch; k++) {
+            let d = xb[at + feature + k] * t_f(mask_base + feature + k);
+            if d != 0.0 {
+                for (var corner = 0u; corner < 4u; corner++) {
+                    fx_add(base + c.cells[corner] * ch + k, c.weights[corner] * d);
                 }
             }
-            feature += ch;
+        }
+        feature += ch;
+    }
+}
+
+// Every invocation trains TPI consecutive texels (N is a multiple of a workgroup's texels): the
+// generated `mlp` loads each weight once for all of them (mod.rs `mlp_wgsl` says why that pays).
+@compute @workgroup_size(64)
+fn fwd_bwd(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    load_weights(lid);
+    let first = gid.x * TPI;
+    for (var t = 0u; t < TPI; t++) {
+        let d = draw(first + t);
+        drawn[t] = d;
+        gather(first + t, d.x, d.y, t * MAXW);
+    }
+
+    // Forward, loss and backward of the TPI texels (`mlp`, generated with the layers' shapes as
+    // literals: each activation a named value, so none is indexed at run time). xb[t · MAXW..][..LC]
+    // ends as texel t's latent features' gradient.
+    let sums = mlp(first);
+
+    if (u.flags & FLAG_TRAIN_GRIDS) != 0u {
+        for (var t = 0u; t < TPI; t++) {
+            scatter(drawn[t].x, drawn[t].y, t * MAXW);
         }
     }
 
@@ -584,7 +611,7 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
 @compute @workgroup_size(64)
 fn stats_reduce(@builtin(local_invocation_index) lid: u32) {
     var acc = vec3<f32>(0.0);
-    for (var w = lid; w < N / WG; w += WG) {
+    for (var w = lid; w < N / (WG * TPI); w += WG) {
         acc += vec3<f32>(stats_part[w * 3u], stats_part[w * 3u + 1u], stats_part[w * 3u + 2u]);
     }
     let total = workgroup_sum(lid, acc);
