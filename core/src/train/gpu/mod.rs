@@ -245,9 +245,10 @@ impl Tables {
 /// Where `fwd_bwd` reads the layers' weights from: the fastest memory the adapter fits them in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WeightMemory {
-    /// A uniform buffer (`fwdw` bound again as `wu`): a load at an address uniform across the
-    /// invocations is one load, broadcast (lavapipe loads from storage and workgroup memory lane
-    /// by lane).
+    /// A uniform buffer (`fwdw` bound again as `wu`): every invocation reads the same weight at
+    /// once, which a GPU's constant path serves best; lavapipe loads a uniform buffer's values
+    /// lane by lane too, but without the branch and bounds check per lane of a storage load
+    /// (with the generated `mlp`, together: the default model's step from 111 to 60 ms).
     Uniform,
     /// Workgroup memory, copied from `fwdw` by each workgroup.
     Workgroup,

@@ -72,8 +72,8 @@ const WG: u32 = 64u;
 @group(0) @binding(10) var<storage, read_write> adam_v: array<f32>;
 @group(0) @binding(11) var<storage, read_write> stats: array<f32>;
 // `fwdw` again, as a uniform buffer where the adapter binds one that large: `mlp` reads every
-// weight at an address uniform across the invocations, which a uniform buffer serves as one load
-// broadcast to every lane (lavapipe loads from a storage buffer lane by lane).
+// weight at an address uniform across the invocations, the uniform buffer's case (mod.rs
+// `WeightMemory` says what it saves on lavapipe).
 @group(0) @binding(12) var<uniform> wu: array<vec4<f32>, WU_LEN>;
 
 // Per texel t of the invocation's TPI, at t · MAXW: xa, the MLP's input features; xb, the latent
