@@ -85,7 +85,7 @@ impl TrainBenchArgs {
             gpu.run_step()?;
             gpu.finish()?;
             let cost = gpu.step_cost();
-            let memory = if gpu.weights_in_workgroup_memory() { "workgroup" } else { "storage" };
+            let memory = gpu.weight_memory().name();
             contenders.push(Contender::new(
                 format!("train gpu-fused on {} (batch {batch})", gpu.adapter()),
                 Box::new(move |steps| {

@@ -1,6 +1,6 @@
 //! The GPU trainer's device, buffers, pipelines and read-backs.
 
-use super::{STATS_RING, Shapes, Tables, f32_bytes, u32_bytes};
+use super::{STATS_RING, Shapes, Tables, WeightMemory, f32_bytes, u32_bytes};
 use crate::executor::block_on;
 use crate::train::TrainError;
 use std::sync::{Arc, Mutex, mpsc};
@@ -101,7 +101,7 @@ impl Gpu {
 
 impl Opened {
     /// Creates the buffers and compiles `wgsl`'s entry points.
-    pub fn build(self, wgsl: &str, tables: &Tables, shapes: &Shapes, params: &[f32]) -> Result<Gpu, TrainError> {
+    pub fn build(self, wgsl: &str, tables: &Tables, shapes: &Shapes, params: &[f32], memory: WeightMemory) -> Result<Gpu, TrainError> {
         let Self { device, queue, adapter_name } = self;
         let limits = device.limits();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -145,8 +145,14 @@ impl Opened {
             tables: init("tables", &u32_bytes(&tables.words))?,
             texels: init("reference texels", &f32_bytes(&tables.texels))?,
             params: init("parameters", &f32_bytes(params))?,
-            fwdw: zeroed("forward weights", u64::from(shapes.layer_total) * 8)?,
-            scratch: zeroed("per-texel activations", shapes.scratch * 4)?,
+            // Room for the uniform binding's whole last vec4; a uniform buffer as well.
+            fwdw: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("forward weights"),
+                size: check("forward weights", u64::from(shapes.uniform_vec4s()) * 16)?,
+                usage: storage | wgpu::BufferUsages::UNIFORM,
+                mapped_at_creation: false,
+            }),
+            scratch: zeroed("per-texel activations", shapes.scratch * 16)?,
             grid_grad: zeroed("latent gradients", u64::from(shapes.grid_total) * 16)?,
             stats_part: zeroed("loss sums", u64::from(shapes.batch / 64) * 12)?,
             wpart: zeroed("weight gradients", u64::from(shapes.chunks()) * u64::from(shapes.layer_total) * 4)?,
@@ -192,7 +198,8 @@ impl Opened {
                     (1, &b.tables),
                     (2, &b.texels),
                     (3, &b.params),
-                    (4, &b.fwdw),
+                    // `wu` (binding 12) or `fwdw`: the same buffer, as the generated `weight` reads it.
+                    (if memory == WeightMemory::Uniform { 12 } else { 4 }, &b.fwdw),
                     (5, &b.scratch),
                     (6, &b.grid_grad),
                     (7, &b.stats_part),

@@ -97,7 +97,7 @@ struct Shapes {
     rows: u32,
     /// Per layer (inputs, outputs).
     layers: Vec<(u32, u32)>,
-    /// Floats of the per-texel scratch.
+    /// `vec4`s of the per-texel scratch.
     scratch: u64,
 }
 
@@ -110,7 +110,7 @@ impl Shapes {
             u32::try_from(params.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()).map_err(|_| too_big("layers"))?;
         let layers: Vec<(u32, u32)> = params.layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
         let rows = layers.iter().map(|l| l.1).sum();
-        let per_texel: u64 = layers.iter().map(|&(i, o)| u64::from(i) + u64::from(o)).sum();
+        let per_texel: u64 = layers.iter().map(|&(i, o)| u64::from(row_vec4s(i)) + u64::from(row_vec4s(o))).sum();
         let batch = u32::try_from(batch).map_err(|_| too_big("batch texels"))?;
         Ok(Self { batch, grid_total, layer_total, rows, layers, scratch: per_texel * u64::from(batch) })
     }
@@ -119,14 +119,26 @@ impl Shapes {
         self.batch / CHUNK_TEXELS as u32
     }
 
-    /// `wgrad`'s invocations per chunk: per layer, 4×4 tiles of its weights plus a column of
+    /// `wgrad`'s invocations per chunk: per layer, 8×8 tiles of its weights plus a column of
     /// bias tiles.
     fn tiles(&self) -> u32 {
-        self.layers.iter().map(|&(i, o)| o.div_ceil(4) * (i.div_ceil(4) + 1)).sum()
+        self.layers.iter().map(|&(i, o)| o.div_ceil(8) * (i.div_ceil(8) + 1)).sum()
     }
 
     fn all(&self) -> u32 {
         self.grid_total + self.layer_total
+    }
+
+    /// Texels each `fwd_bwd` invocation trains: 2 where the batch is whole workgroups of pairs.
+    /// Each weight the generated `mlp` loads then serves two texels; 4 took the default model's
+    /// step from 34 to 28 ms on lavapipe but its compile from 8 to 23 s (2: from 2.5 s at 1).
+    fn tpi(&self) -> u32 {
+        if self.batch.is_multiple_of(2 * WORKGROUP) { 2 } else { 1 }
+    }
+
+    /// The weights and biases as a uniform buffer's `vec4`s.
+    fn uniform_vec4s(&self) -> u32 {
+        self.layer_total.div_ceil(4).max(1)
     }
 }
 
@@ -199,14 +211,14 @@ impl Tables {
             base += grid.len() as u32;
         }
         // Layers: inputs, outputs, weights, biases (offsets in the layer region), scratch offsets
-        // of the input rows and of the output-gradient rows.
+        // of the input rows and of the output-gradient rows, in `vec4`s ([`row_vec4s`]).
         let layer_off = words.len() as u32;
         let (mut at, mut scratch) = (0u32, 0u64);
         for &(inputs, outputs) in &shapes.layers {
             let act = scratch;
-            scratch += u64::from(inputs) * u64::from(shapes.batch);
+            scratch += u64::from(row_vec4s(inputs)) * u64::from(shapes.batch);
             let dz = scratch;
-            scratch += u64::from(outputs) * u64::from(shapes.batch);
+            scratch += u64::from(row_vec4s(outputs)) * u64::from(shapes.batch);
             let act = u32::try_from(act).map_err(|_| too_big("activations"))?;
             let dz = u32::try_from(dz).map_err(|_| too_big("activations"))?;
             words.extend([inputs, outputs, at, at + inputs * outputs, act, dz]);
@@ -230,9 +242,51 @@ impl Tables {
     }
 }
 
-/// The trainer's WGSL specialised to a model and library: constants prepended to `train.wgsl`.
-fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, weights_shared: bool, adam_row: u32) -> String {
+/// Where `fwd_bwd` reads the layers' weights from: the fastest memory the adapter fits them in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightMemory {
+    /// A uniform buffer (`fwdw` bound again as `wu`): every invocation reads the same weight at
+    /// once, which a GPU's constant path serves best; lavapipe loads a uniform buffer's values
+    /// lane by lane too, but without the branch and bounds check per lane of a storage load
+    /// (with the generated `mlp`, together: the default model's step from 111 to 60 ms).
+    Uniform,
+    /// Workgroup memory, copied from `fwdw` by each workgroup.
+    Workgroup,
+    /// The storage buffer `fwdw`.
+    Storage,
+}
+
+impl WeightMemory {
+    /// The fastest memory `limits` let the weights of `shapes` go to.
+    fn for_limits(shapes: &Shapes, limits: &wgpu::Limits) -> Self {
+        let uniform_bytes = u64::from(shapes.uniform_vec4s()) * 16;
+        // Beside the loss reduction's workgroup memory.
+        let workgroup_bytes = u64::from(shapes.layer_total) * 4 + u64::from(WORKGROUP) * 16;
+        if uniform_bytes <= limits.max_uniform_buffer_binding_size {
+            Self::Uniform
+        } else if workgroup_bytes <= u64::from(limits.max_compute_workgroup_storage_size) {
+            Self::Workgroup
+        } else {
+            Self::Storage
+        }
+    }
+
+    /// Its name, as the bench prints it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Uniform => "uniform",
+            Self::Workgroup => "workgroup",
+            Self::Storage => "storage",
+        }
+    }
+}
+
+/// The trainer's WGSL specialised to a model and library: constants and the generated `weight`,
+/// `load_weights` and `mlp` prepended to `train.wgsl`.
+fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: WeightMemory, adam_row: u32) -> String {
     let lc = params.latent_channels() as u32;
+    let oc = params.output_channels() as u32;
     let widths = shapes.layers.iter().flat_map(|&(i, o)| [i, o]);
     let maxw = widths.chain([params.mlp_inputs() as u32, 1]).max().unwrap_or(1);
     let consts = [
@@ -251,7 +305,7 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, weights_sh
         ("GRIDS", params.grids.len() as u32),
         ("LC", lc),
         ("PE", params.pe_frequencies),
-        ("OC", params.output_channels() as u32),
+        ("OC", oc),
         ("MAXW", maxw),
         ("LAYERS", shapes.layers.len() as u32),
         ("ROWS", shapes.rows),
@@ -260,28 +314,146 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, weights_sh
         ("GRID_TOTAL", shapes.grid_total),
         ("P_ALL", shapes.all()),
         ("ADAM_ROW", adam_row),
-        ("WSH_LEN", if weights_shared { 2 * shapes.layer_total.max(1) } else { 1 }),
+        ("WSH_LEN", if memory == WeightMemory::Workgroup { shapes.layer_total.max(1) } else { 1 }),
+        ("WU_LEN", shapes.uniform_vec4s()),
+        ("TPI", shapes.tpi()),
+        ("XLEN", maxw * shapes.tpi()),
     ];
     let mut text = String::from("// Specialised by texset (core/src/train/gpu/mod.rs).\n");
     for (name, value) in consts {
         let _ = writeln!(text, "const {name}: u32 = {value}u;");
     }
     let _ = writeln!(text, "const HAS_LOD: bool = {};", params.mip_levels() > 1);
-    let _ = writeln!(text, "const W_SHARED: bool = {weights_shared};");
-    // The layers with their shapes as constants (the tables' layer rows, in code).
+    // Generated, not a constant's branch: an entry point binds every buffer its code names, even
+    // in a branch never taken, and `fwdw` cannot be bound as storage and as uniform at once.
+    let (read, load) = match memory {
+        WeightMemory::Uniform => ("weight_uniform(i)", ""),
+        WeightMemory::Workgroup => ("weight_workgroup(i)", "copy_weights_to_workgroup(lid);"),
+        WeightMemory::Storage => ("weight_storage(i)", ""),
+    };
+    let _ = writeln!(text, "fn weight(i: u32) -> f32 {{ return {read}; }}");
+    let _ = writeln!(text, "fn load_weights(lid: u32) {{ {load} }}");
+    // The layers with their shapes as literals (the tables' layer rows, in code).
     let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
-    let last = rows.len().saturating_sub(1);
-    text.push_str("fn forward(i: u32) {\n");
-    for (l, r) in rows.iter().enumerate() {
-        let _ = writeln!(text, "    forward_layer(i, {}u, {}u, {}u, {}u, {}u, {});", r[0], r[1], r[2], r[3], r[4], l < last);
-    }
-    text.push_str("}\nfn backward(i: u32) {\n");
-    for (l, r) in rows.iter().enumerate().rev() {
-        let _ = writeln!(text, "    backward_layer(i, {}u, {}u, {}u, {}u, {}u, {});", r[0], r[1], r[2], r[4], r[5], l > 0);
-    }
-    text.push_str("}\n");
+    text.push_str(&mlp_wgsl(&rows, lc, oc, shapes.tpi(), maxw));
     text.push_str(TRAIN_WGSL);
     text
+}
+
+/// `mlp(first) -> vec3<f32>`: the forward pass of texels `first..first + tpi` from their features
+/// in `xa` (texel t's at t · maxw), their loss (`loss_grad` per texel and output; the loss sums
+/// returned) and backward pass, ending with the latent features' gradient in `xb` (at t · maxw,
+/// `lc` of them); every layer's input row and output-gradient row go to the scratch (`rows`: the
+/// tables' layer rows: inputs, outputs, weights, biases, input rows, gradient rows).
+///
+/// Every activation is a named value (`x{texel}_{layer}_{index}`, `d{texel}_{layer}_{index}`),
+/// read by its literal name: lavapipe keeps those in registers, where it reads an array indexed at
+/// run time lane by lane. The loops run over one layer's outputs (forward) or inputs (backward),
+/// each iteration loading its weights once (`w{index}`) for one sum per texel, unrolled over the
+/// other side, its result stored to the texel's row of `ob`: the shader compiles in seconds (a
+/// fully unrolled MLP took lavapipe minutes). lavapipe loads a uniform-buffer value at an address
+/// that depends on a loop counter lane by lane (only a constant address is one load, broadcast):
+/// that load, not the multiply-add, is the cost the texels share.
+fn mlp_wgsl(rows: &[&[u32]], lc: u32, oc: u32, tpi: u32, maxw: u32) -> String {
+    let mut t = String::from("fn mlp(first: u32) -> vec3<f32> {\n");
+    let count = rows.len();
+    for p in 0..tpi {
+        let _ = writeln!(t, "    let out{p} = TARGET_OFF + drawn[{p}u].x * OC * 3u;\n    let tex{p} = drawn[{p}u].y;");
+        if let Some(first) = rows.first() {
+            for k in 0..first[0] {
+                let _ = writeln!(t, "    let x{p}_0_{k} = xa[{}u];", p * maxw + k);
+            }
+        }
+    }
+    // Forward: layer l's inputs x*_{l}_*, its outputs x*_{l+1}_* (ReLU but on the last).
+    for (l, r) in rows.iter().enumerate() {
+        let (nin, nout, w, b, act) = (r[0], r[1], r[2], r[3], r[4]);
+        for p in 0..tpi {
+            let _ = writeln!(t, "    let act{l}_{p} = {act}u + (first + {p}u) * {}u;", row_vec4s(nin));
+            store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), nin);
+        }
+        let _ = writeln!(t, "    for (var q = 0u; q < {nout}u; q++) {{\n        let r = {w}u + q * {nin}u;");
+        let _ = writeln!(t, "        let b = weight({b}u + q);");
+        for k in 0..nin {
+            let _ = writeln!(t, "        let w{k} = weight(r + {k}u);");
+        }
+        for p in 0..tpi {
+            let _ = write!(t, "        let s{p} = b");
+            for k in 0..nin {
+                let _ = write!(t, " + w{k} * x{p}_{l}_{k}");
+            }
+            let out = if l + 1 < count { format!("max(s{p}, 0.0)") } else { format!("s{p}") };
+            let _ = writeln!(t, ";\n        ob[{p}u][q] = {out};");
+        }
+        t.push_str("    }\n");
+        for p in 0..tpi {
+            for q in 0..nout {
+                let _ = writeln!(t, "    let x{p}_{}_{q} = ob[{p}u][{q}u];", l + 1);
+            }
+        }
+    }
+    // Loss: d*_{count-1}_* is dLoss/dy.
+    let _ = writeln!(t, "    var sums = vec3<f32>(0.0);");
+    for p in 0..tpi {
+        for o in 0..oc {
+            let _ = writeln!(t, "    let d{p}_{}_{o} = loss_grad(out{p}, tex{p}, {o}u, x{p}_{count}_{o}, &sums);", count - 1);
+        }
+    }
+    // Backward: layer l's output gradient d*_{l}_*, its input gradient d*_{l-1}_* (masked where
+    // the ReLU input was not positive); the first layer's only for the latent features.
+    for (l, r) in rows.iter().enumerate().rev() {
+        let (nin, nout, w, dz) = (r[0], r[1], r[2], r[5]);
+        for p in 0..tpi {
+            let _ = writeln!(t, "    let dz{l}_{p} = {dz}u + (first + {p}u) * {}u;", row_vec4s(nout));
+            store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), nout);
+        }
+        let inputs = if l == 0 { lc.min(nin) } else { nin };
+        if inputs == 0 {
+            continue;
+        }
+        let _ = writeln!(t, "    for (var k = 0u; k < {inputs}u; k++) {{");
+        for q in 0..nout {
+            let _ = writeln!(t, "        let w{q} = weight({}u + k);", w + q * nin);
+        }
+        for p in 0..tpi {
+            let _ = write!(t, "        ob[{p}u][k] = 0.0");
+            for q in 0..nout {
+                let _ = write!(t, " + w{q} * d{p}_{l}_{q}");
+            }
+            t.push_str(";\n");
+        }
+        t.push_str("    }\n");
+        if l == 0 {
+            for p in 0..tpi {
+                for k in 0..inputs {
+                    let _ = writeln!(t, "    xb[{}u] = ob[{p}u][{k}u];", p * maxw + k);
+                }
+            }
+        } else {
+            for p in 0..tpi {
+                for k in 0..nin {
+                    let _ = writeln!(t, "    let d{p}_{}_{k} = select(0.0, ob[{p}u][{k}u], x{p}_{l}_{k} > 0.0);", l - 1);
+                }
+            }
+        }
+    }
+    t.push_str("    return sums;\n}\n");
+    t
+}
+
+/// `vec4`s of a scratch row of `width` values: whole pairs, zero-padded, so a row is stored and
+/// read four values to an access and `wgrad`'s 8-wide tiles read whole pairs.
+fn row_vec4s(width: u32) -> u32 {
+    2 * width.div_ceil(8)
+}
+
+/// The statements that store the named values `{name}_0..{name}_{count}` to the scratch row at
+/// `row` ([`row_vec4s`]), four to a `vec4`, the rest zeros.
+fn store_row(t: &mut String, row: &str, name: &str, count: u32) {
+    for j in 0..row_vec4s(count) {
+        let value = |c: u32| if 4 * j + c < count { format!("{name}_{}", 4 * j + c) } else { "0.0".into() };
+        let _ = writeln!(t, "    scratch[{row} + {j}u] = vec4<f32>({}, {}, {}, {});", value(0), value(1), value(2), value(3));
+    }
 }
 
 /// A dispatch's workgroups for `count` invocations of 64 in rows of at most [`MAX_GROUPS_X`]:
@@ -334,8 +506,8 @@ pub struct GpuTrainer<'a> {
     pending: Option<PendingStats>,
     /// Fault injection: the step a simulated device loss happens at.
     lost_at_step: Option<u32>,
-    /// Whether the weights are read from workgroup memory.
-    weights_shared: bool,
+    /// Where `fwd_bwd` reads the weights from.
+    weight_memory: WeightMemory,
     /// The uncaptured error the device reported, if any (device lost, out of memory, …).
     error: Arc<Mutex<Option<String>>>,
 }
@@ -355,14 +527,12 @@ impl<'a> GpuTrainer<'a> {
         let error = Arc::new(Mutex::new(None));
         let gpu = Gpu::open(&error)?;
         let limits = gpu.device.limits();
-        // The layers' weights go to workgroup memory when they fit beside the reduction's.
-        let shared_bytes = u64::from(shapes.layer_total) * 8 + u64::from(WORKGROUP) * 16;
-        let weights_shared = shared_bytes <= u64::from(limits.max_compute_workgroup_storage_size);
+        let weight_memory = WeightMemory::for_limits(&shapes, &limits);
         let (_, _, adam_row) = spread(shapes.all());
-        let wgsl = specialise(params, &shapes, &tables, weights_shared, adam_row);
+        let wgsl = specialise(params, &shapes, &tables, weight_memory, adam_row);
         let mut flat = Vec::with_capacity(shapes.all() as usize);
         flatten(params, &mut flat);
-        let gpu = gpu.build(&wgsl, &tables, &shapes, &flat)?;
+        let gpu = gpu.build(&wgsl, &tables, &shapes, &flat, weight_memory)?;
         let template = params.zeros_like();
         let lost_at_step = fault::gpu_lost_at_step();
         Ok(Self {
@@ -376,7 +546,7 @@ impl<'a> GpuTrainer<'a> {
             last_mse: f32::NAN,
             pending: None,
             lost_at_step,
-            weights_shared,
+            weight_memory,
             error,
         })
     }
@@ -387,10 +557,11 @@ impl<'a> GpuTrainer<'a> {
         self.gpu.adapter_name.clone()
     }
 
-    /// Whether the layers' weights are read from workgroup memory (the adapter's limit allows it).
+    /// Where the forward and backward passes read the layers' weights from (the adapter's limits
+    /// decide).
     #[must_use]
-    pub fn weights_in_workgroup_memory(&self) -> bool {
-        self.weights_shared
+    pub fn weight_memory(&self) -> WeightMemory {
+        self.weight_memory
     }
 
     fn check_device(&self) -> Result<(), TrainError> {
@@ -428,7 +599,7 @@ impl<'a> GpuTrainer<'a> {
             let (ax, ay, _) = spread(self.shapes.all());
             let stages = [
                 (&p.prepare, (rx, ry)),
-                (&p.fwd_bwd, (self.shapes.batch / WORKGROUP, 1)),
+                (&p.fwd_bwd, (self.shapes.batch / (WORKGROUP * self.shapes.tpi()), 1)),
                 (&p.wgrad, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())),
                 (&p.stats, (1, 1)),
                 (&p.adam, (ax, ay)),

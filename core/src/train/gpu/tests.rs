@@ -1,7 +1,7 @@
 //! The trainer's WGSL, specialised as the trainer specialises it, passes naga's validator (no
 //! adapter needed); the GPU runs are in `tests/tests/integration/gpu_trainer.rs`.
 
-use super::{Shapes, Tables, specialise, spread};
+use super::{Shapes, Tables, WeightMemory, specialise, spread};
 use crate::model::params::{GridParams, LayerParams, ModelParams};
 use crate::options::CompressOptions;
 use crate::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
@@ -36,15 +36,15 @@ fn the_specialised_trainer_validates_with_naga() {
         let shapes = Shapes::new(&params, 512).expect("shapes");
         let sampler = Sampler::new(&set, &layout);
         let tables = Tables::new(&sampler, &params, &shapes).expect("tables");
-        for shared in [false, true] {
+        for memory in [WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage] {
             let (_, _, row) = spread(shapes.all());
-            let source = specialise(&params, &shapes, &tables, shared, row);
+            let source = specialise(&params, &shapes, &tables, memory, row);
             let module = wgpu::naga::front::wgsl::parse_str(&source)
-                .unwrap_or_else(|e| panic!("train.wgsl (mips {mips}, shared {shared}): {}", e.emit_to_string(&source)));
+                .unwrap_or_else(|e| panic!("train.wgsl (mips {mips}, weights in {memory:?} memory): {}", e.emit_to_string(&source)));
             let mut validator =
                 wgpu::naga::valid::Validator::new(wgpu::naga::valid::ValidationFlags::all(), wgpu::naga::valid::Capabilities::default());
             if let Err(e) = validator.validate(&module) {
-                panic!("train.wgsl (mips {mips}, shared {shared}): {}", e.emit_to_string(&source));
+                panic!("train.wgsl (mips {mips}, weights in {memory:?} memory): {}", e.emit_to_string(&source));
             }
         }
     }

@@ -3,8 +3,8 @@
 //   prepare       the decoder's weights as the forward pass reads them (a copy, or in the weight
 //                 fine-tune their values in the bundle's format: int8, fp16, E4M3 or MXINT8)
 //   fwd_bwd       per texel: draw it (counter-based hash of seed, step, texel), gather the latents
-//                 (bilinear, its mip level, ±½-step QAT noise), MLP forward, loss, backward;
-//                 stores each layer's input and output gradient for `wgrad`, and scatters the
+//                 (bilinear, its mip level, ±½-step QAT noise), MLP forward, loss, backward (`mlp`,
+//                 generated); stores each layer's input and output gradient for `wgrad`, and scatters the
 //                 latent gradients into 32.32 fixed-point integer accumulators (integer atomics:
 //                 exact and order-free, so a step is deterministic for a seed on one device)
 //   wgrad         weight and bias gradients summed over fixed chunks of texels, in order, in
@@ -13,7 +13,9 @@
 //   adam          one Adam update of every parameter (grid gradients read from fixed point and
 //                 cleared, weight gradients summed over the chunks in order)
 // The model math is core/src/model/params.rs's; the CPU twin is train/kernel.rs, and the parity
-// tests compare the two. The host prepends the constants below (`const N: u32 = …;`).
+// tests compare the two. The host prepends the constants below (`const N: u32 = …;`) and three
+// generated functions: `weight` (which memory the weights are read from), `load_weights` (their
+// copy to workgroup memory, where they go there) and `mlp` (the layers with their shapes).
 
 struct Step {
     step: u32,
@@ -56,11 +58,11 @@ const WG: u32 = 64u;
 @group(0) @binding(2) var<storage, read> texels: array<f32>;
 // Every parameter: the grids of every pyramid level, then per layer its weights and biases.
 @group(0) @binding(3) var<storage, read_write> params: array<f32>;
-// The layers' weights and biases as the forward pass reads them, then the weights transposed
-// (`[input][output]` per layer, at the same offsets plus PL).
+// The layers' weights and biases as the forward and backward passes read them.
 @group(0) @binding(4) var<storage, read_write> fwdw: array<f32>;
-// Per layer, every texel's input row and output-gradient row.
-@group(0) @binding(5) var<storage, read_write> scratch: array<f32>;
+// Per layer, every texel's input row and output-gradient row, each whole `vec4`s (zero-padded):
+// lavapipe runs a storage access lane by lane, so one access of four values costs about one of one.
+@group(0) @binding(5) var<storage, read_write> scratch: array<vec4<f32>>;
 // Per grid value, its 32.32 fixed-point gradient: (low, high) words of the positive
 // contributions, then of the negative ones.
 @group(0) @binding(6) var<storage, read_write> grid_grad: array<atomic<u32>>;
@@ -69,9 +71,22 @@ const WG: u32 = 64u;
 @group(0) @binding(9) var<storage, read_write> adam_m: array<f32>;
 @group(0) @binding(10) var<storage, read_write> adam_v: array<f32>;
 @group(0) @binding(11) var<storage, read_write> stats: array<f32>;
+// `fwdw` again, as a uniform buffer where the adapter binds one that large: `mlp` reads every
+// weight at an address uniform across the invocations, the uniform buffer's case (mod.rs
+// `WeightMemory` says what it saves on lavapipe).
+@group(0) @binding(12) var<uniform> wu: array<vec4<f32>, WU_LEN>;
 
-var<private> xa: array<f32, MAXW>;
-var<private> xb: array<f32, MAXW>;
+// Per texel t of the invocation's TPI, at t · MAXW: xa, the MLP's input features; xb, the latent
+// features' gradient. Indexed only by loop counters: divergent indices into private arrays were
+// miscompiled on lavapipe.
+var<private> xa: array<f32, XLEN>;
+var<private> xb: array<f32, XLEN>;
+// Per texel of the invocation, the row the generated `mlp`'s loops write (a layer's outputs or
+// input gradients). A row of its own per texel: lavapipe stores to a private array at an index
+// known only at run time by a select over the whole array.
+var<private> ob: array<array<f32, MAXW>, TPI>;
+// Per texel of the invocation: its group and its texel in the group.
+var<private> drawn: array<vec2<u32>, TPI>;
 var<workgroup> wsh: array<f32, WSH_LEN>;
 var<workgroup> red: array<vec3<f32>, WG>;
 
@@ -83,11 +98,25 @@ fn t_f(i: u32) -> f32 {
     return bitcast<f32>(tables[i]);
 }
 
-fn weight(i: u32) -> f32 {
-    if W_SHARED {
-        return wsh[i];
-    }
+// The three places the weights can be read from; the generated `weight` calls one.
+fn weight_uniform(i: u32) -> f32 {
+    return wu[i / 4u][i % 4u];
+}
+
+fn weight_workgroup(i: u32) -> f32 {
+    return wsh[i];
+}
+
+fn weight_storage(i: u32) -> f32 {
     return fwdw[i];
+}
+
+// The weights into workgroup memory (the generated `load_weights` calls it when they go there).
+fn copy_weights_to_workgroup(lid: u32) {
+    for (var k = lid; k < PL; k += WG) {
+        wsh[k] = fwdw[k];
+    }
+    workgroupBarrier();
 }
 
 // lowbias32 (Chris Wellons): a well-mixed 32-bit hash.
@@ -221,81 +250,17 @@ fn corners(uu: f32, vv: f32, width: u32, height: u32) -> Corners {
     return c;
 }
 
-// One layer forward for texel i: xa (its input) → xa (its output); the input row is kept in the
-// scratch for the backward pass and `wgrad`. Four outputs at a time, from the transposed
-// weights (`fwdw[PL..]`, `[input][output]`): each input is read once per four multiply-adds.
-fn forward_layer(i: u32, nin: u32, nout: u32, w: u32, b: u32, act_base: u32, relu: bool) {
-    let act = act_base + i * nin;
-    for (var k = 0u; k < nin; k++) {
-        scratch[act + k] = xa[k];
+// The loss of output `o` with value `y` for the texel's group (`outputs`: its row of the per-group
+// table: data, stride, weight; weight 0: not targeted): adds Σ weight · (y − t)² to `sums` and
+// returns dLoss/dy. Called once per output with a literal `o` by the generated `mlp`.
+fn loss_grad(outputs: u32, texel: u32, o: u32, y: f32, sums: ptr<function, vec3<f32>>) -> f32 {
+    let lw = t_f(outputs + 3u * o + 2u);
+    var d = 0.0;
+    if lw != 0.0 {
+        d = y - texels[t_u(outputs + 3u * o) + texel * t_u(outputs + 3u * o + 1u)];
+        *sums += vec3<f32>(lw * d * d, d * d, 1.0);
     }
-    let wt = PL + w;
-    var o = 0u;
-    for (; o + 4u <= nout; o += 4u) {
-        var s = vec4<f32>(weight(b + o), weight(b + o + 1u), weight(b + o + 2u), weight(b + o + 3u));
-        for (var k = 0u; k < nin; k++) {
-            let at = wt + k * nout + o;
-            s += vec4<f32>(weight(at), weight(at + 1u), weight(at + 2u), weight(at + 3u)) * xa[k];
-        }
-        if relu {
-            s = max(s, vec4<f32>(0.0));
-        }
-        xb[o] = s.x;
-        xb[o + 1u] = s.y;
-        xb[o + 2u] = s.z;
-        xb[o + 3u] = s.w;
-    }
-    for (; o < nout; o++) {
-        var s = weight(b + o);
-        for (var k = 0u; k < nin; k++) {
-            s += weight(wt + k * nout + o) * xa[k];
-        }
-        xb[o] = select(s, max(s, 0.0), relu);
-    }
-    for (var q = 0u; q < nout; q++) {
-        xa[q] = xb[q];
-    }
-}
-
-// One layer backward for texel i: xb (its output's gradient) → xb (its input's); the output
-// gradient row is kept for `wgrad`. `hidden`: the input is a ReLU output (not the features), so
-// its gradient is masked where the stored input is 0. Four inputs at a time, from the weights'
-// rows (`[output][input]`).
-fn backward_layer(i: u32, nin: u32, nout: u32, w: u32, act_base: u32, dz_base: u32, hidden: bool) {
-    let act = act_base + i * nin;
-    let dz = dz_base + i * nout;
-    for (var o = 0u; o < nout; o++) {
-        scratch[dz + o] = xb[o];
-    }
-    var k = 0u;
-    for (; k + 4u <= nin; k += 4u) {
-        var s = vec4<f32>(0.0);
-        for (var o = 0u; o < nout; o++) {
-            let at = w + o * nin + k;
-            s += vec4<f32>(weight(at), weight(at + 1u), weight(at + 2u), weight(at + 3u)) * xb[o];
-        }
-        if hidden {
-            let a = vec4<f32>(scratch[act + k], scratch[act + k + 1u], scratch[act + k + 2u], scratch[act + k + 3u]);
-            s = select(vec4<f32>(0.0), s, a > vec4<f32>(0.0));
-        }
-        xa[k] = s.x;
-        xa[k + 1u] = s.y;
-        xa[k + 2u] = s.z;
-        xa[k + 3u] = s.w;
-    }
-    for (; k < nin; k++) {
-        var s = 0.0;
-        for (var o = 0u; o < nout; o++) {
-            s += weight(w + o * nin + k) * xb[o];
-        }
-        if hidden && scratch[act + k] <= 0.0 {
-            s = 0.0;
-        }
-        xa[k] = s;
-    }
-    for (var q = 0u; q < nin; q++) {
-        xb[q] = xa[q];
-    }
+    return 2.0 * lw * d;
 }
 
 @compute @workgroup_size(64)
@@ -365,69 +330,53 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
             fwdw[row + k] = params[src + k];
         }
     }
-    // The transposed copy the forward pass reads: `[input][output]`.
-    let wt = PL + t_u(lb + 2u);
-    for (var k = 0u; k < nin; k++) {
-        fwdw[wt + k * nout + o] = fwdw[row + k];
-    }
 }
 
-@compute @workgroup_size(64)
-fn fwd_bwd(
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-) {
-    if W_SHARED {
-        for (var k = lid; k < 2u * PL; k += WG) {
-            wsh[k] = fwdw[k];
-        }
-        workgroupBarrier();
-    }
-    // N is a multiple of the workgroup size: every invocation is a texel.
-    let i = gid.x;
-
-    // Draw a texel: a group by its share of the draws, then a texel of it.
-    var g = 0u;
-    var texel = 0u;
+// Draws texel i of the step: a group by its share of the draws, then a texel of it; (group,
+// texel). A parity test gives them instead.
+fn draw(i: u32) -> vec2<u32> {
     if (u.flags & FLAG_GIVEN_SAMPLES) != 0u {
-        g = t_u(SAMPLES_OFF + 2u * i);
-        texel = t_u(SAMPLES_OFF + 2u * i + 1u);
-    } else {
-        let r = mulhi(rand(i, 0u), TOTAL_DRAWS);
-        var lo = 0u;
-        var hi = GROUPS;
-        while lo < hi {
-            let mid = (lo + hi) / 2u;
-            if t_u(CUM_OFF + mid) <= r {
-                lo = mid + 1u;
-            } else {
-                hi = mid;
-            }
-        }
-        g = min(lo, GROUPS - 1u);
-        var start = 0u;
-        if g > 0u {
-            start = t_u(CUM_OFF + g - 1u);
-        }
-        texel = (r - start) / t_u(GROUP_OFF + g * 4u + 3u);
+        return vec2<u32>(t_u(SAMPLES_OFF + 2u * i), t_u(SAMPLES_OFF + 2u * i + 1u));
     }
-    let gb = GROUP_OFF + g * 4u;
-    let width = t_u(gb);
-    let height = t_u(gb + 1u);
-    let level = t_u(gb + 2u);
-    let mask_base = MASK_OFF + g * LC;
-    let uu = (f32(texel % width) + 0.5) / f32(width);
-    let vv = (f32(texel / width) + 0.5) / f32(height);
-    let noisy = (u.flags & FLAG_NOISE) != 0u;
+    let r = mulhi(rand(i, 0u), TOTAL_DRAWS);
+    var lo = 0u;
+    var hi = GROUPS;
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        if t_u(CUM_OFF + mid) <= r {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    let g = min(lo, GROUPS - 1u);
+    var start = 0u;
+    if g > 0u {
+        start = t_u(CUM_OFF + g - 1u);
+    }
+    return vec2<u32>(g, (r - start) / t_u(GROUP_OFF + g * 4u + 3u));
+}
 
-    // Latent gather (masked) and positional encoding into xa.
+// The texel's centre in its group's (u, v).
+fn texel_uv(g: u32, texel: u32) -> vec2<f32> {
+    let width = t_u(GROUP_OFF + g * 4u);
+    let height = t_u(GROUP_OFF + g * 4u + 1u);
+    return vec2<f32>((f32(texel % width) + 0.5) / f32(width), (f32(texel / width) + 0.5) / f32(height));
+}
+
+// Texel i's (group g, `texel`) features into xa[at..]: its level's latents (bilinear, masked, QAT
+// noise when it trains) and the positional encoding.
+fn gather(i: u32, g: u32, texel: u32, at: u32) {
+    let level = t_u(GROUP_OFF + g * 4u + 2u);
+    let mask_base = MASK_OFF + g * LC;
+    let uv = texel_uv(g, texel);
+    let noisy = (u.flags & FLAG_NOISE) != 0u;
     var feature = 0u;
     for (var gi = 0u; gi < GRIDS; gi++) {
         let ch = t_u(GRID_OFF + gi);
         let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
         let base = t_u(info);
-        let c = corners(uu, vv, t_u(info + 1u), t_u(info + 2u));
+        let c = corners(uv.x, uv.y, t_u(info + 1u), t_u(info + 2u));
         for (var k = 0u; k < ch; k++) {
             var value = 0.0;
             for (var corner = 0u; corner < 4u; corner++) {
@@ -437,64 +386,73 @@ fn fwd_bwd(
                 }
                 value += c.weights[corner] * x;
             }
-            xa[feature + k] = value * t_f(mask_base + feature + k);
+            xa[at + feature + k] = value * t_f(mask_base + feature + k);
         }
         feature += ch;
     }
     let grid0 = GRID_OFF + GRIDS + level * GRIDS * 3u;
-    let px = uu * f32(t_u(grid0 + 1u));
-    let py = vv * f32(t_u(grid0 + 2u));
+    let px = uv.x * f32(t_u(grid0 + 1u));
+    let py = uv.y * f32(t_u(grid0 + 2u));
     for (var k = 0u; k < PE; k++) {
         let a = TAU * f32(1u << k) * 0.5;
-        xa[LC + 4u * k] = sin(a * px);
-        xa[LC + 4u * k + 1u] = cos(a * px);
-        xa[LC + 4u * k + 2u] = sin(a * py);
-        xa[LC + 4u * k + 3u] = cos(a * py);
+        xa[at + LC + 4u * k] = sin(a * px);
+        xa[at + LC + 4u * k + 1u] = cos(a * px);
+        xa[at + LC + 4u * k + 2u] = sin(a * py);
+        xa[at + LC + 4u * k + 3u] = cos(a * py);
     }
     if HAS_LOD {
-        xa[LC + 4u * PE] = f32(level) * LOD_INPUT_SCALE;
+        xa[at + LC + 4u * PE] = f32(level) * LOD_INPUT_SCALE;
     }
+}
 
-    // Forward (`forward`, generated: one `forward_layer` call per layer with its shapes as
-    // constants, so the compiler can unroll and keep activations in registers).
-    forward(i);
-
-    // Loss: Σ weight · (y − t)² over the maps the group trains; xb becomes dLoss/dy. One pass over
-    // every output with a per-group table (data, stride, weight; weight 0: not targeted), so the
-    // private arrays are indexed alike in every invocation: divergent indices into them were
-    // miscompiled on lavapipe.
-    var sums = vec3<f32>(0.0);
-    let outputs = TARGET_OFF + g * OC * 3u;
-    for (var o = 0u; o < OC; o++) {
-        let lw = t_f(outputs + 3u * o + 2u);
-        var d = 0.0;
-        if lw != 0.0 {
-            d = xa[o] - texels[t_u(outputs + 3u * o) + texel * t_u(outputs + 3u * o + 1u)];
-            sums += vec3<f32>(lw * d * d, d * d, 1.0);
-        }
-        xb[o] = 2.0 * lw * d;
-    }
-
-    // Backward (`backward`, generated likewise): xb ends as the MLP input's gradient.
-    backward(i);
-
-    // Latent gradients: bilinear scatter of the masked feature gradients.
-    if (u.flags & FLAG_TRAIN_GRIDS) != 0u {
-        feature = 0u;
-        for (var gi = 0u; gi < GRIDS; gi++) {
-            let ch = t_u(GRID_OFF + gi);
-            let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
-            let base = t_u(info);
-            let c = corners(uu, vv, t_u(info + 1u), t_u(info + 2u));
-            for (var k = 0u; k < ch; k++) {
-                let d = xb[feature + k] * t_f(mask_base + feature + k);
-                if d != 0.0 {
-                    for (var corner = 0u; corner < 4u; corner++) {
-                        fx_add(base + c.cells[corner] * ch + k, c.weights[corner] * d);
-                    }
+// The latent gradients of a texel (group g, `texel`): bilinear scatter of the masked feature
+// gradients in xb[at..].
+fn scatter(g: u32, texel: u32, at: u32) {
+    let level = t_u(GROUP_OFF + g * 4u + 2u);
+    let mask_base = MASK_OFF + g * LC;
+    let uv = texel_uv(g, texel);
+    var feature = 0u;
+    for (var gi = 0u; gi < GRIDS; gi++) {
+        let ch = t_u(GRID_OFF + gi);
+        let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
+        let base = t_u(info);
+        let c = corners(uv.x, uv.y, t_u(info + 1u), t_u(info + 2u));
+        for (var k = 0u; k < ch; k++) {
+            let d = xb[at + feature + k] * t_f(mask_base + feature + k);
+            if d != 0.0 {
+                for (var corner = 0u; corner < 4u; corner++) {
+                    fx_add(base + c.cells[corner] * ch + k, c.weights[corner] * d);
                 }
             }
-            feature += ch;
+        }
+        feature += ch;
+    }
+}
+
+// Every invocation trains TPI consecutive texels (N is a multiple of a workgroup's texels): the
+// generated `mlp` loads each weight once for all of them (mod.rs `mlp_wgsl` says why that pays).
+@compute @workgroup_size(64)
+fn fwd_bwd(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    load_weights(lid);
+    let first = gid.x * TPI;
+    for (var t = 0u; t < TPI; t++) {
+        let d = draw(first + t);
+        drawn[t] = d;
+        gather(first + t, d.x, d.y, t * MAXW);
+    }
+
+    // Forward, loss and backward of the TPI texels (`mlp`, generated with the layers' shapes as
+    // literals: each activation a named value, so none is indexed at run time). xb[t · MAXW..][..LC]
+    // ends as texel t's latent features' gradient.
+    let sums = mlp(first);
+
+    if (u.flags & FLAG_TRAIN_GRIDS) != 0u {
+        for (var t = 0u; t < TPI; t++) {
+            scatter(drawn[t].x, drawn[t].y, t * MAXW);
         }
     }
 
@@ -508,8 +466,9 @@ fn fwd_bwd(
 }
 
 // Weight and bias gradients of one chunk of CHUNK texels, summed in texel order: an invocation
-// per 4×4 tile of a layer's weights (the layer's last column of tiles: its biases), so each
-// texel's rows are read once per 16 multiply-adds.
+// per 8×8 tile of a layer's weights (the layer's last column of tiles: its biases), so each
+// texel's rows are read once per 64 multiply-adds, two `vec4`s of each (lavapipe runs a storage
+// load lane by lane: the loads, not the multiply-adds, are this pass's cost).
 @compute @workgroup_size(64)
 fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
     var t = gid.x;
@@ -520,7 +479,7 @@ fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
     var l = 0u;
     loop {
         let lb = LAYER_OFF + l * 6u;
-        let tiles = ((t_u(lb + 1u) + 3u) / 4u) * ((t_u(lb) + 3u) / 4u + 1u);
+        let tiles = ((t_u(lb + 1u) + 7u) / 8u) * ((t_u(lb) + 7u) / 8u + 1u);
         if t < tiles || l + 1u >= LAYERS {
             break;
         }
@@ -534,44 +493,79 @@ fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
     let b = t_u(lb + 3u);
     let act = t_u(lb + 4u);
     let dz = t_u(lb + 5u);
-    let k_tiles = (nin + 3u) / 4u + 1u;
-    let o0 = (t / k_tiles) * 4u;
-    let k0 = (t % k_tiles) * 4u;
+    let k_tiles = (nin + 7u) / 8u + 1u;
+    let ot = t / k_tiles;
+    let kt = t % k_tiles;
+    let o0 = ot * 8u;
+    let k0 = kt * 8u;
     let bias = k0 >= nin;
-    let o_in = vec4<bool>(o0 < nout, o0 + 1u < nout, o0 + 2u < nout, o0 + 3u < nout);
-    let k_in = vec4<bool>(k0 < nin, k0 + 1u < nin, k0 + 2u < nin, k0 + 3u < nin);
-    var c0 = vec4<f32>(0.0);
-    var c1 = vec4<f32>(0.0);
-    var c2 = vec4<f32>(0.0);
-    var c3 = vec4<f32>(0.0);
+    // c{k}{h}: the tile's input k0 + k against outputs o0..o0+3 (h = a) or o0+4..o0+7 (h = b).
+    var c0a = vec4<f32>(0.0);
+    var c0b = vec4<f32>(0.0);
+    var c1a = vec4<f32>(0.0);
+    var c1b = vec4<f32>(0.0);
+    var c2a = vec4<f32>(0.0);
+    var c2b = vec4<f32>(0.0);
+    var c3a = vec4<f32>(0.0);
+    var c3b = vec4<f32>(0.0);
+    var c4a = vec4<f32>(0.0);
+    var c4b = vec4<f32>(0.0);
+    var c5a = vec4<f32>(0.0);
+    var c5b = vec4<f32>(0.0);
+    var c6a = vec4<f32>(0.0);
+    var c6b = vec4<f32>(0.0);
+    var c7a = vec4<f32>(0.0);
+    var c7b = vec4<f32>(0.0);
     let first = chunk * CHUNK;
+    // Rows are whole pairs of `vec4`s, their padding zeros: a tile past the layer's edge sums
+    // zeros there.
+    let d_stride = 2u * ((nout + 7u) / 8u);
+    let a_stride = 2u * ((nin + 7u) / 8u);
     for (var n = first; n < first + CHUNK; n++) {
-        let d_row = dz + n * nout + o0;
-        let d = select(vec4<f32>(0.0), vec4<f32>(scratch[d_row], scratch[d_row + 1u], scratch[d_row + 2u], scratch[d_row + 3u]), o_in);
+        let d_row = dz + n * d_stride + 2u * ot;
+        let da = scratch[d_row];
+        let db = scratch[d_row + 1u];
         if bias {
-            c0 += d;
+            c0a += da;
+            c0b += db;
         } else {
-            let a_row = act + n * nin + k0;
-            let a = select(vec4<f32>(0.0), vec4<f32>(scratch[a_row], scratch[a_row + 1u], scratch[a_row + 2u], scratch[a_row + 3u]), k_in);
-            c0 += d * a.x;
-            c1 += d * a.y;
-            c2 += d * a.z;
-            c3 += d * a.w;
+            let a_row = act + n * a_stride + 2u * kt;
+            let a0 = scratch[a_row];
+            let a1 = scratch[a_row + 1u];
+            c0a += da * a0.x;
+            c0b += db * a0.x;
+            c1a += da * a0.y;
+            c1b += db * a0.y;
+            c2a += da * a0.z;
+            c2b += db * a0.z;
+            c3a += da * a0.w;
+            c3b += db * a0.w;
+            c4a += da * a1.x;
+            c4b += db * a1.x;
+            c5a += da * a1.y;
+            c5b += db * a1.y;
+            c6a += da * a1.z;
+            c6b += db * a1.z;
+            c7a += da * a1.w;
+            c7b += db * a1.w;
         }
     }
     let out = chunk * PL;
-    for (var j = 0u; j < 4u; j++) {
+    for (var j = 0u; j < 8u; j++) {
         let o = o0 + j;
         if o >= nout {
             break;
         }
+        let jj = j % 4u;
+        let hi = j >= 4u;
         if bias {
-            wpart[out + b + o] = c0[j];
+            wpart[out + b + o] = select(c0a[jj], c0b[jj], hi);
         } else {
             let row = out + w + o * nin + k0;
-            let c = vec4<f32>(c0[j], c1[j], c2[j], c3[j]);
-            for (var i = 0u; i < 4u && k0 + i < nin; i++) {
-                wpart[row + i] = c[i];
+            let lo4 = select(vec4<f32>(c0a[jj], c1a[jj], c2a[jj], c3a[jj]), vec4<f32>(c0b[jj], c1b[jj], c2b[jj], c3b[jj]), hi);
+            let hi4 = select(vec4<f32>(c4a[jj], c5a[jj], c6a[jj], c7a[jj]), vec4<f32>(c4b[jj], c5b[jj], c6b[jj], c7b[jj]), hi);
+            for (var i = 0u; i < 8u && k0 + i < nin; i++) {
+                wpart[row + i] = select(hi4[i % 4u], lo4[i % 4u], i < 4u);
             }
         }
     }
@@ -617,7 +611,7 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
 @compute @workgroup_size(64)
 fn stats_reduce(@builtin(local_invocation_index) lid: u32) {
     var acc = vec3<f32>(0.0);
-    for (var w = lid; w < N / WG; w += WG) {
+    for (var w = lid; w < N / (WG * TPI); w += WG) {
         acc += vec3<f32>(stats_part[w * 3u], stats_part[w * 3u + 1u], stats_part[w * 3u + 2u]);
     }
     let total = workgroup_sum(lid, acc);
