@@ -10,7 +10,7 @@ use texset_core::model::quant::{self, WeightFormat};
 use texset_core::options::CheckpointOptions;
 use texset_core::rng::Rng;
 use texset_core::set::MapKind;
-use texset_core::train::gpu::GpuTrainer;
+use texset_core::train::gpu::{GpuTrainer, WeightMemory};
 use texset_core::train::{Batch, Sampler, Schedule, initial_params, loss_and_grads};
 use texset_core::{
     Backend, BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, compress,
@@ -88,19 +88,28 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
             *v = rng.next_f32() - 0.5;
         }
     }
-    let schedule = Schedule::new(&options, &layout);
-    let mut trainer = GpuTrainer::new(Sampler::new(&set, &layout), schedule, &params).unwrap();
-    let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
-    assert!(draws.iter().any(|&(g, _)| g > 0), "several groups drawn");
-    let mut batch = Batch::default();
-    trainer.sampler().fill_draws(&draws, 1024, &mut batch);
-    assert!(batch.level.iter().any(|&l| l > 0), "mip levels drawn");
-    let (cpu_loss, cpu) = loss_and_grads(&params, &batch);
-    let (gpu_loss, gpu) = trainer.gradients_for(&draws).unwrap();
-    eprintln!("adapter {}: loss cpu {cpu_loss} gpu {gpu_loss}", trainer.adapter());
-    assert!((gpu_loss - cpu_loss).abs() <= 1e-4 * cpu_loss.abs(), "loss {gpu_loss} vs {cpu_loss}");
-    let (rel, name) = worst_relative(&gpu, &cpu);
-    assert!(rel <= 1e-4, "{name}: relative gradient difference {rel:e}");
+    // Every memory the weights may be read from (the adapter's limits pick one; the others are
+    // the fallbacks of adapters with smaller limits).
+    for memory in [WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage] {
+        let schedule = Schedule::new(&options, &layout);
+        let mut trainer = GpuTrainer::with_weight_memory(Sampler::new(&set, &layout), schedule, &params, Some(memory)).unwrap();
+        assert_eq!(trainer.weight_memory(), memory);
+        let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
+        assert!(draws.iter().any(|&(g, _)| g > 0), "several groups drawn");
+        let mut batch = Batch::default();
+        trainer.sampler().fill_draws(&draws, 1024, &mut batch);
+        assert!(batch.level.iter().any(|&l| l > 0), "mip levels drawn");
+        let (cpu_loss, cpu) = loss_and_grads(&params, &batch);
+        let (gpu_loss, gpu) = trainer.gradients_for(&draws).unwrap();
+        let (rel, name) = worst_relative(&gpu, &cpu);
+        eprintln!(
+            "adapter {}, weights in {} memory: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
+            trainer.adapter(),
+            memory.name()
+        );
+        assert!((gpu_loss - cpu_loss).abs() <= 1e-4 * cpu_loss.abs(), "{}: loss {gpu_loss} vs {cpu_loss}", memory.name());
+        assert!(rel <= 1e-4, "{}: {name}: relative gradient difference {rel:e}", memory.name());
+    }
 }
 
 /// The weight fine-tune's forward weights on the GPU are the CPU's fake-quantised weights, in

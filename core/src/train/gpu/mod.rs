@@ -516,6 +516,18 @@ impl<'a> GpuTrainer<'a> {
     /// Opens a device on the default adapter, uploads the library and the starting `params`, and
     /// compiles the trainer specialised to them.
     pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: &ModelParams) -> Result<Self, TrainError> {
+        Self::with_weight_memory(sampler, schedule, params, None)
+    }
+
+    /// As [`Self::new`], with the weights in `memory` instead of the fastest memory the
+    /// adapter's limits allow (`None`): what lets the parity tests run every variant on one
+    /// adapter. An error when the weights do not fit `memory` on this adapter.
+    pub fn with_weight_memory(
+        sampler: Sampler<'a>,
+        schedule: Schedule,
+        params: &ModelParams,
+        memory: Option<WeightMemory>,
+    ) -> Result<Self, TrainError> {
         if fault::is_active(Fault::GpuNoAdapter) {
             return Err(TrainError::Gpu("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)".into()));
         }
@@ -527,7 +539,13 @@ impl<'a> GpuTrainer<'a> {
         let error = Arc::new(Mutex::new(None));
         let gpu = Gpu::open(&error)?;
         let limits = gpu.device.limits();
-        let weight_memory = WeightMemory::for_limits(&shapes, &limits);
+        let fastest = WeightMemory::for_limits(&shapes, &limits);
+        let weight_memory = match memory {
+            None => fastest,
+            // The variants go from fastest to slowest, and each fits where the one before does.
+            Some(m) if m as u8 >= fastest as u8 => m,
+            Some(m) => return Err(TrainError::Gpu(format!("the decoder's weights do not fit {} memory on this adapter", m.name()))),
+        };
         let (_, _, adam_row) = spread(shapes.all());
         let wgsl = specialise(params, &shapes, &tables, weight_memory, adam_row);
         let mut flat = Vec::with_capacity(shapes.all() as usize);
