@@ -93,6 +93,14 @@ pub fn parse_latent_bits(text: &str) -> Result<u32, String> {
     }
 }
 
+/// A learning rate: a finite number above 0 and at most 1.
+pub fn parse_learning_rate(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(lr) if lr.is_finite() && lr > 0.0 && lr <= 1.0 => Ok(lr),
+        _ => Err(format!("{text} is not a learning rate (a number above 0, at most 1)")),
+    }
+}
+
 /// A comma-separated list of channel counts (`--prune-to`, `--adapter-channels`); `flag` names
 /// the option in the error.
 pub fn parse_channel_counts(text: &str, flag: &str) -> Result<Vec<u32>> {

@@ -9,7 +9,7 @@ use texset_core::model::quant::WeightFormat;
 use texset_core::options::{ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, PruneMethod, Quantisation};
 use texset_core::{Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 
-use super::common::{parse_channel_counts, parse_latent_bits};
+use super::common::{parse_channel_counts, parse_latent_bits, parse_learning_rate};
 
 // The model: latent grids, decoder shape and weight format, mip chain.
 #[derive(clap::Args)]
@@ -84,6 +84,12 @@ pub struct ScheduleArgs {
     /// channels, box-filtered to each grid).
     #[arg(long, value_enum, default_value_t = LatentInit::Noise)]
     pub latent_init: LatentInit,
+    /// Adam learning rate of the latent grids (default 0.02), decayed along a cosine.
+    #[arg(long, value_parser = parse_learning_rate)]
+    pub grid_lr: Option<f32>,
+    /// Adam learning rate of the decoder MLP (default 0.004), decayed along a cosine.
+    #[arg(long, value_parser = parse_learning_rate)]
+    pub mlp_lr: Option<f32>,
 }
 
 impl ScheduleArgs {
@@ -99,6 +105,12 @@ impl ScheduleArgs {
         schedule.weight_quantisation = self.weight_quant;
         schedule.mip_sample_boost = self.mip_boost;
         schedule.latent_init = self.latent_init;
+        if let Some(lr) = self.grid_lr {
+            schedule.grid_learning_rate = lr;
+        }
+        if let Some(lr) = self.mlp_lr {
+            schedule.mlp_learning_rate = lr;
+        }
     }
 }
 

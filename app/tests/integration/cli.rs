@@ -440,6 +440,34 @@ fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
 }
 
 #[test]
+fn learning_rates_reach_training_and_bad_ones_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let compress = |name: &str, extra: &[&str]| {
+        let out_path = tmp.path().join(name);
+        let mut args = vec!["compress", bricks.to_str().unwrap(), "--steps", "20", "-o", out_path.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = texset(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read(&out_path).unwrap()
+    };
+    let default = compress("default.texset", &[]);
+    // The defaults given as flags train the same model; other rates another.
+    assert_eq!(compress("same.texset", &["--grid-lr", "0.02", "--mlp-lr", "0.004"]), default);
+    assert_ne!(compress("grid.texset", &["--grid-lr", "0.1"]), default);
+    assert_ne!(compress("mlp.texset", &["--mlp-lr", "0.005"]), default);
+    for (flag, value) in [("--grid-lr", "0"), ("--mlp-lr", "-1"), ("--grid-lr", "NaN"), ("--mlp-lr", "2")] {
+        let out_path = tmp.path().join("bad.texset");
+        let arg = format!("{flag}={value}");
+        let bad = texset(&["compress", bricks.to_str().unwrap(), "--steps", "20", &arg, "-o", out_path.to_str().unwrap()]);
+        assert!(!bad.status.success());
+        let stderr = String::from_utf8_lossy(&bad.stderr);
+        assert!(stderr.contains(flag) && stderr.contains("is not a learning rate"), "{stderr}");
+        assert!(!out_path.exists());
+    }
+}
+
+#[test]
 fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let bricks = samples().join("bricks");
