@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use texset_core::decode::Decoder;
 use texset_core::drivers::extend::{AddOptions, AddReport, add_materials};
 use texset_core::eval::MapScore;
-use texset_core::{Cancel, CompressOptions};
+use texset_core::{Backend, Cancel, CompressOptions};
 
 use super::common::{ReportArgs, TerminalProgress, load_library, parse_channel_counts, read_bundle, write_bundle};
 
@@ -36,6 +36,10 @@ pub struct AddArgs {
     /// Random seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Training backend: adding trains on the CPU (`auto` and `cpu`); the GPU trainers cannot
+    /// hold the library's parameters frozen yet, and are refused.
+    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    backend: Backend,
     #[command(flatten)]
     report: ReportArgs,
 }
@@ -57,6 +61,7 @@ impl AddArgs {
         if let Some(seed) = self.seed {
             train.schedule.seed = seed;
         }
+        train.run.backend = self.backend;
         let adapter_channels = self.adapter_channels.as_deref().map(|text| parse_channel_counts(text, "--adapter-channels")).transpose()?;
         Ok(AddOptions { train, adapter_channels, read_shared: self.read_shared })
     }

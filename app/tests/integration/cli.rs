@@ -249,6 +249,14 @@ fn colour_variant_library_and_add_keep_earlier_materials_byte_identical() {
     let out = texset(&["add", &path("grown.texset"), wood.to_str().unwrap(), "-o", &path("again.texset")]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already has a material named 'wood'"));
+    // Adding keeps the library's parameters frozen, which only the CPU trainer does: a GPU
+    // backend is refused by name, not trained on the CPU behind the user's back.
+    for backend in ["gpu", "burn-wgpu", "burn-flex"] {
+        let out = texset(&["add", &path("fabrics.texset"), wood.to_str().unwrap(), "-o", &path("gpu.texset"), "--backend", backend]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(&format!("--backend {backend} cannot add materials")), "{backend}: {stderr}");
+        assert!(!tmp.path().join("gpu.texset").exists());
+    }
 }
 
 #[test]

@@ -88,6 +88,18 @@ pub fn add_materials(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<Extended, CompressError> {
+    // The library's parameters stay frozen and only the new ones train: the fused CPU trainer's
+    // `Trainable` mask. The GPU trainers have no such mask, so asking for one is refused here
+    // rather than silently trained on the CPU.
+    match options.train.run.backend {
+        crate::Backend::Auto | crate::Backend::Cpu => {}
+        other => {
+            return Err(CompressError::Unsupported(format!(
+                "--backend {} cannot add materials to a library yet (the library's parameters must stay frozen, which only the CPU trainer does); use --backend cpu or auto",
+                other.name()
+            )));
+        }
+    }
     let manifest = &bundle.manifest;
     for m in &set.materials {
         if manifest.materials.iter().any(|old| old.name == m.name) {
