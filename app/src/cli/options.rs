@@ -206,7 +206,8 @@ pub struct RunArgs {
     pub init_from: Option<PathBuf>,
     /// Train for about this many seconds: a short timed probe sets the steps (instead of
     /// `--steps`), so the whole schedule fits. The bundle then depends on the machine's speed.
-    #[arg(long, value_name = "SECS")]
+    /// Also `--train-secs`.
+    #[arg(long, value_name = "SECS", alias = "train-secs")]
     pub time_budget: Option<f64>,
 }
 

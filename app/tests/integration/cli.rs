@@ -476,6 +476,21 @@ fn learning_rates_reach_training_and_bad_ones_are_refused() {
 }
 
 #[test]
+fn a_time_budget_picks_the_steps_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    for flag in ["--time-budget", "--train-secs"] {
+        let out_path = tmp.path().join("budget.texset");
+        let out = texset(&["compress", bricks.to_str().unwrap(), flag, "3", "--no-ssim", "-o", out_path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{flag}: {stderr}");
+        assert!(stderr.contains("time budget 3.0 s:") && stderr.contains("ms per step measured, so"), "{flag}: {stderr}");
+        assert!(out_path.is_file());
+        std::fs::remove_file(&out_path).unwrap();
+    }
+}
+
+#[test]
 fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let bricks = samples().join("bricks");
