@@ -252,6 +252,7 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
     let headless = Headless::new()?;
     let adapter = format!("{} ({:?})", headless.render_state.adapter.get_info().name, headless.render_state.adapter.get_info().backend);
     let ctx = egui::Context::default();
+    super::tune_for_renderer(&ctx, Some(&headless.render_state));
     let settings = Settings { steps: Some(steps), ..Settings::default() };
     let mut app = StudioApp::with_repaint(settings, folders, Some(&headless.render_state), None, Arc::new(|| {}))?;
     app.session.settings.view.central = central;

@@ -109,6 +109,7 @@ impl StudioApp {
         data_dir: Option<PathBuf>,
         ctx: &egui::Context,
     ) -> std::io::Result<Self> {
+        tune_for_renderer(ctx, render_state);
         let repaint_ctx = ctx.clone();
         Self::with_repaint(settings, folders, render_state, data_dir, Arc::new(move || repaint_ctx.request_repaint()))
     }
@@ -411,6 +412,16 @@ impl StudioApp {
                 let _ = sender.send(command);
             }
         });
+    }
+}
+
+/// On a software GPU (lavapipe, llvmpipe) a frame costs what it rasterises, triangle by triangle:
+/// egui's anti-aliasing feathers every shape's edge with a ring of extra triangles, so it is left
+/// out there (docs/benchmarks.md, `texset bench ui`). A hardware GPU keeps it.
+pub fn tune_for_renderer(ctx: &egui::Context, render_state: Option<&RenderState>) {
+    let software = render_state.is_some_and(|rs| rs.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
+    if software {
+        ctx.tessellation_options_mut(|options| options.feathering = false);
     }
 }
 
