@@ -135,15 +135,9 @@ impl PreviewGpu {
         let (requests, requests_rx) = channel();
         let (replies_tx, replies) = channel();
         let adapter = render_state.adapter.clone();
-        let software = adapter.get_info().device_type == wgpu::DeviceType::Cpu;
         let bands = Arc::new(AtomicU64::new(0));
         let thread_bands = Arc::clone(&bands);
         std::thread::Builder::new().name("texset-preview".into()).spawn(move || {
-            // On a software GPU this device's rasteriser threads (started with it, so at this
-            // thread's priority) share the cores with the window's frames: they yield to them.
-            if software {
-                super::worker::lower_this_threads_priority();
-            }
             let device = texset_shaders::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
                 label: Some("texset preview device"),
                 required_limits: adapter.limits(),

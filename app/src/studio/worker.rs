@@ -30,20 +30,14 @@ impl Background {
         Self(None)
     }
 
-    /// A pool that leaves one core free (the global pool on a one-core machine), its threads at
-    /// a lower priority than the UI's ([`lower_this_threads_priority`]). What the studio uses on
-    /// a software GPU, whose frames are rasterised on the same cores.
+    /// A pool that leaves one core free (the global pool on a one-core machine).
     #[must_use]
     pub fn leaving_one_core() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         if cores < 2 {
             return Self(None);
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(cores - 1)
-            .thread_name(|i| format!("texset-work-{i}"))
-            .start_handler(|_| lower_this_threads_priority())
-            .build();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(cores - 1).thread_name(|i| format!("texset-work-{i}")).build();
         Self(pool.ok().map(Arc::new))
     }
 
@@ -61,22 +55,6 @@ impl Background {
         }
     }
 }
-
-/// Lowers the calling thread's scheduling priority (Linux: nice +10, per thread; threads it
-/// starts inherit it): background work on a software GPU's machine yields the cores to the UI
-/// thread and the rasteriser's threads while a frame renders, and takes them back between frames
-/// (`texset bench ui`, docs/benchmarks.md). Elsewhere it does nothing.
-pub fn lower_this_threads_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // A failure leaves the thread at its priority: slower frames, not an error.
-        let _ = rustix::process::nice(BACKGROUND_NICE);
-    }
-}
-
-/// How much lower than the UI's the background threads' priority is (Linux nice).
-#[cfg(target_os = "linux")]
-const BACKGROUND_NICE: i32 = 10;
 
 /// What the training thread reports.
 pub enum TrainEvent {

@@ -10,6 +10,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The window tests take turns: each trains in a studio on the same two cores, and one studio's
+/// frames and training would slow the other's past what its checks allow.
+static ONE_WINDOW_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Kills the child on drop (Xvfb must not outlive the test).
 struct Child(std::process::Child);
 impl Drop for Child {
@@ -61,6 +65,7 @@ fn have(program: &str, arg: &str) -> bool {
 #[test]
 fn studio_window_renders_the_preview_and_the_lights_move_it() {
     const NAME: &str = "studio_window_renders_the_preview_and_the_lights_move_it";
+    let _turn = ONE_WINDOW_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if Command::new("Xvfb").arg("-help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
         texset_testkit::skip(NAME, "Xvfb is not installed (apt-get install xvfb)");
         return;
@@ -131,6 +136,7 @@ fn studio_window_renders_the_preview_and_the_lights_move_it() {
 #[test]
 fn studio_stays_alive_with_the_preview_open_while_it_trains() {
     const NAME: &str = "studio_stays_alive_with_the_preview_open_while_it_trains";
+    let _turn = ONE_WINDOW_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     for (program, arg) in [("Xvfb", "-help"), ("xdotool", "version"), ("import", "-version")] {
         if !have(program, arg) {
             texset_testkit::skip(NAME, &format!("{program} is not installed (apt-get install xvfb xdotool imagemagick)"));
