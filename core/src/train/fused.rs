@@ -476,8 +476,8 @@ impl Trainer for FusedTrainer<'_> {
         Some(self.learned_cut().map_or(Cow::Borrowed(layout), |cut| Cow::Owned(cut.apply(layout))))
     }
 
-    fn final_params(&self) -> ModelParams {
-        FusedTrainer::final_params(self)
+    fn final_params(&self) -> Result<ModelParams, TrainError> {
+        Ok(FusedTrainer::final_params(self))
     }
 
     fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {

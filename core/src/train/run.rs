@@ -76,8 +76,9 @@ pub trait Trainer {
     fn snapshot_layout<'l>(&self, layout: &'l ModelLayout) -> Option<Cow<'l, ModelLayout>> {
         Some(Cow::Borrowed(layout))
     }
-    /// The model as it would ship now: latents rounded, weights in their format.
-    fn final_params(&self) -> ModelParams;
+    /// The model as it would ship now: latents rounded, weights in their format (an error when
+    /// it cannot be read back from where it trains).
+    fn final_params(&self) -> Result<ModelParams, TrainError>;
     /// Writes a checkpoint (atomically) to `path`.
     fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {
         let _ = (path, fingerprint);
@@ -162,7 +163,7 @@ pub fn run(
             && let Some(layout) = options.layout
             && let Some(current) = trainer.snapshot_layout(layout)
         {
-            progress.snapshot(&current, &trainer.final_params());
+            progress.snapshot(&current, &trainer.final_params()?);
         }
         if let Some(cp) = checkpoint
             && done < steps

@@ -226,8 +226,8 @@ impl Trainer for BurnRun<'_> {
         Ok(StepStats { mse: loss * batch.len as f32 / targeted, phase })
     }
 
-    fn final_params(&self) -> ModelParams {
-        finalize(self.trainer.params(), &self.schedule.grid_bits, self.schedule.weight_format)
+    fn final_params(&self) -> Result<ModelParams, TrainError> {
+        Ok(finalize(self.trainer.params(), &self.schedule.grid_bits, self.schedule.weight_format))
     }
 }
 
@@ -256,7 +256,7 @@ pub fn train_burn(
         _ => "burn flex",
     };
     let report = TrainReport { time_budget, ..TrainReport::new(backend.to_owned(), &schedule, &outcome) };
-    Ok((run_state.final_params(), report))
+    Ok((run_state.final_params()?, report))
 }
 
 /// burn's trainer for `options` from `start`, on its backend's device.

@@ -843,10 +843,10 @@ impl Trainer for GpuTrainer<'_> {
         self.finish()
     }
 
-    fn final_params(&self) -> ModelParams {
-        // The trait has no error here: a device that fails now is caught by the next step or by
-        // `train_gpu`'s own read-back.
-        self.shipped_params().unwrap_or_else(|_| self.template.clone())
+    fn final_params(&self) -> Result<ModelParams, TrainError> {
+        // A failed read-back is the device's failure (the pipeline goes on on the CPU), never a
+        // model of zeros.
+        self.shipped_params()
     }
 
     fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {
