@@ -239,10 +239,12 @@ impl GpuModel {
         Ok(Self { latent_words, mlp_words, constants, first_map })
     }
 
-    /// The decoder WGSL specialised to this model: the template with its constants block replaced.
+    /// The decoder WGSL specialised to this model: the template with its constants block
+    /// replaced, after the grid-reading function it shares with the GPU trainer
+    /// ([`texset_core::model::BILINEAR_WGSL`]).
     #[must_use]
     pub fn wgsl(&self) -> String {
-        specialise(crate::DECODE_WGSL, &self.constants)
+        format!("{}\n{}", texset_core::model::BILINEAR_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
     }
 }
 

@@ -5,6 +5,11 @@
 //! whole-map decoder run on.
 
 pub mod batched;
+
+/// WGSL of the bilinear clamp-to-edge corners of a grid (`bilinear_corners`, the twin of
+/// [`reference::bilinear_corners`]): the one definition the decoder's and the GPU trainer's
+/// shaders prepend.
+pub const BILINEAR_WGSL: &str = include_str!("bilinear.wgsl");
 #[cfg(feature = "train")]
 pub mod layout;
 pub mod mips;

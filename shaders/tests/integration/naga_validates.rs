@@ -1,4 +1,5 @@
-//! Every WGSL file of the crate (src/ and examples/) parses with naga's WGSL frontend and passes naga's validator.
+//! Every WGSL file of the crate (src/ and examples/) parses with naga's WGSL frontend and passes naga's validator
+//! (decode.wgsl with texset-core's bilinear.wgsl before it, as the decoder builds it).
 
 use std::path::{Path, PathBuf};
 
@@ -30,10 +31,16 @@ fn naga_validates_every_wgsl() {
         let name = file.display();
         let mut source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{name}: {e}"));
         // A file that extends another (`// texset:append-to decode.wgsl`) is validated appended to it.
+        let mut base_path = file.clone();
         if let Some(base) = source.lines().next().and_then(|l| l.strip_prefix("// texset:append-to ")) {
-            let base_path = file.with_file_name(base.trim());
+            base_path = file.with_file_name(base.trim());
             let base_source = std::fs::read_to_string(&base_path).unwrap_or_else(|e| panic!("{}: {e}", base_path.display()));
             source = format!("{base_source}\n{source}");
+        }
+        // decode.wgsl (and what extends it) reads grids with texset-core's bilinear.wgsl, which
+        // `GpuModel::wgsl` prepends.
+        if base_path.ends_with("src/decode.wgsl") {
+            source = format!("{}\n{source}", texset_core::model::BILINEAR_WGSL);
         }
         let module =
             naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: WGSL parse error:\n{}", e.emit_to_string(&source)));

@@ -225,31 +225,6 @@ fn workgroup_sum(lid: u32, value: vec3<f32>) -> vec3<f32> {
     return red[0];
 }
 
-struct Corners {
-    cells: vec4<u32>,
-    weights: vec4<f32>,
-}
-
-// Bilinear clamp-to-edge corners, as model/reference.rs `bilinear_corners`.
-fn corners(uu: f32, vv: f32, width: u32, height: u32) -> Corners {
-    let gx = uu * f32(width) - 0.5;
-    let gy = vv * f32(height) - 0.5;
-    let fx0 = floor(gx);
-    let fy0 = floor(gy);
-    let fx = gx - fx0;
-    let fy = gy - fy0;
-    let max_x = f32(width - 1u);
-    let max_y = f32(height - 1u);
-    let x0 = u32(clamp(fx0, 0.0, max_x));
-    let x1 = u32(clamp(fx0 + 1.0, 0.0, max_x));
-    let y0 = u32(clamp(fy0, 0.0, max_y));
-    let y1 = u32(clamp(fy0 + 1.0, 0.0, max_y));
-    var c: Corners;
-    c.cells = vec4<u32>(y0 * width + x0, y0 * width + x1, y1 * width + x0, y1 * width + x1);
-    c.weights = vec4<f32>((1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy);
-    return c;
-}
-
 // The loss of output `o` with value `y` for the texel's group (`outputs`: its row of the per-group
 // table: data, stride, weight; weight 0: not targeted): adds Σ weight · (y − t)² to `sums` and
 // returns dLoss/dy. Called once per output with a literal `o` by the generated `mlp`.
@@ -376,7 +351,7 @@ fn gather(i: u32, g: u32, texel: u32, at: u32) {
         let ch = t_u(GRID_OFF + gi);
         let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
         let base = t_u(info);
-        let c = corners(uv.x, uv.y, t_u(info + 1u), t_u(info + 2u));
+        let c = bilinear_corners(uv, t_u(info + 1u), t_u(info + 2u));
         for (var k = 0u; k < ch; k++) {
             var value = 0.0;
             for (var corner = 0u; corner < 4u; corner++) {
@@ -416,7 +391,7 @@ fn scatter(g: u32, texel: u32, at: u32) {
         let ch = t_u(GRID_OFF + gi);
         let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
         let base = t_u(info);
-        let c = corners(uv.x, uv.y, t_u(info + 1u), t_u(info + 2u));
+        let c = bilinear_corners(uv, t_u(info + 1u), t_u(info + 2u));
         for (var k = 0u; k < ch; k++) {
             let d = xb[at + feature + k] * t_f(mask_base + feature + k);
             if d != 0.0 {
