@@ -339,6 +339,19 @@ fn texel_uv(g: u32, texel: u32) -> vec2<f32> {
     return vec2<f32>((f32(texel % width) + 0.5) / f32(width), (f32(texel / width) + 0.5) / f32(height));
 }
 
+// Grid gi's pyramid level `level` as a texel at `uv` reads it: where its values start, its
+// channels, and the texel's bilinear corners in it.
+struct GridAt {
+    base: u32,
+    channels: u32,
+    corners: Corners,
+}
+
+fn grid_at(level: u32, gi: u32, uv: vec2<f32>) -> GridAt {
+    let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
+    return GridAt(t_u(info), t_u(GRID_OFF + gi), bilinear_corners(uv, t_u(info + 1u), t_u(info + 2u)));
+}
+
 // Texel i's (group g, `texel`) features into xa[at..]: its level's latents (bilinear, masked, QAT
 // noise when it trains) and the positional encoding.
 fn gather(i: u32, g: u32, texel: u32, at: u32) {
@@ -348,22 +361,19 @@ fn gather(i: u32, g: u32, texel: u32, at: u32) {
     let noisy = (u.flags & FLAG_NOISE) != 0u;
     var feature = 0u;
     for (var gi = 0u; gi < GRIDS; gi++) {
-        let ch = t_u(GRID_OFF + gi);
-        let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
-        let base = t_u(info);
-        let c = bilinear_corners(uv, t_u(info + 1u), t_u(info + 2u));
-        for (var k = 0u; k < ch; k++) {
+        let grid = grid_at(level, gi, uv);
+        for (var k = 0u; k < grid.channels; k++) {
             var value = 0.0;
             for (var corner = 0u; corner < 4u; corner++) {
-                var x = params[base + c.cells[corner] * ch + k];
+                var x = params[grid.base + grid.corners.cells[corner] * grid.channels + k];
                 if noisy {
                     x += (unit(rand(i, 1u + (feature + k) * 4u + corner)) * 2.0 - 1.0) * u.noise_amplitude;
                 }
-                value += c.weights[corner] * x;
+                value += grid.corners.weights[corner] * x;
             }
             xa[at + feature + k] = value * t_f(mask_base + feature + k);
         }
-        feature += ch;
+        feature += grid.channels;
     }
     let grid0 = GRID_OFF + GRIDS + level * GRIDS * 3u;
     let px = uv.x * f32(t_u(grid0 + 1u));
@@ -388,19 +398,16 @@ fn scatter(g: u32, texel: u32, at: u32) {
     let uv = texel_uv(g, texel);
     var feature = 0u;
     for (var gi = 0u; gi < GRIDS; gi++) {
-        let ch = t_u(GRID_OFF + gi);
-        let info = GRID_OFF + GRIDS + (level * GRIDS + gi) * 3u;
-        let base = t_u(info);
-        let c = bilinear_corners(uv, t_u(info + 1u), t_u(info + 2u));
-        for (var k = 0u; k < ch; k++) {
+        let grid = grid_at(level, gi, uv);
+        for (var k = 0u; k < grid.channels; k++) {
             let d = xb[at + feature + k] * t_f(mask_base + feature + k);
             if d != 0.0 {
                 for (var corner = 0u; corner < 4u; corner++) {
-                    fx_add(base + c.cells[corner] * ch + k, c.weights[corner] * d);
+                    fx_add(grid.base + grid.corners.cells[corner] * grid.channels + k, grid.corners.weights[corner] * d);
                 }
             }
         }
-        feature += ch;
+        feature += grid.channels;
     }
 }
 
