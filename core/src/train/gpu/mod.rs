@@ -318,12 +318,23 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: We
         ("WU_LEN", shapes.uniform_vec4s()),
         ("TPI", shapes.tpi()),
         ("XLEN", maxw * shapes.tpi()),
+        // What the host and the shader must agree on, from one source.
+        ("WG", WORKGROUP),
+        ("FLAG_GIVEN_SAMPLES", FLAG_GIVEN_SAMPLES),
+        ("FLAG_NOISE", FLAG_NOISE),
+        ("FLAG_TRAIN_GRIDS", FLAG_TRAIN_GRIDS),
+        ("FLAG_INT8", FLAG_INT8),
+        ("FLAG_FP16", FLAG_FP16),
+        ("FLAG_E4M3", FLAG_E4M3),
+        ("FLAG_MXINT8", FLAG_MXINT8),
+        ("MX_BLOCK", quant::MX_BLOCK as u32),
     ];
     let mut text = String::from("// Specialised by texset (core/src/train/gpu/mod.rs).\n");
     for (name, value) in consts {
         let _ = writeln!(text, "const {name}: u32 = {value}u;");
     }
     let _ = writeln!(text, "const HAS_LOD: bool = {};", params.mip_levels() > 1);
+    let _ = writeln!(text, "const E4M3_MAX: f32 = {:?};", quant::E4M3_MAX);
     // Generated, not a constant's branch: an entry point binds every buffer its code names, even
     // in a branch never taken, and `fwdw` cannot be bound as storage and as uniform at once.
     let (read, load) = match memory {

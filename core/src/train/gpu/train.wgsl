@@ -32,23 +32,14 @@ struct Step {
     pad: u32,
 }
 
-const FLAG_GIVEN_SAMPLES: u32 = 1u;
-const FLAG_NOISE: u32 = 2u;
-const FLAG_TRAIN_GRIDS: u32 = 4u;
-const FLAG_INT8: u32 = 8u;
-const FLAG_FP16: u32 = 16u;
-const FLAG_E4M3: u32 = 32u;
-const FLAG_MXINT8: u32 = 64u;
-// model/quant.rs's E4M3_MAX and MX_BLOCK.
-const E4M3_MAX: f32 = 448.0;
-const MX_BLOCK: u32 = 32u;
+// The `Step` flags (FLAG_*), the workgroup size (WG), and model/quant.rs's E4M3_MAX and MX_BLOCK
+// are prepended by the host from its own constants (mod.rs `specialise`).
 
 const ADAM_BETA1: f32 = 0.9;
 const ADAM_BETA2: f32 = 0.99;
 const ADAM_EPS: f32 = 1e-8;
 const TAU: f32 = 6.283185307179586;
 const LOD_INPUT_SCALE: f32 = 0.25;
-const WG: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> u: Step;
 // Tables (u32; f32 values as bits): groups, cumulative draws, per group and output channel its
@@ -238,7 +229,7 @@ fn loss_grad(outputs: u32, texel: u32, o: u32, y: f32, sums: ptr<function, vec3<
     return 2.0 * lw * d;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
     let r = gid.x;
     if r >= ROWS {
@@ -413,7 +404,7 @@ fn scatter(g: u32, texel: u32, at: u32) {
 
 // Every invocation trains TPI consecutive texels (N is a multiple of a workgroup's texels): the
 // generated `mlp` loads each weight once for all of them (mod.rs `mlp_wgsl` says why that pays).
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn fwd_bwd(
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
@@ -451,7 +442,7 @@ fn fwd_bwd(
 // per 8×8 tile of a layer's weights (the layer's last column of tiles: its biases), so each
 // texel's rows are read once per 64 multiply-adds, two `vec4`s of each (lavapipe runs a storage
 // load lane by lane: the loads, not the multiply-adds, are this pass's cost).
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
     var t = gid.x;
     let chunk = gid.y;
@@ -553,7 +544,7 @@ fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
     let j = gid.y * ADAM_ROW + gid.x;
     if j >= P_ALL {
@@ -590,7 +581,7 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
     params[j] = theta;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn stats_reduce(@builtin(local_invocation_index) lid: u32) {
     var acc = vec3<f32>(0.0);
     for (var w = lid; w < N / (WG * TPI); w += WG) {
