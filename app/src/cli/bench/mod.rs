@@ -1,6 +1,6 @@
 //! `texset bench`: one subcommand per measurement. `train` and `decode` time the engine's hot
-//! loops; `ui` the studio's frame time; `rd`, `quantisation` and `search` compare settings by
-//! whole compressions; `load` watches memory under sustained work.
+//! loops; `ui` the studio's frame time; `rd`, `time`, `quantisation` and `search` compare settings
+//! by whole compressions; `load` watches memory under sustained work.
 
 mod decode;
 mod load;
@@ -8,6 +8,7 @@ mod plot;
 mod quantisation;
 mod rd;
 mod search;
+mod time;
 mod train;
 mod ui;
 
@@ -35,6 +36,11 @@ pub enum BenchCommand {
     /// BC7/BC5/BC4 and BC1/BC5/BC4 by the real encoder; PSNR and rendered PSNR against bits per
     /// texel.
     Rd(rd::RdArgs),
+    /// Quality against wall time: a preset fitted to each training time budget, per folder.
+    ///
+    /// PSNR and rendered PSNR against the seconds each whole compression took; `--label` names
+    /// the curve, `--from` merges saved curves into one chart.
+    Time(time::TimeBenchArgs),
     /// QAT against PTQ, latents and weights, at each latent bit depth; the weight formats.
     ///
     /// Quantisation-aware training against post-training quantisation, one whole compression per
@@ -59,6 +65,7 @@ impl BenchCommand {
             Self::Decode(args) => args.run(),
             Self::Ui(args) => args.run(),
             Self::Rd(args) => args.run(),
+            Self::Time(args) => args.run(),
             Self::Quantisation(args) => args.run(),
             Self::Search(args) => args.run(),
             Self::Load(args) => args.run(),
@@ -67,7 +74,7 @@ impl BenchCommand {
 }
 
 // The material folders a bench runs on.
-#[derive(clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct DirsArg {
     /// Material folders (default: `sample_textures`/*).
     pub dirs: Vec<PathBuf>,

@@ -62,8 +62,8 @@ impl RdArgs {
 }
 
 /// Lights and render size of the rendered PSNR (as `texset eval`).
-const LIGHTS: usize = 8;
-const RENDER_PX: u32 = 256;
+pub const LIGHTS: usize = 8;
+pub const RENDER_PX: u32 = 256;
 
 /// One point of the curves.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -261,7 +261,7 @@ fn as_decoded(set: &TextureSet, values: Vec<Vec<f32>>) -> Vec<Vec<DecodedMap>> {
 
 /// Materials' rendered PSNR pooled: every material renders the same lights at the same size, so
 /// the pooled error is the mean of their mean squared errors.
-fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
+pub fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
     if scores.is_empty() {
         return f64::NAN;
     }
