@@ -80,7 +80,9 @@ impl TimeBenchArgs {
         let points = if self.from.is_empty() { self.measure()? } else { load(&self.from)? };
         if !self.from.is_empty() {
             print_header(json);
-            points.iter().for_each(|p| print_point(p, json));
+            for p in &points {
+                print_point(p, json);
+            }
         }
         let image = chart(&points)?;
         let mut png = Vec::new();
