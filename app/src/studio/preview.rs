@@ -25,6 +25,7 @@ use eframe::egui_wgpu::RenderState;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use texset_core::TextureSet;
 use texset_core::bundle::Bundle;
@@ -127,6 +128,30 @@ pub struct PreviewGpu {
     bands: Arc<AtomicU64>,
     /// Images completed.
     pub images_completed: u64,
+    /// Whether the window renders on a software GPU (see [`orbit_pause`]).
+    software: bool,
+    /// `texset-preview`, joined on drop.
+    thread: Option<JoinHandle<()>>,
+}
+
+/// How long dropping the preview waits for `texset-preview` to end: it finishes the band or the
+/// pipeline it is on, then drops its device. Joined, the device is gone before the process ends;
+/// a driver torn down by the exit while its own thread still renders can crash it.
+const JOIN_WAIT: Duration = Duration::from_secs(5);
+
+impl Drop for PreviewGpu {
+    fn drop(&mut self) {
+        // Hang up: the thread sees its requests disconnected and returns.
+        drop(std::mem::replace(&mut self.requests, channel().0));
+        let Some(thread) = self.thread.take() else { return };
+        let start = Instant::now();
+        while !thread.is_finished() && start.elapsed() < JOIN_WAIT {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl PreviewGpu {
@@ -137,7 +162,7 @@ impl PreviewGpu {
         let adapter = render_state.adapter.clone();
         let bands = Arc::new(AtomicU64::new(0));
         let thread_bands = Arc::clone(&bands);
-        std::thread::Builder::new().name("texset-preview".into()).spawn(move || {
+        let thread = crate::studio::worker::spawn_background("texset-preview", move || {
             let device = texset_shaders::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
                 label: Some("texset preview device"),
                 required_limits: adapter.limits(),
@@ -161,6 +186,8 @@ impl PreviewGpu {
             error: None,
             bands,
             images_completed: 0,
+            software: render_state.adapter.get_info().device_type == wgpu::DeviceType::Cpu,
+            thread: Some(thread),
         })
     }
 
@@ -556,7 +583,10 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     if view.lights_orbit {
         let dt = ui.input(|i| i.stable_dt).min(0.1);
         view.light_angle = (view.light_angle + dt * view.light_speed).rem_euclid(std::f32::consts::TAU);
-        ui.ctx().request_repaint();
+        match orbit_pause(gpu.software, ui.input(|i| i.unstable_dt)) {
+            Some(pause) => ui.ctx().request_repaint_after(pause),
+            None => ui.ctx().request_repaint(),
+        }
     }
     let two_sides = ab.is_some() || (view.show_original && (session.trained.is_some()));
     let sides = if two_sides { 2 } else { 1 };
@@ -619,5 +649,34 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     if !gpu.converged() {
         // Images arrive from the render thread (which asks for a repaint); look again soon too.
         ui.ctx().request_repaint_after(Duration::from_millis(50));
+    }
+}
+
+/// How long orbiting lights wait before asking for the next frame, given the last frame's
+/// interval: on a hardware GPU not at all (`None`: the next vsync). On a software GPU a frame is
+/// CPU work on the cores that train, and back-to-back frames would take them all (no vsync
+/// paces them under Xvfb or a remote desktop): the orbit pauses for half the last interval, so
+/// it settles at about half of the machine, at most [`MAX_ORBIT_PAUSE`].
+#[must_use]
+pub fn orbit_pause(software: bool, last_frame_secs: f32) -> Option<Duration> {
+    let half = if last_frame_secs.is_finite() { (0.5 * f64::from(last_frame_secs)).clamp(0.0, 1.0) } else { 0.0 };
+    software.then(|| Duration::from_secs_f64(half).min(MAX_ORBIT_PAUSE))
+}
+
+/// The longest pause [`orbit_pause`] gives (the orbit keeps at least ~8 frames a second).
+pub const MAX_ORBIT_PAUSE: Duration = Duration::from_millis(60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orbit_pauses_only_on_a_software_gpu() {
+        assert_eq!(orbit_pause(false, 0.05), None);
+        assert_eq!(orbit_pause(true, 0.05), Some(Duration::from_millis(25)));
+        // Bounded both ways, and odd intervals do not panic.
+        assert_eq!(orbit_pause(true, 1.0), Some(MAX_ORBIT_PAUSE));
+        assert_eq!(orbit_pause(true, -1.0), Some(Duration::ZERO));
+        assert_eq!(orbit_pause(true, f32::NAN), Some(Duration::ZERO));
     }
 }

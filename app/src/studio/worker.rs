@@ -16,28 +16,63 @@ use texset_core::model::params::ModelParams;
 use texset_core::progress::{Cancel, Pass, Progress, TrainStatus};
 use texset_core::{CompressOptions, Compressed, TextureSet};
 
-/// Where the studio's background CPU work (training, decoding, block compression) runs: rayon's
-/// global pool, or, when the window renders on a software GPU, a pool one thread smaller than
-/// the machine, so the UI thread and the software rasteriser keep a core while training runs.
+/// How far below the UI thread the studio's background threads run: the `nice` value Linux gives
+/// them (the UI's is 0; 19 is the lowest). The UI then wins the cores whenever it has a frame to
+/// draw, which on a software GPU is CPU work too (the rasteriser threads of the preview's device
+/// inherit the value from `texset-preview`), and background work gets every cycle a frame
+/// leaves. docs/benchmarks.md, "The studio's frame time", has the measurements.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (Linux; elsewhere nothing). Threads
+/// it starts afterwards inherit it.
+pub fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // On Linux `PRIO_PROCESS` with id 0 names the calling thread, not the whole process.
+        #[expect(unsafe_code, reason = "setpriority(2) has no safe wrapper in std; its arguments are plain integers")]
+        // SAFETY: setpriority reads only its integer arguments and touches no memory of ours.
+        let status = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) };
+        // Failing leaves the thread at the UI's priority: slower frames, nothing wrong.
+        let _ = status;
+    }
+}
+
+/// Starts a named background thread at [`BACKGROUND_NICE`].
+pub fn spawn_background<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send + 'static) -> std::io::Result<JoinHandle<T>> {
+    std::thread::Builder::new().name(name.to_owned()).spawn(move || {
+        lower_thread_priority();
+        work()
+    })
+}
+
+/// Where the studio's background CPU work (training, decoding, block compression) runs: a pool
+/// of threads at [`BACKGROUND_NICE`] as large as the machine or, when the window renders on a
+/// software GPU, one thread smaller, so the UI thread and the software rasteriser keep a core
+/// while training runs.
 /// Results do not depend on it (training is deterministic per seed for any thread count).
 #[derive(Clone, Default)]
 pub struct Background(Option<Arc<rayon::ThreadPool>>);
 
 impl Background {
-    /// rayon's global pool (all cores).
+    /// A pool with a thread per core (rayon's global pool if it cannot be made).
     #[must_use]
     pub fn all_cores() -> Self {
-        Self(None)
+        Self::with_threads(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
     }
 
-    /// A pool that leaves one core free (the global pool on a one-core machine).
+    /// A pool that leaves one core free (one thread on a one-core machine).
     #[must_use]
     pub fn leaving_one_core() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        if cores < 2 {
-            return Self(None);
-        }
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(cores - 1).thread_name(|i| format!("texset-work-{i}")).build();
+        Self::with_threads(cores.saturating_sub(1).max(1))
+    }
+
+    fn with_threads(threads: usize) -> Self {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("texset-work-{i}"))
+            .start_handler(|_| lower_thread_priority())
+            .build();
         Self(pool.ok().map(Arc::new))
     }
 
@@ -148,7 +183,7 @@ impl TrainJob {
             repaint,
         };
         let thread_cancel = cancel.clone();
-        let thread = std::thread::Builder::new().name("texset-train".into()).spawn(move || {
+        let thread = spawn_background("texset-train", move || {
             // Measuring a target (block-compressing the set for `--match-bc`) is work for this
             // thread too, not the UI's.
             let result = background.run(|| match &target(&set) {
@@ -249,7 +284,7 @@ impl DecodeWorker {
         let (outbox, results) = channel();
         let busy = Arc::new(AtomicBool::new(false));
         let thread_busy = Arc::clone(&busy);
-        std::thread::Builder::new().name("texset-decode".into()).spawn(move || {
+        spawn_background("texset-decode", move || {
             while let Ok(mut request) = inbox.recv() {
                 // Skip to the newest request.
                 while let Ok(newer) = inbox.try_recv() {

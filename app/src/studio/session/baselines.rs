@@ -15,7 +15,7 @@ impl Session {
         let (sender, receiver) = channel();
         let repaint = Arc::clone(&self.repaint);
         let background = self.background.clone();
-        let spawned = std::thread::Builder::new().name("texset-bc-baseline".into()).spawn(move || {
+        let spawned = crate::studio::worker::spawn_background("texset-bc-baseline", move || {
             use texset_core::eval::bcn::{Profile, baseline};
             let _ = sender.send(background.run(|| [baseline(&set, Profile::High), baseline(&set, Profile::Low)]));
             repaint();
@@ -35,7 +35,7 @@ impl Session {
         let (sender, receiver) = channel();
         let repaint = Arc::clone(&self.repaint);
         let format = texset_core::eval::bcn::BcFormat::for_map(texture.kind, texture.channels);
-        let spawned = std::thread::Builder::new().name("texset-bcn".into()).spawn(move || {
+        let spawned = crate::studio::worker::spawn_background("texset-bcn", move || {
             let texture = &set.materials[material].textures[map];
             let _ = sender.send(texset_core::eval::bcn::round_trip(texture, format));
             repaint();

@@ -48,7 +48,7 @@ impl Session {
         let set = Arc::clone(&self.library.set);
         let (sender, receiver) = channel();
         let repaint = Arc::clone(&self.repaint);
-        let spawned = std::thread::Builder::new().name("texset-run-load".into()).spawn(move || {
+        let spawned = crate::studio::worker::spawn_background("texset-run-load", move || {
             let loaded = std::fs::read(&path)
                 .map_err(|e| e.to_string())
                 .and_then(|b| Bundle::from_bytes(&b).map_err(|e| e.to_string()))

@@ -400,7 +400,7 @@ impl Session {
         let options = self.options_and_target();
         let (sender, receiver) = channel();
         let repaint = Arc::clone(&self.repaint);
-        let spawned = std::thread::Builder::new().name("texset-ingest".into()).spawn(move || {
+        let spawned = crate::studio::worker::spawn_background("texset-ingest", move || {
             let library = load_folders(&folders);
             let analysis = (!library.set.materials.is_empty()).then(|| analyse(&library.set, options));
             let _ = sender.send((library, analysis));
@@ -426,7 +426,7 @@ impl Session {
         let options = self.options_and_target();
         let (sender, receiver) = channel();
         let repaint = Arc::clone(&self.repaint);
-        let spawned = std::thread::Builder::new().name("texset-analyse".into()).spawn(move || {
+        let spawned = crate::studio::worker::spawn_background("texset-analyse", move || {
             let _ = sender.send(analyse(&set, options));
             repaint();
         });
