@@ -55,6 +55,53 @@ pub struct LegendEntry {
     pub line: bool,
 }
 
+/// One measured point of a chart per set: its set, its series, x, and both dB figures.
+pub struct DbPoint<'a> {
+    /// The set (a panel pair).
+    pub set: &'a str,
+    /// The series within the set's panels.
+    pub series: &'a str,
+    /// Position on the x axis.
+    pub x: f64,
+    /// PSNR of the maps, dB.
+    pub psnr_db: f64,
+    /// PSNR of the lit renders, dB.
+    pub rendered_psnr_db: f64,
+}
+
+/// `values` without repeats, in order of first appearance.
+pub fn distinct<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = Vec::new();
+    for v in values {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    seen
+}
+
+/// Two panels per set of `points`, in order of first appearance: PSNR and rendered PSNR against
+/// `x_label`, one series per name in `series` (in that order), drawn as `style` says (colour,
+/// marker, joined), its points sorted by x.
+pub fn psnr_panels(points: &[DbPoint<'_>], series: &[&str], x_label: &str, style: impl Fn(&str) -> ([u8; 3], Marker, bool)) -> Vec<Panel> {
+    let mut panels = Vec::new();
+    for set in distinct(points.iter().map(|p| p.set)) {
+        for (title, y) in [("PSNR", (|p: &DbPoint<'_>| p.psnr_db) as fn(&DbPoint<'_>) -> f64), ("rendered PSNR", |p| p.rendered_psnr_db)] {
+            let series = series
+                .iter()
+                .map(|&name| {
+                    let (colour, marker, joined) = style(name);
+                    let mut v: Vec<(f64, f64)> = points.iter().filter(|p| p.set == set && p.series == name).map(|p| (p.x, y(p))).collect();
+                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    Series { colour, marker, joined, points: v }
+                })
+                .collect();
+            panels.push(Panel { title: format!("{set}: {title}"), x_label: x_label.to_owned(), y_label: "dB".to_owned(), series });
+        }
+    }
+    panels
+}
+
 const MARGIN_LEFT: f32 = 64.0;
 const MARGIN_RIGHT: f32 = 18.0;
 const MARGIN_TOP: f32 = 34.0;

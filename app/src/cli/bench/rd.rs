@@ -17,7 +17,7 @@ use texset_core::eval::{decode_set, score};
 use texset_core::set::TextureSet;
 use texset_core::{Cancel, CompressOptions, NoProgress, Preset, compress};
 
-use super::plot::{LegendEntry, Marker, Panel, Series};
+use super::plot::{DbPoint, LegendEntry, Marker, distinct, psnr_panels};
 use super::{DirsArg, load_named};
 use crate::cli::common::JsonArg;
 
@@ -283,16 +283,8 @@ const PALETTE: [[u8; 3]; 6] = [[31, 119, 180], [255, 127, 14], [44, 160, 44], [2
 /// colour per method: each texset preset's rates joined by a line (circles), BC high (squares),
 /// BC low (triangles).
 fn chart(points: &[RdPoint]) -> Result<image::RgbImage> {
-    let mut sets: Vec<&str> = Vec::new();
-    let mut methods: Vec<&str> = Vec::new();
-    for p in points {
-        if !sets.contains(&p.set.as_str()) {
-            sets.push(&p.set);
-        }
-        if !methods.contains(&p.method.as_str()) {
-            methods.push(&p.method);
-        }
-    }
+    let sets = distinct(points.iter().map(|p| p.set.as_str()));
+    let mut methods = distinct(points.iter().map(|p| p.method.as_str()));
     methods.sort_by_key(|m| method_rank(m));
     let style = |method: &str| {
         let marker = match method {
@@ -302,24 +294,17 @@ fn chart(points: &[RdPoint]) -> Result<image::RgbImage> {
         };
         (PALETTE[method_rank(method)], marker, marker == Marker::Circle)
     };
-    let mut panels = Vec::new();
-    for set in &sets {
-        let panel = |title: &str, y: fn(&RdPoint) -> f64| {
-            let series = methods
-                .iter()
-                .map(|&method| {
-                    let (colour, marker, joined) = style(method);
-                    let mut v: Vec<(f64, f64)> =
-                        points.iter().filter(|p| p.set == *set && p.method == method).map(|p| (p.bits_per_texel, y(p))).collect();
-                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    Series { colour, marker, joined, points: v }
-                })
-                .collect();
-            Panel { title: format!("{set}: {title}"), x_label: "bits per texel".to_owned(), y_label: "dB".to_owned(), series }
-        };
-        panels.push(panel("PSNR", |p| p.pooled_psnr_db));
-        panels.push(panel("rendered PSNR", |p| p.rendered_psnr_db));
-    }
+    let db: Vec<DbPoint<'_>> = points
+        .iter()
+        .map(|p| DbPoint {
+            set: &p.set,
+            series: &p.method,
+            x: p.bits_per_texel,
+            psnr_db: p.pooled_psnr_db,
+            rendered_psnr_db: p.rendered_psnr_db,
+        })
+        .collect();
+    let panels = psnr_panels(&db, &methods, "bits per texel", style);
     let legend: Vec<LegendEntry> = methods
         .iter()
         .map(|&method| {

@@ -12,7 +12,7 @@ use texset_core::decode::Decoder;
 use texset_core::eval::{decode_set, score};
 use texset_core::{Cancel, CompressOptions, NoProgress, Preset, compress};
 
-use super::plot::{LegendEntry, Marker, Panel, Series};
+use super::plot::{DbPoint, LegendEntry, Marker, distinct, psnr_panels};
 use super::rd::{LIGHTS, RENDER_PX, pooled_rendered};
 use super::{DirsArg, load_named};
 use crate::cli::common::JsonArg;
@@ -179,35 +179,15 @@ const PALETTE: [[u8; 3]; 6] = [[127, 127, 127], [31, 119, 180], [255, 127, 14], 
 
 /// Two panels per set (PSNR and rendered PSNR against wall seconds), a joined series per curve.
 fn chart(points: &[TimePoint]) -> Result<image::RgbImage> {
-    let mut sets: Vec<&str> = Vec::new();
-    let mut labels: Vec<&str> = Vec::new();
-    for p in points {
-        if !sets.contains(&p.set.as_str()) {
-            sets.push(&p.set);
-        }
-        if !labels.contains(&p.label.as_str()) {
-            labels.push(&p.label);
-        }
-    }
+    let sets = distinct(points.iter().map(|p| p.set.as_str()));
+    let labels = distinct(points.iter().map(|p| p.label.as_str()));
     let colour = |i: usize| PALETTE[i % PALETTE.len()];
-    let mut panels = Vec::new();
-    for set in &sets {
-        let panel = |title: &str, y: fn(&TimePoint) -> f64| {
-            let series = labels
-                .iter()
-                .enumerate()
-                .map(|(i, &label)| {
-                    let mut v: Vec<(f64, f64)> =
-                        points.iter().filter(|p| p.set == *set && p.label == label).map(|p| (p.wall_secs, y(p))).collect();
-                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    Series { colour: colour(i), marker: Marker::Circle, joined: true, points: v }
-                })
-                .collect();
-            Panel { title: format!("{set}: {title}"), x_label: "seconds (whole compress)".to_owned(), y_label: "dB".to_owned(), series }
-        };
-        panels.push(panel("PSNR", |p| p.pooled_psnr_db));
-        panels.push(panel("rendered PSNR", |p| p.rendered_psnr_db));
-    }
+    let style = |label: &str| (colour(labels.iter().position(|l| *l == label).unwrap_or(0)), Marker::Circle, true);
+    let db: Vec<DbPoint<'_>> = points
+        .iter()
+        .map(|p| DbPoint { set: &p.set, series: &p.label, x: p.wall_secs, psnr_db: p.pooled_psnr_db, rendered_psnr_db: p.rendered_psnr_db })
+        .collect();
+    let panels = psnr_panels(&db, &labels, "seconds (whole compress)", style);
     let legend: Vec<LegendEntry> = labels
         .iter()
         .enumerate()
