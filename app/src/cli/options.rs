@@ -93,7 +93,8 @@ pub struct ScheduleArgs {
     /// Adam learning rate of the decoder MLP (default 0.004), decayed along a cosine.
     #[arg(long, value_parser = parse_learning_rate)]
     pub mlp_lr: Option<f32>,
-    /// Loss weight per map kind, `kind=W` comma separated (default 1 each), e.g. `normal=2`.
+    /// Loss weight per map kind, `kind=W` comma separated (default `normal=6`, 1 for the others),
+    /// e.g. `normal=3,orm=0.5`.
     #[arg(long, value_parser = parse_loss_weights)]
     pub loss_weight: Option<BTreeMap<String, f32>>,
     /// What a normal map trains towards: its `stored` values, or `unit`, its normals

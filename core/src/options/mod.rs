@@ -183,7 +183,8 @@ pub struct ScheduleConfig {
     pub quantize_weights_at: f32,
     /// Random seed: equal seeds give bit-identical bundles. Default 1.
     pub seed: u64,
-    /// Loss weight per map kind (`kind` → weight). Default 1 for every kind.
+    /// Loss weight per map kind (`kind` → weight). Default [`NORMAL_LOSS_WEIGHT`] for normal
+    /// maps, 1 for every other kind.
     pub loss_weights: BTreeMap<String, f32>,
     /// What a normal map is trained towards: [`NormalTargets::Stored`], its stored values
     /// whatever their length, or [`NormalTargets::Unit`], its normals renormalised to unit length
@@ -288,6 +289,11 @@ pub struct CompressOptions {
 /// (docs/benchmarks.md, "Quantisation").
 pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 
+/// The default loss weight of normal maps ([`ScheduleConfig::loss_weights`]): the renders
+/// (`texset eval`'s lit PSNR) see a normal's error most, and 6 gained the most lit PSNR at about
+/// the same pooled map PSNR (docs/benchmarks.md, "Normals for the light").
+pub const NORMAL_LOSS_WEIGHT: f32 = 6.0;
+
 /// What a normal map is trained towards ([`ScheduleConfig::normal_targets`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -361,7 +367,7 @@ impl Default for ScheduleConfig {
             freeze_latents_at: 0.8,
             quantize_weights_at: 0.9,
             seed: 1,
-            loss_weights: BTreeMap::new(),
+            loss_weights: [(crate::set::MapKind::Normal.token().to_owned(), NORMAL_LOSS_WEIGHT)].into(),
             normal_targets: NormalTargets::Stored,
             normal_z_weight: 1.0,
             latent_quantisation: Quantisation::Auto,

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::float_cmp)]
 
 use texset_core::analyse::analyse;
-use texset_core::options::{NormalTargets, OptionsError};
+use texset_core::options::{NORMAL_LOSS_WEIGHT, NormalTargets, OptionsError};
 use texset_core::rng::Rng;
 use texset_core::set::{MapKind, TextureSet};
 use texset_core::train::{Batch, Sampler};
@@ -89,17 +89,18 @@ fn the_sampler_trains_unit_normals_with_their_weights() {
     }
     assert!(seen > 0);
 
-    // The default trains the stored values with weight 1.
+    // The default trains the stored values with the normal maps' weight, z alike.
     let (layout, _) = analyse(&set, &CompressOptions::default()).unwrap();
     let slot = &layout.textures[0][2];
     assert!(!slot.unit_normal_targets);
     assert_eq!(slot.channel_loss_factors, vec![1.0, 1.0, 1.0]);
+    assert_eq!(slot.loss_weight, NORMAL_LOSS_WEIGHT);
     let mut batch = Batch::default();
     Sampler::new(&set, &layout).fill(&mut Rng::new(5, 0, 0), 256, &mut batch);
     assert!(
         (0..batch.len).any(|i| {
             let o = i * oc + slot.output_offset;
-            batch.weight[o] == 1.0 && length(&batch.target[o..o + 3]) < 0.9
+            batch.weight[o] == NORMAL_LOSS_WEIGHT && length(&batch.target[o..o + 3]) < 0.9
         }),
         "stored (short) normals"
     );
