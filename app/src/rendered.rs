@@ -72,6 +72,72 @@ pub fn rendered_scores(
     out
 }
 
+/// The rendered error one decoded map causes on its own: the material drawn from the originals
+/// with only this map decoded.
+#[derive(Clone, Debug, Serialize)]
+pub struct MapRenderedScore {
+    /// Material name.
+    pub material: String,
+    /// Map kind.
+    pub map: String,
+    /// PSNR of the renders (as [`RenderedScore::rendered_psnr_db`]), dB.
+    pub rendered_psnr_db: f64,
+}
+
+/// Per material and map of `set`, the rendered PSNR with only that map decoded (the others the
+/// originals): which map's errors the light sees (`texset eval --by-map`).
+#[must_use]
+pub fn rendered_by_map(
+    set: &TextureSet,
+    manifest: &Manifest,
+    decoded: &[Vec<DecodedMap>],
+    lights: usize,
+    size_px: u32,
+) -> Vec<MapRenderedScore> {
+    let mut out = Vec::new();
+    for (material, decoded) in set.materials.iter().zip(decoded) {
+        let one = TextureSet { materials: vec![material.clone()] };
+        let originals: Vec<DecodedMap> = material
+            .textures
+            .iter()
+            .map(|t| DecodedMap { width: t.width, height: t.height, channels: t.channels, values: t.texels.clone() })
+            .collect();
+        for (i, (texture, map)) in material.textures.iter().zip(decoded).enumerate() {
+            let mut maps = originals.clone();
+            maps[i] = map.clone();
+            for score in rendered_scores(&one, manifest, &[maps], lights, size_px) {
+                out.push(MapRenderedScore {
+                    material: score.material,
+                    map: texture.kind.to_string(),
+                    rendered_psnr_db: score.rendered_psnr_db,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Rebuilds every decoded normal map's z from its x and y, `z = sqrt(max(0, 1 − x² − y²))` (as a
+/// BC5 shader does), in the stored encoding `n · 0.5 + 0.5` of maps whose channels span `[0, 1]`:
+/// what a decoder of x and y alone would give from these x and y (`texset eval
+/// --rebuild-normal-z`). Other maps, and normal maps with other channel ranges, are left alone.
+// Reason: ingest gives 8- and 16-bit maps exactly the range [0, 1]; any other is a float map's.
+#[allow(clippy::float_cmp)]
+pub fn rebuild_normal_z(set: &TextureSet, decoded: &mut [Vec<DecodedMap>]) {
+    for (material, maps) in set.materials.iter().zip(decoded) {
+        for (texture, map) in material.textures.iter().zip(maps) {
+            let unit_ranges = texture.channel_ranges.iter().all(|&r| r == [0.0, 1.0]);
+            if texture.kind != texset_core::set::MapKind::Normal || map.channels < 3 || !unit_ranges {
+                continue;
+            }
+            for texel in map.values.chunks_exact_mut(map.channels as usize) {
+                let (x, y) = (texel[0] * 2.0 - 1.0, texel[1] * 2.0 - 1.0);
+                texel[2] = (1.0 - x * x - y * y).max(0.0).sqrt() * 0.5 + 0.5;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -121,5 +187,34 @@ mod tests {
         assert!(normal.rendered_psnr_db < 60.0 && normal.rendered_flip > 0.0, "{normal:?}");
         assert!(normal.rendered_psnr_db + 10.0 < ao.rendered_psnr_db, "{normal:?} vs {ao:?}");
         assert!(normal.rendered_flip > 2.0 * ao.rendered_flip, "{normal:?} vs {ao:?}");
+
+        // Each map decoded alone: the damaged normal map is the one the render sees.
+        let mut maps = exact.clone();
+        let ni = set.materials[0].textures.iter().position(|t| t.kind == MapKind::Normal).unwrap();
+        let channels = maps[ni].channels as usize;
+        for v in maps[ni].values.iter_mut().step_by(channels) {
+            *v = (*v + 0.08).min(1.0);
+        }
+        let by_map = rendered_by_map(&set, &bundle.manifest, &[maps.clone()], 4, 96);
+        assert_eq!(by_map.len(), set.materials[0].textures.len());
+        for r in &by_map {
+            let expected = if r.map == "normal" { normal.rendered_psnr_db } else { 99.0 };
+            assert!((r.rendered_psnr_db - expected).abs() < 1e-9, "{r:?}");
+        }
+
+        // Unit normals keep their direction when z is rebuilt from x and y.
+        let mut unit = vec![exact.clone()];
+        let channels = unit[0][ni].channels as usize;
+        for texel in unit[0][ni].values.chunks_exact_mut(channels) {
+            let n = [texel[0] * 2.0 - 1.0, texel[1] * 2.0 - 1.0, (texel[2] * 2.0 - 1.0).max(0.0)];
+            let length = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt().max(1e-6);
+            for c in 0..3 {
+                texel[c] = n[c] / length * 0.5 + 0.5;
+            }
+        }
+        let mut rebuilt = unit.clone();
+        rebuild_normal_z(&set, &mut rebuilt);
+        let worst = unit[0][ni].values.iter().zip(&rebuilt[0][ni].values).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(worst < 1e-3, "z rebuilt from unit x, y: {worst}");
     }
 }

@@ -4,7 +4,7 @@
 use anyhow::{Result, bail};
 use serde::Serialize;
 use std::path::PathBuf;
-use texset::rendered::{RenderedScore, rendered_scores};
+use texset::rendered::{MapRenderedScore, RenderedScore, rebuild_normal_z, rendered_by_map, rendered_scores};
 use texset_core::decode::Decoder;
 use texset_core::eval::{EvalReport, MapScore, MipReport};
 
@@ -16,6 +16,14 @@ pub struct EvalArgs {
     /// Reference material folders, then the bundle last.
     #[arg(required = true, num_args = 2..)]
     paths: Vec<PathBuf>,
+    /// Also render each map decoded alone (the others the originals): the rendered PSNR each
+    /// map's errors cost.
+    #[arg(long)]
+    by_map: bool,
+    /// Rebuild each decoded normal map's z from its x and y (`sqrt(1 − x² − y²)`, as a BC5
+    /// shader does) before scoring: what a decoder of x and y alone would give.
+    #[arg(long)]
+    rebuild_normal_z: bool,
     #[command(flatten)]
     json: JsonArg,
 }
@@ -26,6 +34,8 @@ struct EvalJson<'a> {
     pooled_psnr_db: f64,
     maps: &'a [MapScore],
     rendered: &'a [RenderedScore],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    rendered_by_map: &'a [MapRenderedScore],
     mips: Option<&'a MipReport>,
 }
 
@@ -38,20 +48,30 @@ impl EvalArgs {
         let Some(bundle) = self.paths.pop() else { bail!("eval needs reference folders and a bundle") };
         let b = read_bundle(&bundle)?;
         let (set, _) = texset_core::set::ingest::load_library(&self.paths)?;
-        let decoded = texset_core::eval::decode_set(&set, &Decoder::new(&b))?;
+        let mut decoded = texset_core::eval::decode_set(&set, &Decoder::new(&b))?;
+        if self.rebuild_normal_z {
+            rebuild_normal_z(&set, &mut decoded);
+        }
         let eval = texset_core::eval::score(&set, &decoded, true);
         let mips = texset_core::eval::evaluate_mips(&set, &Decoder::new(&b))?;
         let rendered = rendered_scores(&set, &b.manifest, &decoded, RENDER_LIGHTS, RENDER_SIZE_PX);
+        let by_map = if self.by_map { rendered_by_map(&set, &b.manifest, &decoded, RENDER_LIGHTS, RENDER_SIZE_PX) } else { Vec::new() };
         if self.json.json {
-            JsonArg::print(&EvalJson { pooled_psnr_db: eval.pooled_psnr_db, maps: &eval.maps, rendered: &rendered, mips: mips.as_ref() })
+            JsonArg::print(&EvalJson {
+                pooled_psnr_db: eval.pooled_psnr_db,
+                maps: &eval.maps,
+                rendered: &rendered,
+                rendered_by_map: &by_map,
+                mips: mips.as_ref(),
+            })
         } else {
-            print_text(&eval, &rendered, mips.as_ref());
+            print_text(&eval, &rendered, &by_map, mips.as_ref());
             Ok(())
         }
     }
 }
 
-fn print_text(eval: &EvalReport, rendered: &[RenderedScore], mips: Option<&MipReport>) {
+fn print_text(eval: &EvalReport, rendered: &[RenderedScore], by_map: &[MapRenderedScore], mips: Option<&MipReport>) {
     println!("pooled PSNR {:.2} dB", eval.pooled_psnr_db);
     for m in &eval.maps {
         let ch: Vec<String> = m.channel_psnr_db.iter().map(|p| format!("{p:.2}")).collect();
@@ -64,6 +84,12 @@ fn print_text(eval: &EvalReport, rendered: &[RenderedScore], mips: Option<&MipRe
     );
     for r in rendered {
         println!("  {}: PSNR {:.2} dB, FLIP {:.4}", r.material, r.rendered_psnr_db, r.rendered_flip);
+    }
+    if !by_map.is_empty() {
+        println!("rendered error with one map decoded, the others original:");
+        for r in by_map {
+            println!("  {}/{}: PSNR {:.2} dB", r.material, r.map, r.rendered_psnr_db);
+        }
     }
     if let Some(m) = mips {
         print!("{}", mip_summary(m));

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::model::params::MAX_MLP_WIDTH;
 use texset_core::model::quant::WeightFormat;
-use texset_core::options::{ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, PruneMethod, Quantisation};
+use texset_core::options::{
+    ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation,
+};
+use texset_core::set::MapKind;
 use texset_core::{Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 
 use super::common::{parse_channel_counts, parse_latent_bits, parse_learning_rate};
@@ -90,6 +93,32 @@ pub struct ScheduleArgs {
     /// Adam learning rate of the decoder MLP (default 0.004), decayed along a cosine.
     #[arg(long, value_parser = parse_learning_rate)]
     pub mlp_lr: Option<f32>,
+    /// Loss weight per map kind, `kind=W` comma separated (default `normal=6`, 1 for the others),
+    /// e.g. `normal=3,orm=0.5`.
+    #[arg(long, value_parser = parse_loss_weights)]
+    pub loss_weight: Option<BTreeMap<String, f32>>,
+    /// What a normal map trains towards: its `stored` values, or `unit`, its normals
+    /// renormalised to unit length (renders normalise them). Default `stored`.
+    #[arg(long, value_enum)]
+    pub normal_targets: Option<NormalTargets>,
+    /// Loss weight of a normal map's z channel relative to its x and y (default 1).
+    #[arg(long)]
+    pub normal_z_weight: Option<f32>,
+}
+
+/// Parses `kind=W[,kind=W…]` into loss weights per map kind.
+fn parse_loss_weights(text: &str) -> Result<BTreeMap<String, f32>> {
+    let mut weights = BTreeMap::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (kind, weight) = item.split_once('=').with_context(|| format!("expected kind=W, got {item:?}"))?;
+        let kind = MapKind::from_token(kind.trim()).with_context(|| format!("unknown map kind {kind:?}"))?;
+        let weight: f32 = weight.trim().parse().with_context(|| format!("loss weight of {kind}: {weight:?} is not a number"))?;
+        if !(weight.is_finite() && weight >= 0.0) {
+            bail!("loss weight of {kind}: must be finite and at least 0, got {weight}");
+        }
+        weights.insert(kind.token().to_owned(), weight);
+    }
+    Ok(weights)
 }
 
 impl ScheduleArgs {
@@ -110,6 +139,16 @@ impl ScheduleArgs {
         }
         if let Some(lr) = self.mlp_lr {
             schedule.mlp_learning_rate = lr;
+        }
+        if let Some(weights) = &self.loss_weight {
+            // Over the preset's weights: a kind not named keeps its own.
+            schedule.loss_weights.extend(weights.iter().map(|(k, &w)| (k.clone(), w)));
+        }
+        if let Some(targets) = self.normal_targets {
+            schedule.normal_targets = targets;
+        }
+        if let Some(weight) = self.normal_z_weight {
+            schedule.normal_z_weight = weight;
         }
     }
 }

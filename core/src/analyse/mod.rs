@@ -14,7 +14,7 @@ use crate::analyse::variants::{AFFINE_PSNR_DB, fit_color_transform, same_data, t
 use crate::model::layout::{GridShape, ModelLayout, TextureSlot};
 use crate::options::CompressOptions;
 use crate::pipeline::CompressError;
-use crate::set::TextureSet;
+use crate::set::{MapKind, TextureSet};
 use serde::Serialize;
 
 /// Where a texture's budget came from: what later passes decide on (the words are in
@@ -272,11 +272,19 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
             let mut latent_channels: Vec<u32> = priority[..count as usize].to_vec();
             latent_channels.sort_unstable();
             budgets.push(TextureBudget { texture: name, channels: count, total_channels: total, source, reason, mean, std_dev });
+            let normal = t.kind == MapKind::Normal && t.channels >= 3;
+            let channel_loss_factors = if normal {
+                (0..t.channels).map(|c| if c == 2 { options.schedule.normal_z_weight } else { 1.0 }).collect()
+            } else {
+                Vec::new()
+            };
             slots.push(TextureSlot {
                 output_offset,
                 channels: t.channels as usize,
                 latent_channels,
                 loss_weight,
+                channel_loss_factors,
+                unit_normal_targets: normal && options.schedule.normal_targets == crate::options::NormalTargets::Unit,
                 duplicate_of: None,
                 color_transform: None,
             });

@@ -28,6 +28,12 @@ pub struct TextureSlot {
     pub latent_channels: Vec<u32>,
     /// Loss weight of each of its channels.
     pub loss_weight: f32,
+    /// Per channel, a factor on `loss_weight` (empty: 1 for every channel); a normal map's z
+    /// channel takes [`crate::options::ScheduleConfig::normal_z_weight`].
+    pub channel_loss_factors: Vec<f32>,
+    /// A normal map trained towards its unit-length normals
+    /// ([`crate::options::NormalTargets::Unit`]).
+    pub unit_normal_targets: bool,
     /// `(material, map)` of an earlier, identical texture whose outputs this one shares: it is
     /// stored once (same `output_offset` and budget) and not sampled again in training.
     pub duplicate_of: Option<(usize, usize)>,

@@ -39,6 +39,14 @@ pub enum OptionsError {
         /// The bundle's limit.
         max: usize,
     },
+    /// A loss weight (per map kind, or a normal map's z weight) negative or not finite.
+    #[error("loss weight {what}: must be finite and at least 0, got {weight}")]
+    LossWeight {
+        /// Which weight.
+        what: String,
+        /// Its value.
+        weight: f32,
+    },
     /// Zero steps or an empty batch.
     #[error("steps and batch size must be positive")]
     EmptySchedule,

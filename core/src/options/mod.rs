@@ -183,8 +183,16 @@ pub struct ScheduleConfig {
     pub quantize_weights_at: f32,
     /// Random seed: equal seeds give bit-identical bundles. Default 1.
     pub seed: u64,
-    /// Loss weight per map kind (`kind` → weight). Default 1 for every kind.
+    /// Loss weight per map kind (`kind` → weight). Default [`NORMAL_LOSS_WEIGHT`] for normal
+    /// maps, 1 for every other kind.
     pub loss_weights: BTreeMap<String, f32>,
+    /// What a normal map is trained towards: [`NormalTargets::Stored`], its stored values
+    /// whatever their length, or [`NormalTargets::Unit`], its normals renormalised to unit length
+    /// (what a renderer sees: shading normalises). Default [`NormalTargets::Stored`].
+    pub normal_targets: NormalTargets,
+    /// Loss weight of a normal map's z channel relative to its x and y (for a nearly flat
+    /// normal, z changes the shaded direction least). Default 1.
+    pub normal_z_weight: f32,
     /// How the latents meet their bits. [`Quantisation::Qat`]: trained with uniform noise of ±½
     /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
     /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default
@@ -281,6 +289,24 @@ pub struct CompressOptions {
 /// (docs/benchmarks.md, "Quantisation").
 pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 
+/// The default loss weight of normal maps ([`ScheduleConfig::loss_weights`]): the renders
+/// (`texset eval`'s lit PSNR) see a normal's error most, and 6 gained the most lit PSNR at about
+/// the same pooled map PSNR (docs/benchmarks.md, "Normals for the light").
+pub const NORMAL_LOSS_WEIGHT: f32 = 6.0;
+
+/// What a normal map is trained towards ([`ScheduleConfig::normal_targets`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum NormalTargets {
+    /// The stored values, whatever the length of the normal they encode.
+    #[default]
+    Stored,
+    /// The stored normals renormalised to unit length: a source that does not store unit
+    /// normals (a JPEG, a box filter) spends no bits on a length the renderer throws away.
+    Unit,
+}
+
 /// Quantisation-aware training or post-training quantisation (docs/benchmarks.md compares them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -341,7 +367,9 @@ impl Default for ScheduleConfig {
             freeze_latents_at: 0.8,
             quantize_weights_at: 0.9,
             seed: 1,
-            loss_weights: BTreeMap::new(),
+            loss_weights: [(crate::set::MapKind::Normal.token().to_owned(), NORMAL_LOSS_WEIGHT)].into(),
+            normal_targets: NormalTargets::Stored,
+            normal_z_weight: 1.0,
             latent_quantisation: Quantisation::Auto,
             weight_quantisation: Quantisation::Auto,
             mip_sample_boost: 2.0,
@@ -593,6 +621,12 @@ impl CompressOptions {
         }
         if self.schedule.steps == 0 || self.schedule.batch_texels == 0 {
             return Err(OptionsError::EmptySchedule);
+        }
+        let weights = self.schedule.loss_weights.iter().map(|(kind, &w)| (kind.clone(), w));
+        for (what, weight) in weights.chain([("normal z".to_owned(), self.schedule.normal_z_weight)]) {
+            if !(weight.is_finite() && weight >= 0.0) {
+                return Err(OptionsError::LossWeight { what, weight });
+            }
         }
         if !(0.0..=1.0).contains(&self.schedule.freeze_latents_at) || !(0.0..=1.0).contains(&self.schedule.quantize_weights_at) {
             return Err(OptionsError::ScheduleFractions);

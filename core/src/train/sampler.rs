@@ -60,14 +60,15 @@ pub struct DrawTarget<'s> {
     /// First MLP output.
     pub output_offset: usize,
     /// Loss weight of each channel.
-    pub weight: f32,
+    pub weights: &'s [f32],
 }
 
 struct TargetRef<'a> {
     data: Cow<'a, [f32]>,
     channels: usize,
     output_offset: usize,
-    weight: f32,
+    /// Loss weight of each channel.
+    weights: Vec<f32>,
     /// Flat index of its texture's slot (over `layout.textures`, materials in order).
     slot: usize,
 }
@@ -115,9 +116,19 @@ impl<'a> Sampler<'a> {
                     continue;
                 }
                 let mask = layout.mask(slot);
+                // A normal map trained towards unit normals: its references are renormalised
+                // (each coarser level is renormalised by the box chain anyway).
+                let level0: Cow<'a, [f32]> = if slot.unit_normal_targets {
+                    Cow::Owned(texture.unit_normal_texels())
+                } else {
+                    Cow::Borrowed(texture.texels.as_slice())
+                };
+                let weights: Vec<f32> = (0..texture.channels as usize)
+                    .map(|c| slot.loss_weight * slot.channel_loss_factors.get(c).copied().unwrap_or(1.0))
+                    .collect();
                 let chain = if layout.mip_levels > 1 {
                     crate::model::mips::box_chain(
-                        &texture.texels,
+                        &level0,
                         texture.width,
                         texture.height,
                         texture.channels,
@@ -127,7 +138,7 @@ impl<'a> Sampler<'a> {
                 } else {
                     Vec::new()
                 };
-                let levels = std::iter::once((texture.width, texture.height, Cow::Borrowed(texture.texels.as_slice())))
+                let levels = std::iter::once((texture.width, texture.height, level0))
                     .chain(chain.into_iter().map(|l| (l.width, l.height, Cow::Owned(l.values))));
                 for (level, (width, height, data)) in levels.enumerate() {
                     let level = level as u32;
@@ -135,7 +146,7 @@ impl<'a> Sampler<'a> {
                         data,
                         channels: texture.channels as usize,
                         output_offset: slot.output_offset,
-                        weight: slot.loss_weight,
+                        weights: weights.clone(),
                         slot: slot_index,
                     };
                     if let Some(g) = groups[first_group..]
@@ -294,7 +305,7 @@ impl<'a> Sampler<'a> {
                 targets: g
                     .targets
                     .iter()
-                    .map(|t| DrawTarget { data: &t.data, channels: t.channels, output_offset: t.output_offset, weight: t.weight })
+                    .map(|t| DrawTarget { data: &t.data, channels: t.channels, output_offset: t.output_offset, weights: &t.weights })
                     .collect(),
             })
             .collect()
@@ -358,7 +369,7 @@ impl<'a> Sampler<'a> {
                 for c in 0..t.channels {
                     let o = i * oc + t.output_offset + c;
                     batch.target[o] = t.data.get(texel * t.channels + c).copied().unwrap_or(0.0);
-                    batch.weight[o] = t.weight;
+                    batch.weight[o] = t.weights.get(c).copied().unwrap_or(0.0);
                 }
             }
         }

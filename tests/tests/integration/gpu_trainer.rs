@@ -70,17 +70,46 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
     if !adapter("one_gpu_step_has_the_fused_cpu_trainers_gradients") {
         return;
     }
-    let set = library();
     let options = CompressOptions {
         model: ModelConfig { mips: true, ..ModelConfig::default() },
         schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
         budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
         ..CompressOptions::default()
     };
-    let (layout, report) = texset_core::analyse::analyse(&set, &options).unwrap();
-    assert!(layout.mip_levels > 1, "a mip chain");
+    // Every memory the weights may be read from (the adapter's limits pick one; the others are
+    // the fallbacks of adapters with smaller limits).
+    same_step_gradients(&library(), &options, &[WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage]);
+}
+
+/// A normal map trained for shading (unit targets, its own loss weight, a lighter z): the GPU's
+/// per-output loss table carries the sampler's targets and weights.
+#[test]
+fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
+    if !adapter("one_gpu_step_trains_unit_normals_as_the_cpu_does") {
+        return;
+    }
+    let mut set = library();
+    set.materials[0].textures.push(crate::normals::short_normals(32));
+    let options = CompressOptions {
+        schedule: ScheduleConfig {
+            steps: 10,
+            batch_texels: 1024,
+            normal_targets: texset_core::options::NormalTargets::Unit,
+            normal_z_weight: 0.5,
+            loss_weights: [("normal".to_owned(), 3.0)].into(),
+            ..ScheduleConfig::default()
+        },
+        ..CompressOptions::default()
+    };
+    same_step_gradients(&set, &options, &[WeightMemory::Storage]);
+}
+
+/// One step's loss and gradients on the GPU equal the fused CPU kernel's, on the same draws.
+fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions, memories: &[WeightMemory]) {
+    let (layout, report) = texset_core::analyse::analyse(set, options).unwrap();
+    assert_eq!(layout.mip_levels > 1, options.model.mips, "a mip chain with mips");
     assert!(layout.textures.iter().flatten().any(|s| s.color_transform.is_some()), "a colour variant: {:?}", report.duplicates);
-    let mut params = initial_params(&set, &layout, 7);
+    let mut params = initial_params(set, &layout, 7);
     // Non-zero latents, so every gradient path carries signal.
     let mut rng = Rng::new(3, 0, 0);
     for g in params.all_grids_mut() {
@@ -88,17 +117,15 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
             *v = rng.next_f32() - 0.5;
         }
     }
-    // Every memory the weights may be read from (the adapter's limits pick one; the others are
-    // the fallbacks of adapters with smaller limits).
-    for memory in [WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage] {
-        let schedule = Schedule::new(&options, &layout);
-        let mut trainer = GpuTrainer::with_weight_memory(Sampler::new(&set, &layout), schedule, &params, Some(memory)).unwrap();
+    for &memory in memories {
+        let schedule = Schedule::new(options, &layout);
+        let mut trainer = GpuTrainer::with_weight_memory(Sampler::new(set, &layout), schedule, &params, Some(memory)).unwrap();
         assert_eq!(trainer.weight_memory(), memory);
         let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
         assert!(draws.iter().any(|&(g, _)| g > 0), "several groups drawn");
         let mut batch = Batch::default();
         trainer.sampler().fill_draws(&draws, 1024, &mut batch);
-        assert!(batch.level.iter().any(|&l| l > 0), "mip levels drawn");
+        assert_eq!(batch.level.iter().any(|&l| l > 0), options.model.mips, "mip levels drawn with mips");
         let (cpu_loss, cpu) = loss_and_grads(&params, &batch);
         let (gpu_loss, gpu) = trainer.gradients_for(&draws).unwrap();
         let (rel, name) = worst_relative(&gpu, &cpu);

@@ -10,6 +10,7 @@ mod ingest;
 mod library_add;
 mod lit_quad;
 mod mips;
+mod normals;
 mod pinned;
 mod quantisation;
 mod rate;

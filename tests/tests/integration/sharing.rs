@@ -49,8 +49,9 @@ fn identical_maps_are_stored_once_and_decode_identically() {
     assert_eq!(report.duplicates[0].same_as, "red/normal");
     // Outputs: red basecolor + red normal + blue basecolor, not 12.
     assert_eq!(layout.output_channels(), 9);
-    // The original is trained for both copies.
-    assert!((layout.textures[0][1].loss_weight - 2.0).abs() < 1e-6);
+    // The original is trained for both copies, each with the normal maps' loss weight.
+    let normal = texset_core::options::NORMAL_LOSS_WEIGHT;
+    assert!((layout.textures[0][1].loss_weight - 2.0 * normal).abs() < 1e-6);
     assert_eq!(layout.textures[1][1].duplicate_of, Some((0, 1)));
     assert!(report.budgets.iter().any(|b| b.texture == "blue/normal" && b.reason.contains("identical to red/normal")));
 

@@ -183,7 +183,7 @@ impl Tables {
                         let at = (g * oc + o) * 3;
                         targets[at] = u32::try_from(data + c).map_err(|_| too_big("reference texels"))?;
                         targets[at + 1] = t.channels as u32;
-                        targets[at + 2] = t.weight.to_bits();
+                        targets[at + 2] = t.weights.get(c).copied().unwrap_or(0.0).to_bits();
                     }
                 }
             }
