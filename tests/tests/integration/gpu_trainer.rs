@@ -71,16 +71,25 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
         return;
     }
     let set = library();
+    // One pyramid level per mip level, and pyramid levels that serve two (mip 1 reads level 0's
+    // grids with its own LOD input).
+    for mip_group in [1, 2] {
+        one_step_matches(&set, mip_group);
+    }
+}
+
+fn one_step_matches(set: &texset_core::TextureSet, mip_group: u32) {
     let options = CompressOptions {
-        model: ModelConfig { mips: true, ..ModelConfig::default() },
+        model: ModelConfig { mips: true, mip_group, ..ModelConfig::default() },
         schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
         budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
         ..CompressOptions::default()
     };
-    let (layout, report) = texset_core::analyse::analyse(&set, &options).unwrap();
+    let (layout, report) = texset_core::analyse::analyse(set, &options).unwrap();
     assert!(layout.mip_levels > 1, "a mip chain");
+    assert_eq!(layout.mip_group, mip_group);
     assert!(layout.textures.iter().flatten().any(|s| s.color_transform.is_some()), "a colour variant: {:?}", report.duplicates);
-    let mut params = initial_params(&set, &layout, 7);
+    let mut params = initial_params(set, &layout, 7);
     // Non-zero latents, so every gradient path carries signal.
     let mut rng = Rng::new(3, 0, 0);
     for g in params.all_grids_mut() {
@@ -92,7 +101,7 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
     // the fallbacks of adapters with smaller limits).
     for memory in [WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage] {
         let schedule = Schedule::new(&options, &layout);
-        let mut trainer = GpuTrainer::with_weight_memory(Sampler::new(&set, &layout), schedule, &params, Some(memory)).unwrap();
+        let mut trainer = GpuTrainer::with_weight_memory(Sampler::new(set, &layout), schedule, &params, Some(memory)).unwrap();
         assert_eq!(trainer.weight_memory(), memory);
         let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
         assert!(draws.iter().any(|&(g, _)| g > 0), "several groups drawn");
@@ -103,7 +112,7 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
         let (gpu_loss, gpu) = trainer.gradients_for(&draws).unwrap();
         let (rel, name) = worst_relative(&gpu, &cpu);
         eprintln!(
-            "adapter {}, weights in {} memory: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
+            "adapter {}, mip group {mip_group}, weights in {} memory: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
             trainer.adapter(),
             memory.name()
         );
