@@ -257,6 +257,7 @@ pub fn pack(
             })
             .collect(),
         mip_levels: layout.mip_levels,
+        mip_group: layout.mip_group,
         producer: format!("texset {}", env!("CARGO_PKG_VERSION")),
     };
     let bundle = Bundle { manifest, latent_levels, layers };
@@ -333,6 +334,21 @@ fn scaled_for_backend(options: &CompressOptions, resolved: Backend) -> Option<Co
     })
 }
 
+/// With a mip chain in `layout` and [`crate::options::ScheduleConfig::mip_level0_batch`], the
+/// options with a batch grown by the chain's draws
+/// ([`crate::train::sampler::chain_draws_per_level0_draw`], whole chunks) so level 0 trains on
+/// as many texels per step as without mips; `None`: as given. Measured: with the preset's batch
+/// shared by the chain, level 0 lost 0.5 dB at the fast preset (docs/benchmarks.md).
+fn batch_for_chain(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Option<CompressOptions> {
+    let ratio = crate::train::sampler::chain_draws_per_level0_draw(set, layout, options.schedule.mip_sample_boost);
+    (options.schedule.mip_level0_batch && ratio > 1.0).then(|| {
+        let mut scaled = options.clone();
+        let texels = (options.schedule.batch_texels as f64 * ratio).ceil() as usize;
+        scaled.schedule.batch_texels = texels.div_ceil(crate::train::CHUNK_TEXELS) * crate::train::CHUNK_TEXELS;
+        scaled
+    })
+}
+
 /// Compresses a library into a bundle. The one entry point of the studio, the CLI and the tests.
 pub fn compress(
     set: &TextureSet,
@@ -392,6 +408,14 @@ pub fn compress(
         progress.note(&format!("training on a hardware GPU: {HARDWARE_GPU_BATCH_TEXELS} texels per step instead of the preset's 8192"));
     }
     let options = scaled.as_ref().unwrap_or(options);
+    let chain_batch = batch_for_chain(set, &layout, options);
+    if let Some(chain) = &chain_batch {
+        progress.note(&format!(
+            "mip chain: {} texels per step (level 0 gets {}, as without mips)",
+            chain.schedule.batch_texels, options.schedule.batch_texels
+        ));
+    }
+    let options = chain_batch.as_ref().unwrap_or(options);
     let on_cpu = |why: String| -> Result<(ModelParams, TrainReport), CompressError> {
         progress.warning(&format!("GPU training failed ({why}); training on the CPU instead"));
         // A run that wrote checkpoints goes on from the last one.

@@ -5,10 +5,12 @@
 // sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP with quantised weights and scales (last
 // layer linear, only the map's own outputs), clamp to [0, 1]. `decode_texel_linear` then un-maps
 // the stored value for shading (channel range, sRGB -> linear, normal vector in +Y convention).
-// A bundle with a mip chain (`MIP_LEVELS > 1`) has a latent pyramid: mip level `k` reads level
-// `k`'s grids (entries `k * GRID_COUNT + g` of the per-level tables), its positional encoding,
-// and one more MLP input, the LOD input `k * LOD_INPUT_SCALE`. `decode_texel_lod` filters
-// between levels (trilinear of decoded texels); `decode_texel_lod_stochastic` picks one.
+// A bundle with a mip chain (`PYRAMID_LEVELS > 1` pyramid levels of `MIP_GROUP` mip levels each) has
+// a latent pyramid: mip level `m` decodes at LOD level `l = min(m, PYRAMID_LEVELS * MIP_GROUP - 1)`
+// and reads pyramid level `k = l / MIP_GROUP`'s grids (entries `k * GRID_COUNT + g` of the
+// per-level tables) and its positional encoding, with one more MLP input, the LOD input
+// `l * LOD_INPUT_SCALE` (`lod_level`, `pyramid_level`). `decode_texel_lod` filters between
+// levels (trilinear of decoded texels); `decode_texel_lod_stochastic` picks one.
 //
 // f32 constants are given as their IEEE bit patterns (`*_BITS`, read with `bitcast<f32>`) so no
 // decimal rounding can differ between the CPU and a shader compiler.
@@ -31,7 +33,8 @@
 
 // texset:specialise:begin
 const GRID_COUNT: u32 = 1u;
-const MIP_LEVELS: u32 = 1u;
+const PYRAMID_LEVELS: u32 = 1u;
+const MIP_GROUP: u32 = 1u;
 const PE_FREQUENCIES: u32 = 2u;
 const LAYER_COUNT: u32 = 2u;
 const MAX_WIDTH: u32 = 12u;
@@ -75,8 +78,18 @@ const TWO_PI_C2: f32 = 0.0019353071693331003;
 const TWO_PI_C3: f32 = 1.0253131677018246e-11;
 const INV_TWO_PI: f32 = 0.15915493667125702;
 const TAU: f32 = 6.2831855;
-// The LOD input of pyramid level k is k * this (`texset_core::model::params::LOD_INPUT_SCALE`).
+// The LOD input of LOD level l is l * this (`texset_core::model::params::LOD_INPUT_SCALE`).
 const LOD_INPUT_SCALE: f32 = 0.25;
+
+// The LOD level mip level `level` decodes at (`texset_core::model::params::lod_level`).
+fn lod_level(level: u32) -> u32 {
+    return min(level, PYRAMID_LEVELS * MIP_GROUP - 1u);
+}
+
+// The pyramid level whose grids mip level `level` reads (`texset_core::model::params::pyramid_level`).
+fn pyramid_level(level: u32) -> u32 {
+    return lod_level(level) / MIP_GROUP;
+}
 
 // `MAP_NORMAL` values.
 const NORMAL_NONE: u32 = 0u;
@@ -262,8 +275,7 @@ fn lod_from_derivatives(uv: vec2<f32>, size: vec2<f32>) -> f32 {
 // `act` the last hidden layer's activations start. Depends on the map only through the latent
 // channels it reads (`MAP_MASK`): maps with equal masks (`same_budget`) share the result.
 fn decode_hidden(map_index: u32, uv: vec2<f32>, level: u32, act: ptr<function, array<f32, 2u * MAX_WIDTH>>) -> u32 {
-    let k_level = min(level, MIP_LEVELS - 1u);
-    let first_slot = k_level * GRID_COUNT;
+    let first_slot = pyramid_level(level) * GRID_COUNT;
     // 1-2. Latent fetch of the channels in the map's budget (the others are 0).
     for (var g = 0u; g < GRID_COUNT; g++) {
         let slot = first_slot + g;
@@ -283,8 +295,8 @@ fn decode_hidden(map_index: u32, uv: vec2<f32>, level: u32, act: ptr<function, a
 
     // 3. Positional encoding in the level's grid-0 cells, then the LOD input.
     let pe_start = GRID_FIRST_CHANNEL[GRID_COUNT - 1u] + GRID_CHANNELS[GRID_COUNT - 1u];
-    if (MIP_LEVELS > 1u) {
-        act[pe_start + 4u * PE_FREQUENCIES] = f32(k_level) * LOD_INPUT_SCALE;
+    if (PYRAMID_LEVELS > 1u) {
+        act[pe_start + 4u * PE_FREQUENCIES] = f32(lod_level(level)) * LOD_INPUT_SCALE;
     }
     let px = uv.x * f32(GRID_WIDTH[first_slot]);
     let py = uv.y * f32(GRID_HEIGHT[first_slot]);

@@ -204,7 +204,8 @@ impl GpuModel {
         let grids = &manifest.grids;
         let all_grids: Vec<_> = manifest.all_grids().collect();
         let _ = writeln!(constants, "const GRID_COUNT: u32 = {}u;", grids.len());
-        let _ = writeln!(constants, "const MIP_LEVELS: u32 = {}u;", manifest.mip_levels);
+        let _ = writeln!(constants, "const PYRAMID_LEVELS: u32 = {}u;", manifest.pyramid_levels());
+        let _ = writeln!(constants, "const MIP_GROUP: u32 = {}u;", manifest.mip_group());
         let _ = writeln!(constants, "const PE_FREQUENCIES: u32 = {}u;", manifest.pe_frequencies);
         let _ = writeln!(constants, "const LAYER_COUNT: u32 = {}u;", bundle.layers.len());
         let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");

@@ -55,6 +55,17 @@ fn print_text(path: &Path, bytes: u64, b: &Bundle) {
     for (i, g) in m.grids.iter().enumerate() {
         println!("grid {i}: {}x{} cells x {} channels @ {} bits", g.width, g.height, g.channels, g.bits);
     }
+    if m.mip_levels > 1 {
+        let sides: Vec<String> =
+            m.mip_grids.chunks(m.grids.len().max(1)).map(|level| format!("{}x{}", level[0].width, level[0].height)).collect();
+        println!(
+            "mip chain: {} levels, {} pyramid levels of {} mip levels each (grid 0 above level 0: {})",
+            m.mip_levels,
+            m.pyramid_levels(),
+            m.mip_group(),
+            sides.join(", ")
+        );
+    }
     let widths: Vec<String> = std::iter::once(m.layers.first().map_or(0, |l| l.inputs))
         .chain(m.layers.iter().map(|l| l.outputs))
         .map(|w| w.to_string())

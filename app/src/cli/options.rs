@@ -34,11 +34,16 @@ pub struct ModelArgs {
     /// every level of box-filtered references, decoded at any level of detail.
     #[arg(long)]
     pub mips: bool,
-    /// With `--mips`: how much denser in cells per texel each pyramid level is than the one
-    /// above (1: the grids halve with the texture, a third more latent bits; 2: they halve
-    /// every other level, about twice the latent bits, every level as good as level 0).
+    /// With `--mips`: how much denser in cells per texel each mip level's grids are than those
+    /// of the level above (1: the grids halve with the texture; 2: they halve every other
+    /// level).
     #[arg(long, default_value_t = 2.0, requires = "mips")]
     pub mip_growth: f32,
+    /// With `--mips`: mip levels each pyramid level of latents serves (2: mips 0–1 share level
+    /// 0's grids, 2–3 pyramid level 1's, …, a third more latent bits with growth 2; 1: a
+    /// pyramid level per mip level, about twice the latent bits with growth 2).
+    #[arg(long, default_value_t = 2, requires = "mips")]
+    pub mip_group: u32,
 }
 
 impl ModelArgs {
@@ -55,6 +60,7 @@ impl ModelArgs {
         }
         model.mips = self.mips;
         model.mip_cell_growth = self.mip_growth;
+        model.mip_group = self.mip_group;
         Ok(())
     }
 }
@@ -80,9 +86,14 @@ pub struct ScheduleArgs {
     #[arg(long, value_enum, default_value_t = Quantisation::Auto)]
     pub weight_quant: Quantisation,
     /// With `--mips`: how much more often training draws a texel of each coarser level than
-    /// one of the level above (1: every texel of the chain alike).
-    #[arg(long, default_value_t = 2.0, requires = "mips")]
+    /// one of the level above (1: every texel of the chain alike, each level by its area).
+    #[arg(long, default_value_t = 1.5, requires = "mips")]
     pub mip_boost: f32,
+    /// With `--mips`: train on the preset's batch as is, level 0 getting only its share of it
+    /// (by default the batch grows by the chain's draws, 1.6× at `--mip-boost 1.5`, so level 0
+    /// trains on as many texels as without mips).
+    #[arg(long, requires = "mips")]
+    pub mip_fixed_batch: bool,
     /// Where the latent grids start: `noise`, or `pca` (the principal components of the maps'
     /// channels, box-filtered to each grid).
     #[arg(long, value_enum, default_value_t = LatentInit::Noise)]
@@ -133,6 +144,7 @@ impl ScheduleArgs {
         schedule.latent_quantisation = self.latent_quant;
         schedule.weight_quantisation = self.weight_quant;
         schedule.mip_sample_boost = self.mip_boost;
+        schedule.mip_level0_batch = !self.mip_fixed_batch;
         schedule.latent_init = self.latent_init;
         if let Some(lr) = self.grid_lr {
             schedule.grid_learning_rate = lr;

@@ -301,10 +301,11 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
         hidden_widths: options.model.hidden_widths.clone(),
         textures,
         mip_levels: 1,
+        mip_group: 1,
         mip_grids: Vec::new(),
         weight_format: options.model.weight_format,
     };
-    let layout = if options.model.mips { with_pyramid(layout, set.max_extent(), options.model.mip_cell_growth) } else { layout };
+    let layout = if options.model.mips { with_pyramid(layout, set.max_extent(), &options.model) } else { layout };
     let mut mlp_widths = vec![layout.latent_channels() + 4 * options.model.pe_frequencies as usize + usize::from(layout.mip_levels > 1)];
     mlp_widths.extend(&options.model.hidden_widths);
     mlp_widths.push(layout.output_channels());
@@ -312,17 +313,23 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
 }
 
 /// `layout` with a latent pyramid for the full mip chain of maps up to `extent` (width, height):
-/// level `k` of each grid from [`crate::model::params::mip_grid_side`] with `growth`.
+/// pyramid levels of `model.mip_group` mip levels ([`crate::options::ModelConfig::effective_mip_group`]),
+/// level `k`'s grids sized for its first mip level `k · group` by
+/// [`crate::model::params::mip_grid_side`] with `model.mip_cell_growth`.
 #[must_use]
-pub fn with_pyramid(mut layout: ModelLayout, extent: (u32, u32), growth: f32) -> ModelLayout {
+pub fn with_pyramid(mut layout: ModelLayout, extent: (u32, u32), model: &crate::options::ModelConfig) -> ModelLayout {
     let (width, height) = extent;
+    let growth = model.mip_cell_growth;
     layout.mip_levels = crate::model::params::full_mip_count(width, height);
-    layout.mip_grids = (1..layout.mip_levels)
+    let group = model.effective_mip_group(layout.mip_levels);
+    layout.mip_group = group;
+    layout.mip_grids = (1..layout.mip_levels.div_ceil(group))
         .flat_map(|k| {
-            let (tw, th) = crate::model::mips::level_size(width, height, k);
+            let first_mip = k * group;
+            let (tw, th) = crate::model::mips::level_size(width, height, first_mip);
             layout.grids.iter().map(move |g| GridShape {
-                width: crate::model::params::mip_grid_side(g.width, k, growth, tw),
-                height: crate::model::params::mip_grid_side(g.height, k, growth, th),
+                width: crate::model::params::mip_grid_side(g.width, first_mip, growth, tw),
+                height: crate::model::params::mip_grid_side(g.height, first_mip, growth, th),
                 ..g.clone()
             })
         })

@@ -121,11 +121,37 @@ pub struct Manifest {
     /// side. Their latents follow level 0's in the latent section.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mip_grids: Vec<GridEntry>,
+    /// Consecutive mip levels each pyramid level serves (format version 5; absent: 1, one pyramid
+    /// level per mip level): [`crate::model::params::lod_level`] and
+    /// [`crate::model::params::pyramid_level`] map a mip level to its grids and LOD input.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub mip_group: u32,
     /// Free-form producer string (`texset 0.1.0`).
     pub producer: String,
 }
 
+fn one() -> u32 {
+    1
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 impl Manifest {
+    /// Mip levels each pyramid level serves (at least 1).
+    #[must_use]
+    pub fn mip_group(&self) -> u32 {
+        self.mip_group.max(1)
+    }
+
+    /// Levels of the latent pyramid: `ceil(mip_levels / mip_group)` (1 without a mip chain).
+    #[must_use]
+    pub fn pyramid_levels(&self) -> u32 {
+        self.mip_levels.max(1).div_ceil(self.mip_group())
+    }
+
     /// Total latent channels.
     #[must_use]
     pub fn latent_channels(&self) -> usize {
@@ -182,13 +208,23 @@ impl Bundle {
         if m.mip_levels == 0 || m.mip_levels > limits::MAX_MIP_LEVELS {
             return invalid(format!("{} mip levels (1..={})", m.mip_levels, limits::MAX_MIP_LEVELS));
         }
-        if m.mip_grids.len() != (m.mip_levels as usize - 1) * m.grids.len() {
+        if m.mip_group == 0 || m.mip_group > limits::MAX_MIP_LEVELS || (m.mip_group > 1 && m.mip_levels <= m.mip_group) {
             return invalid(format!(
-                "{} pyramid grids for {} mip levels of {} grids (expected {})",
+                "mip group of {} for {} mip levels (1, or 2..={} and fewer than the mip levels)",
+                m.mip_group,
+                m.mip_levels,
+                limits::MAX_MIP_LEVELS
+            ));
+        }
+        let pyramid_levels = m.pyramid_levels() as usize;
+        if m.mip_grids.len() != (pyramid_levels - 1) * m.grids.len() {
+            return invalid(format!(
+                "{} pyramid grids for {} mip levels in groups of {} of {} grids (expected {})",
                 m.mip_grids.len(),
                 m.mip_levels,
+                m.mip_group,
                 m.grids.len(),
-                (m.mip_levels as usize - 1) * m.grids.len()
+                (pyramid_levels - 1) * m.grids.len()
             ));
         }
         for (i, p) in m.mip_grids.iter().enumerate() {

@@ -20,9 +20,10 @@ pub use manifest::{GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, app
 pub const MAGIC: [u8; 8] = *b"TEXSET\0\x1a";
 /// The newest format version this build writes and reads. Version 2 adds per-map colour
 /// transforms, version 3 the mip chain (latent pyramid and LOD input), version 4 decoder weights
-/// in fp16, E4M3 or MXINT8 (not int8); a bundle is written with
-/// the oldest version that holds what it uses, so older readers read it when they can.
-pub const FORMAT_VERSION: u32 = 4;
+/// in fp16, E4M3 or MXINT8 (not int8), version 5 pyramid levels that serve groups of mip levels
+/// (`Manifest::mip_group`); a bundle is written with the oldest version that holds what it uses,
+/// so older readers read it when they can.
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this build reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Section tags, in file order.
@@ -190,7 +191,9 @@ impl Bundle {
         let header_len = 16 + SECTION_ENTRY_BYTES * sections.len() + 4;
         let mut out = Vec::with_capacity(header_len + manifest.len() + latents.len() + weights.len());
         out.extend_from_slice(&MAGIC);
-        let version = if self.manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
+        let version = if self.manifest.mip_group > 1 {
+            5
+        } else if self.manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
             4
         } else if self.manifest.mip_levels > 1 {
             3
@@ -327,6 +330,12 @@ impl Bundle {
         if version < 3 && manifest.mip_levels > 1 {
             return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold a mip chain (version 3 adds it)")));
         }
+        if version < 5 && manifest.mip_group != 1 {
+            return Err(BundleError::Invalid(format!(
+                "a version {version} bundle cannot hold pyramid levels of {} mip levels (version 5 adds them)",
+                manifest.mip_group
+            )));
+        }
         if version < 4 && manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
             return Err(BundleError::Invalid(format!(
                 "a version {version} bundle cannot hold weights other than int8 (version 4 adds them)"
@@ -429,6 +438,7 @@ impl Bundle {
             pe_frequencies: self.manifest.pe_frequencies,
             layers: self.layers.iter().map(QuantizedLayer::dequantize).collect(),
             mip_grids,
+            mip_group: self.manifest.mip_group(),
         }
     }
 

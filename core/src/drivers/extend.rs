@@ -195,6 +195,7 @@ pub fn add_materials(
         hidden_widths,
         textures,
         mip_levels: 1,
+        mip_group: 1,
         mip_grids: Vec::new(),
         weight_format: crate::model::quant::WeightFormat::Int8,
     };

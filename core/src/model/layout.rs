@@ -53,8 +53,10 @@ pub struct ModelLayout {
     pub hidden_widths: Vec<usize>,
     /// Per material, per map (in the set's order), its slot.
     pub textures: Vec<Vec<TextureSlot>>,
-    /// Levels of the latent pyramid: 1 (level 0 only) or the full mip chain of the largest map.
+    /// Mip levels the latents encode: 1 (level 0 only) or the full mip chain of the largest map.
     pub mip_levels: u32,
+    /// Consecutive mip levels each pyramid level serves (1: one pyramid level per mip level).
+    pub mip_group: u32,
     /// The pyramid's levels 1 and up, level by level, each with every grid (see
     /// [`crate::model::params::ModelParams::mip_grids`]); empty without a mip chain.
     pub mip_grids: Vec<GridShape>,
@@ -116,6 +118,7 @@ impl ModelLayout {
             pe_frequencies: self.pe_frequencies,
             layers,
             mip_grids: self.mip_grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
+            mip_group: self.mip_group,
         }
     }
 }

@@ -31,12 +31,16 @@
 //!
 //! A model with a mip chain (`mip_levels() > 1`) stores a *latent pyramid*: level `k ≥ 1` has its
 //! own copy of every grid, with the same channels but fewer cells (at most level 0's; texset
-//! makes them with [`mip_grid_side`]), in [`ModelParams::mip_grids`]. Mip level `m` of a map (its `m`-th 2×2 box reduction) is decoded
-//! as above with the grids of pyramid level `k = min(m, mip_levels − 1)` in steps 1 and 3 (the
-//! positional encoding counts that level's grid-0 cells) and one more MLP input after the
-//! positional encoding, the **LOD input** `k · LOD_INPUT_SCALE`. Every level shares the MLP.
-//! A fractional LOD blends the decoded outputs of its two neighbouring levels (trilinear
-//! filtering of decoded texels).
+//! makes them with [`mip_grid_side`]), in [`ModelParams::mip_grids`]. Each pyramid level serves
+//! a group of `G = mip_group` consecutive mip levels ([`ModelParams::mip_group`]; 1 in bundles
+//! before format version 5). Mip level `m` of a map (its `m`-th 2×2 box reduction) decodes at the
+//! **LOD level** `l = min(m, P·G − 1)` for `P` pyramid levels ([`lod_level`]), as above with the
+//! grids of pyramid level `k = l / G` ([`pyramid_level`]) in steps 1 and 3 (the positional
+//! encoding counts that level's grid-0 cells) and one more MLP input after the positional
+//! encoding, the **LOD input** `l · LOD_INPUT_SCALE`: the mips of one group sample the same grids
+//! at their own texel centres and the LOD input tells the MLP which of them to produce. Every
+//! level shares the MLP. A fractional LOD blends the decoded outputs of its two neighbouring
+//! levels (trilinear filtering of decoded texels).
 
 use serde::{Deserialize, Serialize};
 
@@ -119,20 +123,39 @@ pub struct ModelParams {
     /// `mip_grids[(k − 1)·G .. k·G]` for the `G` grids of level 0, each with its grid's channels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mip_grids: Vec<GridParams>,
+    /// Consecutive mip levels each pyramid level serves (see the module docs); 0 reads as 1.
+    #[serde(default)]
+    pub mip_group: u32,
 }
 
 /// The LOD input of pyramid level `k` is `k ·` this.
 pub const LOD_INPUT_SCALE: f32 = 0.25;
 
-/// Cells a side of a grid of `side` cells at pyramid level `level` when each level has `growth`
-/// times the cells per texel of the one above (1: the grid halves with the texture; 2: it halves
-/// every other level), at most `texture_side` (the level's texels: one cell per texel is the
-/// most that helps) and `side`, at least 1: `ceil(side · growth^(level/2) / 2^level)`.
+/// Cells a side of a grid of `side` cells (at level 0) for mip level `level` when each mip level
+/// has `growth` times the cells per texel of the one above (1: the grid halves with the texture;
+/// 2: it halves every other level), at most `texture_side` (the level's texels: one cell per
+/// texel is the most that helps) and `side`, at least 1: `ceil(side · growth^(level/2) / 2^level)`.
+/// A pyramid level is sized for the first mip level it serves.
 #[must_use]
 pub fn mip_grid_side(side: u32, level: u32, growth: f32, texture_side: u32) -> u32 {
     let shrink = 2f64.powi(level.min(64) as i32) / f64::from(growth.max(1.0)).powf(f64::from(level) / 2.0);
     let cells = (f64::from(side) / shrink).ceil().min(f64::from(u32::MAX)) as u32;
     cells.min(texture_side).min(side).max(1)
+}
+
+/// The LOD level mip level `mip` decodes at with `pyramid_levels` pyramid levels of `group` mip
+/// levels each (0 reads as 1): `min(mip, pyramid_levels · group − 1)`. Its LOD input is this
+/// `· LOD_INPUT_SCALE`; [`pyramid_level`] says whose grids it reads. Every decoder and trainer
+/// (the WGSL ones through the same expression) maps a mip level with these two functions.
+#[must_use]
+pub fn lod_level(mip: u32, pyramid_levels: u32, group: u32) -> u32 {
+    mip.min(pyramid_levels.max(1).saturating_mul(group.max(1)) - 1)
+}
+
+/// The pyramid level whose grids mip level `mip` reads: [`lod_level`]` / group`.
+#[must_use]
+pub fn pyramid_level(mip: u32, pyramid_levels: u32, group: u32) -> u32 {
+    lod_level(mip, pyramid_levels, group) / group.max(1)
 }
 
 /// Mip levels of a full chain down to 1×1 for a map of `width × height` (each level halves,
@@ -156,10 +179,29 @@ impl ModelParams {
         self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels() > 1)
     }
 
-    /// Levels of the latent pyramid (1 without a mip chain).
+    /// Levels of the latent pyramid (1 without a mip chain); each serves [`Self::mip_group`] mip
+    /// levels.
     #[must_use]
     pub fn mip_levels(&self) -> u32 {
         if self.grids.is_empty() { 1 } else { 1 + (self.mip_grids.len() / self.grids.len()) as u32 }
+    }
+
+    /// Mip levels each pyramid level serves (at least 1).
+    #[must_use]
+    pub fn mip_group(&self) -> u32 {
+        self.mip_group.max(1)
+    }
+
+    /// The LOD level mip level `mip` decodes at ([`lod_level`] of this pyramid).
+    #[must_use]
+    pub fn lod_level(&self, mip: u32) -> u32 {
+        lod_level(mip, self.mip_levels(), self.mip_group())
+    }
+
+    /// The pyramid level mip level `mip` reads ([`pyramid_level`] of this pyramid).
+    #[must_use]
+    pub fn pyramid_level(&self, mip: u32) -> u32 {
+        pyramid_level(mip, self.mip_levels(), self.mip_group())
     }
 
     /// The grids pyramid level `level` decodes with (the last level for any beyond it).
@@ -213,6 +255,7 @@ impl ModelParams {
             pe_frequencies: self.pe_frequencies,
             layers: self.layers.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect(),
             mip_grids: self.mip_grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
+            mip_group: self.mip_group,
         }
     }
 }

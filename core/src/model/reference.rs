@@ -29,10 +29,11 @@ pub fn features_at(params: &ModelParams, u: f32, v: f32, mask: &[f32], features:
     features_at_level(params, u, v, 0, mask, features);
 }
 
-/// Writes the MLP input for texel `(u, v)` at pyramid level `level` (clamped to the pyramid):
-/// that level's grids, its positional encoding and the LOD input.
+/// Writes the MLP input for texel `(u, v)` at mip level `level`: the grids of its pyramid level
+/// ([`ModelParams::pyramid_level`]), their positional encoding and the LOD input of its LOD level
+/// ([`ModelParams::lod_level`]).
 pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask: &[f32], features: &mut [f32]) {
-    let grids = params.level_grids(level);
+    let grids = params.level_grids(params.pyramid_level(level));
     let mut offset = 0;
     for grid in grids {
         let channels = grid.channels as usize;
@@ -65,7 +66,7 @@ pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask:
     if params.mip_levels() > 1 {
         let i = offset + 4 * params.pe_frequencies as usize;
         if let Some(slot) = features.get_mut(i) {
-            *slot = level.min(params.mip_levels() - 1) as f32 * LOD_INPUT_SCALE;
+            *slot = params.lod_level(level) as f32 * LOD_INPUT_SCALE;
         }
     }
 }

@@ -91,6 +91,12 @@ pub enum OptionsError {
         /// The growth asked for.
         growth: f32,
     },
+    /// A mip group outside 1..=4.
+    #[error("the mip group must be 1 to 4 mip levels per pyramid level, got {group}")]
+    MipGroup {
+        /// The group asked for.
+        group: u32,
+    },
     /// A mip sample boost outside 1..=4.
     #[error("the mip sample boost must be 1 to 4, got {boost}")]
     MipSampleBoost {

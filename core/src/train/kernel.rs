@@ -54,8 +54,10 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
     let mut raw = if gated { vec![0.0f32; n * lc] } else { Vec::new() };
     let mut x = vec![0.0f32; inputs * np];
     let mut corners = Vec::with_capacity(n * grid_count);
-    let top_level = params.mip_levels() - 1;
-    let levels: Vec<u32> = (0..n).map(|i| batch.level.get(i).map_or(0, |&l| l.min(top_level))).collect();
+    let has_lod = params.mip_levels() > 1;
+    // Per texel its LOD level (the LOD input) and the pyramid level whose grids it reads.
+    let lods: Vec<u32> = (0..n).map(|i| params.lod_level(batch.level.get(i).copied().unwrap_or(0))).collect();
+    let levels: Vec<u32> = (0..n).map(|i| params.pyramid_level(batch.level.get(i).copied().unwrap_or(0))).collect();
     // First the corners of every texel and grid, touching each corner's cells: these loads do not
     // depend on each other, so the CPU keeps many cache misses in flight, and the gather below
     // (whose adds wait on its loads) finds the cells in cache.
@@ -106,8 +108,8 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
             x[(j + 2) * np + i] = (a * py).sin();
             x[(j + 3) * np + i] = (a * py).cos();
         }
-        if top_level > 0 {
-            x[(offset + 4 * params.pe_frequencies as usize) * np + i] = levels[i] as f32 * LOD_INPUT_SCALE;
+        if has_lod {
+            x[(offset + 4 * params.pe_frequencies as usize) * np + i] = lods[i] as f32 * LOD_INPUT_SCALE;
         }
     }
 

@@ -99,6 +99,40 @@ pub struct Sampler<'a> {
     level_boost: f32,
 }
 
+/// Draws per texel of mip level `level` with `boost` ([`Sampler::with_level_boost`]): 16 ×
+/// boost^level, rounded, so fractional boosts keep their ratios; without a mip chain (`chain`
+/// false) one each (the draws of a run without mips are what they always were).
+fn level_repeats(level: u32, boost: f32, chain: bool) -> u64 {
+    if !chain {
+        return 1;
+    }
+    (16.0 * f64::from(boost.max(1.0)).powi(level.min(64) as i32)).round().max(1.0) as u64
+}
+
+/// With a mip chain in `layout`, how many texels a batch draws in all for each texel of level 0
+/// when a texel of level `k` is drawn `boost^k` as often as one of level 0 (1 without a chain):
+/// what a batch must grow by for level 0 to get the texels it gets without mips.
+#[must_use]
+pub fn chain_draws_per_level0_draw(set: &TextureSet, layout: &ModelLayout, boost: f32) -> f64 {
+    if layout.mip_levels <= 1 {
+        return 1.0;
+    }
+    let (mut all, mut level0) = (0u64, 0u64);
+    for (material, slots) in set.materials.iter().zip(&layout.textures) {
+        for (texture, _) in material.textures.iter().zip(slots).filter(|(_, s)| s.duplicate_of.is_none()) {
+            for level in 0..crate::model::params::full_mip_count(texture.width, texture.height) {
+                let (w, h) = crate::model::mips::level_size(texture.width, texture.height, level);
+                let draws = u64::from(w) * u64::from(h) * level_repeats(level, boost, true);
+                all = all.saturating_add(draws);
+                if level == 0 {
+                    level0 = level0.saturating_add(draws);
+                }
+            }
+        }
+    }
+    if level0 == 0 { 1.0 } else { all as f64 / level0 as f64 }
+}
+
 impl<'a> Sampler<'a> {
     /// Groups the set's textures by (material, resolution, mask) and, with a mip chain, builds
     /// every level's reference ([`crate::model::mips::box_chain`]).
@@ -255,11 +289,8 @@ impl<'a> Sampler<'a> {
     }
 
     fn weigh_levels(&mut self, boost: f32) {
-        // 16 × boost^k draws per texel, rounded, so fractional boosts keep their ratios; without
-        // a mip chain one each (the draws of a run without mips are what they always were).
-        let boost = f64::from(boost.max(1.0));
-        let scale = if self.groups.iter().any(|g| g.level > 0) { 16.0 } else { 1.0 };
-        self.repeats = self.groups.iter().map(|g| (scale * boost.powi(g.level.min(64) as i32)).round().max(1.0) as u64).collect();
+        let chain = self.groups.iter().any(|g| g.level > 0);
+        self.repeats = self.groups.iter().map(|g| level_repeats(g.level, boost, chain)).collect();
         let mut total = 0u64;
         self.cumulative_texels = self
             .groups

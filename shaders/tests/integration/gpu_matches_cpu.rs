@@ -5,7 +5,7 @@
 
 use texset_core::Decoder;
 use texset_shaders::{DecodeMode, GpuDecoder, renders_fragment_format, request_device};
-use texset_testkit::{gpu_or_skip, tiny_bundle, tiny_bundle_with_mips};
+use texset_testkit::{gpu_or_skip, tiny_bundle, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips};
 
 /// Largest |a - b| per channel over two interleaved maps.
 fn max_diff_per_channel(got: &[f32], want: &[f32], channels: usize) -> Vec<f32> {
@@ -111,21 +111,28 @@ fn gpu_matches_cpu_reference() {
 
 #[test]
 fn gpu_matches_cpu_at_every_mip_level_and_lod() {
-    // 13x11 is the largest map: 4 levels (13x11, 6x5, 3x2, 1x1).
-    let bundle = tiny_bundle_with_mips(4);
-    let cpu = Decoder::new(&bundle);
+    // 13x11 is the largest map: 4 levels (13x11, 6x5, 3x2, 1x1). The grouped chain: 2 pyramid
+    // levels of 2 mip levels each (mips 0-1 read level 0's grids, 2-3 pyramid level 1's).
     let Some((_, device, queue)) = gpu_or_skip("gpu_matches_cpu_at_every_mip_level_and_lod", request_device().unwrap()) else {
         return;
     };
-    let gpu = GpuDecoder::new(&device, &bundle).unwrap();
+    for bundle in [tiny_bundle_with_mips(4), tiny_bundle_with_grouped_mips(4, 2)] {
+        check_mip_chain(&device, &queue, &bundle);
+    }
+}
+
+fn check_mip_chain(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_core::bundle::Bundle) {
+    let group = bundle.manifest.mip_group;
+    let cpu = Decoder::new(bundle);
+    let gpu = GpuDecoder::new(device, bundle).unwrap();
     for (k, material) in bundle.manifest.materials.iter().enumerate() {
         for (m, entry) in material.maps.iter().enumerate() {
-            let name = format!("{}/{}", material.name, entry.kind);
+            let name = format!("{}/{} (mip group {group})", material.name, entry.kind);
             let levels = cpu.map_mip_levels(k, m).unwrap();
             assert_eq!(levels, texset_core::model::params::full_mip_count(entry.width, entry.height));
             for level in 0..levels {
                 let want = cpu.decode_map_level(k, m, level).unwrap();
-                let got = gpu.decode_map_level(&device, &queue, k, m, level, DecodeMode::Stored).unwrap();
+                let got = gpu.decode_map_level(device, queue, k, m, level, DecodeMode::Stored).unwrap();
                 assert_eq!((got.width, got.height), texset_core::model::mips::level_size(entry.width, entry.height, level));
                 assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
                 let diffs = max_diff_per_channel(&got.values, &want.values, want.channels as usize);
@@ -149,7 +156,7 @@ fn gpu_matches_cpu_at_every_mip_level_and_lod() {
             let uvs: Vec<[f32; 2]> = (0..129).map(|i| [i as f32 / 128.0, (i as f32 * 0.37).fract()]).collect();
             for lod in [0.0, 0.4, 1.5, 2.75, 9.0, -1.0] {
                 for mode in [DecodeMode::Stored, DecodeMode::Shading] {
-                    let got = gpu.decode_samples_lod(&device, &queue, k, m, &uvs, lod, mode).unwrap();
+                    let got = gpu.decode_samples_lod(device, queue, k, m, &uvs, lod, mode).unwrap();
                     for (g, [u, v]) in got.iter().zip(&uvs) {
                         let mut t = [0.0; 4];
                         cpu.decode_texel_lod(k, m, *u, *v, lod, &mut t).unwrap();

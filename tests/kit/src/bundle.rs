@@ -57,28 +57,37 @@ pub fn tiny_bundle() -> Bundle {
 /// [`tiny_bundle`] with a latent pyramid of `mip_levels` levels (1: none) and the LOD input.
 #[must_use]
 pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
-    build(mip_levels, &[16, 12])
+    build(mip_levels, 1, &[16, 12])
+}
+
+/// [`tiny_bundle`] with a chain of `mip_levels` mip levels whose pyramid levels serve `group`
+/// of them each (`ceil(mip_levels / group)` pyramid levels; format version 5).
+#[must_use]
+pub fn tiny_bundle_with_grouped_mips(mip_levels: u32, group: u32) -> Bundle {
+    build(mip_levels, group, &[16, 12])
 }
 
 /// [`tiny_bundle`] with these hidden layer widths (its own are 16 and 12).
 #[must_use]
 pub fn tiny_bundle_with_widths(hidden_widths: &[u32]) -> Bundle {
-    build(1, hidden_widths)
+    build(1, 1, hidden_widths)
 }
 
-fn build(mip_levels: u32, hidden_widths: &[u32]) -> Bundle {
+fn build(mip_levels: u32, group: u32, hidden_widths: &[u32]) -> Bundle {
     let mut rng = Rng(0x007E_75E7);
     let grids = vec![
         GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0] },
         // 3 bits: levels straddle 32-bit words in the GPU layout.
         GridEntry { width: 5, height: 4, channels: 2, bits: 3, range: [-0.75, 1.25] },
     ];
-    let mip_grids: Vec<GridEntry> = (1..mip_levels)
+    let mip_grids: Vec<GridEntry> = (1..mip_levels.div_ceil(group))
         .flat_map(|k| {
+            // Sized for the pyramid level's first mip level.
+            let m = k * group;
             grids.iter().map(move |g| GridEntry {
                 // Growth 2 (the compressor's default), for maps up to 13x11.
-                width: texset_core::model::params::mip_grid_side(g.width, k, 2.0, (13 >> k).max(1)),
-                height: texset_core::model::params::mip_grid_side(g.height, k, 2.0, (11 >> k).max(1)),
+                width: texset_core::model::params::mip_grid_side(g.width, m, 2.0, (13 >> m).max(1)),
+                height: texset_core::model::params::mip_grid_side(g.height, m, 2.0, (11 >> m).max(1)),
                 ..g.clone()
             })
         })
@@ -153,6 +162,7 @@ fn build(mip_levels: u32, hidden_widths: &[u32]) -> Bundle {
         layers: layer_entries,
         mip_levels,
         mip_grids,
+        mip_group: group,
         producer: "texset-shaders test".to_string(),
     };
     let bundle = Bundle { manifest, latent_levels, layers };

@@ -54,10 +54,10 @@ fn bit_flips_are_detected() {
 fn version_and_magic_are_checked() {
     let bytes = small_bundle();
     let mut b = bytes.clone();
-    b[8] = 5;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 5, supported: 4 })));
+    b[8] = 6;
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 6, supported: 5 })));
     b[8] = 0;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 4 })));
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 5 })));
     let mut b = bytes;
     b[0] = b'X';
     assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::BadMagic)));

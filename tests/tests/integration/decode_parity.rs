@@ -4,7 +4,7 @@
 //! float-range map, hidden widths that leave row-block tails, and every level of a mip chain.
 
 use texset_core::decode::Decoder;
-use texset_testkit::{tiny_bundle, tiny_bundle_with_mips, tiny_bundle_with_widths};
+use texset_testkit::{tiny_bundle, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_widths};
 
 /// Tolerance on normalised `[0, 1]` values: the batched path's features are bit-identical to the
 /// reference's and its MLP differs only in rounding (one fused multiply-add per term instead of a
@@ -40,6 +40,7 @@ fn batched_decode_matches_the_reference() {
     for (name, bundle) in [
         ("tiny", tiny_bundle()),
         ("mips", tiny_bundle_with_mips(3)),
+        ("mips in groups of 2", tiny_bundle_with_grouped_mips(4, 2)),
         ("widths 64-48-32", tiny_bundle_with_widths(&[64, 48, 32])),
         ("widths 7-5", tiny_bundle_with_widths(&[7, 5])),
     ] {

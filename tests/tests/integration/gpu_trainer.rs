@@ -70,15 +70,19 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
     if !adapter("one_gpu_step_has_the_fused_cpu_trainers_gradients") {
         return;
     }
-    let options = CompressOptions {
-        model: ModelConfig { mips: true, ..ModelConfig::default() },
-        schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
-        budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
-        ..CompressOptions::default()
-    };
-    // Every memory the weights may be read from (the adapter's limits pick one; the others are
-    // the fallbacks of adapters with smaller limits).
-    same_step_gradients(&library(), &options, &[WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage]);
+    // One pyramid level per mip level, and pyramid levels that serve two (mip 1 reads level 0's
+    // grids with its own LOD input).
+    for mip_group in [1, 2] {
+        let options = CompressOptions {
+            model: ModelConfig { mips: true, mip_group, ..ModelConfig::default() },
+            schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
+            budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
+            ..CompressOptions::default()
+        };
+        // Every memory the weights may be read from (the adapter's limits pick one; the others are
+        // the fallbacks of adapters with smaller limits).
+        same_step_gradients(&library(), &options, &[WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage]);
+    }
 }
 
 /// A normal map trained for shading (unit targets, its own loss weight, a lighter z): the GPU's
@@ -108,6 +112,9 @@ fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
 fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions, memories: &[WeightMemory]) {
     let (layout, report) = texset_core::analyse::analyse(set, options).unwrap();
     assert_eq!(layout.mip_levels > 1, options.model.mips, "a mip chain with mips");
+    if options.model.mips {
+        assert_eq!(layout.mip_group, options.model.mip_group);
+    }
     assert!(layout.textures.iter().flatten().any(|s| s.color_transform.is_some()), "a colour variant: {:?}", report.duplicates);
     let mut params = initial_params(set, &layout, 7);
     // Non-zero latents, so every gradient path carries signal.
@@ -130,8 +137,9 @@ fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions,
         let (gpu_loss, gpu) = trainer.gradients_for(&draws).unwrap();
         let (rel, name) = worst_relative(&gpu, &cpu);
         eprintln!(
-            "adapter {}, weights in {} memory: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
+            "adapter {}, mip group {}, weights in {} memory: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
             trainer.adapter(),
+            layout.mip_group,
             memory.name()
         );
         assert!((gpu_loss - cpu_loss).abs() <= 1e-4 * cpu_loss.abs(), "{}: loss {gpu_loss} vs {cpu_loss}", memory.name());

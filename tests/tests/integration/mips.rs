@@ -76,24 +76,25 @@ fn every_mip_level_is_trained_and_round_trips() {
     let with = compress(&set, &options(true), &NoProgress, &Cancel::new()).unwrap();
     let without = compress(&set, &options(false), &NoProgress, &Cancel::new()).unwrap();
 
-    // The bundle: format version 3, the full chain of the 256² maps, every level's grids.
+    // The bundle: format version 5 (pyramid levels of two mip levels), the full chain of the
+    // 256² maps, a pyramid level per two of its levels.
     let bytes = &with.bundle_bytes;
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 3);
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 5);
     assert_eq!(u32::from_le_bytes(without.bundle_bytes[8..12].try_into().unwrap()), 1, "a bundle without mips stays version 1");
     let manifest = &with.bundle.manifest;
-    assert_eq!(manifest.mip_levels, 9);
-    assert_eq!(manifest.mip_grids.len(), 8 * manifest.grids.len());
+    assert_eq!((manifest.mip_levels, manifest.mip_group, manifest.pyramid_levels()), (9, 2, 5));
+    assert_eq!(manifest.mip_grids.len(), 4 * manifest.grids.len());
     assert_eq!(Bundle::from_bytes(bytes).unwrap(), with.bundle);
-    // With the default cell growth of 2 each level has half the cells of the one above (twice the
-    // cells per texel): the pyramid about doubles the latent bytes.
+    // With the default cell growth of 2 and groups of two levels each pyramid level has half the
+    // cells a side of the one above: the pyramid adds about a third to the latent bytes.
     let (lw, lo) = (with.report.pack.sections.latent_bytes as f64, without.report.pack.sections.latent_bytes as f64);
     println!("latent bytes: {lw} with mips, {lo} without ({:.3}x)", lw / lo);
-    assert!((1.8..2.2).contains(&(lw / lo)), "latent bytes grew {:.3}x", lw / lo);
-    // Growth 1 halves the grids with the texture: a third more.
-    let thin = compress(
+    assert!((1.25..1.45).contains(&(lw / lo)), "latent bytes grew {:.3}x", lw / lo);
+    // A pyramid level per mip level (format version 3, as before groups) about doubles them.
+    let per_level = compress(
         &set,
         &CompressOptions {
-            model: ModelConfig { mip_cell_growth: 1.0, ..options(true).model },
+            model: ModelConfig { mip_group: 1, ..options(true).model },
             schedule: ScheduleConfig { steps: 10, ..options(true).schedule },
             ..options(true)
         },
@@ -101,8 +102,10 @@ fn every_mip_level_is_trained_and_round_trips() {
         &Cancel::new(),
     )
     .unwrap();
-    let ratio = thin.report.pack.sections.latent_bytes as f64 / lo;
-    assert!((1.25..1.45).contains(&ratio), "growth 1: latent bytes grew {ratio:.3}x");
+    assert_eq!(u32::from_le_bytes(per_level.bundle_bytes[8..12].try_into().unwrap()), 3);
+    assert_eq!(per_level.bundle.manifest.mip_grids.len(), 8 * manifest.grids.len());
+    let ratio = per_level.report.pack.sections.latent_bytes as f64 / lo;
+    assert!((1.8..2.2).contains(&ratio), "a pyramid level per mip level: latent bytes grew {ratio:.3}x");
 
     // Quality of every level against the box-filtered reference chain.
     let report = texset_core::eval::evaluate_mips(&set, &Decoder::new(&with.bundle)).unwrap().unwrap();
@@ -226,6 +229,15 @@ fn inconsistent_pyramids_are_rejected() {
     let mut b = good.clone();
     b.latent_levels.pop();
     cases.push(("latents missing for a level", b));
+    let mut b = good.clone();
+    b.manifest.mip_group = 1;
+    cases.push(("a pyramid level per mip level over grids made for groups", b));
+    let mut b = good.clone();
+    b.manifest.mip_group = 0;
+    cases.push(("a group of no mip levels", b));
+    let mut b = good.clone();
+    b.manifest.mip_group = 5;
+    cases.push(("one pyramid level for the whole chain", b));
     for (name, b) in cases {
         let result = b.to_bytes();
         assert!(result.is_err(), "{name}: written");
@@ -239,4 +251,47 @@ fn inconsistent_pyramids_are_rejected() {
     bytes[header_end..header_end + 4].copy_from_slice(&crc.to_le_bytes());
     let err = Bundle::from_bytes(&bytes).unwrap_err().to_string();
     assert!(err.contains("mip chain"), "{err}");
+    // A version-4 header cannot carry pyramid levels of several mip levels.
+    bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[..header_end]);
+    bytes[header_end..header_end + 4].copy_from_slice(&crc.to_le_bytes());
+    let err = Bundle::from_bytes(&bytes).unwrap_err().to_string();
+    assert!(err.contains("version 5"), "{err}");
+}
+
+/// The grouped chain's spec on the CPU reference: the mip levels of a group read the same grids
+/// at their own texel centres, the LOD input says which level; levels past the pyramid clamp.
+#[test]
+fn mip_levels_of_a_group_share_grids_and_differ_in_the_lod_input() {
+    use texset_core::model::params::{LOD_INPUT_SCALE, lod_level, pyramid_level};
+    use texset_core::model::reference::features_at_level;
+    // 4 mip levels in groups of 2: mips 0-1 read level 0's grids, mips 2-3 pyramid level 1's.
+    let bundle = texset_testkit::tiny_bundle_with_grouped_mips(4, 2);
+    let params = bundle.model_params();
+    assert_eq!((params.mip_levels(), params.mip_group()), (2, 2));
+    let lc = params.latent_channels();
+    let lod_at = lc + 4 * params.pe_frequencies as usize;
+    let mask = vec![1.0; lc];
+    let features = |mip: u32| {
+        let mut f = vec![0.0; params.mlp_inputs()];
+        features_at_level(&params, 0.3, 0.6, mip, &mask, &mut f);
+        f
+    };
+    let (m0, m1, m2, m3, m9) = (features(0), features(1), features(2), features(3), features(9));
+    assert_eq!(m0[..lod_at], m1[..lod_at], "mips 0 and 1 read the same grids at the same place");
+    assert_eq!(m2[..lod_at], m3[..lod_at], "mips 2 and 3 read the same grids at the same place");
+    assert_ne!(m0[..lc], m2[..lc], "mip 2 reads pyramid level 1");
+    for (mip, f) in [(0, &m0), (1, &m1), (2, &m2), (3, &m3)] {
+        assert_eq!(f[lod_at], mip as f32 * LOD_INPUT_SCALE, "mip {mip}'s LOD input");
+    }
+    assert_eq!(m9, m3, "levels past the pyramid's last group decode as its last level");
+    // The mapping itself, one function of (pyramid levels, group).
+    assert_eq!(
+        (0..6).map(|m| (lod_level(m, 3, 2), pyramid_level(m, 3, 2))).collect::<Vec<_>>(),
+        [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2)]
+    );
+    assert_eq!((lod_level(7, 3, 2), pyramid_level(7, 3, 2)), (5, 2));
+    // Group 1 (format versions 3 and 4) is the old mapping: level k = min(m, levels - 1).
+    assert_eq!((0..5).map(|m| pyramid_level(m, 3, 1)).collect::<Vec<_>>(), [0, 1, 2, 2, 2]);
+    assert_eq!((0..5).map(|m| lod_level(m, 3, 1)).collect::<Vec<_>>(), [0, 1, 2, 2, 2]);
 }

@@ -28,7 +28,8 @@ pub struct CompressArgs {
     /// Output bundle (.texset); with `--batch`, the output folder.
     #[arg(short, long)]
     output: PathBuf,
-    /// Target bits per texel of the whole bundle (sizes the latent channels to fit).
+    /// Target bits per texel of the whole bundle (sizes the latent channels to fit); with
+    /// `--mips`, of its level 0 (the pyramid comes on top, as block-compression rates are quoted).
     #[arg(long, conflicts_with = "rate")]
     bpp: Option<f64>,
     /// Speed/quality preset.
@@ -240,7 +241,7 @@ mod tests {
         assert!(o.run.checkpoint.is_some() && o.run.resume_from.is_some());
         // Flags not given keep the preset's values.
         assert_eq!(o.model.grids.len(), fast.model.grids.len());
-        assert_eq!(o.schedule.mip_sample_boost.to_bits(), 2.0f32.to_bits());
+        assert_eq!(o.schedule.mip_sample_boost.to_bits(), 1.5f32.to_bits());
         assert_eq!(options(&["--weight-format", "mxint8"]).model.weight_format, WeightFormat::MxInt8);
     }
 

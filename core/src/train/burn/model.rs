@@ -267,6 +267,7 @@ impl NtcModel {
                 })
                 .collect(),
             mip_grids: Vec::new(),
+            mip_group: 1,
         }
     }
 
@@ -393,6 +394,7 @@ impl NtcModel {
                 })
                 .collect(),
             mip_grids: Vec::new(),
+            mip_group: 1,
         }
     }
 }

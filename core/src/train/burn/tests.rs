@@ -38,7 +38,7 @@ fn random_params(rng: &mut Rng, grids: &[(u32, u32, u32)], pe: u32, hidden: &[us
             l
         })
         .collect();
-    ModelParams { grids, pe_frequencies: pe, layers, mip_grids: Vec::new() }
+    ModelParams { grids, pe_frequencies: pe, layers, mip_grids: Vec::new(), mip_group: 1 }
 }
 
 fn small_params(rng: &mut Rng) -> ModelParams {

@@ -162,12 +162,11 @@ impl Tables {
     fn new(sampler: &Sampler<'_>, params: &ModelParams, shapes: &Shapes) -> Result<Self, TrainError> {
         let table = sampler.draw_table();
         let lc = params.latent_channels();
-        let top_level = params.mip_levels() - 1;
         let too_big = |what: &str| TrainError::Gpu(format!("the library's {what} exceed what the GPU trainer addresses (2³²)"));
         let total_draws = u32::try_from(sampler.texel_count()).map_err(|_| too_big("texel draws"))?;
         let mut words = Vec::new();
         let mut texels: Vec<f32> = Vec::new();
-        // Groups: width, height, level, repeats (their masks follow in the same order).
+        // Groups: width, height, LOD level, repeats (their masks follow in the same order).
         let group_off = 0u32;
         let oc = params.output_channels();
         // Per group and output channel: first value of its channel in `texels`, the stride between
@@ -188,7 +187,7 @@ impl Tables {
                 }
             }
             let repeats = u32::try_from(group.repeats).map_err(|_| too_big("mip draw weights"))?;
-            words.extend([group.width, group.height, group.level.min(top_level), repeats]);
+            words.extend([group.width, group.height, params.lod_level(group.level), repeats]);
         }
         let cum_off = words.len() as u32;
         let mut total = 0u64;
@@ -328,6 +327,7 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: We
         ("FLAG_E4M3", FLAG_E4M3),
         ("FLAG_MXINT8", FLAG_MXINT8),
         ("MX_BLOCK", quant::MX_BLOCK as u32),
+        ("MIP_GROUP", params.mip_group()),
     ];
     let mut text = String::from("// Specialised by texset (core/src/train/gpu/mod.rs).\n");
     for (name, value) in consts {

@@ -54,6 +54,7 @@ fn the_specialised_trainer_validates_with_naga() {
         pe_frequencies: 0,
         layers: vec![LayerParams { inputs: 1, outputs: 1, weights: vec![3.0], biases: vec![4.0] }],
         mip_grids: Vec::new(),
+        mip_group: 1,
     };
     let mut flat = Vec::new();
     super::flatten(&params, &mut flat);

@@ -330,6 +330,12 @@ fn texel_uv(g: u32, texel: u32) -> vec2<f32> {
     return vec2<f32>((f32(texel % width) + 0.5) / f32(width), (f32(texel / width) + 0.5) / f32(height));
 }
 
+// The pyramid level whose grids a texel of LOD level `lod` reads (a group's level word is its
+// LOD level, `texset_core::model::params::lod_level`): `pyramid_level` there.
+fn pyramid_level(lod: u32) -> u32 {
+    return lod / MIP_GROUP;
+}
+
 // Grid gi's pyramid level `level` as a texel at `uv` reads it: where its values start, its
 // channels, and the texel's bilinear corners in it.
 struct GridAt {
@@ -346,7 +352,8 @@ fn grid_at(level: u32, gi: u32, uv: vec2<f32>) -> GridAt {
 // Texel i's (group g, `texel`) features into xa[at..]: its level's latents (bilinear, masked, QAT
 // noise when it trains) and the positional encoding.
 fn gather(i: u32, g: u32, texel: u32, at: u32) {
-    let level = t_u(GROUP_OFF + g * 4u + 2u);
+    let lod = t_u(GROUP_OFF + g * 4u + 2u);
+    let level = pyramid_level(lod);
     let mask_base = MASK_OFF + g * LC;
     let uv = texel_uv(g, texel);
     let noisy = (u.flags & FLAG_NOISE) != 0u;
@@ -377,14 +384,14 @@ fn gather(i: u32, g: u32, texel: u32, at: u32) {
         xa[at + LC + 4u * k + 3u] = cos(a * py);
     }
     if HAS_LOD {
-        xa[at + LC + 4u * PE] = f32(level) * LOD_INPUT_SCALE;
+        xa[at + LC + 4u * PE] = f32(lod) * LOD_INPUT_SCALE;
     }
 }
 
 // The latent gradients of a texel (group g, `texel`): bilinear scatter of the masked feature
 // gradients in xb[at..].
 fn scatter(g: u32, texel: u32, at: u32) {
-    let level = t_u(GROUP_OFF + g * 4u + 2u);
+    let level = pyramid_level(t_u(GROUP_OFF + g * 4u + 2u));
     let mask_base = MASK_OFF + g * LC;
     let uv = texel_uv(g, texel);
     var feature = 0u;
