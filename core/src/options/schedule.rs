@@ -1,0 +1,144 @@
+//! How training runs ([`ScheduleConfig`]) and the choices it names: latent initialisation,
+//! normal-map targets and loss weight, quantisation-aware training or not.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How training runs: steps, batch, learning rates, the quantisation schedule, seed and loss
+/// weights. Part of what [`CompressOptions::fingerprint`](super::CompressOptions::fingerprint) hashes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScheduleConfig {
+    /// Training steps. Default 6000.
+    pub steps: u32,
+    /// Texels per training step. Default 8192.
+    pub batch_texels: usize,
+    /// Adam learning rate of the latent grids. Default 0.02.
+    pub grid_learning_rate: f32,
+    /// Adam learning rate of the MLP. Default 0.004.
+    pub mlp_learning_rate: f32,
+    /// Fraction of the steps after which latents are rounded and frozen. Default 0.8.
+    pub freeze_latents_at: f32,
+    /// Fraction of the steps after which MLP weights train through int8 fake-quantisation. Default 0.9.
+    pub quantize_weights_at: f32,
+    /// Random seed: equal seeds give bit-identical bundles. Default 1.
+    pub seed: u64,
+    /// Loss weight per map kind (`kind` → weight). Default [`NORMAL_LOSS_WEIGHT`] for normal
+    /// maps, 1 for every other kind.
+    pub loss_weights: BTreeMap<String, f32>,
+    /// What a normal map is trained towards: [`NormalTargets::Stored`], its stored values
+    /// whatever their length, or [`NormalTargets::Unit`], its normals renormalised to unit length
+    /// (what a renderer sees: shading normalises). Default [`NormalTargets::Stored`].
+    pub normal_targets: NormalTargets,
+    /// Loss weight of a normal map's z channel relative to its x and y (for a nearly flat
+    /// normal, z changes the shaded direction least). Default 1.
+    pub normal_z_weight: f32,
+    /// How the latents meet their bits. [`Quantisation::Qat`]: trained with uniform noise of ±½
+    /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
+    /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default
+    /// [`Quantisation::Auto`], the measured winner: QAT when a grid has at most
+    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits, PTQ otherwise ([`CompressOptions::resolved_latent_quantisation`](super::CompressOptions::resolved_latent_quantisation)).
+    pub latent_quantisation: Quantisation,
+    /// How the decoder's weights meet their format. [`Quantisation::Qat`]: fine-tuned through
+    /// fake-quantisation from `quantize_weights_at`. [`Quantisation::Ptq`]: trained in float to
+    /// the end and quantised once, at pack. Default [`Quantisation::Auto`], the measured winner:
+    /// QAT for E4M3 (3 mantissa bits), PTQ for the others ([`CompressOptions::resolved_weight_quantisation`](super::CompressOptions::resolved_weight_quantisation)).
+    pub weight_quantisation: Quantisation,
+    /// With `mips`: how much more often a texel of each coarser level is drawn in training than
+    /// one of the level above (1: every texel of the chain alike, each level's share its area,
+    /// level `k` `4^-k` of level 0's; 2: level `k` gets `2^-k`). Default 1.5, the measured
+    /// winner with `mip_group` 2: area alone left levels 2–10 1–5 dB below level 0
+    /// (docs/benchmarks.md).
+    pub mip_sample_boost: f32,
+    /// With `mips`: grow the batch by the chain's draws so level 0 trains on as many texels per
+    /// step as without mips (1.6× the texels per step at boost 1.5). Default true.
+    pub mip_level0_batch: bool,
+    /// Where the latent grids start. Default [`LatentInit::Noise`].
+    pub latent_init: LatentInit,
+}
+
+/// How the latent grids are initialised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum LatentInit {
+    /// Uniform noise of ±0.25.
+    #[default]
+    Noise,
+    /// The principal components of the maps' channels, box-filtered to each grid's cells.
+    Pca,
+}
+
+/// Latent grids of at most this many bits train with QAT under [`Quantisation::Auto`]: at 2 bits
+/// (4 levels) QAT measured 2.9–3.6 dB ahead of PTQ, at 4 and 8 bits PTQ 0.1–0.4 dB ahead
+/// (docs/benchmarks.md, "Quantisation").
+pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
+
+/// The default loss weight of normal maps ([`ScheduleConfig::loss_weights`]): the renders
+/// (`texset eval`'s lit PSNR) see a normal's error most, and 6 gained the most lit PSNR at about
+/// the same pooled map PSNR (docs/benchmarks.md, "Normals for the light").
+pub const NORMAL_LOSS_WEIGHT: f32 = 6.0;
+
+/// What a normal map is trained towards ([`ScheduleConfig::normal_targets`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum NormalTargets {
+    /// The stored values, whatever the length of the normal they encode.
+    #[default]
+    Stored,
+    /// The stored normals renormalised to unit length: a source that does not store unit
+    /// normals (a JPEG, a box filter) spends no bits on a length the renderer throws away.
+    Unit,
+}
+
+/// Quantisation-aware training or post-training quantisation (docs/benchmarks.md compares them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Quantisation {
+    /// Whichever of the two measured better for these bits or this format (docs/benchmarks.md,
+    /// "Quantisation"): see [`CompressOptions::resolved_latent_quantisation`](super::CompressOptions::resolved_latent_quantisation) and
+    /// [`CompressOptions::resolved_weight_quantisation`](super::CompressOptions::resolved_weight_quantisation).
+    #[default]
+    #[cfg_attr(feature = "clap", value(help = "The mode measured better for the bits or format (docs/benchmarks.md)"))]
+    Auto,
+    /// Quantisation-aware training: the model trains against what quantisation will do to it.
+    Qat,
+    /// Post-training quantisation: the model trains in float and is quantised once at the end.
+    Ptq,
+}
+
+impl Quantisation {
+    /// `QAT`, `PTQ` or `auto`, for reports.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Qat => "QAT",
+            Self::Ptq => "PTQ",
+        }
+    }
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        Self {
+            steps: 6000,
+            batch_texels: 8192,
+            grid_learning_rate: 0.02,
+            mlp_learning_rate: 0.004,
+            freeze_latents_at: 0.8,
+            quantize_weights_at: 0.9,
+            seed: 1,
+            loss_weights: [(crate::set::MapKind::Normal.token().to_owned(), NORMAL_LOSS_WEIGHT)].into(),
+            normal_targets: NormalTargets::Stored,
+            normal_z_weight: 1.0,
+            latent_quantisation: Quantisation::Auto,
+            weight_quantisation: Quantisation::Auto,
+            mip_sample_boost: 1.5,
+            mip_level0_batch: true,
+            latent_init: LatentInit::Noise,
+        }
+    }
+}
