@@ -128,10 +128,11 @@ impl StudioApp {
             }
             settings.folders = folders;
         }
+        // On a software GPU the window's frames are rasterised on the same cores that train.
+        let software = renders_in_software(render_state);
         let device = match render_state {
             Some(rs) => {
                 let info = rs.adapter.get_info();
-                let software = info.device_type == wgpu::DeviceType::Cpu;
                 let kind = if software { "software GPU" } else { "GPU" };
                 // On a hardware GPU, training (the fused GPU trainer, what Auto picks there, and
                 // burn-wgpu) runs on this same device; a software one trains faster on the CPU.
@@ -157,9 +158,7 @@ impl StudioApp {
         };
         // The window's GPU: the preview draws with its adapter (on a device of its own).
         let preview = render_state.map(|rs| preview::PreviewGpu::new(rs, Arc::clone(&repaint))).transpose()?;
-        // On a software GPU the window's frames are rasterised on the same cores that train:
-        // background work leaves one to them.
-        let software = render_state.is_some_and(|rs| rs.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
+        // On a software GPU background work leaves a core to the frames.
         let background = if software { worker::Background::leaving_one_core() } else { worker::Background::all_cores() };
         let device = if software {
             format!("{device}; background work on {} of the cores, one left to the renderer", background.threads())
@@ -419,10 +418,16 @@ impl StudioApp {
 /// egui's anti-aliasing feathers every shape's edge with a ring of extra triangles, so it is left
 /// out there (docs/benchmarks.md, `texset bench ui`). A hardware GPU keeps it.
 pub fn tune_for_renderer(ctx: &egui::Context, render_state: Option<&RenderState>) {
-    let software = render_state.is_some_and(|rs| rs.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
-    if software {
+    if renders_in_software(render_state) {
         ctx.tessellation_options_mut(|options| options.feathering = false);
     }
+}
+
+/// Whether the window renders on a software GPU (lavapipe, llvmpipe): frames are CPU work there,
+/// on the cores that train.
+#[must_use]
+pub fn renders_in_software(render_state: Option<&RenderState>) -> bool {
+    render_state.is_some_and(|rs| rs.adapter.get_info().device_type == wgpu::DeviceType::Cpu)
 }
 
 /// Where training runs, in words (the engine's automatic choice).

@@ -186,7 +186,7 @@ impl PreviewGpu {
             error: None,
             bands,
             images_completed: 0,
-            software: render_state.adapter.get_info().device_type == wgpu::DeviceType::Cpu,
+            software: super::renders_in_software(Some(render_state)),
             thread: Some(thread),
         })
     }
