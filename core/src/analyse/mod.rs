@@ -314,23 +314,19 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
 
 /// `layout` with a latent pyramid for the full mip chain of maps up to `extent` (width, height):
 /// pyramid levels of `model.mip_group` mip levels ([`crate::options::ModelConfig::effective_mip_group`]),
-/// level `k`'s grids sized for its first mip level `k · group` by
-/// [`crate::model::params::mip_grid_side`] with `model.mip_cell_growth`.
+/// level `k`'s grids sized by [`crate::model::params::pyramid_grid_cells`] with
+/// `model.mip_cell_growth`.
 #[must_use]
 pub fn with_pyramid(mut layout: ModelLayout, extent: (u32, u32), model: &crate::options::ModelConfig) -> ModelLayout {
-    let (width, height) = extent;
-    let growth = model.mip_cell_growth;
-    layout.mip_levels = crate::model::params::full_mip_count(width, height);
+    layout.mip_levels = crate::model::params::full_mip_count(extent.0, extent.1);
     let group = model.effective_mip_group(layout.mip_levels);
     layout.mip_group = group;
     layout.mip_grids = (1..layout.mip_levels.div_ceil(group))
         .flat_map(|k| {
-            let first_mip = k * group;
-            let (tw, th) = crate::model::mips::level_size(width, height, first_mip);
-            layout.grids.iter().map(move |g| GridShape {
-                width: crate::model::params::mip_grid_side(g.width, first_mip, growth, tw),
-                height: crate::model::params::mip_grid_side(g.height, first_mip, growth, th),
-                ..g.clone()
+            layout.grids.iter().map(move |g| {
+                let (width, height) =
+                    crate::model::params::pyramid_grid_cells((g.width, g.height), k, group, model.mip_cell_growth, extent);
+                GridShape { width, height, ..g.clone() }
             })
         })
         .collect();

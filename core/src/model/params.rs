@@ -128,7 +128,7 @@ pub struct ModelParams {
     pub mip_group: u32,
 }
 
-/// The LOD input of pyramid level `k` is `k ·` this.
+/// The LOD input of LOD level `l` ([`lod_level`]) is `l ·` this.
 pub const LOD_INPUT_SCALE: f32 = 0.25;
 
 /// Cells a side of a grid of `side` cells (at level 0) for mip level `level` when each mip level
@@ -141,6 +141,17 @@ pub fn mip_grid_side(side: u32, level: u32, growth: f32, texture_side: u32) -> u
     let shrink = 2f64.powi(level.min(64) as i32) / f64::from(growth.max(1.0)).powf(f64::from(level) / 2.0);
     let cells = (f64::from(side) / shrink).ceil().min(f64::from(u32::MAX)) as u32;
     cells.min(texture_side).min(side).max(1)
+}
+
+/// Cells `(x, y)` of pyramid level `k ≥ 1` of a grid of `cells` at level 0, for a chain of maps
+/// up to `extent` cut into pyramid levels of `group` mip levels: [`mip_grid_side`] at the first
+/// mip level it serves, `k · group`, with `growth`. The analyse pass builds the pyramid with it
+/// and the rate estimate counts its bits with it.
+#[must_use]
+pub fn pyramid_grid_cells(cells: (u32, u32), k: u32, group: u32, growth: f32, extent: (u32, u32)) -> (u32, u32) {
+    let first_mip = k.saturating_mul(group.max(1));
+    let (texels_x, texels_y) = crate::model::mips::level_size(extent.0, extent.1, first_mip);
+    (mip_grid_side(cells.0, first_mip, growth, texels_x), mip_grid_side(cells.1, first_mip, growth, texels_y))
 }
 
 /// The LOD level mip level `mip` decodes at with `pyramid_levels` pyramid levels of `group` mip

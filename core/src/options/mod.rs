@@ -302,15 +302,10 @@ impl ModelConfig {
                 let (cells_x, cells_y) = g.cells(max_extent);
                 (0..levels.div_ceil(group))
                     .map(|k| {
-                        let first_mip = k * group;
-                        let (tw, th) = crate::model::mips::level_size(max_extent.0, max_extent.1, first_mip);
                         let (x, y) = if k == 0 {
                             (cells_x, cells_y)
                         } else {
-                            (
-                                crate::model::params::mip_grid_side(cells_x, first_mip, self.mip_cell_growth, tw),
-                                crate::model::params::mip_grid_side(cells_y, first_mip, self.mip_cell_growth, th),
-                            )
+                            crate::model::params::pyramid_grid_cells((cells_x, cells_y), k, group, self.mip_cell_growth, max_extent)
                         };
                         // Each grid's levels start on a byte boundary.
                         (f64::from(x) * f64::from(y) * f64::from(g.channels * g.bits) / 8.0).ceil() * 8.0
