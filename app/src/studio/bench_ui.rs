@@ -29,6 +29,8 @@ pub struct UiBench {
     pub max_frame_ms: f64,
     /// Training steps done meanwhile.
     pub train_steps: u32,
+    /// Seconds those steps took (training's speed while the frames were drawn).
+    pub train_secs: f64,
     /// Snapshots of the model shown meanwhile (each re-uploads the decoded map).
     pub snapshots_shown: u64,
 }
@@ -55,7 +57,7 @@ pub struct PreviewBench {
 const WINDOW: [u32; 2] = [1440, 900];
 
 /// Percentiles of frame times.
-fn summarise(mut times: Vec<f64>, train_steps: u32, snapshots_shown: u64) -> UiBench {
+fn summarise(mut times: Vec<f64>, train_steps: u32, train_secs: f64, snapshots_shown: u64) -> UiBench {
     times.sort_by(f64::total_cmp);
     let pick = |q: f64| times.get(((times.len().max(1) - 1) as f64 * q).round() as usize).copied().unwrap_or(f64::NAN);
     UiBench {
@@ -64,6 +66,7 @@ fn summarise(mut times: Vec<f64>, train_steps: u32, snapshots_shown: u64) -> UiB
         p95_frame_ms: pick(0.95),
         max_frame_ms: pick(1.0),
         train_steps,
+        train_secs,
         snapshots_shown,
     }
 }
@@ -108,11 +111,12 @@ fn time_training(
         std::thread::sleep(Duration::from_millis(16));
     }
     let train_steps = app.session.run.status.as_ref().map_or(0, |s| s.step);
+    let train_secs = training_start.elapsed().as_secs_f64();
     let finished = app.session.run.state == RunState::Finished;
     app.session.apply(Command::CancelTraining);
     anyhow::ensure!(!times.is_empty(), "training ended before any frame was measured");
     eprintln!("ui bench: training {} after {train_steps} steps", if finished { "finished" } else { "stopped at the time limit" });
-    Ok(summarise(times, train_steps, generations))
+    Ok(summarise(times, train_steps, train_secs, generations))
 }
 
 /// egui's renderer on a device of its own, drawing whole frames into a window-sized texture.
@@ -237,7 +241,7 @@ pub fn render_floor() -> anyhow::Result<RenderFloor> {
             headless.render(&ctx, output)?;
             times.push(start.elapsed().as_secs_f64() * 1e3);
         }
-        Ok(summarise(times, 0, 0).median_frame_ms)
+        Ok(summarise(times, 0, 0.0, 0).median_frame_ms)
     };
     let clear_ms = median_ms(false)?;
     let full_window_rect_ms = median_ms(true)?;

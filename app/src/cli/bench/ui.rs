@@ -58,8 +58,8 @@ impl UiBenchArgs {
         }
         let line = |r: &UiBench| {
             format!(
-                "median {:.2} ms, p95 {:.2} ms, max {:.2} ms over {} frames ({} training steps, {} snapshots shown)",
-                r.median_frame_ms, r.p95_frame_ms, r.max_frame_ms, r.frames, r.train_steps, r.snapshots_shown
+                "median {:.2} ms, p95 {:.2} ms, max {:.2} ms over {} frames ({} training steps in {:.1} s, {} snapshots shown)",
+                r.median_frame_ms, r.p95_frame_ms, r.max_frame_ms, r.frames, r.train_steps, r.train_secs, r.snapshots_shown
             )
         };
         println!("studio frame time while training, Compare view (headless, UI thread only): {}", line(&report));
