@@ -416,11 +416,24 @@ impl StudioApp {
 
 /// On a software GPU (lavapipe, llvmpipe) a frame costs what it rasterises, triangle by triangle:
 /// egui's anti-aliasing feathers every shape's edge with a ring of extra triangles, so it is left
-/// out there (docs/benchmarks.md, `texset bench ui`). A hardware GPU keeps it.
+/// out there, and panels paint sparingly ([`paint_sparingly`]; docs/benchmarks.md, `texset bench
+/// ui`). A hardware GPU keeps both.
 pub fn tune_for_renderer(ctx: &egui::Context, render_state: Option<&RenderState>) {
     if renders_in_software(render_state) {
         ctx.tessellation_options_mut(|options| options.feathering = false);
+        ctx.data_mut(|d| d.insert_temp(egui::Id::unique(SPARING_PAINT), true));
     }
+}
+
+/// Where [`tune_for_renderer`] records that frames paint sparingly.
+const SPARING_PAINT: &str = "texset paint sparingly";
+
+/// Whether panels should paint as few pixels as they can: on a software GPU every painted pixel
+/// is CPU time (a window's worth costs about 30 ms on lavapipe, whatever is drawn,
+/// docs/benchmarks.md), so there tables lose their row stripes and plots their background fill.
+#[must_use]
+pub fn paint_sparingly(ctx: &egui::Context) -> bool {
+    ctx.data(|d| d.get_temp::<bool>(egui::Id::unique(SPARING_PAINT))).unwrap_or(false)
 }
 
 /// Whether the window renders on a software GPU (lavapipe, llvmpipe): frames are CPU work there,

@@ -212,6 +212,22 @@ pub fn library_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     });
 }
 
+/// Points a training curve is drawn with at most: the plots are a few hundred pixels wide, and on
+/// a software GPU every point is triangles to rasterise (a status arrives twice a second, so an
+/// hour's run has 7,200).
+const MAX_CURVE_POINTS: usize = 400;
+
+/// At most `max_points` of `points` (at least 2), evenly spaced by index, the first and the last
+/// always kept.
+fn thin_curve(points: &[[f64; 2]], max_points: usize) -> Vec<[f64; 2]> {
+    let max_points = max_points.max(2);
+    if points.len() <= max_points {
+        return points.to_vec();
+    }
+    let last = points.len() - 1;
+    (0..max_points).map(|i| points[i * last / (max_points - 1)]).collect()
+}
+
 /// Right panel, part 1: training controls, status and curves.
 pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
     ui.heading("Training");
@@ -307,13 +323,25 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
         ui.add(egui::ProgressBar::new(s.step as f32 / s.total_steps.max(1) as f32));
     }
     if !run.psnr.is_empty() {
-        egui_plot::Plot::new("psnr_curve").height(110.0).allow_scroll(false).legend(egui_plot::Legend::default()).show(ui, |plot| {
-            plot.line(egui_plot::Line::new("PSNR estimate (dB)", run.psnr.clone()));
-        });
-        egui_plot::Plot::new("loss_curve").height(90.0).allow_scroll(false).legend(egui_plot::Legend::default()).show(ui, |plot| {
-            let log_loss: Vec<[f64; 2]> = run.loss.iter().map(|&[x, y]| [x, y.max(1e-12).log10()]).collect();
-            plot.line(egui_plot::Line::new("log10 loss (MSE)", log_loss));
-        });
+        let background = !super::paint_sparingly(ui.ctx());
+        egui_plot::Plot::new("psnr_curve")
+            .height(110.0)
+            .allow_scroll(false)
+            .show_background(background)
+            .legend(egui_plot::Legend::default())
+            .show(ui, |plot| {
+                plot.line(egui_plot::Line::new("PSNR estimate (dB)", thin_curve(&run.psnr, MAX_CURVE_POINTS)));
+            });
+        egui_plot::Plot::new("loss_curve")
+            .height(90.0)
+            .allow_scroll(false)
+            .show_background(background)
+            .legend(egui_plot::Legend::default())
+            .show(ui, |plot| {
+                let log_loss: Vec<[f64; 2]> =
+                    thin_curve(&run.loss, MAX_CURVE_POINTS).into_iter().map(|[x, y]| [x, y.max(1e-12).log10()]).collect();
+                plot.line(egui_plot::Line::new("log10 loss (MSE)", log_loss));
+            });
     }
     for line in &run.lines {
         ui.label(RichText::new(plain(line)).small());
@@ -365,7 +393,7 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
     }
     ui.label(RichText::new("channels read (shared/own) · share of the bundle's bits · budget").weak());
     let training = session.is_training();
-    egui::Grid::new("budgets").striped(true).num_columns(4).show(ui, |ui| {
+    egui::Grid::new("budgets").striped(!super::paint_sparingly(ui.ctx())).num_columns(4).show(ui, |ui| {
         for row in &rows {
             let name = ui
                 .label(RichText::new(&row.texture).monospace())
@@ -413,7 +441,7 @@ pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
         }
         None => ui.label(format!("snapshot of the model in training · pooled {:.2} dB", scores.pooled_psnr_db)),
     };
-    egui::Grid::new("scores").striped(true).show(ui, |ui| {
+    egui::Grid::new("scores").striped(!super::paint_sparingly(ui.ctx())).show(ui, |ui| {
         for m in &scores.maps {
             ui.label(RichText::new(format!("{}/{}", m.material, m.map)).monospace());
             ui.label(format!("{:.2} dB", m.psnr_db));
@@ -431,7 +459,7 @@ pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
     });
     if !decoded.rendered.is_empty() {
         ui.label(RichText::new("Rendered (preview plane, 8 lights, original vs decoded maps)").weak());
-        egui::Grid::new("rendered scores").striped(true).show(ui, |ui| {
+        egui::Grid::new("rendered scores").striped(!super::paint_sparingly(ui.ctx())).show(ui, |ui| {
             for r in &decoded.rendered {
                 ui.label(RichText::new(&r.material).monospace());
                 ui.label(format!("{:.2} dB", r.rendered_psnr_db));
@@ -687,4 +715,22 @@ pub fn preview_controls_ui(ui: &mut egui::Ui, view: &mut ViewSettings) {
         ui.add(egui::Slider::new(&mut view.light_angle, 0.0..=std::f32::consts::TAU).text("angle"));
         ui.checkbox(&mut view.show_original, "original beside");
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thin_curve;
+
+    #[test]
+    fn thin_curves_keep_their_ends_and_order() {
+        let points: Vec<[f64; 2]> = (0..1000).map(|i| [f64::from(i), f64::from(i * i)]).collect();
+        let thin = thin_curve(&points, 400);
+        assert_eq!(thin.len(), 400);
+        assert_eq!(thin.first(), points.first());
+        assert_eq!(thin.last(), points.last());
+        assert!(thin.windows(2).all(|w| w[0][0] < w[1][0]), "strictly increasing steps");
+        // Short curves are left alone.
+        assert_eq!(thin_curve(&points[..10], 400), points[..10].to_vec());
+        assert_eq!(thin_curve(&points, 0).len(), 2);
+    }
 }

@@ -173,7 +173,7 @@ pub fn runs_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, co
             }
         });
     }
-    egui::Grid::new("runs").striped(true).show(ui, |ui| {
+    egui::Grid::new("runs").striped(!super::paint_sparingly(ui.ctx())).show(ui, |ui| {
         for label in ["run", "bytes", "b/texel", "PSNR", "lit PSNR", "train", ""] {
             ui.label(RichText::new(label).weak());
         }
@@ -246,6 +246,7 @@ fn rd_chart_ui(ui: &mut egui::Ui, session: &Session, runs: &[&RunRecord], comman
     let mut plot = egui_plot::Plot::new("runs_rd")
         .height(170.0)
         .allow_scroll(false)
+        .show_background(!super::paint_sparingly(ui.ctx()))
         .include_x(0.0)
         .x_axis_label("bits per texel")
         .y_axis_label("PSNR (dB)")
