@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use texset_core::model::params::MAX_MLP_WIDTH;
 use texset_core::model::quant::WeightFormat;
 use texset_core::options::{
-    ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation,
+    ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation, Sampling,
 };
 use texset_core::set::MapKind;
 use texset_core::{Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
@@ -98,6 +98,20 @@ pub struct ScheduleArgs {
     /// channels, box-filtered to each grid).
     #[arg(long, value_enum, default_value_t = LatentInit::Noise)]
     pub latent_init: LatentInit,
+    /// How training draws its texels: `uniform`, every texel alike; `error`, 8×8-texel tiles
+    /// of high error more often (by a mix of their share and their weighted squared error,
+    /// measured every 5 % of the steps), each draw's loss weight scaled so the expected loss is
+    /// the uniform one; `rms-error`, by the square root of that error. CPU and burn trainers.
+    #[arg(long, value_enum)]
+    pub sampling: Option<Sampling>,
+    /// With `--sampling error|rms-error`: the share of the draws that follow the error map, 0
+    /// to 0.95 (default 0.5; the rest are uniform).
+    #[arg(long)]
+    pub sampling_mix: Option<f32>,
+    /// With `--sampling error|rms-error`: the fraction of the steps after which the draws are
+    /// uniform again (default 0.9; 1: never).
+    #[arg(long)]
+    pub sampling_uniform_after: Option<f32>,
     /// Adam learning rate of the latent grids (default 0.02), decayed along a cosine.
     #[arg(long, value_parser = parse_learning_rate)]
     pub grid_lr: Option<f32>,
@@ -146,6 +160,15 @@ impl ScheduleArgs {
         schedule.mip_sample_boost = self.mip_boost;
         schedule.mip_level0_batch = !self.mip_fixed_batch;
         schedule.latent_init = self.latent_init;
+        if let Some(sampling) = self.sampling {
+            schedule.sampling = sampling;
+        }
+        if let Some(mix) = self.sampling_mix {
+            schedule.sampling_mix = mix;
+        }
+        if let Some(after) = self.sampling_uniform_after {
+            schedule.sampling_uniform_after = after;
+        }
         if let Some(lr) = self.grid_lr {
             schedule.grid_learning_rate = lr;
         }

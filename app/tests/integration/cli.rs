@@ -576,6 +576,39 @@ fn learned_budgets_are_reported_per_texture_and_bad_settings_are_refused() {
 }
 
 #[test]
+fn error_driven_sampling_reports_its_refreshes_and_bad_settings_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("error.texset");
+    let report = tmp.path().join("report.json");
+    let (bricks_arg, bundle_arg, report_arg) = (bricks.to_str().unwrap(), bundle.to_str().unwrap(), report.to_str().unwrap());
+    let out =
+        texset(&["compress", bricks_arg, "-o", bundle_arg, "--steps", "40", "--sampling", "error", "--no-ssim", "--report", report_arg]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    // 40 steps: a refresh every 2 steps from step 2 until the uniform tail at step 36.
+    assert!(text.contains("error-driven sampling: 17 error-map refreshes took"), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let train = &json["passes"]["train"];
+    assert_eq!(train["sampling"], "error", "{train}");
+    assert_eq!(train["sampling_refreshes"], 17, "{train}");
+
+    let path = tmp.path().join("bad.texset");
+    for (args, says) in [
+        (vec!["--sampling", "error", "--backend", "gpu"], "--backend gpu cannot train error-driven sampling"),
+        (vec!["--sampling", "error", "--sampling-mix", "1"], "the mix must be 0 to 0.95"),
+        (vec!["--sampling", "rms-error", "--sampling-uniform-after", "1.5"], "a fraction 0 to 1 of the steps"),
+    ] {
+        let mut all = vec!["compress", bricks_arg, "-o", path.to_str().unwrap(), "--steps", "10"];
+        all.extend(&args);
+        let out = texset(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!path.exists());
+}
+
+#[test]
 fn a_one_by_one_constant_map_is_stored_flat_and_decodes_at_the_material_size() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("plastic");

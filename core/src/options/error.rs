@@ -97,6 +97,14 @@ pub enum OptionsError {
         /// The group asked for.
         group: u32,
     },
+    /// An error-driven sampling mix outside 0..=0.95 or a uniform tail outside 0..=1.
+    #[error("sampling: the mix must be 0 to 0.95 (got {mix}) and the uniform tail starts at a fraction 0 to 1 of the steps (got {after})")]
+    Sampling {
+        /// The mix asked for.
+        mix: f32,
+        /// The fraction after which the draws are uniform again.
+        after: f32,
+    },
     /// A mip sample boost outside 1..=4.
     #[error("the mip sample boost must be 1 to 4, got {boost}")]
     MipSampleBoost {

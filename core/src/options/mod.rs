@@ -6,7 +6,9 @@ mod schedule;
 
 use crate::model::params::MAX_MLP_WIDTH;
 pub use error::OptionsError;
-pub use schedule::{AUTO_QAT_MAX_LATENT_BITS, LatentInit, NORMAL_LOSS_WEIGHT, NormalTargets, Quantisation, ScheduleConfig};
+pub use schedule::{
+    AUTO_QAT_MAX_LATENT_BITS, LatentInit, MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NormalTargets, Quantisation, Sampling, ScheduleConfig,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -568,6 +570,10 @@ impl CompressOptions {
         }
         if !(self.schedule.mip_sample_boost.is_finite() && (1.0..=4.0).contains(&self.schedule.mip_sample_boost)) {
             return Err(OptionsError::MipSampleBoost { boost: self.schedule.mip_sample_boost });
+        }
+        let (mix, after) = (self.schedule.sampling_mix, self.schedule.sampling_uniform_after);
+        if !((0.0..=MAX_SAMPLING_MIX).contains(&mix) && (0.0..=1.0).contains(&after)) {
+            return Err(OptionsError::Sampling { mix, after });
         }
         Ok(())
     }

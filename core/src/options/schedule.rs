@@ -55,6 +55,38 @@ pub struct ScheduleConfig {
     pub mip_level0_batch: bool,
     /// Where the latent grids start. Default [`LatentInit::Noise`].
     pub latent_init: LatentInit,
+    /// How training draws its texels: [`Sampling::Uniform`], every texel alike, or
+    /// error-driven ([`Sampling::Error`], [`Sampling::RmsError`]), tiles of high error more
+    /// often, each draw's loss weight scaled so that the expected loss stays the uniform one.
+    /// Default [`Sampling::Uniform`] (docs/benchmarks.md, "Error-driven sampling").
+    pub sampling: Sampling,
+    /// With error-driven sampling: the share of the draws that follow the error map, the rest
+    /// uniform (it bounds each draw's loss-weight factor by `1 / (1 − mix)`); 0 to
+    /// [`MAX_SAMPLING_MIX`]. Default 0.5.
+    pub sampling_mix: f32,
+    /// With error-driven sampling: the fraction of the steps after which the draws are uniform
+    /// again (1: error-driven to the end). Default 0.9.
+    pub sampling_uniform_after: f32,
+}
+
+/// The largest [`ScheduleConfig::sampling_mix`]: every tile keeps at least 5 % of its uniform
+/// share of the draws, so no draw's loss weight grows more than 20-fold.
+pub const MAX_SAMPLING_MIX: f32 = 0.95;
+
+/// How training draws its texels ([`ScheduleConfig::sampling`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// Every texel of every map (and mip level) alike.
+    #[default]
+    Uniform,
+    /// Tiles of 8×8 texels drawn by a mix of their uniform share and their share of the
+    /// weighted squared error, from an error map refreshed every 5 % of the steps.
+    Error,
+    /// As [`Sampling::Error`], by the square root of each tile's mean weighted squared error
+    /// (its RMS error): a milder emphasis.
+    RmsError,
 }
 
 /// How the latent grids are initialised.
@@ -139,6 +171,9 @@ impl Default for ScheduleConfig {
             mip_sample_boost: 1.5,
             mip_level0_batch: true,
             latent_init: LatentInit::Noise,
+            sampling: Sampling::Uniform,
+            sampling_mix: 0.5,
+            sampling_uniform_after: 0.9,
         }
     }
 }

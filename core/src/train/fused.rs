@@ -480,6 +480,17 @@ impl Trainer for FusedTrainer<'_> {
         Ok(FusedTrainer::final_params(self))
     }
 
+    fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
+        match model {
+            Some(model) => {
+                let s = &self.schedule;
+                self.sampler.refresh_importance(model, s.sampling, s.sampling_mix, s.seed, self.step);
+            }
+            None => self.sampler.clear_importance(),
+        }
+        Ok(())
+    }
+
     fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {
         crate::train::checkpoint::save(path, fingerprint, self)
     }

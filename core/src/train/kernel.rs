@@ -43,14 +43,90 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
     let n = batch.len;
     let np = padded_len(n);
     let lc = params.latent_channels();
-    let inputs = params.mlp_inputs();
     let oc = params.output_channels();
+    let gated = batch.gate.len() == n && n > 0;
+    let Gathered { x, raw, corners, levels } = gather(params, batch, noise, gated);
+    let activations = forward_layers(mlp, x, np);
+
+    // Loss gradient, `[oc][np]` (zero in the padding).
+    let y = &activations[mlp.len()];
+    let mut dz = vec![0.0f32; oc * np];
+    let (mut weighted_sq_err, mut sq_err, mut targeted) = (0.0f64, 0.0f64, 0.0f64);
+    for i in 0..n {
+        for o in 0..oc {
+            let j = i * oc + o;
+            let w = batch.weight[j];
+            if w != 0.0 {
+                let d = y[o * np + i] - batch.target[j];
+                weighted_sq_err += f64::from(w * d * d);
+                sq_err += f64::from(d * d);
+                targeted += 1.0;
+                dz[o * np + i] = 2.0 * w * d;
+            }
+        }
+    }
+
+    // Backward. A ReLU layer's output is zero exactly where its pre-activation was ≤ 0, so the
+    // activations themselves gate the gradient.
+    let mut layer_grads: Vec<LayerParams> = mlp.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect();
+    let mut d_features = Vec::new();
+    let mut gate_grads = Vec::new();
+    for l in (0..mlp.len()).rev() {
+        let layer = &mlp[l];
+        let grad = &mut layer_grads[l];
+        weight_grads(&dz, &activations[l], layer.inputs, np, &mut grad.weights, &mut grad.biases);
+        if l == 0 {
+            // Only the latent inputs need a gradient (the positional encoding is fixed).
+            let mut da = vec![0.0f32; lc * np];
+            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, lc, None, &mut da);
+            d_features = vec![0.0f32; n * lc];
+            for (c, column) in da.chunks_exact(np).enumerate() {
+                for (i, &d) in column[..n].iter().enumerate() {
+                    d_features[i * lc + c] = d * batch.mask[i * lc + c];
+                }
+            }
+            if gated {
+                let slots = batch.gate.iter().max().map_or(0, |&g| g as usize + 1);
+                gate_grads = vec![0.0f32; slots * lc];
+                for (i, &g) in batch.gate.iter().enumerate() {
+                    let row = &mut gate_grads[g as usize * lc..(g as usize + 1) * lc];
+                    for (c, r) in row.iter_mut().enumerate() {
+                        *r += da[c * np + i] * raw[i * lc + c];
+                    }
+                }
+            }
+        } else {
+            let mut da = vec![0.0f32; layer.inputs * np];
+            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, layer.inputs, Some(&activations[l]), &mut da);
+            dz = da;
+        }
+    }
+    ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels, gate_grads }
+}
+
+/// The gathered first-layer input of a batch: what the forward pass and the backward scatter
+/// share.
+struct Gathered {
+    /// `[inputs][np]` features, feature-major.
+    x: Vec<f32>,
+    /// `[len][latent_channels]` unmasked latent values (empty unless gated).
+    raw: Vec<f32>,
+    /// `[len][grids]` bilinear corner cells and weights of each texel.
+    corners: Vec<([usize; 4], [f32; 4])>,
+    /// `[len]` pyramid level each texel read.
+    levels: Vec<u32>,
+}
+
+/// The gather: features (and, with `gated`, the unmasked latent values the gate gradients need),
+/// written feature-major for the first layer; `noise` adds uniform noise of the given amplitude to
+/// every gathered latent corner value.
+fn gather(params: &ModelParams, batch: &Batch, noise: Option<(f32, &mut Rng)>, gated: bool) -> Gathered {
+    let n = batch.len;
+    let np = padded_len(n);
+    let lc = params.latent_channels();
+    let inputs = params.mlp_inputs();
     let grid_count = params.grids.len();
     let mut noise = noise;
-
-    // The gather: features (and, with gates, the unmasked latent values the gate gradients
-    // need), written feature-major for the first layer.
-    let gated = batch.gate.len() == n && n > 0;
     let mut raw = if gated { vec![0.0f32; n * lc] } else { Vec::new() };
     let mut x = vec![0.0f32; inputs * np];
     let mut corners = Vec::with_capacity(n * grid_count);
@@ -113,6 +189,12 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
         }
     }
 
+    Gathered { x, raw, corners, levels }
+}
+
+/// The forward pass of `mlp` on feature-major `[inputs][np]` features `x`: every layer's
+/// activations, `x` first, each `[outputs][np]`.
+fn forward_layers(mlp: &[LayerParams], x: Vec<f32>, np: usize) -> Vec<Vec<f32>> {
     // Forward: a_l = relu(W_l · a_{l-1} + b_l), except the last layer (no ReLU).
     let mut activations: Vec<Vec<f32>> = Vec::with_capacity(mlp.len() + 1);
     activations.push(x);
@@ -122,61 +204,31 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
         forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, l != last, &mut z);
         activations.push(z);
     }
+    activations
+}
 
-    // Loss gradient, `[oc][np]` (zero in the padding).
-    let y = &activations[mlp.len()];
-    let mut dz = vec![0.0f32; oc * np];
-    let (mut weighted_sq_err, mut sq_err, mut targeted) = (0.0f64, 0.0f64, 0.0f64);
-    for i in 0..n {
-        for o in 0..oc {
-            let j = i * oc + o;
-            let w = batch.weight[j];
-            if w != 0.0 {
-                let d = y[o * np + i] - batch.target[j];
-                weighted_sq_err += f64::from(w * d * d);
-                sq_err += f64::from(d * d);
-                targeted += 1.0;
-                dz[o * np + i] = 2.0 * w * d;
-            }
-        }
-    }
-
-    // Backward. A ReLU layer's output is zero exactly where its pre-activation was ≤ 0, so the
-    // activations themselves gate the gradient.
-    let mut layer_grads: Vec<LayerParams> = mlp.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect();
-    let mut d_features = Vec::new();
-    let mut gate_grads = Vec::new();
-    for l in (0..mlp.len()).rev() {
-        let layer = &mlp[l];
-        let grad = &mut layer_grads[l];
-        weight_grads(&dz, &activations[l], layer.inputs, np, &mut grad.weights, &mut grad.biases);
-        if l == 0 {
-            // Only the latent inputs need a gradient (the positional encoding is fixed).
-            let mut da = vec![0.0f32; lc * np];
-            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, lc, None, &mut da);
-            d_features = vec![0.0f32; n * lc];
-            for (c, column) in da.chunks_exact(np).enumerate() {
-                for (i, &d) in column[..n].iter().enumerate() {
-                    d_features[i * lc + c] = d * batch.mask[i * lc + c];
-                }
-            }
-            if gated {
-                let slots = batch.gate.iter().max().map_or(0, |&g| g as usize + 1);
-                gate_grads = vec![0.0f32; slots * lc];
-                for (i, &g) in batch.gate.iter().enumerate() {
-                    let row = &mut gate_grads[g as usize * lc..(g as usize + 1) * lc];
-                    for (c, r) in row.iter_mut().enumerate() {
-                        *r += da[c * np + i] * raw[i * lc + c];
-                    }
-                }
-            }
-        } else {
-            let mut da = vec![0.0f32; layer.inputs * np];
-            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, layer.inputs, Some(&activations[l]), &mut da);
-            dz = da;
-        }
-    }
-    ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels, gate_grads }
+/// Per texel of `batch`, its weighted squared error `Σ weight · (y − t)²` over its outputs under
+/// the model `params` with the layers `mlp` (no noise, no gradients): what the error-driven
+/// sampler's error map measures. `[len]`.
+#[must_use]
+pub fn weighted_texel_errors(params: &ModelParams, mlp: &[LayerParams], batch: &Batch) -> Vec<f32> {
+    let n = batch.len;
+    let np = padded_len(n);
+    let oc = params.output_channels();
+    let Gathered { x, .. } = gather(params, batch, None, false);
+    let activations = forward_layers(mlp, x, np);
+    let Some(y) = activations.last() else { return vec![0.0; n] };
+    (0..n)
+        .map(|i| {
+            (0..oc)
+                .map(|o| {
+                    let j = i * oc + o;
+                    let d = y[o * np + i] - batch.target[j];
+                    batch.weight[j] * d * d
+                })
+                .sum()
+        })
+        .collect()
 }
 
 /// Cell bands per grid that [`scatter_grid_grads`] adds into in parallel. A fixed count, not the

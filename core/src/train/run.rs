@@ -3,11 +3,11 @@
 
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
-use crate::options::{CheckpointOptions, CompressOptions};
+use crate::options::{CheckpointOptions, CompressOptions, Sampling};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
 use crate::train::TrainError;
 use crate::train::gates::LearnedCut;
-use crate::train::schedule::Schedule;
+use crate::train::schedule::{SamplingChange, Schedule};
 use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,16 +25,22 @@ pub struct Capabilities {
     pub learned_budgets: bool,
     /// Periodic checkpoints and resume.
     pub checkpoints: bool,
+    /// Error-driven sampling (`ScheduleConfig::sampling`): its draws come from the shared
+    /// [`crate::train::Sampler`] on the CPU.
+    pub error_sampling: bool,
 }
 
 impl Capabilities {
     /// The fused CPU trainer: everything.
-    pub const FUSED_CPU: Self = Self { mip_chain: true, channel_pruning: true, learned_budgets: true, checkpoints: true };
+    pub const FUSED_CPU: Self =
+        Self { mip_chain: true, channel_pruning: true, learned_budgets: true, checkpoints: true, error_sampling: true };
     /// The fused GPU trainer (train/gpu): a mip chain and checkpoints, no channel masks that
-    /// change in training.
-    pub const FUSED_GPU: Self = Self { mip_chain: true, channel_pruning: false, learned_budgets: false, checkpoints: true };
+    /// change in training, and uniform draws only (it draws on the device from the draw table).
+    pub const FUSED_GPU: Self =
+        Self { mip_chain: true, channel_pruning: false, learned_budgets: false, checkpoints: true, error_sampling: false };
     /// burn's autodiff trainer (wgpu or flex).
-    pub const BURN: Self = Self { mip_chain: false, channel_pruning: false, learned_budgets: false, checkpoints: false };
+    pub const BURN: Self =
+        Self { mip_chain: false, channel_pruning: false, learned_budgets: false, checkpoints: false, error_sampling: true };
 
     /// The first thing `options` and the analysed `layout` ask that this trainer cannot train,
     /// as (what, why); `None` when it can train them all. Checkpoints are not asked here: the
@@ -47,6 +53,8 @@ impl Capabilities {
             Some(("channel pruning", "this trainer has no channel masks"))
         } else if options.budgets.learned.is_some() && !self.learned_budgets {
             Some(("learned budgets", "this trainer has no budget gates"))
+        } else if options.schedule.sampling != Sampling::Uniform && !self.error_sampling {
+            Some(("error-driven sampling", "this trainer draws its texels uniformly on the device"))
         } else {
             None
         }
@@ -84,6 +92,13 @@ pub trait Trainer {
         let _ = (path, fingerprint);
         Err(TrainError::Backend("this trainer writes no checkpoints".into()))
     }
+    /// With error-driven sampling ([`Capabilities::error_sampling`]): draws by the error map of
+    /// `model` (the model as it would ship now, [`Trainer::final_params`]) from the next step
+    /// on, or uniformly again with `None`. A trainer without the capability refuses.
+    fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
+        let _ = model;
+        Err(TrainError::Backend("this trainer draws its texels uniformly".into()))
+    }
     /// Restores a checkpoint of the same run (`fingerprint`); `layout` is the analysed one.
     fn load_checkpoint(&mut self, path: &Path, fingerprint: &str, layout: &ModelLayout) -> Result<(), TrainError> {
         let _ = (path, fingerprint, layout);
@@ -114,6 +129,11 @@ pub struct LoopOutcome {
     pub steps_run: u32,
     /// Its timing and loss.
     pub status: StatusReporter,
+    /// Error-map refreshes of error-driven sampling, and their seconds in all (reading the model
+    /// back and measuring it).
+    pub sampling_refreshes: u32,
+    /// Seconds the refreshes took.
+    pub sampling_refresh_secs: f64,
 }
 
 /// How often a paused run looks at its controls.
@@ -148,12 +168,25 @@ pub fn run(
     let start_step = trainer.steps_done();
     let mut status = StatusReporter::new(start_step);
     let mut last_checkpoint = Instant::now();
+    let (mut sampling_refreshes, mut sampling_refresh_secs) = (0u32, 0.0f64);
     while trainer.steps_done() < steps {
         while cancel.is_paused() && !cancel.is_cancelled() {
             std::thread::sleep(PAUSE_POLL);
         }
         if cancel.is_cancelled() {
             return Err(TrainError::Cancelled);
+        }
+        let step = trainer.steps_done();
+        match trainer.schedule().sampling_change(step, resumed_from_step == Some(step)) {
+            Some(SamplingChange::Refresh) => {
+                let started = Instant::now();
+                let model = trainer.final_params()?;
+                trainer.refresh_sampling(Some(&model))?;
+                sampling_refreshes += 1;
+                sampling_refresh_secs += started.elapsed().as_secs_f64();
+            }
+            Some(SamplingChange::Uniform) => trainer.refresh_sampling(None)?,
+            None => {}
         }
         let stats = trainer.run_step()?;
         let done = trainer.steps_done();
@@ -173,7 +206,7 @@ pub fn run(
             last_checkpoint = Instant::now();
         }
     }
-    Ok(LoopOutcome { resumed_from_step, steps_run: trainer.steps_done() - start_step, status })
+    Ok(LoopOutcome { resumed_from_step, steps_run: trainer.steps_done() - start_step, status, sampling_refreshes, sampling_refresh_secs })
 }
 
 /// How a time budget became steps ([`fit_time_budget`]).
@@ -386,6 +419,13 @@ pub struct TrainReport {
     /// Why GPU training was given up for the CPU trainer, when it was (no adapter, no device,
     /// device lost mid-run).
     pub gpu_fallback: Option<String>,
+    /// How texels were drawn (`ScheduleConfig::sampling`).
+    pub sampling: Sampling,
+    /// Error-map refreshes of error-driven sampling (0 with uniform draws).
+    pub sampling_refreshes: u32,
+    /// Seconds the error-map refreshes took in all, within `train_secs`: the overhead of
+    /// error-driven sampling.
+    pub sampling_refresh_secs: f64,
 }
 
 impl TrainReport {
@@ -406,13 +446,64 @@ impl TrainReport {
             learned_budgets: None,
             time_budget: None,
             gpu_fallback: None,
+            sampling: schedule.sampling,
+            sampling_refreshes: outcome.sampling_refreshes,
+            sampling_refresh_secs: outcome.sampling_refresh_secs,
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::TimeBudget;
+    use super::{Capabilities, TimeBudget};
+    use crate::options::{CompressOptions, Sampling};
+    use crate::train::schedule::{SamplingChange, Schedule};
+
+    /// The GPU trainer draws on the device from the uniform table: it refuses error-driven
+    /// sampling by name (and `compress` with it, or sends `auto` to the CPU trainer), the CPU
+    /// and burn trainers take it.
+    #[test]
+    fn the_gpu_trainer_refuses_error_driven_sampling() {
+        let set = crate::train::sampler::tests_support::set();
+        let mut options = CompressOptions::default();
+        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        assert_eq!(Capabilities::FUSED_GPU.missing(&options, &layout), None);
+        for sampling in [Sampling::Error, Sampling::RmsError] {
+            options.schedule.sampling = sampling;
+            let (what, _) = Capabilities::FUSED_GPU.missing(&options, &layout).expect("refused");
+            assert_eq!(what, "error-driven sampling");
+            assert_eq!(Capabilities::FUSED_CPU.missing(&options, &layout), None);
+            assert_eq!(Capabilities::BURN.missing(&options, &layout), None);
+        }
+        let Err(crate::train::TrainError::Backend(message)) =
+            crate::train::gpu::gpu_trainer(&set, &layout, &options, &crate::train::initial_params(&set, &layout, 1))
+        else {
+            panic!("the GPU trainer took error-driven sampling");
+        };
+        assert!(message.contains("cannot train error-driven sampling"), "{message}");
+    }
+
+    /// Refreshes every 5 % of the steps from the first 5 %, uniform again at
+    /// `sampling_uniform_after`; a resumed run measures its map at once; uniform sampling never
+    /// changes.
+    #[test]
+    fn error_maps_refresh_every_twentieth_of_the_run_until_the_uniform_tail() {
+        let set = crate::train::sampler::tests_support::set();
+        let mut options = CompressOptions::default();
+        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        options.schedule.steps = 1000;
+        let uniform = Schedule::new(&options, &layout);
+        assert!((0..1000).all(|s| uniform.sampling_change(s, s == 123).is_none()));
+        options.schedule.sampling = Sampling::Error;
+        let schedule = Schedule::new(&options, &layout);
+        let changes: Vec<(u32, SamplingChange)> = (0..1000).filter_map(|s| schedule.sampling_change(s, false).map(|c| (s, c))).collect();
+        let refreshes: Vec<u32> = changes.iter().filter(|(_, c)| *c == SamplingChange::Refresh).map(|(s, _)| *s).collect();
+        assert_eq!(refreshes, (1..18).map(|k| 50 * k).collect::<Vec<_>>());
+        assert_eq!(changes.last(), Some(&(900, SamplingChange::Uniform)));
+        assert_eq!(schedule.sampling_change(123, true), Some(SamplingChange::Refresh));
+        assert_eq!(schedule.sampling_change(20, true), None);
+        assert_eq!(schedule.sampling_change(950, true), None);
+    }
 
     /// The budget left after the probe, in whole steps, and never no step at all.
     #[test]

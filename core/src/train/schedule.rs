@@ -4,7 +4,7 @@
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant::{self};
-use crate::options::{CompressOptions, Quantisation};
+use crate::options::{CompressOptions, Quantisation, Sampling};
 use crate::progress::TrainPhase;
 use crate::train::init::FINE_TUNE_LEARNING_RATE_SCALE;
 use crate::train::sampler::CHUNK_TEXELS;
@@ -32,6 +32,27 @@ pub struct Schedule {
     pub weight_format: quant::WeightFormat,
     /// Seed.
     pub seed: u64,
+    /// How texels are drawn ([`crate::options::ScheduleConfig::sampling`]).
+    pub sampling: Sampling,
+    /// Share of the draws that follow the error map ([`crate::options::ScheduleConfig::sampling_mix`]).
+    pub sampling_mix: f32,
+    /// With error-driven sampling, the error map is refreshed every this many steps.
+    pub sampling_refresh_every: u32,
+    /// Step from which the draws are uniform again (`steps`: never).
+    pub sampling_uniform_step: u32,
+}
+
+/// With error-driven sampling, the error map is refreshed every this fraction of the steps (the
+/// first refresh after as many steps: the starting model's error says little).
+pub const SAMPLING_REFRESH_FRACTION: f32 = 0.05;
+
+/// What the loop does to the sampler before a step ([`Schedule::sampling_change`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SamplingChange {
+    /// Measure the error map of the model as it is now and draw by it.
+    Refresh,
+    /// Draw uniformly again.
+    Uniform,
 }
 
 impl Schedule {
@@ -55,6 +76,28 @@ impl Schedule {
             grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
             weight_format: layout.weight_format,
             seed: options.schedule.seed,
+            sampling: options.schedule.sampling,
+            sampling_mix: options.schedule.sampling_mix,
+            sampling_refresh_every: ((steps as f32 * SAMPLING_REFRESH_FRACTION) as u32).max(1),
+            sampling_uniform_step: (steps as f32 * options.schedule.sampling_uniform_after) as u32,
+        }
+    }
+
+    /// What changes in the sampler before `step` runs: with error-driven sampling a refresh of
+    /// the error map every [`Schedule::sampling_refresh_every`] steps (not at step 0) until
+    /// [`Schedule::sampling_uniform_step`], where the draws turn uniform again. `resumed`: the
+    /// first step after a resume, whose error map was not saved, so it is measured again.
+    #[must_use]
+    pub fn sampling_change(&self, step: u32, resumed: bool) -> Option<SamplingChange> {
+        if self.sampling == Sampling::Uniform || step == 0 || step > self.sampling_uniform_step {
+            return None;
+        }
+        if step == self.sampling_uniform_step {
+            Some(SamplingChange::Uniform)
+        } else if step.is_multiple_of(self.sampling_refresh_every) || (resumed && step > self.sampling_refresh_every) {
+            Some(SamplingChange::Refresh)
+        } else {
+            None
         }
     }
 

@@ -139,6 +139,12 @@ impl CompressArgs {
             r.train.steps_run,
             r.train.train_secs
         );
+        if r.train.sampling_refreshes > 0 {
+            eprintln!(
+                "error-driven sampling: {} error-map refreshes took {:.2} s of the training",
+                r.train.sampling_refreshes, r.train.sampling_refresh_secs
+            );
+        }
         for m in &eval.maps {
             let ssim = if m.ssim.is_nan() { "not measured (--no-ssim)".to_owned() } else { format!("{:.4}", m.ssim) };
             eprintln!("  {}/{}: {:.2} dB, SSIM {ssim}", m.material, m.map, m.psnr_db);

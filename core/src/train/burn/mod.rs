@@ -229,6 +229,17 @@ impl Trainer for BurnRun<'_> {
     fn final_params(&self) -> Result<ModelParams, TrainError> {
         Ok(finalize(self.trainer.params(), &self.schedule.grid_bits, self.schedule.weight_format))
     }
+
+    fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
+        match model {
+            Some(model) => {
+                let s = &self.schedule;
+                self.sampler.refresh_importance(model, s.sampling, s.sampling_mix, s.seed, self.step);
+            }
+            None => self.sampler.clear_importance(),
+        }
+        Ok(())
+    }
 }
 
 /// Trains with burn on `options.run.backend`'s device, in the one loop ([`run`]).

@@ -983,8 +983,7 @@ pub fn gpu_trainer<'a>(
     options: &CompressOptions,
     start: &ModelParams,
 ) -> Result<GpuTrainer<'a>, TrainError> {
-    if options.budgets.prune.is_some() || options.budgets.learned.is_some() {
-        let (what, why) = Capabilities::FUSED_GPU.missing(options, layout).unwrap_or(("this option", "not on the GPU"));
+    if let Some((what, why)) = Capabilities::FUSED_GPU.missing(options, layout) {
         return Err(TrainError::Backend(format!("the GPU trainer cannot train {what} ({why})")));
     }
     let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
