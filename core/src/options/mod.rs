@@ -584,6 +584,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn uniform_sampling_leaves_the_fingerprint_as_it_was() {
+        let uniform = CompressOptions::default().fingerprint();
+        assert!(!uniform.contains("sampling"), "{uniform}");
+        let mut error = CompressOptions::default();
+        error.schedule.sampling = Sampling::Error;
+        assert!(error.fingerprint().contains("\"sampling\":\"error\""));
+        let back: ScheduleConfig = serde_json::from_str(&serde_json::to_string(&error.schedule).unwrap()).unwrap();
+        assert_eq!(back, error.schedule);
+    }
+
+    #[test]
     fn presets_train_more_steps_in_their_order() {
         let steps = |p| CompressOptions::preset(p).schedule.steps;
         assert_eq!(steps(Preset::Default), DEFAULT_PRESET_STEPS);

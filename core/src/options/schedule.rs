@@ -59,14 +59,38 @@ pub struct ScheduleConfig {
     /// error-driven ([`Sampling::Error`], [`Sampling::RmsError`]), tiles of high error more
     /// often, each draw's loss weight scaled so that the expected loss stays the uniform one.
     /// Default [`Sampling::Uniform`] (docs/benchmarks.md, "Error-driven sampling").
+    ///
+    /// This and the two fields after it are left out of the serialised schedule at their
+    /// defaults, so fingerprints (checkpoints, `--batch`'s unchanged materials) written before
+    /// they existed still match.
+    #[serde(skip_serializing_if = "is_uniform")]
     pub sampling: Sampling,
     /// With error-driven sampling: the share of the draws that follow the error map, the rest
     /// uniform (it bounds each draw's loss-weight factor by `1 / (1 − mix)`); 0 to
     /// [`MAX_SAMPLING_MIX`]. Default 0.5.
+    #[serde(skip_serializing_if = "is_default_sampling_mix")]
     pub sampling_mix: f32,
     /// With error-driven sampling: the fraction of the steps after which the draws are uniform
     /// again (1: error-driven to the end). Default 0.9.
+    #[serde(skip_serializing_if = "is_default_sampling_uniform_after")]
     pub sampling_uniform_after: f32,
+}
+
+/// Default of [`ScheduleConfig::sampling_mix`].
+const DEFAULT_SAMPLING_MIX: f32 = 0.5;
+/// Default of [`ScheduleConfig::sampling_uniform_after`].
+const DEFAULT_SAMPLING_UNIFORM_AFTER: f32 = 0.9;
+
+fn is_uniform(sampling: &Sampling) -> bool {
+    *sampling == Sampling::Uniform
+}
+
+fn is_default_sampling_mix(mix: &f32) -> bool {
+    mix.to_bits() == DEFAULT_SAMPLING_MIX.to_bits()
+}
+
+fn is_default_sampling_uniform_after(after: &f32) -> bool {
+    after.to_bits() == DEFAULT_SAMPLING_UNIFORM_AFTER.to_bits()
 }
 
 /// The largest [`ScheduleConfig::sampling_mix`]: every tile keeps at least 5 % of its uniform
@@ -172,8 +196,8 @@ impl Default for ScheduleConfig {
             mip_level0_batch: true,
             latent_init: LatentInit::Noise,
             sampling: Sampling::Uniform,
-            sampling_mix: 0.5,
-            sampling_uniform_after: 0.9,
+            sampling_mix: DEFAULT_SAMPLING_MIX,
+            sampling_uniform_after: DEFAULT_SAMPLING_UNIFORM_AFTER,
         }
     }
 }
