@@ -590,7 +590,8 @@ mod tests {
         let mut error = CompressOptions::default();
         error.schedule.sampling = Sampling::Error;
         assert!(error.fingerprint().contains("\"sampling\":\"error\""));
-        let back: ScheduleConfig = serde_json::from_str(&serde_json::to_string(&error.schedule).unwrap()).unwrap();
+        let json = serde_json::to_string(&error.schedule).expect("a schedule serialises");
+        let back: ScheduleConfig = serde_json::from_str(&json).expect("and reads back");
         assert_eq!(back, error.schedule);
     }
 

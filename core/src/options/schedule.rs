@@ -81,14 +81,17 @@ const DEFAULT_SAMPLING_MIX: f32 = 0.5;
 /// Default of [`ScheduleConfig::sampling_uniform_after`].
 const DEFAULT_SAMPLING_UNIFORM_AFTER: f32 = 0.9;
 
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
 fn is_uniform(sampling: &Sampling) -> bool {
     *sampling == Sampling::Uniform
 }
 
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
 fn is_default_sampling_mix(mix: &f32) -> bool {
     mix.to_bits() == DEFAULT_SAMPLING_MIX.to_bits()
 }
 
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
 fn is_default_sampling_uniform_after(after: &f32) -> bool {
     after.to_bits() == DEFAULT_SAMPLING_UNIFORM_AFTER.to_bits()
 }
