@@ -159,7 +159,7 @@ impl StudioApp {
         // The window's GPU: the preview draws with its adapter (on a device of its own).
         let preview = render_state.map(|rs| preview::PreviewGpu::new(rs, Arc::clone(&repaint))).transpose()?;
         // On a software GPU background work leaves a core to the frames.
-        let background = if software { worker::Background::leaving_one_core() } else { worker::Background::all_cores() };
+        let background = if software { worker::Background::below_frames() } else { worker::Background::all_cores() };
         let device = if software {
             format!("{device}; background work on {} of the cores, one left to the renderer", background.threads())
         } else {

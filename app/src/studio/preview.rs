@@ -162,7 +162,7 @@ impl PreviewGpu {
         let adapter = render_state.adapter.clone();
         let bands = Arc::new(AtomicU64::new(0));
         let thread_bands = Arc::clone(&bands);
-        let thread = crate::studio::worker::spawn_below_ui("texset-preview", move || {
+        let thread = crate::studio::worker::spawn_background("texset-preview", move || {
             let device = texset_shaders::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
                 label: Some("texset preview device"),
                 required_limits: adapter.limits(),

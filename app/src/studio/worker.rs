@@ -16,20 +16,29 @@ use texset_core::model::params::ModelParams;
 use texset_core::progress::{Cancel, Pass, Progress, TrainStatus};
 use texset_core::{CompressOptions, Compressed, TextureSet};
 
-/// How far below the UI thread the preview's render thread runs: the `nice` value Linux gives it
-/// (the UI's is 0; 19 is the lowest). The rasteriser threads of the preview's device inherit it,
-/// so on a software GPU a frame's rasterising wins the cores over the preview's bands.
-pub const PREVIEW_NICE: i32 = 10;
+/// How far below the UI thread the studio's background threads run: the `nice` value Linux gives
+/// them (the UI's is 0; 19 is the lowest). The UI then wins the cores whenever it has a frame to
+/// draw, which on a software GPU is CPU work too (the rasteriser threads of the preview's device
+/// inherit the value from `texset-preview`), and background work gets every cycle a frame
+/// leaves. docs/benchmarks.md, "The studio's frame time", has the measurements.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (Linux; elsewhere nothing). Threads
+/// it starts afterwards inherit it.
+pub fn lower_thread_priority() {
+    set_nice(BACKGROUND_NICE);
+}
 
 /// Moves the calling thread to Linux's `SCHED_IDLE` class (elsewhere: nothing): it runs only on
-/// cycles no normal thread wants. Threads it starts afterwards inherit it.
+/// cycles no normal thread wants. Falls back to [`BACKGROUND_NICE`] where the class cannot be set.
 ///
-/// For the studio's background work (training, decoding, block compression, ingest). A nice
-/// value alone was not enough on two cores: with the UI's two software-rasteriser threads on one
-/// core and a nice +10 trainer alone on the other, the scheduler left them there, and frames took
-/// twice as long for a second at a time. A core running only `SCHED_IDLE` threads counts as idle
-/// when a waking thread picks its core, so the rasteriser takes it (docs/benchmarks.md, "The
-/// studio's frame time"). Falls back to nice 19 where the class cannot be set.
+/// For the training pool when the window renders on a software GPU ([`Background::below_frames`]).
+/// A nice value alone was not enough on two cores: with the UI's two software-rasteriser threads
+/// on one core and a nice +10 trainer alone on the other, the scheduler left them there, and frames
+/// took twice as long for a second at a time. A core running only `SCHED_IDLE` threads counts as
+/// idle when a waking thread picks its core, so the rasteriser takes it (docs/benchmarks.md, "The
+/// studio's frame time"). Short work the user waits on (ingest, analysis) stays at
+/// [`BACKGROUND_NICE`]: in `SCHED_IDLE` any other busy process on the machine starves it.
 pub fn run_below_everything() {
     #[cfg(target_os = "linux")]
     {
@@ -38,18 +47,11 @@ pub fn run_below_everything() {
         #[expect(unsafe_code, reason = "sched_setscheduler(2) has no safe wrapper in std; it reads only `param`, a local")]
         // SAFETY: `param` is a valid, initialised `sched_param` that outlives the call.
         let status = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param) };
-        if status != 0 {
-            set_nice(19);
+        if status == 0 {
+            return;
         }
     }
-}
-
-/// Lowers the calling thread's priority to [`PREVIEW_NICE`] (Linux; elsewhere nothing).
-///
-/// The preview's render thread is not `SCHED_IDLE`: its device's rasteriser threads would inherit
-/// the class, and a frame that needs a lock they hold then waited on them (frames of 170 ms).
-pub fn lower_thread_priority() {
-    set_nice(PREVIEW_NICE);
+    lower_thread_priority();
 }
 
 /// Sets the calling thread's nice value (Linux; elsewhere nothing). Failing leaves the thread at
@@ -67,16 +69,8 @@ fn set_nice(nice: i32) {
     let _ = nice;
 }
 
-/// Starts a named background thread in the `SCHED_IDLE` class ([`run_below_everything`]).
+/// Starts a named background thread at [`BACKGROUND_NICE`].
 pub fn spawn_background<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send + 'static) -> std::io::Result<JoinHandle<T>> {
-    std::thread::Builder::new().name(name.to_owned()).spawn(move || {
-        run_below_everything();
-        work()
-    })
-}
-
-/// Starts a named thread at [`PREVIEW_NICE`] ([`lower_thread_priority`]).
-pub fn spawn_below_ui<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send + 'static) -> std::io::Result<JoinHandle<T>> {
     std::thread::Builder::new().name(name.to_owned()).spawn(move || {
         lower_thread_priority();
         work()
@@ -84,32 +78,34 @@ pub fn spawn_below_ui<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + 
 }
 
 /// Where the studio's background CPU work (training, decoding, block compression) runs: a pool
-/// of `SCHED_IDLE` threads ([`run_below_everything`]) as large as the machine or, when the window renders on a
-/// software GPU, one thread smaller, so the UI thread and the software rasteriser keep a core
-/// while training runs.
+/// of threads at [`BACKGROUND_NICE`] as large as the machine or, when the window renders on a
+/// software GPU ([`Background::below_frames`]), one thread smaller and in `SCHED_IDLE`, so the UI
+/// thread and the software rasteriser keep the cores while training runs.
 /// Results do not depend on it (training is deterministic per seed for any thread count).
 #[derive(Clone, Default)]
 pub struct Background(Option<Arc<rayon::ThreadPool>>);
 
 impl Background {
-    /// A pool with a thread per core (rayon's global pool if it cannot be made).
+    /// A pool with a thread per core at [`BACKGROUND_NICE`] (rayon's global pool if it cannot be
+    /// made).
     #[must_use]
     pub fn all_cores() -> Self {
-        Self::with_threads(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+        Self::with_threads(std::thread::available_parallelism().map_or(1, std::num::NonZero::get), lower_thread_priority)
     }
 
-    /// A pool that leaves one core free (one thread on a one-core machine).
+    /// For a window on a software GPU: a pool that leaves one core free (one thread on a one-core
+    /// machine), its threads in `SCHED_IDLE` ([`run_below_everything`]).
     #[must_use]
-    pub fn leaving_one_core() -> Self {
+    pub fn below_frames() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        Self::with_threads(cores.saturating_sub(1).max(1))
+        Self::with_threads(cores.saturating_sub(1).max(1), run_below_everything)
     }
 
-    fn with_threads(threads: usize) -> Self {
+    fn with_threads(threads: usize, priority: fn()) -> Self {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("texset-work-{i}"))
-            .start_handler(|_| run_below_everything())
+            .start_handler(move |_| priority())
             .build();
         Self(pool.ok().map(Arc::new))
     }
