@@ -462,6 +462,18 @@ impl<'a> Sampler<'a> {
         self.importance = None;
     }
 
+    /// `Trainer::refresh_sampling` of a trainer that draws from this sampler on the CPU: draws by
+    /// `model`'s error ([`Sampler::refresh_importance`] with `schedule`'s sampling, mix and seed,
+    /// at `step`), or uniformly again with `None`.
+    pub fn refresh_for(&mut self, model: Option<&ModelParams>, schedule: &crate::train::schedule::Schedule, step: u32) {
+        match model {
+            Some(model) => {
+                self.refresh_importance(model, schedule.sampling, schedule.sampling_mix, schedule.seed, step);
+            }
+            None => self.clear_importance(),
+        }
+    }
+
     /// Measures the error of the model `params` (as it would ship: the layers in `params` are run
     /// as they are) on [`PROBES_PER_TILE`] random texels of every tile of every group, and from
     /// now on draws by it ([`Sampling::Error`]: by each tile's mean weighted squared error;

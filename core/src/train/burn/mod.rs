@@ -231,13 +231,7 @@ impl Trainer for BurnRun<'_> {
     }
 
     fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
-        match model {
-            Some(model) => {
-                let s = &self.schedule;
-                self.sampler.refresh_importance(model, s.sampling, s.sampling_mix, s.seed, self.step);
-            }
-            None => self.sampler.clear_importance(),
-        }
+        self.sampler.refresh_for(model, &self.schedule, self.step);
         Ok(())
     }
 }
