@@ -285,3 +285,28 @@ impl TextureSet {
         self.textures().map(|(_, _, t)| t.channels as usize).sum()
     }
 }
+
+/// Small sets the engine's unit tests build.
+#[cfg(test)]
+pub(crate) mod test_sets {
+    use super::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
+    use std::path::PathBuf;
+
+    /// One material `m` with one 8-bit sRGB colour map of `width × height` texels, `texels`
+    /// interleaved RGB.
+    pub(crate) fn one_colour_map(width: u32, height: u32, texels: Vec<f32>) -> TextureSet {
+        let texture = Texture {
+            kind: MapKind::Basecolor,
+            source_path: PathBuf::from("m/basecolor.png"),
+            width,
+            height,
+            channels: 3,
+            sample_format: SampleFormat::U8,
+            color_space: ColorSpace::Srgb,
+            normal_convention: NormalConvention::OpenGl,
+            channel_ranges: vec![[0.0, 1.0]; 3],
+            texels,
+        };
+        TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![texture] }] }
+    }
+}

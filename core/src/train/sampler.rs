@@ -638,8 +638,7 @@ impl<'a> Sampler<'a> {
 /// A small library for the tests of the sampler and of the loop.
 #[cfg(test)]
 pub(crate) mod tests_support {
-    use crate::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
-    use std::path::PathBuf;
+    use crate::set::TextureSet;
 
     /// One material, a 20×12 colour map (its right and bottom tiles partial) whose right half
     /// is busy and left half flat: the error map has something to find.
@@ -651,19 +650,7 @@ pub(crate) mod tests_support {
                 if x < width / 2 { 0.5 } else { ((i * 37) % 101) as f32 / 101.0 }
             })
             .collect();
-        let texture = Texture {
-            kind: MapKind::Basecolor,
-            source_path: PathBuf::from("m/basecolor.png"),
-            width,
-            height,
-            channels: 3,
-            sample_format: SampleFormat::U8,
-            color_space: ColorSpace::Srgb,
-            normal_convention: NormalConvention::OpenGl,
-            channel_ranges: vec![[0.0, 1.0]; 3],
-            texels,
-        };
-        TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![texture] }] }
+        crate::set::test_sets::one_colour_map(width, height, texels)
     }
 }
 

@@ -4,25 +4,12 @@
 use super::{Shapes, Tables, WeightMemory, specialise, spread};
 use crate::model::params::{GridParams, LayerParams, ModelParams};
 use crate::options::CompressOptions;
-use crate::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
+use crate::set::TextureSet;
 use crate::train::sampler::Sampler;
-use std::path::PathBuf;
 
 fn set() -> TextureSet {
     let texels = (0..16 * 16 * 3).map(|i| (i % 7) as f32 / 7.0).collect();
-    let texture = Texture {
-        kind: MapKind::Basecolor,
-        source_path: PathBuf::from("m/basecolor.png"),
-        width: 16,
-        height: 16,
-        channels: 3,
-        sample_format: SampleFormat::U8,
-        color_space: ColorSpace::Srgb,
-        normal_convention: NormalConvention::OpenGl,
-        channel_ranges: vec![[0.0, 1.0]; 3],
-        texels,
-    };
-    TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![texture] }] }
+    crate::set::test_sets::one_colour_map(16, 16, texels)
 }
 
 #[test]
