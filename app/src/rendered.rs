@@ -5,10 +5,10 @@
 //! here even where a map's own PSNR looks fine.
 
 use serde::Serialize;
-use texset_core::bundle::Manifest;
+use texset_core::bundle::{Manifest, MaterialEntry};
 use texset_core::decode::DecodedMap;
 use texset_core::eval::metrics::{SquaredError, flip_mean};
-use texset_core::set::TextureSet;
+use texset_core::set::{Material, TextureSet};
 use texset_shaders::preview::{Shape, StoredMap, render_cpu};
 
 /// How one material looks lit, decoded against original.
@@ -39,27 +39,13 @@ pub fn rendered_scores(
     let mut out = Vec::new();
     for (material, decoded) in set.materials.iter().zip(decoded) {
         let Some((mi, entry)) = manifest.materials.iter().enumerate().find(|(_, m)| m.name == material.name) else { continue };
-        // Both sides in manifest order. A material whose set lacks one of the bundle's maps is not
-        // rendered (there is no original to draw it from).
-        let pairs: Option<Vec<(StoredMap, StoredMap)>> = entry
-            .maps
-            .iter()
-            .map(|map| {
-                let (t, d) = material.textures.iter().zip(decoded).find(|(t, _)| t.kind == map.kind)?;
-                Some(((t.width, t.height, t.channels, &t.texels[..]), (d.width, d.height, d.channels, &d.values[..])))
-            })
-            .collect();
-        let Some(pairs) = pairs else { continue };
-        let (originals, decodes): (Vec<StoredMap>, Vec<StoredMap>) = pairs.into_iter().unzip();
+        let Some((originals, decodes)) = in_manifest_order(material, entry, decoded) else { continue };
+        let (a, b) = (renders(manifest, mi, &originals, lights, size_px), renders(manifest, mi, &decodes, lights, size_px));
         let mut error = SquaredError::default();
         let mut flip = 0.0;
-        for light in 0..lights {
-            let angle = std::f32::consts::TAU * light as f32 / lights as f32;
-            let a = render_cpu(manifest, mi, &originals, Shape::Plane, angle, size_px, size_px);
-            let b = render_cpu(manifest, mi, &decodes, Shape::Plane, angle, size_px, size_px);
-            let rgb = |v: &[f32]| -> Vec<f32> { v.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect() };
-            error.add(SquaredError::of(&rgb(&b), &rgb(&a)));
-            flip += flip_mean(&a, &b, size_px as usize, size_px as usize, 4);
+        for (a, b) in a.iter().zip(&b) {
+            error.add(rgb_error(b, a));
+            flip += flip_mean(a, b, size_px as usize, size_px as usize, 4);
         }
         out.push(RenderedScore {
             material: material.name.clone(),
@@ -70,6 +56,42 @@ pub fn rendered_scores(
         });
     }
     out
+}
+
+/// `material`'s maps in the order of its manifest `entry`, each as (original, the same map of
+/// `maps`, which are in the set's order). `None` when the set lacks one of the bundle's maps:
+/// there is no original to draw the material from.
+fn in_manifest_order<'a>(
+    material: &'a Material,
+    entry: &MaterialEntry,
+    maps: &'a [DecodedMap],
+) -> Option<(Vec<StoredMap<'a>>, Vec<StoredMap<'a>>)> {
+    let pairs: Option<Vec<(StoredMap, StoredMap)>> = entry
+        .maps
+        .iter()
+        .map(|map| {
+            let (t, d) = material.textures.iter().zip(maps).find(|(t, _)| t.kind == map.kind)?;
+            Some(((t.width, t.height, t.channels, &t.texels[..]), (d.width, d.height, d.channels, &d.values[..])))
+        })
+        .collect();
+    Some(pairs?.into_iter().unzip())
+}
+
+/// Material `mi` of `manifest` drawn from `maps` as the preview's plane, under each of `lights`
+/// light positions evenly around the orbit: one RGBA render per light.
+fn renders(manifest: &Manifest, mi: usize, maps: &[StoredMap], lights: usize, size_px: u32) -> Vec<Vec<f32>> {
+    (0..lights)
+        .map(|light| {
+            let angle = std::f32::consts::TAU * light as f32 / lights as f32;
+            render_cpu(manifest, mi, maps, Shape::Plane, angle, size_px, size_px)
+        })
+        .collect()
+}
+
+/// The squared error of render `b` against render `a`, RGB of RGBA.
+fn rgb_error(b: &[f32], a: &[f32]) -> SquaredError {
+    let rgb = |v: &[f32]| -> Vec<f32> { v.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect() };
+    SquaredError::of(&rgb(b), &rgb(a))
 }
 
 /// The rendered error one decoded map causes on its own: the material drawn from the originals
@@ -85,7 +107,8 @@ pub struct MapRenderedScore {
 }
 
 /// Per material and map of `set`, the rendered PSNR with only that map decoded (the others the
-/// originals): which map's errors the light sees (`texset eval --by-map`).
+/// originals): which map's errors the light sees (`texset eval --by-map`). The originals are
+/// rendered once per material.
 #[must_use]
 pub fn rendered_by_map(
     set: &TextureSet,
@@ -96,22 +119,27 @@ pub fn rendered_by_map(
 ) -> Vec<MapRenderedScore> {
     let mut out = Vec::new();
     for (material, decoded) in set.materials.iter().zip(decoded) {
-        let one = TextureSet { materials: vec![material.clone()] };
+        let Some((mi, entry)) = manifest.materials.iter().enumerate().find(|(_, m)| m.name == material.name) else { continue };
         let originals: Vec<DecodedMap> = material
             .textures
             .iter()
             .map(|t| DecodedMap { width: t.width, height: t.height, channels: t.channels, values: t.texels.clone() })
             .collect();
+        let Some((stored, _)) = in_manifest_order(material, entry, &originals) else { continue };
+        let reference = renders(manifest, mi, &stored, lights, size_px);
         for (i, (texture, map)) in material.textures.iter().zip(decoded).enumerate() {
             let mut maps = originals.clone();
             maps[i] = map.clone();
-            for score in rendered_scores(&one, manifest, &[maps], lights, size_px) {
-                out.push(MapRenderedScore {
-                    material: score.material,
-                    map: texture.kind.to_string(),
-                    rendered_psnr_db: score.rendered_psnr_db,
-                });
+            let Some((_, variant)) = in_manifest_order(material, entry, &maps) else { continue };
+            let mut error = SquaredError::default();
+            for (b, a) in renders(manifest, mi, &variant, lights, size_px).iter().zip(&reference) {
+                error.add(rgb_error(b, a));
             }
+            out.push(MapRenderedScore {
+                material: material.name.clone(),
+                map: texture.kind.to_string(),
+                rendered_psnr_db: error.psnr_db(),
+            });
         }
     }
     out
