@@ -80,6 +80,11 @@ fn time_training(
 ) -> anyhow::Result<UiBench> {
     let start = Instant::now();
     while app.session.library.set.materials.is_empty() || app.session.analysis.is_none() {
+        if app.session.library.set.materials.is_empty()
+            && let Some(problem) = app.session.library.problems.first()
+        {
+            anyhow::bail!("the library did not load: {}: {}", problem.path.display(), problem.message);
+        }
         anyhow::ensure!(start.elapsed() < limit, "the library did not load");
         frame(app)?;
         std::thread::sleep(Duration::from_millis(16));

@@ -402,6 +402,10 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
     std::fs::write(originals.join("m_basecolor.png"), png(32, 32)).unwrap();
     cases.push(case("eval against originals of another size", &[&"eval", &originals, &bundle], &["m_basecolor.png", "32x32"]));
 
+    // The UI bench trains while it measures: a library that does not load ends it at once.
+    let missing = root.join("no_such_material");
+    cases.push(case("bench ui on a folder that is not there", &[&"bench", &"ui", &missing], &["no_such_material", "did not load"]));
+
     // --- Run them all -------------------------------------------------------------------------
     let bundle_before = std::fs::read(&bundle).unwrap();
     let mut failures = Vec::new();

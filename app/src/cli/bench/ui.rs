@@ -9,7 +9,7 @@ use texset::studio::bench_ui::{self, PreviewBench, RenderFloor, UiBench};
 use texset::studio::state::CentralView;
 
 use super::DirsArg;
-use crate::cli::common::{JsonArg, sample_folders};
+use crate::cli::common::JsonArg;
 
 /// Training steps while the headless UI is measured.
 const HEADLESS_STEPS: u32 = 1500;
@@ -39,8 +39,8 @@ struct UiJson<'a> {
 
 impl UiBenchArgs {
     pub fn run(self) -> Result<()> {
-        // No sample folders is no error here: the studio opens empty.
-        let dirs = if self.dirs.dirs.is_empty() { sample_folders() } else { self.dirs.dirs };
+        // The bench trains while it measures: with no library it would wait for one until its limit.
+        let dirs = self.dirs.or_samples()?;
         // The renderer's own cost with nothing of texset's running (first: no studio's
         // background work is left over): the floor under the rendered lines.
         let floor = bench_ui::render_floor();
