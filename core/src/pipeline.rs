@@ -12,6 +12,7 @@ use crate::set::TextureSet;
 use crate::train::run::Capabilities;
 use crate::train::{TrainError, TrainReport};
 use serde::Serialize;
+use std::fmt::Write as _;
 
 /// Why compression failed.
 #[derive(Debug, thiserror::Error)]
@@ -443,7 +444,11 @@ pub fn compress(
         }
     };
     let budget = train_report.time_budget.as_ref().map_or(String::new(), |b| {
-        format!("; time budget {:.1} s: {:.1} ms per step measured, so {} steps", b.budget_secs, 1e3 * b.secs_per_step, b.steps)
+        let refits = b.refits.iter().fold(String::new(), |mut s, r| {
+            let _ = write!(s, ", {} at step {} ({:.1} ms per step)", r.to_steps, r.at_step, 1e3 * r.secs_per_step);
+            s
+        });
+        format!("; time budget {:.1} s: {:.1} ms per step measured, so {} steps{refits}", b.budget_secs, 1e3 * b.secs_per_step, b.steps)
     });
     progress.pass_finished(
         Pass::Train,

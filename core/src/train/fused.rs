@@ -17,7 +17,7 @@ use crate::train::adam::{ADAM_BETA1, ADAM_BETA2, Adam, adam_update};
 use crate::train::gates::{BudgetGates, LearnedCut, column_norms};
 use crate::train::init::starting_params;
 use crate::train::kernel::{ChunkGrads, forward_backward, scatter_grid_grads};
-use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, fit_time_budget, run};
+use crate::train::run::{Capabilities, LoopOptions, StepStats, TimeBudget, TrainReport, Trainer, fit_time_budget, run};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, round_grids, step_at_fraction};
 use rayon::prelude::*;
@@ -480,6 +480,16 @@ impl Trainer for FusedTrainer<'_> {
         Ok(FusedTrainer::final_params(self))
     }
 
+    fn refit_steps(&mut self, steps: u32) -> bool {
+        // Pruning and the learned-budget cut were placed at a step of the length they started with.
+        if self.pruning.is_some() || self.gates.is_some() {
+            return false;
+        }
+        let Some(schedule) = self.schedule.with_steps(steps, self.step) else { return false };
+        self.schedule = schedule;
+        true
+    }
+
     fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
         self.sampler.refresh_for(model, &self.schedule, self.step);
         Ok(())
@@ -518,7 +528,6 @@ pub fn train_fused(
         progress,
         cancel,
     )?;
-    let schedule = Schedule::new(options, layout);
     let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
     let mut trainer = fused_trainer(set, layout, options, start);
     let loop_options = LoopOptions {
@@ -526,13 +535,15 @@ pub fn train_fused(
         resume_from: options.run.resume_from.as_deref(),
         fingerprint: &fingerprint,
         layout: Some(layout),
+        deadline: time_budget.as_ref().map(TimeBudget::deadline_from_now),
     };
     let outcome = run(&mut trainer, &loop_options, progress, cancel)?;
     let report = TrainReport {
         pruned_channels: trainer.pruned_channels(),
         learned_budgets: trainer.learned_cut().cloned(),
-        time_budget,
-        ..TrainReport::new("cpu (fused)".into(), &schedule, &outcome)
+        time_budget: time_budget.map(|b| TimeBudget { refits: outcome.refits.clone(), ..b }),
+        // The schedule as it ended: a time budget's run may have changed its length.
+        ..TrainReport::new("cpu (fused)".into(), trainer.schedule(), &outcome)
     };
     Ok((trainer.final_params(), report))
 }

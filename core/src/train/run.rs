@@ -99,6 +99,13 @@ pub trait Trainer {
         let _ = model;
         Err(TrainError::Backend("this trainer draws its texels uniformly".into()))
     }
+    /// Changes the run's length to `steps` part-way (a time budget re-fitted to the machine's
+    /// speed now, [`LoopOptions::deadline`]); false when this trainer or its run cannot, and
+    /// the length stays.
+    fn refit_steps(&mut self, steps: u32) -> bool {
+        let _ = steps;
+        false
+    }
     /// Restores a checkpoint of the same run (`fingerprint`); `layout` is the analysed one.
     fn load_checkpoint(&mut self, path: &Path, fingerprint: &str, layout: &ModelLayout) -> Result<(), TrainError> {
         let _ = (path, fingerprint, layout);
@@ -118,6 +125,42 @@ pub struct LoopOptions<'a> {
     /// The analysed layout: snapshots decode with it and a resume restores against it. `None`:
     /// no snapshots and no resume (`texset add`, whose model is the grown library's).
     pub layout: Option<&'a ModelLayout>,
+    /// When training must end (a time budget): at [`REFIT_AT`] of the run the loop times the
+    /// steps since the last look and, when the steps left would end more than
+    /// [`REFIT_TOLERANCE`] of the run away from it, asks the trainer for the length that ends
+    /// there ([`Trainer::refit_steps`]). Other load on the machine changes a step's time after
+    /// the budget's probe.
+    pub deadline: Option<Instant>,
+}
+
+/// Fractions of the run at which a time budget's length is looked at again.
+pub const REFIT_AT: [f32; 2] = [0.25, 0.5];
+/// A re-fit changes the length only when it moves the end by more than this share of the run.
+pub const REFIT_TOLERANCE: f64 = 0.05;
+/// A re-fit never makes a run longer than this many times the length it started with.
+pub const REFIT_MAX_GROWTH: f64 = 2.0;
+
+/// A time budget's run re-fitted part-way ([`LoopOptions::deadline`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Refit {
+    /// Steps done when the length changed.
+    pub at_step: u32,
+    /// Seconds per step measured since the last look.
+    pub secs_per_step: f64,
+    /// The run's length before.
+    pub from_steps: u32,
+    /// The length after.
+    pub to_steps: u32,
+}
+
+/// The length that ends a run at its deadline: `done` steps run, `left_secs` to go at
+/// `secs_per_step`, at least one more step and at most [`REFIT_MAX_GROWTH`] × `first_steps`;
+/// `None` when that moves the end by no more than [`REFIT_TOLERANCE`] of `steps`.
+#[must_use]
+pub fn refit_length(done: u32, steps: u32, first_steps: u32, left_secs: f64, secs_per_step: f64) -> Option<u32> {
+    let fit = f64::from(done) + (left_secs.max(0.0) / secs_per_step.max(1e-9)).floor();
+    let wanted = fit.clamp(f64::from(done) + 1.0, (REFIT_MAX_GROWTH * f64::from(first_steps)).max(f64::from(done) + 1.0)) as u32;
+    ((f64::from(wanted) - f64::from(steps)).abs() > REFIT_TOLERANCE * f64::from(steps)).then_some(wanted)
 }
 
 /// What the loop did.
@@ -134,6 +177,8 @@ pub struct LoopOutcome {
     pub sampling_refreshes: u32,
     /// Seconds the refreshes took.
     pub sampling_refresh_secs: f64,
+    /// Changes of length under a deadline.
+    pub refits: Vec<Refit>,
 }
 
 /// How often a paused run looks at its controls.
@@ -164,11 +209,16 @@ pub fn run(
     if options.checkpoint.is_some() && checkpoint.is_none() {
         progress.warning("this trainer writes no checkpoints; training goes on without");
     }
-    let steps = trainer.schedule().steps;
+    let mut steps = trainer.schedule().steps;
+    let first_steps = steps;
     let start_step = trainer.steps_done();
     let mut status = StatusReporter::new(start_step);
     let mut last_checkpoint = Instant::now();
     let (mut sampling_refreshes, mut sampling_refresh_secs) = (0u32, 0.0f64);
+    // Under a deadline: the looks at the length still to come, and when and where the last was.
+    let mut looks = REFIT_AT.iter().copied().filter(|_| options.deadline.is_some()).peekable();
+    let mut last_look = (Instant::now(), start_step);
+    let mut refits = Vec::new();
     while trainer.steps_done() < steps {
         while cancel.is_paused() && !cancel.is_cancelled() {
             std::thread::sleep(PAUSE_POLL);
@@ -205,8 +255,38 @@ pub fn run(
             trainer.save_checkpoint(&cp.path, options.fingerprint)?;
             last_checkpoint = Instant::now();
         }
+        if let (Some(deadline), Some(&fraction)) = (options.deadline, looks.peek())
+            && f64::from(done) >= f64::from(fraction) * f64::from(steps)
+            && done > last_look.1
+            && done < steps
+        {
+            trainer.wait()?;
+            let now = Instant::now();
+            let secs_per_step = now.duration_since(last_look.0).as_secs_f64() / f64::from(done - last_look.1);
+            let left_secs = deadline.saturating_duration_since(now).as_secs_f64();
+            if let Some(wanted) = refit_length(done, steps, first_steps, left_secs, secs_per_step)
+                && trainer.refit_steps(wanted)
+            {
+                progress.note(&format!(
+                    "time budget: steps now take {:.1} ms, so the run is {wanted} steps instead of {steps}",
+                    secs_per_step * 1e3
+                ));
+                refits.push(Refit { at_step: done, secs_per_step, from_steps: steps, to_steps: wanted });
+                steps = wanted;
+            }
+            // The next look comes at a fraction of the length now still ahead.
+            while looks.next_if(|&f| f64::from(f) * f64::from(steps) <= f64::from(done)).is_some() {}
+            last_look = (Instant::now(), done);
+        }
     }
-    Ok(LoopOutcome { resumed_from_step, steps_run: trainer.steps_done() - start_step, status, sampling_refreshes, sampling_refresh_secs })
+    Ok(LoopOutcome {
+        resumed_from_step,
+        steps_run: trainer.steps_done() - start_step,
+        status,
+        sampling_refreshes,
+        sampling_refresh_secs,
+        refits,
+    })
 }
 
 /// How a time budget became steps ([`fit_time_budget`]).
@@ -222,6 +302,8 @@ pub struct TimeBudget {
     pub secs_per_step: f64,
     /// Steps the schedule got.
     pub steps: u32,
+    /// Changes of length part-way, as the machine's speed changed ([`LoopOptions::deadline`]).
+    pub refits: Vec<Refit>,
 }
 
 /// At most this long, seconds, and this share of the budget go to timing the trainer.
@@ -232,6 +314,12 @@ const PROBE_MIN_STEPS: u32 = 2;
 const PROBE_MAX_STEPS: u32 = 200;
 
 impl TimeBudget {
+    /// When training must end, called as the probe ends: the budget less the probe's seconds.
+    #[must_use]
+    pub fn deadline_from_now(&self) -> Instant {
+        Instant::now() + Duration::from_secs_f64((self.budget_secs - self.probe_secs).max(0.0))
+    }
+
     /// The steps that fit `budget_secs` after `probe_secs` at `secs_per_step` (at least one).
     #[must_use]
     pub fn steps_for(budget_secs: f64, probe_secs: f64, secs_per_step: f64) -> u32 {
@@ -258,7 +346,14 @@ pub fn fit_time_budget<'o, 't>(
     fitted.schedule.steps = steps;
     Ok((
         Cow::Owned(fitted),
-        Some(TimeBudget { budget_secs, probe_steps: secs_per_step.1, probe_secs, secs_per_step: secs_per_step.0, steps }),
+        Some(TimeBudget {
+            budget_secs,
+            probe_steps: secs_per_step.1,
+            probe_secs,
+            secs_per_step: secs_per_step.0,
+            steps,
+            refits: Vec::new(),
+        }),
     ))
 }
 
@@ -455,9 +550,11 @@ impl TrainReport {
 
 #[cfg(test)]
 mod tests {
-    use super::{Capabilities, TimeBudget};
+    use super::{Capabilities, LoopOptions, TimeBudget, refit_length, run};
     use crate::options::{CompressOptions, Sampling};
+    use crate::progress::Cancel;
     use crate::train::schedule::{SamplingChange, Schedule};
+    use std::time::Instant;
 
     /// The GPU trainer draws on the device from the uniform table: it refuses error-driven
     /// sampling by name (and `compress` with it, or sends `auto` to the CPU trainer), the CPU
@@ -503,6 +600,73 @@ mod tests {
         assert_eq!(schedule.sampling_change(123, true), Some(SamplingChange::Refresh));
         assert_eq!(schedule.sampling_change(20, true), None);
         assert_eq!(schedule.sampling_change(950, true), None);
+    }
+
+    /// A re-fitted schedule keeps each event's fraction of the run, leaves past events where
+    /// they were, brings an event whose fraction is already past to the next step, and keeps
+    /// "never" as never.
+    #[test]
+    fn a_refitted_schedule_keeps_its_events_fractions() {
+        let set = crate::train::sampler::tests_support::set();
+        let mut options = CompressOptions::default();
+        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        options.schedule.steps = 1000;
+        options.schedule.sampling = Sampling::Error;
+        options.schedule.latent_quantisation = crate::options::Quantisation::Qat;
+        options.schedule.weight_quantisation = crate::options::Quantisation::Qat;
+        let s = Schedule::new(&options, &layout);
+        assert_eq!((s.freeze_step, s.int8_step, s.sampling_uniform_step), (800, 900, 900));
+        let half = s.with_steps(500, 250).expect("steps left");
+        assert_eq!((half.steps, half.freeze_step, half.int8_step, half.sampling_uniform_step), (500, 400, 450, 450));
+        assert_eq!(half.sampling_refresh_every, 25);
+        let short = s.with_steps(260, 250).expect("steps left");
+        assert_eq!((short.freeze_step, short.int8_step, short.sampling_uniform_step), (250, 250, 250));
+        let late = s.with_steps(2000, 850).expect("steps left");
+        assert_eq!((late.freeze_step, late.int8_step, late.sampling_uniform_step), (800, 1800, 1800));
+        assert!(s.with_steps(250, 250).is_none());
+        // PTQ: the latents never freeze in training, whatever the length.
+        options.schedule.latent_quantisation = crate::options::Quantisation::Ptq;
+        let ptq = Schedule::new(&options, &layout);
+        assert_eq!(ptq.with_steps(500, 100).expect("steps left").freeze_step, 500);
+    }
+
+    /// The length that ends at the deadline from the speed measured now; small moves are left
+    /// alone, and a run grows at most [`REFIT_MAX_GROWTH`]-fold and always has a step left.
+    #[test]
+    fn a_deadline_gives_the_length_that_ends_there() {
+        assert_eq!(refit_length(100, 400, 400, 30.0, 0.1), None);
+        assert_eq!(refit_length(100, 400, 400, 30.9, 0.1), None);
+        assert_eq!(refit_length(100, 400, 400, 31.9, 0.1), None);
+        assert_eq!(refit_length(100, 400, 400, 28.1, 0.1), None);
+        assert_eq!(refit_length(100, 400, 400, 15.0, 0.1), Some(250));
+        assert_eq!(refit_length(100, 400, 400, 0.0, 0.1), Some(101));
+        assert_eq!(refit_length(100, 400, 400, 1e6, 0.1), Some(800));
+        assert_eq!(refit_length(100, 400, 400, 35.0, 0.1), Some(450));
+    }
+
+    /// A run whose deadline has passed ends at its first look (a quarter of the way), one step
+    /// later, and says so; without a deadline the same run keeps its length.
+    #[test]
+    fn a_passed_deadline_ends_the_run_at_its_first_look() {
+        let set = crate::train::sampler::tests_support::set();
+        let mut options = CompressOptions::default();
+        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        options.schedule.steps = 40;
+        for deadline in [None, Some(Instant::now())] {
+            let start = crate::train::initial_params(&set, &layout, 1);
+            let sampler = crate::train::Sampler::new(&set, &layout);
+            let mut trainer = crate::train::fused::FusedTrainer::new(sampler, Schedule::new(&options, &layout), start);
+            let loop_options = LoopOptions { layout: Some(&layout), deadline, ..LoopOptions::default() };
+            let outcome = run(&mut trainer, &loop_options, &crate::progress::NoProgress, &Cancel::default()).expect("trains");
+            if deadline.is_some() {
+                assert_eq!(outcome.refits.len(), 1, "{:?}", outcome.refits);
+                assert_eq!((outcome.refits[0].at_step, outcome.refits[0].from_steps, outcome.refits[0].to_steps), (10, 40, 11));
+                assert_eq!((outcome.steps_run, trainer.schedule().steps), (11, 11));
+            } else {
+                assert!(outcome.refits.is_empty());
+                assert_eq!(outcome.steps_run, 40);
+            }
+        }
     }
 
     /// The budget left after the probe, in whole steps, and never no step at all.

@@ -129,6 +129,38 @@ impl Schedule {
         }
     }
 
+    /// The schedule of the same run at `steps` steps in all, `done` of them run (a time budget
+    /// re-fitted part-way, [`crate::train::run::LoopOptions::deadline`]): the events still ahead
+    /// (latents frozen, weights fake-quantised, uniform draws again) keep their fraction of the
+    /// run, or come at the next step when that fraction is past; those past stay past. The
+    /// learning rates' cosine follows the new length (a step in its decay). `None` when `steps`
+    /// leaves no step to run.
+    #[must_use]
+    pub fn with_steps(&self, steps: u32, done: u32) -> Option<Self> {
+        if steps <= done {
+            return None;
+        }
+        let old = u64::from(self.steps.max(1));
+        let moved = |event: u32| {
+            if event >= self.steps {
+                steps // never
+            } else if event < done {
+                event // already past
+            } else {
+                ((u64::from(event) * u64::from(steps) / old) as u32).max(done)
+            }
+        };
+        let schedule = Self {
+            steps,
+            freeze_step: moved(self.freeze_step),
+            int8_step: moved(self.int8_step),
+            sampling_uniform_step: moved(self.sampling_uniform_step),
+            sampling_refresh_every: ((steps as f32 * SAMPLING_REFRESH_FRACTION) as u32).max(1),
+            ..self.clone()
+        };
+        Some(schedule)
+    }
+
     /// Cosine decay factor at a step (1 → 0.05).
     #[must_use]
     pub fn decay(&self, step: u32) -> f32 {

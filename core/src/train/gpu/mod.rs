@@ -969,6 +969,8 @@ pub fn train_gpu(
         resume_from: options.run.resume_from.as_deref(),
         fingerprint: &fingerprint,
         layout: Some(layout),
+        // The GPU trainer keeps the length its budget's probe gave it (no `refit_steps`).
+        deadline: None,
     };
     let outcome = run(&mut trainer, &loop_options, progress, cancel)?;
     let params = trainer.shipped_params()?;
