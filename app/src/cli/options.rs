@@ -279,8 +279,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub init_from: Option<PathBuf>,
     /// Train for about this many seconds: a short timed probe sets the steps (instead of
-    /// `--steps`), so the whole schedule fits; the CPU trainer looks again a quarter and half of
-    /// the way and changes the length when other load changed its speed. The bundle then depends
+    /// `--steps`), so the whole schedule fits; training looks again a quarter and half of the
+    /// way and changes the length when other load changed its speed. The bundle then depends
     /// on the machine's speed. Also `--train-secs`.
     #[arg(long, value_name = "SECS", alias = "train-secs")]
     pub time_budget: Option<f64>,

@@ -541,7 +541,7 @@ pub fn train_fused(
     let report = TrainReport {
         pruned_channels: trainer.pruned_channels(),
         learned_budgets: trainer.learned_cut().cloned(),
-        time_budget: time_budget.map(|b| TimeBudget { refits: outcome.refits.clone(), ..b }),
+        time_budget: time_budget.map(|b| b.with_refits(&outcome)),
         // The schedule as it ended: a time budget's run may have changed its length.
         ..TrainReport::new("cpu (fused)".into(), trainer.schedule(), &outcome)
     };

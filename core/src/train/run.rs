@@ -314,6 +314,12 @@ const PROBE_MIN_STEPS: u32 = 2;
 const PROBE_MAX_STEPS: u32 = 200;
 
 impl TimeBudget {
+    /// The budget with the re-fits of the run it set ([`LoopOutcome::refits`]).
+    #[must_use]
+    pub fn with_refits(self, outcome: &LoopOutcome) -> Self {
+        Self { refits: outcome.refits.clone(), ..self }
+    }
+
     /// When training must end, called as the probe ends: the budget less the probe's seconds.
     #[must_use]
     pub fn deadline_from_now(&self) -> Instant {

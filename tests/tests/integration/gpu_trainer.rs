@@ -256,3 +256,30 @@ fn a_resumed_gpu_run_gives_the_uninterrupted_bundle() {
     assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (40..120).contains(&s)), "{:?}", resumed.report.train.resumed_from_step);
     assert_eq!(resumed.bundle_bytes, straight, "the resumed GPU run differs from the uninterrupted one");
 }
+
+/// Under a deadline that has passed, the GPU trainer's run ends one step after its first look
+/// (a quarter of the way), as the CPU trainer's does (`train::run`'s unit test).
+#[test]
+fn a_gpu_run_past_its_deadline_ends_at_its_first_look() {
+    if !adapter("a_gpu_run_past_its_deadline_ends_at_its_first_look") {
+        return;
+    }
+    let set = texset_testkit::small_set(16);
+    let options = CompressOptions {
+        schedule: ScheduleConfig { steps: 40, batch_texels: 256, ..ScheduleConfig::default() },
+        ..CompressOptions::default()
+    };
+    let (layout, _) = texset_core::analyse::analyse(&set, &options).unwrap();
+    let params = initial_params(&set, &layout, 1);
+    let mut trainer = GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params).unwrap();
+    let loop_options = texset_core::train::run::LoopOptions {
+        layout: Some(&layout),
+        deadline: Some(std::time::Instant::now()),
+        ..texset_core::train::run::LoopOptions::default()
+    };
+    let outcome = texset_core::train::run::run(&mut trainer, &loop_options, &NoProgress, &Cancel::new()).unwrap();
+    let refits: Vec<(u32, u32, u32)> = outcome.refits.iter().map(|r| (r.at_step, r.from_steps, r.to_steps)).collect();
+    assert_eq!(refits, vec![(10, 40, 11)]);
+    assert_eq!(outcome.steps_run, 11);
+    assert_eq!(texset_core::train::Trainer::schedule(&trainer).steps, 11);
+}

@@ -423,8 +423,9 @@ fn a_fine_tune_starts_from_the_bundle_and_refuses_another_librarys() {
 }
 
 /// A time budget sets the steps from a timed probe of the trainer: the run trains exactly the
-/// steps the report names, the probe is counted against the budget, and budgets that are not
-/// positive seconds are refused.
+/// steps the report names (the probe's, or the last re-fit's when the speed changed part-way),
+/// the probe is counted against the budget, and budgets that are not positive seconds are
+/// refused.
 #[test]
 fn a_time_budget_sets_the_steps_from_a_timed_probe() {
     let set = texset_testkit::small_set(32);
@@ -434,7 +435,15 @@ fn a_time_budget_sets_the_steps_from_a_timed_probe() {
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     let train = &out.report.train;
     let budget = train.time_budget.as_ref().expect("the report says how the budget became steps");
-    assert_eq!((train.steps_run, train.total_steps), (budget.steps, budget.steps));
+    let ended_with = budget.refits.last().map_or(budget.steps, |r| r.to_steps);
+    assert_eq!((train.steps_run, train.total_steps), (ended_with, ended_with), "{budget:?}");
+    // Each re-fit starts from the length the one before left.
+    let mut length = budget.steps;
+    for r in &budget.refits {
+        assert_eq!(r.from_steps, length, "{budget:?}");
+        assert!(r.at_step < r.to_steps && r.secs_per_step > 0.0, "{budget:?}");
+        length = r.to_steps;
+    }
     assert!(budget.probe_steps >= 2 && budget.secs_per_step > 0.0, "{budget:?}");
     assert!(budget.probe_secs < budget.budget_secs, "{budget:?}");
     // The steps come from the measurement, not from `schedule.steps`.

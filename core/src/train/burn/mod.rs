@@ -20,7 +20,7 @@ use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::burn::trainer::BurnTrainer;
-use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, fit_time_budget, run};
+use crate::train::run::{Capabilities, LoopOptions, StepStats, TimeBudget, TrainReport, Trainer, fit_time_budget, run};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, finalize, round_grids};
 use burn::prelude::Device;
@@ -180,6 +180,11 @@ impl Trainer for BurnRun<'_> {
         self.step
     }
 
+    fn refit_steps(&mut self, steps: u32) -> bool {
+        // The phases and the learning rates are read from the schedule at every step.
+        self.schedule.with_steps(steps, self.step).map(|s| self.schedule = s).is_some()
+    }
+
     fn run_step(&mut self) -> Result<StepStats, TrainError> {
         let (step, schedule) = (self.step, &self.schedule);
         if self.lost_at_step == Some(step) {
@@ -251,16 +256,20 @@ pub fn train_burn(
     let start = crate::train::init::starting_params(set, layout, options)?;
     let (options, time_budget) = fit_time_budget(options, |o| Ok(Box::new(burn_run(set, layout, o, &start)) as Box<dyn Trainer>), cancel)?;
     let options = options.as_ref();
-    let schedule = Schedule::new(options, layout);
     let mut run_state = burn_run(set, layout, options, &start);
-    let loop_options = LoopOptions { layout: Some(layout), ..LoopOptions::default() };
+    let loop_options =
+        LoopOptions { layout: Some(layout), deadline: time_budget.as_ref().map(TimeBudget::deadline_from_now), ..LoopOptions::default() };
     let outcome = run(&mut run_state, &loop_options, progress, cancel)?;
     let backend = match options.run.backend {
         Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
         Backend::Wgpu => "burn wgpu",
         _ => "burn flex",
     };
-    let report = TrainReport { time_budget, ..TrainReport::new(backend.to_owned(), &schedule, &outcome) };
+    let report = TrainReport {
+        time_budget: time_budget.map(|b| b.with_refits(&outcome)),
+        // The schedule as it ended: a time budget's run may have changed its length.
+        ..TrainReport::new(backend.to_owned(), run_state.schedule(), &outcome)
+    };
     Ok((run_state.final_params()?, report))
 }
 

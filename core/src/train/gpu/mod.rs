@@ -19,7 +19,7 @@ use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::adam::{ADAM_BETA1, ADAM_BETA2};
 use crate::train::init::starting_params;
-use crate::train::run::{Capabilities, LoopOptions, StepStats, TrainReport, Trainer, fit_time_budget, run};
+use crate::train::run::{Capabilities, LoopOptions, StepStats, TimeBudget, TrainReport, Trainer, fit_time_budget, run};
 use crate::train::sampler::{CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, round_grids};
 use std::fmt::Write as _;
@@ -847,6 +847,11 @@ impl Trainer for GpuTrainer<'_> {
         self.step
     }
 
+    fn refit_steps(&mut self, steps: u32) -> bool {
+        // Every use of the schedule is on this side, step by step: the device holds no length.
+        self.schedule.with_steps(steps, self.step).map(|s| self.schedule = s).is_some()
+    }
+
     fn run_step(&mut self) -> Result<StepStats, TrainError> {
         self.step_once()
     }
@@ -962,19 +967,21 @@ pub fn train_gpu(
     )?;
     let mut trainer = gpu_trainer(set, layout, options, &start)?;
     let backend = format!("gpu (fused WGSL, {})", trainer.adapter());
-    let schedule = Schedule::new(options, layout);
     let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
     let loop_options = LoopOptions {
         checkpoint: options.run.checkpoint.as_ref(),
         resume_from: options.run.resume_from.as_deref(),
         fingerprint: &fingerprint,
         layout: Some(layout),
-        // The GPU trainer keeps the length its budget's probe gave it (no `refit_steps`).
-        deadline: None,
+        deadline: time_budget.as_ref().map(TimeBudget::deadline_from_now),
     };
     let outcome = run(&mut trainer, &loop_options, progress, cancel)?;
     let params = trainer.shipped_params()?;
-    let report = TrainReport { time_budget, ..TrainReport::new(backend, &schedule, &outcome) };
+    let report = TrainReport {
+        time_budget: time_budget.map(|b| b.with_refits(&outcome)),
+        // The schedule as it ended: a time budget's run may have changed its length.
+        ..TrainReport::new(backend, trainer.schedule(), &outcome)
+    };
     Ok((params, report))
 }
 
