@@ -630,6 +630,14 @@ mod tests {
         let late = s.with_steps(2000, 850).expect("steps left");
         assert_eq!((late.freeze_step, late.int8_step, late.sampling_uniform_step), (800, 1800, 1800));
         assert!(s.with_steps(250, 250).is_none());
+        // The learning rates' decay goes on from where it was, to its end at the new length,
+        // across two changes.
+        assert!((half.decay(250) - s.decay(250)).abs() < 1e-6);
+        assert!((half.decay(500) - 0.05).abs() < 1e-6);
+        assert!(half.decay(300) < half.decay(250));
+        let again = half.with_steps(700, 400).expect("steps left");
+        assert!((again.decay(400) - half.decay(400)).abs() < 1e-6);
+        assert!((again.decay(700) - 0.05).abs() < 1e-6);
         // PTQ: the latents never freeze in training, whatever the length.
         options.schedule.latent_quantisation = crate::options::Quantisation::Ptq;
         let ptq = Schedule::new(&options, &layout);

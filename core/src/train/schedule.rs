@@ -40,6 +40,10 @@ pub struct Schedule {
     pub sampling_refresh_every: u32,
     /// Step from which the draws are uniform again (`steps`: never).
     pub sampling_uniform_step: u32,
+    /// After a change of length ([`Schedule::with_steps`]): the step it happened at and how far
+    /// along the learning rates' decay was there, so the decay goes on from there to the new end
+    /// instead of jumping.
+    pub decay_anchor: Option<(u32, f32)>,
 }
 
 /// With error-driven sampling, the error map is refreshed every this fraction of the steps (the
@@ -80,6 +84,7 @@ impl Schedule {
             sampling_mix: options.schedule.sampling_mix,
             sampling_refresh_every: ((steps as f32 * SAMPLING_REFRESH_FRACTION) as u32).max(1),
             sampling_uniform_step: (steps as f32 * options.schedule.sampling_uniform_after) as u32,
+            decay_anchor: None,
         }
     }
 
@@ -133,7 +138,7 @@ impl Schedule {
     /// re-fitted part-way, [`crate::train::run::LoopOptions::deadline`]): the events still ahead
     /// (latents frozen, weights fake-quantised, uniform draws again) keep their fraction of the
     /// run, or come at the next step when that fraction is past; those past stay past. The
-    /// learning rates' cosine follows the new length (a step in its decay). `None` when `steps`
+    /// learning rates' decay goes on from where it was to the new end. `None` when `steps`
     /// leaves no step to run.
     #[must_use]
     pub fn with_steps(&self, steps: u32, done: u32) -> Option<Self> {
@@ -156,15 +161,28 @@ impl Schedule {
             int8_step: moved(self.int8_step),
             sampling_uniform_step: moved(self.sampling_uniform_step),
             sampling_refresh_every: ((steps as f32 * SAMPLING_REFRESH_FRACTION) as u32).max(1),
+            decay_anchor: Some((done, self.decay_progress(done))),
             ..self.clone()
         };
         Some(schedule)
     }
 
+    /// How far along its decay a step is, 0 to 1: `step / steps`, or after a change of length
+    /// from the anchor's progress to 1 over the steps left ([`Schedule::decay_anchor`]).
+    #[must_use]
+    pub fn decay_progress(&self, step: u32) -> f32 {
+        match self.decay_anchor {
+            Some((at, progress)) if step >= at && self.steps > at => {
+                progress + (1.0 - progress) * (step - at) as f32 / (self.steps - at) as f32
+            }
+            _ => step as f32 / self.steps.max(1) as f32,
+        }
+    }
+
     /// Cosine decay factor at a step (1 → 0.05).
     #[must_use]
     pub fn decay(&self, step: u32) -> f32 {
-        let t = step as f32 / self.steps.max(1) as f32;
+        let t = self.decay_progress(step);
         0.05 + 0.95 * 0.5 * (1.0 + (std::f32::consts::PI * t).cos())
     }
 }
