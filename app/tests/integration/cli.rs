@@ -765,3 +765,32 @@ fn readme_synopsis_matches_every_subcommands_help() {
         assert!(command.is_empty() || commands.contains(command), "README shows `texset {command}`, which --help does not list");
     }
 }
+
+/// Without `XDG_RUNTIME_DIR` (unset or empty) a headless run prints no error line from Mesa's
+/// Vulkan device-select layer, which connects to Wayland on every instance (before the fix: two
+/// `error: XDG_RUNTIME_DIR is invalid …` lines per `compress` on this machine). Where that layer
+/// is not installed there is nothing to check.
+#[test]
+fn a_headless_run_without_xdg_runtime_dir_prints_no_wayland_error() {
+    const NAME: &str = "a_headless_run_without_xdg_runtime_dir_prints_no_wayland_error";
+    let manifests = ["/usr/share/vulkan/implicit_layer.d", "/etc/vulkan/implicit_layer.d"];
+    let layer = manifests.iter().any(|d| Path::new(d).join("VkLayer_MESA_device_select.json").exists());
+    if !layer {
+        texset_testkit::skip(NAME, "Mesa's device-select Vulkan layer is not installed here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("bricks.texset");
+    for runtime_dir in [None, Some("")] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_texset"));
+        command.args(["compress", samples().join("bricks").to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "2", "--no-ssim"]);
+        command.env_remove("XDG_RUNTIME_DIR").env_remove("NODEVICE_SELECT");
+        if let Some(dir) = runtime_dir {
+            command.env("XDG_RUNTIME_DIR", dir);
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("XDG_RUNTIME_DIR is invalid"), "XDG_RUNTIME_DIR {runtime_dir:?}: {stderr}");
+    }
+}
