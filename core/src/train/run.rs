@@ -209,8 +209,7 @@ pub fn run(
     if options.checkpoint.is_some() && checkpoint.is_none() {
         progress.warning("this trainer writes no checkpoints; training goes on without");
     }
-    let mut steps = trainer.schedule().steps;
-    let first_steps = steps;
+    let first_steps = trainer.schedule().steps;
     let start_step = trainer.steps_done();
     let mut status = StatusReporter::new(start_step);
     let mut last_checkpoint = Instant::now();
@@ -219,7 +218,9 @@ pub fn run(
     let mut looks = REFIT_AT.iter().copied().filter(|_| options.deadline.is_some()).peekable();
     let mut last_look = (Instant::now(), start_step);
     let mut refits = Vec::new();
-    while trainer.steps_done() < steps {
+    // The length is the schedule's: a re-fit under a deadline changes it part-way.
+    while trainer.steps_done() < trainer.schedule().steps {
+        let steps = trainer.schedule().steps;
         while cancel.is_paused() && !cancel.is_cancelled() {
             std::thread::sleep(PAUSE_POLL);
         }
@@ -272,9 +273,9 @@ pub fn run(
                     secs_per_step * 1e3
                 ));
                 refits.push(Refit { at_step: done, secs_per_step, from_steps: steps, to_steps: wanted });
-                steps = wanted;
             }
             // The next look comes at a fraction of the length now still ahead.
+            let steps = trainer.schedule().steps;
             while looks.next_if(|&f| f64::from(f) * f64::from(steps) <= f64::from(done)).is_some() {}
             last_look = (Instant::now(), done);
         }

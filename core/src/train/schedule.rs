@@ -50,6 +50,11 @@ pub struct Schedule {
 /// first refresh after as many steps: the starting model's error says little).
 pub const SAMPLING_REFRESH_FRACTION: f32 = 0.05;
 
+/// [`Schedule::sampling_refresh_every`] for a run of `steps` steps.
+fn sampling_refresh_every(steps: u32) -> u32 {
+    ((steps as f32 * SAMPLING_REFRESH_FRACTION) as u32).max(1)
+}
+
 /// What the loop does to the sampler before a step ([`Schedule::sampling_change`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SamplingChange {
@@ -82,7 +87,7 @@ impl Schedule {
             seed: options.schedule.seed,
             sampling: options.schedule.sampling,
             sampling_mix: options.schedule.sampling_mix,
-            sampling_refresh_every: ((steps as f32 * SAMPLING_REFRESH_FRACTION) as u32).max(1),
+            sampling_refresh_every: sampling_refresh_every(steps),
             sampling_uniform_step: (steps as f32 * options.schedule.sampling_uniform_after) as u32,
             decay_anchor: None,
         }
@@ -160,7 +165,7 @@ impl Schedule {
             freeze_step: moved(self.freeze_step),
             int8_step: moved(self.int8_step),
             sampling_uniform_step: moved(self.sampling_uniform_step),
-            sampling_refresh_every: ((steps as f32 * SAMPLING_REFRESH_FRACTION) as u32).max(1),
+            sampling_refresh_every: sampling_refresh_every(steps),
             decay_anchor: Some((done, self.decay_progress(done))),
             ..self.clone()
         };
