@@ -77,7 +77,8 @@ pub struct ScheduleArgs {
     pub seed: Option<u64>,
     /// How latents meet their bits: `qat` trains them with ±½-step noise, then rounds and
     /// freezes them and fine-tunes the decoder; `ptq` trains them in float and rounds at pack;
-    /// `auto`, the measured winner: `qat` for 2-bit latents, `ptq` for 4 and 8 bits.
+    /// `auto`, the measured winner: `qat` for 2-bit latents and for batches of 65,536 texels
+    /// (the max preset), `ptq` otherwise.
     #[arg(long, value_enum, default_value_t = Quantisation::Auto)]
     pub latent_quant: Quantisation,
     /// How the decoder's weights meet their format: `qat` fine-tunes through it

@@ -7,7 +7,8 @@ mod schedule;
 use crate::model::params::MAX_MLP_WIDTH;
 pub use error::OptionsError;
 pub use schedule::{
-    AUTO_QAT_MAX_LATENT_BITS, LatentInit, MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NormalTargets, Quantisation, Sampling, ScheduleConfig,
+    AUTO_QAT_MAX_LATENT_BITS, AUTO_QAT_MIN_BATCH_TEXELS, LatentInit, MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NormalTargets, Quantisation,
+    Sampling, ScheduleConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -279,8 +280,9 @@ pub enum Preset {
     Default,
     /// More steps for the last fraction of a dB: 16,000.
     High,
-    /// NTC's scale, for a GPU: 65,536 texels × 30,000 steps (20× the default's samples; on two
-    /// CPU cores, hours).
+    /// NTC's scale, for a GPU: 65,536 texels × 30,000 steps (20× the default's samples; about a
+    /// minute of training for a 1024² material on an H100, hours on two CPU cores). Its batch
+    /// takes QAT latents under `auto` ([`AUTO_QAT_MIN_BATCH_TEXELS`]).
     Max,
 }
 
@@ -384,11 +386,14 @@ impl CompressOptions {
     }
 
     /// The latents' mode with [`Quantisation::Auto`] decided: QAT when any grid has at most
-    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits (one freeze step serves every grid), PTQ otherwise.
+    /// [`AUTO_QAT_MAX_LATENT_BITS`] bits (one freeze step serves every grid) or the batch has at
+    /// least [`AUTO_QAT_MIN_BATCH_TEXELS`] texels, PTQ otherwise.
     #[must_use]
     pub fn resolved_latent_quantisation(&self) -> Quantisation {
+        let low_bits = self.model.grids.iter().any(|g| g.bits <= AUTO_QAT_MAX_LATENT_BITS);
+        let large_batch = self.schedule.batch_texels >= AUTO_QAT_MIN_BATCH_TEXELS;
         match self.schedule.latent_quantisation {
-            Quantisation::Auto if self.model.grids.iter().any(|g| g.bits <= AUTO_QAT_MAX_LATENT_BITS) => Quantisation::Qat,
+            Quantisation::Auto if low_bits || large_batch => Quantisation::Qat,
             Quantisation::Auto => Quantisation::Ptq,
             chosen => chosen,
         }

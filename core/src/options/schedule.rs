@@ -133,6 +133,13 @@ pub enum LatentInit {
 /// (docs/benchmarks.md, "Quantisation").
 pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 
+/// Batches of at least this many texels train their latents with QAT under
+/// [`Quantisation::Auto`], whatever their bits. Large batches leave latents tuned to values
+/// rounding undoes: on `painted_wooden_cabinet` at 4 bits per texel, 30,000 steps of 65,536
+/// texels (the max preset, an H100) shipped at 36.33 dB with PTQ against 38.26 dB with QAT, while
+/// 30,000 steps of 8,192 texels gave 38.33 and 38.29 dB (docs/benchmarks.md, "Quantisation").
+pub const AUTO_QAT_MIN_BATCH_TEXELS: usize = 65_536;
+
 /// The default loss weight of normal maps ([`ScheduleConfig::loss_weights`]): the renders
 /// (`texset eval`'s lit PSNR) see a normal's error most, and 6 gained the most lit PSNR at about
 /// the same pooled map PSNR (docs/benchmarks.md, "Normals for the light").
