@@ -231,21 +231,23 @@ pub fn weighted_texel_errors(params: &ModelParams, mlp: &[LayerParams], batch: &
         .collect()
 }
 
-/// Cell bands per grid that [`scatter_grid_grads`] adds into in parallel. A fixed count, not the
-/// thread count: every cell still receives its terms in texel order, whatever runs the bands.
-const SCATTER_BANDS: usize = 2;
+/// Cell bands per grid and per thread that [`scatter_grid_grads`] adds into in parallel. The
+/// count changes which thread adds into a cell, never the order of its terms: every cell receives
+/// them in chunk, texel and corner order, as a serial scatter would (the same bits for any thread
+/// count).
+const SCATTER_BANDS_PER_THREAD: usize = 2;
 
-/// Adds a chunk's latent-feature gradients into the grid gradients (bilinear scatter). Each
-/// grid's cells are split into bands added in parallel; within a cell the terms arrive in texel
-/// and corner order, as in a serial scatter (the same bits).
-pub fn scatter_grid_grads(params: &ModelParams, chunk: &ChunkGrads, grads: &mut ModelParams) {
+/// Adds the chunks' latent-feature gradients into the grid gradients (bilinear scatter), chunk
+/// after chunk. Each grid's cells are split into bands added in parallel; within a cell the terms
+/// arrive in chunk, texel and corner order, as in a serial scatter (the same bits).
+pub fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &mut ModelParams) {
     let lc = params.latent_channels();
     let grid_count = params.grids.len();
-    let n = chunk.d_features.len() / lc.max(1);
-    if grid_count == 0 || n == 0 {
+    if grid_count == 0 || lc == 0 || chunks.iter().all(|c| c.d_features.is_empty()) {
         return;
     }
     let levels = params.mip_levels();
+    let bands_per_grid = (rayon::current_num_threads() * SCATTER_BANDS_PER_THREAD).max(2);
     // (level, grid within the level, its first channel, first cell of the band, the band).
     let mut bands: Vec<(u32, usize, usize, usize, &mut [f32])> = Vec::new();
     // Every grid of every level, level 0 first (`all_grids_mut`'s order).
@@ -257,7 +259,7 @@ pub fn scatter_grid_grads(params: &ModelParams, chunk: &ChunkGrads, grads: &mut 
         }
         let ch = (grid.channels as usize).max(1);
         let cells = grid.values.len() / ch;
-        let band_cells = cells.div_ceil(SCATTER_BANDS).max(1);
+        let band_cells = cells.div_ceil(bands_per_grid).max(1);
         for (b, band) in grid.values.chunks_mut(band_cells * ch).enumerate() {
             bands.push((level, g, offset, b * band_cells, band));
         }
@@ -266,20 +268,43 @@ pub fn scatter_grid_grads(params: &ModelParams, chunk: &ChunkGrads, grads: &mut 
     bands.par_iter_mut().for_each(|(level, g, offset, first_cell, band)| {
         let ch = params.level_grids(*level).get(*g).map_or(1, |grid| grid.channels as usize);
         let band_cells = band.len() / ch.max(1);
-        for i in 0..n {
-            if chunk.levels.get(i).copied().unwrap_or(0).min(levels - 1) != *level {
-                continue;
-            }
-            let (cells, weights) = chunk.corners[i * grid_count + *g];
-            let d = &chunk.d_features[i * lc + *offset..i * lc + *offset + ch];
-            for k in 0..4 {
-                let Some(local) = cells[k].checked_sub(*first_cell).filter(|&c| c < band_cells) else { continue };
-                for (value, dv) in band[local * ch..(local + 1) * ch].iter_mut().zip(d) {
-                    *value += weights[k] * dv;
+        for chunk in chunks {
+            let n = chunk.d_features.len() / lc;
+            for i in 0..n {
+                if chunk.levels.get(i).copied().unwrap_or(0).min(levels - 1) != *level {
+                    continue;
+                }
+                let (cells, weights) = chunk.corners[i * grid_count + *g];
+                let d = &chunk.d_features[i * lc + *offset..i * lc + *offset + ch];
+                for k in 0..4 {
+                    let Some(local) = cells[k].checked_sub(*first_cell).filter(|&c| c < band_cells) else { continue };
+                    for (value, dv) in band[local * ch..(local + 1) * ch].iter_mut().zip(d) {
+                        *value += weights[k] * dv;
+                    }
                 }
             }
         }
     });
+}
+
+/// Adds the chunks' weight and bias gradients into `grads` (zeroed by the caller), chunk after
+/// chunk for every value: the same bits as a serial sum, with the values split across threads.
+pub fn sum_layer_grads(chunks: &[ChunkGrads], grads: &mut [LayerParams]) {
+    const SPAN: usize = 1024;
+    for (l, g) in grads.iter_mut().enumerate() {
+        for (part, pick) in [(&mut g.weights, 0), (&mut g.biases, 1)] {
+            part.par_chunks_mut(SPAN).enumerate().for_each(|(s, out)| {
+                let first = s * SPAN;
+                for chunk in chunks {
+                    let Some(layer) = chunk.layers.get(l) else { continue };
+                    let src = if pick == 0 { &layer.weights } else { &layer.biases };
+                    for (a, b) in out.iter_mut().zip(src.get(first..).unwrap_or(&[])) {
+                        *a += b;
+                    }
+                }
+            });
+        }
+    }
 }
 
 /// Loss and gradient of every parameter on one batch, without noise: the fused kernel's answer to
@@ -288,7 +313,7 @@ pub fn scatter_grid_grads(params: &ModelParams, chunk: &ChunkGrads, grads: &mut 
 pub fn loss_and_grads(params: &ModelParams, batch: &Batch) -> (f32, ModelParams) {
     let chunk = forward_backward(params, &params.layers, batch, None);
     let mut grads = params.zeros_like();
-    scatter_grid_grads(params, &chunk, &mut grads);
+    scatter_grid_grads(params, std::slice::from_ref(&chunk), &mut grads);
     let scale = 1.0 / batch.len.max(1) as f32;
     for (g, c) in grads.layers.iter_mut().zip(&chunk.layers) {
         g.weights = c.weights.iter().map(|v| v * scale).collect();
