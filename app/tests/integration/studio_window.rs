@@ -204,6 +204,9 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
         changed as f64 / f64::from(a.width() * a.height())
     };
     assert!(changed_fraction(&before, &last) > 0.02, "Space and 2 did not change the screen (training or the preview did not start)");
+    let mut assert_alive = || {
+        assert!(studio.0.try_wait().unwrap().is_none(), "the studio exited: {}", std::fs::read_to_string(&log_path).unwrap_or_default());
+    };
     // The preview first compiles its decoder for this GPU, behind a still "preparing preview"
     // label: seconds on a software GPU with a cold shader cache, more while other tests load the
     // cores (a fresh machine's run once sat on it for over 5 s). The first change may wait for it.
@@ -215,7 +218,7 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
             last = shot;
             break;
         }
-        assert!(studio.0.try_wait().unwrap().is_none(), "the studio exited: {}", std::fs::read_to_string(&log_path).unwrap_or_default());
+        assert_alive();
         assert!(compiling.elapsed() < Duration::from_mins(2), "the screen did not change in 2 minutes after the preview opened");
     }
     println!("the preview's first change came {:.1} s after the first screenshot", compiling.elapsed().as_secs_f64());
@@ -224,7 +227,7 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
         let shot = screenshot(&format!("{}_preview.png", i + 2));
         let fraction = changed_fraction(&last, &shot);
         println!("screenshot {}: {:.2}% of the screen changed in 5 s", i + 2, 100.0 * fraction);
-        assert!(studio.0.try_wait().unwrap().is_none(), "the studio exited: {}", std::fs::read_to_string(&log_path).unwrap_or_default());
+        assert_alive();
         assert!(fraction > 0.002, "the screen did not change in 5 s (screenshot {}): the studio stopped updating", i + 2);
         last = shot;
     }
