@@ -131,7 +131,8 @@ fn studio_window_renders_the_preview_and_the_lights_move_it() {
 /// The studio as an artist drives it: the real window on Xvfb and whatever Vulkan/GL driver
 /// there is (lavapipe in CI), input only through synthetic key events (xdotool). Space starts
 /// training, 2 opens the PBR preview; screenshots of the whole screen 5 s apart for 30 s must
-/// each differ from the last (the UI is alive and the lights move), and the log holds no panic.
+/// each differ from the last (the UI is alive), one of them broadly (the lights move), and the
+/// log holds no panic.
 /// The screenshots are kept in `target/ci-artifacts/studio-live/`.
 #[test]
 fn studio_stays_alive_with_the_preview_open_while_it_trains() {
@@ -222,15 +223,22 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
         assert!(compiling.elapsed() < Duration::from_mins(2), "the screen did not change in 2 minutes after the preview opened");
     }
     println!("the preview's first change came {:.1} s after the first screenshot", compiling.elapsed().as_secs_f64());
+    // Alive: every 5 s something on the screen was redrawn (a frozen window leaves the
+    // screenshot unchanged). The lights move: at least one interval changed the preview broadly.
+    // Under load a software GPU draws few frames, and the orbit advances by frame, so one 5 s
+    // interval may move the lights little (0.13 % of the screen once, beside other tests).
+    let mut largest: f64 = 0.0;
     for i in 0..6 {
         std::thread::sleep(Duration::from_secs(5));
         let shot = screenshot(&format!("{}_preview.png", i + 2));
         let fraction = changed_fraction(&last, &shot);
         println!("screenshot {}: {:.2}% of the screen changed in 5 s", i + 2, 100.0 * fraction);
         assert_alive();
-        assert!(fraction > 0.002, "the screen did not change in 5 s (screenshot {}): the studio stopped updating", i + 2);
+        assert!(fraction > 0.0002, "the screen did not change in 5 s (screenshot {}): the studio stopped updating", i + 2);
+        largest = largest.max(fraction);
         last = shot;
     }
+    assert!(largest > 0.02, "no 5 s interval changed more than {:.2}% of the screen: the lights did not move", 100.0 * largest);
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     assert!(!log.contains("panicked"), "the studio's log holds a panic:\n{log}");
 }
