@@ -39,7 +39,8 @@ impl GridOptions {
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
-    /// The fused GPU trainer on a hardware (not software) adapter, else the fused CPU trainer.
+    /// The fused GPU trainer on a hardware (not software) adapter, with 2.5× a preset's steps;
+    /// else the fused CPU trainer.
     #[default]
     Auto,
     /// The hand-fused CPU trainer (the fastest CPU path).
