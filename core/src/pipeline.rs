@@ -410,8 +410,8 @@ pub fn compress(
         }
         (other, _) => (other, backend_reason),
     };
-    // A hardware GPU's speed goes into more texels per step (the CPU fallback, if the device
-    // fails, goes on with the same schedule, so a checkpoint of the run still matches).
+    // A hardware GPU's speed goes into more steps (the CPU fallback, if the device fails, goes on
+    // with the same schedule, so a checkpoint of the run still matches).
     let scaled = scaled_for_backend(options, backend);
     if let Some(scaled) = &scaled {
         progress.note(&format!(

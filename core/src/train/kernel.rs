@@ -290,21 +290,23 @@ pub fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &m
 /// Adds the chunks' weight and bias gradients into `grads` (zeroed by the caller), chunk after
 /// chunk for every value: the same bits as a serial sum, with the values split across threads.
 pub fn sum_layer_grads(chunks: &[ChunkGrads], grads: &mut [LayerParams]) {
-    const SPAN: usize = 1024;
     for (l, g) in grads.iter_mut().enumerate() {
-        for (part, pick) in [(&mut g.weights, 0), (&mut g.biases, 1)] {
-            part.par_chunks_mut(SPAN).enumerate().for_each(|(s, out)| {
-                let first = s * SPAN;
-                for chunk in chunks {
-                    let Some(layer) = chunk.layers.get(l) else { continue };
-                    let src = if pick == 0 { &layer.weights } else { &layer.biases };
-                    for (a, b) in out.iter_mut().zip(src.get(first..).unwrap_or(&[])) {
-                        *a += b;
-                    }
-                }
-            });
-        }
+        sum_in_chunk_order(&mut g.weights, chunks, |c| c.layers.get(l).map(|layer| layer.weights.as_slice()));
+        sum_in_chunk_order(&mut g.biases, chunks, |c| c.layers.get(l).map(|layer| layer.biases.as_slice()));
     }
+}
+
+/// Adds `part` of every chunk into `out`, in chunk order for each value, spans of `out` in
+/// parallel.
+fn sum_in_chunk_order(out: &mut [f32], chunks: &[ChunkGrads], part: impl Fn(&ChunkGrads) -> Option<&[f32]> + Sync) {
+    const SPAN: usize = 1024;
+    out.par_chunks_mut(SPAN).enumerate().for_each(|(s, out)| {
+        for src in chunks.iter().filter_map(&part) {
+            for (a, b) in out.iter_mut().zip(src.get(s * SPAN..).unwrap_or(&[])) {
+                *a += b;
+            }
+        }
+    });
 }
 
 /// Loss and gradient of every parameter on one batch, without noise: the fused kernel's answer to
