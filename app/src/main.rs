@@ -9,6 +9,9 @@ use clap::Parser as _;
 fn main() {
     quiet_device_select_without_wayland();
     let cli = cli::Cli::parse();
+    if !cli.opens_a_window() {
+        die_quietly_on_a_closed_pipe();
+    }
     if let Err(e) = cli::run(cli) {
         eprintln!("texset: error: {e:#}");
         std::process::exit(1);
@@ -32,5 +35,21 @@ fn quiet_device_select_without_wayland() {
         unsafe {
             std::env::set_var("NODEVICE_SELECT", "1");
         }
+    }
+}
+
+/// A command-line run writes its report to stdout; piped into a reader that stops early
+/// (`texset inspect b.texset | head`), Rust's `println!` would panic on the closed pipe, since
+/// the standard library ignores `SIGPIPE`. A command-line tool ends there quietly instead, as
+/// `cat` or `grep` do: `SIGPIPE` gets its default action back. Not for the windowed commands:
+/// a window talks to its display server through a socket, where a broken connection must be an
+/// error the toolkit handles, not a signal that ends the process.
+fn die_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    {
+        #[expect(unsafe_code, reason = "signal(2) has no safe wrapper in std; it takes two integers and no memory of ours")]
+        // SAFETY: SIG_DFL is a valid disposition for SIGPIPE; no handler of ours is involved.
+        let previous = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let _ = previous;
     }
 }

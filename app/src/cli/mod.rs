@@ -58,6 +58,14 @@ enum Command {
     GenSamples(gen_samples::GenSamplesArgs),
 }
 
+impl Cli {
+    /// Whether this run opens a window: the studio (also with no subcommand) and `bench ui`.
+    #[must_use]
+    pub fn opens_a_window(&self) -> bool {
+        matches!(self.command, None | Some(Command::Studio(_) | Command::Bench(bench::BenchCommand::Ui(_))))
+    }
+}
+
 /// Runs what the command line asks for.
 pub fn run(cli: Cli) -> Result<()> {
     let Some(command) = cli.command else {

@@ -794,3 +794,25 @@ fn a_headless_run_without_xdg_runtime_dir_prints_no_wayland_error() {
         assert!(!stderr.contains("XDG_RUNTIME_DIR is invalid"), "XDG_RUNTIME_DIR {runtime_dir:?}: {stderr}");
     }
 }
+
+/// Output into a reader that stopped early (`texset inspect b.texset | head -1`) ends the run as
+/// it ends `cat`, by `SIGPIPE`, not with a panic about a broken pipe on stderr (which it did
+/// before: exit 101 and a backtrace).
+#[cfg(unix)]
+#[test]
+fn output_into_a_closed_pipe_ends_the_run_quietly() {
+    use std::os::unix::process::ExitStatusExt as _;
+    const SIGPIPE: i32 = 13;
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("bricks.texset");
+    let out =
+        texset(&["compress", samples().join("bricks").to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "2", "--no-ssim"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A pipe whose only reader is already closed: the first write fails, whatever the timing.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_texset")).args(["inspect", bundle.to_str().unwrap()]).stdout(writer).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?}: {stderr}", out.status);
+}
