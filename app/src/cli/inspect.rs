@@ -16,6 +16,10 @@ use super::common::{JsonArg, read_bundle};
 pub struct InspectArgs {
     /// The bundle.
     bundle: PathBuf,
+    /// Also show how each grid's latents fill their levels (with `--json`: the count at every
+    /// level, `latent_level_counts`).
+    #[arg(long)]
+    levels: bool,
     #[command(flatten)]
     json: JsonArg,
 }
@@ -26,6 +30,9 @@ struct InspectJson<'a> {
     bundle_bytes: u64,
     bits_per_texel: f64,
     manifest: &'a Manifest,
+    /// With `--levels`: per stored grid, the number of values at each level, lowest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latent_level_counts: Option<Vec<Vec<u64>>>,
 }
 
 impl InspectArgs {
@@ -34,9 +41,13 @@ impl InspectArgs {
         let b = read_bundle(&self.bundle)?;
         if self.json.json {
             let bits_per_texel = bytes as f64 * 8.0 / b.texel_count().max(1) as f64;
-            JsonArg::print(&InspectJson { bundle_bytes: bytes, bits_per_texel, manifest: &b.manifest })
+            let latent_level_counts = self.levels.then(|| b.latent_level_counts());
+            JsonArg::print(&InspectJson { bundle_bytes: bytes, bits_per_texel, manifest: &b.manifest, latent_level_counts })
         } else {
             print_text(&self.bundle, bytes, &b);
+            if self.levels {
+                print_levels(&b);
+            }
             Ok(())
         }
     }
@@ -108,5 +119,35 @@ fn print_text(path: &Path, bytes: u64, b: &Bundle) {
                 total
             );
         }
+    }
+}
+
+/// Bins a grid's level shares are shown in: every level up to 4 bits, groups of levels above.
+const LEVEL_BINS: usize = 16;
+
+/// `--levels`: per grid, the share of its values in each of up to 16 equal bins of its levels,
+/// lowest first, and the shares at the two ends of the range (where training clamps).
+fn print_levels(b: &Bundle) {
+    let counts = b.latent_level_counts();
+    let grids_per_level = b.manifest.grids.len().max(1);
+    for (i, counts) in counts.iter().enumerate() {
+        let total = counts.iter().sum::<u64>().max(1) as f64;
+        let per_bin = counts.len().div_ceil(LEVEL_BINS).max(1);
+        let shares: Vec<String> =
+            counts.chunks(per_bin).map(|bin| format!("{:.1}", 100.0 * bin.iter().sum::<u64>() as f64 / total)).collect();
+        let end = |c: Option<&u64>| 100.0 * c.copied().unwrap_or(0) as f64 / total;
+        let name = if i < grids_per_level {
+            format!("grid {i}")
+        } else {
+            format!("pyramid level {} grid {}", i / grids_per_level, i % grids_per_level)
+        };
+        println!(
+            "{name} levels ({} in {} bins, % of its values, lowest first): {}; at the ends {:.1} % and {:.1} %",
+            counts.len(),
+            shares.len(),
+            shares.join(" "),
+            end(counts.first()),
+            end(counts.last())
+        );
     }
 }

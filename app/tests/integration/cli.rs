@@ -816,3 +816,32 @@ fn output_into_a_closed_pipe_ends_the_run_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?}: {stderr}", out.status);
 }
+
+/// `inspect --levels` shows how each grid's latents fill their levels: a line per grid, and with
+/// `--json` a count per level that adds up to the grid's values.
+#[test]
+fn inspect_levels_counts_every_latent_value_of_every_grid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("bricks.texset");
+    let out =
+        texset(&["compress", samples().join("bricks").to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "20", "--no-ssim"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = texset(&["inspect", bundle.to_str().unwrap(), "--json", "--levels"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let grids = json["manifest"]["grids"].as_array().unwrap();
+    let counts = json["latent_level_counts"].as_array().unwrap();
+    assert_eq!(counts.len(), grids.len());
+    for (grid, counts) in grids.iter().zip(counts) {
+        let counts: Vec<u64> = counts.as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+        assert_eq!(counts.len(), 1 << grid["bits"].as_u64().unwrap());
+        let values = grid["width"].as_u64().unwrap() * grid["height"].as_u64().unwrap() * grid["channels"].as_u64().unwrap();
+        assert_eq!(counts.iter().sum::<u64>(), values, "{grid}");
+        assert!(counts.iter().filter(|&&c| c > 0).count() > 1, "a trained grid uses more than one level: {counts:?}");
+    }
+    let text = String::from_utf8(texset(&["inspect", bundle.to_str().unwrap(), "--levels"]).stdout).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with("grid ") && l.contains(" levels (")).count(), grids.len(), "{text}");
+    // Without the flag neither form shows them.
+    let plain = texset(&["inspect", bundle.to_str().unwrap(), "--json"]);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("latent_level_counts"));
+}

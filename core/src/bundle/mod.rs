@@ -442,6 +442,26 @@ impl Bundle {
         }
     }
 
+    /// Per stored grid (level 0's grids, then the pyramid's, as [`Manifest::all_grids`]), how many
+    /// of its values sit at each of its `2^bits` levels, lowest first: how the latents fill
+    /// their range (`texset inspect --levels`).
+    #[must_use]
+    pub fn latent_level_counts(&self) -> Vec<Vec<u64>> {
+        self.manifest
+            .all_grids()
+            .zip(&self.latent_levels)
+            .map(|(grid, levels)| {
+                let mut counts = vec![0u64; 1usize << grid.bits.min(8)];
+                for &level in levels {
+                    if let Some(count) = counts.get_mut(usize::from(level)) {
+                        *count += 1;
+                    }
+                }
+                counts
+            })
+            .collect()
+    }
+
     /// Total texels of the library (sum over materials of their largest map).
     #[must_use]
     pub fn texel_count(&self) -> u64 {
