@@ -13,9 +13,28 @@ fn main() {
         die_quietly_on_a_closed_pipe();
     }
     if let Err(e) = cli::run(cli) {
-        eprintln!("texset: error: {e:#}");
+        eprintln!("texset: error: {}", error_chain(&e));
         std::process::exit(1);
     }
+}
+
+/// The error and its causes on one line, `outer: inner: …` (as anyhow's `{:#}`), leaving out a
+/// cause whose text its outer message already quotes: texset's library errors name their OS
+/// error in their own message (the studio shows that message alone), so `{:#}` would print
+/// `cannot read "x": No such file or directory (os error 2): No such file or directory (os error 2)`.
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Mesa's Vulkan device-select layer, an implicit layer on most Linux systems, connects to

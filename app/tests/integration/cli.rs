@@ -138,6 +138,12 @@ fn bad_input_exits_non_zero_with_one_line_naming_the_file() {
     }
     let stderr = String::from_utf8_lossy(&texset(&["inspect", not_bundle.to_str().unwrap()]).stderr).into_owned();
     assert!(stderr.contains("junk.texset"), "{stderr}");
+    // The OS error is said once, though the library's message quotes its source (before:
+    // `cannot read "…/nowhere": No such file or directory (os error 2): No such file …`).
+    let nowhere = tmp.path().join("nowhere");
+    let out = texset(&["compress", nowhere.to_str().unwrap(), "-o", tmp.path().join("z.texset").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nowhere") && stderr.matches("(os error 2)").count() == 1, "{stderr}");
 }
 
 /// The metal sample trained briefly (40 steps), as a bundle in `dir`.
