@@ -231,6 +231,7 @@ pub fn evaluate_mips(set: &TextureSet, decoder: &Decoder) -> Result<Option<MipRe
                 texture.channels,
                 texture.kind,
                 texture.color_space,
+                &texture.channel_ranges,
             );
             let reference = std::iter::once((texture.width, texture.height, texture.texels.as_slice()))
                 .chain(below.iter().map(|l| (l.width, l.height, l.values.as_slice())));

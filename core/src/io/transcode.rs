@@ -38,7 +38,15 @@ impl Container {
 /// renormalised).
 #[must_use]
 pub fn mip_chain(level0: &DecodedMap, entry: &MapEntry) -> Vec<DecodedMap> {
-    let below = crate::model::mips::box_chain(&level0.values, level0.width, level0.height, level0.channels, entry.kind, entry.color_space);
+    let below = crate::model::mips::box_chain(
+        &level0.values,
+        level0.width,
+        level0.height,
+        level0.channels,
+        entry.kind,
+        entry.color_space,
+        &entry.channel_ranges,
+    );
     std::iter::once(level0.clone())
         .chain(below.into_iter().map(|l| DecodedMap { width: l.width, height: l.height, channels: level0.channels, values: l.values }))
         .collect()

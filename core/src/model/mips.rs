@@ -23,12 +23,44 @@ fn linear_to_srgb(v: f32) -> f32 {
     if v <= 0.003_130_8 { v * 12.92 } else { 1.055 * v.powf(1.0 / 2.4) - 0.055 }
 }
 
+/// Renormalises one normal texel to unit length in place: its first three values are stored
+/// values, each its channel's `[low, high]` range (`ranges`; missing: `[0, 1]`, as for every
+/// 8- and 16-bit source) mapped to `[0, 1]`, of a normal encoded `n · 0.5 + 0.5`. A normal of
+/// (near) zero length, or a texel of under three values, stays as it is. What the box chain does
+/// to each normal it averages, and what unit normal targets do to level 0
+/// ([`crate::set::Texture::unit_normal_texels`]).
+pub fn renormalise_stored_normal(texel: &mut [f32], ranges: &[[f32; 2]]) {
+    let Some(xyz) = texel.get_mut(..3) else { return };
+    let range = |c: usize| ranges.get(c).copied().unwrap_or([0.0, 1.0]);
+    let n: [f32; 3] = std::array::from_fn(|c| {
+        let [low, high] = range(c);
+        (low + (high - low) * xyz[c]) * 2.0 - 1.0
+    });
+    let length = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+    if length <= 1e-6 {
+        return;
+    }
+    for (c, value) in xyz.iter_mut().enumerate() {
+        let [low, high] = range(c);
+        *value = ((n[c] / length * 0.5 + 0.5 - low) / (high - low).max(f32::MIN_POSITIVE)).clamp(0.0, 1.0);
+    }
+}
+
 /// The levels below `level0` (`width × height × channels` values) down to 1×1, level 1 first:
 /// each the 2×2 box average of the one above (sizes halve rounding down; an odd edge repeats its
 /// last texel). Colour channels of sRGB maps are averaged in linear light (alpha as is); normal
-/// maps are renormalised to unit length.
+/// maps are renormalised to unit length ([`renormalise_stored_normal`], through the map's
+/// `channel_ranges`: a float source's values are stored mapped from their range).
 #[must_use]
-pub fn box_chain(level0: &[f32], width: u32, height: u32, channels: u32, kind: MapKind, color_space: ColorSpace) -> Vec<MipLevel> {
+pub fn box_chain(
+    level0: &[f32],
+    width: u32,
+    height: u32,
+    channels: u32,
+    kind: MapKind,
+    color_space: ColorSpace,
+    channel_ranges: &[[f32; 2]],
+) -> Vec<MipLevel> {
     let c = channels as usize;
     let srgb_channels = if color_space == ColorSpace::Srgb { c.min(3) } else { 0 };
     let normal = kind == MapKind::Normal && c >= 3;
@@ -52,13 +84,7 @@ pub fn box_chain(level0: &[f32], width: u32, height: u32, channels: u32, kind: M
                     *o = linear_to_srgb(*o);
                 }
                 if normal {
-                    let n = [out[0] * 2.0 - 1.0, out[1] * 2.0 - 1.0, out[2] * 2.0 - 1.0];
-                    let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-                    if len > 1e-6 {
-                        for k in 0..3 {
-                            out[k] = n[k] / len * 0.5 + 0.5;
-                        }
-                    }
+                    renormalise_stored_normal(out, channel_ranges);
                 }
             }
         }
@@ -73,4 +99,67 @@ pub fn box_chain(level0: &[f32], width: u32, height: u32, channels: u32, kind: M
 pub fn level_size(width: u32, height: u32, level: u32) -> (u32, u32) {
     let shift = level.min(31);
     ((width >> shift).max(1), (height >> shift).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    // Exact comparisons are the point where a value must stay as it was.
+    #![allow(clippy::float_cmp)]
+    use super::*;
+
+    /// A float normal map is stored with each channel's range mapped to `[0, 1]`; its chain must
+    /// be the chain of the original values mapped the same way (before, the renormalisation read
+    /// the mapped values as `n · 0.5 + 0.5` and gave normals of the wrong direction and length).
+    #[test]
+    fn a_float_normal_maps_chain_renormalises_through_its_channel_ranges() {
+        // 4×2 normals, `n · 0.5 + 0.5`, tilted different ways (so their means are short).
+        let normals: [[f32; 3]; 8] = [
+            [0.6, 0.0, 0.8],
+            [-0.6, 0.0, 0.8],
+            [0.0, 0.6, 0.8],
+            [0.0, -0.28, 0.96],
+            [0.36, 0.48, 0.8],
+            [0.0, 0.0, 1.0],
+            [-0.8, 0.0, 0.6],
+            [0.0, 0.8, 0.6],
+        ];
+        let original: Vec<f32> = normals.iter().flat_map(|n| n.map(|c| c * 0.5 + 0.5)).collect();
+        let ranges: Vec<[f32; 2]> = (0..3)
+            .map(|c| {
+                let values = original.iter().skip(c).step_by(3);
+                [values.clone().copied().fold(f32::MAX, f32::min), values.copied().fold(f32::MIN, f32::max)]
+            })
+            .collect();
+        assert!(ranges.iter().all(|r| r[0] > 0.05), "every range starts above 0: {ranges:?}");
+        let r = &ranges;
+        let stored: Vec<f32> = original.chunks_exact(3).flat_map(|t| (0..3).map(move |c| (t[c] - r[c][0]) / (r[c][1] - r[c][0]))).collect();
+
+        let expected = box_chain(&original, 4, 2, 3, MapKind::Normal, ColorSpace::Linear, &[]);
+        let got = box_chain(&stored, 4, 2, 3, MapKind::Normal, ColorSpace::Linear, &ranges);
+        assert_eq!(got.len(), expected.len());
+        for (level_got, level_expected) in got.iter().zip(&expected) {
+            for (t, (g, e)) in level_got.values.chunks_exact(3).zip(level_expected.values.chunks_exact(3)).enumerate() {
+                let n: Vec<f32> = (0..3).map(|c| (ranges[c][0] + (ranges[c][1] - ranges[c][0]) * g[c]) * 2.0 - 1.0).collect();
+                let length = n.iter().map(|v| v * v).sum::<f32>().sqrt();
+                assert!((length - 1.0).abs() < 1e-4, "texel {t}: length {length}");
+                for c in 0..3 {
+                    let mapped = (e[c] - ranges[c][0]) / (ranges[c][1] - ranges[c][0]);
+                    assert!((g[c] - mapped).abs() < 1e-4, "texel {t} channel {c}: {} against {mapped}", g[c]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_zero_length_normal_stays_as_it_is() {
+        let mut texel = [0.5, 0.5, 0.5, 0.25];
+        renormalise_stored_normal(&mut texel, &[]);
+        assert_eq!(texel, [0.5, 0.5, 0.5, 0.25]);
+        let mut tilted = [1.0, 0.5, 0.5];
+        renormalise_stored_normal(&mut tilted, &[[0.0, 1.0]; 3]);
+        assert_eq!(tilted, [1.0, 0.5, 0.5]);
+        let mut short = [0.75, 0.5, 0.5];
+        renormalise_stored_normal(&mut short, &[]);
+        assert_eq!(short, [1.0, 0.5, 0.5]);
+    }
 }

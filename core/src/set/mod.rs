@@ -172,23 +172,8 @@ impl Texture {
         if self.kind != MapKind::Normal || ch < 3 {
             return texels;
         }
-        let range = |c: usize| self.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
-        let (r0, r1, r2) = (range(0), range(1), range(2));
         for texel in texels.chunks_exact_mut(ch) {
-            // Stored value → value in the channel's range → normal component.
-            let n = [
-                (r0[0] + (r0[1] - r0[0]) * texel[0]) * 2.0 - 1.0,
-                (r1[0] + (r1[1] - r1[0]) * texel[1]) * 2.0 - 1.0,
-                (r2[0] + (r2[1] - r2[0]) * texel[2]) * 2.0 - 1.0,
-            ];
-            let length = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-            if length <= 1e-6 {
-                continue;
-            }
-            for ((value, component), [low, high]) in texel.iter_mut().zip(n).zip([r0, r1, r2]) {
-                let stored = (component / length * 0.5 + 0.5 - low) / (high - low).max(f32::MIN_POSITIVE);
-                *value = stored.clamp(0.0, 1.0);
-            }
+            crate::model::mips::renormalise_stored_normal(texel, &self.channel_ranges);
         }
         texels
     }

@@ -232,6 +232,7 @@ impl<'a> Sampler<'a> {
                         texture.channels,
                         texture.kind,
                         texture.color_space,
+                        &texture.channel_ranges,
                     )
                 } else {
                     Vec::new()

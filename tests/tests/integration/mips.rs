@@ -54,7 +54,7 @@ fn level_psnr(set: &TextureSet, decoder: &Decoder) -> Vec<f64> {
     let mut pooled: Vec<SquaredError> = Vec::new();
     for (m, _, t) in set.textures() {
         let k = set.materials[m].textures.iter().position(|x| x.kind == t.kind).unwrap();
-        let chain = texset_core::model::mips::box_chain(&t.texels, t.width, t.height, t.channels, t.kind, t.color_space);
+        let chain = texset_core::model::mips::box_chain(&t.texels, t.width, t.height, t.channels, t.kind, t.color_space, &t.channel_ranges);
         let reference = std::iter::once(t.texels.as_slice()).chain(chain.iter().map(|l| l.values.as_slice()));
         for (level, values) in reference.enumerate() {
             let mut d = decoder.decode_map_level(m, k, level as u32).unwrap();
