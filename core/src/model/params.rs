@@ -29,7 +29,7 @@
 //!
 //! # Mip levels
 //!
-//! A model with a mip chain (`mip_levels() > 1`) stores a *latent pyramid*: level `k ≥ 1` has its
+//! A model with a mip chain (`pyramid_levels() > 1`) stores a *latent pyramid*: level `k ≥ 1` has its
 //! own copy of every grid, with the same channels but fewer cells (at most level 0's; texset
 //! makes them with [`mip_grid_side`]), in [`ModelParams::mip_grids`]. Each pyramid level serves
 //! a group of `G = mip_group` consecutive mip levels ([`ModelParams::mip_group`]; 1 in bundles
@@ -187,13 +187,13 @@ impl ModelParams {
     /// with a mip chain).
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels() > 1)
+        self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.pyramid_levels() > 1)
     }
 
     /// Levels of the latent pyramid (1 without a mip chain); each serves [`Self::mip_group`] mip
     /// levels.
     #[must_use]
-    pub fn mip_levels(&self) -> u32 {
+    pub fn pyramid_levels(&self) -> u32 {
         if self.grids.is_empty() { 1 } else { 1 + (self.mip_grids.len() / self.grids.len()) as u32 }
     }
 
@@ -206,19 +206,19 @@ impl ModelParams {
     /// The LOD level mip level `mip` decodes at ([`lod_level`] of this pyramid).
     #[must_use]
     pub fn lod_level(&self, mip: u32) -> u32 {
-        lod_level(mip, self.mip_levels(), self.mip_group())
+        lod_level(mip, self.pyramid_levels(), self.mip_group())
     }
 
     /// The pyramid level mip level `mip` reads ([`pyramid_level`] of this pyramid).
     #[must_use]
     pub fn pyramid_level(&self, mip: u32) -> u32 {
-        pyramid_level(mip, self.mip_levels(), self.mip_group())
+        pyramid_level(mip, self.pyramid_levels(), self.mip_group())
     }
 
     /// The grids pyramid level `level` decodes with (the last level for any beyond it).
     #[must_use]
     pub fn level_grids(&self, level: u32) -> &[GridParams] {
-        let k = level.min(self.mip_levels() - 1) as usize;
+        let k = level.min(self.pyramid_levels() - 1) as usize;
         if k == 0 {
             return &self.grids;
         }
@@ -228,7 +228,7 @@ impl ModelParams {
 
     /// The grids of pyramid level `level`, mutably (the last level for any beyond it).
     pub fn level_grids_mut(&mut self, level: u32) -> &mut [GridParams] {
-        let k = level.min(self.mip_levels() - 1) as usize;
+        let k = level.min(self.pyramid_levels() - 1) as usize;
         if k == 0 {
             return &mut self.grids;
         }

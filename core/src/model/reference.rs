@@ -63,7 +63,7 @@ pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask:
             slot[3] = (a * py).cos();
         }
     }
-    if params.mip_levels() > 1 {
+    if params.pyramid_levels() > 1 {
         let i = offset + 4 * params.pe_frequencies as usize;
         if let Some(slot) = features.get_mut(i) {
             *slot = params.lod_level(level) as f32 * LOD_INPUT_SCALE;

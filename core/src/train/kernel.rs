@@ -130,7 +130,7 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<(f32, &mut Rng)>, g
     let mut raw = if gated { vec![0.0f32; n * lc] } else { Vec::new() };
     let mut x = vec![0.0f32; inputs * np];
     let mut corners = Vec::with_capacity(n * grid_count);
-    let has_lod = params.mip_levels() > 1;
+    let has_lod = params.pyramid_levels() > 1;
     // Per texel its LOD level (the LOD input) and the pyramid level whose grids it reads.
     let lods: Vec<u32> = (0..n).map(|i| params.lod_level(batch.level.get(i).copied().unwrap_or(0))).collect();
     let levels: Vec<u32> = (0..n).map(|i| params.pyramid_level(batch.level.get(i).copied().unwrap_or(0))).collect();
@@ -246,7 +246,7 @@ pub fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &m
     if grid_count == 0 || lc == 0 || chunks.iter().all(|c| c.d_features.is_empty()) {
         return;
     }
-    let levels = params.mip_levels();
+    let levels = params.pyramid_levels();
     let bands_per_grid = (rayon::current_num_threads() * SCATTER_BANDS_PER_THREAD).max(2);
     // (level, grid within the level, its first channel, first cell of the band, the band).
     let mut bands: Vec<(u32, usize, usize, usize, &mut [f32])> = Vec::new();

@@ -268,7 +268,7 @@ fn mip_levels_of_a_group_share_grids_and_differ_in_the_lod_input() {
     // 4 mip levels in groups of 2: mips 0-1 read level 0's grids, mips 2-3 pyramid level 1's.
     let bundle = texset_testkit::tiny_bundle_with_grouped_mips(4, 2);
     let params = bundle.model_params();
-    assert_eq!((params.mip_levels(), params.mip_group()), (2, 2));
+    assert_eq!((params.pyramid_levels(), params.mip_group()), (2, 2));
     let lc = params.latent_channels();
     let lod_at = lc + 4 * params.pe_frequencies as usize;
     let mask = vec![1.0; lc];

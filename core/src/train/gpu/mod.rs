@@ -333,7 +333,7 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: We
     for (name, value) in consts {
         let _ = writeln!(text, "const {name}: u32 = {value}u;");
     }
-    let _ = writeln!(text, "const HAS_LOD: bool = {};", params.mip_levels() > 1);
+    let _ = writeln!(text, "const HAS_LOD: bool = {};", params.pyramid_levels() > 1);
     let _ = writeln!(text, "const E4M3_MAX: f32 = {:?};", quant::E4M3_MAX);
     // Generated, not a constant's branch: an entry point binds every buffer its code names, even
     // in a branch never taken, and `fwdw` cannot be bound as storage and as uniform at once.
