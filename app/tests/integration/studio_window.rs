@@ -223,18 +223,28 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
         assert!(compiling.elapsed() < Duration::from_mins(2), "the screen did not change in 2 minutes after the preview opened");
     }
     println!("the preview's first change came {:.1} s after the first screenshot", compiling.elapsed().as_secs_f64());
-    // Alive: every 5 s something on the screen was redrawn (a frozen window leaves the
-    // screenshot unchanged). The lights move: at least one interval changed the preview broadly.
-    // Under load a software GPU draws few frames, and the orbit advances by frame, so one 5 s
-    // interval may move the lights little (0.13 % of the screen once, beside other tests).
+    // Alive: something on the screen is redrawn at least every 15 s (a frozen window leaves the
+    // screenshots unchanged). The lights move: at least one 5 s interval changed the preview
+    // broadly. Under load a software GPU draws few frames, and the orbit advances by frame, so
+    // one 5 s interval may move the lights little (0.13 % of the screen once, beside other
+    // tests), or not at all: in a full local `.ci/run` at cd98cb7 the studio drew no frame for
+    // one 5 s interval while the capture and transcode tests held both cores, alive and running.
+    let still_intervals_at_most = 2;
     let mut largest: f64 = 0.0;
-    for i in 0..6 {
+    let mut still = 0;
+    for i in 0..8 {
         std::thread::sleep(Duration::from_secs(5));
         let shot = screenshot(&format!("{}_preview.png", i + 2));
         let fraction = changed_fraction(&last, &shot);
         println!("screenshot {}: {:.2}% of the screen changed in 5 s", i + 2, 100.0 * fraction);
         assert_alive();
-        assert!(fraction > 0.0002, "the screen did not change in 5 s (screenshot {}): the studio stopped updating", i + 2);
+        still = if fraction > 0.0002 { 0 } else { still + 1 };
+        assert!(
+            still <= still_intervals_at_most,
+            "the screen did not change in {} s (up to screenshot {}): the studio stopped updating",
+            5 * still,
+            i + 2
+        );
         largest = largest.max(fraction);
         last = shot;
     }
