@@ -1,6 +1,7 @@
 //! Mip chains of reference maps: the 2×2 box reduction every level of a bundle's mip chain is
 //! trained towards and measured against, and the one `texset transcode` writes.
 
+use crate::model::reference::{linear_to_srgb, srgb_to_linear};
 use crate::set::{ColorSpace, MapKind};
 
 /// One level of a mip chain: `width × height × channels` values `[y][x][c]`, stored encoding
@@ -13,14 +14,6 @@ pub struct MipLevel {
     pub height: u32,
     /// Values.
     pub values: Vec<f32>,
-}
-
-fn srgb_to_linear(v: f32) -> f32 {
-    if v <= 0.040_45 { v / 12.92 } else { ((v + 0.055) / 1.055).powf(2.4) }
-}
-
-fn linear_to_srgb(v: f32) -> f32 {
-    if v <= 0.003_130_8 { v * 12.92 } else { 1.055 * v.powf(1.0 / 2.4) - 0.055 }
 }
 
 /// Renormalises one normal texel to unit length in place: its first three values are stored

@@ -2,6 +2,7 @@
 //! shapes, GGX + Lambert under the lights, and the rendered error `texset eval` reports.
 
 use super::{Manifest, NONE, PreviewUniforms, Shape};
+use texset_core::model::reference::linear_to_srgb;
 
 type V3 = [f32; 3];
 
@@ -149,10 +150,6 @@ fn light(n: V3, v: V3, l: V3, intensity: f32, albedo: V3, roughness: f32, metall
     out
 }
 
-fn encode_srgb(c: f32) -> f32 {
-    if c <= 0.003_130_8 { c * 12.92 } else { 1.055 * c.powf(1.0 / 2.4) - 0.055 }
-}
-
 fn ray_dir(uniforms: &PreviewUniforms, uv: [f32; 2]) -> V3 {
     let tan_half = 0.45;
     let ndc = [uv[0] * 2.0 - 1.0, 1.0 - uv[1] * 2.0];
@@ -228,7 +225,7 @@ pub fn shade(uniforms: &PreviewUniforms, uv: [f32; 2], fetch: &dyn Fn(usize, [f3
     let mut out = [0.0, 0.0, 0.0, 1.0];
     for c in 0..3 {
         let mapped = color[c] / (1.0 + color[c]);
-        out[c] = if uniforms.view[3] > 0.5 { encode_srgb(mapped) } else { mapped };
+        out[c] = if uniforms.view[3] > 0.5 { linear_to_srgb(mapped) } else { mapped };
     }
     out
 }
