@@ -321,7 +321,7 @@ pub(crate) fn serialise(bundle: &Bundle) -> Result<(Vec<u8>, PackReport), Compre
 /// How many times a preset's steps `--backend auto` trains when it resolved to the fused GPU
 /// trainer (a hardware adapter), at the preset's batch: 30,000 steps of 8,192 texels at the
 /// default preset. On an H100 that is the time 12,000 steps of 65,536 texels took (the rule
-/// before), and it scored higher on all three sets measured (docs/benchmarks.md, "On a hardware
+/// before), and it scored higher on all three sets measured (docs/decisions/004-gpu-steps-rule.md, "On a hardware
 /// GPU").
 pub const HARDWARE_GPU_STEPS_SCALE: f64 = 2.5;
 
@@ -347,7 +347,7 @@ fn scaled_for_backend(options: &CompressOptions, resolved: Backend) -> Option<Co
 /// options with a batch grown by the chain's draws
 /// ([`crate::train::sampler::chain_draws_per_level0_draw`], whole chunks) so level 0 trains on
 /// as many texels per step as without mips; `None`: as given. Measured: with the preset's batch
-/// shared by the chain, level 0 lost 0.5 dB at the fast preset (docs/benchmarks.md).
+/// shared by the chain, level 0 lost 0.5 dB at the fast preset (docs/decisions/018-mip-chain-sampling.md).
 fn batch_for_chain(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Option<CompressOptions> {
     let ratio = crate::train::sampler::chain_draws_per_level0_draw(set, layout, options.schedule.mip_sample_boost);
     (options.schedule.mip_level0_batch && ratio > 1.0).then(|| {

@@ -301,7 +301,7 @@ impl StudioApp {
             self.shortcut(action, &mut view, &mut commands, &mut dialogs);
         }
         // The panels leave their background to the frame's clear ([`clear_color`]): on a software
-        // GPU a full-window fill costs as much as the rest of the frame (docs/benchmarks.md).
+        // GPU a full-window fill costs as much as the rest of the frame (docs/decisions/021-software-gpu-painting.md).
         let side = egui::Frame::side_top_panel(ui.style()).fill(egui::Color32::TRANSPARENT);
         let central = egui::Frame::central_panel(ui.style()).fill(egui::Color32::TRANSPARENT);
         egui::Panel::top("menu").frame(side).show(ui, |ui| panels::menu_ui(ui, &self.session, &mut dialogs));
@@ -416,7 +416,7 @@ impl StudioApp {
 
 /// On a software GPU (lavapipe, llvmpipe) a frame costs what it rasterises, triangle by triangle:
 /// egui's anti-aliasing feathers every shape's edge with a ring of extra triangles, so it is left
-/// out there, and panels paint sparingly ([`paint_sparingly`]; docs/benchmarks.md, `texset bench
+/// out there, and panels paint sparingly ([`paint_sparingly`]; docs/decisions/021-software-gpu-painting.md, `texset bench
 /// ui`). A hardware GPU keeps both.
 pub fn tune_for_renderer(ctx: &egui::Context, render_state: Option<&RenderState>) {
     if renders_in_software(render_state) {
@@ -430,7 +430,7 @@ const SPARING_PAINT: &str = "texset paint sparingly";
 
 /// Whether panels should paint as few pixels as they can: on a software GPU every painted pixel
 /// is CPU time (a window's worth costs about 30 ms on lavapipe, whatever is drawn,
-/// docs/benchmarks.md), so there tables lose their row stripes and plots their background fill.
+/// docs/decisions/021-software-gpu-painting.md), so there tables lose their row stripes and plots their background fill.
 #[must_use]
 pub fn paint_sparingly(ctx: &egui::Context) -> bool {
     ctx.data(|d| d.get_temp::<bool>(egui::Id::unique(SPARING_PAINT))).unwrap_or(false)

@@ -20,7 +20,7 @@ use texset_core::{CompressOptions, Compressed, TextureSet};
 /// them (the UI's is 0; 19 is the lowest). The UI then wins the cores whenever it has a frame to
 /// draw, which on a software GPU is CPU work too (the rasteriser threads of the preview's device
 /// inherit the value from `texset-preview`), and background work gets every cycle a frame
-/// leaves. docs/benchmarks.md, "The studio's frame time", has the measurements.
+/// leaves. docs/benchmarks.md, "bench ui", and docs/decisions/020-studio-background-priority.md, has the measurements.
 pub const BACKGROUND_NICE: i32 = 10;
 
 /// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (Linux; elsewhere nothing). Threads
@@ -36,8 +36,8 @@ pub fn lower_thread_priority() {
 /// A nice value alone was not enough on two cores: with the UI's two software-rasteriser threads
 /// on one core and a nice +10 trainer alone on the other, the scheduler left them there, and frames
 /// took twice as long for a second at a time. A core running only `SCHED_IDLE` threads counts as
-/// idle when a waking thread picks its core, so the rasteriser takes it (docs/benchmarks.md, "The
-/// studio's frame time"). Short work the user waits on (ingest, analysis) stays at
+/// idle when a waking thread picks its core, so the rasteriser takes it
+/// (docs/decisions/020-studio-background-priority.md). Short work the user waits on (ingest, analysis) stays at
 /// [`BACKGROUND_NICE`]: in `SCHED_IDLE` any other busy process on the machine starves it.
 pub fn run_below_everything() {
     #[cfg(target_os = "linux")]

@@ -30,7 +30,7 @@ pub struct AddOptions {
     pub adapter_channels: Option<Vec<u32>>,
     /// Whether the new maps also read the library's (frozen) channels. Off by default: for a
     /// material unlike the library they are noise to it (`tea_set_01` added to the shoes: 35.81 dB
-    /// reading only its own channels, 29.86 dB reading the shoes' too; docs/benchmarks.md).
+    /// reading only its own channels, 29.86 dB reading the shoes' too; docs/decisions/016-library-sharing.md).
     pub read_shared: bool,
 }
 

@@ -190,7 +190,7 @@ pub struct BudgetConfig {
     /// Off: they are only reported, and every texture not named in `budgets` and not flat reads
     /// every channel. Default off: with the fused trainer a material whose maps have different
     /// budgets trains each budget group on its own texels, which cost 1.1 dB on `tea_set_01`
-    /// (docs/benchmarks.md).
+    /// (docs/decisions/017-channel-budgets.md).
     pub auto: bool,
     /// Learn each texture's budget in training (gates with a group lasso per texture and
     /// channel, cut part-way). Default none: budgets are the analyse pass's.
@@ -379,7 +379,7 @@ impl CompressOptions {
             Preset::Fast => Self { schedule: ScheduleConfig { steps: 1500, ..base.schedule }, ..base },
             // Twice the steps of `CompressOptions::default()`: the batched CPU kernels took the
             // 6,000-step command on `painted_wooden_cabinet` from about 70 to 30 s on two cores,
-            // and the preset spends that on quality (docs/benchmarks.md, "Defaults").
+            // and the preset spends that on quality (docs/decisions/014-default-preset-steps.md).
             Preset::Default => Self { schedule: ScheduleConfig { steps: DEFAULT_PRESET_STEPS, ..base.schedule }, ..base },
             Preset::High => Self { schedule: ScheduleConfig { steps: 16_000, ..base.schedule }, ..base },
             Preset::Max => Self { schedule: ScheduleConfig { steps: 30_000, batch_texels: 65_536, ..base.schedule }, ..base },

@@ -48,7 +48,7 @@ pub struct ScheduleConfig {
     /// one of the level above (1: every texel of the chain alike, each level's share its area,
     /// level `k` `4^-k` of level 0's; 2: level `k` gets `2^-k`). Default 1.5, the measured
     /// winner with `mip_group` 2: area alone left levels 2–10 1–5 dB below level 0
-    /// (docs/benchmarks.md).
+    /// (docs/decisions/018-mip-chain-sampling.md).
     pub mip_sample_boost: f32,
     /// With `mips`: grow the batch by the chain's draws so level 0 trains on as many texels per
     /// step as without mips (1.6× the texels per step at boost 1.5). Default true.
@@ -58,7 +58,7 @@ pub struct ScheduleConfig {
     /// How training draws its texels: [`Sampling::Uniform`], every texel alike, or
     /// error-driven ([`Sampling::Error`], [`Sampling::RmsError`]), tiles of high error more
     /// often, each draw's loss weight scaled so that the expected loss stays the uniform one.
-    /// Default [`Sampling::Uniform`] (docs/benchmarks.md, "Error-driven sampling").
+    /// Default [`Sampling::Uniform`] (docs/decisions/003-error-driven-sampling.md).
     ///
     /// This and the two fields after it are left out of the serialised schedule at their
     /// defaults, so fingerprints (checkpoints, `--batch`'s unchanged materials) written before
@@ -130,19 +130,19 @@ pub enum LatentInit {
 
 /// Latent grids of at most this many bits train with QAT under [`Quantisation::Auto`]: at 2 bits
 /// (4 levels) QAT measured 2.9–3.6 dB ahead of PTQ, at 4 and 8 bits PTQ 0.1–0.4 dB ahead
-/// (docs/benchmarks.md, "Quantisation").
+/// (docs/decisions/002-qat-schedules.md).
 pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 
 /// Batches of at least this many texels train their latents with QAT under
 /// [`Quantisation::Auto`], whatever their bits. Large batches leave latents tuned to values
 /// rounding undoes: on `painted_wooden_cabinet` at 4 bits per texel, 30,000 steps of 65,536
 /// texels (the max preset, an H100) shipped at 36.33 dB with PTQ against 38.26 dB with QAT, while
-/// 30,000 steps of 8,192 texels gave 38.33 and 38.29 dB (docs/benchmarks.md, "Quantisation").
+/// 30,000 steps of 8,192 texels gave 38.33 and 38.29 dB (docs/decisions/002-qat-schedules.md).
 pub const AUTO_QAT_MIN_BATCH_TEXELS: usize = 65_536;
 
 /// The default loss weight of normal maps ([`ScheduleConfig::loss_weights`]): the renders
 /// (`texset eval`'s lit PSNR) see a normal's error most, and 6 gained the most lit PSNR at about
-/// the same pooled map PSNR (docs/benchmarks.md, "Normals for the light").
+/// the same pooled map PSNR (docs/decisions/013-normal-loss-weight.md).
 pub const NORMAL_LOSS_WEIGHT: f32 = 6.0;
 
 /// What a normal map is trained towards ([`ScheduleConfig::normal_targets`]).
@@ -158,16 +158,16 @@ pub enum NormalTargets {
     Unit,
 }
 
-/// Quantisation-aware training or post-training quantisation (docs/benchmarks.md compares them).
+/// Quantisation-aware training or post-training quantisation (docs/decisions/002-qat-schedules.md compares them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Quantisation {
-    /// Whichever of the two measured better for these bits or this format (docs/benchmarks.md,
-    /// "Quantisation"): see [`CompressOptions::resolved_latent_quantisation`](super::CompressOptions::resolved_latent_quantisation) and
+    /// Whichever of the two measured better for these bits or this format
+    /// (docs/decisions/002-qat-schedules.md): see [`CompressOptions::resolved_latent_quantisation`](super::CompressOptions::resolved_latent_quantisation) and
     /// [`CompressOptions::resolved_weight_quantisation`](super::CompressOptions::resolved_weight_quantisation).
     #[default]
-    #[cfg_attr(feature = "clap", value(help = "The mode measured better for the bits or format (docs/benchmarks.md)"))]
+    #[cfg_attr(feature = "clap", value(help = "The mode measured better for the bits or format (docs/decisions/002-qat-schedules.md)"))]
     Auto,
     /// Quantisation-aware training: the model trains against what quantisation will do to it.
     Qat,

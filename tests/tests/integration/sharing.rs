@@ -148,7 +148,7 @@ fn a_near_constant_map_gets_a_quarter_of_the_channels_and_loses_little_for_it() 
     // Measured with QAT latents and weights. The default `auto` trains 4-bit latents PTQ, and
     // rounding latents the decoder never saw costs a map that reads few channels more than one
     // that averages many: at these 300 steps the full budget gains 0.11 dB from PTQ, the quarter
-    // budget loses 0.05 dB, so the gap grows to 0.16 dB (printed below; docs/benchmarks.md).
+    // budget loses 0.05 dB, so the gap grows to 0.16 dB (printed below; docs/decisions/017-channel-budgets.md).
     let qat = |o: CompressOptions| CompressOptions {
         schedule: ScheduleConfig { latent_quantisation: Quantisation::Qat, weight_quantisation: Quantisation::Qat, ..o.schedule },
         ..o
