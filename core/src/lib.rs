@@ -8,8 +8,9 @@
 //! - [`set`]: the texture set, map naming and ingest of image folders;
 //! - [`pipeline`]: the front door [`compress`] and its passes (analyse → train → prune →
 //!   quantise → pack), configured by [`options`] and reporting through [`progress`];
-//! - [`model`]: parameter shapes, the CPU reference decoder, layout, quantisation and mips;
-//! - [`train`]: the training loop and its trainers (fused CPU, burn);
+//! - [`model`]: parameter shapes, the CPU reference decoder, layout, quantisation, mips and the
+//!   one generator of the shaders' WGSL MLP;
+//! - [`train`]: the training loop and its trainers (fused CPU, fused GPU in WGSL, burn);
 //! - [`bundle`]: the file format; [`decode`]: decoding whole maps; [`eval`]: metrics and `BCn`;
 //! - [`drivers`]: rate control, precision search, `add` and batch; [`io`]: export and transcode.
 //!

@@ -61,17 +61,29 @@ fn encode(c: f32) -> f32 {
 
 @fragment
 fn fs_lit(in: QuadOut) -> @location(0) vec4<f32> {
-    let base = fetch(scene.maps.x, in.uv, vec4<f32>(0.5, 0.5, 0.5, 1.0)).rgb;
-    let n = normalize(fetch(scene.maps.y, in.uv, vec4<f32>(0.0, 0.0, 1.0, 0.0)).xyz);
-    var rough = 0.5;
-    var metal = 0.0;
-    if (scene.flags.x == 1u) {
-        let orm = fetch(scene.maps.z, in.uv, vec4<f32>(1.0, 0.5, 0.0, 0.0));
-        rough = orm.y;
-        metal = orm.z;
-    } else {
-        rough = fetch(scene.maps.z, in.uv, vec4<f32>(0.5)).x;
-        metal = fetch(scene.maps.w, in.uv, vec4<f32>(0.0)).x;
+    // One call site of the decoder in a loop over the maps (base colour, normal, roughness or
+    // ORM, metallic): each call site inlines the whole MLP, and drivers that compile on the CPU
+    // (lavapipe) take far longer for four copies than for one.
+    let orm = scene.flags.x == 1u;
+    var values: array<vec4<f32>, 4>;
+    for (var i = 0u; i < 4u; i++) {
+        var map_index = NO_MAP;
+        var fallback = vec4<f32>(0.0);
+        switch i {
+            case 0u: { map_index = scene.maps.x; fallback = vec4<f32>(0.5, 0.5, 0.5, 1.0); }
+            case 1u: { map_index = scene.maps.y; fallback = vec4<f32>(0.0, 0.0, 1.0, 0.0); }
+            case 2u: { map_index = scene.maps.z; fallback = select(vec4<f32>(0.5), vec4<f32>(1.0, 0.5, 0.0, 0.0), orm); }
+            default: { map_index = select(scene.maps.w, NO_MAP, orm); }
+        }
+        values[i] = fetch(map_index, in.uv, fallback);
+    }
+    let base = values[0].rgb;
+    let n = normalize(values[1].xyz);
+    var rough = values[2].x;
+    var metal = values[3].x;
+    if (orm) {
+        rough = values[2].y;
+        metal = values[2].z;
     }
     let to_light = scene.light.xyz - in.world;
     let l = normalize(to_light);

@@ -1,10 +1,10 @@
-// texset GPU decoder: the WGSL twin of core/src/reference.rs (model spec: core/src/params.rs).
+// texset GPU decoder: the WGSL twin of core/src/model/reference.rs (model spec: core/src/model/params.rs).
 //
 // A texel of map `m` at `uv` is decoded as: bilinear clamp-to-edge fetch of every latent grid the
 // map's channel budget reads (texel centres at (x + 0.5) / width), positional encoding
-// sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP with quantised weights and scales (last
-// layer linear, only the map's own outputs), clamp to [0, 1]. `decode_texel_linear` then un-maps
-// the stored value for shading (channel range, sRGB -> linear, normal vector in +Y convention).
+// sin/cos(pi * 2^k * u * grid0.width) ..., ReLU MLP with the dequantised weights (last layer
+// linear, only the map's own outputs), clamp to [0, 1]. `decode_texel_linear` then un-maps the
+// stored value for shading (channel range, sRGB -> linear, normal vector in +Y convention).
 // A bundle with a mip chain (`PYRAMID_LEVELS > 1` pyramid levels of `MIP_GROUP` mip levels each) has
 // a latent pyramid: mip level `m` decodes at LOD level `l = min(m, PYRAMID_LEVELS * MIP_GROUP - 1)`
 // and reads pyramid level `k = l / MIP_GROUP`'s grids (entries `k * GRID_COUNT + g` of the
@@ -15,69 +15,405 @@
 // f32 constants are given as their IEEE bit patterns (`*_BITS`, read with `bitcast<f32>`) so no
 // decimal rounding can differ between the CPU and a shader compiler.
 //
-// This file is a *template*: the block between the `texset:specialise` markers holds one model's
-// shapes as constants. `texset_shaders::specialise_wgsl` replaces it with a bundle's own values
-// (what `GpuDecoder` compiles and `texset export-shader` writes); the defaults below describe a
-// tiny model so the template validates by itself. Everything else is the same for every bundle.
+// This file is a *template*: the block between the `texset:specialise` markers is generated for
+// one model (`texset_shaders::GpuModel`): its shapes as constants, `mlp_input` (the latent fetch
+// of its grids, positional encoding and LOD input) and the MLP from texset-core's one generator
+// (`texset_core::model::wgsl`: `MlpInput`, `MlpHidden`, `mlp_hidden`, `mlp_output` and their
+// `_block` forms for `BLOCK` texels, the `mlp` binding). `GpuDecoder` compiles it and
+// `texset export-shader` writes it; the block below is generated for a tiny model so the template
+// validates by itself. Everything else is the same for every bundle. The model math the GPU
+// trainer shares (`bilinear_corners`, `pe_sin_cos`) is texset-core's model/model.wgsl, which
+// `GpuModel::wgsl` prepends.
 //
 // Buffers (exact layouts: docs/integration.md):
-//   latents: every grid's latent levels, bit-packed LSB-first in `GRID_BITS[g]` bits each,
+//   latents: every grid's latent levels, bit-packed LSB-first in that grid's bits each,
 //            `[y][x][c]` order, grid `g` of pyramid level `k` starting at word
-//            `GRID_WORD_OFFSET[k * GRID_COUNT + g]`.
-//   mlp:     per layer `l` from word `LAYER_WORD_OFFSET[l]`: `outputs` rows of weight codes, each
-//            row padded to `LAYER_ROW_WORDS[l]` words; then `LAYER_SCALES_PER_ROW[l]` f32 scales
-//            per row; then `outputs` f32 biases. `WEIGHT_FORMAT` says what a code is: 0 int8
-//            (4 per word, byte 0 = lowest bits; one scale per row), 1 fp16 (2 per word, scale
-//            1.0), 2 E4M3 minifloat (4 per word; one scale per row), 3 MXINT8 (int8, 4 per word;
-//            one power-of-two scale per block of 32 inputs).
+//            `GRID_WORD_OFFSET[k * GRID_COUNT + g]`, one zero word at the end. A cell's record
+//            is read as whole words.
+//   mlp:     the MLP's weights, dequantised once on the host (the CPU reference's values), as
+//            `vec4<f32>`: per hidden layer its rows (inputs padded to 4) and then its biases four
+//            to a vec4; the last layer's rows with the bias in one more vec4's x. A uniform
+//            buffer where the weights fit the device's uniform limit, else storage
+//            (`texset_core::model::wgsl::PackedLayer`).
 
 // texset:specialise:begin
-const GRID_COUNT: u32 = 1u;
+const GRID_COUNT: u32 = 2u;
 const PYRAMID_LEVELS: u32 = 1u;
 const MIP_GROUP: u32 = 1u;
 const PE_FREQUENCIES: u32 = 2u;
-const LAYER_COUNT: u32 = 2u;
-const MAX_WIDTH: u32 = 12u;
-const MAP_COUNT: u32 = 1u;
+const LAYER_COUNT: u32 = 3u;
+const MAX_WIDTH: u32 = 16u;
+const MAP_COUNT: u32 = 5u;
 const MASK_WORDS: u32 = 1u;
-const WEIGHT_FORMAT: u32 = 0u;
-const GRID_WIDTH = array<u32, 1>(8u);
-const GRID_HEIGHT = array<u32, 1>(8u);
-const GRID_CHANNELS = array<u32, 1>(4u);
-const GRID_FIRST_CHANNEL = array<u32, 1>(0u);
-const GRID_BITS = array<u32, 1>(4u);
-const GRID_WORD_OFFSET = array<u32, 1>(0u);
-const GRID_LOW_BITS = array<u32, 1>(0xbf800000u);
-const GRID_STEP_BITS = array<u32, 1>(0x3e088889u);
-const LAYER_INPUTS = array<u32, 2>(12u, 8u);
-const LAYER_OUTPUTS = array<u32, 2>(8u, 3u);
-const LAYER_ROW_WORDS = array<u32, 2>(3u, 2u);
-const LAYER_SCALES_PER_ROW = array<u32, 2>(1u, 1u);
-const LAYER_WORD_OFFSET = array<u32, 2>(0u, 40u);
-const MAP_OUTPUT_OFFSET = array<u32, 1>(0u);
-const MAP_CHANNELS = array<u32, 1>(3u);
-const MAP_MIP_LEVELS = array<u32, 1>(1u);
-const MAP_WIDTH = array<u32, 1>(8u);
-const MAP_HEIGHT = array<u32, 1>(8u);
-const MAP_MASK = array<u32, 1>(15u);
-const MAP_SRGB = array<u32, 1>(1u);
-const MAP_NORMAL = array<u32, 1>(0u);
-const MAP_RANGE_LOW_BITS = array<vec4<u32>, 1>(vec4<u32>(0u, 0u, 0u, 0u));
-const MAP_RANGE_SCALE_BITS = array<vec4<u32>, 1>(vec4<u32>(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u));
-const MAP_TRANSFORM = array<u32, 1>(0u);
-const MAP_TRANSFORM_BITS = array<u32, 20>(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+const GRID_WIDTH = array<u32, 2>(9u, 5u);
+const GRID_HEIGHT = array<u32, 2>(7u, 4u);
+const GRID_WORD_OFFSET = array<u32, 2>(0u, 24u);
+const MAP_OUTPUT_OFFSET = array<u32, 5>(0u, 3u, 4u, 7u, 0u);
+const MAP_CHANNELS = array<u32, 5>(3u, 1u, 3u, 1u, 3u);
+const MAP_MIP_LEVELS = array<u32, 5>(1u, 1u, 1u, 1u, 1u);
+const MAP_WIDTH = array<u32, 5>(13u, 6u, 10u, 7u, 9u);
+const MAP_HEIGHT = array<u32, 5>(11u, 5u, 12u, 7u, 8u);
+const MAP_MASK = array<u32, 5>(31u, 9u, 22u, 0u, 31u);
+const MAP_SRGB = array<u32, 5>(1u, 0u, 0u, 0u, 1u);
+const MAP_NORMAL = array<u32, 5>(0u, 0u, 2u, 0u, 0u);
+const MAP_RANGE_LOW_BITS = array<vec4<u32>, 5>(vec4<u32>(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u), vec4<u32>(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u), vec4<u32>(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u), vec4<u32>(0xbf000000u, 0x00000000u, 0x00000000u, 0x00000000u), vec4<u32>(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u));
+const MAP_RANGE_SCALE_BITS = array<vec4<u32>, 5>(vec4<u32>(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u), vec4<u32>(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u), vec4<u32>(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u), vec4<u32>(0x40400000u, 0x3f800000u, 0x3f800000u, 0x3f800000u), vec4<u32>(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u));
+const MAP_TRANSFORM = array<u32, 5>(0u, 0u, 0u, 0u, 1u);
+const MAP_TRANSFORM_BITS = array<u32, 100>(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x3f4ccccdu, 0x3dcccccdu, 0x00000000u, 0x00000000u, 0x3d4ccccdu, 0x00000000u, 0xbf000000u, 0x3e4ccccdu, 0x00000000u, 0x3f19999au, 0x3e99999au, 0x3e99999au, 0x3e99999au, 0x00000000u, 0xbdcccccdu, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u);
+fn mlp_input(map_index: u32, uv: vec2<f32>, level: u32) -> MlpInput {
+    let slot = pyramid_level(level) * GRID_COUNT;
+    let mask0 = MAP_MASK[map_index * MASK_WORDS + 0u];
+    let corners0 = bilinear_corners(uv, GRID_WIDTH[slot + 0u], GRID_HEIGHT[slot + 0u]);
+    let base0 = GRID_WORD_OFFSET[slot + 0u];
+    let bit0_0 = corners0.cells[0u] * 12u;
+    let at0_0 = base0 + (bit0_0 >> 5u);
+    let s0_0 = bit0_0 & 31u;
+    let m0_0_0 = latents[at0_0 + 0u];
+    let m0_0_1 = latents[at0_0 + 1u];
+    let r0_0_0 = (m0_0_0 >> s0_0) | ((m0_0_1 << 1u) << (31u - s0_0));
+    let bit0_1 = corners0.cells[1u] * 12u;
+    let at0_1 = base0 + (bit0_1 >> 5u);
+    let s0_1 = bit0_1 & 31u;
+    let m0_1_0 = latents[at0_1 + 0u];
+    let m0_1_1 = latents[at0_1 + 1u];
+    let r0_1_0 = (m0_1_0 >> s0_1) | ((m0_1_1 << 1u) << (31u - s0_1));
+    let bit0_2 = corners0.cells[2u] * 12u;
+    let at0_2 = base0 + (bit0_2 >> 5u);
+    let s0_2 = bit0_2 & 31u;
+    let m0_2_0 = latents[at0_2 + 0u];
+    let m0_2_1 = latents[at0_2 + 1u];
+    let r0_2_0 = (m0_2_0 >> s0_2) | ((m0_2_1 << 1u) << (31u - s0_2));
+    let bit0_3 = corners0.cells[3u] * 12u;
+    let at0_3 = base0 + (bit0_3 >> 5u);
+    let s0_3 = bit0_3 & 31u;
+    let m0_3_0 = latents[at0_3 + 0u];
+    let m0_3_1 = latents[at0_3 + 1u];
+    let r0_3_0 = (m0_3_0 >> s0_3) | ((m0_3_1 << 1u) << (31u - s0_3));
+    let v0 = corners0.weights.x * (bitcast<f32>(0xbf800000u) + f32((r0_0_0 >> 0u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.y * (bitcast<f32>(0xbf800000u) + f32((r0_1_0 >> 0u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.z * (bitcast<f32>(0xbf800000u) + f32((r0_2_0 >> 0u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.w * (bitcast<f32>(0xbf800000u) + f32((r0_3_0 >> 0u) & 15u) * bitcast<f32>(0x3e088889u));
+    let v1 = corners0.weights.x * (bitcast<f32>(0xbf800000u) + f32((r0_0_0 >> 4u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.y * (bitcast<f32>(0xbf800000u) + f32((r0_1_0 >> 4u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.z * (bitcast<f32>(0xbf800000u) + f32((r0_2_0 >> 4u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.w * (bitcast<f32>(0xbf800000u) + f32((r0_3_0 >> 4u) & 15u) * bitcast<f32>(0x3e088889u));
+    let v2 = corners0.weights.x * (bitcast<f32>(0xbf800000u) + f32((r0_0_0 >> 8u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.y * (bitcast<f32>(0xbf800000u) + f32((r0_1_0 >> 8u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.z * (bitcast<f32>(0xbf800000u) + f32((r0_2_0 >> 8u) & 15u) * bitcast<f32>(0x3e088889u)) + corners0.weights.w * (bitcast<f32>(0xbf800000u) + f32((r0_3_0 >> 8u) & 15u) * bitcast<f32>(0x3e088889u));
+    let corners1 = bilinear_corners(uv, GRID_WIDTH[slot + 1u], GRID_HEIGHT[slot + 1u]);
+    let base1 = GRID_WORD_OFFSET[slot + 1u];
+    let bit1_0 = corners1.cells[0u] * 6u;
+    let at1_0 = base1 + (bit1_0 >> 5u);
+    let s1_0 = bit1_0 & 31u;
+    let m1_0_0 = latents[at1_0 + 0u];
+    let m1_0_1 = latents[at1_0 + 1u];
+    let r1_0_0 = (m1_0_0 >> s1_0) | ((m1_0_1 << 1u) << (31u - s1_0));
+    let bit1_1 = corners1.cells[1u] * 6u;
+    let at1_1 = base1 + (bit1_1 >> 5u);
+    let s1_1 = bit1_1 & 31u;
+    let m1_1_0 = latents[at1_1 + 0u];
+    let m1_1_1 = latents[at1_1 + 1u];
+    let r1_1_0 = (m1_1_0 >> s1_1) | ((m1_1_1 << 1u) << (31u - s1_1));
+    let bit1_2 = corners1.cells[2u] * 6u;
+    let at1_2 = base1 + (bit1_2 >> 5u);
+    let s1_2 = bit1_2 & 31u;
+    let m1_2_0 = latents[at1_2 + 0u];
+    let m1_2_1 = latents[at1_2 + 1u];
+    let r1_2_0 = (m1_2_0 >> s1_2) | ((m1_2_1 << 1u) << (31u - s1_2));
+    let bit1_3 = corners1.cells[3u] * 6u;
+    let at1_3 = base1 + (bit1_3 >> 5u);
+    let s1_3 = bit1_3 & 31u;
+    let m1_3_0 = latents[at1_3 + 0u];
+    let m1_3_1 = latents[at1_3 + 1u];
+    let r1_3_0 = (m1_3_0 >> s1_3) | ((m1_3_1 << 1u) << (31u - s1_3));
+    let v3 = corners1.weights.x * (bitcast<f32>(0xbf400000u) + f32((r1_0_0 >> 0u) & 7u) * bitcast<f32>(0x3e924925u)) + corners1.weights.y * (bitcast<f32>(0xbf400000u) + f32((r1_1_0 >> 0u) & 7u) * bitcast<f32>(0x3e924925u)) + corners1.weights.z * (bitcast<f32>(0xbf400000u) + f32((r1_2_0 >> 0u) & 7u) * bitcast<f32>(0x3e924925u)) + corners1.weights.w * (bitcast<f32>(0xbf400000u) + f32((r1_3_0 >> 0u) & 7u) * bitcast<f32>(0x3e924925u));
+    let v4 = corners1.weights.x * (bitcast<f32>(0xbf400000u) + f32((r1_0_0 >> 3u) & 7u) * bitcast<f32>(0x3e924925u)) + corners1.weights.y * (bitcast<f32>(0xbf400000u) + f32((r1_1_0 >> 3u) & 7u) * bitcast<f32>(0x3e924925u)) + corners1.weights.z * (bitcast<f32>(0xbf400000u) + f32((r1_2_0 >> 3u) & 7u) * bitcast<f32>(0x3e924925u)) + corners1.weights.w * (bitcast<f32>(0xbf400000u) + f32((r1_3_0 >> 3u) & 7u) * bitcast<f32>(0x3e924925u));
+    let px = uv.x * f32(GRID_WIDTH[slot]);
+    let py = uv.y * f32(GRID_HEIGHT[slot]);
+    let pe0x = pe_sin_cos(0u, px);
+    let pe0y = pe_sin_cos(0u, py);
+    let pe1x = pe_sin_cos(1u, px);
+    let pe1y = pe_sin_cos(1u, py);
+    return MlpInput(vec4<f32>(select(0.0, v0, ((mask0 >> 0u) & 1u) != 0u), select(0.0, v1, ((mask0 >> 1u) & 1u) != 0u), select(0.0, v2, ((mask0 >> 2u) & 1u) != 0u), select(0.0, v3, ((mask0 >> 3u) & 1u) != 0u)), vec4<f32>(select(0.0, v4, ((mask0 >> 4u) & 1u) != 0u), pe0x.x, pe0x.y, pe0y.x), vec4<f32>(pe0y.y, pe1x.x, pe1x.y, pe1y.x), vec4<f32>(pe1y.y, 0.0, 0.0, 0.0));
+}
+// Generated by texset_core::model::wgsl (the one MLP generator).
+@group(0) @binding(1) var<uniform> mlp: array<vec4<f32>, 163>;
+const BLOCK: u32 = 4u;
+struct MlpInput {
+    x0: vec4<f32>,
+    x1: vec4<f32>,
+    x2: vec4<f32>,
+    x3: vec4<f32>,
+}
+struct MlpHidden {
+    h0: vec4<f32>,
+    h1: vec4<f32>,
+    h2: vec4<f32>,
+}
+fn mlp_hidden(a0: MlpInput) -> MlpHidden {
+    let x0_0_0 = a0.x0;
+    let x0_0_1 = a0.x1;
+    let x0_0_2 = a0.x2;
+    let x0_0_3 = a0.x3;
+    var o0_0: array<vec4<f32>, 4>;
+    for (var q = 0u; q < 4u; q++) {
+        let r = 0u + q * 16u;
+        let b = mlp[64u + q];
+        let w0_0 = mlp[r + 0u];
+        let w0_1 = mlp[r + 1u];
+        let w0_2 = mlp[r + 2u];
+        let w0_3 = mlp[r + 3u];
+        let s0_0 = dot(w0_0, x0_0_0) + dot(w0_1, x0_0_1) + dot(w0_2, x0_0_2) + dot(w0_3, x0_0_3);
+        let w1_0 = mlp[r + 4u];
+        let w1_1 = mlp[r + 5u];
+        let w1_2 = mlp[r + 6u];
+        let w1_3 = mlp[r + 7u];
+        let s0_1 = dot(w1_0, x0_0_0) + dot(w1_1, x0_0_1) + dot(w1_2, x0_0_2) + dot(w1_3, x0_0_3);
+        let w2_0 = mlp[r + 8u];
+        let w2_1 = mlp[r + 9u];
+        let w2_2 = mlp[r + 10u];
+        let w2_3 = mlp[r + 11u];
+        let s0_2 = dot(w2_0, x0_0_0) + dot(w2_1, x0_0_1) + dot(w2_2, x0_0_2) + dot(w2_3, x0_0_3);
+        let w3_0 = mlp[r + 12u];
+        let w3_1 = mlp[r + 13u];
+        let w3_2 = mlp[r + 14u];
+        let w3_3 = mlp[r + 15u];
+        let s0_3 = dot(w3_0, x0_0_0) + dot(w3_1, x0_0_1) + dot(w3_2, x0_0_2) + dot(w3_3, x0_0_3);
+        o0_0[q] = max(b + vec4<f32>(s0_0, s0_1, s0_2, s0_3), vec4<f32>(0.0));
+    }
+    let x0_1_0 = o0_0[0u];
+    let x0_1_1 = o0_0[1u];
+    let x0_1_2 = o0_0[2u];
+    let x0_1_3 = o0_0[3u];
+    var o0_1: array<vec4<f32>, 3>;
+    for (var q = 0u; q < 3u; q++) {
+        let r = 68u + q * 16u;
+        let b = mlp[116u + q];
+        let w0_0 = mlp[r + 0u];
+        let w0_1 = mlp[r + 1u];
+        let w0_2 = mlp[r + 2u];
+        let w0_3 = mlp[r + 3u];
+        let s0_0 = dot(w0_0, x0_1_0) + dot(w0_1, x0_1_1) + dot(w0_2, x0_1_2) + dot(w0_3, x0_1_3);
+        let w1_0 = mlp[r + 4u];
+        let w1_1 = mlp[r + 5u];
+        let w1_2 = mlp[r + 6u];
+        let w1_3 = mlp[r + 7u];
+        let s0_1 = dot(w1_0, x0_1_0) + dot(w1_1, x0_1_1) + dot(w1_2, x0_1_2) + dot(w1_3, x0_1_3);
+        let w2_0 = mlp[r + 8u];
+        let w2_1 = mlp[r + 9u];
+        let w2_2 = mlp[r + 10u];
+        let w2_3 = mlp[r + 11u];
+        let s0_2 = dot(w2_0, x0_1_0) + dot(w2_1, x0_1_1) + dot(w2_2, x0_1_2) + dot(w2_3, x0_1_3);
+        let w3_0 = mlp[r + 12u];
+        let w3_1 = mlp[r + 13u];
+        let w3_2 = mlp[r + 14u];
+        let w3_3 = mlp[r + 15u];
+        let s0_3 = dot(w3_0, x0_1_0) + dot(w3_1, x0_1_1) + dot(w3_2, x0_1_2) + dot(w3_3, x0_1_3);
+        o0_1[q] = max(b + vec4<f32>(s0_0, s0_1, s0_2, s0_3), vec4<f32>(0.0));
+    }
+    let x0_2_0 = o0_1[0u];
+    let x0_2_1 = o0_1[1u];
+    let x0_2_2 = o0_1[2u];
+    return MlpHidden(x0_2_0, x0_2_1, x0_2_2);
+}
+fn mlp_hidden_block(a: array<MlpInput, BLOCK>) -> array<MlpHidden, BLOCK> {
+    let x0_0_0 = a[0u].x0;
+    let x0_0_1 = a[0u].x1;
+    let x0_0_2 = a[0u].x2;
+    let x0_0_3 = a[0u].x3;
+    let x1_0_0 = a[1u].x0;
+    let x1_0_1 = a[1u].x1;
+    let x1_0_2 = a[1u].x2;
+    let x1_0_3 = a[1u].x3;
+    let x2_0_0 = a[2u].x0;
+    let x2_0_1 = a[2u].x1;
+    let x2_0_2 = a[2u].x2;
+    let x2_0_3 = a[2u].x3;
+    let x3_0_0 = a[3u].x0;
+    let x3_0_1 = a[3u].x1;
+    let x3_0_2 = a[3u].x2;
+    let x3_0_3 = a[3u].x3;
+    var o0_0: array<vec4<f32>, 4>;
+    var o1_0: array<vec4<f32>, 4>;
+    var o2_0: array<vec4<f32>, 4>;
+    var o3_0: array<vec4<f32>, 4>;
+    for (var q = 0u; q < 4u; q++) {
+        let r = 0u + q * 16u;
+        let b = mlp[64u + q];
+        let w0_0 = mlp[r + 0u];
+        let w0_1 = mlp[r + 1u];
+        let w0_2 = mlp[r + 2u];
+        let w0_3 = mlp[r + 3u];
+        let s0_0 = dot(w0_0, x0_0_0) + dot(w0_1, x0_0_1) + dot(w0_2, x0_0_2) + dot(w0_3, x0_0_3);
+        let s1_0 = dot(w0_0, x1_0_0) + dot(w0_1, x1_0_1) + dot(w0_2, x1_0_2) + dot(w0_3, x1_0_3);
+        let s2_0 = dot(w0_0, x2_0_0) + dot(w0_1, x2_0_1) + dot(w0_2, x2_0_2) + dot(w0_3, x2_0_3);
+        let s3_0 = dot(w0_0, x3_0_0) + dot(w0_1, x3_0_1) + dot(w0_2, x3_0_2) + dot(w0_3, x3_0_3);
+        let w1_0 = mlp[r + 4u];
+        let w1_1 = mlp[r + 5u];
+        let w1_2 = mlp[r + 6u];
+        let w1_3 = mlp[r + 7u];
+        let s0_1 = dot(w1_0, x0_0_0) + dot(w1_1, x0_0_1) + dot(w1_2, x0_0_2) + dot(w1_3, x0_0_3);
+        let s1_1 = dot(w1_0, x1_0_0) + dot(w1_1, x1_0_1) + dot(w1_2, x1_0_2) + dot(w1_3, x1_0_3);
+        let s2_1 = dot(w1_0, x2_0_0) + dot(w1_1, x2_0_1) + dot(w1_2, x2_0_2) + dot(w1_3, x2_0_3);
+        let s3_1 = dot(w1_0, x3_0_0) + dot(w1_1, x3_0_1) + dot(w1_2, x3_0_2) + dot(w1_3, x3_0_3);
+        let w2_0 = mlp[r + 8u];
+        let w2_1 = mlp[r + 9u];
+        let w2_2 = mlp[r + 10u];
+        let w2_3 = mlp[r + 11u];
+        let s0_2 = dot(w2_0, x0_0_0) + dot(w2_1, x0_0_1) + dot(w2_2, x0_0_2) + dot(w2_3, x0_0_3);
+        let s1_2 = dot(w2_0, x1_0_0) + dot(w2_1, x1_0_1) + dot(w2_2, x1_0_2) + dot(w2_3, x1_0_3);
+        let s2_2 = dot(w2_0, x2_0_0) + dot(w2_1, x2_0_1) + dot(w2_2, x2_0_2) + dot(w2_3, x2_0_3);
+        let s3_2 = dot(w2_0, x3_0_0) + dot(w2_1, x3_0_1) + dot(w2_2, x3_0_2) + dot(w2_3, x3_0_3);
+        let w3_0 = mlp[r + 12u];
+        let w3_1 = mlp[r + 13u];
+        let w3_2 = mlp[r + 14u];
+        let w3_3 = mlp[r + 15u];
+        let s0_3 = dot(w3_0, x0_0_0) + dot(w3_1, x0_0_1) + dot(w3_2, x0_0_2) + dot(w3_3, x0_0_3);
+        let s1_3 = dot(w3_0, x1_0_0) + dot(w3_1, x1_0_1) + dot(w3_2, x1_0_2) + dot(w3_3, x1_0_3);
+        let s2_3 = dot(w3_0, x2_0_0) + dot(w3_1, x2_0_1) + dot(w3_2, x2_0_2) + dot(w3_3, x2_0_3);
+        let s3_3 = dot(w3_0, x3_0_0) + dot(w3_1, x3_0_1) + dot(w3_2, x3_0_2) + dot(w3_3, x3_0_3);
+        o0_0[q] = max(b + vec4<f32>(s0_0, s0_1, s0_2, s0_3), vec4<f32>(0.0));
+        o1_0[q] = max(b + vec4<f32>(s1_0, s1_1, s1_2, s1_3), vec4<f32>(0.0));
+        o2_0[q] = max(b + vec4<f32>(s2_0, s2_1, s2_2, s2_3), vec4<f32>(0.0));
+        o3_0[q] = max(b + vec4<f32>(s3_0, s3_1, s3_2, s3_3), vec4<f32>(0.0));
+    }
+    let x0_1_0 = o0_0[0u];
+    let x0_1_1 = o0_0[1u];
+    let x0_1_2 = o0_0[2u];
+    let x0_1_3 = o0_0[3u];
+    let x1_1_0 = o1_0[0u];
+    let x1_1_1 = o1_0[1u];
+    let x1_1_2 = o1_0[2u];
+    let x1_1_3 = o1_0[3u];
+    let x2_1_0 = o2_0[0u];
+    let x2_1_1 = o2_0[1u];
+    let x2_1_2 = o2_0[2u];
+    let x2_1_3 = o2_0[3u];
+    let x3_1_0 = o3_0[0u];
+    let x3_1_1 = o3_0[1u];
+    let x3_1_2 = o3_0[2u];
+    let x3_1_3 = o3_0[3u];
+    var o0_1: array<vec4<f32>, 3>;
+    var o1_1: array<vec4<f32>, 3>;
+    var o2_1: array<vec4<f32>, 3>;
+    var o3_1: array<vec4<f32>, 3>;
+    for (var q = 0u; q < 3u; q++) {
+        let r = 68u + q * 16u;
+        let b = mlp[116u + q];
+        let w0_0 = mlp[r + 0u];
+        let w0_1 = mlp[r + 1u];
+        let w0_2 = mlp[r + 2u];
+        let w0_3 = mlp[r + 3u];
+        let s0_0 = dot(w0_0, x0_1_0) + dot(w0_1, x0_1_1) + dot(w0_2, x0_1_2) + dot(w0_3, x0_1_3);
+        let s1_0 = dot(w0_0, x1_1_0) + dot(w0_1, x1_1_1) + dot(w0_2, x1_1_2) + dot(w0_3, x1_1_3);
+        let s2_0 = dot(w0_0, x2_1_0) + dot(w0_1, x2_1_1) + dot(w0_2, x2_1_2) + dot(w0_3, x2_1_3);
+        let s3_0 = dot(w0_0, x3_1_0) + dot(w0_1, x3_1_1) + dot(w0_2, x3_1_2) + dot(w0_3, x3_1_3);
+        let w1_0 = mlp[r + 4u];
+        let w1_1 = mlp[r + 5u];
+        let w1_2 = mlp[r + 6u];
+        let w1_3 = mlp[r + 7u];
+        let s0_1 = dot(w1_0, x0_1_0) + dot(w1_1, x0_1_1) + dot(w1_2, x0_1_2) + dot(w1_3, x0_1_3);
+        let s1_1 = dot(w1_0, x1_1_0) + dot(w1_1, x1_1_1) + dot(w1_2, x1_1_2) + dot(w1_3, x1_1_3);
+        let s2_1 = dot(w1_0, x2_1_0) + dot(w1_1, x2_1_1) + dot(w1_2, x2_1_2) + dot(w1_3, x2_1_3);
+        let s3_1 = dot(w1_0, x3_1_0) + dot(w1_1, x3_1_1) + dot(w1_2, x3_1_2) + dot(w1_3, x3_1_3);
+        let w2_0 = mlp[r + 8u];
+        let w2_1 = mlp[r + 9u];
+        let w2_2 = mlp[r + 10u];
+        let w2_3 = mlp[r + 11u];
+        let s0_2 = dot(w2_0, x0_1_0) + dot(w2_1, x0_1_1) + dot(w2_2, x0_1_2) + dot(w2_3, x0_1_3);
+        let s1_2 = dot(w2_0, x1_1_0) + dot(w2_1, x1_1_1) + dot(w2_2, x1_1_2) + dot(w2_3, x1_1_3);
+        let s2_2 = dot(w2_0, x2_1_0) + dot(w2_1, x2_1_1) + dot(w2_2, x2_1_2) + dot(w2_3, x2_1_3);
+        let s3_2 = dot(w2_0, x3_1_0) + dot(w2_1, x3_1_1) + dot(w2_2, x3_1_2) + dot(w2_3, x3_1_3);
+        let w3_0 = mlp[r + 12u];
+        let w3_1 = mlp[r + 13u];
+        let w3_2 = mlp[r + 14u];
+        let w3_3 = mlp[r + 15u];
+        let s0_3 = dot(w3_0, x0_1_0) + dot(w3_1, x0_1_1) + dot(w3_2, x0_1_2) + dot(w3_3, x0_1_3);
+        let s1_3 = dot(w3_0, x1_1_0) + dot(w3_1, x1_1_1) + dot(w3_2, x1_1_2) + dot(w3_3, x1_1_3);
+        let s2_3 = dot(w3_0, x2_1_0) + dot(w3_1, x2_1_1) + dot(w3_2, x2_1_2) + dot(w3_3, x2_1_3);
+        let s3_3 = dot(w3_0, x3_1_0) + dot(w3_1, x3_1_1) + dot(w3_2, x3_1_2) + dot(w3_3, x3_1_3);
+        o0_1[q] = max(b + vec4<f32>(s0_0, s0_1, s0_2, s0_3), vec4<f32>(0.0));
+        o1_1[q] = max(b + vec4<f32>(s1_0, s1_1, s1_2, s1_3), vec4<f32>(0.0));
+        o2_1[q] = max(b + vec4<f32>(s2_0, s2_1, s2_2, s2_3), vec4<f32>(0.0));
+        o3_1[q] = max(b + vec4<f32>(s3_0, s3_1, s3_2, s3_3), vec4<f32>(0.0));
+    }
+    let x0_2_0 = o0_1[0u];
+    let x0_2_1 = o0_1[1u];
+    let x0_2_2 = o0_1[2u];
+    let x1_2_0 = o1_1[0u];
+    let x1_2_1 = o1_1[1u];
+    let x1_2_2 = o1_1[2u];
+    let x2_2_0 = o2_1[0u];
+    let x2_2_1 = o2_1[1u];
+    let x2_2_2 = o2_1[2u];
+    let x3_2_0 = o3_1[0u];
+    let x3_2_1 = o3_1[1u];
+    let x3_2_2 = o3_1[2u];
+    return array<MlpHidden, BLOCK>(MlpHidden(x0_2_0, x0_2_1, x0_2_2), MlpHidden(x1_2_0, x1_2_1, x1_2_2), MlpHidden(x2_2_0, x2_2_1, x2_2_2), MlpHidden(x3_2_0, x3_2_1, x3_2_2));
+}
+fn mlp_output(row: u32, h0: MlpHidden) -> vec4<f32> {
+    let r = 119u + row * 4u;
+    let w0_0 = mlp[r + 0u];
+    let w0_1 = mlp[r + 1u];
+    let w0_2 = mlp[r + 2u];
+    let w0_3 = mlp[r + 3u];
+    let z0_0 = w0_3.x + (dot(w0_0, h0.h0) + dot(w0_1, h0.h1) + dot(w0_2, h0.h2));
+    let w1_0 = mlp[r + 4u];
+    let w1_1 = mlp[r + 5u];
+    let w1_2 = mlp[r + 6u];
+    let w1_3 = mlp[r + 7u];
+    let z0_1 = w1_3.x + (dot(w1_0, h0.h0) + dot(w1_1, h0.h1) + dot(w1_2, h0.h2));
+    let w2_0 = mlp[r + 8u];
+    let w2_1 = mlp[r + 9u];
+    let w2_2 = mlp[r + 10u];
+    let w2_3 = mlp[r + 11u];
+    let z0_2 = w2_3.x + (dot(w2_0, h0.h0) + dot(w2_1, h0.h1) + dot(w2_2, h0.h2));
+    let w3_0 = mlp[r + 12u];
+    let w3_1 = mlp[r + 13u];
+    let w3_2 = mlp[r + 14u];
+    let w3_3 = mlp[r + 15u];
+    let z0_3 = w3_3.x + (dot(w3_0, h0.h0) + dot(w3_1, h0.h1) + dot(w3_2, h0.h2));
+    return vec4<f32>(z0_0, z0_1, z0_2, z0_3);
+}
+fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BLOCK> {
+    let h0 = h[0u];
+    let h1 = h[1u];
+    let h2 = h[2u];
+    let h3 = h[3u];
+    let r = 119u + row * 4u;
+    let w0_0 = mlp[r + 0u];
+    let w0_1 = mlp[r + 1u];
+    let w0_2 = mlp[r + 2u];
+    let w0_3 = mlp[r + 3u];
+    let z0_0 = w0_3.x + (dot(w0_0, h0.h0) + dot(w0_1, h0.h1) + dot(w0_2, h0.h2));
+    let z1_0 = w0_3.x + (dot(w0_0, h1.h0) + dot(w0_1, h1.h1) + dot(w0_2, h1.h2));
+    let z2_0 = w0_3.x + (dot(w0_0, h2.h0) + dot(w0_1, h2.h1) + dot(w0_2, h2.h2));
+    let z3_0 = w0_3.x + (dot(w0_0, h3.h0) + dot(w0_1, h3.h1) + dot(w0_2, h3.h2));
+    let w1_0 = mlp[r + 4u];
+    let w1_1 = mlp[r + 5u];
+    let w1_2 = mlp[r + 6u];
+    let w1_3 = mlp[r + 7u];
+    let z0_1 = w1_3.x + (dot(w1_0, h0.h0) + dot(w1_1, h0.h1) + dot(w1_2, h0.h2));
+    let z1_1 = w1_3.x + (dot(w1_0, h1.h0) + dot(w1_1, h1.h1) + dot(w1_2, h1.h2));
+    let z2_1 = w1_3.x + (dot(w1_0, h2.h0) + dot(w1_1, h2.h1) + dot(w1_2, h2.h2));
+    let z3_1 = w1_3.x + (dot(w1_0, h3.h0) + dot(w1_1, h3.h1) + dot(w1_2, h3.h2));
+    let w2_0 = mlp[r + 8u];
+    let w2_1 = mlp[r + 9u];
+    let w2_2 = mlp[r + 10u];
+    let w2_3 = mlp[r + 11u];
+    let z0_2 = w2_3.x + (dot(w2_0, h0.h0) + dot(w2_1, h0.h1) + dot(w2_2, h0.h2));
+    let z1_2 = w2_3.x + (dot(w2_0, h1.h0) + dot(w2_1, h1.h1) + dot(w2_2, h1.h2));
+    let z2_2 = w2_3.x + (dot(w2_0, h2.h0) + dot(w2_1, h2.h1) + dot(w2_2, h2.h2));
+    let z3_2 = w2_3.x + (dot(w2_0, h3.h0) + dot(w2_1, h3.h1) + dot(w2_2, h3.h2));
+    let w3_0 = mlp[r + 12u];
+    let w3_1 = mlp[r + 13u];
+    let w3_2 = mlp[r + 14u];
+    let w3_3 = mlp[r + 15u];
+    let z0_3 = w3_3.x + (dot(w3_0, h0.h0) + dot(w3_1, h0.h1) + dot(w3_2, h0.h2));
+    let z1_3 = w3_3.x + (dot(w3_0, h1.h0) + dot(w3_1, h1.h1) + dot(w3_2, h1.h2));
+    let z2_3 = w3_3.x + (dot(w3_0, h2.h0) + dot(w3_1, h2.h1) + dot(w3_2, h2.h2));
+    let z3_3 = w3_3.x + (dot(w3_0, h3.h0) + dot(w3_1, h3.h1) + dot(w3_2, h3.h2));
+    return array<vec4<f32>, BLOCK>(vec4<f32>(z0_0, z0_1, z0_2, z0_3), vec4<f32>(z1_0, z1_1, z1_2, z1_3), vec4<f32>(z2_0, z2_1, z2_2, z2_3), vec4<f32>(z3_0, z3_1, z3_2, z3_3));
+}
 // texset:specialise:end
 
-// Compute workgroup sides: 8 x 8 texels for whole maps, 64 for sample lists.
+// Compute workgroup sides: 8 x 8 invocations for whole maps (each `BLOCK` texels along x), 64
+// for sample lists (each `BLOCK` consecutive samples).
 const WORKGROUP_SIDE: u32 = 8u;
 const SAMPLE_WORKGROUP: u32 = 64u;
 
-// 2*pi split for Cody-Waite range reduction: C1 has 8 significant bits so n * C1 is exact.
-const TWO_PI_C1: f32 = 6.28125;
-const TWO_PI_C2: f32 = 0.0019353071693331003;
-const TWO_PI_C3: f32 = 1.0253131677018246e-11;
-const INV_TWO_PI: f32 = 0.15915493667125702;
-const TAU: f32 = 6.2831855;
 // The LOD input of LOD level l is l * this (`texset_core::model::params::LOD_INPUT_SCALE`).
 const LOD_INPUT_SCALE: f32 = 0.25;
 
@@ -96,9 +432,9 @@ const NORMAL_NONE: u32 = 0u;
 const NORMAL_OPENGL: u32 = 1u;
 const NORMAL_DIRECTX: u32 = 2u;
 
-// The model data (read-only, shared by every entry point).
+// The latents (read-only, shared by every entry point); the weights, `mlp`, are bound by the
+// generated block above (binding 1).
 @group(0) @binding(0) var<storage, read> latents: array<u32>;
-@group(0) @binding(1) var<storage, read> mlp: array<u32>;
 
 // What the compute and fragment entry points decode. `mode` 0 writes the stored values
 // (`decode_texel`), 1 the shading values (`decode_texel_linear`).
@@ -121,100 +457,6 @@ struct Params {
 // `cs_decode_samples` inputs: one (u, v) per sample.
 @group(0) @binding(4) var<storage, read> samples: array<vec2<f32>>;
 
-// sin/cos of an f32 angle after an explicit Cody-Waite reduction to [-pi, pi]: the GPU's built-in
-// sin/cos are only accurate near zero, the CPU reference (libm) is accurate everywhere.
-fn reduce_angle(p: f32) -> f32 {
-    let n = round(p * INV_TWO_PI);
-    return ((p - n * TWO_PI_C1) - n * TWO_PI_C2) - n * TWO_PI_C3;
-}
-
-// `bilinear_corners` (and `Corners`): texset-core's model/bilinear.wgsl, which `GpuModel::wgsl`
-// prepends to this file (the GPU trainer's shader reads grids with the same function).
-
-// The dequantised value of latent `index` (`[y][x][c]` order) of grid `g` at pyramid slot
-// `slot` (`level * GRID_COUNT + g`): low + level * step, the expression of
-// `texset_core::model::quant::level_value`.
-fn latent_value(g: u32, slot: u32, index: u32) -> f32 {
-    let bits = GRID_BITS[g];
-    let bit = index * bits;
-    let word = GRID_WORD_OFFSET[slot] + bit / 32u;
-    let shift = bit % 32u;
-    var level = latents[word] >> shift;
-    if (shift + bits > 32u) {
-        level = level | (latents[word + 1u] << (32u - shift));
-    }
-    level = level & ((1u << bits) - 1u);
-    return bitcast<f32>(GRID_LOW_BITS[g]) + f32(level) * bitcast<f32>(GRID_STEP_BITS[g]);
-}
-
-// 2^n for an integer n in -126..=127, exactly.
-fn pow2(n: i32) -> f32 {
-    return bitcast<f32>(u32(n + 127) << 23u);
-}
-
-// The value of an E4M3 code (texset_core::model::quant::e4m3_value).
-fn e4m3_value(code: u32) -> f32 {
-    let exponent = (code >> 3u) & 15u;
-    let mantissa = f32(code & 7u);
-    var magnitude: f32;
-    if ((code & 0x7fu) == 0x7fu) {
-        magnitude = 448.0;
-    } else if (exponent == 0u) {
-        magnitude = mantissa * pow2(-9);
-    } else {
-        magnitude = (8.0 + mantissa) * pow2(i32(exponent) - 10);
-    }
-    return select(magnitude, -magnitude, (code & 0x80u) != 0u);
-}
-
-// The value of an IEEE half (bit pattern in the low 16 bits), by bit arithmetic rather than
-// `unpack2x16float`, which needs a capability not every device (or naga's default validator)
-// has. Bundles hold no infinities or NaNs (the reader rejects them).
-fn f16_value(h: u32) -> f32 {
-    let exponent = (h >> 10u) & 31u;
-    let mantissa = f32(h & 1023u);
-    var magnitude: f32;
-    if (exponent == 0u) {
-        magnitude = mantissa * pow2(-24);
-    } else if (exponent == 31u) {
-        magnitude = 65504.0;
-    } else {
-        magnitude = (1024.0 + mantissa) * pow2(i32(exponent) - 25);
-    }
-    return select(magnitude, -magnitude, (h & 0x8000u) != 0u);
-}
-
-// The weight (row `o`, input `i`) of layer `l`, dequantised: `scale` is the row's
-// (`layer_scale`); MXINT8 reads its block's own.
-fn weight(l: u32, o: u32, i: u32, scale: f32) -> f32 {
-    let row = LAYER_WORD_OFFSET[l] + o * LAYER_ROW_WORDS[l];
-    if (WEIGHT_FORMAT == 1u) {
-        return f16_value((mlp[row + i / 2u] >> (16u * (i & 1u))) & 0xffffu);
-    }
-    let word = mlp[row + i / 4u];
-    if (WEIGHT_FORMAT == 2u) {
-        return e4m3_value((word >> (8u * (i % 4u))) & 0xffu) * scale;
-    }
-    let q = bitcast<i32>(word << (24u - 8u * (i % 4u))) >> 24u;
-    if (WEIGHT_FORMAT == 3u) {
-        let scales = LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * LAYER_ROW_WORDS[l];
-        return f32(q) * bitcast<f32>(mlp[scales + o * LAYER_SCALES_PER_ROW[l] + i / 32u]);
-    }
-    return f32(q) * scale;
-}
-
-fn layer_scale(l: u32, o: u32) -> f32 {
-    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * LAYER_ROW_WORDS[l] + o * LAYER_SCALES_PER_ROW[l]]);
-}
-
-fn layer_bias(l: u32, o: u32) -> f32 {
-    return bitcast<f32>(mlp[LAYER_WORD_OFFSET[l] + LAYER_OUTPUTS[l] * (LAYER_ROW_WORDS[l] + LAYER_SCALES_PER_ROW[l]) + o]);
-}
-
-fn reads_channel(map_index: u32, channel: u32) -> bool {
-    return ((MAP_MASK[map_index * MASK_WORDS + channel / 32u] >> (channel % 32u)) & 1u) == 1u;
-}
-
 // Decodes every channel of library map `map_index` (maps of all materials in library order) at
 // texture coordinates `uv` in [0, 1]^2 (texel centres at (x + 0.5) / width). Returns the stored
 // values in [0, 1] (sRGB-encoded for colour maps, n * 0.5 + 0.5 for normals); channels beyond
@@ -226,9 +468,7 @@ fn decode_texel(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
 // `decode_texel` at mip level `level` (clamped to the latent pyramid; a bundle without a mip
 // chain decodes level 0).
 fn decode_texel_level(map_index: u32, uv: vec2<f32>, level: u32) -> vec4<f32> {
-    var act: array<f32, 2u * MAX_WIDTH>;
-    let src = decode_hidden(map_index, uv, level, &act);
-    return decode_output(map_index, &act, src);
+    return decode_output(map_index, decode_hidden(map_index, uv, level));
 }
 
 // `decode_texel` at level of detail `lod` (clamped to the map's mip levels, `MAP_MIP_LEVELS`):
@@ -271,61 +511,10 @@ fn lod_from_derivatives(uv: vec2<f32>, size: vec2<f32>) -> f32 {
 }
 
 // Steps 1-4 of `decode_texel`: latent fetch under the map's budget, positional encoding and the
-// hidden layers, in `act` (two halves: a layer's input and output, ping-pong). Returns where in
-// `act` the last hidden layer's activations start. Depends on the map only through the latent
-// channels it reads (`MAP_MASK`): maps with equal masks (`same_budget`) share the result.
-fn decode_hidden(map_index: u32, uv: vec2<f32>, level: u32, act: ptr<function, array<f32, 2u * MAX_WIDTH>>) -> u32 {
-    let first_slot = pyramid_level(level) * GRID_COUNT;
-    // 1-2. Latent fetch of the channels in the map's budget (the others are 0).
-    for (var g = 0u; g < GRID_COUNT; g++) {
-        let slot = first_slot + g;
-        let corners = bilinear_corners(uv, GRID_WIDTH[slot], GRID_HEIGHT[slot]);
-        let channels = GRID_CHANNELS[g];
-        for (var c = 0u; c < channels; c++) {
-            let feature = GRID_FIRST_CHANNEL[g] + c;
-            var value = 0.0;
-            if (reads_channel(map_index, feature)) {
-                for (var k = 0u; k < 4u; k++) {
-                    value += corners.weights[k] * latent_value(g, slot, corners.cells[k] * channels + c);
-                }
-            }
-            act[feature] = value;
-        }
-    }
-
-    // 3. Positional encoding in the level's grid-0 cells, then the LOD input.
-    let pe_start = GRID_FIRST_CHANNEL[GRID_COUNT - 1u] + GRID_CHANNELS[GRID_COUNT - 1u];
-    if (PYRAMID_LEVELS > 1u) {
-        act[pe_start + 4u * PE_FREQUENCIES] = f32(lod_level(level)) * LOD_INPUT_SCALE;
-    }
-    let px = uv.x * f32(GRID_WIDTH[first_slot]);
-    let py = uv.y * f32(GRID_HEIGHT[first_slot]);
-    for (var k = 0u; k < PE_FREQUENCIES; k++) {
-        let a = TAU * f32(1u << k) * 0.5;
-        let ax = reduce_angle(a * px);
-        let ay = reduce_angle(a * py);
-        let i = pe_start + 4u * k;
-        act[i] = sin(ax);
-        act[i + 1u] = cos(ax);
-        act[i + 2u] = sin(ay);
-        act[i + 3u] = cos(ay);
-    }
-
-    // 4. MLP: hidden layers with ReLU, ping-ponging between act[0..MAX_WIDTH] and the rest.
-    var src = 0u;
-    for (var l = 0u; l + 1u < LAYER_COUNT; l++) {
-        let dst = MAX_WIDTH - src;
-        for (var o = 0u; o < LAYER_OUTPUTS[l]; o++) {
-            let scale = layer_scale(l, o);
-            var z = layer_bias(l, o);
-            for (var i = 0u; i < LAYER_INPUTS[l]; i++) {
-                z += weight(l, o, i, scale) * act[src + i];
-            }
-            act[dst + o] = max(z, 0.0);
-        }
-        src = dst;
-    }
-    return src;
+// hidden layers. Depends on the map only through the latent channels it reads (`MAP_MASK`): maps
+// with equal masks (`same_budget`) share the result.
+fn decode_hidden(map_index: u32, uv: vec2<f32>, level: u32) -> MlpHidden {
+    return mlp_hidden(mlp_input(map_index, uv, level));
 }
 
 // Whether two maps read the same latent channels (and so share `decode_hidden`).
@@ -340,33 +529,63 @@ fn same_budget(a: u32, b: u32) -> bool {
 
 // Steps 5-6 of `decode_texel`: the last (linear) layer for this map's slice of the outputs,
 // clamp, and a colour variant's transform.
-fn decode_output(map_index: u32, act: ptr<function, array<f32, 2u * MAX_WIDTH>>, src: u32) -> vec4<f32> {
-    let last = LAYER_COUNT - 1u;
-    var result = vec4<f32>(0.0);
-    for (var c = 0u; c < min(MAP_CHANNELS[map_index], 4u); c++) {
-        let o = MAP_OUTPUT_OFFSET[map_index] + c;
-        let scale = layer_scale(last, o);
-        var z = layer_bias(last, o);
-        for (var i = 0u; i < LAYER_INPUTS[last]; i++) {
-            z += weight(last, o, i, scale) * (*act)[src + i];
-        }
-        result[c] = clamp(z, 0.0, 1.0);
-    }
+fn decode_output(map_index: u32, hidden: MlpHidden) -> vec4<f32> {
+    return finish_output(map_index, mlp_output(MAP_OUTPUT_OFFSET[map_index], hidden));
+}
 
-    // A colour variant: an affine transform of the shared outputs (as
-    // `texset_core::bundle::apply_color_rows`: offset first, then the four channels in order).
+// The last layer's outputs `z` of a map clamped (channels beyond its count 0), then a colour
+// variant's affine transform of them (as `texset_core::bundle::apply_color_rows`: offset first,
+// then the four channels in order).
+fn finish_output(map_index: u32, z: vec4<f32>) -> vec4<f32> {
+    let channels = MAP_CHANNELS[map_index];
+    let keep = vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(channels);
+    var result = select(vec4<f32>(0.0), clamp(z, vec4<f32>(0.0), vec4<f32>(1.0)), keep);
     if (MAP_TRANSFORM[map_index] == 1u) {
         let source = result;
-        for (var c = 0u; c < min(MAP_CHANNELS[map_index], 4u); c++) {
+        for (var c = 0u; c < min(channels, 4u); c++) {
             let row = map_index * 20u + c * 5u;
-            var z = bitcast<f32>(MAP_TRANSFORM_BITS[row + 4u]);
+            var t = bitcast<f32>(MAP_TRANSFORM_BITS[row + 4u]);
             for (var k = 0u; k < 4u; k++) {
-                z += bitcast<f32>(MAP_TRANSFORM_BITS[row + k]) * source[k];
+                t += bitcast<f32>(MAP_TRANSFORM_BITS[row + k]) * source[k];
             }
-            result[c] = clamp(z, 0.0, 1.0);
+            result[c] = clamp(t, 0.0, 1.0);
         }
     }
     return result;
+}
+
+// `BLOCK` texels of one map at one mip level, sharing each weight load (the compute entry points).
+fn decode_block_level(map_index: u32, uvs: array<vec2<f32>, BLOCK>, level: u32) -> array<vec4<f32>, BLOCK> {
+    var inputs: array<MlpInput, BLOCK>;
+    for (var p = 0u; p < BLOCK; p++) {
+        inputs[p] = mlp_input(map_index, uvs[p], level);
+    }
+    var z = mlp_output_block(MAP_OUTPUT_OFFSET[map_index], mlp_hidden_block(inputs));
+    for (var p = 0u; p < BLOCK; p++) {
+        z[p] = finish_output(map_index, z[p]);
+    }
+    return z;
+}
+
+// `decode_texel_lod` (then, in `mode` 1, `unmap_texel`) of `BLOCK` texels at `params.lod`.
+fn decode_block_mode(map_index: u32, uvs: array<vec2<f32>, BLOCK>) -> array<vec4<f32>, BLOCK> {
+    let top = f32(MAP_MIP_LEVELS[map_index] - 1u);
+    let l = clamp(params.lod, 0.0, top);
+    let below = floor(l);
+    let blend = l - below;
+    var t = decode_block_level(map_index, uvs, u32(below));
+    if (blend > 0.0) {
+        let b = decode_block_level(map_index, uvs, min(u32(below) + 1u, u32(top)));
+        for (var p = 0u; p < BLOCK; p++) {
+            t[p] = t[p] + (b[p] - t[p]) * blend;
+        }
+    }
+    if (params.mode == 1u) {
+        for (var p = 0u; p < BLOCK; p++) {
+            t[p] = unmap_texel(map_index, t[p]);
+        }
+    }
+    return t;
 }
 
 // The sRGB transfer function, inverse (exactly as `texset_core::model::reference::srgb_to_linear`).
@@ -422,31 +641,50 @@ fn decode_mode(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
     return t;
 }
 
-// Decodes one whole map (`params.width x params.height`), one invocation per texel, into
-// `output` as f32 `[y][x][c]` with `params.channels` channels.
+// Decodes one whole map (`params.width x params.height`) into `output` as f32 `[y][x][c]` with
+// `params.channels` channels: each invocation `BLOCK` neighbouring texels of a row.
 @compute @workgroup_size(WORKGROUP_SIDE, WORKGROUP_SIDE, 1)
 fn cs_decode_map(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x >= params.width || id.y >= params.height || params.map_index >= MAP_COUNT) {
+    let x0 = id.x * BLOCK;
+    if (x0 >= params.width || id.y >= params.height || params.map_index >= MAP_COUNT) {
         return;
     }
-    let uv = vec2<f32>((f32(id.x) + 0.5) / f32(params.width), (f32(id.y) + 0.5) / f32(params.height));
-    let texel = decode_mode(params.map_index, uv);
-    let base = (id.y * params.width + id.x) * params.channels;
-    for (var c = 0u; c < min(params.channels, 4u); c++) {
-        output[base + c] = texel[c];
+    var uvs: array<vec2<f32>, BLOCK>;
+    for (var p = 0u; p < BLOCK; p++) {
+        let x = min(x0 + p, params.width - 1u);
+        uvs[p] = vec2<f32>((f32(x) + 0.5) / f32(params.width), (f32(id.y) + 0.5) / f32(params.height));
+    }
+    let texels = decode_block_mode(params.map_index, uvs);
+    for (var p = 0u; p < BLOCK; p++) {
+        if (x0 + p < params.width) {
+            let base = (id.y * params.width + x0 + p) * params.channels;
+            for (var c = 0u; c < min(params.channels, 4u); c++) {
+                output[base + c] = texels[p][c];
+            }
+        }
     }
 }
 
-// Decodes `params.sample_count` random-access samples at `samples[i]` into `output[4 i ..]`.
+// Decodes `params.sample_count` random-access samples at `samples[i]` into `output[4 i ..]`:
+// each invocation `BLOCK` consecutive samples.
 @compute @workgroup_size(SAMPLE_WORKGROUP, 1, 1)
 fn cs_decode_samples(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = id.y * groups.x * SAMPLE_WORKGROUP + id.x;
-    if (i >= params.sample_count || params.map_index >= MAP_COUNT) {
+    let first = (id.y * groups.x * SAMPLE_WORKGROUP + id.x) * BLOCK;
+    if (first >= params.sample_count || params.map_index >= MAP_COUNT) {
         return;
     }
-    let texel = decode_mode(params.map_index, samples[i]);
-    for (var c = 0u; c < 4u; c++) {
-        output[4u * i + c] = texel[c];
+    var uvs: array<vec2<f32>, BLOCK>;
+    for (var p = 0u; p < BLOCK; p++) {
+        uvs[p] = samples[min(first + p, params.sample_count - 1u)];
+    }
+    let texels = decode_block_mode(params.map_index, uvs);
+    for (var p = 0u; p < BLOCK; p++) {
+        if (first + p < params.sample_count) {
+            output[4u * (first + p)] = texels[p].x;
+            output[4u * (first + p) + 1u] = texels[p].y;
+            output[4u * (first + p) + 2u] = texels[p].z;
+            output[4u * (first + p) + 3u] = texels[p].w;
+        }
     }
 }
 

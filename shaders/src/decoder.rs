@@ -2,13 +2,15 @@
 //! random-access samples.
 
 use crate::device::{
-    block_on, check_device_limit, compute_pass, fullscreen_pipeline, output_buffer, read_back, render_rgba32f, storage_buffer, submit,
-    to_u32, uniform_buffer,
+    block_on, buffer_init, check_device_limit, compute_pass, fullscreen_pipeline, output_buffer, read_back, render_rgba32f, storage_buffer,
+    submit, to_u32, uniform_buffer,
 };
+use crate::model::GpuModelOptions;
 use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, PARAMS_BYTES, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model};
 use texset_core::bundle::Bundle;
 use texset_core::bundle::MapEntry;
 use texset_core::decode::DecodeError;
+use texset_core::model::wgsl::WeightMemory;
 use texset_core::{DecodedMap, Decoder};
 
 fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode, lod: f32) -> Vec<u8> {
@@ -22,28 +24,33 @@ fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_c
     bytes
 }
 
-/// A model's two storage buffers on the GPU: `latents` (group 0, binding 0 of the decoder WGSL)
-/// and `mlp` (binding 1). An engine that appends its own shader to [`GpuModel::wgsl`] binds these
+/// A model's two buffers on the GPU: `latents` (group 0, binding 0 of the decoder WGSL, storage)
+/// and `mlp` (binding 1, the dequantised weights: uniform or storage, as the model's
+/// [`GpuModel::weight_memory`] says; the buffer allows both). An engine that appends its own shader to [`GpuModel::wgsl`] binds these
 /// (`shaders/examples/lit_quad.rs`); [`GpuDecoder`] and the preview use them too.
 pub struct ModelBuffers {
     /// The bit-packed latent levels.
     pub latents: wgpu::Buffer,
-    /// The int8 weights with their scales and biases.
+    /// The dequantised weights and biases (`vec4<f32>`s).
     pub mlp: wgpu::Buffer,
 }
 
 impl ModelBuffers {
-    /// Uploads `model`'s words, after checking them against the device's storage buffer limit.
+    /// Uploads `model`'s words, after checking them against the device's limits for the memory
+    /// each is read from.
     pub fn upload(device: &wgpu::Device, model: &GpuModel) -> Result<Self, GpuError> {
         let latent_bytes = model::words_to_bytes(&model.latent_words);
         let mlp_bytes = model::words_to_bytes(&model.mlp_words);
-        let limit = device.limits().max_storage_buffer_binding_size;
-        for (what, bytes) in [("the latent buffer", &latent_bytes), ("the MLP buffer", &mlp_bytes)] {
-            check_device_limit(what, bytes.len() as u64, limit)?;
-        }
+        let limits = device.limits();
+        check_device_limit("the latent buffer", latent_bytes.len() as u64, limits.max_storage_buffer_binding_size)?;
+        let mlp_limit = match model.weight_memory {
+            WeightMemory::Uniform => limits.max_uniform_buffer_binding_size,
+            WeightMemory::Storage => limits.max_storage_buffer_binding_size,
+        };
+        check_device_limit("the MLP buffer", mlp_bytes.len() as u64, mlp_limit)?;
         Ok(Self {
             latents: storage_buffer(device, "texset latents", &latent_bytes),
-            mlp: storage_buffer(device, "texset MLP weights", &mlp_bytes),
+            mlp: buffer_init(device, "texset MLP weights", &mlp_bytes, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::STORAGE),
         })
     }
 
@@ -61,8 +68,8 @@ impl ModelBuffers {
     }
 }
 
-/// A bundle's model resident on the GPU (bit-packed latents and int8 weights, as the bundle stores
-/// them), with the pipelines of the decoder specialised to it.
+/// A bundle's model resident on the GPU (bit-packed latents as the bundle stores them, weights
+/// dequantised once), with the pipelines of the decoder specialised to it.
 pub struct GpuDecoder {
     decoder: Decoder,
     model: GpuModel,
@@ -74,6 +81,19 @@ pub struct GpuDecoder {
     /// Made on the first [`GpuDecoder::decode_map_fragment`]: an adapter that cannot render to
     /// [`FRAGMENT_FORMAT`] (GL ones such as llvmpipe) still decodes through compute.
     render_pipeline: std::sync::OnceLock<wgpu::RenderPipeline>,
+    /// Seconds each compute pipeline took to create (the driver's compile), in
+    /// [`GpuDecoder::compile_secs`]'s order.
+    compute_compile_secs: [f64; 2],
+}
+
+/// Seconds the driver took to compile each entry point of a [`GpuDecoder`] (pipeline creation,
+/// timed on the host: Vulkan, Metal and DX12 drivers compile there).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CompileSecs {
+    /// `cs_decode_map`.
+    pub decode_map: f64,
+    /// `cs_decode_samples`.
+    pub decode_samples: f64,
 }
 
 /// A list of (u, v) samples uploaded once, for repeated [`GpuDecoder::run_samples`] calls.
@@ -115,7 +135,7 @@ impl GpuDecoder {
     /// specialised to its shapes.
     pub fn new(device: &wgpu::Device, bundle: &Bundle) -> Result<Self, GpuError> {
         let decoder = Decoder::new(bundle);
-        let model = GpuModel::new(bundle)?;
+        let model = GpuModel::with_options(bundle, GpuModelOptions::for_device(device))?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let buffers = ModelBuffers::upload(device, &model)?;
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -123,21 +143,47 @@ impl GpuDecoder {
             source: wgpu::ShaderSource::Wgsl(model.wgsl().into()),
         });
         let compute = |label: &'static str, entry: EntryPoint| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            let start = std::time::Instant::now();
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(label),
                 layout: None,
                 module: &module,
                 entry_point: Some(entry.name()),
                 compilation_options: wgpu::PipelineCompilationOptions::default(),
                 cache: None,
-            })
+            });
+            (pipeline, start.elapsed().as_secs_f64())
         };
-        let map_pipeline = compute("texset decode map pipeline", EntryPoint::DecodeMap);
-        let samples_pipeline = compute("texset decode samples pipeline", EntryPoint::DecodeSamples);
+        let (map_pipeline, map_secs) = compute("texset decode map pipeline", EntryPoint::DecodeMap);
+        let (samples_pipeline, samples_secs) = compute("texset decode samples pipeline", EntryPoint::DecodeSamples);
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
-        Ok(Self { decoder, model, buffers, map_pipeline, samples_pipeline, module, render_pipeline: std::sync::OnceLock::new() })
+        Ok(Self {
+            decoder,
+            model,
+            buffers,
+            map_pipeline,
+            samples_pipeline,
+            module,
+            render_pipeline: std::sync::OnceLock::new(),
+            compute_compile_secs: [map_secs, samples_secs],
+        })
+    }
+
+    /// Seconds the compute entry points took to compile.
+    #[must_use]
+    pub fn compile_secs(&self) -> CompileSecs {
+        CompileSecs { decode_map: self.compute_compile_secs[0], decode_samples: self.compute_compile_secs[1] }
+    }
+
+    /// Compiles the fragment entry point now (else the first [`Self::decode_map_fragment`] does)
+    /// and returns the seconds it took (0 when it was already compiled).
+    pub fn prepare_fragment(&self, device: &wgpu::Device) -> Result<f64, GpuError> {
+        let start = std::time::Instant::now();
+        let compiled = self.render_pipeline.get().is_some();
+        self.render_pipeline(device)?;
+        Ok(if compiled { 0.0 } else { start.elapsed().as_secs_f64() })
     }
 
     /// The fragment decode pipeline, made on first use.
@@ -214,7 +260,7 @@ impl GpuDecoder {
         let limits = device.limits();
         check_device_limit("the decoded map", bytes, limits.max_storage_buffer_binding_size)?;
         check_device_limit("the decoded map", bytes, limits.max_buffer_size)?;
-        let groups_x = width.div_ceil(WORKGROUP_SIDE);
+        let groups_x = width.div_ceil(WORKGROUP_SIDE * self.model.block);
         let groups_y = height.div_ceil(WORKGROUP_SIDE);
         check_device_limit("the dispatch", u64::from(groups_x.max(groups_y)), u64::from(limits.max_compute_workgroups_per_dimension))?;
 
@@ -274,7 +320,7 @@ impl GpuDecoder {
         let limits = device.limits();
         let bytes = u64::from(count).max(1) * 16;
         check_device_limit("the sample output", bytes, limits.max_storage_buffer_binding_size)?;
-        let groups = count.div_ceil(SAMPLE_WORKGROUP).max(1);
+        let groups = count.div_ceil(SAMPLE_WORKGROUP * self.model.block).max(1);
         let max_groups = limits.max_compute_workgroups_per_dimension.max(1);
         let groups = (groups.min(max_groups), groups.div_ceil(max_groups));
         let mut input: Vec<u8> = uvs.iter().flat_map(|[u, v]| u.to_le_bytes().into_iter().chain(v.to_le_bytes())).collect();

@@ -232,10 +232,11 @@ pub(crate) fn check_device_limit(what: &'static str, got: u64, limit: u64) -> Re
 }
 
 pub(crate) fn storage_buffer(device: &wgpu::Device, label: &str, contents: &[u8]) -> wgpu::Buffer {
-    wgpu::util::DeviceExt::create_buffer_init(
-        device,
-        &wgpu::util::BufferInitDescriptor { label: Some(label), contents, usage: wgpu::BufferUsages::STORAGE },
-    )
+    buffer_init(device, label, contents, wgpu::BufferUsages::STORAGE)
+}
+
+pub(crate) fn buffer_init(device: &wgpu::Device, label: &str, contents: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    wgpu::util::DeviceExt::create_buffer_init(device, &wgpu::util::BufferInitDescriptor { label: Some(label), contents, usage })
 }
 
 pub(crate) fn uniform_buffer(device: &wgpu::Device, contents: &[u8]) -> wgpu::Buffer {

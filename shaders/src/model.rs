@@ -1,29 +1,69 @@
 //! A bundle laid out for the GPU: the two data buffers the WGSL decoder reads (bit-packed latent
-//! levels, int8 weights with scales and biases) and the constants block that specialises
-//! `decode.wgsl` to the bundle's shapes. The byte layouts are specified in docs/integration.md.
+//! levels; the MLP's weights dequantised once into `vec4<f32>`s) and the generated block that
+//! specialises `decode.wgsl` to the bundle: its shapes as constants, the latent fetch of its grids
+//! (whole words, shifts by literals) and the MLP from texset-core's one generator
+//! ([`texset_core::model::wgsl`]). The byte layouts are specified in docs/integration.md.
 
 use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
-use texset_core::bundle::{Bundle, WeightFormat};
+use texset_core::bundle::Bundle;
 use texset_core::model::params::MAX_MLP_WIDTH;
+use texset_core::model::wgsl::{MlpWgsl, PORTABLE_UNIFORM_BYTES, PackedWeights, WeightMemory, pack_weights};
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
 
-/// The marker lines around the constants block of `decode.wgsl`.
+/// The marker lines around the generated block of `decode.wgsl`.
 const BEGIN_MARKER: &str = "// texset:specialise:begin\n";
 const END_MARKER: &str = "// texset:specialise:end\n";
 
-/// A bundle's model as GPU data plus the WGSL constants that describe it.
+/// Texels a compute invocation decodes by default (`BLOCK` in the WGSL): four share each weight
+/// load. (Eight decoded 10 % more texels per second on lavapipe, and would hold twice the
+/// registers on a hardware GPU.)
+pub const DEFAULT_BLOCK: u32 = 4;
+
+/// How the decoder is specialised beyond the bundle: where the weights live and how many texels a
+/// compute invocation decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuModelOptions {
+    /// The largest uniform buffer the weights may go to (a device's
+    /// `max_uniform_buffer_binding_size`); larger weights go to a storage buffer.
+    pub max_uniform_bytes: u64,
+    /// Texels per compute invocation, 1 to 8.
+    pub block: u32,
+}
+
+impl Default for GpuModelOptions {
+    /// What any WebGPU device runs: weights in a uniform buffer up to WebGPU's guaranteed 64 KiB.
+    fn default() -> Self {
+        Self { max_uniform_bytes: PORTABLE_UNIFORM_BYTES, block: DEFAULT_BLOCK }
+    }
+}
+
+impl GpuModelOptions {
+    /// The options for `device`: its uniform buffer limit.
+    #[must_use]
+    pub fn for_device(device: &wgpu::Device) -> Self {
+        Self { max_uniform_bytes: device.limits().max_uniform_buffer_binding_size, ..Self::default() }
+    }
+}
+
+/// A bundle's model as GPU data plus the WGSL that describes it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GpuModel {
-    /// The `latents` storage buffer, as 32-bit words (write them little-endian).
+    /// The `latents` storage buffer, as 32-bit words (write them little-endian); one zero word
+    /// after the last grid, which a whole-word read of the last cell may touch.
     pub latent_words: Vec<u32>,
-    /// The `mlp` storage buffer, as 32-bit words (write them little-endian).
+    /// The `mlp` buffer (uniform or storage, [`GpuModel::weight_memory`]): the dequantised
+    /// weights as f32 bit patterns, four to a `vec4` ([`texset_core::model::wgsl::PackedLayer`]).
     pub mlp_words: Vec<u32>,
-    /// The WGSL `const` declarations that replace the template's block.
+    /// The WGSL that replaces the template's block: constants, latent fetch and MLP.
     pub constants: String,
     /// Library-wide map index of each material's first map (map `m` of material `k` is
     /// `first_map[k] + m`).
     pub first_map: Vec<u32>,
+    /// Where the shader reads the weights from.
+    pub weight_memory: WeightMemory,
+    /// Texels a compute invocation decodes (`BLOCK`).
+    pub block: u32,
 }
 
 /// Packs `levels` of `bits` bits LSB-first into 32-bit words (the bundle's bit order, word-sized).
@@ -67,11 +107,16 @@ fn vec4_array(name: &str, values: &[[f32; 4]]) -> String {
 }
 
 impl GpuModel {
-    /// Lays out a bundle for the shader. Fails when the model is wider than
-    /// [`MAX_MLP_WIDTH`] (texset-core's limit, which training keeps to: its activations live in a
-    /// private array of `2 ×` that many f32 per invocation) or a buffer would not be addressable
-    /// with 32-bit indices.
+    /// Lays out a bundle for the shader with the portable defaults ([`GpuModelOptions::default`]):
+    /// what `texset export-shader` writes.
     pub fn new(bundle: &Bundle) -> Result<Self, GpuError> {
+        Self::with_options(bundle, GpuModelOptions::default())
+    }
+
+    /// Lays out a bundle for the shader. Fails when the model is wider than [`MAX_MLP_WIDTH`]
+    /// (texset-core's limit, which training keeps to) or a buffer would not be addressable with
+    /// 32-bit indices.
+    pub fn with_options(bundle: &Bundle, options: GpuModelOptions) -> Result<Self, GpuError> {
         let manifest = &bundle.manifest;
         let mlp_inputs = manifest.mlp_inputs();
         let mut max_width = mlp_inputs;
@@ -104,45 +149,18 @@ impl GpuModel {
             grid_word_offset.push(to_u32("latent words", latent_words.len())?);
             pack_words(levels, grid.bits, &mut latent_words);
         }
+        // The word after the last cell's, which its whole-word read loads (and shifts out).
+        latent_words.push(0);
         to_u32("latent words", latent_words.len())?;
 
-        // MLP: per layer, padded rows of weight codes (8-bit codes four to a word, fp16 two),
-        // then the scales (per row; per block for MXINT8; 1.0 for fp16), then biases.
-        // One format for every layer (`Bundle` checks it).
-        let weight_format = bundle.layers.first().map_or(WeightFormat::Int8, |l| l.format);
-        let mut mlp_words = Vec::new();
-        let mut row_words = Vec::new();
-        let mut scales_per_row = Vec::new();
-        let mut word_offset = Vec::new();
-        let per_word = if weight_format == WeightFormat::Fp16 { 2 } else { 4 };
-        for layer in &bundle.layers {
-            let row = layer.inputs.div_ceil(per_word);
-            row_words.push(to_u32("MLP row words", row)?);
-            word_offset.push(to_u32("MLP words", mlp_words.len())?);
-            for o in 0..layer.outputs {
-                let mut packed = vec![0u32; row];
-                if weight_format == WeightFormat::Fp16 {
-                    for (i, &h) in layer.halves[o * layer.inputs..(o + 1) * layer.inputs].iter().enumerate() {
-                        packed[i / 2] |= u32::from(h) << (16 * (i % 2));
-                    }
-                } else {
-                    for (i, &w) in layer.weights[o * layer.inputs..(o + 1) * layer.inputs].iter().enumerate() {
-                        packed[i / 4] |= u32::from(w.to_le_bytes()[0]) << (8 * (i % 4));
-                    }
-                }
-                mlp_words.extend(packed);
-            }
-            let per_row = weight_format.scales_per_row(layer.inputs);
-            if per_row == 0 {
-                scales_per_row.push(1);
-                mlp_words.extend(std::iter::repeat_n(1.0f32.to_bits(), layer.outputs));
-            } else {
-                scales_per_row.push(to_u32("MLP scales", per_row)?);
-                mlp_words.extend(layer.scales.iter().map(|s| s.to_bits()));
-            }
-            mlp_words.extend(layer.biases.iter().map(|b| b.to_bits()));
-        }
+        // MLP: the weights the CPU reference multiplies by (dequantised once, here), packed for
+        // the generated code.
+        let decoder = texset_core::Decoder::new(bundle);
+        let packed = pack_weights(&decoder.params().layers);
+        let mlp_words = packed.words();
         to_u32("MLP words", mlp_words.len())?;
+        let weight_memory = WeightMemory::for_limit(packed.bytes(), options.max_uniform_bytes);
+        let block = options.block.clamp(1, 8);
 
         // Maps of every material in library order.
         let latent_channels = manifest.latent_channels();
@@ -197,9 +215,6 @@ impl GpuModel {
             }
         }
 
-        let layer_field = |f: &dyn Fn(&texset_core::model::quant::QuantizedLayer) -> usize| -> Result<Vec<u32>, GpuError> {
-            bundle.layers.iter().map(|l| to_u32("MLP width", f(l))).collect()
-        };
         let mut constants = String::new();
         let grids = &manifest.grids;
         let all_grids: Vec<_> = manifest.all_grids().collect();
@@ -211,20 +226,9 @@ impl GpuModel {
         let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");
         let _ = writeln!(constants, "const MAP_COUNT: u32 = {}u;", output_offset.len());
         let _ = writeln!(constants, "const MASK_WORDS: u32 = {mask_words}u;");
-        let _ = writeln!(constants, "const WEIGHT_FORMAT: u32 = {}u;", weight_format.code());
         constants += &u32_array("GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
         constants += &u32_array("GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
-        constants += &u32_array("GRID_CHANNELS", &grids.iter().map(|g| g.channels).collect::<Vec<_>>());
-        constants += &u32_array("GRID_FIRST_CHANNEL", &grid_first_channel);
-        constants += &u32_array("GRID_BITS", &grids.iter().map(|g| g.bits).collect::<Vec<_>>());
         constants += &u32_array("GRID_WORD_OFFSET", &grid_word_offset);
-        constants += &f32_array("GRID_LOW_BITS", &grid_low);
-        constants += &f32_array("GRID_STEP_BITS", &grid_step);
-        constants += &u32_array("LAYER_INPUTS", &layer_field(&|l| l.inputs)?);
-        constants += &u32_array("LAYER_OUTPUTS", &layer_field(&|l| l.outputs)?);
-        constants += &u32_array("LAYER_ROW_WORDS", &row_words);
-        constants += &u32_array("LAYER_SCALES_PER_ROW", &scales_per_row);
-        constants += &u32_array("LAYER_WORD_OFFSET", &word_offset);
         constants += &u32_array("MAP_OUTPUT_OFFSET", &output_offset);
         constants += &u32_array("MAP_CHANNELS", &channels);
         constants += &u32_array("MAP_MIP_LEVELS", &map_mip_levels);
@@ -237,16 +241,129 @@ impl GpuModel {
         constants += &vec4_array("MAP_RANGE_SCALE_BITS", &scale);
         constants += &u32_array("MAP_TRANSFORM", &transform);
         constants += &f32_array("MAP_TRANSFORM_BITS", &transform_rows);
-        Ok(Self { latent_words, mlp_words, constants, first_map })
+        let fetch: Vec<GridFetch> = grids
+            .iter()
+            .zip(&grid_first_channel)
+            .zip(grid_low.iter().zip(&grid_step))
+            .map(|((g, &first), (&low, &step))| GridFetch { channels: g.channels, bits: g.bits, first, low, step })
+            .collect();
+        // The LOD input is there when the first layer has an input for it (`Manifest::mlp_inputs`).
+        let lod_input = mlp_inputs > latent_channels + 4 * manifest.pe_frequencies as usize;
+        constants += &mlp_input_wgsl(&fetch, mask_words as u32, manifest.pe_frequencies, lod_input);
+        let mlp = MlpWgsl {
+            layers: &packed.layers,
+            block,
+            memory: weight_memory,
+            vec4s: to_u32("MLP vec4s", packed.vec4s.len())?,
+            group: 0,
+            binding: 1,
+        };
+        constants += &mlp.code();
+        Ok(Self { latent_words, mlp_words, constants, first_map, weight_memory, block })
     }
 
-    /// The decoder WGSL specialised to this model: the template with its constants block
-    /// replaced, after the grid-reading function it shares with the GPU trainer
-    /// ([`texset_core::model::BILINEAR_WGSL`]).
+    /// The decoder WGSL specialised to this model: the template with its generated block
+    /// replaced, after the model math it shares with the GPU trainer
+    /// ([`texset_core::model::MODEL_WGSL`]).
     #[must_use]
     pub fn wgsl(&self) -> String {
-        format!("{}\n{}", texset_core::model::BILINEAR_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
+        format!("{}\n{}", texset_core::model::MODEL_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
     }
+
+    /// The packed weights' layout (for documentation and tests).
+    #[must_use]
+    pub fn packed_weights(bundle: &Bundle) -> PackedWeights {
+        pack_weights(&texset_core::Decoder::new(bundle).params().layers)
+    }
+}
+
+/// One grid as the generated latent fetch reads it.
+struct GridFetch {
+    channels: u32,
+    bits: u32,
+    /// Its first MLP input.
+    first: u32,
+    low: f32,
+    step: f32,
+}
+
+/// `mlp_input(map_index, uv, level) -> MlpInput`: the first layer's inputs of one texel. Per grid
+/// of the level's pyramid level and per bilinear corner, the cell's record of `channels × bits`
+/// bits is read as whole words (the words it spans plus one, aligned by one funnel shift each),
+/// and every channel is cut from them by shifts by literals; each value is dequantised
+/// (`low + level × step`, as `texset_core::model::quant::level_value`), blended over the corners in
+/// the CPU reference's order, and zeroed outside the map's budget (`MAP_MASK`). Then the
+/// positional encoding (`pe_sin_cos`, model.wgsl) and, with a pyramid, the LOD input.
+fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencies: u32, lod: bool) -> String {
+    let mut t = String::from("fn mlp_input(map_index: u32, uv: vec2<f32>, level: u32) -> MlpInput {\n");
+    t.push_str("    let slot = pyramid_level(level) * GRID_COUNT;\n");
+    for w in 0..mask_words {
+        let _ = writeln!(t, "    let mask{w} = MAP_MASK[map_index * MASK_WORDS + {w}u];");
+    }
+    let mut inputs: Vec<String> = Vec::new();
+    for (g, grid) in grids.iter().enumerate() {
+        let record = grid.channels * grid.bits;
+        let aligned = record.div_ceil(32);
+        let _ = writeln!(t, "    let corners{g} = bilinear_corners(uv, GRID_WIDTH[slot + {g}u], GRID_HEIGHT[slot + {g}u]);");
+        let _ = writeln!(t, "    let base{g} = GRID_WORD_OFFSET[slot + {g}u];");
+        for k in 0..4 {
+            let _ = writeln!(t, "    let bit{g}_{k} = corners{g}.cells[{k}u] * {record}u;");
+            let _ = writeln!(t, "    let at{g}_{k} = base{g} + (bit{g}_{k} >> 5u);");
+            let _ = writeln!(t, "    let s{g}_{k} = bit{g}_{k} & 31u;");
+            for j in 0..=aligned {
+                let _ = writeln!(t, "    let m{g}_{k}_{j} = latents[at{g}_{k} + {j}u];");
+            }
+            // Word j of the record: bits 32j.. from bit s on (the `<< 1u << (31u - s)` pair is 0 at s = 0).
+            for j in 0..aligned {
+                let _ =
+                    writeln!(t, "    let r{g}_{k}_{j} = (m{g}_{k}_{j} >> s{g}_{k}) | ((m{g}_{k}_{} << 1u) << (31u - s{g}_{k}));", j + 1);
+            }
+        }
+        let mask = (1u64 << grid.bits) - 1;
+        for c in 0..grid.channels {
+            let pos = c * grid.bits;
+            let (j, off) = (pos / 32, pos % 32);
+            let level = |k: u32| {
+                if off + grid.bits <= 32 {
+                    format!("f32((r{g}_{k}_{j} >> {off}u) & {mask}u)")
+                } else {
+                    format!("f32(((r{g}_{k}_{j} >> {off}u) | (r{g}_{k}_{} << {}u)) & {mask}u)", j + 1, 32 - off)
+                }
+            };
+            let value = |k: u32| format!("({} + {} * {})", f32_literal(grid.low), level(k), f32_literal(grid.step));
+            let feature = grid.first + c;
+            let _ = writeln!(
+                t,
+                "    let v{feature} = corners{g}.weights.x * {} + corners{g}.weights.y * {} + corners{g}.weights.z * {} + corners{g}.weights.w * {};",
+                value(0),
+                value(1),
+                value(2),
+                value(3)
+            );
+            inputs.push(format!("select(0.0, v{feature}, ((mask{} >> {}u) & 1u) != 0u)", feature / 32, feature % 32));
+        }
+    }
+    if pe_frequencies > 0 {
+        t.push_str("    let px = uv.x * f32(GRID_WIDTH[slot]);\n    let py = uv.y * f32(GRID_HEIGHT[slot]);\n");
+    }
+    for k in 0..pe_frequencies {
+        let _ = writeln!(t, "    let pe{k}x = pe_sin_cos({k}u, px);\n    let pe{k}y = pe_sin_cos({k}u, py);");
+        inputs.extend([format!("pe{k}x.x"), format!("pe{k}x.y"), format!("pe{k}y.x"), format!("pe{k}y.y")]);
+    }
+    if lod {
+        inputs.push("f32(lod_level(level)) * LOD_INPUT_SCALE".into());
+    }
+    while !inputs.len().is_multiple_of(4) || inputs.is_empty() {
+        inputs.push("0.0".into());
+    }
+    let fields: Vec<String> = inputs.chunks(4).map(|c| format!("vec4<f32>({})", c.join(", "))).collect();
+    let _ = writeln!(t, "    return MlpInput({});\n}}", fields.join(", "));
+    t
+}
+
+/// An f32 as a WGSL expression of its exact bits.
+fn f32_literal(value: f32) -> String {
+    format!("bitcast<f32>({})", f32_bits(value))
 }
 
 /// Replaces the constants block of the template (between the marker lines) by `constants`.
@@ -298,6 +415,56 @@ mod tests {
                     v |= words[word + 1] << (32 - shift);
                 }
                 assert_eq!(v & ((1 << bits) - 1), u32::from(level), "bits {bits}, index {i}");
+            }
+        }
+    }
+
+    /// The template's own block is what the generator writes for the test kit's tiny bundle, so
+    /// the template that validates alone is the code every bundle gets. On a change of the
+    /// generator, the message holds the block to paste.
+    #[test]
+    #[allow(clippy::unwrap_used, reason = "a test: a failure is the message")]
+    fn template_block_is_generated() {
+        let model = GpuModel::new(&texset_testkit::tiny_bundle()).unwrap();
+        let template = crate::DECODE_WGSL;
+        let begin = template.find(BEGIN_MARKER).unwrap() + BEGIN_MARKER.len();
+        let end = template.find(END_MARKER).unwrap();
+        if template[begin..end] != model.constants {
+            let path = std::env::temp_dir().join("texset-decode-block.wgsl");
+            std::fs::write(&path, &model.constants).unwrap();
+            panic!("decode.wgsl's generated block is stale: the new one is in {}", path.display());
+        }
+    }
+
+    /// The whole-word latent fetch reads, for every bit depth and record width, the level the
+    /// bit-by-bit reader reads: the generated expressions, evaluated here as the shader does.
+    #[test]
+    fn whole_word_reads_match_bit_reads() {
+        for bits in 1..=8u32 {
+            for channels in [1u32, 3, 4, 5, 8, 12, 16] {
+                let cells = 37u32;
+                let levels: Vec<u8> = (0..cells * channels).map(|i| ((i * 37 + 11) % (1 << bits)) as u8).collect();
+                let mut words = vec![0x5555_5555];
+                pack_words(&levels, bits, &mut words);
+                words.push(0);
+                let record = channels * bits;
+                for cell in 0..cells {
+                    let bit = cell * record;
+                    let at = 1 + (bit >> 5) as usize;
+                    let s = bit & 31;
+                    let aligned: Vec<u32> =
+                        (0..record.div_ceil(32) as usize).map(|j| (words[at + j] >> s) | ((words[at + j + 1] << 1) << (31 - s))).collect();
+                    for c in 0..channels {
+                        let pos = c * bits;
+                        let (j, off) = ((pos / 32) as usize, pos % 32);
+                        let mut v = aligned[j] >> off;
+                        if off + bits > 32 {
+                            v |= aligned[j + 1] << (32 - off);
+                        }
+                        let want = u32::from(levels[(cell * channels + c) as usize]);
+                        assert_eq!(v & ((1 << bits) - 1), want, "bits {bits}, channels {channels}, cell {cell}, channel {c}");
+                    }
+                }
             }
         }
     }

@@ -132,30 +132,24 @@ fn intersect(origin: vec3<f32>, dir: vec3<f32>, shape: u32) -> Hit {
 }
 
 // What `fetch` keeps between the maps of one pixel: the hidden activations of the last map it
-// decoded, where they start, and that map's index. Maps with the same budget reuse them (a
-// material's maps usually read the same channels), so a pixel runs the hidden layers once per
-// distinct budget instead of once per map.
+// decoded, that map's index and its level. Maps with the same budget reuse them (a material's
+// maps usually read the same channels), so a pixel runs the hidden layers once per distinct
+// budget instead of once per map.
 struct Cache {
     map_index: u32,
-    src: u32,
     level: u32,
+    hidden: MlpHidden,
 }
 
-// The map's stored values at mip `level`, reusing the hidden activations in `act` when the last
-// decode through `cache` had the same budget and level.
-fn cached_decode(
-    map_index: u32,
-    uv: vec2<f32>,
-    level: u32,
-    act: ptr<function, array<f32, 2u * MAX_WIDTH>>,
-    cache: ptr<function, Cache>,
-) -> vec4<f32> {
+// The map's stored values at mip `level`, reusing the hidden activations in `cache` when its
+// last decode had the same budget and level.
+fn cached_decode(map_index: u32, uv: vec2<f32>, level: u32, cache: ptr<function, Cache>) -> vec4<f32> {
     if ((*cache).map_index == NONE || (*cache).level != level || !same_budget((*cache).map_index, map_index)) {
-        (*cache).src = decode_hidden(map_index, uv, level, act);
+        (*cache).hidden = decode_hidden(map_index, uv, level);
         (*cache).map_index = map_index;
         (*cache).level = level;
     }
-    return decode_output(map_index, act, (*cache).src);
+    return decode_output(map_index, (*cache).hidden);
 }
 
 // The direction of the camera ray through viewport point `uv` (0..1, y down).
@@ -197,16 +191,14 @@ fn pixel_footprint(uv: vec2<f32>, hit_uv: vec2<f32>, shape: u32) -> f32 {
 // for shading; `fallback` where the material has no such map.
 // With a pixel `footprint` in texture space, the decoded maps are filtered between mip levels
 // (trilinear of decoded texels, `decode_texel_lod`): the level of detail is
-// log2(footprint * the map's larger side), the second level's decode cached in `act2`/`cache2`.
+// log2(footprint * the map's larger side), the second level's decode cached in `cache2`.
 fn fetch(
     map_index: u32,
     layer: u32,
     uv: vec2<f32>,
     footprint: f32,
     fallback: vec4<f32>,
-    act: ptr<function, array<f32, 2u * MAX_WIDTH>>,
     cache: ptr<function, Cache>,
-    act2: ptr<function, array<f32, 2u * MAX_WIDTH>>,
     cache2: ptr<function, Cache>,
 ) -> vec4<f32> {
     if (map_index == NONE) {
@@ -222,11 +214,11 @@ fn fetch(
     let lod = clamp(log2(max(footprint * size, 1e-30)), 0.0, top);
     let below = floor(lod);
     let blend = lod - below;
-    let a = cached_decode(map_index, uv, u32(below), act, cache);
+    let a = cached_decode(map_index, uv, u32(below), cache);
     if (blend <= 0.0) {
         return unmap_texel(map_index, a);
     }
-    let b = cached_decode(map_index, uv, min(u32(below) + 1u, u32(top)), act2, cache2);
+    let b = cached_decode(map_index, uv, min(u32(below) + 1u, u32(top)), cache2);
     return unmap_texel(map_index, a + (b - a) * blend);
 }
 
@@ -270,10 +262,10 @@ fn shade(uv: vec2<f32>) -> vec4<f32> {
         return vec4<f32>(g, g, g * 1.1, 1.0);
     }
     let fp = pixel_footprint(uv, hit.uv, shape);
-    var act: array<f32, 2u * MAX_WIDTH>;
-    var act2: array<f32, 2u * MAX_WIDTH>;
-    var c = Cache(NONE, 0u, 0u);
-    var c2 = Cache(NONE, 0u, 0u);
+    var c: Cache;
+    c.map_index = NONE;
+    var c2: Cache;
+    c2.map_index = NONE;
     // One call site of `fetch` (and so of the decoder's MLP) in a loop over the material's maps,
     // in the order base colour, normal, ORM, roughness, metallic, AO, emissive (ORM first of the
     // last four: their fallbacks read it). Seven inlined decodes made drivers that compile
@@ -293,7 +285,7 @@ fn shade(uv: vec2<f32>) -> vec4<f32> {
             case 5u: { map_index = preview.maps2.x; layer = preview.layers2.x; fallback = vec4<f32>(orm.x); }
             default: { map_index = preview.maps2.z; layer = preview.layers2.z; fallback = vec4<f32>(0.0); }
         }
-        values[i] = fetch(map_index, layer, hit.uv, fp, fallback, &act, &c, &act2, &c2);
+        values[i] = fetch(map_index, layer, hit.uv, fp, fallback, &c, &c2);
     }
     let base = values[0];
     let normal_ts = values[1];

@@ -6,13 +6,15 @@
 
 pub mod batched;
 
-/// WGSL of the bilinear clamp-to-edge corners of a grid (`bilinear_corners`, the twin of
-/// [`reference::bilinear_corners`]): the one definition the decoder's and the GPU trainer's
-/// shaders prepend.
-pub const BILINEAR_WGSL: &str = include_str!("bilinear.wgsl");
+/// WGSL of the model math every shader shares: the bilinear clamp-to-edge corners of a grid
+/// (`bilinear_corners`, the twin of [`reference::bilinear_corners`]) and the positional
+/// encoding with its angle reduction (`pe_sin_cos`): the one definition the decoder's and the GPU
+/// trainer's shaders prepend.
+pub const MODEL_WGSL: &str = include_str!("model.wgsl");
 #[cfg(feature = "train")]
 pub mod layout;
 pub mod mips;
 pub mod params;
 pub mod quant;
 pub mod reference;
+pub mod wgsl;

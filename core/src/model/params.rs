@@ -48,10 +48,9 @@ use serde::{Deserialize, Serialize};
 /// outputs are at most this many values. Training refuses wider options
 /// (`CompressOptions::validate`, the CLI's `--decoder`) and the GPU decoder wider bundles
 /// (texset-shaders' `GpuModel::new`), so every bundle texset makes also decodes on the GPU and
-/// exports as a shader. The WGSL decoder keeps a texel's activations in a private array of
-/// `2 × width` f32 (4 KiB at 512) and the studio's preview two of them in one function (8 KiB):
-/// 8 KiB is what WGSL guarantees for a function's variables, and private memory that large already
-/// spills to slow memory on most GPUs. (The bundle reader accepts wider layers,
+/// exports as a shader. The WGSL decoder keeps a layer's outputs per texel as `width / 4` `vec4`s
+/// (2 KiB at 512, for each of its `BLOCK` texels): 8 KiB is what WGSL guarantees for a function's
+/// variables, and private memory that large already spills to slow memory on most GPUs. (The bundle reader accepts wider layers,
 /// [`crate::bundle::limits::MAX_LAYER_WIDTH`], for other decoders.)
 pub const MAX_MLP_WIDTH: usize = 512;
 

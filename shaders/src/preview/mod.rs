@@ -184,7 +184,7 @@ impl PreparedModel {
     /// Prepares `bundle` for targets of `format`, taking the pipeline from `reuse` when it has
     /// the same specialised source and format.
     pub fn new(device: &wgpu::Device, bundle: &Bundle, format: wgpu::TextureFormat, reuse: Option<&Self>) -> Result<Self, GpuError> {
-        let model = GpuModel::new(bundle)?;
+        let model = GpuModel::with_options(bundle, crate::model::GpuModelOptions::for_device(device))?;
         let wgsl = preview_wgsl(&model);
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let pipeline = match reuse {

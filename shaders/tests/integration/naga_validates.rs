@@ -40,7 +40,7 @@ fn naga_validates_every_wgsl() {
         // decode.wgsl (and what extends it) reads grids with texset-core's bilinear.wgsl, which
         // `GpuModel::wgsl` prepends.
         if base_path.ends_with("src/decode.wgsl") {
-            source = format!("{}\n{source}", texset_core::model::BILINEAR_WGSL);
+            source = format!("{}\n{source}", texset_core::model::MODEL_WGSL);
         }
         let module =
             naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: WGSL parse error:\n{}", e.emit_to_string(&source)));

@@ -57,23 +57,30 @@ pub fn tiny_bundle() -> Bundle {
 /// [`tiny_bundle`] with a latent pyramid of `mip_levels` levels (1: none) and the LOD input.
 #[must_use]
 pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
-    build(mip_levels, 1, &[16, 12])
+    build(mip_levels, 1, &[16, 12], 2)
+}
+
+/// [`tiny_bundle`] with `frequencies` positional-encoding frequencies: at 10, the highest one's
+/// angle reaches pi * 2^9 * 9 (about 14,500 rad) across grid 0.
+#[must_use]
+pub fn tiny_bundle_with_pe_frequencies(frequencies: u32) -> Bundle {
+    build(1, 1, &[16, 12], frequencies)
 }
 
 /// [`tiny_bundle`] with a chain of `mip_levels` mip levels whose pyramid levels serve `group`
 /// of them each (`ceil(mip_levels / group)` pyramid levels; format version 5).
 #[must_use]
 pub fn tiny_bundle_with_grouped_mips(mip_levels: u32, group: u32) -> Bundle {
-    build(mip_levels, group, &[16, 12])
+    build(mip_levels, group, &[16, 12], 2)
 }
 
 /// [`tiny_bundle`] with these hidden layer widths (its own are 16 and 12).
 #[must_use]
 pub fn tiny_bundle_with_widths(hidden_widths: &[u32]) -> Bundle {
-    build(1, 1, hidden_widths)
+    build(1, 1, hidden_widths, 2)
 }
 
-fn build(mip_levels: u32, group: u32, hidden_widths: &[u32]) -> Bundle {
+fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32) -> Bundle {
     let mut rng = Rng(0x007E_75E7);
     let grids = vec![
         GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0] },
@@ -97,7 +104,6 @@ fn build(mip_levels: u32, group: u32, hidden_widths: &[u32]) -> Bundle {
         .chain(&mip_grids)
         .map(|g| (0..g.width * g.height * g.channels).map(|_| (rng.next() % (1 << g.bits)) as u8).collect())
         .collect();
-    let pe_frequencies = 2;
     let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
     // Outputs: m/basecolor 3, m/roughness 1, n/normal 3, n/height 1.
     let mut widths = vec![latent_channels + 4 * pe_frequencies + u32::from(mip_levels > 1)];

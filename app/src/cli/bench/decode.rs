@@ -97,45 +97,7 @@ impl DecodeBenchArgs {
         // GPU decode through the specialised WGSL decoder, after a warm-up, timed by queue sync.
         if gpu {
             if let Some((adapter, device, queue)) = texset_shaders::request_device()? {
-                let info = adapter.get_info();
-                let device_name = format!("{}, {:?}", info.name, info.backend);
-                let gpu = texset_shaders::GpuDecoder::new(&device, &bundle)?;
-                let entry = &bundle.manifest.materials[0].maps[0];
-                let map_texels = f64::from(entry.width) * f64::from(entry.height);
-                let stored = texset_shaders::DecodeMode::Stored;
-                gpu.decode_map(&device, &queue, 0, 0, stored)?;
-                let mut times = Vec::new();
-                for _ in 0..runs {
-                    let t = Instant::now();
-                    std::hint::black_box(gpu.decode_map(&device, &queue, 0, 0, stored)?);
-                    times.push(map_texels / t.elapsed().as_secs_f64());
-                }
-                results.push(Measurement {
-                    what: format!("decode gpu whole map incl. read-back ({device_name}; {} ch)", entry.channels),
-                    texels_per_sec: median(times),
-                    runs,
-                    note: String::new(),
-                });
-                // A 1920x1080 frame of random-access samples of one map (all its channels): the
-                // samples stay on the GPU, only the decode is timed (submit to completion).
-                let (width, height) = (1920u32, 1080u32);
-                let mut rng = texset_core::rng::Rng::new(7, 0, 0);
-                let uvs: Vec<[f32; 2]> = (0..width * height).map(|_| [rng.next_f32(), rng.next_f32()]).collect();
-                let batch = gpu.upload_samples(&device, &uvs)?;
-                gpu.run_samples(&device, &queue, &batch, 0, 0, stored, 0.0, false)?;
-                let mut frame_secs = Vec::new();
-                for _ in 0..runs {
-                    let t = Instant::now();
-                    gpu.run_samples(&device, &queue, &batch, 0, 0, stored, 0.0, false)?;
-                    frame_secs.push(t.elapsed().as_secs_f64());
-                }
-                let frame = median(frame_secs);
-                results.push(Measurement {
-                    what: format!("decode gpu random-access 1920x1080 frame ({device_name}; {} ch)", entry.channels),
-                    texels_per_sec: f64::from(width * height) / frame,
-                    runs,
-                    note: format!("{:.2} ms per frame", frame * 1e3),
-                });
+                results.extend(gpu_decode(&adapter, &device, &queue, &bundle, runs)?);
             } else {
                 eprintln!("SKIPPED: no wgpu adapter; GPU decode not measured");
             }
@@ -171,4 +133,151 @@ fn decode_flops_per_texel(bundle: &texset_core::bundle::Bundle) -> f64 {
     // Bilinear fetch: 4 multiply-adds per latent channel; positional encoding not counted.
     let fetch = 8 * bundle.manifest.latent_channels();
     (mlp + fetch) as f64
+}
+
+/// The GPU decoder on one adapter: its compile time per entry point, a whole map, a 1920×1080
+/// frame of random-access samples of one map, and the same frame of every map of material 0
+/// (what a material shader decodes per pixel), with the FLOP rate against the adapter's fp32
+/// peak where it is known.
+fn gpu_decode(
+    adapter: &wgpu::Adapter,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    bundle: &texset_core::bundle::Bundle,
+    runs: usize,
+) -> Result<Vec<Measurement>> {
+    let info = adapter.get_info();
+    let device_name = format!("{}, {:?}", info.name, info.backend);
+    print_adapter(adapter);
+    let mut results = Vec::new();
+    let gpu = texset_shaders::GpuDecoder::new(device, bundle)?;
+    let compile = gpu.compile_secs();
+    let fragment_secs = if texset_shaders::renders_fragment_format(adapter) { gpu.prepare_fragment(device).ok() } else { None };
+    let model = gpu.model();
+    println!(
+        "decoder on {device_name}: weights in {} memory, {} texels per compute invocation; compile: cs_decode_map {:.2} s, \
+         cs_decode_samples {:.2} s, fs_decode_map {}",
+        model.weight_memory.name(),
+        model.block,
+        compile.decode_map,
+        compile.decode_samples,
+        fragment_secs.map_or_else(|| "n/a (no render target)".to_owned(), |s| format!("{s:.2} s"))
+    );
+    let entry = &bundle.manifest.materials[0].maps[0];
+    let map_texels = f64::from(entry.width) * f64::from(entry.height);
+    let stored = texset_shaders::DecodeMode::Stored;
+    gpu.decode_map(device, queue, 0, 0, stored)?;
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        std::hint::black_box(gpu.decode_map(device, queue, 0, 0, stored)?);
+        times.push(map_texels / t.elapsed().as_secs_f64());
+    }
+    results.push(Measurement {
+        what: format!("decode gpu whole map incl. read-back ({device_name}; {} ch)", entry.channels),
+        texels_per_sec: median(times),
+        runs,
+        note: String::new(),
+    });
+    // 1920x1080 random-access samples: the samples stay on the GPU, only the decode is timed
+    // (submit to completion).
+    let (width, height) = (1920u32, 1080u32);
+    let mut rng = texset_core::rng::Rng::new(7, 0, 0);
+    let uvs: Vec<[f32; 2]> = (0..width * height).map(|_| [rng.next_f32(), rng.next_f32()]).collect();
+    let batch = gpu.upload_samples(device, &uvs)?;
+    let maps = bundle.manifest.materials[0].maps.len();
+    let peak = fp32_peak(adapter);
+    let flops = map_flops_per_texel(bundle);
+    for (what, of_maps) in [("one map", 1), ("every map of material 0", maps)] {
+        let frame = |gpu: &texset_shaders::GpuDecoder| -> Result<()> {
+            for map in 0..of_maps {
+                gpu.run_samples(device, queue, &batch, 0, map, stored, 0.0, false)?;
+            }
+            Ok(())
+        };
+        frame(&gpu)?;
+        let mut frame_secs = Vec::new();
+        for _ in 0..runs {
+            let t = Instant::now();
+            frame(&gpu)?;
+            frame_secs.push(t.elapsed().as_secs_f64());
+        }
+        let secs = median(frame_secs);
+        let texels_per_sec = f64::from(width * height) * of_maps as f64 / secs;
+        let gflops = texels_per_sec * flops / 1e9;
+        let against = peak
+            .as_ref()
+            .map_or_else(|| "fp32 peak unknown".to_owned(), |(peak, how)| format!("{:.2}% of {how}", 100.0 * gflops * 1e9 / peak));
+        results.push(Measurement {
+            what: format!("decode gpu random-access 1920x1080 frame, {what} ({device_name}; {of_maps} maps)"),
+            texels_per_sec,
+            runs,
+            note: format!("{:.2} ms per frame; {gflops:.1} GFLOP/s at {flops} FLOP/texel ({against})", secs * 1e3),
+        });
+    }
+    Ok(results)
+}
+
+/// FLOPs of one map's decode on the GPU: every hidden layer, four rows of the last (a map's
+/// outputs), the bilinear fetch.
+fn map_flops_per_texel(bundle: &texset_core::bundle::Bundle) -> f64 {
+    let Some((last, hidden)) = bundle.layers.split_last() else { return 0.0 };
+    let mlp: usize = hidden.iter().map(|l| 2 * l.inputs * l.outputs).sum::<usize>() + 2 * last.inputs * 4;
+    (mlp + 8 * bundle.manifest.latent_channels()) as f64
+}
+
+/// The adapter's fp32 peak in FLOP/s where known: a software adapter runs on this CPU
+/// ([`flop_ceiling`]); a few data-centre GPUs by name (vendor figures, non-tensor fp32).
+fn fp32_peak(adapter: &wgpu::Adapter) -> Option<(f64, String)> {
+    let info = adapter.get_info();
+    if info.device_type == wgpu::DeviceType::Cpu {
+        let (flops, how) = flop_ceiling(std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+        return Some((flops, format!("this CPU: {how}")));
+    }
+    let name = info.name.to_ascii_uppercase();
+    [("H100", 67e12), ("H200", 67e12), ("A100", 19.5e12), ("L40S", 91.6e12), ("RTX 4090", 82.6e12)]
+        .iter()
+        .find(|(card, _)| name.contains(card))
+        .map(|&(card, flops)| (flops, format!("{card} fp32 {:.1} TFLOP/s", flops / 1e12)))
+}
+
+/// What the adapter offers the decoder and trainer: the features that pick an arithmetic path,
+/// the limits that place the weights, and the cooperative-matrix configurations.
+fn print_adapter(adapter: &wgpu::Adapter) {
+    let info = adapter.get_info();
+    println!("adapter: {} ({:?}, {:?}; driver {} {})", info.name, info.backend, info.device_type, info.driver, info.driver_info);
+    let features = adapter.features();
+    let wanted = [
+        ("SHADER_F16", wgpu::Features::SHADER_F16),
+        ("SUBGROUP", wgpu::Features::SUBGROUP),
+        ("TIMESTAMP_QUERY", wgpu::Features::TIMESTAMP_QUERY),
+        ("EXPERIMENTAL_COOPERATIVE_MATRIX", wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
+    ];
+    let listed: Vec<String> =
+        wanted.iter().map(|(name, f)| format!("{name} {}", if features.contains(*f) { "yes" } else { "no" })).collect();
+    println!("features: {}", listed.join(", "));
+    let limits = adapter.limits();
+    println!(
+        "limits: max_uniform_buffer_binding_size {}, max_storage_buffer_binding_size {}, max_compute_workgroup_storage_size {}, \
+         max_compute_invocations_per_workgroup {}",
+        limits.max_uniform_buffer_binding_size,
+        limits.max_storage_buffer_binding_size,
+        limits.max_compute_workgroup_storage_size,
+        limits.max_compute_invocations_per_workgroup
+    );
+    let matrices = adapter.cooperative_matrix_properties();
+    if matrices.is_empty() {
+        println!("cooperative matrices: none");
+    }
+    for m in matrices {
+        println!(
+            "cooperative matrix: {}x{}x{} {:?} -> {:?}{}",
+            m.m_size,
+            m.n_size,
+            m.k_size,
+            m.ab_type,
+            m.cr_type,
+            if m.saturating_accumulation { " (saturating)" } else { "" }
+        );
+    }
 }

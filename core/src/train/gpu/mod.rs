@@ -347,7 +347,7 @@ fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: We
     // The layers with their shapes as literals (the tables' layer rows, in code).
     let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
     text.push_str(&mlp_wgsl(&rows, lc, oc, shapes.tpi(), maxw));
-    text.push_str(crate::model::BILINEAR_WGSL);
+    text.push_str(crate::model::MODEL_WGSL);
     text.push_str(TRAIN_WGSL);
     text
 }

@@ -38,7 +38,6 @@ struct Step {
 const ADAM_BETA1: f32 = 0.9;
 const ADAM_BETA2: f32 = 0.99;
 const ADAM_EPS: f32 = 1e-8;
-const TAU: f32 = 6.283185307179586;
 const LOD_INPUT_SCALE: f32 = 0.25;
 
 @group(0) @binding(0) var<uniform> u: Step;
@@ -376,12 +375,14 @@ fn gather(i: u32, g: u32, texel: u32, at: u32) {
     let grid0 = GRID_OFF + GRIDS + level * GRIDS * 3u;
     let px = uv.x * f32(t_u(grid0 + 1u));
     let py = uv.y * f32(t_u(grid0 + 2u));
+    // The positional encoding of model.wgsl, the decoder's, with its angle reduction.
     for (var k = 0u; k < PE; k++) {
-        let a = TAU * f32(1u << k) * 0.5;
-        xa[at + LC + 4u * k] = sin(a * px);
-        xa[at + LC + 4u * k + 1u] = cos(a * px);
-        xa[at + LC + 4u * k + 2u] = sin(a * py);
-        xa[at + LC + 4u * k + 3u] = cos(a * py);
+        let sx = pe_sin_cos(k, px);
+        let sy = pe_sin_cos(k, py);
+        xa[at + LC + 4u * k] = sx.x;
+        xa[at + LC + 4u * k + 1u] = sx.y;
+        xa[at + LC + 4u * k + 2u] = sy.x;
+        xa[at + LC + 4u * k + 3u] = sy.y;
     }
     if HAS_LOD {
         xa[at + LC + 4u * PE] = f32(lod) * LOD_INPUT_SCALE;

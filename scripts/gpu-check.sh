@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU figures, in one run, for the day a hardware GPU is lent (the device tool; see
+# docs/benchmarks.md for where they go). Under 5 minutes after the build on a 16-core machine.
+#
+#   scripts/gpu-check.sh [BASE_TEXSET]
+#
+# BASE_TEXSET: a `texset` binary of the build to compare against (e.g. a stripped release build of
+# the previous main, carried in); each bench then runs base and candidate alternately on the same
+# card, so the ratio is one run's. Output: everything printed, and a copy under $OUT (or
+# target/gpu-check).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-target/gpu-check}"
+mkdir -p "$out"
+log="$out/gpu-check.txt"
+exec > >(tee "$log") 2>&1
+
+echo "== $(date -u +%FT%TZ) gpu-check of $(git rev-parse --short HEAD 2>/dev/null || echo 'a copied tree')"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null || true
+time cargo build --release --locked --bin texset
+candidate=target/release/texset
+base="${1:-}"
+bins=("$candidate")
+[[ -n "$base" ]] && bins=("$base" "$candidate" "$base" "$candidate")
+
+cabinet="../shared/textures/painted_wooden_cabinet"
+libs=(sample_textures/*)
+[[ -d "$cabinet" ]] && cabinet_args=("$cabinet") || cabinet_args=()
+
+# 1. Decode: adapter features, limits and cooperative-matrix configurations, compile time per
+#    entry point, ms per 1080p frame of one map and of a whole material, GFLOP/s against peak.
+for bin in "${bins[@]}"; do
+  echo "== bench decode --gpu: $bin (sample library)"
+  timeout 120 "$bin" bench decode --gpu --runs 5 "${libs[@]}" || echo "FAILED ($?)"
+  if [[ ${#cabinet_args[@]} -gt 0 ]]; then
+    echo "== bench decode --gpu: $bin (painted_wooden_cabinet)"
+    timeout 120 "$bin" bench decode --gpu --runs 5 "${cabinet_args[@]}" || echo "FAILED ($?)"
+  fi
+done
+
+# 2. Training: ms per step of the fused GPU trainer at 8k, 65k and 262k texels.
+for batch in 8192 65536 262144; do
+  for bin in "${bins[@]}"; do
+    echo "== bench train --gpu --batch $batch: $bin"
+    timeout 120 "$bin" bench train --gpu --batch "$batch" "${libs[@]}" || echo "FAILED ($?)"
+  done
+done
+
+# 3. The studio's frame times with the preview open (needs a display: Xvfb where installed).
+if command -v xvfb-run >/dev/null 2>&1; then
+  echo "== bench ui: $candidate"
+  timeout 240 xvfb-run -a "$candidate" bench ui || echo "FAILED ($?)"
+else
+  echo "SKIPPED: bench ui (no xvfb-run)"
+fi
+echo "== done; log in $log"
