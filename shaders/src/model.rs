@@ -8,7 +8,8 @@ use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
 use texset_core::bundle::Bundle;
 use texset_core::model::params::MAX_MLP_WIDTH;
-use texset_core::model::wgsl::{MlpWgsl, PORTABLE_UNIFORM_BYTES, PackedWeights, WeightMemory, pack_weights};
+use texset_core::model::quant::QuantizedLayer;
+use texset_core::model::wgsl::{MlpWgsl, PORTABLE_UNIFORM_BYTES, WeightMemory, pack_weights};
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
 
 /// The marker lines around the generated block of `decode.wgsl`.
@@ -153,10 +154,10 @@ impl GpuModel {
         latent_words.push(0);
         to_u32("latent words", latent_words.len())?;
 
-        // MLP: the weights the CPU reference multiplies by (dequantised once, here), packed for
-        // the generated code.
-        let decoder = texset_core::Decoder::new(bundle);
-        let packed = pack_weights(&decoder.params().layers);
+        // MLP: the weights the CPU reference multiplies by (`QuantizedLayer::dequantize`, as
+        // `Bundle::model_params`), dequantised once, here, and packed for the generated code.
+        let layers: Vec<_> = bundle.layers.iter().map(QuantizedLayer::dequantize).collect();
+        let packed = pack_weights(&layers);
         let mlp_words = packed.words();
         to_u32("MLP words", mlp_words.len())?;
         let weight_memory = WeightMemory::for_limit(packed.bytes(), options.max_uniform_bytes);
@@ -268,12 +269,6 @@ impl GpuModel {
     #[must_use]
     pub fn wgsl(&self) -> String {
         format!("{}\n{}", texset_core::model::MODEL_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
-    }
-
-    /// The packed weights' layout (for documentation and tests).
-    #[must_use]
-    pub fn packed_weights(bundle: &Bundle) -> PackedWeights {
-        pack_weights(&texset_core::Decoder::new(bundle).params().layers)
     }
 }
 

@@ -239,13 +239,7 @@ impl MlpWgsl<'_> {
             let values: Vec<String> = (0..self.hidden_vec4s()).map(|j| format!("x{p}_{depth}_{j}")).collect();
             format!("MlpHidden({})", values.join(", "))
         };
-        if texels == 1 {
-            let _ = writeln!(t, "    return {};", fields(0));
-        } else {
-            let all: Vec<String> = (0..texels).map(fields).collect();
-            let _ = writeln!(t, "    return array<MlpHidden, BLOCK>({});", all.join(", "));
-        }
-        t.push_str("}\n");
+        return_per_texel(t, "MlpHidden", texels, fields);
     }
 
     /// `mlp_output` (one texel) or `mlp_output_block` (`texels`).
@@ -280,12 +274,7 @@ impl MlpWgsl<'_> {
                     writeln!(t, "        z{p} += vec4<f32>(dot(w0, hh{p}[j]), dot(w1, hh{p}[j]), dot(w2, hh{p}[j]), dot(w3, hh{p}[j]));");
             }
             t.push_str("    }\n");
-            if texels == 1 {
-                t.push_str("    return z0;\n}\n");
-            } else {
-                let all: Vec<String> = (0..texels).map(|p| format!("z{p}")).collect();
-                let _ = writeln!(t, "    return array<vec4<f32>, BLOCK>({});\n}}", all.join(", "));
-            }
+            return_per_texel(t, "vec4<f32>", texels, |p| format!("z{p}"));
             return;
         }
         for c in 0..4 {
@@ -297,14 +286,18 @@ impl MlpWgsl<'_> {
                 let _ = writeln!(t, "    let z{p}_{c} = w{c}_{n}.x + ({});", sum.join(" + "));
             }
         }
-        let value = |p: u32| format!("vec4<f32>(z{p}_0, z{p}_1, z{p}_2, z{p}_3)");
-        if texels == 1 {
-            let _ = writeln!(t, "    return {};", value(0));
-        } else {
-            let all: Vec<String> = (0..texels).map(value).collect();
-            let _ = writeln!(t, "    return array<vec4<f32>, BLOCK>({});", all.join(", "));
-        }
-        t.push_str("}\n");
+        return_per_texel(t, "vec4<f32>", texels, |p| format!("vec4<f32>(z{p}_0, z{p}_1, z{p}_2, z{p}_3)"));
+    }
+}
+
+/// The end of a generated function: texel 0's `value` alone (one texel), or every texel's as an
+/// `array<ty, BLOCK>`; then the closing brace.
+fn return_per_texel(t: &mut String, ty: &str, texels: u32, value: impl Fn(u32) -> String) {
+    if texels == 1 {
+        let _ = writeln!(t, "    return {};\n}}", value(0));
+    } else {
+        let all: Vec<String> = (0..texels).map(value).collect();
+        let _ = writeln!(t, "    return array<{ty}, BLOCK>({});\n}}", all.join(", "));
     }
 }
 
