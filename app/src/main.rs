@@ -14,7 +14,7 @@ fn main() {
     }
     if let Err(e) = cli::run(cli) {
         eprintln!("texset: error: {}", error_chain(&e));
-        std::process::exit(1);
+        std::process::exit(e.chain().find_map(|c| c.downcast_ref::<cli::Exit>()).map_or(1, |exit| exit.code));
     }
 }
 

@@ -19,6 +19,30 @@ mod transcode;
 
 use anyhow::Result;
 
+/// An error that ends the process with an exit code of its own, for a caller that acts on it (a
+/// batch scheduler's retry policy: docs/scale.md); every other error exits with 1.
+#[derive(Debug)]
+pub struct Exit {
+    /// The process exit code.
+    pub code: i32,
+    message: String,
+}
+
+impl Exit {
+    /// An error that exits with `code`.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
 #[derive(clap::Parser)]
 #[command(name = "texset", version, about = "Neural compression of material texture sets")]
 pub struct Cli {

@@ -1,5 +1,7 @@
 //! `texset compress --batch`: shards give the unsharded run's bundles byte for byte, whatever
-//! the job count; unchanged materials are skipped by content hash; a broken material fails alone.
+//! the job count; unchanged materials are skipped by content hash; a broken material fails alone,
+//! with the exit code for bad input; a scheduler's array variables choose the shard; a killed
+//! shard is a gap the merge reports until a rerun fills it; the cache serves other folders.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::BTreeMap;
@@ -7,7 +9,22 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn texset(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_texset")).args(args).output().unwrap()
+    texset_with(args, &[])
+}
+
+/// `texset` with only these scheduler variables set (any of the caller's own removed).
+fn texset_with(args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_texset"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("SLURM_") || name.starts_with("AWS_BATCH_") || name.starts_with("TEXSET_") || name == "JOB_COMPLETION_INDEX" {
+            command.env_remove(name);
+        }
+    }
+    command.args(args).envs(vars.iter().copied()).output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 fn bundles(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -44,8 +61,8 @@ fn sharded_batches_match_the_unsharded_run_and_skip_unchanged_materials() {
     let all = tmp.path().join("all");
     let run = texset(&[&["compress", "--batch", lib, "-o", all.to_str().unwrap(), "--jobs", "2"], &common[..]].concat());
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(!run.status.success(), "{stderr}");
-    assert!(stderr.contains("1 of 6 materials failed"), "{stderr}");
+    assert_eq!(run.status.code(), Some(65), "bad input exits with EX_DATAERR: {stderr}");
+    assert!(stderr.contains("1 of 6 materials failed for good"), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(all.join("summary.json")).unwrap()).unwrap();
     let failed: Vec<&serde_json::Value> = json["units"].as_array().unwrap().iter().filter(|u| u["status"] == "failed").collect();
     assert_eq!(failed.len(), 1);
@@ -83,4 +100,183 @@ fn sharded_batches_match_the_unsharded_run_and_skip_unchanged_materials() {
         assert_eq!(status, expected, "{material}: {after:?}");
     }
     assert_ne!(bundles(&all)["wood.texset"], unsharded["wood.texset"]);
+}
+
+/// A library of five small materials under `root`.
+fn library(root: &Path) -> std::path::PathBuf {
+    let library = root.join("library");
+    texset::synth::write_sample_textures(&library, 16, 3).unwrap();
+    library
+}
+
+/// Each material of a plan with its shard index.
+type Planned = Vec<(String, u64)>;
+
+/// `--plan --json` under these variables: every entry's shard, or the exit code and stderr.
+fn planned_shards(lib: &str, out: &str, vars: &[(&str, &str)]) -> Result<Planned, (Option<i32>, String)> {
+    let run = texset_with(&["compress", "--batch", lib, "-o", out, "--shard", "auto", "--plan", "--json"], vars);
+    if !run.status.success() {
+        return Err((run.status.code(), stderr(&run)));
+    }
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    Ok(json.as_array().unwrap().iter().map(|e| (e["material"].as_str().unwrap().to_owned(), e["shard"].as_u64().unwrap())).collect())
+}
+
+#[test]
+fn scheduler_variables_choose_the_shard_and_bad_ones_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = library(tmp.path());
+    let (lib, out) = (library.to_str().unwrap(), tmp.path().join("out"));
+    let out = out.to_str().unwrap();
+    let by_hand = |shard: &str| {
+        let run = texset_with(&["compress", "--batch", lib, "-o", out, "--shard", shard, "--plan", "--json"], &[]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        json.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["material"].as_str().unwrap().to_owned(), e["shard"].as_u64().unwrap()))
+            .collect::<Vec<_>>()
+    };
+    for index in 0..3_u64 {
+        let expected = by_hand(&format!("{index}/3"));
+        assert!(expected.iter().all(|(_, s)| *s == index), "{expected:?}");
+        let i = index.to_string();
+        let k8s = planned_shards(lib, out, &[("JOB_COMPLETION_INDEX", &i), ("TEXSET_SHARD_COUNT", "3")]).unwrap();
+        assert_eq!(k8s, expected, "Kubernetes index {index}");
+        let aws = planned_shards(lib, out, &[("AWS_BATCH_JOB_ARRAY_INDEX", &i), ("AWS_BATCH_JOB_ARRAY_SIZE", "3")]).unwrap();
+        assert_eq!(aws, expected, "AWS Batch index {index}");
+        let id = (index + 7).to_string();
+        let slurm =
+            planned_shards(lib, out, &[("SLURM_ARRAY_TASK_ID", &id), ("SLURM_ARRAY_TASK_MIN", "7"), ("SLURM_ARRAY_TASK_COUNT", "3")])
+                .unwrap();
+        assert_eq!(slurm, expected, "Slurm task {id} of 7..9");
+    }
+    // Refusals: exit 64, naming the variables.
+    let refusals: [(&[(&str, &str)], &str); 4] = [
+        (&[], "no batch scheduler's array variables are set"),
+        (&[("JOB_COMPLETION_INDEX", "0")], "JOB_COMPLETION_INDEX is set but TEXSET_SHARD_COUNT is not"),
+        (
+            &[
+                ("JOB_COMPLETION_INDEX", "0"),
+                ("TEXSET_SHARD_COUNT", "2"),
+                ("AWS_BATCH_JOB_ARRAY_INDEX", "1"),
+                ("AWS_BATCH_JOB_ARRAY_SIZE", "2"),
+            ],
+            "Kubernetes says shard 0/2 but AWS Batch says shard 1/2",
+        ),
+        (&[("AWS_BATCH_JOB_ARRAY_INDEX", "4"), ("AWS_BATCH_JOB_ARRAY_SIZE", "4")], "index 4 is not below the count 4"),
+    ];
+    for (vars, message) in refusals {
+        let (code, text) = planned_shards(lib, out, vars).unwrap_err();
+        assert_eq!(code, Some(64), "{vars:?}: {text}");
+        assert!(text.contains(message), "{vars:?}: {text}");
+    }
+    assert!(!Path::new(out).exists(), "a plan or a refusal wrote {out}");
+}
+
+#[test]
+fn a_killed_shard_is_a_gap_until_its_rerun_gives_the_same_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = library(tmp.path());
+    let lib = library.to_str().unwrap();
+    let common = ["--steps", "100", "--seed", "9"];
+    let all = tmp.path().join("all");
+    let run = texset(&[&["compress", "--batch", lib, "-o", all.to_str().unwrap(), "--jobs", "2"], &common[..]].concat());
+    assert!(run.status.success(), "{}", stderr(&run));
+    let unsharded = bundles(&all);
+
+    // Shard 0 of 2 runs as a Slurm array task; shard 1 is killed after its first material.
+    let sharded = tmp.path().join("sharded");
+    let out = sharded.to_str().unwrap();
+    let slurm = |task: &'static str| [("SLURM_ARRAY_TASK_ID", task), ("SLURM_ARRAY_TASK_MIN", "0"), ("SLURM_ARRAY_TASK_COUNT", "2")];
+    let first = texset_with(&[&["compress", "--batch", lib, "-o", out, "--shard", "auto"], &common[..]].concat(), &slurm("0"));
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second_shard: Vec<String> = statuses(&all.join("summary.json"))
+        .into_keys()
+        .filter(|m| !statuses(&sharded.join("summary-shard-0-of-2.json")).contains_key(m))
+        .collect();
+    assert!(second_shard.len() >= 2, "shard 1 needs two materials for a kill between them: {second_shard:?}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_texset"))
+        .args([&["compress", "--batch", lib, "-o", out, "--shard", "1/2"], &common[..]].concat())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let records = |m: &[String]| m.iter().filter(|m| sharded.join(format!("{m}.texset.json")).exists()).count();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(10);
+    while records(&second_shard) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let done = records(&second_shard);
+    assert!(done >= 1 && done < second_shard.len(), "the kill did not land between materials: {done} of {second_shard:?} done");
+
+    // The merge names the missing shard and materials, exits non-zero and writes no manifest.
+    let merge = || texset(&[&["compress", "--batch", lib, "-o", out, "--merge", "--json"], &common[..]].concat());
+    let gapped = merge();
+    assert!(!gapped.status.success(), "{}", stderr(&gapped));
+    let report: serde_json::Value = serde_json::from_slice(&gapped.stdout).unwrap();
+    assert_eq!(report["complete"], false);
+    assert_eq!(report["missing_shards"], serde_json::json!(["1/2"]));
+    let gaps: Vec<&str> = report["gaps"].as_array().unwrap().iter().map(|g| g["material"].as_str().unwrap()).collect();
+    assert_eq!(gaps.len(), second_shard.len() - done, "{report}");
+    assert!(gaps.iter().all(|g| second_shard.iter().any(|m| m == g)), "{gaps:?} not all of shard 1 {second_shard:?}");
+    assert!(stderr(&gapped).contains("no up-to-date bundle"), "{}", stderr(&gapped));
+    assert!(!sharded.join("manifest.json").exists());
+    let run0 = &report["runs"].as_array().unwrap()[0];
+    assert_eq!(run0["origin"]["scheduler"], "slurm", "{run0}");
+    assert_eq!(run0["shard"], serde_json::json!({"index": 0, "count": 2}));
+
+    // The rerun finishes the shard: the same bytes as the unsharded run, and a clean merge
+    // (twice: a merge can be rerun).
+    let rerun = texset(&[&["compress", "--batch", lib, "-o", out, "--shard", "1/2"], &common[..]].concat());
+    assert!(rerun.status.success(), "{}", stderr(&rerun));
+    let after = statuses(&sharded.join("summary-shard-1-of-2.json"));
+    assert_eq!(after.values().filter(|s| *s == "up_to_date").count(), done, "{after:?}");
+    assert_eq!(bundles(&sharded), unsharded, "the rerun shard's bundles differ from the unsharded run's");
+    for _ in 0..2 {
+        let clean = merge();
+        assert!(clean.status.success(), "{}", stderr(&clean));
+        let report: serde_json::Value = serde_json::from_slice(&clean.stdout).unwrap();
+        assert_eq!((report["complete"].clone(), report["gaps"].clone()), (serde_json::json!(true), serde_json::json!([])));
+    }
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(sharded.join("manifest.json")).unwrap()).unwrap();
+    let entries = manifest["materials"].as_array().unwrap();
+    assert_eq!(entries.len(), unsharded.len());
+    for entry in entries {
+        let bytes = &unsharded[entry["bundle"].as_str().unwrap()];
+        assert_eq!(entry["bytes"].as_u64().unwrap(), bytes.len() as u64);
+        assert_eq!(entry["sha256"].as_str().unwrap(), texset_core::drivers::batch::sha256_hex(bytes));
+        assert!(entry["pooled_psnr_db"].as_f64().unwrap() > 15.0, "{entry}");
+    }
+}
+
+#[test]
+fn the_cache_serves_another_folder_and_only_runs_one_material() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = library(tmp.path());
+    let lib = library.to_str().unwrap();
+    let cache = tmp.path().join("cache");
+    let common = ["--steps", "20", "--seed", "3", "--cache", cache.to_str().unwrap()];
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let first = texset(&[&["compress", "--batch", lib, "-o", a.to_str().unwrap()], &common[..]].concat());
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(statuses(&a.join("summary.json")).values().all(|s| s == "compressed"));
+    let second = texset(&[&["compress", "--batch", lib, "-o", b.to_str().unwrap(), "--jobs", "2"], &common[..]].concat());
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert!(statuses(&b.join("summary.json")).values().all(|s| s == "cached"), "{:?}", statuses(&b.join("summary.json")));
+    assert_eq!(bundles(&a), bundles(&b));
+
+    // Other options are another key: `--only` compresses the one material, not from the cache.
+    let only = tmp.path().join("only");
+    let args =
+        ["compress", "--batch", lib, "-o", only.to_str().unwrap(), "--only", "wood", "--steps", "21", "--cache", cache.to_str().unwrap()];
+    let run = texset(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(bundles(&only).into_keys().collect::<Vec<_>>(), ["wood.texset"]);
+    assert_eq!(statuses(&only.join("summary-material-wood.json")), BTreeMap::from([("wood".to_owned(), "compressed".to_owned())]));
+    let missing = texset(&["compress", "--batch", lib, "-o", only.to_str().unwrap(), "--only", "no_such", "--steps", "21"]);
+    assert!(!missing.status.success());
+    assert!(stderr(&missing).contains("no material folder \"no_such\""), "{}", stderr(&missing));
 }

@@ -89,7 +89,7 @@ impl CompressArgs {
     pub fn run(self) -> Result<()> {
         let mut options = self.options()?;
         if let Some(library) = &self.batch.batch {
-            return batch::run(library, &self.output, &options, self.bpp, self.batch.shard.as_deref(), self.batch.jobs);
+            return batch::run(&self.batch, library, &self.output, &options, self.bpp);
         }
         let (set, ingest_report) = load_library(&self.dirs)?;
         if let (Some(bpp), None) = (self.bpp, self.search.search) {

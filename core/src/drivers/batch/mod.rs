@@ -1,0 +1,519 @@
+//! Batch runs for a build farm: every material folder of a library directory becomes its own
+//! bundle (docs/scale.md).
+//!
+//! - Outputs are deterministic for a seed whatever the shard and job counts.
+//! - A material belongs to shard `sha256(name) mod count` ([`Shard`]), so adding materials does
+//!   not move the others; the shard comes from `i/n` or from a scheduler's array variables
+//!   ([`Shard::from_scheduler`]).
+//! - A material whose inputs (every file's bytes, the options and the target rate) are unchanged
+//!   is skipped: its SHA-256 content hash is the key, in the output folder and, as a build cache
+//!   does, in a shared cache folder ([`BatchJob::cache_dir`]).
+//! - One material failing does not stop the others; each failure says whether it is for good
+//!   (bad input) or worth retrying ([`FailureKind`]).
+//! - [`plan`] lists the work without doing it; [`merge::merge`] checks that a library's shards
+//!   are all there and up to date and writes its manifest.
+//!
+//! Files in the output folder: `<material>.texset`, `<material>.texset.json` (its [`UnitRecord`],
+//! written after the bundle) and one summary per run ([`BatchSummary::path`]). All are written
+//! atomically.
+
+pub mod merge;
+mod shard;
+
+pub use shard::{Scheduler, Shard, ShardError, ShardOrigin};
+
+use crate::options::CompressOptions;
+use crate::progress::{Cancel, NoProgress};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// A batch failure that stops the whole batch (one material failing does not).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchError {
+    /// A folder or file could not be read or written.
+    #[error("{path:?}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The shard could not be read or found.
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+    /// The library folder holds no material folder.
+    #[error("{0:?} holds no material folders")]
+    Empty(PathBuf),
+    /// The one material asked for is not a folder of the library.
+    #[error("{library:?} has no material folder {material:?}")]
+    NoSuchMaterial {
+        /// The library.
+        library: PathBuf,
+        /// The name asked for.
+        material: String,
+    },
+}
+
+/// What one batch run does.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchJob<'a> {
+    /// The library: one folder of maps per material.
+    pub library: &'a Path,
+    /// Where bundles, records and summaries go.
+    pub out_dir: &'a Path,
+    /// The options every material starts from.
+    pub options: &'a CompressOptions,
+    /// A target rate: each material's latent channels are sized to it
+    /// ([`CompressOptions::fit_bits_per_texel_for`]).
+    pub bits_per_texel: Option<f64>,
+    /// This run's part of the library.
+    pub shard: Shard,
+    /// One material by folder name instead of a shard (a per-material task).
+    pub only: Option<&'a str>,
+    /// A content-addressed cache of bundles shared between output folders and runs:
+    /// `<input_sha256>.texset` with its record `<input_sha256>.json`.
+    pub cache_dir: Option<&'a Path>,
+}
+
+/// How one material of the batch ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitStatus {
+    /// Compressed in this run.
+    Compressed,
+    /// Copied from the cache folder, where a run with the same inputs left it.
+    Cached,
+    /// Its bundle was already there for the same inputs: skipped.
+    UpToDate,
+    /// It failed; the error says why.
+    Failed,
+}
+
+/// Whether a failure is for good or worth another attempt: what a scheduler's retry policy
+/// needs to know (docs/scale.md, "Exit codes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The material's files or its options are bad: the same run fails the same way again.
+    Input,
+    /// Training, scoring or writing failed for a reason of the machine (the GPU lost, an output
+    /// not written): another attempt may succeed.
+    Transient,
+}
+
+/// One material's result: also its record beside the bundle, `<material>.texset.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UnitRecord {
+    /// Material folder name (the bundle is `<material>.texset`).
+    pub material: String,
+    /// What happened.
+    pub status: UnitStatus,
+    /// SHA-256 of the folder's files, the options and the target rate, hex: the cache key.
+    pub input_sha256: String,
+    /// SHA-256 of the bundle, hex.
+    #[serde(default)]
+    pub bundle_sha256: String,
+    /// Bundle size.
+    pub bundle_bytes: u64,
+    /// Bundle bits per texel.
+    pub bits_per_texel: f64,
+    /// Pooled PSNR of the decoded maps against the sources.
+    pub pooled_psnr_db: f64,
+    /// Training time of the run that made the bundle.
+    pub train_secs: f64,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    /// Whether the failure is for good.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub failure: Option<FailureKind>,
+    /// Something that went wrong without failing the material (the cache not written).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub warning: Option<String>,
+}
+
+/// What a batch run did.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BatchSummary {
+    /// The library folder.
+    pub library: PathBuf,
+    /// The shard run.
+    pub shard: Shard,
+    /// Who ran it, where, at which attempt.
+    #[serde(default)]
+    pub origin: ShardOrigin,
+    /// The one material run, for a per-material task.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub only: Option<String>,
+    /// Material folders in the whole library.
+    pub library_materials: usize,
+    /// Parallel jobs.
+    pub jobs: usize,
+    /// Wall time of this run.
+    pub wall_secs: f64,
+    /// This shard's materials, by name.
+    pub units: Vec<UnitRecord>,
+}
+
+impl BatchSummary {
+    /// Materials that failed.
+    #[must_use]
+    pub fn failed(&self) -> usize {
+        self.units.iter().filter(|u| u.status == UnitStatus::Failed).count()
+    }
+
+    /// How the run failed, if it did: transient when any failure was (a retry redoes only
+    /// what is not up to date), else for good.
+    #[must_use]
+    pub fn failure(&self) -> Option<FailureKind> {
+        let mut kinds = self.units.iter().filter(|u| u.status == UnitStatus::Failed).map(|u| u.failure.unwrap_or(FailureKind::Transient));
+        let first = kinds.next()?;
+        Some(if first == FailureKind::Transient || kinds.any(|k| k == FailureKind::Transient) {
+            FailureKind::Transient
+        } else {
+            FailureKind::Input
+        })
+    }
+
+    /// Where the summary of a run of `shard` (or of the one material `only`) goes in `out_dir`.
+    #[must_use]
+    pub fn path(out_dir: &Path, shard: Shard, only: Option<&str>) -> PathBuf {
+        match only {
+            Some(material) => out_dir.join(format!("summary-material-{material}.json")),
+            None if shard.count == 1 => out_dir.join("summary.json"),
+            None => out_dir.join(format!("summary-shard-{}-of-{}.json", shard.index, shard.count)),
+        }
+    }
+}
+
+/// One material of a [`plan`]: what a per-material task (`--only`) would do.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanEntry {
+    /// Material folder name.
+    pub material: String,
+    /// Its folder.
+    pub source: PathBuf,
+    /// The bundle it makes.
+    pub bundle: PathBuf,
+    /// Its shard of the job's shard count.
+    pub shard: u32,
+    /// The cache key.
+    pub input_sha256: String,
+    /// Whether its bundle is already there and up to date (nothing to do).
+    pub up_to_date: bool,
+}
+
+/// The material folders of a library, sorted by name.
+pub fn material_folders(library: &Path) -> Result<Vec<PathBuf>, BatchError> {
+    let io = |source| BatchError::Io { path: library.to_path_buf(), source };
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(library)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()).map_err(io))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    if folders.is_empty() {
+        return Err(BatchError::Empty(library.to_path_buf()));
+    }
+    Ok(folders)
+}
+
+fn folder_name(folder: &Path) -> String {
+    folder.file_name().map_or_else(|| "material".to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut hex, b| {
+        use std::fmt::Write;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}
+
+/// SHA-256 of `bytes`, hex.
+#[must_use]
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// SHA-256 over texset's version, the options' fingerprint ([`CompressOptions::fingerprint`]),
+/// the target rate and every regular file of `folder` in name order (name, length, bytes): what
+/// decides whether a finished bundle is still up to date, and its key in the cache.
+pub fn input_hash(folder: &Path, options: &CompressOptions, bits_per_texel: Option<f64>) -> Result<String, BatchError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BatchError::Io { path, source }
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
+    hasher.update(options.fingerprint().as_bytes());
+    hasher.update(bits_per_texel.map_or_else(|| "bpp:none".to_owned(), |b| format!("bpp:{:016x}", b.to_bits())).as_bytes());
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(folder).map_err(io(folder))?.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_file()).collect();
+    files.sort();
+    for file in files {
+        let bytes = std::fs::read(&file).map_err(io(&file))?;
+        hasher.update(file.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default());
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Paths of one material's outputs.
+struct Outputs {
+    bundle: PathBuf,
+    record: PathBuf,
+}
+
+impl Outputs {
+    fn new(out_dir: &Path, material: &str) -> Self {
+        Self { bundle: out_dir.join(format!("{material}.texset")), record: out_dir.join(format!("{material}.texset.json")) }
+    }
+}
+
+/// The record at `record`, when it names the inputs `input_sha256`, a bundle was made, and the
+/// bundle at `bundle` is the one it names (byte for byte, by SHA-256).
+fn finished(record: &Path, bundle: &Path, input_sha256: &str) -> Option<UnitRecord> {
+    let record: UnitRecord = serde_json::from_slice(&std::fs::read(record).ok()?).ok()?;
+    let made = matches!(record.status, UnitStatus::Compressed | UnitStatus::Cached);
+    if !made || record.input_sha256 != input_sha256 || record.bundle_sha256.is_empty() {
+        return None;
+    }
+    let bytes = std::fs::read(bundle).ok()?;
+    (sha256_hex(&bytes) == record.bundle_sha256).then_some(record)
+}
+
+/// The folders this job covers: its shard, or its one material.
+fn folders_of(job: &BatchJob<'_>) -> Result<(Vec<PathBuf>, usize), BatchError> {
+    let all = material_folders(job.library)?;
+    let count = all.len();
+    let mine: Vec<PathBuf> = match job.only {
+        Some(name) => {
+            let folder = all.into_iter().find(|f| folder_name(f) == name);
+            vec![folder.ok_or_else(|| BatchError::NoSuchMaterial { library: job.library.to_path_buf(), material: name.to_owned() })?]
+        }
+        None => all.into_iter().filter(|f| job.shard.owns(&folder_name(f))).collect(),
+    };
+    Ok((mine, count))
+}
+
+/// Lists this job's materials and whether each is already up to date, doing nothing: the work
+/// list for a dynamic scheduler (one task per entry with [`BatchJob::only`]).
+pub fn plan(job: &BatchJob<'_>) -> Result<Vec<PlanEntry>, BatchError> {
+    let (mine, _) = folders_of(job)?;
+    mine.iter()
+        .map(|folder| {
+            let material = folder_name(folder);
+            let input_sha256 = input_hash(folder, job.options, job.bits_per_texel)?;
+            let out = Outputs::new(job.out_dir, &material);
+            let up_to_date = finished(&out.record, &out.bundle, &input_sha256).is_some();
+            Ok(PlanEntry {
+                shard: Shard::of(&material, job.shard.count),
+                material,
+                source: folder.clone(),
+                bundle: out.bundle,
+                input_sha256,
+                up_to_date,
+            })
+        })
+        .collect()
+}
+
+/// Runs this job: `jobs` materials at once, `report` hears of each as it ends. Writes the
+/// run's summary, with `origin`, and returns it.
+pub fn run(
+    job: &BatchJob<'_>,
+    jobs: usize,
+    origin: &ShardOrigin,
+    report: &(dyn Fn(&UnitRecord) + Sync),
+) -> Result<BatchSummary, BatchError> {
+    let start = Instant::now();
+    let (mine, library_materials) = folders_of(job)?;
+    std::fs::create_dir_all(job.out_dir).map_err(|source| BatchError::Io { path: job.out_dir.to_path_buf(), source })?;
+    if let Some(cache) = job.cache_dir {
+        std::fs::create_dir_all(cache).map_err(|source| BatchError::Io { path: cache.to_path_buf(), source })?;
+    }
+    let results: Mutex<Vec<Option<UnitRecord>>> = Mutex::new(vec![None; mine.len()]);
+    let next = AtomicUsize::new(0);
+    let jobs = jobs.clamp(1, mine.len().max(1));
+    std::thread::scope(|scope| {
+        for worker in 0..jobs {
+            let (mine, results, next) = (&mine, &results, &next);
+            let spawned = std::thread::Builder::new().name(format!("texset-batch-{worker}")).spawn_scoped(scope, move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(folder) = mine.get(i) else { break };
+                    let record = run_one(folder, job);
+                    report(&record);
+                    if let Ok(mut r) = results.lock() {
+                        r[i] = Some(record);
+                    }
+                }
+            });
+            if let Err(e) = spawned {
+                // No thread: this worker's share is picked up by the others (or below).
+                eprintln!("warning: cannot start batch worker {worker}: {e}");
+            }
+        }
+    });
+    // Anything no worker took (every spawn failed) runs here.
+    let mut slots = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (slot, folder) in slots.iter_mut().zip(&mine) {
+        if slot.is_none() {
+            let record = run_one(folder, job);
+            report(&record);
+            *slot = Some(record);
+        }
+    }
+    let summary = BatchSummary {
+        library: job.library.to_path_buf(),
+        shard: job.shard,
+        origin: origin.clone(),
+        only: job.only.map(str::to_owned),
+        library_materials,
+        jobs,
+        wall_secs: start.elapsed().as_secs_f64(),
+        units: slots.into_iter().flatten().collect(),
+    };
+    let path = BatchSummary::path(job.out_dir, job.shard, job.only);
+    let json = serde_json::to_vec_pretty(&summary).unwrap_or_default();
+    crate::io::fsutil::write_atomic(&path, &json).map_err(|source| BatchError::Io { path, source })?;
+    Ok(summary)
+}
+
+/// A failed record.
+fn failed(material: &str, input_sha256: String, failure: FailureKind, error: String) -> UnitRecord {
+    UnitRecord {
+        material: material.to_owned(),
+        status: UnitStatus::Failed,
+        input_sha256,
+        bundle_sha256: String::new(),
+        bundle_bytes: 0,
+        bits_per_texel: 0.0,
+        pooled_psnr_db: 0.0,
+        train_secs: 0.0,
+        error: Some(error),
+        failure: Some(failure),
+        warning: None,
+    }
+}
+
+/// Whether a compression error is for good (the input or the options) or of the machine.
+fn failure_kind(error: &crate::CompressError) -> FailureKind {
+    use crate::CompressError as E;
+    use crate::train::TrainError as T;
+    match error {
+        E::EmptySet | E::Options(_) | E::Unsupported(_) | E::UnknownBudget(_) | E::Bundle(_) | E::Train(T::InitFrom { .. }) => {
+            FailureKind::Input
+        }
+        E::Train(_) => FailureKind::Transient,
+    }
+}
+
+/// One material: up to date, copied from the cache, compressed, or failed. A failure's record
+/// replaces the material's (stale) record too, so that a merge can say why it has no bundle;
+/// that write is best effort, as the failure is already what the summary reports.
+fn run_one(folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
+    let record = attempt_one(folder, job);
+    if record.status == UnitStatus::Failed {
+        let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
+        let _ = crate::io::fsutil::write_atomic(&Outputs::new(job.out_dir, &record.material).record, &json);
+    }
+    record
+}
+
+fn attempt_one(folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
+    let material = folder_name(folder);
+    let hash = match input_hash(folder, job.options, job.bits_per_texel) {
+        Ok(h) => h,
+        Err(e) => return failed(&material, String::new(), FailureKind::Input, e.to_string()),
+    };
+    let out = Outputs::new(job.out_dir, &material);
+    if let Some(earlier) = finished(&out.record, &out.bundle, &hash) {
+        return UnitRecord { status: UnitStatus::UpToDate, ..earlier };
+    }
+    if let Some(cache) = job.cache_dir
+        && let Some(record) = from_cache(cache, &hash, &material, &out)
+    {
+        return record;
+    }
+    let made = compress_one(folder, job, &material, &hash)
+        .and_then(|(record, bytes)| write_outputs(&out, &record, &bytes).map(|()| record).map_err(|e| (FailureKind::Transient, e)));
+    let mut record = match made {
+        Ok(record) => record,
+        Err((kind, error)) => return failed(&material, hash, kind, error),
+    };
+    if let Some(cache) = job.cache_dir
+        && let Err(e) = to_cache(cache, &record, &out.bundle)
+    {
+        record.warning = Some(format!("not stored in the cache {}: {e}", cache.display()));
+    }
+    record
+}
+
+/// Ingests, fits to the rate, compresses and scores one material: its record and bundle bytes,
+/// or how and why it failed.
+fn compress_one(folder: &Path, job: &BatchJob<'_>, material: &str, hash: &str) -> Result<(UnitRecord, Vec<u8>), (FailureKind, String)> {
+    let fail = |kind, text: String| (kind, text);
+    let (set, _) = crate::set::ingest::load_library(&[folder.to_path_buf()]).map_err(|e| fail(FailureKind::Input, e.to_string()))?;
+    let mut options = job.options.clone();
+    if let Some(bits_per_texel) = job.bits_per_texel {
+        options.fit_bits_per_texel_for(bits_per_texel, &set).map_err(|e| fail(FailureKind::Input, e.to_string()))?;
+    }
+    let compressed = crate::compress(&set, &options, &NoProgress, &Cancel::new()).map_err(|e| fail(failure_kind(&e), e.to_string()))?;
+    let pooled_psnr_db = crate::eval::evaluate(&set, &crate::Decoder::new(&compressed.bundle), false)
+        .map_err(|e| fail(FailureKind::Transient, e.to_string()))?
+        .pooled_psnr_db;
+    let record = UnitRecord {
+        material: material.to_owned(),
+        status: UnitStatus::Compressed,
+        input_sha256: hash.to_owned(),
+        bundle_sha256: sha256_hex(&compressed.bundle_bytes),
+        bundle_bytes: compressed.bundle_bytes.len() as u64,
+        bits_per_texel: compressed.report.pack.bits_per_texel,
+        pooled_psnr_db,
+        train_secs: compressed.report.train.train_secs,
+        error: None,
+        failure: None,
+        warning: None,
+    };
+    Ok((record, compressed.bundle_bytes))
+}
+
+/// Writes a material's bundle, then its record (so a record always names a whole bundle); the
+/// error says which file could not be written.
+fn write_outputs(out: &Outputs, record: &UnitRecord, bundle: &[u8]) -> Result<(), String> {
+    let fail = |path: &Path, e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    crate::io::fsutil::write_atomic(&out.bundle, bundle).map_err(|e| fail(&out.bundle, e))?;
+    let json = serde_json::to_vec_pretty(record).unwrap_or_default();
+    crate::io::fsutil::write_atomic(&out.record, &json).map_err(|e| fail(&out.record, e))
+}
+
+/// A bundle made from the same inputs, from the cache into `out`, as a `Cached` record; `None`
+/// when the cache has none (or one that does not match its record).
+fn from_cache(cache: &Path, hash: &str, material: &str, out: &Outputs) -> Option<UnitRecord> {
+    let cached = finished(&cache.join(format!("{hash}.json")), &cache.join(format!("{hash}.texset")), hash)?;
+    let bytes = std::fs::read(cache.join(format!("{hash}.texset"))).ok()?;
+    let record = UnitRecord { material: material.to_owned(), status: UnitStatus::Cached, warning: None, ..cached };
+    Some(match write_outputs(out, &record, &bytes) {
+        Ok(()) => record,
+        Err(error) => failed(material, hash.to_owned(), FailureKind::Transient, error),
+    })
+}
+
+/// Stores a compressed material in the cache, keyed by its inputs: bundle first, then record.
+/// Entries are content-addressed, so two runs storing one key write the same bytes.
+fn to_cache(cache: &Path, record: &UnitRecord, bundle: &Path) -> std::io::Result<()> {
+    let bytes = std::fs::read(bundle)?;
+    crate::io::fsutil::write_atomic(&cache.join(format!("{}.texset", record.input_sha256)), &bytes)?;
+    let json = serde_json::to_vec_pretty(record).unwrap_or_default();
+    crate::io::fsutil::write_atomic(&cache.join(format!("{}.json", record.input_sha256)), &json)
+}
