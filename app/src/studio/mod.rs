@@ -7,6 +7,7 @@
 
 pub mod bench_ui;
 pub mod budgets;
+pub mod compare;
 pub mod panels;
 pub mod preview;
 pub mod runs;
@@ -327,7 +328,7 @@ impl StudioApp {
         egui::CentralPanel::default().frame(central).show(ui, |ui| {
             panels::central_tabs_ui(ui, &mut view);
             match view.central {
-                CentralView::Compare => panels::compare_ui(ui, &self.session, &mut self.textures, &mut view, &mut commands),
+                CentralView::Compare => compare::compare_ui(ui, &self.session, &mut self.textures, &mut view, &mut commands),
                 CentralView::Preview => preview::preview_ui(ui, &self.session, &mut view, self.preview.as_mut()),
             }
         });

@@ -149,14 +149,60 @@ fn is_root() -> bool {
 }
 
 #[test]
-#[allow(clippy::too_many_lines)] // One table of cases.
 fn every_bad_input_is_a_clear_error_naming_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let out = root.join("out.texset");
-    let mut cases: Vec<Case> = Vec::new();
-    let compress = |dir: &Path, expect: &[&str], name: &str| case(name, &[&"compress", &dir.to_path_buf(), &"-o", &out.clone()], expect);
+    let good_dir = material(root, "good", &[("m_roughness.png", png(16, 16))]);
+    let mut cases = image_cases(root, &out);
+    cases.extend(folder_cases(root, &out));
+    let (option_cases, bundle) = option_cases(root, &out, &good_dir);
+    cases.extend(option_cases);
+    cases.extend(bundle_cases(root, &bundle));
+    cases.extend(output_cases(root, &good_dir, &bundle));
 
+    let bundle_before = std::fs::read(&bundle).unwrap();
+    let mut failures = Vec::new();
+    for c in &cases {
+        let output = texset().args(&c.args).envs(c.env.iter().copied()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let lower = stderr.to_lowercase();
+        let mut wrong = Vec::new();
+        if output.status.success() {
+            wrong.push("exited 0".to_owned());
+        }
+        if lower.contains("panicked") || output.status.code().is_none() {
+            wrong.push("panicked or was killed".to_owned());
+        }
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("texset: error:")).collect();
+        if errors.len() != 1 {
+            wrong.push(format!("{} error lines", errors.len()));
+        }
+        for e in &c.expect {
+            if !lower.contains(e.as_str()) {
+                wrong.push(format!("no {e:?}"));
+            }
+        }
+        if !wrong.is_empty() {
+            failures.push(format!("{}: {} -- stderr: {}", c.name, wrong.join(", "), stderr.trim()));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases wrong:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(cases.len() >= 40, "the matrix has {} cases", cases.len());
+    eprintln!("{} bad-input cases, each a clear error", cases.len());
+
+    // A failed write left the earlier file as it was and no temporary file behind.
+    assert_eq!(std::fs::read(&bundle).unwrap(), bundle_before, "a failed export damaged the file it was replacing");
+    let leftovers: Vec<_> =
+        std::fs::read_dir(root).unwrap().filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".tmp-")).collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+/// Broken images: corrupt, truncated, empty, bombs, unsupported depths, NaN.
+fn image_cases(root: &Path, out: &Path) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let compress =
+        |dir: &Path, expect: &[&str], name: &str| case(name, &[&"compress", &dir.to_path_buf(), &"-o", &out.to_path_buf()], expect);
     // --- Images ---------------------------------------------------------------------------
     let good = png(16, 16);
     let mut corrupt = b"\x89PNG\r\n\x1a\n".to_vec();
@@ -211,6 +257,16 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
     let d = material(root, "nan_exr", &[("m_height.exr", nan_bytes)]);
     cases.push(compress(&d, &["m_height.exr", "nan"], "EXR holding NaN"));
 
+    cases
+}
+
+/// Folders and names: unknown or duplicate kinds, empty folders, links, FIFOs, non-UTF-8 names,
+/// bad `texset.toml`, unreadable files.
+fn folder_cases(root: &Path, out: &Path) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let out = out.to_path_buf();
+    let compress = |dir: &Path, expect: &[&str], name: &str| case(name, &[&"compress", &dir.to_path_buf(), &"-o", &out.clone()], expect);
+    let jpeg = encoded(16, 16, image::ImageFormat::Jpeg);
     // --- Folders and names ------------------------------------------------------------------
     let d = root.join("unknown_names");
     std::fs::create_dir_all(&d).unwrap();
@@ -273,8 +329,15 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
         cases.push(compress(&d, &["unreadable_folder", "permission denied"], "unreadable folder"));
     }
 
+    cases
+}
+
+/// Bad option values, checkpoints and start bundles; also makes the good bundle the later cases
+/// break, returned beside the cases.
+fn option_cases(root: &Path, out: &Path, good_dir: &Path) -> (Vec<Case>, PathBuf) {
+    let mut cases = Vec::new();
+    let (out, good_dir) = (out.to_path_buf(), good_dir.to_path_buf());
     // --- Options ------------------------------------------------------------------------------
-    let good_dir = material(root, "good", &[("m_roughness.png", png(16, 16))]);
     let with = |name: &str, extra: &[&str], expect: &[&str]| {
         let mut args: Vec<&dyn AsRefOs> = vec![&"compress", &good_dir, &"-o", &out];
         args.extend(extra.iter().map(|s| s as &dyn AsRefOs));
@@ -315,8 +378,15 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
         &["good.texset", "cannot start from"],
     ));
 
+    (cases, bundle)
+}
+
+/// The good bundle broken every way: truncated at every boundary, bits flipped in every section,
+/// versions it does not support, a manifest that lies.
+fn bundle_cases(root: &Path, bundle: &Path) -> Vec<Case> {
+    let mut cases = Vec::new();
     // --- Bundles ------------------------------------------------------------------------------
-    let good_bytes = std::fs::read(&bundle).unwrap();
+    let good_bytes = std::fs::read(bundle).unwrap();
     let (table, table_end) = sections(&good_bytes);
     let mut broken: Vec<(String, Vec<u8>, &str)> = vec![
         ("empty bundle".into(), Vec::new(), "truncated"),
@@ -371,6 +441,14 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
     cases.push(case("bundle path that is a folder", &[&"inspect", &root.to_path_buf()], &["is a directory"]));
     cases.push(case("missing bundle", &[&"inspect", &root.join("nowhere.texset")], &["nowhere.texset", "no such file"]));
 
+    cases
+}
+
+/// Outputs that cannot be written (read-only, a folder, a full disk), and commands given inputs
+/// that do not fit.
+fn output_cases(root: &Path, good_dir: &Path, bundle: &Path) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let (good_dir, bundle) = (good_dir.to_path_buf(), bundle.to_path_buf());
     // --- Outputs ------------------------------------------------------------------------------
     let out_case = |name: &str, output: &Path, expect: &[&str]| {
         case(name, &[&"compress", &good_dir, &"-o", &output.to_path_buf(), &"--steps", &"5"], expect)
@@ -406,40 +484,5 @@ fn every_bad_input_is_a_clear_error_naming_the_file() {
     let missing = root.join("no_such_material");
     cases.push(case("bench ui on a folder that is not there", &[&"bench", &"ui", &missing], &["no_such_material", "did not load"]));
 
-    // --- Run them all -------------------------------------------------------------------------
-    let bundle_before = std::fs::read(&bundle).unwrap();
-    let mut failures = Vec::new();
-    for c in &cases {
-        let output = texset().args(&c.args).envs(c.env.iter().copied()).output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        let lower = stderr.to_lowercase();
-        let mut wrong = Vec::new();
-        if output.status.success() {
-            wrong.push("exited 0".to_owned());
-        }
-        if lower.contains("panicked") || output.status.code().is_none() {
-            wrong.push("panicked or was killed".to_owned());
-        }
-        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("texset: error:")).collect();
-        if errors.len() != 1 {
-            wrong.push(format!("{} error lines", errors.len()));
-        }
-        for e in &c.expect {
-            if !lower.contains(e.as_str()) {
-                wrong.push(format!("no {e:?}"));
-            }
-        }
-        if !wrong.is_empty() {
-            failures.push(format!("{}: {} -- stderr: {}", c.name, wrong.join(", "), stderr.trim()));
-        }
-    }
-    assert!(failures.is_empty(), "{} of {} cases wrong:\n{}", failures.len(), cases.len(), failures.join("\n"));
-    assert!(cases.len() >= 40, "the matrix has {} cases", cases.len());
-    eprintln!("{} bad-input cases, each a clear error", cases.len());
-
-    // A failed write left the earlier file as it was and no temporary file behind.
-    assert_eq!(std::fs::read(&bundle).unwrap(), bundle_before, "a failed export damaged the file it was replacing");
-    let leftovers: Vec<_> =
-        std::fs::read_dir(root).unwrap().filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".tmp-")).collect();
-    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    cases
 }

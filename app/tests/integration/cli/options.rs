@@ -1,0 +1,207 @@
+//! The engine options' flags reach the engine, the bundle and the report, and bad values are
+//! refused naming the flag.
+
+use super::{samples, texset};
+
+#[test]
+fn weight_format_reaches_the_bundle_and_inspect_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    for (arg, shown) in [("e4m3", "E4M3 weights"), ("mxint8", "MXINT8 weights"), ("fp16", "fp16 weights")] {
+        let bundle = tmp.path().join(format!("{arg}.texset"));
+        let out = texset(&["compress", bricks.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "30", "--weight-format", arg]);
+        assert!(out.status.success(), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = texset(&["inspect", bundle.to_str().unwrap()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.contains(shown), "{arg}: {stdout}");
+        // What is written decodes: the GPU-free path reads it back.
+        let decoded = tmp.path().join(format!("{arg}-png"));
+        let out = texset(&["decode", bundle.to_str().unwrap(), "-o", decoded.to_str().unwrap()]);
+        assert!(out.status.success(), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn bench_quantisation_runs_the_four_mode_pairs_at_the_bits_asked() {
+    let bricks = samples().join("bricks");
+    let out = texset(&["bench", "quantisation", bricks.to_str().unwrap(), "--steps", "40", "--bits", "2,8", "--skip-formats", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cells: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cells = cells.as_array().unwrap();
+    let bits: Vec<u64> = cells.iter().map(|c| c["latent_bits"].as_u64().unwrap()).collect();
+    assert_eq!(bits, [2, 2, 2, 2, 8, 8, 8, 8]);
+    let modes: Vec<(&str, &str)> = cells.iter().map(|c| (c["latents"].as_str().unwrap(), c["weights"].as_str().unwrap())).collect();
+    let pairs = [("qat", "qat"), ("ptq", "qat"), ("qat", "ptq"), ("ptq", "ptq")];
+    assert_eq!(modes[..4], pairs);
+    assert_eq!(modes[4..], pairs);
+    // No weight-format table: every cell is int8, and 8-bit latents cost more bits than 2-bit.
+    assert!(cells.iter().all(|c| c["weight_format"] == "int8_per_row"), "{cells:?}");
+    assert!(cells[4]["bits_per_texel"].as_f64().unwrap() > cells[0]["bits_per_texel"].as_f64().unwrap());
+    assert!(cells.iter().all(|c| c["pooled_psnr_db"].as_f64().unwrap() > 10.0), "{cells:?}");
+
+    let bad = texset(&["bench", "quantisation", bricks.to_str().unwrap(), "--bits", "3"]);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("--bits") && stderr.contains("3 is not a latent bit depth (2, 4 or 8)"), "{stderr}");
+}
+
+#[test]
+fn learning_rates_reach_training_and_bad_ones_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let compress = |name: &str, extra: &[&str]| {
+        let out_path = tmp.path().join(name);
+        let mut args = vec!["compress", bricks.to_str().unwrap(), "--steps", "20", "-o", out_path.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = texset(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read(&out_path).unwrap()
+    };
+    let default = compress("default.texset", &[]);
+    // The defaults given as flags train the same model; other rates another.
+    assert_eq!(compress("same.texset", &["--grid-lr", "0.02", "--mlp-lr", "0.004"]), default);
+    assert_ne!(compress("grid.texset", &["--grid-lr", "0.1"]), default);
+    assert_ne!(compress("mlp.texset", &["--mlp-lr", "0.005"]), default);
+    for (flag, value) in [("--grid-lr", "0"), ("--mlp-lr", "-1"), ("--grid-lr", "NaN"), ("--mlp-lr", "2")] {
+        let out_path = tmp.path().join("bad.texset");
+        let arg = format!("{flag}={value}");
+        let bad = texset(&["compress", bricks.to_str().unwrap(), "--steps", "20", &arg, "-o", out_path.to_str().unwrap()]);
+        assert!(!bad.status.success());
+        let stderr = String::from_utf8_lossy(&bad.stderr);
+        assert!(stderr.contains(flag) && stderr.contains("is not a learning rate"), "{stderr}");
+        assert!(!out_path.exists());
+    }
+}
+
+#[test]
+fn a_time_budget_picks_the_steps_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    for flag in ["--time-budget", "--train-secs"] {
+        let out_path = tmp.path().join("budget.texset");
+        let out = texset(&["compress", bricks.to_str().unwrap(), flag, "3", "--no-ssim", "-o", out_path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{flag}: {stderr}");
+        assert!(stderr.contains("time budget 3.0 s:") && stderr.contains("ms per step measured, so"), "{flag}: {stderr}");
+        assert!(out_path.is_file());
+        std::fs::remove_file(&out_path).unwrap();
+    }
+}
+
+#[test]
+fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("narrow.texset");
+    let out = texset(&["compress", bricks.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "30", "--decoder", "24-16"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = texset(&["inspect", bundle.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mlp = stdout.lines().find(|l| l.starts_with("mlp: ")).unwrap();
+    // inputs-24-16-outputs: the two hidden layers asked for, nothing else between.
+    let widths: Vec<&str> = mlp["mlp: ".len()..].split(' ').next().unwrap().split('-').collect();
+    assert_eq!(widths.len(), 4, "{mlp}");
+    assert_eq!(widths[1..3], ["24", "16"], "{mlp}");
+
+    for (arg, says) in [("24-0", "--decoder: '0' is not a layer width"), ("wide", "--decoder: 'wide' is not a layer width")] {
+        let out = texset(&["compress", bricks.to_str().unwrap(), "-o", tmp.path().join("bad.texset").to_str().unwrap(), "--decoder", arg]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{arg}: {stderr}");
+    }
+    let deep = vec!["8"; 16].join("-");
+    let out = texset(&["compress", bricks.to_str().unwrap(), "-o", tmp.path().join("deep.texset").to_str().unwrap(), "--decoder", &deep]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("16 hidden layers; at most 15"), "{stderr}");
+    assert!(!tmp.path().join("bad.texset").exists() && !tmp.path().join("deep.texset").exists());
+}
+
+/// The widest decoder `--decoder` accepts makes a bundle that `export-shader` (the GPU decoder's
+/// model, validated by naga) accepts too: one limit, `texset_core::model::params::MAX_MLP_WIDTH`.
+#[test]
+fn the_widest_decoder_the_cli_accepts_exports_as_a_shader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("small");
+    std::fs::create_dir_all(&dir).unwrap();
+    image::RgbImage::from_fn(16, 16, |x, y| image::Rgb([(x * 16) as u8, (y * 16) as u8, 77])).save(dir.join("s_basecolor.png")).unwrap();
+    let widest = texset_core::model::params::MAX_MLP_WIDTH;
+    let bundle = tmp.path().join("wide.texset");
+    let decoder = format!("{widest}-{widest}");
+    let out =
+        texset(&["compress", dir.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "3", "--no-ssim", "--decoder", &decoder]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shader = tmp.path().join("wide.wgsl");
+    let out = texset(&["export-shader", bundle.to_str().unwrap(), "--lang", "wgsl", "-o", shader.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&shader).unwrap().contains(&format!("const MAX_WIDTH: u32 = {widest}u;")));
+    // One wider is refused before any training.
+    let wider = format!("{}", widest + 1);
+    let out = texset(&["compress", dir.to_str().unwrap(), "-o", tmp.path().join("wider.texset").to_str().unwrap(), "--decoder", &wider]);
+    assert!(!out.status.success(), "--decoder {wider} was accepted");
+    assert!(!tmp.path().join("wider.texset").exists());
+}
+
+#[test]
+fn learned_budgets_are_reported_per_texture_and_bad_settings_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("learned.texset");
+    let out = texset(&["compress", bricks.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "40", "--learn-budgets"]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    // The prune pass names the cut, and every texture's budget line says what the cut made of it.
+    assert!(text.contains("budgets learned: gates per texture and channel") && text.contains("cut at step 12"), "{text}");
+    let learned = text.lines().filter(|l| l.contains("-> ") && l.contains("learned: ")).count();
+    let textures = text.lines().filter(|l| l.trim_start().starts_with("bricks/") && l.contains("channels (")).count();
+    assert!(textures >= 2 && learned == textures, "{learned} learned reasons for {textures} textures:\n{text}");
+
+    let path = tmp.path().join("bad.texset");
+    for (args, says) in [
+        (vec!["--budget-lasso", "1e-5"], "--learn-budgets"),
+        (vec!["--learn-budgets", "--budget-cut-at", "0.95"], "before the latents freeze"),
+        (vec!["--learn-budgets", "--budget-drop-below", "1.5"], "0 to 1 of the largest importance"),
+        (vec!["--learn-budgets", "--prune-to", "4,4"], "--prune-to"),
+        (vec!["--learn-budgets", "--backend", "wgpu"], "cannot train learned budgets"),
+        (vec!["--learn-budgets", "--backend", "gpu"], "--backend gpu cannot train learned budgets"),
+        (vec!["--prune-to", "4,4", "--backend", "gpu"], "--backend gpu cannot train channel pruning"),
+    ] {
+        let mut all = vec!["compress", bricks.to_str().unwrap(), "-o", path.to_str().unwrap(), "--steps", "10"];
+        all.extend(&args);
+        let out = texset(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!path.exists());
+}
+
+#[test]
+fn error_driven_sampling_reports_its_refreshes_and_bad_settings_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("error.texset");
+    let report = tmp.path().join("report.json");
+    let (bricks_arg, bundle_arg, report_arg) = (bricks.to_str().unwrap(), bundle.to_str().unwrap(), report.to_str().unwrap());
+    let out =
+        texset(&["compress", bricks_arg, "-o", bundle_arg, "--steps", "40", "--sampling", "error", "--no-ssim", "--report", report_arg]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    // 40 steps: a refresh every 2 steps from step 2 until the uniform tail at step 36.
+    assert!(text.contains("error-driven sampling: 17 error-map refreshes took"), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let train = &json["passes"]["train"];
+    assert_eq!(train["sampling"], "error", "{train}");
+    assert_eq!(train["sampling_refreshes"], 17, "{train}");
+
+    let path = tmp.path().join("bad.texset");
+    for (args, says) in [
+        (vec!["--sampling", "error", "--backend", "gpu"], "--backend gpu cannot train error-driven sampling"),
+        (vec!["--sampling", "error", "--sampling-mix", "1"], "the mix must be 0 to 0.95"),
+        (vec!["--sampling", "rms-error", "--sampling-uniform-after", "1.5"], "a fraction 0 to 1 of the steps"),
+    ] {
+        let mut all = vec!["compress", bricks_arg, "-o", path.to_str().unwrap(), "--steps", "10"];
+        all.extend(&args);
+        let out = texset(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!path.exists());
+}
