@@ -6,7 +6,7 @@
 
 use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
-use texset_core::bundle::Bundle;
+use texset_core::bundle::{Bundle, Manifest, MapEntry};
 use texset_core::model::params::MAX_MLP_WIDTH;
 use texset_core::model::quant::QuantizedLayer;
 use texset_core::model::wgsl::{MlpWgsl, PORTABLE_UNIFORM_BYTES, WeightMemory, pack_weights};
@@ -119,40 +119,8 @@ impl GpuModel {
     /// 32-bit indices.
     pub fn with_options(bundle: &Bundle, options: GpuModelOptions) -> Result<Self, GpuError> {
         let manifest = &bundle.manifest;
-        let mlp_inputs = manifest.mlp_inputs();
-        let mut max_width = mlp_inputs;
-        if let Some((_, hidden)) = manifest.layers.split_last() {
-            for layer in hidden {
-                max_width = max_width.max(layer.outputs as usize);
-            }
-        }
-        if max_width > MAX_MLP_WIDTH {
-            return Err(GpuError::ModelTooLarge { what: "MLP width", got: max_width, limit: MAX_MLP_WIDTH });
-        }
-
-        // Latents: each grid from a word boundary.
-        let mut latent_words = Vec::new();
-        let mut grid_word_offset = Vec::new();
-        let mut grid_first_channel = Vec::new();
-        let mut grid_low = Vec::new();
-        let mut grid_step = Vec::new();
-        let mut first_channel = 0u32;
-        for grid in &manifest.grids {
-            grid_first_channel.push(first_channel);
-            first_channel += grid.channels;
-            // The step expression of `texset_core::model::quant::level_value`, evaluated here once.
-            grid_low.push(grid.range[0]);
-            grid_step.push((grid.range[1] - grid.range[0]) / ((1u32 << grid.bits) - 1) as f32);
-        }
-        // Every pyramid level's grids (level 0 first) from a word boundary; a pyramid grid has
-        // its level-0 grid's channels, bits and range.
-        for (grid, levels) in manifest.all_grids().zip(&bundle.latent_levels) {
-            grid_word_offset.push(to_u32("latent words", latent_words.len())?);
-            pack_words(levels, grid.bits, &mut latent_words);
-        }
-        // The word after the last cell's, which its whole-word read loads (and shifts out).
-        latent_words.push(0);
-        to_u32("latent words", latent_words.len())?;
+        let max_width = mlp_max_width(manifest)?;
+        let (latent_words, grid_word_offset) = pack_latents(bundle)?;
 
         // MLP: the weights the CPU reference multiplies by (`QuantizedLayer::dequantize`, as
         // `Bundle::model_params`), dequantised once, here, and packed for the generated code.
@@ -163,94 +131,14 @@ impl GpuModel {
         let weight_memory = WeightMemory::for_limit(packed.bytes(), options.max_uniform_bytes);
         let block = options.block.clamp(1, 8);
 
-        // Maps of every material in library order.
         let latent_channels = manifest.latent_channels();
         let mask_words = latent_channels.div_ceil(32).max(1);
-        let mut first_map = Vec::new();
-        let mut map_mip_levels = Vec::new();
-        let (mut map_width, mut map_height) = (Vec::new(), Vec::new());
-        let (mut output_offset, mut channels, mut mask, mut srgb, mut normal, mut low, mut scale) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut transform, mut transform_rows) = (Vec::new(), Vec::new());
-        for material in &manifest.materials {
-            first_map.push(to_u32("maps", output_offset.len())?);
-            for map in &material.maps {
-                output_offset.push(map.output_offset);
-                channels.push(map.channels);
-                map_width.push(map.width);
-                map_height.push(map.height);
-                map_mip_levels.push(if manifest.mip_levels > 1 {
-                    texset_core::model::params::full_mip_count(map.width, map.height)
-                } else {
-                    1
-                });
-                let mut words = vec![0u32; mask_words];
-                for &c in &map.latent_channels {
-                    if let Some(word) = words.get_mut(c as usize / 32) {
-                        *word |= 1 << (c % 32);
-                    }
-                }
-                mask.extend(words);
-                srgb.push(u32::from(map.color_space == ColorSpace::Srgb));
-                normal.push(match (map.kind, map.normal_convention) {
-                    (MapKind::Normal, NormalConvention::OpenGl) => 1,
-                    (MapKind::Normal, NormalConvention::DirectX) => 2,
-                    _ => 0,
-                });
-                let mut l = [0.0; 4];
-                let mut s = [1.0; 4];
-                for (c, range) in map.channel_ranges.iter().enumerate().take(4) {
-                    l[c] = range[0];
-                    s[c] = range[1] - range[0];
-                }
-                low.push(l);
-                scale.push(s);
-                let mut rows = [0.0f32; 20];
-                if let Some(t) = &map.color_transform {
-                    for (c, row) in t.iter().enumerate().take(4) {
-                        rows[c * 5..c * 5 + 5].copy_from_slice(row);
-                    }
-                }
-                transform.push(u32::from(map.color_transform.is_some()));
-                transform_rows.extend(rows);
-            }
-        }
-
-        let mut constants = String::new();
-        let grids = &manifest.grids;
-        let all_grids: Vec<_> = manifest.all_grids().collect();
-        let _ = writeln!(constants, "const GRID_COUNT: u32 = {}u;", grids.len());
-        let _ = writeln!(constants, "const PYRAMID_LEVELS: u32 = {}u;", manifest.pyramid_levels());
-        let _ = writeln!(constants, "const MIP_GROUP: u32 = {}u;", manifest.mip_group());
-        let _ = writeln!(constants, "const PE_FREQUENCIES: u32 = {}u;", manifest.pe_frequencies);
-        let _ = writeln!(constants, "const LAYER_COUNT: u32 = {}u;", bundle.layers.len());
-        let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");
-        let _ = writeln!(constants, "const MAP_COUNT: u32 = {}u;", output_offset.len());
-        let _ = writeln!(constants, "const MASK_WORDS: u32 = {mask_words}u;");
-        constants += &u32_array("GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
-        constants += &u32_array("GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
-        constants += &u32_array("GRID_WORD_OFFSET", &grid_word_offset);
-        constants += &u32_array("MAP_OUTPUT_OFFSET", &output_offset);
-        constants += &u32_array("MAP_CHANNELS", &channels);
-        constants += &u32_array("MAP_MIP_LEVELS", &map_mip_levels);
-        constants += &u32_array("MAP_WIDTH", &map_width);
-        constants += &u32_array("MAP_HEIGHT", &map_height);
-        constants += &u32_array("MAP_MASK", &mask);
-        constants += &u32_array("MAP_SRGB", &srgb);
-        constants += &u32_array("MAP_NORMAL", &normal);
-        constants += &vec4_array("MAP_RANGE_LOW_BITS", &low);
-        constants += &vec4_array("MAP_RANGE_SCALE_BITS", &scale);
-        constants += &u32_array("MAP_TRANSFORM", &transform);
-        constants += &f32_array("MAP_TRANSFORM_BITS", &transform_rows);
-        let fetch: Vec<GridFetch> = grids
-            .iter()
-            .zip(&grid_first_channel)
-            .zip(grid_low.iter().zip(&grid_step))
-            .map(|((g, &first), (&low, &step))| GridFetch { channels: g.channels, bits: g.bits, first, low, step })
-            .collect();
+        let maps = MapTables::new(manifest, mask_words)?;
+        let mut constants = shape_constants(bundle, max_width, maps.output_offset.len(), mask_words, &grid_word_offset);
+        constants += &maps.constants();
         // The LOD input is there when the first layer has an input for it (`Manifest::mlp_inputs`).
-        let lod_input = mlp_inputs > latent_channels + 4 * manifest.pe_frequencies as usize;
-        constants += &mlp_input_wgsl(&fetch, mask_words as u32, manifest.pe_frequencies, lod_input);
+        let lod_input = manifest.mlp_inputs() > latent_channels + 4 * manifest.pe_frequencies as usize;
+        constants += &mlp_input_wgsl(&grid_fetches(manifest), mask_words as u32, manifest.pe_frequencies, lod_input);
         let mlp = MlpWgsl {
             layers: &packed.layers,
             block,
@@ -260,7 +148,7 @@ impl GpuModel {
             binding: 1,
         };
         constants += &mlp.code();
-        Ok(Self { latent_words, mlp_words, constants, first_map, weight_memory, block })
+        Ok(Self { latent_words, mlp_words, constants, first_map: maps.first_map, weight_memory, block })
     }
 
     /// The decoder WGSL specialised to this model: the template with its generated block
@@ -269,6 +157,166 @@ impl GpuModel {
     #[must_use]
     pub fn wgsl(&self) -> String {
         format!("{}\n{}", texset_core::model::MODEL_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
+    }
+}
+
+/// The widest vector the decoder holds: the MLP inputs or a hidden layer's outputs, refused over
+/// [`MAX_MLP_WIDTH`].
+fn mlp_max_width(manifest: &Manifest) -> Result<usize, GpuError> {
+    let mut max_width = manifest.mlp_inputs();
+    if let Some((_, hidden)) = manifest.layers.split_last() {
+        for layer in hidden {
+            max_width = max_width.max(layer.outputs as usize);
+        }
+    }
+    if max_width > MAX_MLP_WIDTH {
+        return Err(GpuError::ModelTooLarge { what: "MLP width", got: max_width, limit: MAX_MLP_WIDTH });
+    }
+    Ok(max_width)
+}
+
+/// The `latents` buffer's words and each grid's first word: every pyramid level's grids (level 0
+/// first) from a word boundary, then one zero word.
+fn pack_latents(bundle: &Bundle) -> Result<(Vec<u32>, Vec<u32>), GpuError> {
+    let mut latent_words = Vec::new();
+    let mut grid_word_offset = Vec::new();
+    // A pyramid grid has its level-0 grid's channels, bits and range.
+    for (grid, levels) in bundle.manifest.all_grids().zip(&bundle.latent_levels) {
+        grid_word_offset.push(to_u32("latent words", latent_words.len())?);
+        pack_words(levels, grid.bits, &mut latent_words);
+    }
+    // The word after the last cell's, which its whole-word read loads (and shifts out).
+    latent_words.push(0);
+    to_u32("latent words", latent_words.len())?;
+    Ok((latent_words, grid_word_offset))
+}
+
+/// How the generated fetch reads each level-0 grid: its first MLP input, and the dequantisation
+/// step of `texset_core::model::quant::level_value`, evaluated here once.
+fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
+    let mut first = 0u32;
+    manifest
+        .grids
+        .iter()
+        .map(|grid| {
+            let step = (grid.range[1] - grid.range[0]) / ((1u32 << grid.bits) - 1) as f32;
+            let fetch = GridFetch { channels: grid.channels, bits: grid.bits, first, low: grid.range[0], step };
+            first += grid.channels;
+            fetch
+        })
+        .collect()
+}
+
+/// The model's shape as WGSL constants (`GRID_COUNT` to `MASK_WORDS`) and the grid tables
+/// (`GRID_WIDTH`, `GRID_HEIGHT`, `GRID_WORD_OFFSET`, every pyramid level's grids).
+fn shape_constants(bundle: &Bundle, max_width: usize, map_count: usize, mask_words: usize, grid_word_offset: &[u32]) -> String {
+    let manifest = &bundle.manifest;
+    let mut constants = String::new();
+    let all_grids: Vec<_> = manifest.all_grids().collect();
+    let _ = writeln!(constants, "const GRID_COUNT: u32 = {}u;", manifest.grids.len());
+    let _ = writeln!(constants, "const PYRAMID_LEVELS: u32 = {}u;", manifest.pyramid_levels());
+    let _ = writeln!(constants, "const MIP_GROUP: u32 = {}u;", manifest.mip_group());
+    let _ = writeln!(constants, "const PE_FREQUENCIES: u32 = {}u;", manifest.pe_frequencies);
+    let _ = writeln!(constants, "const LAYER_COUNT: u32 = {}u;", bundle.layers.len());
+    let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");
+    let _ = writeln!(constants, "const MAP_COUNT: u32 = {map_count}u;");
+    let _ = writeln!(constants, "const MASK_WORDS: u32 = {mask_words}u;");
+    constants += &u32_array("GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
+    constants += &u32_array("GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
+    constants += &u32_array("GRID_WORD_OFFSET", grid_word_offset);
+    constants
+}
+
+/// The per-map tables of the `MAP_*` constants: every material's maps, in library order.
+#[derive(Default)]
+struct MapTables {
+    /// Library-wide index of each material's first map.
+    first_map: Vec<u32>,
+    output_offset: Vec<u32>,
+    channels: Vec<u32>,
+    mip_levels: Vec<u32>,
+    width: Vec<u32>,
+    height: Vec<u32>,
+    /// `mask_words` words per map: bit `c` set for each latent channel `c` it reads.
+    mask: Vec<u32>,
+    srgb: Vec<u32>,
+    /// 0: not a normal map; 1: OpenGL; 2: DirectX.
+    normal: Vec<u32>,
+    low: Vec<[f32; 4]>,
+    scale: Vec<[f32; 4]>,
+    transform: Vec<u32>,
+    /// 20 values per map: four colour-transform rows of five.
+    transform_rows: Vec<f32>,
+}
+
+impl MapTables {
+    /// The tables of every map of `manifest`, with budget masks of `mask_words` words.
+    fn new(manifest: &Manifest, mask_words: usize) -> Result<Self, GpuError> {
+        let mut tables = Self::default();
+        for material in &manifest.materials {
+            tables.first_map.push(to_u32("maps", tables.output_offset.len())?);
+            for map in &material.maps {
+                tables.push(map, manifest.mip_levels > 1, mask_words);
+            }
+        }
+        Ok(tables)
+    }
+
+    /// Appends `map` (with its full mip chain when the bundle has one).
+    fn push(&mut self, map: &MapEntry, mip_chain: bool, mask_words: usize) {
+        self.output_offset.push(map.output_offset);
+        self.channels.push(map.channels);
+        self.width.push(map.width);
+        self.height.push(map.height);
+        self.mip_levels.push(if mip_chain { texset_core::model::params::full_mip_count(map.width, map.height) } else { 1 });
+        let mut words = vec![0u32; mask_words];
+        for &c in &map.latent_channels {
+            if let Some(word) = words.get_mut(c as usize / 32) {
+                *word |= 1 << (c % 32);
+            }
+        }
+        self.mask.extend(words);
+        self.srgb.push(u32::from(map.color_space == ColorSpace::Srgb));
+        self.normal.push(match (map.kind, map.normal_convention) {
+            (MapKind::Normal, NormalConvention::OpenGl) => 1,
+            (MapKind::Normal, NormalConvention::DirectX) => 2,
+            _ => 0,
+        });
+        let mut l = [0.0; 4];
+        let mut s = [1.0; 4];
+        for (c, range) in map.channel_ranges.iter().enumerate().take(4) {
+            l[c] = range[0];
+            s[c] = range[1] - range[0];
+        }
+        self.low.push(l);
+        self.scale.push(s);
+        let mut rows = [0.0f32; 20];
+        if let Some(t) = &map.color_transform {
+            for (c, row) in t.iter().enumerate().take(4) {
+                rows[c * 5..c * 5 + 5].copy_from_slice(row);
+            }
+        }
+        self.transform.push(u32::from(map.color_transform.is_some()));
+        self.transform_rows.extend(rows);
+    }
+
+    /// The tables as WGSL constants, `MAP_OUTPUT_OFFSET` to `MAP_TRANSFORM_BITS`.
+    fn constants(&self) -> String {
+        [
+            u32_array("MAP_OUTPUT_OFFSET", &self.output_offset),
+            u32_array("MAP_CHANNELS", &self.channels),
+            u32_array("MAP_MIP_LEVELS", &self.mip_levels),
+            u32_array("MAP_WIDTH", &self.width),
+            u32_array("MAP_HEIGHT", &self.height),
+            u32_array("MAP_MASK", &self.mask),
+            u32_array("MAP_SRGB", &self.srgb),
+            u32_array("MAP_NORMAL", &self.normal),
+            vec4_array("MAP_RANGE_LOW_BITS", &self.low),
+            vec4_array("MAP_RANGE_SCALE_BITS", &self.scale),
+            u32_array("MAP_TRANSFORM", &self.transform),
+            f32_array("MAP_TRANSFORM_BITS", &self.transform_rows),
+        ]
+        .concat()
     }
 }
 

@@ -5,6 +5,7 @@ use crate::bundle::{Bundle, BundleError, limits};
 use crate::model::quant::WeightFormat;
 use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One map of a material, as recorded in the bundle.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -193,178 +194,231 @@ pub fn check_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// A [`BundleError::Invalid`] with `message`.
+fn invalid<T>(message: String) -> Result<T, BundleError> {
+    Err(BundleError::Invalid(message))
+}
+
 impl Bundle {
     /// Validates the manifest's internal consistency and limits (the reader calls this before
     /// allocating anything sized by the manifest).
     pub fn validate_manifest(m: &Manifest) -> Result<(), BundleError> {
-        use limits::{
-            MAX_GRID_CHANNELS, MAX_GRID_SIDE, MAX_GRIDS, MAX_LATENT_VALUES, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MAP_SIDE, MAX_MAP_VALUES,
-            MAX_MATERIAL_VALUES, MAX_MATERIALS, MAX_PE_FREQUENCIES,
-        };
-        let invalid = |s: String| Err(BundleError::Invalid(s));
-        if m.grids.is_empty() || m.grids.len() > MAX_GRIDS {
-            return invalid(format!("{} latent grids (1..={MAX_GRIDS} allowed)", m.grids.len()));
+        if m.grids.is_empty() || m.grids.len() > limits::MAX_GRIDS {
+            return invalid(format!("{} latent grids (1..={} allowed)", m.grids.len(), limits::MAX_GRIDS));
         }
-        if m.mip_levels == 0 || m.mip_levels > limits::MAX_MIP_LEVELS {
-            return invalid(format!("{} mip levels (1..={})", m.mip_levels, limits::MAX_MIP_LEVELS));
-        }
-        if m.mip_group == 0 || m.mip_group > limits::MAX_MIP_LEVELS || (m.mip_group > 1 && m.mip_levels <= m.mip_group) {
-            return invalid(format!(
-                "mip group of {} for {} mip levels (1, or 2..={} and fewer than the mip levels)",
-                m.mip_group,
-                m.mip_levels,
-                limits::MAX_MIP_LEVELS
-            ));
-        }
-        let pyramid_levels = m.pyramid_levels() as usize;
-        if m.mip_grids.len() != (pyramid_levels - 1) * m.grids.len() {
-            return invalid(format!(
-                "{} pyramid grids for {} mip levels in groups of {} of {} grids (expected {})",
-                m.mip_grids.len(),
-                m.mip_levels,
-                m.mip_group,
-                m.grids.len(),
-                (pyramid_levels - 1) * m.grids.len()
-            ));
-        }
-        for (i, p) in m.mip_grids.iter().enumerate() {
-            let level = i / m.grids.len() + 1;
-            let g = &m.grids[i % m.grids.len()];
-            // The range must be level 0's exactly (bit for bit: one dequantisation per grid).
-            let same_range = p.range.map(f32::to_bits) == g.range.map(f32::to_bits);
-            if p.width == 0
-                || p.height == 0
-                || p.width > g.width
-                || p.height > g.height
-                || p.channels != g.channels
-                || p.bits != g.bits
-                || !same_range
-            {
-                return invalid(format!(
-                    "pyramid level {level} grid {} is {}x{}x{}@{} bits; it must have level 0's {} channels at {} bits and range, and 1 to {}x{} cells",
-                    i % m.grids.len(),
-                    p.width,
-                    p.height,
-                    p.channels,
-                    p.bits,
-                    g.channels,
-                    g.bits,
-                    g.width,
-                    g.height
-                ));
-            }
-        }
-        let mut latent_values: u64 = 0;
-        for (i, g) in m.all_grids().enumerate() {
-            if g.width == 0 || g.height == 0 || g.width > MAX_GRID_SIDE || g.height > MAX_GRID_SIDE {
-                return invalid(format!("grid {i} is {}x{} cells (1..={MAX_GRID_SIDE} per side)", g.width, g.height));
-            }
-            if g.channels == 0 || g.channels > MAX_GRID_CHANNELS {
-                return invalid(format!("grid {i} has {} channels (1..={MAX_GRID_CHANNELS})", g.channels));
-            }
-            if !(1..=8).contains(&g.bits) {
-                return invalid(format!("grid {i} has {} bits per latent (1..=8)", g.bits));
-            }
-            if !(g.range[0].is_finite() && g.range[1].is_finite() && g.range[0] < g.range[1]) {
-                return invalid(format!("grid {i} has an invalid range {:?}", g.range));
-            }
-            latent_values += u64::from(g.width) * u64::from(g.height) * u64::from(g.channels);
-        }
-        if latent_values > MAX_LATENT_VALUES {
-            return invalid(format!("{latent_values} latent values (limit {MAX_LATENT_VALUES})"));
-        }
-        if m.pe_frequencies > MAX_PE_FREQUENCIES {
-            return invalid(format!("{} positional-encoding frequencies (limit {MAX_PE_FREQUENCIES})", m.pe_frequencies));
-        }
-        if m.layers.is_empty() || m.layers.len() > MAX_LAYERS {
-            return invalid(format!("{} MLP layers (1..={MAX_LAYERS})", m.layers.len()));
-        }
-        let latent_channels = m.latent_channels();
-        let mut width = m.mlp_inputs();
-        for (i, l) in m.layers.iter().enumerate() {
-            if l.inputs as usize != width {
-                return invalid(format!("MLP layer {i} takes {} inputs, the previous gives {width}", l.inputs));
-            }
-            if l.outputs == 0 || l.outputs as usize > MAX_LAYER_WIDTH {
-                return invalid(format!("MLP layer {i} has {} outputs (1..={MAX_LAYER_WIDTH})", l.outputs));
-            }
-            let expected = if i + 1 == m.layers.len() { "linear" } else { "relu" };
-            if l.activation != expected {
-                return invalid(format!("MLP layer {i} activation is {:?}, expected {expected:?}", l.activation));
-            }
-            width = l.outputs as usize;
-        }
-        if m.materials.is_empty() || m.materials.len() > MAX_MATERIALS {
-            return invalid(format!("{} materials (1..={MAX_MATERIALS})", m.materials.len()));
-        }
-        let mut next_output = 0usize;
-        let mut outputs: std::collections::BTreeMap<u32, (u32, &Vec<u32>)> = std::collections::BTreeMap::new();
-        let mut names = std::collections::BTreeSet::new();
-        for mat in &m.materials {
-            if let Err(why) = check_name(&mat.name) {
-                return invalid(format!("material name {:?}: {why}", mat.name));
-            }
-            if !names.insert(mat.name.as_str()) {
-                return invalid(format!("two materials named '{}'", mat.name));
-            }
-            if mat.maps.is_empty() {
-                return invalid(format!("material '{}' has no maps", mat.name));
-            }
-            let mut kinds = std::collections::BTreeSet::new();
-            let mut material_values = 0u64;
-            for map in &mat.maps {
-                if !kinds.insert(map.kind) {
-                    return invalid(format!("material '{}' has two {} maps", mat.name, map.kind));
-                }
-                let values = u64::from(map.width) * u64::from(map.height) * u64::from(map.channels);
-                material_values += values;
-                if values > MAX_MAP_VALUES || material_values > MAX_MATERIAL_VALUES {
-                    return invalid(format!(
-                        "material '{}' decodes to more than the limit of {MAX_MAP_VALUES} values per map / {MAX_MATERIAL_VALUES} per material",
-                        mat.name
-                    ));
-                }
-                let name = format!("{}/{}", mat.name, map.kind);
-                if map.width == 0 || map.height == 0 || map.width > MAX_MAP_SIDE || map.height > MAX_MAP_SIDE {
-                    return invalid(format!("map {name} is {}x{} (1..={MAX_MAP_SIDE} per side)", map.width, map.height));
-                }
-                if !(1..=4).contains(&map.channels) || map.channel_ranges.len() != map.channels as usize {
-                    return invalid(format!("map {name} has {} channels and {} ranges", map.channels, map.channel_ranges.len()));
-                }
-                if map.channel_ranges.iter().any(|r| !(r[0].is_finite() && r[1].is_finite() && r[0] < r[1])) {
-                    return invalid(format!("map {name} has an invalid channel range"));
-                }
-                if map.latent_channels.windows(2).any(|w| w[0] >= w[1])
-                    || map.latent_channels.iter().any(|&c| c as usize >= latent_channels)
-                {
-                    return invalid(format!("map {name} has an invalid channel budget"));
-                }
-                if let Some(rows) = &map.color_transform {
-                    if rows.len() != map.channels as usize || rows.iter().flatten().any(|v| !v.is_finite() || v.abs() > 1e4) {
-                        return invalid(format!("map {name} has an invalid colour transform (one row of 5 finite values per channel)"));
-                    }
-                    if map.output_offset as usize == next_output {
-                        return invalid(format!(
-                            "map {name} has a colour transform but no map to transform (it must share an earlier map's outputs)"
-                        ));
-                    }
-                }
-                if map.output_offset as usize == next_output {
-                    next_output += map.channels as usize;
-                    outputs.insert(map.output_offset, (map.channels, &map.latent_channels));
-                } else if outputs.get(&map.output_offset) != Some(&(map.channels, &map.latent_channels)) {
-                    // A map may share an earlier map's outputs (a duplicate stored once) only
-                    // with the same channel count and budget.
-                    return invalid(format!(
-                        "map {name} output offset {} is neither the next ({next_output}) nor an earlier map's with the same channels and budget",
-                        map.output_offset
-                    ));
-                }
-            }
-        }
-        if next_output != width {
-            return invalid(format!("maps have {next_output} channels but the MLP outputs {width}"));
+        validate_pyramid(m)?;
+        validate_grids(m)?;
+        let width = validate_layers(m)?;
+        let outputs = validate_materials(m)?;
+        if outputs != width {
+            return invalid(format!("maps have {outputs} channels but the MLP outputs {width}"));
         }
         Ok(())
     }
+}
+
+/// The mip chain: its level count, the mip group, and the pyramid grids' count and shapes (each
+/// with its level-0 grid's channels, bits and range, and no more cells).
+fn validate_pyramid(m: &Manifest) -> Result<(), BundleError> {
+    if m.mip_levels == 0 || m.mip_levels > limits::MAX_MIP_LEVELS {
+        return invalid(format!("{} mip levels (1..={})", m.mip_levels, limits::MAX_MIP_LEVELS));
+    }
+    if m.mip_group == 0 || m.mip_group > limits::MAX_MIP_LEVELS || (m.mip_group > 1 && m.mip_levels <= m.mip_group) {
+        return invalid(format!(
+            "mip group of {} for {} mip levels (1, or 2..={} and fewer than the mip levels)",
+            m.mip_group,
+            m.mip_levels,
+            limits::MAX_MIP_LEVELS
+        ));
+    }
+    let pyramid_levels = m.pyramid_levels() as usize;
+    if m.mip_grids.len() != (pyramid_levels - 1) * m.grids.len() {
+        return invalid(format!(
+            "{} pyramid grids for {} mip levels in groups of {} of {} grids (expected {})",
+            m.mip_grids.len(),
+            m.mip_levels,
+            m.mip_group,
+            m.grids.len(),
+            (pyramid_levels - 1) * m.grids.len()
+        ));
+    }
+    for (i, p) in m.mip_grids.iter().enumerate() {
+        let level = i / m.grids.len() + 1;
+        let g = &m.grids[i % m.grids.len()];
+        // The range must be level 0's exactly (bit for bit: one dequantisation per grid).
+        let same_range = p.range.map(f32::to_bits) == g.range.map(f32::to_bits);
+        if p.width == 0
+            || p.height == 0
+            || p.width > g.width
+            || p.height > g.height
+            || p.channels != g.channels
+            || p.bits != g.bits
+            || !same_range
+        {
+            return invalid(format!(
+                "pyramid level {level} grid {} is {}x{}x{}@{} bits; it must have level 0's {} channels at {} bits and range, and 1 to {}x{} cells",
+                i % m.grids.len(),
+                p.width,
+                p.height,
+                p.channels,
+                p.bits,
+                g.channels,
+                g.bits,
+                g.width,
+                g.height
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every grid of every pyramid level within the limits, and the latent values of all of them.
+fn validate_grids(m: &Manifest) -> Result<(), BundleError> {
+    use limits::{MAX_GRID_CHANNELS, MAX_GRID_SIDE, MAX_LATENT_VALUES};
+    let mut latent_values: u64 = 0;
+    for (i, g) in m.all_grids().enumerate() {
+        if g.width == 0 || g.height == 0 || g.width > MAX_GRID_SIDE || g.height > MAX_GRID_SIDE {
+            return invalid(format!("grid {i} is {}x{} cells (1..={MAX_GRID_SIDE} per side)", g.width, g.height));
+        }
+        if g.channels == 0 || g.channels > MAX_GRID_CHANNELS {
+            return invalid(format!("grid {i} has {} channels (1..={MAX_GRID_CHANNELS})", g.channels));
+        }
+        if !(1..=8).contains(&g.bits) {
+            return invalid(format!("grid {i} has {} bits per latent (1..=8)", g.bits));
+        }
+        if !(g.range[0].is_finite() && g.range[1].is_finite() && g.range[0] < g.range[1]) {
+            return invalid(format!("grid {i} has an invalid range {:?}", g.range));
+        }
+        latent_values += u64::from(g.width) * u64::from(g.height) * u64::from(g.channels);
+    }
+    if latent_values > MAX_LATENT_VALUES {
+        return invalid(format!("{latent_values} latent values (limit {MAX_LATENT_VALUES})"));
+    }
+    Ok(())
+}
+
+/// The positional encoding and the MLP: each layer taking the previous one's outputs (the first
+/// the MLP inputs), within the width limit, `relu` but the last (`linear`). Returns the MLP's
+/// output width.
+fn validate_layers(m: &Manifest) -> Result<usize, BundleError> {
+    use limits::{MAX_LAYER_WIDTH, MAX_LAYERS, MAX_PE_FREQUENCIES};
+    if m.pe_frequencies > MAX_PE_FREQUENCIES {
+        return invalid(format!("{} positional-encoding frequencies (limit {MAX_PE_FREQUENCIES})", m.pe_frequencies));
+    }
+    if m.layers.is_empty() || m.layers.len() > MAX_LAYERS {
+        return invalid(format!("{} MLP layers (1..={MAX_LAYERS})", m.layers.len()));
+    }
+    let mut width = m.mlp_inputs();
+    for (i, l) in m.layers.iter().enumerate() {
+        if l.inputs as usize != width {
+            return invalid(format!("MLP layer {i} takes {} inputs, the previous gives {width}", l.inputs));
+        }
+        if l.outputs == 0 || l.outputs as usize > MAX_LAYER_WIDTH {
+            return invalid(format!("MLP layer {i} has {} outputs (1..={MAX_LAYER_WIDTH})", l.outputs));
+        }
+        let expected = if i + 1 == m.layers.len() { "linear" } else { "relu" };
+        if l.activation != expected {
+            return invalid(format!("MLP layer {i} activation is {:?}, expected {expected:?}", l.activation));
+        }
+        width = l.outputs as usize;
+    }
+    Ok(width)
+}
+
+/// The MLP outputs the maps claim, in order: each map takes the next ones, or shares an earlier
+/// map's with the same channel count and budget.
+#[derive(Default)]
+struct OutputClaims<'a> {
+    /// The next unclaimed output.
+    next: usize,
+    /// Channels and budget of the map that claimed each first output.
+    claimed: BTreeMap<u32, (u32, &'a Vec<u32>)>,
+}
+
+impl<'a> OutputClaims<'a> {
+    /// Claims `map`'s outputs (`name` is `material/kind`); a colour transform needs an earlier
+    /// map's outputs to transform.
+    fn claim(&mut self, name: &str, map: &'a MapEntry) -> Result<(), BundleError> {
+        let next_output = self.next;
+        if map.color_transform.is_some() && map.output_offset as usize == next_output {
+            return invalid(format!("map {name} has a colour transform but no map to transform (it must share an earlier map's outputs)"));
+        }
+        if map.output_offset as usize == next_output {
+            self.next += map.channels as usize;
+            self.claimed.insert(map.output_offset, (map.channels, &map.latent_channels));
+        } else if self.claimed.get(&map.output_offset) != Some(&(map.channels, &map.latent_channels)) {
+            // A map may share an earlier map's outputs (a duplicate stored once) only with the
+            // same channel count and budget.
+            return invalid(format!(
+                "map {name} output offset {} is neither the next ({next_output}) nor an earlier map's with the same channels and budget",
+                map.output_offset
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The materials: their count, names, maps and outputs. Returns the outputs the maps claim.
+fn validate_materials(m: &Manifest) -> Result<usize, BundleError> {
+    use limits::{MAX_MAP_VALUES, MAX_MATERIAL_VALUES, MAX_MATERIALS};
+    if m.materials.is_empty() || m.materials.len() > MAX_MATERIALS {
+        return invalid(format!("{} materials (1..={MAX_MATERIALS})", m.materials.len()));
+    }
+    let latent_channels = m.latent_channels();
+    let mut outputs = OutputClaims::default();
+    let mut names = BTreeSet::new();
+    for mat in &m.materials {
+        if let Err(why) = check_name(&mat.name) {
+            return invalid(format!("material name {:?}: {why}", mat.name));
+        }
+        if !names.insert(mat.name.as_str()) {
+            return invalid(format!("two materials named '{}'", mat.name));
+        }
+        if mat.maps.is_empty() {
+            return invalid(format!("material '{}' has no maps", mat.name));
+        }
+        let mut kinds = BTreeSet::new();
+        let mut material_values = 0u64;
+        for map in &mat.maps {
+            if !kinds.insert(map.kind) {
+                return invalid(format!("material '{}' has two {} maps", mat.name, map.kind));
+            }
+            let values = u64::from(map.width) * u64::from(map.height) * u64::from(map.channels);
+            material_values += values;
+            if values > MAX_MAP_VALUES || material_values > MAX_MATERIAL_VALUES {
+                return invalid(format!(
+                    "material '{}' decodes to more than the limit of {MAX_MAP_VALUES} values per map / {MAX_MATERIAL_VALUES} per material",
+                    mat.name
+                ));
+            }
+            let name = format!("{}/{}", mat.name, map.kind);
+            validate_map(&name, map, latent_channels)?;
+            outputs.claim(&name, map)?;
+        }
+    }
+    Ok(outputs.next)
+}
+
+/// One map (`name` is `material/kind`) on its own: its size, channels and their ranges, its budget
+/// over `latent_channels` and its colour transform's rows.
+fn validate_map(name: &str, map: &MapEntry, latent_channels: usize) -> Result<(), BundleError> {
+    use limits::MAX_MAP_SIDE;
+    if map.width == 0 || map.height == 0 || map.width > MAX_MAP_SIDE || map.height > MAX_MAP_SIDE {
+        return invalid(format!("map {name} is {}x{} (1..={MAX_MAP_SIDE} per side)", map.width, map.height));
+    }
+    if !(1..=4).contains(&map.channels) || map.channel_ranges.len() != map.channels as usize {
+        return invalid(format!("map {name} has {} channels and {} ranges", map.channels, map.channel_ranges.len()));
+    }
+    if map.channel_ranges.iter().any(|r| !(r[0].is_finite() && r[1].is_finite() && r[0] < r[1])) {
+        return invalid(format!("map {name} has an invalid channel range"));
+    }
+    if map.latent_channels.windows(2).any(|w| w[0] >= w[1]) || map.latent_channels.iter().any(|&c| c as usize >= latent_channels) {
+        return invalid(format!("map {name} has an invalid channel budget"));
+    }
+    if let Some(rows) = &map.color_transform
+        && (rows.len() != map.channels as usize || rows.iter().flatten().any(|v| !v.is_finite() || v.abs() > 1e4))
+    {
+        return invalid(format!("map {name} has an invalid colour transform (one row of 5 finite values per channel)"));
+    }
+    Ok(())
 }

@@ -268,138 +268,10 @@ impl Bundle {
 
     /// Parses and validates a bundle.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, BundleError> {
-        let len = bytes.len() as u64;
-        let slice = |what: &str, start: u64, n: u64| -> Result<&[u8], BundleError> {
-            let end = start.checked_add(n).ok_or_else(|| BundleError::Invalid(format!("{what} offset overflows")))?;
-            if end > len {
-                return Err(BundleError::Truncated { what: what.to_owned(), start, end, len });
-            }
-            Ok(&bytes[start as usize..end as usize])
-        };
-        let head = slice("header", 0, 16)?;
-        if head[..8] != MAGIC {
-            return Err(BundleError::BadMagic);
-        }
-        let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
-            return Err(BundleError::UnsupportedVersion { found: version, supported: FORMAT_VERSION });
-        }
-        let section_count = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
-        if section_count > limits::MAX_SECTIONS {
-            return Err(BundleError::Invalid(format!("{section_count} sections (limit {})", limits::MAX_SECTIONS)));
-        }
-        let table_len = SECTION_ENTRY_BYTES as u64 * u64::from(section_count);
-        let header = slice("section table", 0, 16 + table_len)?;
-        let stored_crc_bytes = slice("header checksum", 16 + table_len, 4)?;
-        let stored = u32::from_le_bytes([stored_crc_bytes[0], stored_crc_bytes[1], stored_crc_bytes[2], stored_crc_bytes[3]]);
-        let computed = crc32fast::hash(header);
-        // Fuzz builds skip checksums, so the fuzzer reaches the parser behind them.
-        if stored != computed && !cfg!(fuzzing) {
-            return Err(BundleError::Checksum { section: "header".into(), stored, computed });
-        }
-        let mut sections: Vec<([u8; 4], &[u8])> = Vec::new();
-        for i in 0..section_count as usize {
-            let e = &header[16 + i * SECTION_ENTRY_BYTES..16 + (i + 1) * SECTION_ENTRY_BYTES];
-            let tag = [e[0], e[1], e[2], e[3]];
-            let crc = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
-            let offset = u64::from_le_bytes([e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15]]);
-            let size = u64::from_le_bytes([e[16], e[17], e[18], e[19], e[20], e[21], e[22], e[23]]);
-            let name = String::from_utf8_lossy(&tag).into_owned();
-            let data = slice(&format!("section {name}"), offset, size)?;
-            let computed = crc32fast::hash(data);
-            if computed != crc && !cfg!(fuzzing) {
-                return Err(BundleError::Checksum { section: name, stored: crc, computed });
-            }
-            sections.push((tag, data));
-        }
-        let find = |tag: [u8; 4]| {
-            sections
-                .iter()
-                .find(|(t, _)| *t == tag)
-                .map(|(_, d)| *d)
-                .ok_or_else(|| BundleError::MissingSection(String::from_utf8_lossy(&tag).into_owned()))
-        };
-        let manifest_bytes = find(SECTION_MANIFEST)?;
-        if manifest_bytes.len() as u64 > limits::MAX_MANIFEST_BYTES {
-            return Err(BundleError::Invalid(format!("manifest of {} bytes (limit {})", manifest_bytes.len(), limits::MAX_MANIFEST_BYTES)));
-        }
-        let manifest: Manifest = serde_json::from_slice(manifest_bytes).map_err(|e| BundleError::Manifest(e.to_string()))?;
-        if version < 2 && manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
-            return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold colour transforms (version 2 adds them)")));
-        }
-        if version < 3 && manifest.mip_levels > 1 {
-            return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold a mip chain (version 3 adds it)")));
-        }
-        if version < 5 && manifest.mip_group != 1 {
-            return Err(BundleError::Invalid(format!(
-                "a version {version} bundle cannot hold pyramid levels of {} mip levels (version 5 adds them)",
-                manifest.mip_group
-            )));
-        }
-        if version < 4 && manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
-            return Err(BundleError::Invalid(format!(
-                "a version {version} bundle cannot hold weights other than int8 (version 4 adds them)"
-            )));
-        }
-        Self::validate_manifest(&manifest)?;
-
-        let latent_bytes = find(SECTION_LATENTS)?;
-        let expected: u64 =
-            manifest.all_grids().map(|g| packed_len(u64::from(g.width) * u64::from(g.height) * u64::from(g.channels), g.bits)).sum();
-        if latent_bytes.len() as u64 != expected {
-            return Err(BundleError::Invalid(format!("latent section has {} bytes, the manifest needs {expected}", latent_bytes.len())));
-        }
-        let mut latent_levels = Vec::with_capacity(manifest.grids.len() + manifest.mip_grids.len());
-        let mut at = 0usize;
-        for g in manifest.all_grids() {
-            let count = g.width as usize * g.height as usize * g.channels as usize;
-            let n = packed_len(count as u64, g.bits) as usize;
-            latent_levels.push(unpack_levels(&latent_bytes[at..at + n], count, g.bits));
-            at += n;
-        }
-
-        let weight_bytes = find(SECTION_WEIGHTS)?;
-        let expected: usize = manifest.layers.iter().map(|l| l.format.layer_bytes(l.inputs as usize, l.outputs as usize)).sum();
-        if weight_bytes.len() != expected {
-            return Err(BundleError::Invalid(format!("weight section has {} bytes, the manifest needs {expected}", weight_bytes.len())));
-        }
-        let mut layers = Vec::with_capacity(manifest.layers.len());
-        let mut at = 0usize;
-        let read_f32s = |data: &[u8], n: usize| -> Vec<f32> {
-            data.chunks_exact(4).take(n).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-        };
-        for l in &manifest.layers {
-            let (inputs, outputs, format) = (l.inputs as usize, l.outputs as usize, l.format);
-            let n = inputs * outputs;
-            let (mut weights, mut halves, mut scales) = (Vec::new(), Vec::new(), Vec::new());
-            if format == WeightFormat::Fp16 {
-                halves = weight_bytes[at..at + 2 * n].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-                at += (2 * n).next_multiple_of(4);
-            } else {
-                weights = weight_bytes[at..at + n].iter().map(|&b| i8::from_le_bytes([b])).collect();
-                at += n.next_multiple_of(4);
-            }
-            match format {
-                WeightFormat::Int8 | WeightFormat::Fp8E4m3 => {
-                    scales = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
-                    at += 4 * outputs;
-                }
-                WeightFormat::MxInt8 => {
-                    // E8M0 exponents; 0 (a zero scale) and 255 (infinity) are rejected below, as
-                    // scales that are not normal powers of two.
-                    let count = outputs * format.scales_per_row(inputs);
-                    scales = weight_bytes[at..at + count].iter().map(|&e| f32::from_bits(u32::from(e) << 23)).collect();
-                    at += count.next_multiple_of(4);
-                }
-                WeightFormat::Fp16 => {}
-            }
-            let biases = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
-            at += 4 * outputs;
-            if scales.iter().chain(&biases).any(|v| !v.is_finite()) {
-                return Err(BundleError::Invalid("non-finite weight scale or bias".into()));
-            }
-            layers.push(QuantizedLayer { inputs, outputs, format, weights, halves, scales, biases });
-        }
+        let (version, sections) = read_sections(bytes)?;
+        let manifest = read_manifest(find_section(&sections, SECTION_MANIFEST)?, version)?;
+        let latent_levels = read_latents(&manifest, find_section(&sections, SECTION_LATENTS)?)?;
+        let layers = read_layers(&manifest, find_section(&sections, SECTION_WEIGHTS)?)?;
         let bundle = Self { manifest, latent_levels, layers };
         bundle.check_data_shapes()?;
         Ok(bundle)
@@ -471,4 +343,162 @@ impl Bundle {
             .map(|m| m.maps.iter().map(|map| u64::from(map.width) * u64::from(map.height)).max().unwrap_or(0))
             .sum()
     }
+}
+
+/// Bytes `start..start + n` of `bytes`, or the error that names `what` when they are not all there.
+fn byte_range<'a>(bytes: &'a [u8], what: &str, start: u64, n: u64) -> Result<&'a [u8], BundleError> {
+    let len = bytes.len() as u64;
+    let end = start.checked_add(n).ok_or_else(|| BundleError::Invalid(format!("{what} offset overflows")))?;
+    if end > len {
+        return Err(BundleError::Truncated { what: what.to_owned(), start, end, len });
+    }
+    Ok(&bytes[start as usize..end as usize])
+}
+
+/// The sections of a bundle's bytes, tag and data, checksums checked.
+type Sections<'a> = Vec<([u8; 4], &'a [u8])>;
+
+/// Reads the header: magic, version and section table (checksummed), then every section's data
+/// (checksummed). Returns the format version and the sections in table order.
+fn read_sections(bytes: &[u8]) -> Result<(u32, Sections<'_>), BundleError> {
+    let head = byte_range(bytes, "header", 0, 16)?;
+    if head[..8] != MAGIC {
+        return Err(BundleError::BadMagic);
+    }
+    let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+        return Err(BundleError::UnsupportedVersion { found: version, supported: FORMAT_VERSION });
+    }
+    let section_count = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+    if section_count > limits::MAX_SECTIONS {
+        return Err(BundleError::Invalid(format!("{section_count} sections (limit {})", limits::MAX_SECTIONS)));
+    }
+    let table_len = SECTION_ENTRY_BYTES as u64 * u64::from(section_count);
+    let header = byte_range(bytes, "section table", 0, 16 + table_len)?;
+    let stored_crc_bytes = byte_range(bytes, "header checksum", 16 + table_len, 4)?;
+    let stored = u32::from_le_bytes([stored_crc_bytes[0], stored_crc_bytes[1], stored_crc_bytes[2], stored_crc_bytes[3]]);
+    let computed = crc32fast::hash(header);
+    // Fuzz builds skip checksums, so the fuzzer reaches the parser behind them.
+    if stored != computed && !cfg!(fuzzing) {
+        return Err(BundleError::Checksum { section: "header".into(), stored, computed });
+    }
+    let mut sections: Sections<'_> = Vec::new();
+    for i in 0..section_count as usize {
+        let e = &header[16 + i * SECTION_ENTRY_BYTES..16 + (i + 1) * SECTION_ENTRY_BYTES];
+        let tag = [e[0], e[1], e[2], e[3]];
+        let crc = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+        let offset = u64::from_le_bytes([e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15]]);
+        let size = u64::from_le_bytes([e[16], e[17], e[18], e[19], e[20], e[21], e[22], e[23]]);
+        let name = String::from_utf8_lossy(&tag).into_owned();
+        let data = byte_range(bytes, &format!("section {name}"), offset, size)?;
+        let computed = crc32fast::hash(data);
+        if computed != crc && !cfg!(fuzzing) {
+            return Err(BundleError::Checksum { section: name, stored: crc, computed });
+        }
+        sections.push((tag, data));
+    }
+    Ok((version, sections))
+}
+
+/// The data of the first section tagged `tag`.
+fn find_section<'a>(sections: &Sections<'a>, tag: [u8; 4]) -> Result<&'a [u8], BundleError> {
+    sections
+        .iter()
+        .find(|(t, _)| *t == tag)
+        .map(|(_, d)| *d)
+        .ok_or_else(|| BundleError::MissingSection(String::from_utf8_lossy(&tag).into_owned()))
+}
+
+/// Parses the manifest section of a bundle of format `version` and validates it: within the
+/// limits, consistent, and using only what that version holds.
+fn read_manifest(manifest_bytes: &[u8], version: u32) -> Result<Manifest, BundleError> {
+    if manifest_bytes.len() as u64 > limits::MAX_MANIFEST_BYTES {
+        return Err(BundleError::Invalid(format!("manifest of {} bytes (limit {})", manifest_bytes.len(), limits::MAX_MANIFEST_BYTES)));
+    }
+    let manifest: Manifest = serde_json::from_slice(manifest_bytes).map_err(|e| BundleError::Manifest(e.to_string()))?;
+    if version < 2 && manifest.materials.iter().flat_map(|m| &m.maps).any(|m| m.color_transform.is_some()) {
+        return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold colour transforms (version 2 adds them)")));
+    }
+    if version < 3 && manifest.mip_levels > 1 {
+        return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold a mip chain (version 3 adds it)")));
+    }
+    if version < 5 && manifest.mip_group != 1 {
+        return Err(BundleError::Invalid(format!(
+            "a version {version} bundle cannot hold pyramid levels of {} mip levels (version 5 adds them)",
+            manifest.mip_group
+        )));
+    }
+    if version < 4 && manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
+        return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold weights other than int8 (version 4 adds them)")));
+    }
+    Bundle::validate_manifest(&manifest)?;
+    Ok(manifest)
+}
+
+/// Unpacks the latent section: every grid's levels, level 0's grids first (the size checked
+/// against the manifest first).
+fn read_latents(manifest: &Manifest, latent_bytes: &[u8]) -> Result<Vec<Vec<u8>>, BundleError> {
+    let expected: u64 =
+        manifest.all_grids().map(|g| packed_len(u64::from(g.width) * u64::from(g.height) * u64::from(g.channels), g.bits)).sum();
+    if latent_bytes.len() as u64 != expected {
+        return Err(BundleError::Invalid(format!("latent section has {} bytes, the manifest needs {expected}", latent_bytes.len())));
+    }
+    let mut latent_levels = Vec::with_capacity(manifest.grids.len() + manifest.mip_grids.len());
+    let mut at = 0usize;
+    for g in manifest.all_grids() {
+        let count = g.width as usize * g.height as usize * g.channels as usize;
+        let n = packed_len(count as u64, g.bits) as usize;
+        latent_levels.push(unpack_levels(&latent_bytes[at..at + n], count, g.bits));
+        at += n;
+    }
+    Ok(latent_levels)
+}
+
+/// Little-endian f32s: the first `n` of `data`.
+fn read_f32s(data: &[u8], n: usize) -> Vec<f32> {
+    data.chunks_exact(4).take(n).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// Reads the weight section: every layer's codes or halves, scales and biases in its format (the
+/// size checked against the manifest first).
+fn read_layers(manifest: &Manifest, weight_bytes: &[u8]) -> Result<Vec<QuantizedLayer>, BundleError> {
+    let expected: usize = manifest.layers.iter().map(|l| l.format.layer_bytes(l.inputs as usize, l.outputs as usize)).sum();
+    if weight_bytes.len() != expected {
+        return Err(BundleError::Invalid(format!("weight section has {} bytes, the manifest needs {expected}", weight_bytes.len())));
+    }
+    let mut layers = Vec::with_capacity(manifest.layers.len());
+    let mut at = 0usize;
+    for l in &manifest.layers {
+        let (inputs, outputs, format) = (l.inputs as usize, l.outputs as usize, l.format);
+        let n = inputs * outputs;
+        let (mut weights, mut halves, mut scales) = (Vec::new(), Vec::new(), Vec::new());
+        if format == WeightFormat::Fp16 {
+            halves = weight_bytes[at..at + 2 * n].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            at += (2 * n).next_multiple_of(4);
+        } else {
+            weights = weight_bytes[at..at + n].iter().map(|&b| i8::from_le_bytes([b])).collect();
+            at += n.next_multiple_of(4);
+        }
+        match format {
+            WeightFormat::Int8 | WeightFormat::Fp8E4m3 => {
+                scales = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
+                at += 4 * outputs;
+            }
+            WeightFormat::MxInt8 => {
+                // E8M0 exponents; 0 (a zero scale) and 255 (infinity) are rejected below, as
+                // scales that are not normal powers of two.
+                let count = outputs * format.scales_per_row(inputs);
+                scales = weight_bytes[at..at + count].iter().map(|&e| f32::from_bits(u32::from(e) << 23)).collect();
+                at += count.next_multiple_of(4);
+            }
+            WeightFormat::Fp16 => {}
+        }
+        let biases = read_f32s(&weight_bytes[at..at + 4 * outputs], outputs);
+        at += 4 * outputs;
+        if scales.iter().chain(&biases).any(|v| !v.is_finite()) {
+            return Err(BundleError::Invalid("non-finite weight scale or bias".into()));
+        }
+        layers.push(QuantizedLayer { inputs, outputs, format, weights, halves, scales, biases });
+    }
+    Ok(layers)
 }

@@ -249,6 +249,9 @@ pub fn load_library(dirs: &[PathBuf]) -> Result<(TextureSet, IngestReport), Inge
     Ok((set, report))
 }
 
+/// The maps a folder holds, by kind: each file and the normal convention its name gives.
+type ChosenMaps = BTreeMap<MapKind, (PathBuf, Option<NormalConvention>)>;
+
 /// Loads one material folder. Files whose map kind cannot be told are added to `report.skipped`.
 pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, IngestError> {
     let meta = std::fs::metadata(dir).map_err(|source| IngestError::Io { path: dir.to_path_buf(), source })?;
@@ -266,18 +269,37 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
             });
         }
     }
+    let (chosen, skipped_here) = choose_maps(dir, &config, &config_path)?;
+    if chosen.is_empty() {
+        return Err(IngestError::EmptyFolder { path: dir.to_path_buf(), skipped: skipped_summary(&skipped_here) });
+    }
+    report.skipped.extend(skipped_here);
+    let name = material_name(dir, &config, config_path)?;
+    let mut textures = Vec::with_capacity(chosen.len());
+    for (kind, (path, name_convention)) in chosen {
+        let convention = folder_convention.or(name_convention).unwrap_or_default();
+        textures.push(load_texture(&path, kind, convention)?);
+    }
+    let resized = resize_constant_maps(&mut textures)?;
+    report_maps(&name, &textures, &resized, report);
+    Ok(Material { name, source_dir: dir.to_path_buf(), textures })
+}
 
+/// The map files of folder `dir`, in name order, each kind from `config`'s `[maps]` or the file
+/// name, and the files left out (not an image, ignored, kind unknown). Two files of one kind are
+/// an error.
+fn choose_maps(dir: &Path, config: &FolderConfig, config_path: &Path) -> Result<(ChosenMaps, Vec<Skipped>), IngestError> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|source| IngestError::Io { path: dir.to_path_buf(), source })?
         .map(|e| e.map(|e| e.path()).map_err(|source| IngestError::Io { path: dir.to_path_buf(), source }))
         .collect::<Result<_, _>>()?;
     entries.sort();
 
-    let mut chosen: BTreeMap<MapKind, (PathBuf, Option<NormalConvention>)> = BTreeMap::new();
-    let mut skipped_here = Vec::new();
+    let mut chosen = ChosenMaps::new();
+    let mut skipped = Vec::new();
     for path in entries {
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
-            skipped_here.push(Skipped { path, reason: "file name is not valid UTF-8".into() });
+            skipped.push(Skipped { path, reason: "file name is not valid UTF-8".into() });
             continue;
         };
         if file_name == CONFIG_FILE_NAME {
@@ -285,22 +307,22 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
         }
         if path.is_dir() {
             if path.extension().is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|x| e.eq_ignore_ascii_case(x))) {
-                skipped_here.push(Skipped { path, reason: "a folder, not an image file".into() });
+                skipped.push(Skipped { path, reason: "a folder, not an image file".into() });
             }
             continue;
         }
         if config.ignore.iter().any(|i| i == &file_name) {
-            skipped_here.push(Skipped { path, reason: "ignored by texset.toml".into() });
+            skipped.push(Skipped { path, reason: "ignored by texset.toml".into() });
             continue;
         }
         let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
         if !extension.as_deref().is_some_and(|e| IMAGE_EXTENSIONS.contains(&e)) {
-            skipped_here.push(Skipped { path, reason: "not a supported image (png, jpg, tga, exr)".into() });
+            skipped.push(Skipped { path, reason: "not a supported image (png, jpg, tga, exr)".into() });
             continue;
         }
         let (kind, convention) = if let Some(kind_text) = config.maps.get(&file_name) {
             let kind = MapKind::from_token(kind_text).ok_or_else(|| IngestError::Config {
-                path: config_path.clone(),
+                path: config_path.to_path_buf(),
                 message: format!("unknown map kind \"{kind_text}\" for \"{file_name}\""),
             })?;
             (kind, None)
@@ -309,7 +331,7 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
             if let Some(info) = parse_map_name(stem) {
                 (info.kind, info.normal_convention)
             } else {
-                skipped_here.push(Skipped { path, reason: "map kind cannot be told from the name (name it in texset.toml [maps])".into() });
+                skipped.push(Skipped { path, reason: "map kind cannot be told from the name (name it in texset.toml [maps])".into() });
                 continue;
             }
         };
@@ -318,23 +340,27 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
         }
         chosen.insert(kind, (path, convention));
     }
-    if chosen.is_empty() {
-        let skipped = if skipped_here.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; skipped: {}",
-                skipped_here
-                    .iter()
-                    .map(|s| format!("{} ({})", s.path.file_name().unwrap_or_default().display(), s.reason))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        return Err(IngestError::EmptyFolder { path: dir.to_path_buf(), skipped });
-    }
-    report.skipped.extend(skipped_here);
+    Ok((chosen, skipped))
+}
 
+/// The files left out, as the tail of [`IngestError::EmptyFolder`]'s message (empty for none).
+fn skipped_summary(skipped: &[Skipped]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; skipped: {}",
+        skipped
+            .iter()
+            .map(|s| format!("{} ({})", s.path.file_name().unwrap_or_default().display(), s.reason))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The material's name: `config`'s, else the folder's (the one `dir` resolves to when it has no
+/// name of its own); refused when it is not a safe file name.
+fn material_name(dir: &Path, config: &FolderConfig, config_path: PathBuf) -> Result<String, IngestError> {
     let name = match (&config.name, dir.file_name()) {
         (Some(name), _) => name.clone(),
         (None, Some(folder)) => folder.to_str().map(str::to_owned).ok_or_else(|| IngestError::Config {
@@ -350,12 +376,12 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
     if let Err(why) = crate::bundle::check_name(&name) {
         return Err(IngestError::Config { path: config_path, message: format!("material name {name:?} {why}") });
     }
-    let mut textures = Vec::with_capacity(chosen.len());
-    for (kind, (path, name_convention)) in chosen {
-        let convention = folder_convention.or(name_convention).unwrap_or_default();
-        textures.push(load_texture(&path, kind, convention)?);
-    }
-    let resized = resize_constant_maps(&mut textures)?;
+    Ok(name)
+}
+
+/// Adds the maps of material `name` to `report.maps`, and those given the material's resolution
+/// (`resized`: per texture, its size in the file) to `report.constants`.
+fn report_maps(name: &str, textures: &[Texture], resized: &[Option<(u32, u32)>], report: &mut IngestReport) {
     for (i, texture) in textures.iter().enumerate() {
         let constant = match resized.get(i).copied().flatten() {
             Some((width, height)) => {
@@ -378,7 +404,6 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
             texture.source_path.display()
         ));
     }
-    Ok(Material { name, source_dir: dir.to_path_buf(), textures })
 }
 
 /// Decodes one image file into a [`Texture`] of the given kind. The file is opened read-only

@@ -29,9 +29,10 @@ use crate::eval::evaluate;
 use crate::options::CompressOptions;
 use crate::pipeline::{CompressError, Compressed, compress};
 use crate::progress::{Cancel, Progress};
+use crate::rng::Rng;
 use crate::set::TextureSet;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 mod cache;
 mod space;
@@ -229,17 +230,8 @@ fn seen(point: &SearchPoint, trials: &[SearchTrial], skipped: &Skipped) -> bool 
         || skipped.same_as_earlier.iter().any(|(p, _)| p == point)
 }
 
-/// Searches the shape of `base` at `search.bits_per_texel` on `set` and returns the best full
-/// run's bundle; `on_trial` hears of each short trial and `on_final` of each full run.
-pub fn search_precision(
-    set: &TextureSet,
-    base: &CompressOptions,
-    search: &SearchOptions,
-    progress: &dyn Progress,
-    cancel: &Cancel,
-    on_trial: &dyn Fn(&SearchTrial),
-    on_final: &dyn Fn(&FinalRun),
-) -> Result<(Compressed, SearchReport), SearchError> {
+/// Checks the search options and returns the base options' point.
+fn check_options(base: &CompressOptions, search: &SearchOptions) -> Result<SearchPoint, SearchError> {
     search.space.validate().map_err(SearchError::Options)?;
     if !(search.short_fraction > 0.0 && search.short_fraction <= 1.0) {
         return Err(SearchError::Options(format!("the short fraction must be in (0, 1], got {}", search.short_fraction)));
@@ -247,18 +239,15 @@ pub fn search_precision(
     if search.trials == 0 {
         return Err(SearchError::Options("at least one trial is needed".into()));
     }
-    let Some(base_point) = SearchPoint::of(base) else {
-        return Err(SearchError::Options("the base options need two grids, the second twice as coarse, with equal bits".into()));
-    };
-    let space = &search.space;
-    let sizes = space.sizes();
-    let descriptor = SetDescriptor::of(set, search.bits_per_texel);
-    let mut cache = search.cache.as_deref().map(SearchCache::read).transpose()?;
-    let warm = cache.as_ref().and_then(|c| c.nearest(&descriptor)).cloned();
+    SearchPoint::of(base)
+        .ok_or_else(|| SearchError::Options("the base options need two grids, the second twice as coarse, with equal bits".into()))
+}
 
-    // The queue of points to run first: the base shape, then the cached search's best points.
-    let mut queue: Vec<(SearchPoint, Source)> = vec![(base_point.clone(), Source::Base)];
-    if let Some(w) = &warm {
+/// The points to run first: the base shape, then up to three of a cached search's best points
+/// (its chosen point first) that are in `space`.
+fn first_points(base_point: SearchPoint, warm: Option<&CachedSearch>, space: &SearchSpace) -> Vec<(SearchPoint, Source)> {
+    let mut queue: Vec<(SearchPoint, Source)> = vec![(base_point, Source::Base)];
+    if let Some(w) = warm {
         let mut best: Vec<&(SearchPoint, f64)> = w.trials.iter().collect();
         best.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut seeds = vec![&w.chosen];
@@ -269,77 +258,138 @@ pub fn search_precision(
             }
         }
     }
-    let all = space.all();
-    let budget = if search.strategy == Strategy::Grid { all.len() + 1 } else { search.trials };
-    let short_steps = ((base.schedule.steps as f32 * search.short_fraction).round() as u32).max(1);
-    let mut rng = search_rng(search.seed ^ 0x5EA2_C400);
-    let mut trials: Vec<SearchTrial> = Vec::new();
-    let mut observed: Vec<([usize; DIMS], f64)> = Vec::new();
-    // The short-run options of each trial, to find points that size to the same bundle.
-    let mut fitted: Vec<CompressOptions> = Vec::new();
-    let mut skipped = Skipped::default();
-    let mut grid_next = 0usize;
-    let mut total_train_secs = 0.0;
-    let score = |options: &CompressOptions| -> Result<(Compressed, f64), SearchError> {
-        let out = compress(set, options, progress, cancel)?;
-        let psnr = evaluate(set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;
+    queue
+}
+
+/// What every run of a search shares: the set, the options and the running training time.
+struct Runner<'a> {
+    set: &'a TextureSet,
+    base: &'a CompressOptions,
+    search: &'a SearchOptions,
+    progress: &'a dyn Progress,
+    cancel: &'a Cancel,
+    /// Training time of every run so far.
+    total_train_secs: f64,
+}
+
+impl Runner<'_> {
+    /// Compresses the set with `options` and scores the bundle by pooled PSNR.
+    fn score(&mut self, options: &CompressOptions) -> Result<(Compressed, f64), SearchError> {
+        let out = compress(self.set, options, self.progress, self.cancel)?;
+        let psnr = evaluate(self.set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;
+        self.total_train_secs += out.report.train.train_secs;
         Ok((out, psnr))
-    };
-    while trials.len() < budget {
-        let open: Vec<[usize; DIMS]> = all
-            .iter()
-            .filter(|x| {
-                let p = space.point(**x);
-                !seen(&p, &trials, &skipped)
-            })
-            .copied()
-            .collect();
-        let (point, source) = if !queue.is_empty() {
-            queue.remove(0)
-        } else if open.is_empty() {
-            break;
-        } else {
-            match search.strategy {
-                Strategy::Grid => {
-                    while grid_next < all.len() && !open.contains(&all[grid_next]) {
-                        grid_next += 1;
-                    }
-                    let Some(x) = all.get(grid_next) else { break };
-                    (space.point(*x), Source::Grid)
-                }
-                Strategy::Random => (space.point(open[(rng.next_u64() % open.len().max(1) as u64) as usize]), Source::Random),
-                Strategy::Tpe if observed.len() < (search.trials / 4).max(3) => {
-                    (space.point(open[(rng.next_u64() % open.len().max(1) as u64) as usize]), Source::Random)
-                }
-                Strategy::Tpe => (space.point(tpe_propose(sizes, &observed, &open, &mut rng)), Source::Tpe),
-            }
-        };
-        if seen(&point, &trials, &skipped) {
-            continue;
+    }
+}
+
+/// The short rung: the proposers' state, and the trials run and points skipped so far.
+struct ShortRung<'a> {
+    space: &'a SearchSpace,
+    /// Every point of the space, in order.
+    all: Vec<[usize; DIMS]>,
+    /// Points to run before the proposer's (the base shape and warm points).
+    queue: Vec<(SearchPoint, Source)>,
+    rng: Rng,
+    /// The grid strategy's position in `all`.
+    grid_next: usize,
+    /// Steps of a short trial.
+    short_steps: u32,
+    trials: Vec<SearchTrial>,
+    /// Index and score of every trial (and of the points that equal one), what TPE learns from.
+    observed: Vec<([usize; DIMS], f64)>,
+    /// The short-run options of each trial, to find points that size to the same bundle.
+    fitted: Vec<CompressOptions>,
+    skipped: Skipped,
+}
+
+impl<'a> ShortRung<'a> {
+    /// A rung over `space` that runs `queue` first.
+    fn new(space: &'a SearchSpace, queue: Vec<(SearchPoint, Source)>, search: &SearchOptions, short_steps: u32) -> Self {
+        Self {
+            space,
+            all: space.all(),
+            queue,
+            rng: search_rng(search.seed ^ 0x5EA2_C400),
+            grid_next: 0,
+            short_steps,
+            trials: Vec::new(),
+            observed: Vec::new(),
+            fitted: Vec::new(),
+            skipped: Skipped::default(),
         }
-        let mut options = match point.options(base, search.bits_per_texel, set) {
+    }
+
+    /// Runs short trials until `runner.search`'s budget is spent or no point is left.
+    fn run(&mut self, runner: &mut Runner<'_>, on_trial: &dyn Fn(&SearchTrial)) -> Result<(), SearchError> {
+        let search = runner.search;
+        let budget = if search.strategy == Strategy::Grid { self.all.len() + 1 } else { search.trials };
+        while self.trials.len() < budget {
+            let Some((point, source)) = self.propose(search) else { break };
+            if seen(&point, &self.trials, &self.skipped) {
+                continue;
+            }
+            self.try_point(runner, point, source, on_trial)?;
+        }
+        Ok(())
+    }
+
+    /// The next point: the queue's, else the strategy's among the points not yet seen (`None`:
+    /// none left).
+    fn propose(&mut self, search: &SearchOptions) -> Option<(SearchPoint, Source)> {
+        if !self.queue.is_empty() {
+            return Some(self.queue.remove(0));
+        }
+        let space = self.space;
+        let open: Vec<[usize; DIMS]> = self.all.iter().filter(|x| !seen(&space.point(**x), &self.trials, &self.skipped)).copied().collect();
+        if open.is_empty() {
+            return None;
+        }
+        let random = |rng: &mut Rng| space.point(open[(rng.next_u64() % open.len().max(1) as u64) as usize]);
+        Some(match search.strategy {
+            Strategy::Grid => {
+                while self.grid_next < self.all.len() && !open.contains(&self.all[self.grid_next]) {
+                    self.grid_next += 1;
+                }
+                (space.point(*self.all.get(self.grid_next)?), Source::Grid)
+            }
+            Strategy::Random => (random(&mut self.rng), Source::Random),
+            Strategy::Tpe if self.observed.len() < (search.trials / 4).max(3) => (random(&mut self.rng), Source::Random),
+            Strategy::Tpe => (space.point(tpe_propose(space.sizes(), &self.observed, &open, &mut self.rng)), Source::Tpe),
+        })
+    }
+
+    /// Sizes `point` to the rate and runs it short, unless it cannot be sized, costs too much to
+    /// decode or sizes to an earlier trial's options (then it is recorded as skipped).
+    fn try_point(
+        &mut self,
+        runner: &mut Runner<'_>,
+        point: SearchPoint,
+        source: Source,
+        on_trial: &dyn Fn(&SearchTrial),
+    ) -> Result<(), SearchError> {
+        let (set, search) = (runner.set, runner.search);
+        let mut options = match point.options(runner.base, search.bits_per_texel, set) {
             Ok(o) => o,
             Err(_) if source != Source::Base => {
-                skipped.infeasible.push(point);
-                continue;
+                self.skipped.infeasible.push(point);
+                return Ok(());
             }
             Err(e) => return Err(SearchError::Options(format!("the base shape at {} bits per texel: {e}", search.bits_per_texel))),
         };
         let macs = options.model.decoder_macs_per_texel(set.output_channels());
         if source != Source::Base && search.max_decoder_macs_per_texel.is_some_and(|cap| macs > cap) {
-            skipped.too_costly.push(point);
-            continue;
+            self.skipped.too_costly.push(point);
+            return Ok(());
         }
-        options.schedule.steps = short_steps;
-        if let Some(earlier) = fitted.iter().position(|o| *o == options) {
-            if let Some(x) = space.index_of(&point) {
-                observed.push((x, trials[earlier].pooled_psnr_db));
+        options.schedule.steps = self.short_steps;
+        if let Some(earlier) = self.fitted.iter().position(|o| *o == options) {
+            if let Some(x) = self.space.index_of(&point) {
+                self.observed.push((x, self.trials[earlier].pooled_psnr_db));
             }
-            skipped.same_as_earlier.push((point, earlier));
-            continue;
+            self.skipped.same_as_earlier.push((point, earlier));
+            return Ok(());
         }
-        let (out, psnr) = score(&options)?;
-        total_train_secs += out.report.train.train_secs;
+        let (out, psnr) = runner.score(&options)?;
         let trial = SearchTrial {
             point: point.clone(),
             source,
@@ -350,31 +400,46 @@ pub fn search_precision(
             train_secs: out.report.train.train_secs,
         };
         on_trial(&trial);
-        if let Some(x) = space.index_of(&point) {
-            observed.push((x, psnr));
+        if let Some(x) = self.space.index_of(&point) {
+            self.observed.push((x, psnr));
         }
-        trials.push(trial);
-        fitted.push(options);
+        self.trials.push(trial);
+        self.fitted.push(options);
+        Ok(())
     }
+}
 
-    // Full runs: the base shape and the best short trials.
+/// The trials that run in full: the base shape's (the first) and the `count` best others.
+fn finalists(trials: &[SearchTrial], count: usize) -> Vec<usize> {
     let mut by_score: Vec<usize> = (0..trials.len()).collect();
     by_score.sort_by(|&a, &b| trials[b].pooled_psnr_db.total_cmp(&trials[a].pooled_psnr_db));
     let mut finalists = vec![0usize];
     for i in by_score {
-        if finalists.len() > search.finalists {
+        if finalists.len() > count {
             break;
         }
         if i != 0 {
             finalists.push(i);
         }
     }
+    finalists
+}
+
+/// Runs the `finalists` among `trials` at full length: their reports and bundles, in order.
+fn run_finals(
+    runner: &mut Runner<'_>,
+    trials: &[SearchTrial],
+    finalists: &[usize],
+    on_final: &dyn Fn(&FinalRun),
+) -> Result<(Vec<FinalRun>, Vec<Compressed>), SearchError> {
     let mut finals = Vec::new();
     let mut bundles = Vec::new();
-    for &i in &finalists {
-        let options = trials[i].point.options(base, search.bits_per_texel, set).map_err(|e| SearchError::Options(e.to_string()))?;
-        let (out, psnr) = score(&options)?;
-        total_train_secs += out.report.train.train_secs;
+    for &i in finalists {
+        let options = trials[i]
+            .point
+            .options(runner.base, runner.search.bits_per_texel, runner.set)
+            .map_err(|e| SearchError::Options(e.to_string()))?;
+        let (out, psnr) = runner.score(&options)?;
         let run = FinalRun {
             trial: i,
             point: trials[i].point.clone(),
@@ -388,6 +453,43 @@ pub fn search_precision(
         finals.push(run);
         bundles.push(out);
     }
+    Ok((finals, bundles))
+}
+
+/// Stores the search in the cache file at `path` (read as `cache`) under `descriptor`.
+fn remember(mut cache: SearchCache, path: &Path, descriptor: SetDescriptor, report: &SearchReport) -> Result<(), SearchError> {
+    cache.version = 1;
+    cache.searches.push(CachedSearch {
+        descriptor,
+        trials: report.trials.iter().map(|t| (t.point.clone(), t.pooled_psnr_db)).collect(),
+        chosen: report.finals[report.chosen].point.clone(),
+    });
+    cache.write(path)
+}
+
+/// Searches the shape of `base` at `search.bits_per_texel` on `set` and returns the best full
+/// run's bundle; `on_trial` hears of each short trial and `on_final` of each full run.
+pub fn search_precision(
+    set: &TextureSet,
+    base: &CompressOptions,
+    search: &SearchOptions,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+    on_trial: &dyn Fn(&SearchTrial),
+    on_final: &dyn Fn(&FinalRun),
+) -> Result<(Compressed, SearchReport), SearchError> {
+    let base_point = check_options(base, search)?;
+    let descriptor = SetDescriptor::of(set, search.bits_per_texel);
+    let cache = search.cache.as_deref().map(SearchCache::read).transpose()?;
+    let warm = cache.as_ref().and_then(|c| c.nearest(&descriptor)).cloned();
+    let short_steps = ((base.schedule.steps as f32 * search.short_fraction).round() as u32).max(1);
+    let mut runner = Runner { set, base, search, progress, cancel, total_train_secs: 0.0 };
+    let mut rung = ShortRung::new(&search.space, first_points(base_point, warm.as_ref(), &search.space), search, short_steps);
+    rung.run(&mut runner, on_trial)?;
+
+    // Full runs: the base shape and the best short trials.
+    let ShortRung { trials, skipped, .. } = rung;
+    let (finals, mut bundles) = run_finals(&mut runner, &trials, &finalists(&trials, search.finalists), on_final)?;
     let chosen = (0..finals.len()).max_by(|&a, &b| finals[a].pooled_psnr_db.total_cmp(&finals[b].pooled_psnr_db)).unwrap_or(0);
     let baseline = 0;
     let report = SearchReport {
@@ -404,16 +506,10 @@ pub fn search_precision(
         same_as_earlier: skipped.same_as_earlier,
         finals,
         warm_from: warm.map(|w| format!("{} at {:.3} bits/texel", w.descriptor.materials, w.descriptor.bits_per_texel)),
-        total_train_secs,
+        total_train_secs: runner.total_train_secs,
     };
-    if let (Some(cache), Some(path)) = (cache.as_mut(), search.cache.as_deref()) {
-        cache.version = 1;
-        cache.searches.push(CachedSearch {
-            descriptor,
-            trials: report.trials.iter().map(|t| (t.point.clone(), t.pooled_psnr_db)).collect(),
-            chosen: report.finals[report.chosen].point.clone(),
-        });
-        cache.write(path)?;
+    if let (Some(cache), Some(path)) = (cache, search.cache.as_deref()) {
+        remember(cache, path, descriptor, &report)?;
     }
     let bundle = bundles.swap_remove(chosen);
     Ok((bundle, report))
