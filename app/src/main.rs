@@ -25,7 +25,7 @@ fn main() {
 fn error_chain(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain() {
-        let text = cause.to_string();
+        let text = cli_text(cause);
         if line.contains(&text) {
             continue;
         }
@@ -35,6 +35,20 @@ fn error_chain(error: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+/// An error's text as the command line says it: the engine's typed errors that a flag answers
+/// name the flag (the engine's own text names no flag: the studio phrases it otherwise).
+fn cli_text(cause: &(dyn std::error::Error + 'static)) -> String {
+    use texset_core::train::backend::Unsupported;
+    let unsupported = cause.downcast_ref::<Unsupported>().or(match cause.downcast_ref::<texset_core::CompressError>() {
+        Some(texset_core::CompressError::Backend(u)) => Some(u),
+        _ => None,
+    });
+    match unsupported {
+        Some(u) => format!("--backend {} cannot {} yet ({}); use --backend cpu or auto", u.backend.name(), u.task, u.why),
+        None => cause.to_string(),
+    }
 }
 
 /// Mesa's Vulkan device-select layer, an implicit layer on most Linux systems, connects to

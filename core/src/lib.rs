@@ -35,14 +35,14 @@ pub mod options;
 #[cfg(feature = "train")]
 pub mod pipeline;
 #[cfg(feature = "train")]
-pub mod progress;
-#[cfg(feature = "train")]
 pub mod train;
 
 pub use bundle::{Bundle, BundleError};
 pub use decode::{DecodedMap, Decoder};
 #[cfg(feature = "train")]
 pub use options::{Backend, BudgetConfig, CompressOptions, ModelConfig, OptionsError, Preset, RunOptions, ScheduleConfig};
+#[cfg(feature = "train")]
+pub use pipeline::progress;
 #[cfg(feature = "train")]
 pub use pipeline::{CompressError, CompressReport, Compressed, compress};
 #[cfg(feature = "train")]

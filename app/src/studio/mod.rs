@@ -446,7 +446,7 @@ pub fn renders_in_software(render_state: Option<&RenderState>) -> bool {
 
 /// Where training runs, in words (the engine's automatic choice).
 fn training_device() -> String {
-    texset_core::train::burn::resolve_auto().1
+    texset_core::train::backend::resolve_auto().1
 }
 
 /// The colour every frame is cleared with: the panels' fill, which the panels themselves leave

@@ -143,10 +143,11 @@ fn check_addable(manifest: &Manifest, set: &TextureSet, options: &AddOptions) ->
     match options.train.run.backend {
         crate::Backend::Auto | crate::Backend::Cpu => {}
         other => {
-            return Err(CompressError::Unsupported(format!(
-                "--backend {} cannot add materials to a library yet (the library's parameters must stay frozen, which only the CPU trainer does); use --backend cpu or auto",
-                other.name()
-            )));
+            return Err(CompressError::Backend(crate::train::backend::Unsupported {
+                backend: other,
+                task: "add materials to a library".to_owned(),
+                why: "the library's parameters must stay frozen, which only the CPU trainer does".to_owned(),
+            }));
         }
     }
     for m in &set.materials {

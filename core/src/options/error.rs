@@ -71,7 +71,7 @@ pub enum OptionsError {
     #[error("a group-lasso strength must be a non-negative number")]
     Lasso,
     /// Learned budgets and pruning together.
-    #[error("learned budgets and channel pruning (--prune-to) do not combine: use one")]
+    #[error("learned budgets and channel pruning do not combine: use one")]
     LearnedWithPrune,
     /// Budgets learned outside the training before the freeze.
     #[error("budgets are learned after some training and before the latents freeze (0 < at < freeze_latents_at)")]

@@ -70,7 +70,7 @@ pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Resul
         let (m, v, t) = g.moments();
         GateState { values: g.values.clone(), m: m.to_vec(), v: v.to_vec(), t, cut: g.cut.clone() }
     });
-    save_state(path, fingerprint, trainer.step, trainer.adam.t, [&trainer.params, &trainer.adam.m, &trainer.adam.v], gates)
+    save_state(path, fingerprint, trainer.run.step, trainer.adam.t, [&trainer.params, &trainer.adam.m, &trainer.adam.v], gates)
 }
 
 /// Writes a checkpoint atomically: the step, Adam's step, `[params, m, v]` and the gates of a run
@@ -114,7 +114,7 @@ pub struct CheckpointState {
 
 /// Loads a checkpoint into a trainer built for the same set and options.
 pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> Result<(), TrainError> {
-    let state = load_state(path, fingerprint, trainer.schedule().steps, &trainer.params)?;
+    let state = load_state(path, fingerprint, trainer.run.schedule.steps, &trainer.params)?;
     let [params, m, v] = state.params;
     if let Some(gates) = state.gates {
         trainer
@@ -124,7 +124,7 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
     trainer.params = params;
     trainer.adam.m = m;
     trainer.adam.v = v;
-    trainer.step = state.step;
+    trainer.run.step = state.step;
     trainer.adam.t = state.adam_t;
     Ok(())
 }

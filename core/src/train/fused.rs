@@ -15,9 +15,8 @@ use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::adam::{ADAM_BETA1, ADAM_BETA2, Adam, adam_update};
 use crate::train::gates::{BudgetGates, LearnedCut, column_norms};
-use crate::train::init::starting_params;
 use crate::train::kernel::{ChunkGrads, forward_backward, scatter_grid_grads, sum_layer_grads};
-use crate::train::run::{Capabilities, LoopOptions, StepStats, TimeBudget, TrainReport, Trainer, fit_time_budget, run};
+use crate::train::run::{Capabilities, RunState, StepStats, TrainReport, Trainer, train};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, round_grids, step_at_fraction};
 use rayon::prelude::*;
@@ -82,10 +81,8 @@ pub struct FusedTrainer<'a> {
     pub params: ModelParams,
     /// Optimiser state.
     pub adam: Adam,
-    /// Next step to run.
-    pub step: u32,
-    sampler: Sampler<'a>,
-    schedule: Schedule,
+    /// Its run: the sampler, the schedule and the next step to run.
+    pub run: RunState<'a>,
     /// Gradient buffer, reused across steps.
     grads: ModelParams,
     /// Parameters that train (all when `None`).
@@ -105,16 +102,16 @@ impl<'a> FusedTrainer<'a> {
         let adam = Adam::new(&params);
         let grads = params.zeros_like();
         let pruned = vec![false; params.latent_channels()];
-        Self { params, adam, step: 0, sampler, schedule, grads, trainable: None, pruning: None, pruned, gates: None }
+        Self { params, adam, run: RunState::new(sampler, schedule), grads, trainable: None, pruning: None, pruned, gates: None }
     }
 
     /// Learns the textures' budgets ([`LearnedBudgets`]): every texture is sampled on its own,
     /// gated, until the cut.
     #[must_use]
     pub fn with_learned_budgets(mut self, options: LearnedBudgets, layout: &ModelLayout) -> Self {
-        self.sampler.split_for_gates();
-        let mut gates = BudgetGates::new(options, self.schedule.steps, layout);
-        gates.shares = self.sampler.gate_shares(gates.start.len());
+        self.run.sampler.split_for_gates();
+        let mut gates = BudgetGates::new(options, self.run.schedule.steps, layout);
+        gates.shares = self.run.sampler.gate_shares(gates.start.len());
         self.gates = Some(gates);
         self
     }
@@ -151,7 +148,7 @@ impl<'a> FusedTrainer<'a> {
         (gates.m, gates.v, gates.t) = (m, v, t);
         if let Some(cut) = cut {
             let masks = BudgetGates::masks(&cut, gates.latent_channels);
-            self.sampler.set_masks(&masks);
+            self.run.sampler.set_masks(&masks);
             gates.cut = Some(cut);
         }
         Ok(())
@@ -164,7 +161,7 @@ impl<'a> FusedTrainer<'a> {
         let Some(gates) = &mut self.gates else { return };
         let Some(first) = self.params.layers.first_mut() else { return };
         let lc = gates.latent_channels;
-        let cut = gates.decide(first, self.step);
+        let cut = gates.decide(first, self.run.step);
         let mut sum = vec![0.0f32; lc];
         let mut count = vec![0u32; lc];
         for (s, budget) in cut.budgets.iter().enumerate() {
@@ -184,7 +181,7 @@ impl<'a> FusedTrainer<'a> {
                 }
             }
         }
-        self.sampler.set_masks(&BudgetGates::masks(&cut, lc));
+        self.run.sampler.set_masks(&BudgetGates::masks(&cut, lc));
         gates.cut = Some(cut);
     }
 
@@ -195,7 +192,7 @@ impl<'a> FusedTrainer<'a> {
         let Some(gates) = &self.gates else { return };
         let (Some(w), Some(g)) = (self.params.layers.first(), grads.layers.first_mut()) else { return };
         let lc = gates.latent_channels;
-        let k = gates.options.strength * self.schedule.batch_texels as f32;
+        let k = gates.options.strength * self.run.schedule.batch_texels as f32;
         let norms = column_norms(w, lc);
         let mut readers = vec![0.0f32; lc];
         for (s, budget) in gates.start.iter().enumerate() {
@@ -222,7 +219,7 @@ impl<'a> FusedTrainer<'a> {
     /// Removes latent channels part-way through training.
     #[must_use]
     pub fn with_pruning(mut self, pruning: ChannelPruning) -> Self {
-        let at = step_at_fraction(self.schedule.steps, pruning.at);
+        let at = step_at_fraction(self.run.schedule.steps, pruning.at);
         self.pruning = Some((pruning, at));
         self
     }
@@ -237,14 +234,14 @@ impl<'a> FusedTrainer<'a> {
     /// first-layer columns are exactly zero (removal zeroes them and they get no gradient after).
     pub fn restore_pruning(&mut self, read: &[bool]) {
         let Some((_, at)) = &self.pruning else { return };
-        if self.step <= *at {
+        if self.run.step <= *at {
             return;
         }
         let Some(first) = self.params.layers.first() else { return };
         let dropped: Vec<bool> = (0..self.pruned.len())
             .map(|c| read.get(c).copied().unwrap_or(false) && (0..first.outputs).all(|o| first.weights[o * first.inputs + c] == 0.0))
             .collect();
-        self.sampler.drop_channels(&dropped);
+        self.run.sampler.drop_channels(&dropped);
         self.pruned = dropped;
     }
 
@@ -253,7 +250,7 @@ impl<'a> FusedTrainer<'a> {
         let Some(first) = self.params.layers.first() else { return };
         let mut dropped = vec![false; self.pruned.len()];
         let mut offset = 0usize;
-        let mut rng = Rng::new(self.schedule.seed, 0x0091_21E5, 0);
+        let mut rng = Rng::new(self.run.schedule.seed, 0x0091_21E5, 0);
         for (grid, &keep) in self.params.grids.iter().zip(&pruning.keep_per_grid) {
             let ch = grid.channels as usize;
             let mut order: Vec<usize> = (0..ch).collect();
@@ -284,7 +281,7 @@ impl<'a> FusedTrainer<'a> {
                 }
             }
         }
-        self.sampler.drop_channels(&dropped);
+        self.run.sampler.drop_channels(&dropped);
         self.pruned = dropped;
     }
 
@@ -293,7 +290,7 @@ impl<'a> FusedTrainer<'a> {
     fn add_group_lasso(&self, grads: &mut ModelParams, strength: f32) {
         let lc = self.params.latent_channels();
         let (Some(w), Some(g)) = (self.params.layers.first(), grads.layers.first_mut()) else { return };
-        let k = strength * self.schedule.batch_texels as f32;
+        let k = strength * self.run.schedule.batch_texels as f32;
         for c in 0..lc {
             let norm = (0..w.outputs).map(|o| w.weights[o * w.inputs + c].powi(2)).sum::<f32>().sqrt();
             if norm > 1e-12 {
@@ -315,19 +312,13 @@ impl<'a> FusedTrainer<'a> {
     fn fake_quantised_layers(&self) -> Vec<LayerParams> {
         match &self.trainable {
             Some(t) => t.quantise_layers(&self.params.layers).iter().map(QuantizedLayer::dequantize).collect(),
-            None => self.params.layers.iter().map(|l| quant::fake_quantize(l, self.schedule.weight_format)).collect(),
+            None => self.params.layers.iter().map(|l| quant::fake_quantize(l, self.run.schedule.weight_format)).collect(),
         }
-    }
-
-    /// The schedule.
-    #[must_use]
-    pub fn schedule(&self) -> &Schedule {
-        &self.schedule
     }
 
     /// Runs one step.
     pub fn run_step(&mut self) -> StepStats {
-        let step = self.step;
+        let step = self.run.step;
         if let Some((pruning, at)) = self.pruning.clone()
             && step == at
         {
@@ -337,19 +328,21 @@ impl<'a> FusedTrainer<'a> {
             self.cut_budgets();
         }
         let gating = self.gates.as_ref().filter(|g| g.active()).map(|g| (g.values.as_slice(), g.latent_channels));
-        let phase = self.schedule.phase(step);
-        if self.schedule.latent_noise && (step == self.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0)) {
-            round_grids(&mut self.params, &self.schedule.grid_bits);
+        let phase = self.run.schedule.phase(step);
+        if self.run.schedule.latent_noise
+            && (step == self.run.schedule.freeze_step || (phase != TrainPhase::NoisyLatents && self.adam.t == 0))
+        {
+            round_grids(&mut self.params, &self.run.schedule.grid_bits);
         }
         let mlp: Vec<LayerParams> =
             if phase == TrainPhase::Int8Weights { self.fake_quantised_layers() } else { self.params.layers.clone() };
         let train_grids = phase == TrainPhase::NoisyLatents;
-        let chunks = self.schedule.batch_texels / CHUNK_TEXELS;
+        let chunks = self.run.schedule.batch_texels / CHUNK_TEXELS;
         let params = &self.params;
-        let sampler = &self.sampler;
-        let seed = self.schedule.seed;
-        let bits = &self.schedule.grid_bits;
-        let latent_noise = self.schedule.latent_noise;
+        let sampler = &self.run.sampler;
+        let seed = self.run.schedule.seed;
+        let bits = &self.run.schedule.grid_bits;
+        let latent_noise = self.run.schedule.latent_noise;
         // One noise amplitude for all grids would be wrong when their bits differ; the kernel takes
         // one amplitude, so use the finest grid's half step (grids share bits in every preset).
         let amplitude = 0.5 * quant::latent_step(bits.first().copied().unwrap_or(8));
@@ -407,17 +400,17 @@ impl<'a> FusedTrainer<'a> {
         if gating {
             self.add_budget_lasso(&mut grads, &mut gate_grads);
         }
-        let scale = 1.0 / self.schedule.batch_texels as f32;
-        let decay = self.schedule.decay(step);
-        let grid_lr = train_grids.then_some(self.schedule.grid_learning_rate * decay);
-        self.adam.step(&mut self.params, &grads, scale, grid_lr, self.schedule.mlp_learning_rate * decay);
+        let scale = 1.0 / self.run.schedule.batch_texels as f32;
+        let decay = self.run.schedule.decay(step);
+        let grid_lr = train_grids.then_some(self.run.schedule.grid_learning_rate * decay);
+        self.adam.step(&mut self.params, &grads, scale, grid_lr, self.run.schedule.mlp_learning_rate * decay);
         if gating && let Some(gates) = &mut self.gates {
             gates.t += 1;
             let c1 = 1.0 - ADAM_BETA1.powi(gates.t as i32);
             let c2 = 1.0 - ADAM_BETA2.powi(gates.t as i32);
             // Gates are few scalars that must travel from 1 towards 0 within the gated steps:
             // they take the grids' (larger) learning rate.
-            let lr = self.schedule.grid_learning_rate * decay;
+            let lr = self.run.schedule.grid_learning_rate * decay;
             for (g, t) in gate_grads.iter_mut().zip(&gates.trains) {
                 *g *= t;
             }
@@ -428,7 +421,7 @@ impl<'a> FusedTrainer<'a> {
             }
         }
         self.grads = grads;
-        self.step += 1;
+        self.run.step += 1;
         StepStats { mse: (sq_err / targeted.max(1.0)) as f32, phase }
     }
 
@@ -436,7 +429,7 @@ impl<'a> FusedTrainer<'a> {
     #[must_use]
     pub fn final_params(&self) -> ModelParams {
         let mut params = self.params.clone();
-        round_grids(&mut params, &self.schedule.grid_bits);
+        round_grids(&mut params, &self.run.schedule.grid_bits);
         params.layers = self.fake_quantised_layers();
         params
     }
@@ -447,12 +440,12 @@ impl Trainer for FusedTrainer<'_> {
         Capabilities::FUSED_CPU
     }
 
-    fn schedule(&self) -> &Schedule {
-        &self.schedule
+    fn backend(&self) -> String {
+        "cpu (fused)".into()
     }
 
-    fn steps_done(&self) -> u32 {
-        self.step
+    fn state(&self) -> &RunState<'_> {
+        &self.run
     }
 
     fn run_step(&mut self) -> Result<StepStats, TrainError> {
@@ -478,14 +471,11 @@ impl Trainer for FusedTrainer<'_> {
         if self.pruning.is_some() || self.gates.is_some() {
             return false;
         }
-        let Some(schedule) = self.schedule.with_steps(steps, self.step) else { return false };
-        self.schedule = schedule;
-        true
+        self.run.refit_steps(steps)
     }
 
     fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
-        self.sampler.refresh_for(model, &self.schedule, self.step);
-        Ok(())
+        self.run.refresh_sampling(model)
     }
 
     fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {
@@ -497,10 +487,18 @@ impl Trainer for FusedTrainer<'_> {
         self.restore_pruning(&layout.read_channels());
         Ok(())
     }
+
+    fn pruned_channels(&self) -> Vec<u32> {
+        FusedTrainer::pruned_channels(self)
+    }
+
+    fn learned_cut(&self) -> Option<&LearnedCut> {
+        FusedTrainer::learned_cut(self)
+    }
 }
 
-/// Trains `set` with the fused CPU trainer in the one loop ([`run`]): progress, cancel and
-/// pause, snapshots, checkpoints and resume.
+/// Trains `set` with the fused CPU trainer through the one entry ([`train`]) and loop: progress,
+/// cancel and pause, snapshots, checkpoints and resume.
 pub fn train_fused(
     set: &TextureSet,
     layout: &ModelLayout,
@@ -508,37 +506,8 @@ pub fn train_fused(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
-    // The starting point does not depend on the steps: the time-budget probe and the run share it
-    // (a fine-tune's bundle is read once).
-    let start = starting_params(set, layout, options)?;
-    let (options, time_budget) =
-        fit_time_budget(options, |o| Ok(Box::new(fused_trainer(set, layout, o, start.clone())) as Box<dyn Trainer>), cancel)?;
-    let options = options.as_ref();
-    crate::train::run::announce_duration(
-        options,
-        |o| Ok(Box::new(fused_trainer(set, layout, o, start.clone())) as Box<dyn Trainer>),
-        "the CPU",
-        progress,
-        cancel,
-    )?;
-    let fingerprint = crate::train::checkpoint::fingerprint(set, layout, options);
-    let mut trainer = fused_trainer(set, layout, options, start);
-    let loop_options = LoopOptions {
-        checkpoint: options.run.checkpoint.as_ref(),
-        resume_from: options.run.resume_from.as_deref(),
-        fingerprint: &fingerprint,
-        layout: Some(layout),
-        deadline: time_budget.as_ref().map(TimeBudget::deadline_from_now),
-    };
-    let outcome = run(&mut trainer, &loop_options, progress, cancel)?;
-    let report = TrainReport {
-        pruned_channels: trainer.pruned_channels(),
-        learned_budgets: trainer.learned_cut().cloned(),
-        time_budget: time_budget.map(|b| b.with_refits(&outcome)),
-        // The schedule as it ended: a time budget's run may have changed its length.
-        ..TrainReport::new("cpu (fused)".into(), trainer.schedule(), &outcome)
-    };
-    Ok((trainer.final_params(), report))
+    let make = |o: &CompressOptions, start: &ModelParams| Ok(Box::new(fused_trainer(set, layout, o, start.clone())) as Box<dyn Trainer>);
+    train(set, layout, options, Some("the CPU"), make, progress, cancel)
 }
 
 /// The fused trainer for `options` from `start`: sampler, schedule, pruning and budget gates.

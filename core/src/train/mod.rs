@@ -1,6 +1,7 @@
-//! Training. One loop ([`run::run`]) drives any [`Trainer`] a step at a time and owns cancel,
-//! pause, status, snapshots, checkpoints and resume; [`Capabilities`] says what each trainer can
-//! train. The trainers:
+//! Training. One entry ([`run::train`]) gives every backend's trainer its starting point, time
+//! budget, checkpoints and report; one loop ([`run::run`]) drives any [`Trainer`] a step at a
+//! time and owns cancel, pause, status, snapshots, checkpoints and resume; [`Capabilities`] says
+//! what each trainer can train, and [`backend`] which trainer trains a run. The trainers:
 //! - [`fused`]: the hand-fused CPU trainer (also `texset add`'s, with frozen parameters);
 //! - [`gpu`]: the fused GPU trainer, WGSL through wgpu;
 //! - [`burn`]: burn's autodiff on wgpu or flex, the reference.
@@ -14,6 +15,7 @@
 //! in chunk order, so results do not depend on the number of threads.
 
 pub mod adam;
+pub mod backend;
 pub mod burn;
 pub mod checkpoint;
 pub mod fused;
@@ -24,12 +26,13 @@ pub mod kernel;
 pub mod run;
 pub mod sampler;
 pub mod schedule;
+pub mod time_budget;
 
 pub use fused::{FusedTrainer, Trainable, train_fused};
 pub use gates::{BudgetGates, LearnedCut};
 pub use init::{FINE_TUNE_LEARNING_RATE_SCALE, initial_params, starting_params};
 pub use kernel::{forward_backward, loss_and_grads};
-pub use run::{Capabilities, StepStats, TrainReport, Trainer};
+pub use run::{Capabilities, RunState, StepStats, TrainReport, Trainer};
 pub use sampler::{Batch, CHUNK_TEXELS, Sampler};
 pub use schedule::{Schedule, finalize, round_grids};
 

@@ -1,13 +1,17 @@
-//! The one training loop: cancel, pause, status, snapshots, checkpoints and resume, for any
-//! [`Trainer`].
+//! The one training entry ([`train`]: starting point, time budget, announcement, checkpoints and
+//! report, for the trainers a backend's factory builds) and the one training loop ([`run`]:
+//! cancel, pause, status, snapshots, checkpoints and resume, for any [`Trainer`]).
 
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::options::{CheckpointOptions, CompressOptions, Sampling};
 use crate::progress::{Cancel, Progress, TrainPhase, TrainStatus};
+use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::gates::LearnedCut;
+use crate::train::sampler::Sampler;
 use crate::train::schedule::{SamplingChange, Schedule};
+pub use crate::train::time_budget::{ANNOUNCE_ABOVE_TEXELS, TimeBudget, announce_duration, fit_time_budget};
 use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -68,10 +72,18 @@ impl Capabilities {
 pub trait Trainer {
     /// What it can train.
     fn capabilities(&self) -> Capabilities;
+    /// The backend it trains on, as [`TrainReport::backend`] names it.
+    fn backend(&self) -> String;
+    /// Its run: the sampler, the schedule and the steps done.
+    fn state(&self) -> &RunState<'_>;
     /// The schedule it follows.
-    fn schedule(&self) -> &Schedule;
+    fn schedule(&self) -> &Schedule {
+        &self.state().schedule
+    }
     /// Steps done so far (after a resume, counting the resumed ones).
-    fn steps_done(&self) -> u32;
+    fn steps_done(&self) -> u32 {
+        self.state().step
+    }
     /// Runs one step (a device trainer may only queue it).
     fn run_step(&mut self) -> Result<StepStats, TrainError>;
     /// Waits until every step queued so far has run (timing a device trainer); the CPU's steps
@@ -111,6 +123,91 @@ pub trait Trainer {
         let _ = (path, fingerprint, layout);
         Err(TrainError::Backend("this trainer resumes from no checkpoints".into()))
     }
+    /// Latent channels removed in training (indices in the analysed layout,
+    /// [`TrainReport::pruned_channels`]); none unless the trainer prunes.
+    fn pruned_channels(&self) -> Vec<u32> {
+        Vec::new()
+    }
+    /// The budgets learned in training, once cut ([`TrainReport::learned_budgets`]); none unless
+    /// the trainer learns budgets.
+    fn learned_cut(&self) -> Option<&LearnedCut> {
+        None
+    }
+}
+
+/// What every trainer keeps of its run ([`Trainer::state`]): the texels it draws from, the
+/// schedule it follows and the steps done.
+pub struct RunState<'a> {
+    /// The texel sampler (a device trainer uploads its draw table and draws on the device).
+    pub sampler: Sampler<'a>,
+    /// The schedule (a time budget's re-fit changes its length part-way).
+    pub schedule: Schedule,
+    /// Steps done so far, the next step to run (after a resume, counting the resumed ones).
+    pub step: u32,
+}
+
+impl<'a> RunState<'a> {
+    /// A run of `schedule` drawing from `sampler`, at step 0.
+    #[must_use]
+    pub fn new(sampler: Sampler<'a>, schedule: Schedule) -> Self {
+        Self { sampler, schedule, step: 0 }
+    }
+
+    /// [`Trainer::refit_steps`] of a trainer that reads its schedule step by step (the device
+    /// holds no length): the run becomes `steps` long; false when no step would be left.
+    pub fn refit_steps(&mut self, steps: u32) -> bool {
+        self.schedule.with_steps(steps, self.step).map(|s| self.schedule = s).is_some()
+    }
+
+    /// [`Trainer::refresh_sampling`] of a trainer that draws from the sampler on the CPU
+    /// ([`Sampler::refresh_for`] at the step it is at).
+    pub fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
+        self.sampler.refresh_for(model, &self.schedule, self.step);
+        Ok(())
+    }
+}
+
+/// Trains `set` in the one loop ([`run`]) with the trainers `make` builds from options and the
+/// starting parameters: the time budget's probe ([`fit_time_budget`]), a long run's announcement
+/// ([`announce_duration`], saying it trains on `announce_on`; none with `None`) and the run's
+/// own, each gone before the next is made. A trainer without [`Capabilities::checkpoints`] is
+/// given no checkpoints and no resume. The one entry of every backend's training.
+pub fn train<'t>(
+    set: &TextureSet,
+    layout: &ModelLayout,
+    options: &CompressOptions,
+    announce_on: Option<&str>,
+    make: impl Fn(&CompressOptions, &ModelParams) -> Result<Box<dyn Trainer + 't>, TrainError>,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<(ModelParams, TrainReport), TrainError> {
+    // The starting point does not depend on the steps: the time-budget probe and the run share it
+    // (a fine-tune's bundle is read once).
+    let start = crate::train::init::starting_params(set, layout, options)?;
+    let (options, time_budget) = fit_time_budget(options, |o| make(o, &start), cancel)?;
+    let options = options.as_ref();
+    if let Some(on) = announce_on {
+        announce_duration(options, |o| make(o, &start), on, progress, cancel)?;
+    }
+    let mut trainer = make(options, &start)?;
+    let checkpoints = trainer.capabilities().checkpoints;
+    let fingerprint = if checkpoints { crate::train::checkpoint::fingerprint(set, layout, options) } else { String::new() };
+    let loop_options = LoopOptions {
+        checkpoint: options.run.checkpoint.as_ref().filter(|_| checkpoints),
+        resume_from: options.run.resume_from.as_deref().filter(|_| checkpoints),
+        fingerprint: &fingerprint,
+        layout: Some(layout),
+        deadline: time_budget.as_ref().map(TimeBudget::deadline_from_now),
+    };
+    let outcome = run(trainer.as_mut(), &loop_options, progress, cancel)?;
+    let report = TrainReport {
+        pruned_channels: trainer.pruned_channels(),
+        learned_budgets: trainer.learned_cut().cloned(),
+        time_budget: time_budget.map(|b| b.with_refits(&outcome)),
+        // The schedule as it ended: a time budget's run may have changed its length.
+        ..TrainReport::new(trainer.backend(), trainer.schedule(), &outcome)
+    };
+    Ok((trainer.final_params()?, report))
 }
 
 /// What the loop does around the steps.
@@ -290,147 +387,6 @@ pub fn run(
     })
 }
 
-/// How a time budget became steps ([`fit_time_budget`]).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct TimeBudget {
-    /// The budget asked for, seconds.
-    pub budget_secs: f64,
-    /// Steps the probe timed (after one untimed warm-up step).
-    pub probe_steps: u32,
-    /// Seconds the probe took in all, taken from the budget.
-    pub probe_secs: f64,
-    /// Measured seconds per step.
-    pub secs_per_step: f64,
-    /// Steps the schedule got.
-    pub steps: u32,
-    /// Changes of length part-way, as the machine's speed changed ([`LoopOptions::deadline`]).
-    pub refits: Vec<Refit>,
-}
-
-/// At most this long, seconds, and this share of the budget go to timing the trainer.
-const PROBE_MAX_SECS: f64 = 2.0;
-const PROBE_BUDGET_SHARE: f64 = 0.05;
-/// Steps the probe times at least and at most.
-const PROBE_MIN_STEPS: u32 = 2;
-const PROBE_MAX_STEPS: u32 = 200;
-
-impl TimeBudget {
-    /// The budget with the re-fits of the run it set ([`LoopOutcome::refits`]).
-    #[must_use]
-    pub fn with_refits(self, outcome: &LoopOutcome) -> Self {
-        Self { refits: outcome.refits.clone(), ..self }
-    }
-
-    /// When training must end, called as the probe ends: the budget less the probe's seconds.
-    #[must_use]
-    pub fn deadline_from_now(&self) -> Instant {
-        Instant::now() + Duration::from_secs_f64((self.budget_secs - self.probe_secs).max(0.0))
-    }
-
-    /// The steps that fit `budget_secs` after `probe_secs` at `secs_per_step` (at least one).
-    #[must_use]
-    pub fn steps_for(budget_secs: f64, probe_secs: f64, secs_per_step: f64) -> u32 {
-        let left = (budget_secs - probe_secs).max(0.0);
-        ((left / secs_per_step.max(1e-9)).floor() as u32).max(1)
-    }
-}
-
-/// `options` with the schedule's steps fitted to `options.run.time_budget_secs`, and how; the
-/// options unchanged without a budget. `make` builds the trainer the run will use, from options;
-/// the probe runs it on a long schedule (so every probe step is an early, noisy-latent step) and
-/// throws it away.
-pub fn fit_time_budget<'o, 't>(
-    options: &'o CompressOptions,
-    make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
-    cancel: &Cancel,
-) -> Result<(Cow<'o, CompressOptions>, Option<TimeBudget>), TrainError> {
-    let Some(budget_secs) = options.run.time_budget_secs else { return Ok((Cow::Borrowed(options), None)) };
-    let started = Instant::now();
-    let secs_per_step = probe(options, make, (budget_secs * PROBE_BUDGET_SHARE).min(PROBE_MAX_SECS), cancel)?;
-    let probe_secs = started.elapsed().as_secs_f64();
-    let steps = TimeBudget::steps_for(budget_secs, probe_secs, secs_per_step.0);
-    let mut fitted = options.clone();
-    fitted.schedule.steps = steps;
-    Ok((
-        Cow::Owned(fitted),
-        Some(TimeBudget {
-            budget_secs,
-            probe_steps: secs_per_step.1,
-            probe_secs,
-            secs_per_step: secs_per_step.0,
-            steps,
-            refits: Vec::new(),
-        }),
-    ))
-}
-
-/// Times `make`'s trainer on a long schedule (every probe step an early, noisy-latent one) for
-/// about `limit_secs` after one untimed warm-up step: (seconds per step, steps timed).
-fn probe<'t>(
-    options: &CompressOptions,
-    make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
-    limit_secs: f64,
-    cancel: &Cancel,
-) -> Result<(f64, u32), TrainError> {
-    let mut long = options.clone();
-    long.schedule.steps = long.schedule.steps.max(10 * PROBE_MAX_STEPS);
-    let mut probe = make(&long)?;
-    probe.run_step()?;
-    probe.wait()?;
-    let timed = Instant::now();
-    let mut probe_steps = 0;
-    while probe_steps < PROBE_MIN_STEPS || (probe_steps < PROBE_MAX_STEPS && timed.elapsed().as_secs_f64() < limit_secs) {
-        if cancel.is_cancelled() {
-            return Err(TrainError::Cancelled);
-        }
-        probe.run_step()?;
-        probe_steps += 1;
-    }
-    probe.wait()?;
-    Ok((timed.elapsed().as_secs_f64() / f64::from(probe_steps), probe_steps))
-}
-
-/// Runs of more texels than this say beforehand how long they will take ([`announce_duration`]):
-/// twice the default preset's.
-pub const ANNOUNCE_ABOVE_TEXELS: f64 = 1e8;
-
-/// For a long run without a time budget (more than [`ANNOUNCE_ABOVE_TEXELS`] texels, e.g.
-/// `--preset max` on a CPU): times `make`'s trainer for about a second and says, through
-/// [`Progress::note`], how long the run will take. Nothing for shorter runs.
-pub fn announce_duration<'t>(
-    options: &CompressOptions,
-    make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
-    backend: &str,
-    progress: &dyn Progress,
-    cancel: &Cancel,
-) -> Result<(), TrainError> {
-    let texels = f64::from(options.schedule.steps) * options.schedule.batch_texels as f64;
-    if options.run.time_budget_secs.is_some() || texels <= ANNOUNCE_ABOVE_TEXELS {
-        return Ok(());
-    }
-    let (secs_per_step, _) = probe(options, make, 1.0, cancel)?;
-    let secs = secs_per_step * f64::from(options.schedule.steps);
-    progress.note(&format!(
-        "{} steps × {} texels on {backend}: {:.1} ms per step measured, so about {} (--time-budget SECS sets a limit instead)",
-        options.schedule.steps,
-        options.schedule.batch_texels,
-        1e3 * secs_per_step,
-        human_duration(secs)
-    ));
-    Ok(())
-}
-
-/// `secs` as "42 s", "12 min" or "3.4 h".
-fn human_duration(secs: f64) -> String {
-    if secs < 90.0 {
-        format!("{secs:.0} s")
-    } else if secs < 5400.0 {
-        format!("{:.0} min", secs / 60.0)
-    } else {
-        format!("{:.1} h", secs / 3600.0)
-    }
-}
-
 /// What one step did.
 #[derive(Clone, Copy, Debug)]
 pub struct StepStats {
@@ -557,7 +513,7 @@ impl TrainReport {
 
 #[cfg(test)]
 mod tests {
-    use super::{Capabilities, LoopOptions, TimeBudget, refit_length, run};
+    use super::{Capabilities, LoopOptions, Trainer, refit_length, run};
     use crate::options::{CompressOptions, Sampling};
     use crate::progress::Cancel;
     use crate::train::schedule::{SamplingChange, Schedule};
@@ -682,14 +638,5 @@ mod tests {
                 assert_eq!(outcome.steps_run, 40);
             }
         }
-    }
-
-    /// The budget left after the probe, in whole steps, and never no step at all.
-    #[test]
-    fn a_time_budget_buys_the_steps_that_fit_after_the_probe() {
-        assert_eq!(TimeBudget::steps_for(10.0, 0.5, 0.01), 950);
-        assert_eq!(TimeBudget::steps_for(10.0, 0.5, 0.0095), 1000);
-        assert_eq!(TimeBudget::steps_for(1.0, 2.0, 0.01), 1);
-        assert_eq!(TimeBudget::steps_for(5.0, 0.0, 0.0), u32::MAX);
     }
 }

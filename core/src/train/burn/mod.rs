@@ -20,7 +20,7 @@ use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::burn::trainer::BurnTrainer;
-use crate::train::run::{Capabilities, LoopOptions, StepStats, TimeBudget, TrainReport, Trainer, fit_time_budget, run};
+use crate::train::run::{Capabilities, RunState, StepStats, TrainReport, Trainer, train};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, finalize, round_grids};
 use burn::prelude::Device;
@@ -98,17 +98,6 @@ pub fn adapters() -> Vec<AdapterSummary> {
         .collect()
 }
 
-/// What [`Backend::Auto`] resolves to: the fused GPU trainer when a hardware GPU adapter exists
-/// (a software one is slower than the CPU trainer), else the fused CPU trainer. Returns the
-/// choice and why.
-#[must_use]
-pub fn resolve_auto() -> (Backend, String) {
-    match adapters().into_iter().find(|a| !a.is_software) {
-        Some(a) => (Backend::Gpu, format!("GPU adapter {} ({})", a.name, a.backend)),
-        None => (Backend::Cpu, "no hardware GPU adapter: training on the CPU".to_owned()),
-    }
-}
-
 /// [`train_burn`], with every GPU failure an error instead of an abort: no adapter, a device that
 /// cannot be created and a device lost mid-run (burn/cubecl panic on those; the panic is caught
 /// here) all return [`TrainError::Gpu`], and [`crate::compress`] goes on with the CPU trainer.
@@ -154,10 +143,11 @@ pub fn train_burn_guarded(
 /// each step one autodiff graph on `device`.
 struct BurnRun<'a> {
     trainer: BurnTrainer,
-    sampler: Sampler<'a>,
-    schedule: Schedule,
+    /// Its run: the sampler, the schedule and the steps done.
+    run: RunState<'a>,
+    /// `Backend::Wgpu` or `Backend::Flex`.
+    backend: Backend,
     device: Device,
-    step: u32,
     frozen: bool,
     /// Half a latent step: the QAT noise amplitude.
     amplitude: f32,
@@ -172,21 +162,26 @@ impl Trainer for BurnRun<'_> {
         Capabilities::BURN
     }
 
-    fn schedule(&self) -> &Schedule {
-        &self.schedule
+    fn backend(&self) -> String {
+        match self.backend {
+            Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
+            Backend::Wgpu => "burn wgpu",
+            _ => "burn flex",
+        }
+        .to_owned()
     }
 
-    fn steps_done(&self) -> u32 {
-        self.step
+    fn state(&self) -> &RunState<'_> {
+        &self.run
     }
 
     fn refit_steps(&mut self, steps: u32) -> bool {
         // The phases and the learning rates are read from the schedule at every step.
-        self.schedule.with_steps(steps, self.step).map(|s| self.schedule = s).is_some()
+        self.run.refit_steps(steps)
     }
 
     fn run_step(&mut self) -> Result<StepStats, TrainError> {
-        let (step, schedule) = (self.step, &self.schedule);
+        let (step, schedule) = (self.run.step, &self.run.schedule);
         if self.lost_at_step == Some(step) {
             return Err(TrainError::Gpu(format!("device lost at step {step} (simulated: TEXSET_FAULT=gpu-lost-at-step={step})")));
         }
@@ -207,7 +202,7 @@ impl Trainer for BurnRun<'_> {
         batch.weight.clear();
         for c in 0..schedule.batch_texels / CHUNK_TEXELS {
             let mut rng = Rng::new(schedule.seed, u64::from(step), c as u64);
-            self.sampler.fill(&mut rng, CHUNK_TEXELS, chunk);
+            self.run.sampler.fill(&mut rng, CHUNK_TEXELS, chunk);
             batch.len += chunk.len;
             batch.uv.extend_from_slice(&chunk.uv);
             batch.mask.extend_from_slice(&chunk.mask);
@@ -227,21 +222,20 @@ impl Trainer for BurnRun<'_> {
             noisy,
         );
         let targeted = batch.weight.iter().filter(|&&w| w != 0.0).count().max(1) as f32;
-        self.step += 1;
+        self.run.step += 1;
         Ok(StepStats { mse: loss * batch.len as f32 / targeted, phase })
     }
 
     fn final_params(&self) -> Result<ModelParams, TrainError> {
-        Ok(finalize(self.trainer.params(), &self.schedule.grid_bits, self.schedule.weight_format))
+        Ok(finalize(self.trainer.params(), &self.run.schedule.grid_bits, self.run.schedule.weight_format))
     }
 
     fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
-        self.sampler.refresh_for(model, &self.schedule, self.step);
-        Ok(())
+        self.run.refresh_sampling(model)
     }
 }
 
-/// Trains with burn on `options.run.backend`'s device, in the one loop ([`run`]).
+/// Trains with burn on `options.run.backend`'s device, through the one entry ([`train`]) and loop.
 pub fn train_burn(
     set: &TextureSet,
     layout: &ModelLayout,
@@ -250,27 +244,11 @@ pub fn train_burn(
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
     if let Some((what, why)) = Capabilities::BURN.missing(options, layout) {
-        return Err(TrainError::Backend(format!("burn's trainer cannot train {what} ({why}): use --backend cpu")));
+        return Err(TrainError::Backend(format!("burn's trainer cannot train {what} ({why})")));
     }
-    // The starting point does not depend on the steps: the time-budget probe and the run share it.
-    let start = crate::train::init::starting_params(set, layout, options)?;
-    let (options, time_budget) = fit_time_budget(options, |o| Ok(Box::new(burn_run(set, layout, o, &start)) as Box<dyn Trainer>), cancel)?;
-    let options = options.as_ref();
-    let mut run_state = burn_run(set, layout, options, &start);
-    let loop_options =
-        LoopOptions { layout: Some(layout), deadline: time_budget.as_ref().map(TimeBudget::deadline_from_now), ..LoopOptions::default() };
-    let outcome = run(&mut run_state, &loop_options, progress, cancel)?;
-    let backend = match options.run.backend {
-        Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
-        Backend::Wgpu => "burn wgpu",
-        _ => "burn flex",
-    };
-    let report = TrainReport {
-        time_budget: time_budget.map(|b| b.with_refits(&outcome)),
-        // The schedule as it ended: a time budget's run may have changed its length.
-        ..TrainReport::new(backend.to_owned(), run_state.schedule(), &outcome)
-    };
-    Ok((run_state.final_params()?, report))
+    let make = |o: &CompressOptions, start: &ModelParams| Ok(Box::new(burn_run(set, layout, o, start)) as Box<dyn Trainer>);
+    // Long runs on burn say nothing beforehand.
+    train(set, layout, options, None, make, progress, cancel)
 }
 
 /// burn's trainer for `options` from `start`, on its backend's device.
@@ -279,11 +257,10 @@ fn burn_run<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOpt
     let device = device_for(options.run.backend);
     BurnRun {
         trainer: BurnTrainer::new(start, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate),
-        sampler: Sampler::new(set, layout),
         amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
-        schedule,
+        run: RunState::new(Sampler::new(set, layout), schedule),
+        backend: options.run.backend,
         device,
-        step: 0,
         frozen: false,
         lost_at_step: if options.run.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None },
         batch: Batch::default(),

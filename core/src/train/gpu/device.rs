@@ -1,6 +1,7 @@
 //! The GPU trainer's device, buffers, pipelines and read-backs.
 
-use super::{STATS_RING, Shapes, Tables, WeightMemory, f32_bytes, u32_bytes};
+use super::STATS_RING;
+use super::layout::{Shapes, Tables, WeightMemory, f32_bytes, u32_bytes};
 use crate::executor::block_on;
 use crate::train::TrainError;
 use std::sync::{Arc, Mutex, mpsc};

@@ -1,7 +1,9 @@
 //! The trainer's WGSL, specialised as the trainer specialises it, passes naga's validator (no
 //! adapter needed); the GPU runs are in `tests/tests/integration/gpu_trainer.rs`.
 
-use super::{Shapes, Tables, WeightMemory, specialise, spread};
+use super::layout::{Shapes, Tables, WeightMemory, flatten, unflatten};
+use super::spread;
+use super::wgsl::specialise;
 use crate::model::params::{GridParams, LayerParams, ModelParams};
 use crate::options::CompressOptions;
 use crate::set::TextureSet;
@@ -44,7 +46,7 @@ fn the_specialised_trainer_validates_with_naga() {
         mip_group: 1,
     };
     let mut flat = Vec::new();
-    super::flatten(&params, &mut flat);
+    flatten(&params, &mut flat);
     assert_eq!(flat, [1.0, 2.0, 3.0, 4.0]);
-    assert_eq!(super::unflatten(&params.zeros_like(), &flat), params);
+    assert_eq!(unflatten(&params.zeros_like(), &flat), params);
 }

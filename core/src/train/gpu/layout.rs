@@ -1,0 +1,251 @@
+//! How the GPU trainer lays the model and the library out on the device: the shapes of the flat
+//! parameter array, the tables the shader reads, the memory the weights go to, and the flat order
+//! (the checkpoint's) values travel in.
+
+use super::wgsl::WORKGROUP;
+use crate::model::params::ModelParams;
+use crate::train::TrainError;
+use crate::train::sampler::{CHUNK_TEXELS, Sampler};
+
+/// The model's shapes as the trainer lays them out: one flat parameter array (every grid of every
+/// level, then per layer its weights and biases: the checkpoint's order).
+#[derive(Clone, Debug)]
+pub(super) struct Shapes {
+    /// Texels per step.
+    pub(super) batch: u32,
+    /// Values of every grid of every level.
+    pub(super) grid_total: u32,
+    /// Weights and biases of every layer.
+    pub(super) layer_total: u32,
+    /// Rows (outputs) of every layer.
+    pub(super) rows: u32,
+    /// Per layer (inputs, outputs).
+    pub(super) layers: Vec<(u32, u32)>,
+    /// `vec4`s of the per-texel scratch.
+    pub(super) scratch: u64,
+}
+
+impl Shapes {
+    pub(super) fn new(params: &ModelParams, batch: usize) -> Result<Self, TrainError> {
+        let too_big = |what: &str| TrainError::Gpu(format!("the model's {what} exceed what the GPU trainer addresses (2³² values)"));
+        let grid_total = u32::try_from(params.all_grids().map(crate::model::params::GridParams::len).sum::<usize>())
+            .map_err(|_| too_big("latent grids"))?;
+        let layer_total =
+            u32::try_from(params.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()).map_err(|_| too_big("layers"))?;
+        let layers: Vec<(u32, u32)> = params.layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
+        let rows = layers.iter().map(|l| l.1).sum();
+        let per_texel: u64 = layers.iter().map(|&(i, o)| u64::from(row_vec4s(i)) + u64::from(row_vec4s(o))).sum();
+        let batch = u32::try_from(batch).map_err(|_| too_big("batch texels"))?;
+        Ok(Self { batch, grid_total, layer_total, rows, layers, scratch: per_texel * u64::from(batch) })
+    }
+
+    pub(super) fn chunks(&self) -> u32 {
+        self.batch / CHUNK_TEXELS as u32
+    }
+
+    /// `wgrad`'s invocations per chunk: per layer, 8×8 tiles of its weights plus a column of
+    /// bias tiles.
+    pub(super) fn tiles(&self) -> u32 {
+        self.layers.iter().map(|&(i, o)| o.div_ceil(8) * (i.div_ceil(8) + 1)).sum()
+    }
+
+    pub(super) fn all(&self) -> u32 {
+        self.grid_total + self.layer_total
+    }
+
+    /// Texels each `fwd_bwd` invocation trains: 2 where the batch is whole workgroups of pairs.
+    /// Each weight the generated `mlp` loads then serves two texels; 4 took the default model's
+    /// step from 34 to 28 ms on lavapipe but its compile from 8 to 23 s (2: from 2.5 s at 1).
+    pub(super) fn tpi(&self) -> u32 {
+        if self.batch.is_multiple_of(2 * WORKGROUP) { 2 } else { 1 }
+    }
+
+    /// The weights and biases as a uniform buffer's `vec4`s.
+    pub(super) fn uniform_vec4s(&self) -> u32 {
+        self.layer_total.div_ceil(4).max(1)
+    }
+}
+
+/// Offsets of the tables in the `tables` buffer, and the constants the shader is specialised with.
+#[derive(Clone, Debug)]
+pub(super) struct Tables {
+    pub(super) words: Vec<u32>,
+    pub(super) texels: Vec<f32>,
+    pub(super) groups: u32,
+    pub(super) total_draws: u32,
+    pub(super) group_off: u32,
+    pub(super) cum_off: u32,
+    pub(super) target_off: u32,
+    pub(super) mask_off: u32,
+    pub(super) grid_off: u32,
+    pub(super) layer_off: u32,
+    pub(super) samples_off: u32,
+}
+
+impl Tables {
+    pub(super) fn new(sampler: &Sampler<'_>, params: &ModelParams, shapes: &Shapes) -> Result<Self, TrainError> {
+        let table = sampler.draw_table();
+        let lc = params.latent_channels();
+        let too_big = |what: &str| TrainError::Gpu(format!("the library's {what} exceed what the GPU trainer addresses (2³²)"));
+        let total_draws = u32::try_from(sampler.texel_count()).map_err(|_| too_big("texel draws"))?;
+        let mut words = Vec::new();
+        let mut texels: Vec<f32> = Vec::new();
+        // Groups: width, height, LOD level, repeats (their masks follow in the same order).
+        let group_off = 0u32;
+        let oc = params.output_channels();
+        // Per group and output channel: first value of its channel in `texels`, the stride between
+        // texels and the loss weight (0: not targeted).
+        let mut targets = vec![0u32; table.len() * oc * 3];
+        for (g, group) in table.iter().enumerate() {
+            for t in &group.targets {
+                let data = texels.len();
+                texels.extend_from_slice(t.data);
+                for c in 0..t.channels {
+                    let o = t.output_offset + c;
+                    if o < oc {
+                        let at = (g * oc + o) * 3;
+                        targets[at] = u32::try_from(data + c).map_err(|_| too_big("reference texels"))?;
+                        targets[at + 1] = t.channels as u32;
+                        targets[at + 2] = t.weights.get(c).copied().unwrap_or(0.0).to_bits();
+                    }
+                }
+            }
+            let repeats = u32::try_from(group.repeats).map_err(|_| too_big("mip draw weights"))?;
+            words.extend([group.width, group.height, params.lod_level(group.level), repeats]);
+        }
+        let cum_off = words.len() as u32;
+        let mut total = 0u64;
+        for group in &table {
+            total += u64::from(group.width) * u64::from(group.height) * group.repeats;
+            words.push(u32::try_from(total).map_err(|_| too_big("texel draws"))?);
+        }
+        let target_off = words.len() as u32;
+        words.extend_from_slice(&targets);
+        let mask_off = words.len() as u32;
+        for group in &table {
+            words.extend(group.mask.iter().take(lc).map(|m| m.to_bits()));
+        }
+        // Grids: channels per grid, then per level per grid (first value, width, height).
+        let grid_off = words.len() as u32;
+        words.extend(params.grids.iter().map(|g| g.channels));
+        let mut base = 0u32;
+        for grid in params.all_grids() {
+            words.extend([base, grid.width, grid.height]);
+            base += grid.len() as u32;
+        }
+        // Layers: inputs, outputs, weights, biases (offsets in the layer region), scratch offsets
+        // of the input rows and of the output-gradient rows, in `vec4`s ([`row_vec4s`]).
+        let layer_off = words.len() as u32;
+        let (mut at, mut scratch) = (0u32, 0u64);
+        for &(inputs, outputs) in &shapes.layers {
+            let act = scratch;
+            scratch += u64::from(row_vec4s(inputs)) * u64::from(shapes.batch);
+            let dz = scratch;
+            scratch += u64::from(row_vec4s(outputs)) * u64::from(shapes.batch);
+            let act = u32::try_from(act).map_err(|_| too_big("activations"))?;
+            let dz = u32::try_from(dz).map_err(|_| too_big("activations"))?;
+            words.extend([inputs, outputs, at, at + inputs * outputs, act, dz]);
+            at += inputs * outputs + outputs;
+        }
+        let samples_off = words.len() as u32;
+        words.resize(words.len() + 2 * shapes.batch as usize, 0);
+        Ok(Self {
+            words,
+            texels,
+            groups: table.len() as u32,
+            total_draws,
+            group_off,
+            cum_off,
+            target_off,
+            mask_off,
+            grid_off,
+            layer_off,
+            samples_off,
+        })
+    }
+}
+
+/// Where `fwd_bwd` reads the layers' weights from: the fastest memory the adapter fits them in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightMemory {
+    /// A uniform buffer (`fwdw` bound again as `wu`): every invocation reads the same weight at
+    /// once, which a GPU's constant path serves best; lavapipe loads a uniform buffer's values
+    /// lane by lane too, but without the branch and bounds check per lane of a storage load
+    /// (with the generated `mlp`, together: the default model's step from 111 to 60 ms).
+    Uniform,
+    /// Workgroup memory, copied from `fwdw` by each workgroup.
+    Workgroup,
+    /// The storage buffer `fwdw`.
+    Storage,
+}
+
+impl WeightMemory {
+    /// The fastest memory `limits` let the weights of `shapes` go to.
+    pub(super) fn for_limits(shapes: &Shapes, limits: &wgpu::Limits) -> Self {
+        let uniform_bytes = u64::from(shapes.uniform_vec4s()) * 16;
+        // Beside the loss reduction's workgroup memory.
+        let workgroup_bytes = u64::from(shapes.layer_total) * 4 + u64::from(WORKGROUP) * 16;
+        if uniform_bytes <= limits.max_uniform_buffer_binding_size {
+            Self::Uniform
+        } else if workgroup_bytes <= u64::from(limits.max_compute_workgroup_storage_size) {
+            Self::Workgroup
+        } else {
+            Self::Storage
+        }
+    }
+
+    /// Its name, as the bench prints it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Uniform => "uniform",
+            Self::Workgroup => "workgroup",
+            Self::Storage => "storage",
+        }
+    }
+}
+
+/// `vec4`s of a scratch row of `width` values: whole pairs, zero-padded, so a row is stored and
+/// read four values to an access and `wgrad`'s 8-wide tiles read whole pairs.
+pub(super) fn row_vec4s(width: u32) -> u32 {
+    2 * width.div_ceil(8)
+}
+
+/// Every value of `params` in the trainer's order (the checkpoint's): grids of every level, then
+/// per layer its weights and biases.
+pub(super) fn flatten(params: &ModelParams, out: &mut Vec<f32>) {
+    for g in params.all_grids() {
+        out.extend_from_slice(&g.values);
+    }
+    for l in &params.layers {
+        out.extend_from_slice(&l.weights);
+        out.extend_from_slice(&l.biases);
+    }
+}
+
+/// `template`'s shapes filled from `flat` ([`flatten`]'s order).
+pub(super) fn unflatten(template: &ModelParams, flat: &[f32]) -> ModelParams {
+    let mut params = template.clone();
+    let mut at = 0;
+    let mut take = |dst: &mut [f32]| {
+        let n = dst.len().min(flat.len().saturating_sub(at));
+        dst[..n].copy_from_slice(&flat[at..at + n]);
+        at += dst.len();
+    };
+    for g in params.all_grids_mut() {
+        take(&mut g.values);
+    }
+    for l in &mut params.layers {
+        take(&mut l.weights);
+        take(&mut l.biases);
+    }
+    params
+}
+
+pub(super) fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+pub(super) fn u32_bytes(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
