@@ -38,12 +38,18 @@ for bin in "${bins[@]}"; do
   fi
 done
 
-# 2. Training: ms per step of the fused GPU trainer at 8k, 65k and 262k texels.
-for batch in 8192 65536 262144; do
-  for bin in "${bins[@]}"; do
-    echo "== bench train --gpu --batch $batch: $bin"
-    timeout 120 "$bin" bench train --gpu --batch "$batch" "${libs[@]}" || echo "FAILED ($?)"
-  done
+# 2. Training: the fused GPU trainer's wall time per step and each dispatch's GPU time
+#    (timestamp queries) at 8k to 262k texels per step; a base without --batch-sweep runs the
+#    three batches of before.
+for bin in "${bins[@]}"; do
+  echo "== bench train --gpu --batch-sweep: $bin"
+  if "$bin" bench train --help | grep -q -- --batch-sweep; then
+    timeout 180 "$bin" bench train --gpu --batch-sweep --runs 3 "${libs[@]}" || echo "FAILED ($?)"
+  else
+    for batch in 8192 65536 262144; do
+      timeout 120 "$bin" bench train --gpu --batch "$batch" "${libs[@]}" || echo "FAILED ($?)"
+    done
+  fi
 done
 
 # 3. The studio's frame times with the preview open (needs a display: Xvfb where installed).

@@ -15,9 +15,14 @@ use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
 
 /// Training steps per timed run.
 const STEPS_PER_RUN: u32 = 5;
+/// Steps whose dispatches are timed one by one (after the timed runs).
+const PROFILED_STEPS: u32 = 5;
+/// Texels per step of `--batch-sweep`: 8,192 to 262,144.
+const SWEEP_BATCHES: [usize; 6] = [8_192, 16_384, 32_768, 65_536, 131_072, 262_144];
 
 // `texset bench train`.
 #[derive(clap::Args)]
+#[expect(clippy::struct_excessive_bools, reason = "each is a command-line switch, not a state")]
 pub struct TrainBenchArgs {
     #[command(flatten)]
     dirs: DirsArg,
@@ -33,6 +38,11 @@ pub struct TrainBenchArgs {
     /// Texels per step (default: the default preset's; 65536 is NTC's step).
     #[arg(long)]
     batch: Option<usize>,
+    /// With `--gpu`: the fused GPU trainer at 8,192 to 262,144 texels per step (doubling), each
+    /// with its wall time per step and every dispatch's GPU time (timestamp queries, where the
+    /// adapter has them).
+    #[arg(long, requires = "gpu")]
+    batch_sweep: bool,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -41,6 +51,9 @@ impl TrainBenchArgs {
     pub fn run(self) -> Result<()> {
         let dirs = self.dirs.or_samples()?;
         let (set, _) = texset_core::set::ingest::load_library(&dirs)?;
+        if self.batch_sweep {
+            return gpu_batch_sweep(&set, self.timing.runs.max(1), self.timing.json.json);
+        }
         let mut options = CompressOptions::default();
         if let Some(batch) = self.batch {
             options.schedule.batch_texels = batch;
@@ -86,6 +99,8 @@ impl TrainBenchArgs {
             gpu.finish()?;
             let cost = gpu.step_cost();
             let memory = gpu.weight_memory().name();
+            let dispatches =
+                gpu.profile_steps(PROFILED_STEPS)?.map_or_else(|| "no timestamp queries on this device".to_owned(), |t| dispatch_line(&t));
             contenders.push(Contender::new(
                 format!("train gpu-fused on {} (batch {batch})", gpu.adapter()),
                 Box::new(move |steps| {
@@ -97,7 +112,7 @@ impl TrainBenchArgs {
                 Box::new(move |texels_per_sec| {
                     let secs_per_step = batch as f64 / texels_per_sec.max(1e-9);
                     format!(
-                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory",
+                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory; GPU time per dispatch: {dispatches}",
                         1e3 * secs_per_step,
                         cost.dispatches,
                         cost.flop / 1e6,
@@ -174,4 +189,58 @@ fn train_flops_per_texel(params: &texset_core::model::params::ModelParams) -> f6
     let latent = params.latent_channels();
     let input_grads: usize = params.layers.iter().enumerate().map(|(i, l)| 2 * l.outputs * if i == 0 { latent } else { l.inputs }).sum();
     (2 * mlp + input_grads + 16 * latent) as f64
+}
+
+/// Each dispatch's GPU time per step, and their sum.
+fn dispatch_line(times: &texset_core::train::gpu::DispatchTimes) -> String {
+    let each: Vec<String> = times.stage_ms.iter().map(|(name, ms)| format!("{name} {ms:.3}")).collect();
+    format!("{} = {:.3} ms (mean of {} steps)", each.join(", "), times.total_ms(), times.steps)
+}
+
+/// `--batch-sweep`: the fused GPU trainer at each of [`SWEEP_BATCHES`]: wall time per step (the
+/// median of `runs` runs of [`STEPS_PER_RUN`] steps) and the GPU time of each dispatch, so the
+/// step's fixed cost (the part that does not grow with the batch) shows.
+fn gpu_batch_sweep(set: &texset_core::TextureSet, runs: usize, json: bool) -> Result<()> {
+    let mut results = Vec::new();
+    for batch in SWEEP_BATCHES {
+        let mut options = CompressOptions::default();
+        options.schedule.batch_texels = batch;
+        let (layout, _) = texset_core::pipeline::analyse(set, &options)?;
+        // A batch whose buffers this adapter cannot bind is reported, and the sweep goes on.
+        let mut gpu = match GpuTrainer::new(Sampler::new(set, &layout), Schedule::new(&options, &layout), &initial_params(set, &layout, 1))
+        {
+            Ok(gpu) => gpu,
+            Err(e) => {
+                eprintln!("train gpu-fused sweep (batch {batch}): not run: {e}");
+                continue;
+            }
+        };
+        gpu.run_step()?;
+        gpu.finish()?;
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            for _ in 0..STEPS_PER_RUN {
+                gpu.run_step()?;
+            }
+            gpu.finish()?;
+            times.push(f64::from(STEPS_PER_RUN) * batch as f64 / t.elapsed().as_secs_f64());
+        }
+        let texels_per_sec = median(times);
+        let wall_ms = 1e3 * batch as f64 / texels_per_sec.max(1e-9);
+        let note = match gpu.profile_steps(PROFILED_STEPS)? {
+            Some(t) => format!(
+                "{wall_ms:.2} ms per step; GPU time per dispatch: {} ({:.0}% of the step's wall time)",
+                dispatch_line(&t),
+                100.0 * t.total_ms() / wall_ms
+            ),
+            None => format!("{wall_ms:.2} ms per step; no timestamp queries on this device"),
+        };
+        let what = format!("train gpu-fused sweep on {} (batch {batch})", gpu.adapter());
+        if !json {
+            eprintln!("{what}: {note}");
+        }
+        results.push(Measurement { what, texels_per_sec, runs, note });
+    }
+    print_measurements(&results, json)
 }

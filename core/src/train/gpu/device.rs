@@ -85,7 +85,9 @@ impl Gpu {
         let info = adapter.get_info();
         let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("texset trainer"),
-            required_features: wgpu::Features::empty(),
+            // Timestamps where the adapter has them: `GpuTrainer::profile_steps` times each
+            // dispatch with them (training itself writes none).
+            required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
             required_limits: adapter.limits(),
             ..Default::default()
         }))

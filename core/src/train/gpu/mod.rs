@@ -26,12 +26,14 @@ use std::sync::{Arc, Mutex, mpsc};
 
 mod device;
 mod layout;
+mod profile;
 mod wgsl;
 
 use device::Gpu;
 pub use device::share_device;
 pub use layout::WeightMemory;
 use layout::{Shapes, Tables, f32_bytes, flatten, u32_bytes, unflatten};
+pub use profile::{DispatchTimes, STAGES};
 pub use wgsl::TRAIN_WGSL;
 use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
 
@@ -129,6 +131,8 @@ pub struct GpuTrainer<'a> {
     weight_memory: WeightMemory,
     /// The uncaptured error the device reported, if any (device lost, out of memory, …).
     error: Arc<Mutex<Option<String>>>,
+    /// Timestamps per dispatch while [`GpuTrainer::profile_steps`] runs.
+    timing: Option<profile::Timing>,
 }
 
 impl<'a> GpuTrainer<'a> {
@@ -183,6 +187,7 @@ impl<'a> GpuTrainer<'a> {
             lost_at_step,
             weight_memory,
             error,
+            timing: None,
         })
     }
 
@@ -222,13 +227,17 @@ impl<'a> GpuTrainer<'a> {
 
     /// Dispatches a step's work with this uniform, up to `until`: the whole step, the gradients
     /// without the update (the gradient parity test), or the forward weights alone (the weight
-    /// formats' parity test). One pass, one submission.
+    /// formats' parity test). One pass, one submission; while profiling, a pass per dispatch with
+    /// its timestamps.
     fn dispatch(&self, uniform: &StepUniform, until: Until) {
         self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, 0, &uniform.bytes());
         let mut encoder = self.gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset train step") });
+        let count = match until {
+            Until::ForwardWeights => 1,
+            Until::Gradients => 4,
+            Until::Update => 5,
+        };
         {
-            let mut pass =
-                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset train step"), timestamp_writes: None });
             let p = &self.gpu.pipelines;
             let (rx, ry, _) = spread(self.shapes.rows);
             let (ax, ay, _) = spread(self.shapes.all());
@@ -239,16 +248,28 @@ impl<'a> GpuTrainer<'a> {
                 (&p.stats, (1, 1)),
                 (&p.adam, (ax, ay)),
             ];
-            let count = match until {
-                Until::ForwardWeights => 1,
-                Until::Gradients => 4,
-                Until::Update => 5,
-            };
-            for ((pipeline, group), (x, y)) in stages.into_iter().take(count) {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, group, &[]);
-                pass.dispatch_workgroups(x, y, 1);
+            let stages = stages.into_iter().take(count);
+            if let Some(timing) = &self.timing {
+                for (i, ((pipeline, group), (x, y))) in (0u32..).zip(stages) {
+                    let timestamp_writes = Some(timing.writes(i));
+                    let mut pass =
+                        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(STAGES[i as usize]), timestamp_writes });
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, group, &[]);
+                    pass.dispatch_workgroups(x, y, 1);
+                }
+            } else {
+                let mut pass =
+                    encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset train step"), timestamp_writes: None });
+                for ((pipeline, group), (x, y)) in stages {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, group, &[]);
+                    pass.dispatch_workgroups(x, y, 1);
+                }
             }
+        }
+        if let Some(timing) = &self.timing {
+            timing.resolve(&mut encoder, count as u32);
         }
         self.gpu.queue.submit([encoder.finish()]);
     }
