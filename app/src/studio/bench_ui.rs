@@ -46,6 +46,19 @@ pub struct PreviewBench {
     pub preview_images: u64,
     /// Bands of rows drawn meanwhile.
     pub preview_bands: u64,
+    /// Seconds from the preview tab's first frame (the studio just opened, the library still
+    /// loading) to its first image, and whether that image lit the original maps.
+    pub first_image_secs: Option<f64>,
+    /// Whether the first image was the original maps lit (before any training).
+    pub first_image_originals: bool,
+    /// Seconds from the tab's first frame to its first image of a decoded model (training's
+    /// first snapshot, its pipeline compiled).
+    pub first_decoded_secs: Option<f64>,
+    /// Median scale (fraction of the full resolution's side) of the images drawn while the lights
+    /// orbited and training ran.
+    pub moving_median_scale: Option<f32>,
+    /// Preview pixels drawn per second meanwhile (images shown, over the phase's wall time).
+    pub moving_pixels_per_sec: f64,
     /// After the lights stopped: seconds until the preview showed the view at full resolution
     /// (`None`: it did not within the time limit).
     pub converge_secs: Option<f64>,
@@ -276,8 +289,15 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
         headless.render(&ctx, output)?;
         Ok(start.elapsed().as_secs_f64() * 1e3)
     };
+    let phase = Instant::now();
     let frames = time_training(&mut app, limit, frame)?;
+    let phase_secs = phase.elapsed().as_secs_f64();
     let (preview_images, preview_bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
+    let stats = app.preview.as_ref().map(|p| p.stats.clone()).unwrap_or_default();
+    let mut scales: Vec<f32> = stats.images.iter().map(|(scale, _)| *scale).collect();
+    scales.sort_by(f32::total_cmp);
+    let moving_median_scale = scales.get(scales.len() / 2).copied();
+    let moving_pixels_per_sec = stats.images.iter().map(|(_, pixels)| *pixels as f64).sum::<f64>() / phase_secs.max(1e-9);
     // Lights stop: the preview should converge to full resolution, frames staying bounded
     // (Compare has nothing to converge).
     app.session.settings.view.lights_orbit = false;
@@ -301,7 +321,19 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
         }
         std::thread::sleep(Duration::from_millis(16));
     }
-    Ok(PreviewBench { adapter, frames, preview_images, preview_bands, converge_secs, converge_max_frame_ms })
+    Ok(PreviewBench {
+        adapter,
+        frames,
+        preview_images,
+        preview_bands,
+        first_image_secs: stats.first_image.map(|(secs, _)| secs),
+        first_image_originals: stats.first_image.is_some_and(|(_, originals)| originals),
+        first_decoded_secs: stats.first_decoded,
+        moving_median_scale,
+        moving_pixels_per_sec,
+        converge_secs,
+        converge_max_frame_ms,
+    })
 }
 
 /// Loads `folders`, starts training (`steps` steps) and runs frames at 60 Hz pacing until it ends

@@ -283,3 +283,40 @@ fn a_gpu_run_past_its_deadline_ends_at_its_first_look() {
     assert_eq!(outcome.steps_run, 11);
     assert_eq!(texset_core::train::Trainer::schedule(&trainer).steps, 11);
 }
+
+/// `profile_steps` times each of the step's dispatches and trains as a plain step does: the same
+/// parameters, bit for bit, after the same steps (each dispatch in its own pass changes nothing
+/// the step computes).
+#[test]
+fn profiled_steps_time_every_dispatch_and_train_as_plain_steps() {
+    use texset_core::train::Trainer as _;
+    if !adapter("profiled_steps_time_every_dispatch_and_train_as_plain_steps") {
+        return;
+    }
+    let set = library();
+    let options = CompressOptions::default();
+    let (layout, _) = texset_core::analyse::analyse(&set, &options).unwrap();
+    let params = initial_params(&set, &layout, 5);
+    let trainer = || GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params).unwrap();
+    let (mut plain, mut profiled) = (trainer(), trainer());
+    for _ in 0..3 {
+        plain.run_step().unwrap();
+    }
+    plain.finish().unwrap();
+    let Some(times) = profiled.profile_steps(3).unwrap() else {
+        texset_testkit::skip("profiled_steps_time_every_dispatch_and_train_as_plain_steps", "the adapter has no timestamp queries");
+        return;
+    };
+    eprintln!("{times:?}");
+    let names: Vec<&str> = times.stage_ms.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, texset_core::train::gpu::STAGES);
+    assert_eq!(times.steps, 3);
+    assert!(times.stage_ms.iter().all(|(_, ms)| ms.is_finite() && *ms >= 0.0), "{times:?}");
+    assert!(times.total_ms() > 0.0, "{times:?}");
+    let (a, b) = (plain.params().unwrap(), profiled.params().unwrap());
+    assert_eq!(
+        a.layers.iter().map(|l| l.weights.clone()).collect::<Vec<_>>(),
+        b.layers.iter().map(|l| l.weights.clone()).collect::<Vec<_>>()
+    );
+    assert!(a.all_grids().zip(b.all_grids()).all(|(x, y)| x.values == y.values), "profiled steps trained other latents");
+}

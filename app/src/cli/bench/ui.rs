@@ -81,6 +81,23 @@ impl UiBenchArgs {
             Ok(p) => {
                 println!("studio frame time while training, PBR preview with orbiting lights on {}: {}", p.adapter, line(&p.frames));
                 println!("  preview: {} images in {} bands while training", p.preview_images, p.preview_bands);
+                match p.first_image_secs {
+                    Some(s) => println!(
+                        "  first image {s:.2} s after the tab opened (library loading meanwhile), showing {}",
+                        if p.first_image_originals { "the original maps lit" } else { "a decoded model" }
+                    ),
+                    None => println!("  no image while training"),
+                }
+                if let Some(s) = p.first_decoded_secs {
+                    println!("  first image of a decoded model {s:.2} s after the tab opened");
+                }
+                if let Some(scale) = p.moving_median_scale {
+                    println!(
+                        "  while moving: median scale {:.0}% of the full side, {:.0} preview pixels/s",
+                        scale * 100.0,
+                        p.moving_pixels_per_sec
+                    );
+                }
                 match p.converge_secs {
                     Some(s) => println!(
                         "  lights stopped: full resolution after {s:.2} s, slowest frame meanwhile {:.2} ms",
