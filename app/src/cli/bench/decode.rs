@@ -163,6 +163,17 @@ fn gpu_decode(
         compile.decode_samples,
         fragment_secs.map_or_else(|| "n/a (no render target)".to_owned(), |s| format!("{s:.2} s"))
     );
+    // The studio's PBR preview: its fragment pipeline (the decoder inside the shading), made
+    // as the preview makes it. With `MESA_SHADER_CACHE_DISABLE=true` a CPU driver's cold compile.
+    if texset_shaders::renders_fragment_format(adapter) {
+        match preview_compile(device, queue, bundle) {
+            Ok([made, first, next]) => println!(
+                "preview pipeline on {device_name}: made in {made:.2} s, first 8x8 draw {first:.2} s (a driver that compiles at first use \
+                 compiles then), the next {next:.3} s"
+            ),
+            Err(e) => println!("preview pipeline on {device_name}: not made: {e}"),
+        }
+    }
     let entry = &bundle.manifest.materials[0].maps[0];
     let map_texels = f64::from(entry.width) * f64::from(entry.height);
     let stored = texset_shaders::DecodeMode::Stored;
@@ -280,4 +291,21 @@ fn print_adapter(adapter: &wgpu::Adapter) {
             if m.saturating_accumulation { " (saturating)" } else { "" }
         );
     }
+}
+
+/// Seconds to make the studio preview's pipeline for `bundle`, to draw its first 8×8 image and to
+/// draw the next: where a driver compiles the shader (at creation or at first use) shows.
+fn preview_compile(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_core::bundle::Bundle) -> Result<[f64; 3]> {
+    use texset_shaders::preview::{PreviewRenderer, PreviewUniforms, Shape};
+    let t = Instant::now();
+    let renderer = PreviewRenderer::new(device, bundle, wgpu::TextureFormat::Rgba32Float)?;
+    let made = t.elapsed().as_secs_f64();
+    renderer.write_uniforms(queue, 0, &PreviewUniforms::new(&bundle.manifest, 0, 0.7, 3.0, Shape::Sphere, 1.0));
+    let draw = || -> Result<f64> {
+        let t = Instant::now();
+        std::hint::black_box(renderer.render(device, queue, 8, 8)?);
+        Ok(t.elapsed().as_secs_f64())
+    };
+    let first = draw()?;
+    Ok([made, first, draw()?])
 }
