@@ -112,9 +112,10 @@ fn library(root: &Path) -> std::path::PathBuf {
 /// Each material of a plan with its shard index.
 type Planned = Vec<(String, u64)>;
 
-/// `--plan --json` under these variables: every entry's shard, or the exit code and stderr.
-fn planned_shards(lib: &str, out: &str, vars: &[(&str, &str)]) -> Result<Planned, (Option<i32>, String)> {
-    let run = texset_with(&["compress", "--batch", lib, "-o", out, "--shard", "auto", "--plan", "--json"], vars);
+/// `--plan --json` with `--shard shard` under these variables: every entry's shard, or the exit
+/// code and stderr.
+fn planned_shards(lib: &str, out: &str, shard: &str, vars: &[(&str, &str)]) -> Result<Planned, (Option<i32>, String)> {
+    let run = texset_with(&["compress", "--batch", lib, "-o", out, "--shard", shard, "--plan", "--json"], vars);
     if !run.status.success() {
         return Err((run.status.code(), stderr(&run)));
     }
@@ -128,28 +129,23 @@ fn scheduler_variables_choose_the_shard_and_bad_ones_are_refused() {
     let library = library(tmp.path());
     let (lib, out) = (library.to_str().unwrap(), tmp.path().join("out"));
     let out = out.to_str().unwrap();
-    let by_hand = |shard: &str| {
-        let run = texset_with(&["compress", "--batch", lib, "-o", out, "--shard", shard, "--plan", "--json"], &[]);
-        assert!(run.status.success(), "{}", stderr(&run));
-        let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
-        json.as_array()
-            .unwrap()
-            .iter()
-            .map(|e| (e["material"].as_str().unwrap().to_owned(), e["shard"].as_u64().unwrap()))
-            .collect::<Vec<_>>()
-    };
+    let by_hand = |shard: &str| planned_shards(lib, out, shard, &[]).unwrap();
     for index in 0..3_u64 {
         let expected = by_hand(&format!("{index}/3"));
         assert!(expected.iter().all(|(_, s)| *s == index), "{expected:?}");
         let i = index.to_string();
-        let k8s = planned_shards(lib, out, &[("JOB_COMPLETION_INDEX", &i), ("TEXSET_SHARD_COUNT", "3")]).unwrap();
+        let k8s = planned_shards(lib, out, "auto", &[("JOB_COMPLETION_INDEX", &i), ("TEXSET_SHARD_COUNT", "3")]).unwrap();
         assert_eq!(k8s, expected, "Kubernetes index {index}");
-        let aws = planned_shards(lib, out, &[("AWS_BATCH_JOB_ARRAY_INDEX", &i), ("AWS_BATCH_JOB_ARRAY_SIZE", "3")]).unwrap();
+        let aws = planned_shards(lib, out, "auto", &[("AWS_BATCH_JOB_ARRAY_INDEX", &i), ("AWS_BATCH_JOB_ARRAY_SIZE", "3")]).unwrap();
         assert_eq!(aws, expected, "AWS Batch index {index}");
         let id = (index + 7).to_string();
-        let slurm =
-            planned_shards(lib, out, &[("SLURM_ARRAY_TASK_ID", &id), ("SLURM_ARRAY_TASK_MIN", "7"), ("SLURM_ARRAY_TASK_COUNT", "3")])
-                .unwrap();
+        let slurm = planned_shards(
+            lib,
+            out,
+            "auto",
+            &[("SLURM_ARRAY_TASK_ID", &id), ("SLURM_ARRAY_TASK_MIN", "7"), ("SLURM_ARRAY_TASK_COUNT", "3")],
+        )
+        .unwrap();
         assert_eq!(slurm, expected, "Slurm task {id} of 7..9");
     }
     // Refusals: exit 64, naming the variables.
@@ -168,7 +164,7 @@ fn scheduler_variables_choose_the_shard_and_bad_ones_are_refused() {
         (&[("AWS_BATCH_JOB_ARRAY_INDEX", "4"), ("AWS_BATCH_JOB_ARRAY_SIZE", "4")], "index 4 is not below the count 4"),
     ];
     for (vars, message) in refusals {
-        let (code, text) = planned_shards(lib, out, vars).unwrap_err();
+        let (code, text) = planned_shards(lib, out, "auto", vars).unwrap_err();
         assert_eq!(code, Some(64), "{vars:?}: {text}");
         assert!(text.contains(message), "{vars:?}: {text}");
     }

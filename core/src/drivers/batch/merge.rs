@@ -4,7 +4,7 @@
 //! nothing is missing. It reads what the shards wrote and writes only its two files, so it can be
 //! run again at any time.
 
-use super::{BatchError, BatchJob, BatchSummary, Shard, ShardOrigin, UnitRecord, finished, plan};
+use super::{BatchError, BatchJob, BatchSummary, Outputs, Shard, ShardOrigin, UnitRecord, survey};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -92,27 +92,22 @@ pub struct Merged {
 /// [`MANIFEST`] (else removes a manifest an earlier merge left, which no longer holds).
 pub fn merge(job: &BatchJob<'_>) -> Result<Merged, BatchError> {
     let whole = BatchJob { shard: Shard::ALL, only: None, ..*job };
-    let entries = plan(&whole)?;
+    let entries = survey(&whole)?;
     let mut units = Vec::new();
     let mut gaps = Vec::new();
-    for entry in &entries {
-        let record_path = job.out_dir.join(format!("{}.texset.json", entry.material));
-        match finished(&record_path, &entry.bundle, &entry.input_sha256) {
-            Some(record) => units.push(record),
-            None => gaps.push(Gap { material: entry.material.clone(), reason: why_not(&record_path, &entry.bundle, &entry.input_sha256) }),
+    let library_materials = entries.len();
+    for (entry, record) in entries {
+        if let Some(record) = record {
+            units.push(record);
+        } else {
+            let record_path = Outputs::new(job.out_dir, &entry.material).record;
+            gaps.push(Gap { reason: why_not(&record_path, &entry.bundle, &entry.input_sha256), material: entry.material });
         }
     }
     let runs = runs_seen(job.out_dir)?;
     let missing_shards = missing_shards(&runs);
-    let merged = Merged {
-        library: job.library.to_path_buf(),
-        complete: gaps.is_empty(),
-        library_materials: entries.len(),
-        missing_shards,
-        gaps,
-        runs,
-        units,
-    };
+    let merged =
+        Merged { library: job.library.to_path_buf(), complete: gaps.is_empty(), library_materials, missing_shards, gaps, runs, units };
     let write = |name: &str, bytes: Vec<u8>| {
         let path = job.out_dir.join(name);
         crate::io::fsutil::write_atomic(&path, &bytes).map_err(|source| BatchError::Io { path, source })

@@ -279,16 +279,17 @@ impl Outputs {
     }
 }
 
-/// The record at `record`, when it names the inputs `input_sha256`, a bundle was made, and the
-/// bundle at `bundle` is the one it names (byte for byte, by SHA-256).
-fn finished(record: &Path, bundle: &Path, input_sha256: &str) -> Option<UnitRecord> {
+/// The record at `record` and the bundle's bytes, when the record names the inputs
+/// `input_sha256`, a bundle was made, and the bundle at `bundle` is the one it names (byte for
+/// byte, by SHA-256).
+fn finished(record: &Path, bundle: &Path, input_sha256: &str) -> Option<(UnitRecord, Vec<u8>)> {
     let record: UnitRecord = serde_json::from_slice(&std::fs::read(record).ok()?).ok()?;
     let made = matches!(record.status, UnitStatus::Compressed | UnitStatus::Cached);
     if !made || record.input_sha256 != input_sha256 || record.bundle_sha256.is_empty() {
         return None;
     }
     let bytes = std::fs::read(bundle).ok()?;
-    (sha256_hex(&bytes) == record.bundle_sha256).then_some(record)
+    (sha256_hex(&bytes) == record.bundle_sha256).then_some((record, bytes))
 }
 
 /// The folders this job covers: its shard, or its one material.
@@ -308,21 +309,27 @@ fn folders_of(job: &BatchJob<'_>) -> Result<(Vec<PathBuf>, usize), BatchError> {
 /// Lists this job's materials and whether each is already up to date, doing nothing: the work
 /// list for a dynamic scheduler (one task per entry with [`BatchJob::only`]).
 pub fn plan(job: &BatchJob<'_>) -> Result<Vec<PlanEntry>, BatchError> {
+    Ok(survey(job)?.into_iter().map(|(entry, _)| entry).collect())
+}
+
+/// [`plan`]'s entries, each with its up-to-date record where it has one (what a merge gathers).
+fn survey(job: &BatchJob<'_>) -> Result<Vec<(PlanEntry, Option<UnitRecord>)>, BatchError> {
     let (mine, _) = folders_of(job)?;
     mine.iter()
         .map(|folder| {
             let material = folder_name(folder);
             let input_sha256 = input_hash(folder, job.options, job.bits_per_texel)?;
             let out = Outputs::new(job.out_dir, &material);
-            let up_to_date = finished(&out.record, &out.bundle, &input_sha256).is_some();
-            Ok(PlanEntry {
+            let record = finished(&out.record, &out.bundle, &input_sha256).map(|(record, _)| record);
+            let entry = PlanEntry {
                 shard: Shard::of(&material, job.shard.count),
                 material,
                 source: folder.clone(),
                 bundle: out.bundle,
                 input_sha256,
-                up_to_date,
-            })
+                up_to_date: record.is_some(),
+            };
+            Ok((entry, record))
         })
         .collect()
 }
@@ -441,7 +448,7 @@ fn attempt_one(folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
         Err(e) => return failed(&material, String::new(), FailureKind::Input, e.to_string()),
     };
     let out = Outputs::new(job.out_dir, &material);
-    if let Some(earlier) = finished(&out.record, &out.bundle, &hash) {
+    if let Some((earlier, _)) = finished(&out.record, &out.bundle, &hash) {
         return UnitRecord { status: UnitStatus::UpToDate, ..earlier };
     }
     if let Some(cache) = job.cache_dir
@@ -449,14 +456,15 @@ fn attempt_one(folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
     {
         return record;
     }
-    let made = compress_one(folder, job, &material, &hash)
-        .and_then(|(record, bytes)| write_outputs(&out, &record, &bytes).map(|()| record).map_err(|e| (FailureKind::Transient, e)));
-    let mut record = match made {
-        Ok(record) => record,
+    let made = compress_one(folder, job, &material, &hash).and_then(|(record, bytes)| {
+        write_outputs(&out, &record, &bytes).map(|()| (record, bytes)).map_err(|e| (FailureKind::Transient, e))
+    });
+    let (mut record, bytes) = match made {
+        Ok(made) => made,
         Err((kind, error)) => return failed(&material, hash, kind, error),
     };
     if let Some(cache) = job.cache_dir
-        && let Err(e) = to_cache(cache, &record, &out.bundle)
+        && let Err(e) = to_cache(cache, &record, &bytes)
     {
         record.warning = Some(format!("not stored in the cache {}: {e}", cache.display()));
     }
@@ -504,8 +512,7 @@ fn write_outputs(out: &Outputs, record: &UnitRecord, bundle: &[u8]) -> Result<()
 /// A bundle made from the same inputs, from the cache into `out`, as a `Cached` record; `None`
 /// when the cache has none (or one that does not match its record).
 fn from_cache(cache: &Path, hash: &str, material: &str, out: &Outputs) -> Option<UnitRecord> {
-    let cached = finished(&cache.join(format!("{hash}.json")), &cache.join(format!("{hash}.texset")), hash)?;
-    let bytes = std::fs::read(cache.join(format!("{hash}.texset"))).ok()?;
+    let (cached, bytes) = finished(&cache.join(format!("{hash}.json")), &cache.join(format!("{hash}.texset")), hash)?;
     let record = UnitRecord { material: material.to_owned(), status: UnitStatus::Cached, warning: None, ..cached };
     Some(match write_outputs(out, &record, &bytes) {
         Ok(()) => record,
@@ -513,11 +520,10 @@ fn from_cache(cache: &Path, hash: &str, material: &str, out: &Outputs) -> Option
     })
 }
 
-/// Stores a compressed material in the cache, keyed by its inputs: bundle first, then record.
-/// Entries are content-addressed, so two runs storing one key write the same bytes.
-fn to_cache(cache: &Path, record: &UnitRecord, bundle: &Path) -> std::io::Result<()> {
-    let bytes = std::fs::read(bundle)?;
-    crate::io::fsutil::write_atomic(&cache.join(format!("{}.texset", record.input_sha256)), &bytes)?;
+/// Stores a compressed material's `bundle` in the cache, keyed by its inputs: bundle first, then
+/// record. Entries are content-addressed, so two runs storing one key write the same bytes.
+fn to_cache(cache: &Path, record: &UnitRecord, bundle: &[u8]) -> std::io::Result<()> {
+    crate::io::fsutil::write_atomic(&cache.join(format!("{}.texset", record.input_sha256)), bundle)?;
     let json = serde_json::to_vec_pretty(record).unwrap_or_default();
     crate::io::fsutil::write_atomic(&cache.join(format!("{}.json", record.input_sha256)), &json)
 }

@@ -223,7 +223,8 @@ impl Opened {
 }
 
 impl Gpu {
-    fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, TrainError> {
+    /// `bytes` bytes of `source`, after the work submitted so far.
+    pub fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, TrainError> {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("texset trainer read-back"),
             size: bytes.max(4),

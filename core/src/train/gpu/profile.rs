@@ -10,30 +10,32 @@ use serde::Serialize;
 /// The step's dispatches, in order (`train.wgsl` says what each does).
 pub const STAGES: [&str; 5] = ["prepare", "fwd_bwd", "wgrad", "stats", "adam"];
 
-/// The timestamp queries of one step and the buffers they are read back through.
+/// The timestamp queries of one step and the buffer they resolve into (read back as any other
+/// trainer buffer is, by `Gpu::read_bytes`).
 pub(super) struct Timing {
     pub(super) query_set: wgpu::QuerySet,
     pub(super) resolve: wgpu::Buffer,
-    pub(super) readback: wgpu::Buffer,
 }
 
 impl Timing {
     /// Queries a step's stages use: a start and an end each.
     pub(super) const QUERIES: u32 = 2 * STAGES.len() as u32;
+    /// Their resolved size.
+    const BYTES: u64 = Self::QUERIES as u64 * wgpu::QUERY_SIZE as u64;
 
     fn new(device: &wgpu::Device) -> Self {
-        let bytes = u64::from(Self::QUERIES) * u64::from(wgpu::QUERY_SIZE);
-        let buffer = |label, usage| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes, usage, mapped_at_creation: false })
-        };
         Self {
             query_set: device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("texset train timestamps"),
                 ty: wgpu::QueryType::Timestamp,
                 count: Self::QUERIES,
             }),
-            resolve: buffer("texset train timestamps resolved", wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
-            readback: buffer("texset train timestamps read back", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            resolve: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("texset train timestamps"),
+                size: Self::BYTES,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
         }
     }
 
@@ -46,31 +48,16 @@ impl Timing {
         }
     }
 
-    /// Resolves `stages` stages' queries and copies them where the host can read them.
+    /// Resolves `stages` stages' queries into `resolve`.
     pub(super) fn resolve(&self, encoder: &mut wgpu::CommandEncoder, stages: u32) {
         encoder.resolve_query_set(&self.query_set, 0..2 * stages, &self.resolve, 0);
-        encoder.copy_buffer_to_buffer(&self.resolve, 0, &self.readback, 0, u64::from(2 * stages) * u64::from(wgpu::QUERY_SIZE));
     }
+}
 
-    /// The last step's ticks per stage (end − start), once the device has finished it.
-    fn read_ticks(&self, device: &wgpu::Device) -> Result<Vec<u64>, TrainError> {
-        let slice = self.readback.slice(..);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = sender.send(r);
-        });
-        device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| TrainError::Gpu(format!("waiting for the GPU failed: {e}")))?;
-        receiver
-            .recv()
-            .map_err(|e| TrainError::Gpu(format!("reading the timestamps back failed: {e}")))?
-            .map_err(|e| TrainError::Gpu(format!("reading the timestamps back failed: {e}")))?;
-        let ticks: Vec<u64> = {
-            let bytes = slice.get_mapped_range().map_err(|e| TrainError::Gpu(format!("reading the timestamps back failed: {e}")))?;
-            bytes.chunks_exact(8).map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()
-        };
-        self.readback.unmap();
-        Ok(ticks.chunks_exact(2).map(|pair| pair[1].saturating_sub(pair[0])).collect())
-    }
+/// Ticks per stage (end − start) from the resolved timestamps.
+fn stage_ticks(bytes: &[u8]) -> Vec<u64> {
+    let ticks: Vec<u64> = bytes.chunks_exact(8).map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect();
+    ticks.chunks_exact(2).map(|pair| pair[1].saturating_sub(pair[0])).collect()
 }
 
 /// GPU time per dispatch of the trainer's step, averaged over the steps profiled.
@@ -106,7 +93,7 @@ impl GpuTrainer<'_> {
             for _ in 0..steps {
                 self.step_once()?;
                 let Some(timing) = &self.timing else { break };
-                for (sum, ticks) in sums.iter_mut().zip(timing.read_ticks(&self.gpu.device)?) {
+                for (sum, ticks) in sums.iter_mut().zip(stage_ticks(&self.gpu.read_bytes(&timing.resolve, Timing::BYTES)?)) {
                     *sum += ticks;
                 }
             }
