@@ -197,7 +197,7 @@ impl StudioApp {
             session.apply(Command::StartTraining);
             return;
         }
-        let ready = session.run.state == session::RunState::Finished && session.decoded.as_ref().is_some_and(|d| d.scores.is_some());
+        let ready = session.run.state == session::RunState::Finished && session.current_decoded().is_some_and(|d| d.scores.is_some());
         if session.run.state == session::RunState::Failed {
             eprintln!("texset: capture: training failed: {:?}", session.run.lines.last());
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);

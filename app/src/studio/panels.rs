@@ -431,6 +431,12 @@ pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
         return;
     };
     let Some(scores) = &decoded.scores else { return };
+    if session.current_decoded().is_none() {
+        // The bundle on screen is still decoding: these scores are the previous one's, and its
+        // size would not match them.
+        ui.label(format!("decoding the new bundle… (previous: pooled {:.2} dB)", scores.pooled_psnr_db));
+        return;
+    }
     let trained = session.trained.as_ref();
     let bytes = trained.and_then(|t| t.bytes.as_ref()).map(|b| b.len());
     let texels = session.library.set.texel_count().max(1);

@@ -25,7 +25,7 @@ impl Session {
         let texels = self.library.set.texel_count().max(1);
         let mut summary =
             format!("wrote {} ({} bytes, {:.3} bits per texel)", path.display(), bytes.len(), bytes.len() as f64 * 8.0 / texels as f64);
-        if let Some(scores) = self.decoded.as_ref().and_then(|d| d.scores.as_ref()) {
+        if let Some(scores) = self.current_decoded().and_then(|d| d.scores.as_ref()) {
             summary = format!("{summary}, pooled PSNR {:.2} dB", scores.pooled_psnr_db);
         }
         Ok(summary)

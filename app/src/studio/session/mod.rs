@@ -268,6 +268,14 @@ impl Session {
             || self.decoder.is_busy()
     }
 
+    /// The decoded maps and scores of the bundle on screen: `None` while that bundle decodes
+    /// (then [`Self::decoded`] still holds the previous one's, a snapshot's during training).
+    #[must_use]
+    pub fn current_decoded(&self) -> Option<&Decoded> {
+        let trained = self.trained.as_ref()?;
+        self.decoded.as_ref().filter(|d| d.generation == trained.generation)
+    }
+
     /// Whether training runs (or is paused).
     #[must_use]
     pub fn is_training(&self) -> bool {
