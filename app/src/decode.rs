@@ -5,9 +5,15 @@
 //! happened, so the output is whole either way.
 
 use anyhow::{Result, bail};
-use texset_core::bundle::Bundle;
-use texset_core::decode::{DecodeError, DecodedMap, Decoder};
-use texset_core::io::fault::{self, Fault};
+use texset_core::{
+    bundle::Bundle,
+    decode::{DecodeError, DecodedMap, Decoder},
+    io::{
+        fault::{self, Fault},
+        mip_chain,
+    },
+    model::full_mip_count,
+};
 
 /// A GPU decoder with its device.
 struct Gpu {
@@ -81,14 +87,14 @@ impl<'b> MaterialDecoder<'b> {
 
     /// Every map of material `m` with its full mip chain, level 0 first: each level decoded from
     /// the bundle's latent pyramid when it stores one, else box-filtered from the decoded level 0
-    /// (`texset_core::io::transcode::mip_chain`).
+    /// (texset-core's `io::mip_chain`).
     pub fn decode_material_chains(&mut self, m: usize) -> Result<Vec<Vec<DecodedMap>>, DecodeError> {
         let level0 = self.decode_material_level(m, 0)?;
         let material = self.bundle.manifest.materials.get(m).ok_or(DecodeError::NoMaterial(m))?;
         if self.bundle.manifest.mip_levels <= 1 {
-            return Ok(level0.iter().zip(&material.maps).map(|(map, entry)| texset_core::io::transcode::mip_chain(map, entry)).collect());
+            return Ok(level0.iter().zip(&material.maps).map(|(map, entry)| mip_chain(map, entry)).collect());
         }
-        let counts: Vec<u32> = material.maps.iter().map(|e| texset_core::model::params::full_mip_count(e.width, e.height)).collect();
+        let counts: Vec<u32> = material.maps.iter().map(|e| full_mip_count(e.width, e.height)).collect();
         let mut chains: Vec<Vec<DecodedMap>> = level0.into_iter().map(|l| vec![l]).collect();
         for level in 1..counts.iter().copied().max().unwrap_or(1) {
             for ((chain, map), count) in chains.iter_mut().zip(self.decode_material_level(m, level)?).zip(&counts) {

@@ -40,7 +40,7 @@ fn error_chain(error: &anyhow::Error) -> String {
 /// An error's text as the command line says it: the engine's typed errors that a flag answers
 /// name the flag (the engine's own text names no flag: the studio phrases it otherwise).
 fn cli_text(cause: &(dyn std::error::Error + 'static)) -> String {
-    use texset_core::train::backend::Unsupported;
+    use texset_core::train::Unsupported;
     let unsupported = cause.downcast_ref::<Unsupported>().or(match cause.downcast_ref::<texset_core::CompressError>() {
         Some(texset_core::CompressError::Backend(u)) => Some(u),
         _ => None,

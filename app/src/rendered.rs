@@ -5,10 +5,12 @@
 //! here even where a map's own PSNR looks fine.
 
 use serde::Serialize;
-use texset_core::bundle::{Manifest, MaterialEntry};
-use texset_core::decode::DecodedMap;
-use texset_core::eval::metrics::{SquaredError, flip_mean};
-use texset_core::set::{Material, TextureSet};
+use texset_core::{
+    bundle::{Manifest, MaterialEntry},
+    decode::DecodedMap,
+    eval::{SquaredError, flip_mean},
+    set::{Material, TextureSet},
+};
 use texset_shaders::preview::{Shape, StoredMap, render_cpu};
 
 /// How one material looks lit, decoded against original.
@@ -26,7 +28,7 @@ pub struct RenderedScore {
     pub rendered_flip: f64,
 }
 
-/// Scores every material of `set` (with `decoded` from `texset_core::eval::decode_set`, in the
+/// Scores every material of `set` (with `decoded` from texset-core's `eval::decode_set`, in the
 /// set's order) rendered under `lights` light positions at `size_px`².
 #[must_use]
 pub fn rendered_scores(
@@ -170,13 +172,15 @@ pub fn rebuild_normal_z(set: &TextureSet, decoded: &mut [Vec<DecodedMap>]) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use texset_core::set::MapKind;
-    use texset_core::{Cancel, CompressOptions, NoProgress, ScheduleConfig, compress};
+    use texset_core::{
+        Cancel, CompressOptions, NoProgress, ScheduleConfig, compress,
+        set::{MapKind, load_library},
+    };
 
     #[test]
     fn rendered_error_sees_what_the_light_sees() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures/bricks");
-        let (set, _) = texset_core::set::ingest::load_library(&[dir]).unwrap();
+        let (set, _) = load_library(&[dir]).unwrap();
         // Only the manifest is needed: two steps.
         let bundle = compress(
             &set,

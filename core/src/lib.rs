@@ -6,8 +6,8 @@
 //!
 //! The modules follow the pipeline (ARCHITECTURE.md has the map):
 //! - [`set`]: the texture set, map naming and ingest of image folders;
-//! - [`pipeline`]: the front door [`compress`] and its passes (analyse → train → prune →
-//!   quantise → pack), configured by [`options`] and reporting through [`progress`];
+//! - the front door [`compress`] and its passes ([`analyse()`] → train → prune → [`quantise`] →
+//!   [`pack`]), configured by [`options`] and reporting through [`progress`];
 //! - [`model`]: parameter shapes, the CPU reference decoder, layout, quantisation, mips and the
 //!   one generator of the shaders' WGSL MLP;
 //! - [`train`]: the training loop and its trainers (fused CPU, fused GPU in WGSL, burn);
@@ -16,13 +16,17 @@
 //!
 //! The runtime side (an engine reading bundles) builds without the `train` feature: [`bundle`],
 //! [`decode`], [`model`] and [`eval`]'s metrics, with no burn.
+//!
+//! The public surface is the crate root and the modules above; each module's parts are private
+//! and what other crates use is re-exported from the module itself. What only tests need is in
+//! the hidden `internal_tests` module.
 
 #[cfg(feature = "train")]
-pub mod analyse;
+mod analyse;
 pub mod bundle;
 pub mod decode;
 pub mod eval;
-pub mod executor;
+mod executor;
 pub mod io;
 pub mod model;
 pub mod rng;
@@ -33,18 +37,53 @@ pub mod drivers;
 #[cfg(feature = "train")]
 pub mod options;
 #[cfg(feature = "train")]
-pub mod pipeline;
+mod pipeline;
 #[cfg(feature = "train")]
 pub mod train;
 
+/// What the workspace's tests and benchmarks reach inside the engine and no engine or front end
+/// needs: the training loop's parts, the trainers' internals, the mip and reference-decoder
+/// helpers a parity test compares against. Not an API: it changes with the code it exposes.
+#[doc(hidden)]
+pub mod internal_tests {
+    #[cfg(feature = "train")]
+    pub use crate::analyse::groups::material_groups;
+    #[cfg(feature = "train")]
+    pub use crate::eval::quantize_to_format;
+    pub use crate::model::mips::box_chain;
+    pub use crate::model::params::{lod_level, pyramid_level};
+    pub use crate::model::reference::features_at_level;
+    #[cfg(feature = "train")]
+    pub use crate::train::burn::model::{NtcModel, NtcModelConfig};
+    #[cfg(feature = "train")]
+    pub use crate::train::burn::trainer::loss_and_grads as burn_loss_and_grads;
+    #[cfg(feature = "train")]
+    pub use crate::train::burn::wgpu_device_is_shared;
+    #[cfg(feature = "train")]
+    pub use crate::train::gpu::{STAGES, WeightMemory};
+    #[cfg(feature = "train")]
+    pub use crate::train::init::starting_params;
+    #[cfg(feature = "train")]
+    pub use crate::train::kernel::{forward_backward, loss_and_grads};
+    #[cfg(feature = "train")]
+    pub use crate::train::run::{ANNOUNCE_ABOVE_TEXELS, LoopOptions, TimeBudget, run};
+}
+
+#[cfg(feature = "train")]
+pub use analyse::{AnalyseReport, BudgetSource, DuplicateFinding, TextureBudget};
 pub use bundle::{Bundle, BundleError};
 pub use decode::{DecodedMap, Decoder};
+pub use executor::block_on;
 #[cfg(feature = "train")]
 pub use options::{Backend, BudgetConfig, CompressOptions, ModelConfig, OptionsError, Preset, RunOptions, ScheduleConfig};
 #[cfg(feature = "train")]
 pub use pipeline::progress;
 #[cfg(feature = "train")]
-pub use pipeline::{CompressError, CompressReport, Compressed, compress};
+pub use pipeline::{
+    BudgetChange, CompressError, CompressReport, Compressed, PackReport, PruneReport, analyse, compress, pack, quantise, snapshot_bundle,
+};
 #[cfg(feature = "train")]
-pub use progress::{Cancel, NoProgress, Pass, Progress, TrainStatus};
+pub use progress::{Cancel, NoProgress, Pass, Progress, TrainPhase, TrainStatus};
 pub use set::{MapKind, Material, TextureSet};
+#[cfg(feature = "ingest")]
+pub use set::{load_library, load_material};

@@ -1,4 +1,4 @@
-//! Fuzzes image ingest (`texset_core::set::ingest::decode_texture`): the bytes of a map file, with the
+//! Fuzzes image ingest (`texset_core::set::decode_texture`): the bytes of a map file, with the
 //! first byte choosing the file name's extension and map kind, must give a texture or an
 //! `IngestError` naming the file, never a panic, a hang or a decompression bomb.
 #![no_main]
@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 use texset_core::MapKind;
-use texset_core::set::ingest::decode_texture;
+use texset_core::set::decode_texture;
 use texset_core::set::NormalConvention;
 
 fuzz_target!(|data: &[u8]| {

@@ -20,8 +20,7 @@
 
 use std::error::Error;
 use std::path::PathBuf;
-use texset_core::bundle::Bundle;
-use texset_core::{Decoder, MapKind};
+use texset_core::{Decoder, MapKind, bundle::Bundle};
 use texset_shaders::{GpuError, GpuModel, ModelBuffers};
 
 /// The engine's shader, appended to the decoder.
@@ -33,7 +32,7 @@ const BACKGROUND: [f32; 4] = [0.1, 0.1, 0.12, 1.0];
 
 /// The camera, the light and which maps of the material feed the shading.
 #[derive(Clone, Debug)]
-pub struct Scene {
+pub(crate) struct Scene {
     eye: [f32; 3],
     /// Camera basis: right, up and forward (unit vectors).
     basis: [[f32; 3]; 3],
@@ -49,7 +48,7 @@ pub struct Scene {
 
 impl Scene {
     /// A camera above and in front of the quad, looking at its centre; a point light to the right.
-    pub fn new(bundle: &Bundle, material: usize, aspect: f32) -> Result<Self, Box<dyn Error>> {
+    pub(crate) fn new(bundle: &Bundle, material: usize, aspect: f32) -> Result<Self, Box<dyn Error>> {
         let mat =
             bundle.manifest.materials.get(material).ok_or_else(|| {
                 format!("the bundle has {} material(s); there is no material {material}", bundle.manifest.materials.len())
@@ -123,7 +122,7 @@ impl Scene {
 
 /// Renders `size` x `size` on the GPU; `None` when there is no adapter, or only one that cannot
 /// render to the float target (a GL adapter such as llvmpipe).
-pub fn render_gpu(bundle: &Bundle, material: usize, size: u32) -> Result<Option<Vec<f32>>, Box<dyn Error>> {
+pub(crate) fn render_gpu(bundle: &Bundle, material: usize, size: u32) -> Result<Option<Vec<f32>>, Box<dyn Error>> {
     let Some((adapter, device, queue)) = texset_shaders::request_device()? else {
         return Ok(None);
     };
@@ -206,7 +205,7 @@ pub fn render_gpu(bundle: &Bundle, material: usize, size: u32) -> Result<Option<
 
 /// The same picture on the CPU: a ray per pixel centre, its hit on the quad's plane, the CPU
 /// reference decoder and [`shade`].
-pub fn render_cpu(bundle: &Bundle, material: usize, size: u32) -> Result<Vec<f32>, Box<dyn Error>> {
+pub(crate) fn render_cpu(bundle: &Bundle, material: usize, size: u32) -> Result<Vec<f32>, Box<dyn Error>> {
     let scene = Scene::new(bundle, material, 1.0)?;
     let decoder = Decoder::new(bundle);
     let [right, up, forward] = scene.basis;
@@ -247,7 +246,7 @@ pub fn render_cpu(bundle: &Bundle, material: usize, size: u32) -> Result<Vec<f32
 /// `fs_lit` of `lit_quad.wgsl`: GGX specular with Schlick's Fresnel and Smith-Schlick visibility,
 /// Lambert diffuse, a point light and a little ambient; Reinhard, then sRGB encoding.
 #[must_use]
-pub fn shade(scene: &Scene, world: [f32; 3], base: [f32; 3], normal: [f32; 3], rough: f32, metal: f32) -> [f32; 3] {
+pub(crate) fn shade(scene: &Scene, world: [f32; 3], base: [f32; 3], normal: [f32; 3], rough: f32, metal: f32) -> [f32; 3] {
     let n = normalize(normal);
     let to_light = sub([scene.light[0], scene.light[1], scene.light[2]], world);
     let l = normalize(to_light);
@@ -298,7 +297,7 @@ fn normalize(a: [f32; 3]) -> [f32; 3] {
 }
 
 /// RGBA float rows (already encoded) as an 8-bit PNG.
-pub fn to_png(pixels: &[f32], size: u32) -> Result<Vec<u8>, Box<dyn Error>> {
+pub(crate) fn to_png(pixels: &[f32], size: u32) -> Result<Vec<u8>, Box<dyn Error>> {
     let bytes: Vec<u8> = pixels.iter().map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8).collect();
     let image = image::RgbaImage::from_raw(size, size, bytes).ok_or("the render has the wrong number of pixels")?;
     let mut png = std::io::Cursor::new(Vec::new());

@@ -18,7 +18,7 @@
 // This file is a *template*: the block between the `texset:specialise` markers is generated for
 // one model (`texset_shaders::GpuModel`): its shapes as constants, `mlp_input` (the latent fetch
 // of its grids, positional encoding and LOD input) and the MLP from texset-core's one generator
-// (`texset_core::model::wgsl`: `MlpInput`, `MlpHidden`, `mlp_hidden`, `mlp_output` and their
+// (texset-core's `model::wgsl`: `MlpInput`, `MlpHidden`, `mlp_hidden`, `mlp_output` and their
 // `_block` forms for `BLOCK` texels, the `mlp` binding). `GpuDecoder` compiles it and
 // `texset export-shader` writes it; the block below is generated for a tiny model so the template
 // validates by itself. Everything else is the same for every bundle. The model math the GPU
@@ -34,7 +34,7 @@
 //            `vec4<f32>`: per hidden layer its rows (inputs padded to 4) and then its biases four
 //            to a vec4; the last layer's rows with the bias in one more vec4's x. A uniform
 //            buffer where the weights fit the device's uniform limit, else storage
-//            (`texset_core::model::wgsl::PackedLayer`).
+//            (texset-core's `model::wgsl::PackedLayer`).
 
 // texset:specialise:begin
 const GRID_COUNT: u32 = 2u;
@@ -310,15 +310,15 @@ fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BL
 const WORKGROUP_SIDE: u32 = 8u;
 const SAMPLE_WORKGROUP: u32 = 64u;
 
-// The LOD input of LOD level l is l * this (`texset_core::model::params::LOD_INPUT_SCALE`).
+// The LOD input of LOD level l is l * this (`LOD_INPUT_SCALE` in core/src/model/params.rs).
 const LOD_INPUT_SCALE: f32 = 0.25;
 
-// The LOD level mip level `level` decodes at (`texset_core::model::params::lod_level`).
+// The LOD level mip level `level` decodes at (`lod_level` in core/src/model/params.rs).
 fn lod_level(level: u32) -> u32 {
     return min(level, PYRAMID_LEVELS * MIP_GROUP - 1u);
 }
 
-// The pyramid level whose grids mip level `level` reads (`texset_core::model::params::pyramid_level`).
+// The pyramid level whose grids mip level `level` reads (`pyramid_level` in core/src/model/params.rs).
 fn pyramid_level(level: u32) -> u32 {
     return lod_level(level) / MIP_GROUP;
 }
@@ -430,7 +430,7 @@ fn decode_output(map_index: u32, hidden: MlpHidden) -> vec4<f32> {
 }
 
 // The last layer's outputs `z` of a map clamped (channels beyond its count 0), then a colour
-// variant's affine transform of them (as `texset_core::bundle::apply_color_rows`: offset first,
+// variant's affine transform of them (as `apply_color_rows` in core/src/bundle: offset first,
 // then the four channels in order).
 fn finish_output(map_index: u32, z: vec4<f32>) -> vec4<f32> {
     let channels = MAP_CHANNELS[map_index];
@@ -484,7 +484,7 @@ fn decode_block_mode(map_index: u32, uvs: array<vec2<f32>, BLOCK>) -> array<vec4
     return t;
 }
 
-// The sRGB transfer function, inverse (exactly as `texset_core::model::reference::srgb_to_linear`).
+// The sRGB transfer function, inverse (exactly as `srgb_to_linear` in core/src/model/reference.rs).
 fn srgb_to_linear(c: f32) -> f32 {
     if (c <= 0.04045) {
         return c / 12.92;
@@ -492,7 +492,7 @@ fn srgb_to_linear(c: f32) -> f32 {
     return pow((c + 0.055) / 1.055, 2.4);
 }
 
-// `decode_texel` un-mapped for shading (as `texset_core::model::reference::unmap`): the channel range
+// `decode_texel` un-mapped for shading (as `unmap` in core/src/decode.rs): the channel range
 // applied (float sources), sRGB colour channels to linear, and normal maps as a unit vector in the
 // +Y (OpenGL) convention whatever the source's convention was.
 fn decode_texel_linear(map_index: u32, uv: vec2<f32>) -> vec4<f32> {

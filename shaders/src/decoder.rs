@@ -7,11 +7,12 @@ use crate::device::{
 };
 use crate::model::GpuModelOptions;
 use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, PARAMS_BYTES, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model};
-use texset_core::bundle::Bundle;
-use texset_core::bundle::MapEntry;
-use texset_core::decode::DecodeError;
-use texset_core::model::wgsl::WeightMemory;
-use texset_core::{DecodedMap, Decoder};
+use texset_core::{
+    DecodedMap, Decoder,
+    bundle::{Bundle, MapEntry},
+    decode::DecodeError,
+    model::{level_size, wgsl::WeightMemory},
+};
 
 fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode, lod: f32) -> Vec<u8> {
     let mode = match mode {
@@ -255,7 +256,7 @@ impl GpuDecoder {
         mode: DecodeMode,
     ) -> Result<DecodedMap, GpuError> {
         let (map_index, entry) = self.map_index(material, map)?;
-        let (width, height) = texset_core::model::mips::level_size(entry.width, entry.height, level);
+        let (width, height) = level_size(entry.width, entry.height, level);
         let bytes = u64::from(width) * u64::from(height) * u64::from(entry.channels) * 4;
         let limits = device.limits();
         check_device_limit("the decoded map", bytes, limits.max_storage_buffer_binding_size)?;

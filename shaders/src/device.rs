@@ -5,7 +5,7 @@ use std::sync::mpsc;
 
 /// Runs a future to completion on this thread (wgpu's device requests and error scopes): the
 /// engine's minimal executor, so no async runtime is needed.
-pub use texset_core::executor::block_on;
+pub use texset_core::block_on;
 
 /// Opens the default adapter (respecting the `WGPU_BACKEND`, `WGPU_ADAPTER_NAME`... environment
 /// variables) and a device with the adapter's own limits, blocking. `Ok(None)` when there is no adapter.

@@ -1,10 +1,10 @@
-//! texset GPU side: the WGSL decoder (`decode.wgsl`, the twin of `texset_core::model::reference`) and the
-//! wgpu code that runs it.
+//! texset GPU side: the WGSL decoder (`decode.wgsl`, the twin of the CPU reference decoder in
+//! core/src/model/reference.rs) and the wgpu code that runs it.
 //!
 //! [`GpuModel`] lays a bundle out as the shader reads it: the latent levels bit-packed as the
 //! bundle stores them, the MLP's weights dequantised once into `vec4<f32>`s (uniform memory where
 //! they fit), and a generated block of WGSL (shapes as constants, the grids' whole-word latent
-//! fetch, and the MLP from texset-core's one generator, `texset_core::model::wgsl`) that
+//! fetch, and the MLP from texset-core's one generator, `model::wgsl`) that
 //! specialises `decode.wgsl` to the bundle. Compute entry points decode `BLOCK` texels per
 //! invocation, sharing each weight load.
 //! [`GpuDecoder`] uploads that once and decodes whole maps (compute, or a fragment shader into a

@@ -6,11 +6,14 @@
 
 use crate::{GpuError, to_u32};
 use std::fmt::Write as _;
-use texset_core::bundle::{Bundle, Manifest, MapEntry};
-use texset_core::model::params::MAX_MLP_WIDTH;
-use texset_core::model::quant::QuantizedLayer;
-use texset_core::model::wgsl::{MlpWgsl, PORTABLE_UNIFORM_BYTES, WeightMemory, pack_weights};
-use texset_core::set::{ColorSpace, MapKind, NormalConvention};
+use texset_core::{
+    bundle::{Bundle, Manifest, MapEntry},
+    model::{
+        MAX_MLP_WIDTH, QuantizedLayer, full_mip_count,
+        wgsl::{MlpWgsl, PORTABLE_UNIFORM_BYTES, WeightMemory, pack_weights},
+    },
+    set::{ColorSpace, MapKind, NormalConvention},
+};
 
 /// The marker lines around the generated block of `decode.wgsl`.
 const BEGIN_MARKER: &str = "// texset:specialise:begin\n";
@@ -192,7 +195,7 @@ fn pack_latents(bundle: &Bundle) -> Result<(Vec<u32>, Vec<u32>), GpuError> {
 }
 
 /// How the generated fetch reads each level-0 grid: its first MLP input, and the dequantisation
-/// step of `texset_core::model::quant::level_value`, evaluated here once.
+/// step of core's `model::level_value`, evaluated here once.
 fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
     let mut first = 0u32;
     manifest
@@ -268,7 +271,7 @@ impl MapTables {
         self.channels.push(map.channels);
         self.width.push(map.width);
         self.height.push(map.height);
-        self.mip_levels.push(if mip_chain { texset_core::model::params::full_mip_count(map.width, map.height) } else { 1 });
+        self.mip_levels.push(if mip_chain { full_mip_count(map.width, map.height) } else { 1 });
         let mut words = vec![0u32; mask_words];
         for &c in &map.latent_channels {
             if let Some(word) = words.get_mut(c as usize / 32) {
@@ -334,7 +337,7 @@ struct GridFetch {
 /// of the level's pyramid level and per bilinear corner, the cell's record of `channels × bits`
 /// bits is read as whole words (the words it spans plus one, aligned by one funnel shift each),
 /// and every channel is cut from them by shifts by literals; each value is dequantised
-/// (`low + level × step`, as `texset_core::model::quant::level_value`), blended over the corners in
+/// (`low + level × step`, as core's `model::level_value`), blended over the corners in
 /// the CPU reference's order, and zeroed outside the map's budget (`MAP_MASK`). Then the
 /// positional encoding (`pe_sin_cos`, model.wgsl) and, with a pyramid, the LOD input.
 fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencies: u32, lod: bool) -> String {

@@ -4,12 +4,13 @@
 //! binary: each registration is once per process.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use texset_core::decode::Decoder;
-use texset_core::eval::evaluate;
-use texset_core::train::burn::{share_wgpu_device, wgpu_device_is_shared};
-use texset_core::train::gpu::share_device;
-use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
-use texset_core::{RunOptions, ScheduleConfig};
+use texset_core::{
+    Backend, Cancel, CompressOptions, NoProgress, RunOptions, ScheduleConfig, compress,
+    decode::Decoder,
+    eval::evaluate,
+    internal_tests::wgpu_device_is_shared,
+    train::{share_device, share_wgpu_device},
+};
 
 #[test]
 fn training_runs_on_a_shared_device() {

@@ -4,16 +4,18 @@
 use anyhow::Result;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use texset_core::decode::Decoder;
-use texset_core::drivers::extend::{AddOptions, AddReport, add_materials};
-use texset_core::eval::MapScore;
-use texset_core::{Backend, Cancel, CompressOptions};
+use texset_core::{
+    Backend, Cancel, CompressOptions,
+    decode::Decoder,
+    drivers::{AddOptions, AddReport, add_materials},
+    eval::{MapScore, evaluate},
+};
 
 use super::common::{ReportArgs, TerminalProgress, load_library, parse_channel_counts, read_bundle, write_bundle};
 
 // `texset add`.
 #[derive(clap::Args)]
-pub struct AddArgs {
+pub(super) struct AddArgs {
     /// The trained library bundle.
     library: PathBuf,
     /// Material folders to add.
@@ -66,14 +68,14 @@ impl AddArgs {
         Ok(AddOptions { train, adapter_channels, read_shared: self.read_shared })
     }
 
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         let lib = read_bundle(&self.library)?;
         let (set, _) = load_library(&self.dirs)?;
         let options = self.options()?;
         eprintln!("adding {} material(s) to {} ({} materials)", set.materials.len(), self.library.display(), lib.manifest.materials.len());
         let grown = add_materials(&lib, &set, &options, &TerminalProgress::new(), &Cancel::new())?;
         write_bundle(&self.output, &grown.bundle_bytes)?;
-        let eval = texset_core::eval::evaluate(&set, &Decoder::new(&grown.bundle), !self.report.no_ssim)?;
+        let eval = evaluate(&set, &Decoder::new(&grown.bundle), !self.report.no_ssim)?;
         let r = &grown.report;
         eprintln!(
             "wrote {} ({} bytes, {:.3} bits per texel); new material(s) pooled PSNR {:.2} dB; trained {} of {} parameters in {:.1} s",

@@ -5,14 +5,17 @@ use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use texset_core::Progress;
-use texset_core::bundle::Bundle;
-use texset_core::io::fsutil;
-use texset_core::progress::{Pass, TrainStatus};
+use texset_core::{
+    Progress,
+    bundle::Bundle,
+    io,
+    progress::{Pass, TrainStatus},
+    set::load_library as ingest_library,
+};
 
 // `--json`: print JSON on stdout instead of text.
 #[derive(clap::Args, Clone, Copy)]
-pub struct JsonArg {
+pub(super) struct JsonArg {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -20,7 +23,7 @@ pub struct JsonArg {
 
 impl JsonArg {
     /// Prints `value` as pretty JSON on stdout.
-    pub fn print(value: &impl serde::Serialize) -> Result<()> {
+    pub(super) fn print(value: &impl serde::Serialize) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(value)?);
         Ok(())
     }
@@ -28,7 +31,7 @@ impl JsonArg {
 
 // `--report` and `--no-ssim` of the commands that train (`compress`, `add`).
 #[derive(clap::Args)]
-pub struct ReportArgs {
+pub(super) struct ReportArgs {
     /// Write a JSON report here.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -39,25 +42,25 @@ pub struct ReportArgs {
 
 impl ReportArgs {
     /// Writes `report` as pretty JSON to `--report`, when given (atomically).
-    pub fn write(&self, report: &impl serde::Serialize) -> Result<()> {
+    pub(super) fn write(&self, report: &impl serde::Serialize) -> Result<()> {
         let Some(path) = &self.report else { return Ok(()) };
-        fsutil::write_atomic(path, serde_json::to_string_pretty(report)?.as_bytes())
+        io::write_atomic(path, serde_json::to_string_pretty(report)?.as_bytes())
             .with_context(|| format!("cannot write report {}", path.display()))
     }
 }
 
 /// Reads a bundle, naming the file on failure.
-pub fn read_bundle(path: &Path) -> Result<Bundle> {
+pub(super) fn read_bundle(path: &Path) -> Result<Bundle> {
     Bundle::read(path).with_context(|| format!("cannot read bundle {}", path.display()))
 }
 
 /// Writes a bundle's bytes atomically, naming the file on failure.
-pub fn write_bundle(path: &Path, bytes: &[u8]) -> Result<()> {
-    fsutil::write_atomic(path, bytes).with_context(|| format!("cannot write bundle {}", path.display()))
+pub(super) fn write_bundle(path: &Path, bytes: &[u8]) -> Result<()> {
+    io::write_atomic(path, bytes).with_context(|| format!("cannot write bundle {}", path.display()))
 }
 
 /// The material folders of `./sample_textures` (empty when there is none).
-pub fn sample_folders() -> Vec<PathBuf> {
+pub(super) fn sample_folders() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir("sample_textures")
         .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect())
         .unwrap_or_default();
@@ -66,8 +69,8 @@ pub fn sample_folders() -> Vec<PathBuf> {
 }
 
 /// Loads material folders as one library, reporting skipped files and constant maps on stderr.
-pub fn load_library(dirs: &[PathBuf]) -> Result<(texset_core::TextureSet, texset_core::set::ingest::IngestReport)> {
-    let (set, report) = texset_core::set::ingest::load_library(dirs)?;
+pub(super) fn load_library(dirs: &[PathBuf]) -> Result<(texset_core::TextureSet, texset_core::set::IngestReport)> {
+    let (set, report) = ingest_library(dirs)?;
     for s in &report.skipped {
         eprintln!("skipped {}: {}", s.path.display(), s.reason);
     }
@@ -86,7 +89,7 @@ pub fn load_library(dirs: &[PathBuf]) -> Result<(texset_core::TextureSet, texset
 }
 
 /// `--latent-bits` and `bench quantisation --bits`: the latent bit depths the presets and benches use.
-pub fn parse_latent_bits(text: &str) -> Result<u32, String> {
+pub(super) fn parse_latent_bits(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(bits @ (2 | 4 | 8)) => Ok(bits),
         _ => Err(format!("{text} is not a latent bit depth (2, 4 or 8)")),
@@ -94,7 +97,7 @@ pub fn parse_latent_bits(text: &str) -> Result<u32, String> {
 }
 
 /// A learning rate: a finite number above 0 and at most 1.
-pub fn parse_learning_rate(text: &str) -> Result<f32, String> {
+pub(super) fn parse_learning_rate(text: &str) -> Result<f32, String> {
     match text.trim().parse::<f32>() {
         Ok(lr) if lr.is_finite() && lr > 0.0 && lr <= 1.0 => Ok(lr),
         _ => Err(format!("{text} is not a learning rate (a number above 0, at most 1)")),
@@ -103,12 +106,12 @@ pub fn parse_learning_rate(text: &str) -> Result<f32, String> {
 
 /// A comma-separated list of channel counts (`--prune-to`, `--adapter-channels`); `flag` names
 /// the option in the error.
-pub fn parse_channel_counts(text: &str, flag: &str) -> Result<Vec<u32>> {
+pub(super) fn parse_channel_counts(text: &str, flag: &str) -> Result<Vec<u32>> {
     text.split(',').map(|c| c.trim().parse::<u32>().with_context(|| format!("{flag}: '{c}' is not a channel count"))).collect()
 }
 
 /// Per-level PSNR of a bundle's mip chain, as the CLI prints it.
-pub fn mip_summary(report: &texset_core::eval::MipReport) -> String {
+pub(super) fn mip_summary(report: &texset_core::eval::MipReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let levels: Vec<String> = report.pooled_level_psnr_db.iter().map(|p| format!("{p:.2}")).collect();
@@ -129,12 +132,12 @@ pub fn mip_summary(report: &texset_core::eval::MipReport) -> String {
 }
 
 /// Progress on a terminal: pass lines and a training bar.
-pub struct TerminalProgress {
+pub(super) struct TerminalProgress {
     bar: ProgressBar,
 }
 
 impl TerminalProgress {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self { bar: ProgressBar::hidden() }
     }
 }

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use texset::decode::MaterialDecoder;
 
 use super::common::read_bundle;
+use texset_core::io::write_folder;
 
 // `texset decode`.
 #[derive(clap::Args)]
-pub struct DecodeArgs {
+pub(super) struct DecodeArgs {
     /// The bundle.
     bundle: PathBuf,
     /// Output folder.
@@ -21,10 +22,10 @@ pub struct DecodeArgs {
 }
 
 impl DecodeArgs {
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         let b = read_bundle(&self.bundle)?;
         let mut decoder = MaterialDecoder::new(&b, self.gpu);
-        let written = texset_core::io::export::write_folder(&b.manifest, &self.output, |m| Ok(decoder.decode_material(m)?))?;
+        let written = write_folder(&b.manifest, &self.output, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), self.output.display());
         Ok(())
     }

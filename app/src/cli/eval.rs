@@ -5,14 +5,17 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use std::path::PathBuf;
 use texset::rendered::{MapRenderedScore, RenderedScore, rebuild_normal_z, rendered_by_map, rendered_scores};
-use texset_core::decode::Decoder;
-use texset_core::eval::{EvalReport, MapScore, MipReport};
+use texset_core::{
+    decode::Decoder,
+    eval::{EvalReport, MapScore, MipReport, decode_set, evaluate_mips, score},
+    set::load_library,
+};
 
 use super::common::{JsonArg, mip_summary, read_bundle};
 
 // `texset eval`.
 #[derive(clap::Args)]
-pub struct EvalArgs {
+pub(super) struct EvalArgs {
     /// Reference material folders, then the bundle last.
     #[arg(required = true, num_args = 2..)]
     paths: Vec<PathBuf>,
@@ -44,16 +47,16 @@ const RENDER_LIGHTS: usize = 8;
 const RENDER_SIZE_PX: u32 = 256;
 
 impl EvalArgs {
-    pub fn run(mut self) -> Result<()> {
+    pub(super) fn run(mut self) -> Result<()> {
         let Some(bundle) = self.paths.pop() else { bail!("eval needs reference folders and a bundle") };
         let b = read_bundle(&bundle)?;
-        let (set, _) = texset_core::set::ingest::load_library(&self.paths)?;
-        let mut decoded = texset_core::eval::decode_set(&set, &Decoder::new(&b))?;
+        let (set, _) = load_library(&self.paths)?;
+        let mut decoded = decode_set(&set, &Decoder::new(&b))?;
         if self.rebuild_normal_z {
             rebuild_normal_z(&set, &mut decoded);
         }
-        let eval = texset_core::eval::score(&set, &decoded, true);
-        let mips = texset_core::eval::evaluate_mips(&set, &Decoder::new(&b))?;
+        let eval = score(&set, &decoded, true);
+        let mips = evaluate_mips(&set, &Decoder::new(&b))?;
         let rendered = rendered_scores(&set, &b.manifest, &decoded, RENDER_LIGHTS, RENDER_SIZE_PX);
         let by_map = if self.by_map { rendered_by_map(&set, &b.manifest, &decoded, RENDER_LIGHTS, RENDER_SIZE_PX) } else { Vec::new() };
         if self.json.json {

@@ -7,10 +7,11 @@ use texset_shaders::export::ExternalCheck;
 use texset_shaders::{EntryPoint, ShaderLang};
 
 use super::common::read_bundle;
+use texset_core::io::write_atomic;
 
 // `texset export-shader`.
 #[derive(clap::Args)]
-pub struct ExportShaderArgs {
+pub(super) struct ExportShaderArgs {
     /// The bundle.
     bundle: PathBuf,
     /// Shading language.
@@ -25,12 +26,12 @@ pub struct ExportShaderArgs {
 }
 
 impl ExportShaderArgs {
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         let b = read_bundle(&self.bundle)?;
         let (lang, entry, output) = (self.lang, self.entry, &self.output);
         let source = texset_shaders::export_shader(&b, lang, entry)
             .with_context(|| format!("cannot export a shader for {}", self.bundle.display()))?;
-        texset_core::io::fsutil::write_atomic(output, source.as_bytes()).with_context(|| format!("cannot write {}", output.display()))?;
+        write_atomic(output, source.as_bytes()).with_context(|| format!("cannot write {}", output.display()))?;
         let check = match texset_shaders::export::external_check(output, lang, entry) {
             ExternalCheck::Passed(tool) => format!("naga and {tool} validated it"),
             ExternalCheck::Unavailable(why) => format!("naga validated it ({why})"),

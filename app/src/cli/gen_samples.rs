@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 // `texset gen-samples`.
 #[derive(clap::Args)]
-pub struct GenSamplesArgs {
+pub(super) struct GenSamplesArgs {
     /// Output folder.
     #[arg(short, long, default_value = "sample_textures")]
     output: PathBuf,
@@ -18,7 +18,7 @@ pub struct GenSamplesArgs {
 }
 
 impl GenSamplesArgs {
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         let files = texset::synth::write_sample_textures(&self.output, self.size, self.seed)?;
         eprintln!("wrote {} files under {}", files.len(), self.output.display());
         Ok(())

@@ -5,15 +5,17 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use texset_core::MapKind;
-use texset_core::bundle::{Bundle, Manifest};
-use texset_core::model::quant::WeightFormat;
+use texset_core::{
+    MapKind,
+    bundle::{Bundle, Manifest},
+    model::WeightFormat,
+};
 
 use super::common::{JsonArg, read_bundle};
 
 // `texset inspect`.
 #[derive(clap::Args)]
-pub struct InspectArgs {
+pub(super) struct InspectArgs {
     /// The bundle.
     bundle: PathBuf,
     /// Also show how each grid's latents fill their levels (with `--json`: the count at every
@@ -36,7 +38,7 @@ struct InspectJson<'a> {
 }
 
 impl InspectArgs {
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         let bytes = std::fs::metadata(&self.bundle).with_context(|| format!("cannot read {}", self.bundle.display()))?.len();
         let b = read_bundle(&self.bundle)?;
         if self.json.json {

@@ -22,7 +22,7 @@ use anyhow::Result;
 /// An error that ends the process with an exit code of its own, for a caller that acts on it (a
 /// batch scheduler's retry policy: docs/scale.md); every other error exits with 1.
 #[derive(Debug)]
-pub struct Exit {
+pub(crate) struct Exit {
     /// The process exit code.
     pub code: i32,
     message: String,
@@ -30,7 +30,7 @@ pub struct Exit {
 
 impl Exit {
     /// An error that exits with `code`.
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i32, message: impl Into<String>) -> Self {
         Self { code, message: message.into() }
     }
 }
@@ -45,7 +45,7 @@ impl std::error::Error for Exit {}
 
 #[derive(clap::Parser)]
 #[command(name = "texset", version, about = "Neural compression of material texture sets")]
-pub struct Cli {
+pub(crate) struct Cli {
     /// No subcommand: open the studio with `sample_textures` (or the last session's library).
     #[command(subcommand)]
     command: Option<Command>,
@@ -85,13 +85,13 @@ enum Command {
 impl Cli {
     /// Whether this run opens a window: the studio (also with no subcommand) and `bench ui`.
     #[must_use]
-    pub fn opens_a_window(&self) -> bool {
+    pub(crate) fn opens_a_window(&self) -> bool {
         matches!(self.command, None | Some(Command::Studio(_) | Command::Bench(bench::BenchCommand::Ui(_))))
     }
 }
 
 /// Runs what the command line asks for.
-pub fn run(cli: Cli) -> Result<()> {
+pub(crate) fn run(cli: Cli) -> Result<()> {
     let Some(command) = cli.command else {
         return texset::studio::run(common::sample_folders(), None, None);
     };

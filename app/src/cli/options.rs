@@ -4,20 +4,21 @@
 use anyhow::{Context as _, Result, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use texset_core::model::params::MAX_MLP_WIDTH;
-use texset_core::model::quant::WeightFormat;
-use texset_core::options::{
-    ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation, Sampling,
+use texset_core::{
+    Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig,
+    model::{MAX_MLP_WIDTH, WeightFormat},
+    options::{
+        ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation, Sampling,
+    },
+    set::MapKind,
 };
-use texset_core::set::MapKind;
-use texset_core::{Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
 
 use super::common::{parse_channel_counts, parse_latent_bits, parse_learning_rate};
 
 // The model: latent grids, decoder shape and weight format, mip chain.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Model")]
-pub struct ModelArgs {
+pub(super) struct ModelArgs {
     /// Bits per latent value, every grid.
     #[arg(long, value_parser = parse_latent_bits)]
     pub latent_bits: Option<u32>,
@@ -48,7 +49,7 @@ pub struct ModelArgs {
 
 impl ModelArgs {
     /// Writes these flags over `model` (a preset's).
-    pub fn apply(&self, model: &mut ModelConfig) -> Result<()> {
+    pub(super) fn apply(&self, model: &mut ModelConfig) -> Result<()> {
         if let Some(bits) = self.latent_bits {
             for g in &mut model.grids {
                 g.bits = bits;
@@ -68,7 +69,7 @@ impl ModelArgs {
 // The training schedule: steps, seed, quantisation modes, mip sampling.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Training")]
-pub struct ScheduleArgs {
+pub(super) struct ScheduleArgs {
     /// Training steps (overrides the preset).
     #[arg(long)]
     pub steps: Option<u32>,
@@ -149,7 +150,7 @@ fn parse_loss_weights(text: &str) -> Result<BTreeMap<String, f32>> {
 
 impl ScheduleArgs {
     /// Writes these flags over `schedule` (a preset's).
-    pub fn apply(&self, schedule: &mut ScheduleConfig) {
+    pub(super) fn apply(&self, schedule: &mut ScheduleConfig) {
         if let Some(steps) = self.steps {
             schedule.steps = steps;
         }
@@ -192,7 +193,7 @@ impl ScheduleArgs {
 // Channel budgets: given, proposed by the analysis, learned, pruned, shared between materials.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Channel budgets")]
-pub struct BudgetArgs {
+pub(super) struct BudgetArgs {
     /// Channel budgets: `kind=N` or `material/kind=N`, comma separated.
     #[arg(long)]
     pub budget: Option<String>,
@@ -237,7 +238,7 @@ pub struct BudgetArgs {
 
 impl BudgetArgs {
     /// Writes these flags over `budgets` (a preset's).
-    pub fn apply(&self, budgets: &mut BudgetConfig) -> Result<()> {
+    pub(super) fn apply(&self, budgets: &mut BudgetConfig) -> Result<()> {
         if let Some(text) = &self.budget {
             budgets.overrides = parse_budgets(text)?;
         }
@@ -262,7 +263,7 @@ impl BudgetArgs {
 // Where and how the run goes: backend, checkpoints, fine-tuning from a bundle.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Run")]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     /// Training backend.
     #[arg(long, value_enum, default_value_t = Backend::Auto)]
     pub backend: Backend,
@@ -289,7 +290,7 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// Writes these flags over `run`.
-    pub fn apply(&self, run: &mut RunOptions) -> Result<()> {
+    pub(super) fn apply(&self, run: &mut RunOptions) -> Result<()> {
         run.backend = self.backend;
         let secs = self.checkpoint_secs;
         if !(secs.is_finite() && secs >= 0.0) {

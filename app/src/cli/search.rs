@@ -3,15 +3,17 @@
 
 use anyhow::Result;
 use std::path::PathBuf;
-use texset_core::drivers::search::{FinalRun, SearchOptions, SearchReport, SearchTrial, Strategy, search_precision};
-use texset_core::model::quant::WeightFormat;
-use texset_core::set::TextureSet;
-use texset_core::{Cancel, CompressOptions, Compressed, NoProgress};
+use texset_core::{
+    Cancel, CompressOptions, Compressed, NoProgress,
+    drivers::{FinalRun, SearchOptions, SearchReport, SearchTrial, Strategy, search_precision},
+    model::WeightFormat,
+    set::TextureSet,
+};
 
 // `compress --search` and its settings.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Precision search")]
-pub struct SearchArgs {
+pub(super) struct SearchArgs {
     /// Precision search at `--bpp`: try latent bits, grid scales, channel splits and decoder
     /// sizes on short runs (`random` or `tpe` for `--search-trials` of them; `grid` for all 81),
     /// run the best and the preset's own shape in full, keep the best.
@@ -38,7 +40,7 @@ pub struct SearchArgs {
 
 impl SearchArgs {
     /// The search `--search` asks for at `bpp` bits per texel; `None` without `--search`.
-    pub fn options(&self, bpp: f64) -> Option<SearchOptions> {
+    pub(super) fn options(&self, bpp: f64) -> Option<SearchOptions> {
         let strategy = self.search?;
         let mut options = SearchOptions::new(strategy, bpp, self.search_trials);
         options.max_decoder_macs_per_texel = self.search_max_macs;
@@ -83,7 +85,7 @@ pub(super) fn final_line(f: &FinalRun) -> String {
 }
 
 /// Runs the search with one line per trial on stderr and a closing summary.
-pub fn run(set: &TextureSet, base: &CompressOptions, search: &SearchOptions, cancel: &Cancel) -> Result<(Compressed, SearchReport)> {
+pub(super) fn run(set: &TextureSet, base: &CompressOptions, search: &SearchOptions, cancel: &Cancel) -> Result<(Compressed, SearchReport)> {
     if let Some(path) = &search.cache {
         eprintln!("precision search cache: {}", path.display());
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 // `texset studio`.
 #[derive(clap::Args)]
-pub struct StudioArgs {
+pub(super) struct StudioArgs {
     /// Material folders.
     dirs: Vec<PathBuf>,
     /// Training steps (default: the preset's).
@@ -19,7 +19,7 @@ pub struct StudioArgs {
 }
 
 impl StudioArgs {
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         texset::studio::run(self.dirs, self.capture, self.steps)
     }
 }

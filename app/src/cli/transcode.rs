@@ -6,10 +6,15 @@ use std::path::{Path, PathBuf};
 use texset::decode::MaterialDecoder;
 
 use super::common::read_bundle;
+use texset_core::{
+    eval::{bcn::decode, psnr},
+    io::{write_atomic, write_folder},
+    set::load_library,
+};
 
 // `texset transcode`.
 #[derive(clap::Args)]
-pub struct TranscodeArgs {
+pub(super) struct TranscodeArgs {
     /// The bundle.
     bundle: PathBuf,
     /// Output folder: `<material>/<material>_<map>.<ktx2|dds|png>`.
@@ -38,7 +43,7 @@ enum TranscodeFormat {
 }
 
 impl TranscodeArgs {
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         transcode(&self.bundle, &self.output, self.format, self.gpu, &self.originals)
     }
 }
@@ -46,11 +51,11 @@ impl TranscodeArgs {
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
 fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, originals: &[PathBuf]) -> Result<()> {
-    use texset_core::io::transcode::{Container, Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
+    use texset_core::io::{Container, Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
     let b = read_bundle(bundle)?;
     let mut decoder = MaterialDecoder::new(&b, gpu);
     if format == TranscodeFormat::Png {
-        let written = texset_core::io::export::write_folder(&b.manifest, output, |m| Ok(decoder.decode_material(m)?))?;
+        let written = write_folder(&b.manifest, output, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), output.display());
         return Ok(());
     }
@@ -59,7 +64,7 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
         TranscodeFormat::Dds => (Profile::High, Container::Dds),
         _ => (Profile::High, Container::Ktx2),
     };
-    let originals = if originals.is_empty() { None } else { Some(texset_core::set::ingest::load_library(originals)?.0) };
+    let originals = if originals.is_empty() { None } else { Some(load_library(originals)?.0) };
     let (mut total_bytes, mut texels) = (0u64, 0u64);
     for (m, material) in b.manifest.materials.iter().enumerate() {
         let folder = output.join(&material.name);
@@ -73,7 +78,7 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
                 Container::Dds => dds_bytes(t.format, t.srgb, &t.levels),
             };
             let path = folder.join(format!("{}_{}.{}", material.name, entry.kind, container.extension()));
-            texset_core::io::fsutil::write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+            write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
             if container == Container::Ktx2 {
                 // Read it back with an independent reader: header, descriptor and every level.
                 let reader = ktx2::Reader::new(&bytes[..]).map_err(|e| anyhow::anyhow!("{} does not validate: {e:?}", path.display()))?;
@@ -92,8 +97,8 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
             }
             let against_original = originals.as_ref().and_then(|set| {
                 let source = set.materials.iter().find(|s| s.name == material.name)?.textures.iter().find(|t| t.kind == entry.kind)?;
-                let back = texset_core::eval::bcn::decode(&t.levels[0].blocks, map.width, map.height, map.channels, entry.kind, t.format);
-                (source.texels.len() == back.len()).then(|| texset_core::eval::metrics::psnr(&source.texels, &back))
+                let back = decode(&t.levels[0].blocks, map.width, map.height, map.channels, entry.kind, t.format);
+                (source.texels.len() == back.len()).then(|| psnr(&source.texels, &back))
             });
             eprintln!(
                 "  {}: {:?}{} {}x{}, {} mips ({}), {} bytes; level 0 {:.2} dB against the bundle's decode{}",

@@ -1,8 +1,7 @@
 //! Per-texture channel budgets as the budget panel shows them: channels read (shared with other
 //! materials vs the material's own) and each texture's share of the bundle's bits.
 
-use texset_core::bundle::Manifest;
-use texset_core::model::layout::ModelLayout;
+use texset_core::{bundle::Manifest, model::ModelLayout};
 
 /// One texture's row.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,9 +6,11 @@ use super::session::Session;
 use super::state::{Command, ViewSettings};
 use super::textures::{MapRef, Textures};
 use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Vec2};
-use texset_core::decode::DecodedMap;
-use texset_core::eval::bcn::BcRoundTrip;
-use texset_core::set::{Material, Texture};
+use texset_core::{
+    decode::DecodedMap,
+    eval::bcn::BcRoundTrip,
+    set::{Material, Texture},
+};
 
 /// Two runs of the experiment log, A and B, each with its id and this map's decode.
 type AbPair<'a> = ((u64, &'a DecodedMap), (u64, &'a DecodedMap));

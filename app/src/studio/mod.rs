@@ -26,6 +26,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Instant;
+use texset_core::{
+    io::write_atomic,
+    train::{resolve_auto, share_device, share_wgpu_device},
+};
 
 /// The eframe app: the session plus what only the window has (textures, dialogs, frame timing).
 pub struct StudioApp {
@@ -140,15 +144,10 @@ impl StudioApp {
                 let training = if software {
                     training_device()
                 } else {
-                    let fused = texset_core::train::gpu::share_device(&rs.adapter, rs.device.clone(), rs.queue.clone());
-                    match fused.and_then(|()| {
-                        texset_core::train::burn::share_wgpu_device(
-                            rs.instance.clone(),
-                            rs.adapter.clone(),
-                            rs.device.clone(),
-                            rs.queue.clone(),
-                        )
-                    }) {
+                    let fused = share_device(&rs.adapter, rs.device.clone(), rs.queue.clone());
+                    match fused
+                        .and_then(|()| share_wgpu_device(rs.instance.clone(), rs.adapter.clone(), rs.device.clone(), rs.queue.clone()))
+                    {
                         Ok(()) => "on this GPU, shared with the renderer".to_owned(),
                         Err(e) => format!("{} ({e})", training_device()),
                     }
@@ -262,7 +261,7 @@ impl StudioApp {
                         image::ExtendedColorType::Rgba8,
                     )
                     .map_err(|e| e.to_string())?;
-                    texset_core::io::fsutil::write_atomic(&path, &png).map_err(|e| e.to_string())
+                    write_atomic(&path, &png).map_err(|e| e.to_string())
                 });
                 let _ = sender.send(match saved {
                     Ok(()) => format!("wrote {}", path.display()),
@@ -446,7 +445,7 @@ pub fn renders_in_software(render_state: Option<&RenderState>) -> bool {
 
 /// Where training runs, in words (the engine's automatic choice).
 fn training_device() -> String {
-    texset_core::train::backend::resolve_auto().1
+    resolve_auto().1
 }
 
 /// The colour every frame is cleared with: the panels' fill, which the panels themselves leave

@@ -5,9 +5,7 @@ use super::budgets::{BudgetInput, BudgetRow};
 use super::session::{RunState, Session};
 use super::state::{CentralView, Command, PreviewShape, RateGoal, ViewSettings};
 use eframe::egui::{self, Color32, RichText};
-use texset_core::Preset;
-use texset_core::model::quant::WeightFormat;
-use texset_core::options::Quantisation;
+use texset_core::{Preset, model::WeightFormat, options::Quantisation};
 
 /// File dialogs: opened on the thread `texset-dialog` so a native dialog never blocks a frame.
 pub enum Dialog {

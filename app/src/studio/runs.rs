@@ -11,9 +11,7 @@ use eframe::egui::{self, RichText};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use texset_core::Preset;
-use texset_core::model::quant::WeightFormat;
-use texset_core::options::Quantisation;
+use texset_core::{Preset, model::WeightFormat, options::Quantisation};
 
 /// The settings a run trained with (what "restore" puts back).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -4,9 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use texset_core::Preset;
-use texset_core::model::quant::WeightFormat;
-use texset_core::options::Quantisation;
+use texset_core::{Preset, model::WeightFormat, options::Quantisation};
 
 /// Key under which the settings are stored in eframe's storage.
 pub const STORAGE_KEY: &str = "texset-studio";

@@ -2,8 +2,7 @@
 
 use eframe::egui::{self, ColorImage, TextureHandle, TextureId, TextureOptions};
 use std::collections::HashMap;
-use texset_core::decode::DecodedMap;
-use texset_core::set::Texture;
+use texset_core::{decode::DecodedMap, set::Texture};
 
 /// Textures keyed by (material, map) and what they show.
 #[derive(Default)]

@@ -7,14 +7,17 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use texset_core::bundle::Bundle;
-use texset_core::decode::{DecodedMap, Decoder};
-use texset_core::drivers::rate::RateTarget;
-use texset_core::eval::EvalReport;
-use texset_core::model::layout::ModelLayout;
-use texset_core::model::params::ModelParams;
-use texset_core::progress::{Cancel, Pass, Progress, TrainStatus};
-use texset_core::{CompressOptions, Compressed, TextureSet};
+use texset_core::{
+    CompressOptions, Compressed, TextureSet,
+    bundle::Bundle,
+    compress,
+    decode::{DecodedMap, Decoder},
+    drivers::{RateTarget, compress_to_psnr},
+    eval::{EvalReport, decode_set, score},
+    model::{ModelLayout, ModelParams},
+    progress::{Cancel, Pass, Progress, TrainStatus},
+    snapshot_bundle,
+};
 
 /// How far below the UI thread the studio's background threads run: the `nice` value Linux gives
 /// them (the UI's is 0; 19 is the lowest). The UI then wins the cores whenever it has a frame to
@@ -182,7 +185,7 @@ impl Progress for ChannelProgress {
         if let Ok(mut t) = self.last_snapshot.lock() {
             *t = Instant::now();
         }
-        if let Ok(bundle) = texset_core::pipeline::snapshot_bundle(&self.set, layout, params) {
+        if let Ok(bundle) = snapshot_bundle(&self.set, layout, params) {
             self.send(TrainEvent::Snapshot(Arc::new(bundle)));
         }
     }
@@ -221,15 +224,15 @@ impl TrainJob {
             // Measuring a target (block-compressing the set for `--match-bc`) is work for this
             // thread too, not the UI's.
             let result = background.run(|| match &target(&set) {
-                None => texset_core::compress(&set, &options, &progress, &thread_cancel).map_err(|e| e.to_string()),
+                None => compress(&set, &options, &progress, &thread_cancel).map_err(|e| e.to_string()),
                 Some(target) => {
-                    let on_trial = |t: &texset_core::drivers::rate::RateTrial| {
+                    let on_trial = |t: &texset_core::drivers::RateTrial| {
                         progress.send(TrainEvent::Note(format!(
                             "rate trial: {:.3} bits per texel -> {:.2} dB ({} bytes, {:.1} s)",
                             t.bits_per_texel, t.pooled_psnr_db, t.bundle_bytes, t.train_secs
                         )));
                     };
-                    texset_core::drivers::rate::compress_to_psnr(&set, &options, target, &progress, &thread_cancel, &on_trial)
+                    compress_to_psnr(&set, &options, target, &progress, &thread_cancel, &on_trial)
                         .map(|(compressed, report)| {
                             let chosen = report.trials.get(report.chosen);
                             progress.send(TrainEvent::Note(format!(
@@ -362,8 +365,8 @@ impl DecodeWorker {
 /// Decodes every map of `bundle` in the set's order (rounded to each file's format, as exported)
 /// and scores it: one decode serves both.
 pub fn decode_and_score(generation: u64, bundle: &Bundle, set: &TextureSet, with_ssim: bool) -> Result<Decoded, String> {
-    let maps = texset_core::eval::decode_set(set, &Decoder::new(bundle)).map_err(|e| e.to_string())?;
-    let scores = Some(texset_core::eval::score(set, &maps, with_ssim));
+    let maps = decode_set(set, &Decoder::new(bundle)).map_err(|e| e.to_string())?;
+    let scores = Some(score(set, &maps, with_ssim));
     // As `texset eval` measures it (8 lights, 256²), so the two agree.
     let rendered = if with_ssim { crate::rendered::rendered_scores(set, &bundle.manifest, &maps, 8, 256) } else { Vec::new() };
     Ok(Decoded { generation, maps, scores, rendered })

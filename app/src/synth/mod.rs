@@ -27,6 +27,7 @@ use materials::{INDIGO, MaterialSet, OCHRE, bricks, fabric, metal_plates, wood};
 
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
+use texset_core::io::write_atomic;
 
 /// Errors writing generated textures.
 #[derive(Debug, thiserror::Error)]
@@ -171,13 +172,13 @@ fn create_dir(out_dir: &Path, name: &str) -> Result<PathBuf, SynthError> {
     Ok(dir)
 }
 
-/// Encodes a square PNG and writes it atomically ([`texset_core::io::fsutil::write_atomic`]).
+/// Encodes a square PNG and writes it atomically ([`write_atomic`]).
 fn write_png(path: &Path, bytes: &[u8], size_px: usize, color: ExtendedColorType) -> Result<(), SynthError> {
     let mut encoded = Vec::new();
     PngEncoder::new_with_quality(&mut encoded, CompressionType::Best, FilterType::Adaptive)
         .write_image(bytes, size_px as u32, size_px as u32, color)
         .map_err(|source| SynthError::Encode { path: path.to_path_buf(), source })?;
-    texset_core::io::fsutil::write_atomic(path, &encoded).map_err(|source| SynthError::Io { path: path.to_path_buf(), source })
+    write_atomic(path, &encoded).map_err(|source| SynthError::Io { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
+use texset_core::drivers::batch::sha256_hex;
 
 fn texset(args: &[&str]) -> Output {
     texset_with(args, &[])
@@ -243,7 +244,7 @@ fn a_killed_shard_is_a_gap_until_its_rerun_gives_the_same_bytes() {
     for entry in entries {
         let bytes = &unsharded[entry["bundle"].as_str().unwrap()];
         assert_eq!(entry["bytes"].as_u64().unwrap(), bytes.len() as u64);
-        assert_eq!(entry["sha256"].as_str().unwrap(), texset_core::drivers::batch::sha256_hex(bytes));
+        assert_eq!(entry["sha256"].as_str().unwrap(), sha256_hex(bytes));
         assert!(entry["pooled_psnr_db"].as_f64().unwrap() > 15.0, "{entry}");
     }
 }

@@ -2,13 +2,14 @@
 //! driver, and simulated), an adapter that fails to create a device, a device lost mid-run — for
 //! training (`compress --backend gpu` and `burn-wgpu`) and for decoding (`decode --gpu`, `transcode --gpu`: one
 //! decoder, `texset::decode::MaterialDecoder`). Faults are simulated
-//! through `TEXSET_FAULT` (`texset_core::io::fault`), which the binary honours only because these tests
+//! through `TEXSET_FAULT` (texset-core's `io::fault`), which the binary honours only because these tests
 //! build it with texset-core's `fault-injection` feature (app/Cargo.toml's dev-dependencies).
 //! The device-lost cases need an adapter; without one they are skipped ([`texset_testkit::skip`]).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use texset_core::train::adapters;
 
 fn texset(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_texset")).args(args).envs(env.iter().copied()).output().unwrap()
@@ -28,7 +29,7 @@ type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
 /// Whether wgpu finds an adapter; otherwise `test` is recorded as skipped (a device can only be
 /// lost where there is one).
 fn adapter_or_skip(test: &str) -> bool {
-    texset_testkit::gpu_or_skip(test, texset_core::train::burn::adapters().first()).is_some()
+    texset_testkit::gpu_or_skip(test, adapters().first()).is_some()
 }
 
 fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

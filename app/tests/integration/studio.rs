@@ -15,8 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use texset::studio::StudioApp;
 use texset::studio::session::RunState;
 use texset::studio::state::{CentralView, Command, Settings};
-use texset_core::Preset;
-use texset_core::bundle::Bundle;
+use texset_core::{Preset, bundle::Bundle, eval::evaluate};
 
 /// Every file's bytes and modification time under the folders.
 fn snapshot(folders: &[PathBuf]) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
@@ -337,7 +336,7 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
         // The log's PSNR is the bundle's, as `texset eval` measures it.
         let set = &harness.state().session.library.set;
         let bundle = Bundle::from_bytes(&bytes).unwrap();
-        let eval = texset_core::eval::evaluate(set, &texset_core::Decoder::new(&bundle), false).unwrap();
+        let eval = evaluate(set, &texset_core::Decoder::new(&bundle), false).unwrap();
         assert!((eval.pooled_psnr_db - run.psnr_db.unwrap()).abs() < 1e-9, "{} vs {:?}", eval.pooled_psnr_db, run.psnr_db);
     }
     harness.get_by_label("#1");

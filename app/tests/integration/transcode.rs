@@ -4,8 +4,14 @@
 
 use std::path::Path;
 use std::process::Command;
-use texset_core::eval::bcn::{self, BcFormat};
-use texset_core::{Bundle, Decoder, MapKind};
+use texset_core::{
+    Bundle, Decoder, MapKind,
+    eval::{
+        bcn::{self, BcFormat},
+        psnr,
+    },
+    model::full_mip_count,
+};
 
 fn texset(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_texset")).args(args).output().unwrap()
@@ -58,7 +64,7 @@ fn transcoded_files_validate_and_decode_close_to_the_bundle() {
                 dds_level0(&bytes, map.width, map.height)
             };
             let back = bcn::decode(&level0, map.width, map.height, map.channels, entry.kind, expected);
-            let psnr = texset_core::eval::metrics::psnr(&map.values, &back);
+            let psnr = psnr(&map.values, &back);
             // BC7/BC4 keep 40+ dB; BC1 and rebuilt-z BC5 normals less.
             let floor = match (expected, entry.kind) {
                 (BcFormat::Bc1, _) | (BcFormat::Bc5, MapKind::Normal) => 28.0,
@@ -125,12 +131,12 @@ fn a_mip_chain_bundle_transcodes_its_own_levels() {
         let path = out.join("wood").join(format!("wood_{}.ktx2", entry.kind));
         let bytes = std::fs::read(&path).unwrap();
         let reader = ktx2::Reader::new(&bytes[..]).unwrap();
-        assert_eq!(reader.header().level_count, texset_core::model::params::full_mip_count(entry.width, entry.height));
+        assert_eq!(reader.header().level_count, full_mip_count(entry.width, entry.height));
         let level1 = reader.levels().nth(1).unwrap().data.to_vec();
         let own = decoder.decode_map_level(0, k, 1).unwrap();
         let format = BcFormat::for_map(entry.kind, own.channels);
         let back = bcn::decode(&level1, own.width, own.height, own.channels, entry.kind, format);
-        let psnr = texset_core::eval::metrics::psnr(&own.values, &back);
+        let psnr = psnr(&own.values, &back);
         let floor = if entry.kind == MapKind::Normal { 28.0 } else { 36.0 };
         assert!(psnr > floor, "{}: level 1 {psnr:.2} dB against the bundle's own level 1", entry.kind);
     }

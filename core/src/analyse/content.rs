@@ -3,7 +3,7 @@
 /// A texture whose every channel a constant (its mean) reproduces at this PSNR or better counts
 /// as flat: the MLP bias carries it, so it gets no latent channels (it then costs one output row
 /// of the last layer, nothing else). 48 dB is a per-channel standard deviation of ~1/255.
-pub const FLAT_PSNR_DB: f32 = 48.0;
+pub(crate) const FLAT_PSNR_DB: f32 = 48.0;
 
 /// Per channel standard deviations of a texture's values.
 pub(crate) fn channel_std_devs(t: &crate::set::Texture) -> Vec<f32> {
@@ -19,7 +19,7 @@ pub(crate) fn channel_std_devs(t: &crate::set::Texture) -> Vec<f32> {
 }
 
 /// The distortion the content estimate aims at: mean squared error of 40 dB.
-pub const CONTENT_TARGET_PSNR_DB: f32 = 40.0;
+pub(crate) const CONTENT_TARGET_PSNR_DB: f32 = 40.0;
 
 /// How much a texture has to say, in bits per texel at [`CONTENT_TARGET_PSNR_DB`]: per channel,
 /// the Gaussian rate `½·log2(1 + σ²/D)` of its whole variance plus the same rate of its detail
@@ -27,7 +27,7 @@ pub const CONTENT_TARGET_PSNR_DB: f32 = 40.0;
 /// `block × block` cells, which only latent channels, not the MLP's smooth inputs, can carry).
 /// Returns `(bits, detail energy of the busiest channel)`.
 #[must_use]
-pub fn content_bits(t: &crate::set::Texture, block: u32) -> (f32, f32) {
+pub(crate) fn content_bits(t: &crate::set::Texture, block: u32) -> (f32, f32) {
     let (w, h, ch) = (t.width as usize, t.height as usize, t.channels as usize);
     let block = block.max(1) as usize;
     let distortion = 10f64.powf(-f64::from(CONTENT_TARGET_PSNR_DB) / 10.0);
@@ -68,6 +68,6 @@ pub fn content_bits(t: &crate::set::Texture, block: u32) -> (f32, f32) {
 /// the channels; at most [`QUARTER_BUDGET_SHARE`], a quarter. Budgets come in these three steps
 /// (not a continuum) because textures of a material with one budget share one MLP evaluation per
 /// texel in training and decoding; every distinct budget adds one.
-pub const HALF_BUDGET_SHARE: f32 = 0.5;
+pub(crate) const HALF_BUDGET_SHARE: f32 = 0.5;
 /// See [`HALF_BUDGET_SHARE`].
-pub const QUARTER_BUDGET_SHARE: f32 = 0.25;
+pub(crate) const QUARTER_BUDGET_SHARE: f32 = 0.25;

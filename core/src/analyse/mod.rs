@@ -3,9 +3,9 @@
 //! estimates content ([`content`]) and splits channels between related materials ([`groups`]).
 
 mod budget;
-pub mod content;
-pub mod groups;
-pub mod variants;
+pub(crate) mod content;
+pub(crate) mod groups;
+pub(crate) mod variants;
 
 use crate::analyse::budget::Budgeter;
 use crate::analyse::content::content_bits;
@@ -84,7 +84,7 @@ pub struct DuplicateFinding {
 /// of `k` channels takes the same share of every grid and smaller budgets are prefixes of larger
 /// ones (the shared channels are the common prefix).
 #[must_use]
-pub fn channel_priority(grids: &[GridShape]) -> Vec<u32> {
+pub(crate) fn channel_priority(grids: &[GridShape]) -> Vec<u32> {
     let mut order = Vec::new();
     let mut taken = vec![0u32; grids.len()];
     let total: u32 = grids.iter().map(|g| g.channels).sum();
@@ -189,7 +189,7 @@ fn content_estimates(set: &TextureSet, options: &CompressOptions) -> Vec<Vec<(f3
 /// level `k`'s grids sized by [`crate::model::params::pyramid_grid_cells`] with
 /// `model.mip_cell_growth`.
 #[must_use]
-pub fn with_pyramid(mut layout: ModelLayout, extent: (u32, u32), model: &crate::options::ModelConfig) -> ModelLayout {
+pub(crate) fn with_pyramid(mut layout: ModelLayout, extent: (u32, u32), model: &crate::options::ModelConfig) -> ModelLayout {
     layout.mip_levels = crate::model::params::full_mip_count(extent.0, extent.1);
     let group = model.effective_mip_group(layout.mip_levels);
     layout.mip_group = group;

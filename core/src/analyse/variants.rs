@@ -5,7 +5,7 @@
 /// few dozen bytes in the manifest instead of output rows and a share of the latents. 45 dB is
 /// above what the model itself reaches at the default rate, so the transform's error does not
 /// show next to the model's.
-pub const AFFINE_PSNR_DB: f32 = 45.0;
+pub(crate) const AFFINE_PSNR_DB: f32 = 45.0;
 
 /// Most texels the affine fit's normal equations use (an even sample of the map).
 const AFFINE_FIT_SAMPLES: usize = 1 << 16;
@@ -14,7 +14,7 @@ const AFFINE_FIT_SAMPLES: usize = 1 << 16;
 /// channel by channel over `[source channels, 1]`, and the PSNR of the transform as decoders apply
 /// it (clamped, over every texel). `None` when the shapes differ.
 #[must_use]
-pub fn fit_color_transform(source: &crate::set::Texture, target: &crate::set::Texture) -> Option<(Vec<[f32; 5]>, f32)> {
+pub(crate) fn fit_color_transform(source: &crate::set::Texture, target: &crate::set::Texture) -> Option<(Vec<[f32; 5]>, f32)> {
     if (source.width, source.height, source.channels) != (target.width, target.height, target.channels) || source.channels > 4 {
         return None;
     }

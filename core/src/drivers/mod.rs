@@ -3,6 +3,13 @@
 //! ([`extend`]) and batch compression of a library folder ([`batch`]).
 
 pub mod batch;
-pub mod extend;
-pub mod rate;
-pub mod search;
+pub(crate) mod extend;
+pub(crate) mod rate;
+pub(crate) mod search;
+
+pub use extend::{AddOptions, AddReport, Extended, add_materials};
+pub use rate::{RateError, RateReport, RateTarget, RateTrial, compress_to_psnr};
+pub use search::{
+    FinalRun, SearchCache, SearchError, SearchOptions, SearchPoint, SearchReport, SearchSpace, SearchTrial, Source, Strategy,
+    search_precision,
+};

@@ -90,7 +90,7 @@ fn blur(plane: &[f32], width: usize, height: usize, kernel: &[f32; 11]) -> Vec<f
 
 /// Mean SSIM of one channel of two interleaved images (`channels` values per texel).
 #[must_use]
-pub fn ssim_channel(a: &[f32], b: &[f32], width: usize, height: usize, channels: usize, channel: usize) -> f64 {
+pub(crate) fn ssim_channel(a: &[f32], b: &[f32], width: usize, height: usize, channels: usize, channel: usize) -> f64 {
     let n = width * height;
     if n == 0 || a.len() < n * channels || b.len() < n * channels {
         return 0.0;
@@ -122,7 +122,7 @@ pub fn ssim_channel(a: &[f32], b: &[f32], width: usize, height: usize, channels:
 
 /// Mean SSIM over all channels of two interleaved images.
 #[must_use]
-pub fn ssim(a: &[f32], b: &[f32], width: usize, height: usize, channels: usize) -> f64 {
+pub(crate) fn ssim(a: &[f32], b: &[f32], width: usize, height: usize, channels: usize) -> f64 {
     (0..channels).map(|c| ssim_channel(a, b, width, height, channels, c)).sum::<f64>() / channels.max(1) as f64
 }
 
@@ -157,7 +157,7 @@ mod tests {
 /// `t = n * 0.5 + 0.5` (`channels` ≥ 3 per texel; both in one convention). Each texel's vectors are
 /// normalised first; texels whose vector has no length in either map are skipped.
 #[must_use]
-pub fn normal_angular_error_deg(a: &[f32], b: &[f32], channels: usize) -> f64 {
+pub(crate) fn normal_angular_error_deg(a: &[f32], b: &[f32], channels: usize) -> f64 {
     if channels < 3 {
         return f64::NAN;
     }

@@ -3,11 +3,15 @@
 
 #[cfg(feature = "train")]
 pub mod bcn;
-pub mod metrics;
+pub(crate) mod metrics;
+
+#[cfg(feature = "flip")]
+pub use metrics::flip_mean;
+pub use metrics::{SquaredError, psnr, psnr_from_mse};
 
 use crate::bundle::{Manifest, MapEntry};
 use crate::decode::{DecodeError, DecodedMap, Decoder};
-use crate::eval::metrics::{SquaredError, ssim};
+use crate::eval::metrics::ssim;
 use crate::set::{Material, SampleFormat, Texture, TextureSet};
 use serde::Serialize;
 

@@ -27,7 +27,7 @@ pub enum ExportError {
 
 /// Encodes one decoded map in its source's format: 8/16-bit PNG, or float EXR with the stored
 /// channel ranges applied (so float sources come back at their original scale).
-pub fn encode_map(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_map(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
     if entry.sample_format == SampleFormat::F32 { encode_exr(map, entry) } else { encode_png(map, entry) }
 }
 
@@ -82,7 +82,7 @@ pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String>
 /// The file a decoded map is written to: `<dir>/<material>/<material>_<kind>.png` (`.exr` for
 /// float sources).
 #[must_use]
-pub fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf {
+pub(crate) fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf {
     let extension = if entry.sample_format == SampleFormat::F32 { "exr" } else { "png" };
     dir.join(material).join(format!("{material}_{}.{extension}", entry.kind))
 }

@@ -41,7 +41,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Removes `.NAME.tmp-PID-N` files of target `file_name` in `dir` left by processes that no longer
 /// run (killed mid-write). Only where a process's liveness can be told (`/proc`); a temporary
 /// file of a live process, or of an unknown one, is left alone.
-pub fn remove_stale_temporaries(dir: &Path, file_name: &str) {
+pub(crate) fn remove_stale_temporaries(dir: &Path, file_name: &str) {
     let proc_fs = Path::new("/proc/self");
     if !proc_fs.exists() {
         return;

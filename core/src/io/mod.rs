@@ -2,8 +2,14 @@
 //! ([`transcode`]), atomic writes ([`fsutil`]) and test-only fault injection ([`fault`]).
 
 #[cfg(feature = "train")]
-pub mod export;
+pub(crate) mod export;
 pub mod fault;
-pub mod fsutil;
+pub(crate) mod fsutil;
 #[cfg(feature = "train")]
-pub mod transcode;
+pub(crate) mod transcode;
+
+#[cfg(feature = "train")]
+pub use export::{ExportError, decode_to_folder, encode_png, write_folder};
+pub use fsutil::write_atomic;
+#[cfg(feature = "train")]
+pub use transcode::{Container, Profile, dds_bytes, ktx2_bytes, mip_chain, transcode_chain, vk_format};

@@ -84,7 +84,7 @@ pub fn vk_format(format: BcFormat, srgb: bool) -> u32 {
 
 /// `DXGI_FORMAT` of a format.
 #[must_use]
-pub fn dxgi_format(format: BcFormat, srgb: bool) -> u32 {
+pub(crate) fn dxgi_format(format: BcFormat, srgb: bool) -> u32 {
     match (format, srgb) {
         (BcFormat::Bc1, false) => 71, // DXGI_FORMAT_BC1_UNORM
         (BcFormat::Bc1, true) => 72,  // DXGI_FORMAT_BC1_UNORM_SRGB
@@ -230,13 +230,6 @@ pub struct TranscodedMap {
     pub levels: Vec<EncodedLevel>,
     /// PSNR of level 0 after block compression against the decoded map, dB.
     pub level0_psnr_db: f64,
-}
-
-/// Builds the mip chain of a decoded map (box filter, [`mip_chain`]) and block-compresses every
-/// level: for a bundle without a mip chain of its own.
-#[must_use]
-pub fn transcode_map(decoded: &DecodedMap, entry: &MapEntry, profile: Profile) -> TranscodedMap {
-    transcode_chain(&mip_chain(decoded, entry), entry, profile)
 }
 
 /// Block-compresses a whole mip chain, level 0 first (from [`mip_chain`], or every level decoded

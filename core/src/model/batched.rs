@@ -23,11 +23,11 @@ use std::array::from_fn;
 /// Texels per micro-tile: feature-major buffers hold a multiple of this many texel columns. It is
 /// also the lane count of every vector operation, whatever the vector width the CPU runs them at
 /// (two AVX2 registers): the order of every sum.
-pub const TILE: usize = 16;
+pub(crate) const TILE: usize = 16;
 
 /// `n` texels rounded up to a whole number of tiles: the row length of a feature-major buffer.
 #[must_use]
-pub fn padded_len(n: usize) -> usize {
+pub(crate) fn padded_len(n: usize) -> usize {
     n.div_ceil(TILE) * TILE
 }
 
@@ -157,6 +157,7 @@ macro_rules! row_blocks {
 
 /// The fixed-order sum of a tile's 16 lanes (a pairwise tree).
 #[inline(always)]
+#[cfg(feature = "train")]
 fn lane_sum(v: [f32; TILE]) -> f32 {
     let h: [f32; 8] = from_fn(|l| v[l] + v[l + 8]);
     let q: [f32; 4] = from_fn(|l| h[l] + h[l + 4]);
@@ -204,7 +205,7 @@ fn load_tile<S: Lanes>(s: S, src: &[f32], at: usize) -> S::T {
 ///
 /// Shapes: `w` `[outputs][inputs]` row-major (as stored), `bias` `[outputs]`, `a` `[inputs][np]`,
 /// `out` `[outputs][np]`; `np` a multiple of [`TILE`].
-pub fn forward_layer(w: &[f32], bias: &[f32], inputs: usize, a: &[f32], np: usize, relu: bool, out: &mut [f32]) {
+pub(crate) fn forward_layer(w: &[f32], bias: &[f32], inputs: usize, a: &[f32], np: usize, relu: bool, out: &mut [f32]) {
     let outputs = bias.len();
     assert!(
         w.len() >= outputs * inputs && a.len() >= inputs * np && out.len() >= outputs * np && np.is_multiple_of(TILE),
@@ -241,7 +242,8 @@ fn forward_imp<S: Lanes>(s: S, w: &[f32], bias: &[f32], inputs: usize, a: &[f32]
 /// previous layer's `ReLU`: `active` is its output).
 ///
 /// Shapes: `w` `[outputs][inputs]`, `dz` `[outputs][np]`, `active` and `da` `[rows..][np]`.
-pub fn backward_inputs(
+#[cfg(feature = "train")]
+pub(crate) fn backward_inputs(
     w: &[f32],
     inputs: usize,
     outputs: usize,
@@ -259,9 +261,11 @@ pub fn backward_inputs(
     backward_dispatch(w, inputs, outputs, dz, np, rows, active, da);
 }
 
+#[cfg(feature = "train")]
 dispatched!(fn backward_dispatch => backward_imp(w: &'a [f32], inputs: usize, outputs: usize, dz: &'a [f32], np: usize, rows: usize, active: Option<&'a [f32]>, da: &'a mut [f32]));
 
 #[inline(always)]
+#[cfg(feature = "train")]
 fn backward_imp<S: Lanes>(
     s: S,
     w: &[f32],
@@ -300,6 +304,7 @@ fn backward_imp<S: Lanes>(
 
 /// `R × C` weight gradients: `Σ_i dz[o0 + r][i] · a[k0 + c][i]` in 16 lanes, then [`lane_sum`].
 #[inline(always)]
+#[cfg(feature = "train")]
 fn grad_block<S: Lanes, const R: usize, const C: usize>(s: S, dz: &[f32], a: &[f32], np: usize, o0: usize, k0: usize) -> [[f32; C]; R] {
     let tiles = np / TILE;
     let d: [&[[f32; TILE]]; R] = from_fn(|r| &dz[(o0 + r) * np..][..np].as_chunks::<TILE>().0[..tiles]);
@@ -322,7 +327,8 @@ fn grad_block<S: Lanes, const R: usize, const C: usize>(s: S, dz: &[f32], a: &[f
 /// order, then across the lanes in a fixed order.
 ///
 /// Shapes: `dz` `[outputs][np]`, `a` `[inputs][np]`, `dw` `[outputs][inputs]`, `db` `[outputs]`.
-pub fn weight_grads(dz: &[f32], a: &[f32], inputs: usize, np: usize, dw: &mut [f32], db: &mut [f32]) {
+#[cfg(feature = "train")]
+pub(crate) fn weight_grads(dz: &[f32], a: &[f32], inputs: usize, np: usize, dw: &mut [f32], db: &mut [f32]) {
     let outputs = db.len();
     assert!(
         dz.len() >= outputs * np && a.len() >= inputs * np && dw.len() >= outputs * inputs && np.is_multiple_of(TILE),
@@ -331,9 +337,11 @@ pub fn weight_grads(dz: &[f32], a: &[f32], inputs: usize, np: usize, dw: &mut [f
     grads_dispatch(dz, a, inputs, np, dw, db);
 }
 
+#[cfg(feature = "train")]
 dispatched!(fn grads_dispatch => grads_imp(dz: &'a [f32], a: &'a [f32], inputs: usize, np: usize, dw: &'a mut [f32], db: &'a mut [f32]));
 
 #[inline(always)]
+#[cfg(feature = "train")]
 fn grads_imp<S: Lanes>(s: S, dz: &[f32], a: &[f32], inputs: usize, np: usize, dw: &mut [f32], db: &mut [f32]) {
     let outputs = db.len();
     {

@@ -22,7 +22,7 @@ pub struct MipLevel {
 /// (near) zero length, or a texel of under three values, stays as it is. What the box chain does
 /// to each normal it averages, and what unit normal targets do to level 0
 /// ([`crate::set::Texture::unit_normal_texels`]).
-pub fn renormalise_stored_normal(texel: &mut [f32], ranges: &[[f32; 2]]) {
+pub(crate) fn renormalise_stored_normal(texel: &mut [f32], ranges: &[[f32; 2]]) {
     let Some(xyz) = texel.get_mut(..3) else { return };
     let range = |c: usize| ranges.get(c).copied().unwrap_or([0.0, 1.0]);
     let n: [f32; 3] = std::array::from_fn(|c| {

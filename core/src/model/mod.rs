@@ -4,7 +4,7 @@
 //! ([`mips`]); [`batched`] is the MLP's fast batched form (SIMD kernels) the trainer and the
 //! whole-map decoder run on.
 
-pub mod batched;
+pub(crate) mod batched;
 
 /// WGSL of the model math every shader shares: the bilinear clamp-to-edge corners of a grid
 /// (`bilinear_corners`, the twin of [`reference::bilinear_corners`]) and the positional
@@ -12,9 +12,16 @@ pub mod batched;
 /// trainer's shaders prepend.
 pub const MODEL_WGSL: &str = include_str!("model.wgsl");
 #[cfg(feature = "train")]
-pub mod layout;
-pub mod mips;
-pub mod params;
-pub mod quant;
-pub mod reference;
+pub(crate) mod layout;
+pub(crate) mod mips;
+pub(crate) mod params;
+pub(crate) mod quant;
+pub(crate) mod reference;
 pub mod wgsl;
+
+#[cfg(feature = "train")]
+pub use layout::ModelLayout;
+pub use mips::level_size;
+pub use params::{LOD_INPUT_SCALE, MAX_MLP_WIDTH, ModelParams, full_mip_count, mip_grid_side};
+pub use quant::{QuantizedLayer, WeightFormat, fake_quantize, level_value};
+pub use reference::linear_to_srgb;

@@ -147,7 +147,8 @@ pub fn mip_grid_side(side: u32, level: u32, growth: f32, texture_side: u32) -> u
 /// mip level it serves, `k · group`, with `growth`. The analyse pass builds the pyramid with it
 /// and the rate estimate counts its bits with it.
 #[must_use]
-pub fn pyramid_grid_cells(cells: (u32, u32), k: u32, group: u32, growth: f32, extent: (u32, u32)) -> (u32, u32) {
+#[cfg(feature = "train")]
+pub(crate) fn pyramid_grid_cells(cells: (u32, u32), k: u32, group: u32, growth: f32, extent: (u32, u32)) -> (u32, u32) {
     let first_mip = k.saturating_mul(group.max(1));
     let (texels_x, texels_y) = crate::model::mips::level_size(extent.0, extent.1, first_mip);
     (mip_grid_side(cells.0, first_mip, growth, texels_x), mip_grid_side(cells.1, first_mip, growth, texels_y))
@@ -272,6 +273,6 @@ impl ModelParams {
 
 /// The positional-encoding angular frequency of band `k` (radians per grid-0 cell).
 #[must_use]
-pub fn pe_angular_frequency(k: u32) -> f32 {
+pub(crate) fn pe_angular_frequency(k: u32) -> f32 {
     std::f32::consts::TAU * (1u32 << k) as f32 * 0.5
 }

@@ -1,20 +1,25 @@
 //! Quantisation: latents to `bits`-bit levels over a fixed range, MLP weights to int8 with one
 //! scale per output row.
 
-use crate::model::params::{GridParams, LayerParams};
+#[cfg(feature = "train")]
+use crate::model::params::GridParams;
+use crate::model::params::LayerParams;
 
 /// The value range every latent is clamped to before quantisation.
-pub const LATENT_RANGE: [f32; 2] = [-1.0, 1.0];
+#[cfg(feature = "train")]
+pub(crate) const LATENT_RANGE: [f32; 2] = [-1.0, 1.0];
 
 /// Step between two latent levels at `bits` bits over [`LATENT_RANGE`].
 #[must_use]
-pub fn latent_step(bits: u32) -> f32 {
+#[cfg(feature = "train")]
+pub(crate) fn latent_step(bits: u32) -> f32 {
     (LATENT_RANGE[1] - LATENT_RANGE[0]) / ((1u32 << bits) - 1) as f32
 }
 
 /// The level (`0 ..= 2^bits - 1`) nearest to `value`.
 #[must_use]
-pub fn latent_level(value: f32, bits: u32) -> u8 {
+#[cfg(feature = "train")]
+pub(crate) fn latent_level(value: f32, bits: u32) -> u8 {
     let max_level = ((1u32 << bits) - 1) as f32;
     let t = (value.clamp(LATENT_RANGE[0], LATENT_RANGE[1]) - LATENT_RANGE[0]) / latent_step(bits);
     t.round().clamp(0.0, max_level) as u8
@@ -22,7 +27,8 @@ pub fn latent_level(value: f32, bits: u32) -> u8 {
 
 /// The value of a latent level over [`LATENT_RANGE`].
 #[must_use]
-pub fn latent_value(level: u8, bits: u32) -> f32 {
+#[cfg(feature = "train")]
+pub(crate) fn latent_value(level: u8, bits: u32) -> f32 {
     level_value(level, bits, LATENT_RANGE)
 }
 
@@ -34,7 +40,8 @@ pub fn level_value(level: u8, bits: u32, range: [f32; 2]) -> f32 {
 }
 
 /// Rounds every value of a grid to its nearest level (in place).
-pub fn round_grid(grid: &mut GridParams, bits: u32) {
+#[cfg(feature = "train")]
+pub(crate) fn round_grid(grid: &mut GridParams, bits: u32) {
     for v in &mut grid.values {
         *v = latent_value(latent_level(*v, bits), bits);
     }
@@ -42,7 +49,8 @@ pub fn round_grid(grid: &mut GridParams, bits: u32) {
 
 /// The levels of a grid.
 #[must_use]
-pub fn grid_levels(grid: &GridParams, bits: u32) -> Vec<u8> {
+#[cfg(feature = "train")]
+pub(crate) fn grid_levels(grid: &GridParams, bits: u32) -> Vec<u8> {
     grid.values.iter().map(|&v| latent_level(v, bits)).collect()
 }
 
@@ -68,10 +76,10 @@ pub enum WeightFormat {
 }
 
 /// Inputs per shared exponent in [`WeightFormat::MxInt8`].
-pub const MX_BLOCK: usize = 32;
+pub(crate) const MX_BLOCK: usize = 32;
 
 /// The largest finite E4M3 value.
-pub const E4M3_MAX: f32 = 448.0;
+pub(crate) const E4M3_MAX: f32 = 448.0;
 
 impl WeightFormat {
     /// Every format, int8 first.
@@ -126,7 +134,7 @@ impl WeightFormat {
 /// The value of an E4M3 code (bit 7 sign, bits 6..3 exponent, bits 2..0 mantissa). Codes 0x7F and
 /// 0xFF (NaN in the OCP format) are never written; they read as ±448.
 #[must_use]
-pub fn e4m3_value(code: u8) -> f32 {
+pub(crate) fn e4m3_value(code: u8) -> f32 {
     let exponent = u32::from((code >> 3) & 15);
     let mantissa = f32::from(code & 7);
     let magnitude = if code & 0x7F == 0x7F {
@@ -141,7 +149,7 @@ pub fn e4m3_value(code: u8) -> f32 {
 
 /// The E4M3 code nearest to `value` (saturating at ±448; ties away from zero).
 #[must_use]
-pub fn e4m3_code(value: f32) -> u8 {
+pub(crate) fn e4m3_code(value: f32) -> u8 {
     let sign = if value.is_sign_negative() { 0x80 } else { 0 };
     let x = value.abs();
     if x.is_nan() || x == 0.0 {

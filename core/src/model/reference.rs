@@ -6,7 +6,7 @@ use crate::model::params::{LOD_INPUT_SCALE, ModelParams, pe_angular_frequency};
 /// Bilinear clamp-to-edge fetch: the four corner cell indices (`y * width + x`) and their weights,
 /// in the order `(x0,y0), (x1,y0), (x0,y1), (x1,y1)`.
 #[must_use]
-pub fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usize; 4], [f32; 4]) {
+pub(crate) fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usize; 4], [f32; 4]) {
     let gx = u * width as f32 - 0.5;
     let gy = v * height as f32 - 0.5;
     let fx0 = gx.floor();
@@ -21,12 +21,6 @@ pub fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usize; 4],
     let y1 = (fy0 + 1.0).clamp(0.0, max_y) as usize;
     let w = width as usize;
     ([y0 * w + x0, y0 * w + x1, y1 * w + x0, y1 * w + x1], [(1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy])
-}
-
-/// Writes the MLP input for texel `(u, v)` of a texture whose channel mask is `mask` into
-/// `features` (length [`ModelParams::mlp_inputs`]), at mip level 0.
-pub fn features_at(params: &ModelParams, u: f32, v: f32, mask: &[f32], features: &mut [f32]) {
-    features_at_level(params, u, v, 0, mask, features);
 }
 
 /// Writes the MLP input for texel `(u, v)` at mip level `level`: the grids of its pyramid level
@@ -73,13 +67,13 @@ pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask:
 
 /// Scratch buffers for [`mlp_forward`], reused across texels.
 #[derive(Default)]
-pub struct MlpScratch {
+pub(crate) struct MlpScratch {
     a: Vec<f32>,
     b: Vec<f32>,
 }
 
 /// Runs the MLP on `features`; returns all output channels (unclamped) in `scratch`'s buffer.
-pub fn mlp_forward<'s>(params: &ModelParams, features: &[f32], scratch: &'s mut MlpScratch) -> &'s [f32] {
+pub(crate) fn mlp_forward<'s>(params: &ModelParams, features: &[f32], scratch: &'s mut MlpScratch) -> &'s [f32] {
     scratch.a.clear();
     scratch.a.extend_from_slice(features);
     let last = params.layers.len().saturating_sub(1);
@@ -98,20 +92,9 @@ pub fn mlp_forward<'s>(params: &ModelParams, features: &[f32], scratch: &'s mut 
     &scratch.a
 }
 
-/// Decodes every output channel at `(u, v)` for a texture with channel mask `mask`, clamped to
-/// `[0, 1]`, into `out` (length [`ModelParams::output_channels`]).
-pub fn decode_all_outputs(params: &ModelParams, u: f32, v: f32, mask: &[f32], scratch: &mut MlpScratch, out: &mut [f32]) {
-    let mut features = vec![0.0; params.mlp_inputs()];
-    features_at(params, u, v, mask, &mut features);
-    let y = mlp_forward(params, &features, scratch);
-    for (o, value) in out.iter_mut().zip(y) {
-        *o = value.clamp(0.0, 1.0);
-    }
-}
-
 /// The inverse sRGB transfer function (IEC 61966-2-1), one channel.
 #[must_use]
-pub fn srgb_to_linear(c: f32) -> f32 {
+pub(crate) fn srgb_to_linear(c: f32) -> f32 {
     if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
 }
 

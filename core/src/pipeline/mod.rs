@@ -2,7 +2,8 @@
 //! (analyse/budget → train → prune → quantise → pack), each a step of its own returning a report;
 //! [`progress`] is how they report and are cancelled.
 
-pub use crate::analyse::{AnalyseReport, BudgetSource, DuplicateFinding, TextureBudget, analyse};
+pub use crate::analyse::analyse;
+pub(crate) use crate::analyse::{AnalyseReport, BudgetSource, TextureBudget};
 use crate::bundle::{Bundle, WeightFormat};
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
@@ -21,7 +22,7 @@ mod prune;
 
 pub use pack::{PackReport, pack};
 pub(crate) use pack::{grid_entries, material_entries, serialise};
-pub use prune::{BudgetChange, PruneReport, prune};
+pub use prune::{BudgetChange, PruneReport};
 
 /// Why compression failed.
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +126,7 @@ pub fn snapshot_bundle(set: &TextureSet, layout: &ModelLayout, params: &ModelPar
 /// default preset. On an H100 that is the time 12,000 steps of 65,536 texels took (the rule
 /// before), and it scored higher on all three sets measured (docs/decisions/004-gpu-steps-rule.md, "On a hardware
 /// GPU").
-pub const HARDWARE_GPU_STEPS_SCALE: f64 = 2.5;
+pub(crate) const HARDWARE_GPU_STEPS_SCALE: f64 = 2.5;
 
 /// The options `auto` trains with once it resolved to `resolved`: on the fused GPU trainer, a
 /// preset's steps (at the presets' batch) become [`HARDWARE_GPU_STEPS_SCALE`] times as many.

@@ -65,7 +65,7 @@ pub struct BudgetChange {
 /// Prune pass: removes latent channels that no texture reads (their inputs are always masked to
 /// zero, so removal is exact), with the matching first-layer weight columns.
 #[must_use]
-pub fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelParams, PruneReport) {
+pub(crate) fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout, ModelParams, PruneReport) {
     let lc = layout.latent_channels();
     let mut used = layout.read_channels();
     // Keep at least one channel per grid (the format needs one; an unread one costs its bits only).

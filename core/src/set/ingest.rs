@@ -9,18 +9,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Largest accepted width or height, in texels. Larger images are refused before decoding.
-pub const MAX_DIMENSION: u32 = 16_384;
+pub(crate) const MAX_DIMENSION: u32 = 16_384;
 /// Largest decoded image allocation accepted from one file, in bytes (a decompression-bomb guard).
-pub const MAX_IMAGE_BYTES: u64 = 2 << 30;
+pub(crate) const MAX_IMAGE_BYTES: u64 = 2 << 30;
 /// Largest ratio of decoded bytes to file bytes accepted above [`BOMB_MIN_DECODED_BYTES`].
 /// Deflate (PNG, EXR's ZIP) cannot expand data more than about 1032:1, and RLE (TGA, EXR) far
 /// less, so a file that claims more is a decompression bomb (a 511-byte PNG claiming 14856x10504
 /// 16-bit RGB, found by the ingest fuzz target, asked for 936 MB).
-pub const MAX_EXPANSION: u64 = 2048;
+pub(crate) const MAX_EXPANSION: u64 = 2048;
 /// Decoded sizes up to this are accepted whatever the file size.
-pub const BOMB_MIN_DECODED_BYTES: u64 = 64 << 20;
+pub(crate) const BOMB_MIN_DECODED_BYTES: u64 = 64 << 20;
 /// Name of the optional per-folder configuration file.
-pub const CONFIG_FILE_NAME: &str = "texset.toml";
+pub(crate) const CONFIG_FILE_NAME: &str = "texset.toml";
 
 /// File extensions ingest reads (lower case).
 pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "tga", "exr"];
@@ -408,7 +408,7 @@ fn report_maps(name: &str, textures: &[Texture], resized: &[Option<(u32, u32)>],
 
 /// Decodes one image file into a [`Texture`] of the given kind. The file is opened read-only
 /// and must be a regular file (a FIFO or device would block or never end).
-pub fn load_texture(path: &Path, kind: MapKind, normal_convention: NormalConvention) -> Result<Texture, IngestError> {
+pub(crate) fn load_texture(path: &Path, kind: MapKind, normal_convention: NormalConvention) -> Result<Texture, IngestError> {
     let io = |source: std::io::Error| IngestError::Io { path: path.to_path_buf(), source };
     let meta = std::fs::metadata(path).map_err(io)?;
     if !meta.is_file() {
@@ -462,7 +462,7 @@ pub fn decode_texture(bytes: &[u8], path: &Path, kind: MapKind, normal_conventio
 /// and asset packs write constants as 1×1 or 4×4 maps. [`load_material`] gives it the material's
 /// resolution (see [`material_resolution`]); a map that varies below this size is refused
 /// ([`IngestError::TooSmall`]).
-pub const MIN_DIMENSION: u32 = 4;
+pub(crate) const MIN_DIMENSION: u32 = 4;
 
 fn check_dimensions(path: &Path, width: u32, height: u32) -> Result<(), IngestError> {
     if width == 0 || height == 0 {
@@ -477,7 +477,7 @@ fn check_dimensions(path: &Path, width: u32, height: u32) -> Result<(), IngestEr
 /// Converts a decoded image into a normalised [`Texture`]. An image under [`MIN_DIMENSION`] on a
 /// side must be constant ([`IngestError::TooSmall`] otherwise); it is returned at its own size
 /// ([`load_material`] gives it the material's).
-pub fn texture_from_image(
+pub(crate) fn texture_from_image(
     image: &DynamicImage,
     path: &Path,
     kind: MapKind,
@@ -552,7 +552,7 @@ pub fn texture_from_image(
 /// sides. A material of only smaller (constant) maps takes the largest of them, widened to
 /// [`MIN_DIMENSION`] on each side: every map texset stores is at least 4×4. `None` for no maps.
 #[must_use]
-pub fn material_resolution(textures: &[Texture]) -> Option<(u32, u32)> {
+pub(crate) fn material_resolution(textures: &[Texture]) -> Option<(u32, u32)> {
     fn largest<'a>(maps: impl Iterator<Item = &'a Texture>) -> Option<(u32, u32)> {
         // Strictly more texels replaces the best so far: the first in kind order wins a tie.
         let best = maps.fold(None, |best: Option<&Texture>, t| match best {

@@ -2,8 +2,11 @@
 //! ([`naming`]); and reading folders of image files into it ([`ingest`]).
 
 #[cfg(feature = "ingest")]
-pub mod ingest;
-pub mod naming;
+pub(crate) mod ingest;
+pub(crate) mod naming;
+
+#[cfg(feature = "ingest")]
+pub use ingest::{IMAGE_EXTENSIONS, IngestError, IngestReport, decode_texture, load_library, load_material};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

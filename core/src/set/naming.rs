@@ -1,10 +1,13 @@
 //! Map kinds from file names: the conventions of Substance, Poly Haven, ambientCG and glTF exports.
 
-use crate::set::{MapKind, NormalConvention};
+use crate::set::MapKind;
+#[cfg(feature = "ingest")]
+use crate::set::NormalConvention;
 
 /// What a file name says about a map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NameInfo {
+#[cfg(feature = "ingest")]
+pub(crate) struct NameInfo {
     /// The map kind.
     pub kind: MapKind,
     /// The normal convention the name states (`nor_dx`, `NormalDX`), if any.
@@ -13,7 +16,7 @@ pub struct NameInfo {
 
 /// Maps one lower-case token (or two tokens joined without separator) to a kind.
 #[must_use]
-pub fn kind_from_token(token: &str) -> Option<MapKind> {
+pub(crate) fn kind_from_token(token: &str) -> Option<MapKind> {
     Some(match token {
         "basecolor" | "basecolour" | "albedo" | "diffuse" | "diff" | "color" | "colour" | "col" => MapKind::Basecolor,
         "normal" | "normals" | "nrm" | "nor" | "normalgl" | "normaldx" | "norgl" | "nordx" | "normalmap" => MapKind::Normal,
@@ -33,6 +36,7 @@ pub fn kind_from_token(token: &str) -> Option<MapKind> {
     })
 }
 
+#[cfg(feature = "ingest")]
 fn convention_from_token(token: &str) -> Option<NormalConvention> {
     match token {
         "gl" | "normalgl" | "norgl" | "opengl" => Some(NormalConvention::OpenGl),
@@ -42,6 +46,7 @@ fn convention_from_token(token: &str) -> Option<NormalConvention> {
 }
 
 /// A trailing token that names a resolution or file variant rather than a map (`1k`, `2048`, `png`).
+#[cfg(feature = "ingest")]
 fn is_noise_token(token: &str) -> bool {
     let digits = token.trim_end_matches('k');
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
@@ -50,6 +55,7 @@ fn is_noise_token(token: &str) -> bool {
 
 /// Lower-case tokens of a file stem, split on `_`, `-`, `.`, space and camelCase boundaries
 /// (`baseColor` → `base`, `color`).
+#[cfg(feature = "ingest")]
 fn tokens(stem: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
@@ -78,7 +84,8 @@ fn tokens(stem: &str) -> Vec<String> {
 /// name does not say. Looks at the last tokens only, longest match first, ignoring trailing
 /// resolution tokens.
 #[must_use]
-pub fn parse_map_name(stem: &str) -> Option<NameInfo> {
+#[cfg(feature = "ingest")]
+pub(crate) fn parse_map_name(stem: &str) -> Option<NameInfo> {
     let mut toks = tokens(stem);
     while toks.last().is_some_and(|t| is_noise_token(t)) {
         toks.pop();

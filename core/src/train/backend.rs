@@ -38,7 +38,7 @@ pub struct Unsupported {
 
 /// The backend a run trains on ([`choose`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// The backend: never [`Backend::Auto`].
     pub backend: Backend,
     /// Why `auto` chose it (`None`: the user named it).
@@ -48,7 +48,7 @@ pub struct Choice {
 /// The backend `options` train on with the analysed `layout`: `auto` resolved ([`resolve_auto`])
 /// and sent to the fused CPU trainer when the trainer it resolved to cannot train what the
 /// options ask ([`Capabilities::missing`]); a backend the user named that cannot is refused.
-pub fn choose(options: &CompressOptions, layout: &ModelLayout) -> Result<Choice, Unsupported> {
+pub(crate) fn choose(options: &CompressOptions, layout: &ModelLayout) -> Result<Choice, Unsupported> {
     let (backend, auto_reason) = match options.run.backend {
         Backend::Auto => {
             let (backend, reason) = resolve_auto();
@@ -76,7 +76,7 @@ pub fn choose(options: &CompressOptions, layout: &ModelLayout) -> Result<Choice,
 /// training fails ([`TrainError::Gpu`]: no adapter, no device, a device lost mid-run) it warns
 /// and trains on the CPU instead, from the last checkpoint of a run that wrote them, the report
 /// saying why ([`TrainReport::gpu_fallback`]).
-pub fn train_on(
+pub(crate) fn train_on(
     set: &TextureSet,
     layout: &ModelLayout,
     options: &CompressOptions,

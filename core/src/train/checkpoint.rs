@@ -27,7 +27,7 @@ struct Header {
 
 /// The budget gates of a run that learns budgets, as a checkpoint keeps them.
 #[derive(Serialize, Deserialize)]
-pub struct GateState {
+pub(crate) struct GateState {
     values: Vec<f32>,
     m: Vec<f32>,
     v: Vec<f32>,
@@ -38,7 +38,7 @@ pub struct GateState {
 /// A string that changes whenever the set's shapes, the layout or a training option that shapes
 /// the run changes ([`CompressOptions::fingerprint`]: the run options are not part of it).
 #[must_use]
-pub fn fingerprint(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> String {
+pub(crate) fn fingerprint(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> String {
     let shapes: Vec<String> =
         set.textures().map(|(m, _, t)| format!("{}:{}:{}x{}x{}", set.materials[m].name, t.kind, t.width, t.height, t.channels)).collect();
     let text = format!("{}|{}|{}", options.fingerprint(), serde_json::to_string(layout).unwrap_or_default(), shapes.join(","));
@@ -65,7 +65,7 @@ fn all_slices_mut(p: &mut ModelParams) -> Vec<&mut [f32]> {
 }
 
 /// Writes a checkpoint of the fused trainer atomically.
-pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Result<(), TrainError> {
+pub(crate) fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Result<(), TrainError> {
     let gates = trainer.budget_gates().map(|g| {
         let (m, v, t) = g.moments();
         GateState { values: g.values.clone(), m: m.to_vec(), v: v.to_vec(), t, cut: g.cut.clone() }
@@ -75,7 +75,7 @@ pub fn save(path: &Path, fingerprint: &str, trainer: &FusedTrainer<'_>) -> Resul
 
 /// Writes a checkpoint atomically: the step, Adam's step, `[params, m, v]` and the gates of a run
 /// that learns budgets. Any trainer's: the format does not say which wrote it.
-pub fn save_state(
+pub(crate) fn save_state(
     path: &Path,
     fingerprint: &str,
     step: u32,
@@ -101,7 +101,7 @@ pub fn save_state(
 }
 
 /// A checkpoint as read ([`load_state`]).
-pub struct CheckpointState {
+pub(crate) struct CheckpointState {
     /// Steps done.
     pub step: u32,
     /// Adam's updates done.
@@ -113,7 +113,7 @@ pub struct CheckpointState {
 }
 
 /// Loads a checkpoint into a trainer built for the same set and options.
-pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> Result<(), TrainError> {
+pub(crate) fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> Result<(), TrainError> {
     let state = load_state(path, fingerprint, trainer.run.schedule.steps, &trainer.params)?;
     let [params, m, v] = state.params;
     if let Some(gates) = state.gates {
@@ -130,7 +130,7 @@ pub fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_>) -> R
 }
 
 /// Reads a checkpoint of a run of `steps` steps whose parameters have `shape`'s shapes.
-pub fn load_state(path: &Path, fingerprint: &str, steps: u32, shape: &ModelParams) -> Result<CheckpointState, TrainError> {
+pub(crate) fn load_state(path: &Path, fingerprint: &str, steps: u32, shape: &ModelParams) -> Result<CheckpointState, TrainError> {
     let err = |message: String| TrainError::Checkpoint { path: path.to_path_buf(), message };
     let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
     if bytes.len() < 16 || &bytes[..8] != MAGIC {

@@ -475,7 +475,8 @@ impl Trainer for FusedTrainer<'_> {
     }
 
     fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
-        self.run.refresh_sampling(model)
+        self.run.refresh_sampling(model);
+        Ok(())
     }
 
     fn save_checkpoint(&self, path: &Path, fingerprint: &str) -> Result<(), TrainError> {
@@ -499,7 +500,7 @@ impl Trainer for FusedTrainer<'_> {
 
 /// Trains `set` with the fused CPU trainer through the one entry ([`train`]) and loop: progress,
 /// cancel and pause, snapshots, checkpoints and resume.
-pub fn train_fused(
+pub(crate) fn train_fused(
     set: &TextureSet,
     layout: &ModelLayout,
     options: &CompressOptions,

@@ -55,7 +55,7 @@ pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> Mode
 }
 
 /// Learning rates of a fine-tune (`CompressOptions::init_from`), relative to the options'.
-pub const FINE_TUNE_LEARNING_RATE_SCALE: f32 = 0.3;
+pub(crate) const FINE_TUNE_LEARNING_RATE_SCALE: f32 = 0.3;
 
 /// The parameters training starts from: `options.init_from`'s model (dequantised) when given, a
 /// fine-tune, else the seeded initialisation.
@@ -98,7 +98,7 @@ const PCA_MIN_RELATIVE_SD: f64 = 0.05;
 /// direction of those vectors, scaled to a standard deviation of `target_std` and clamped to the
 /// latent range. Channels beyond the content's dimensions, or whose direction is weaker than
 /// `PCA_MIN_RELATIVE_SD` (5 %) of the leading one, keep their initial values.
-pub fn pca_latents(set: &TextureSet, layout: &ModelLayout, params: &mut ModelParams, target_std: f32) {
+pub(crate) fn pca_latents(set: &TextureSet, layout: &ModelLayout, params: &mut ModelParams, target_std: f32) {
     let stored: Vec<&crate::set::Texture> = set
         .materials
         .iter()

@@ -211,7 +211,7 @@ fn forward_layers(mlp: &[LayerParams], x: Vec<f32>, np: usize) -> Vec<Vec<f32>> 
 /// the model `params` with the layers `mlp` (no noise, no gradients): what the error-driven
 /// sampler's error map measures. `[len]`.
 #[must_use]
-pub fn weighted_texel_errors(params: &ModelParams, mlp: &[LayerParams], batch: &Batch) -> Vec<f32> {
+pub(crate) fn weighted_texel_errors(params: &ModelParams, mlp: &[LayerParams], batch: &Batch) -> Vec<f32> {
     let n = batch.len;
     let np = padded_len(n);
     let oc = params.output_channels();
@@ -240,7 +240,7 @@ const SCATTER_BANDS_PER_THREAD: usize = 2;
 /// Adds the chunks' latent-feature gradients into the grid gradients (bilinear scatter), chunk
 /// after chunk. Each grid's cells are split into bands added in parallel; within a cell the terms
 /// arrive in chunk, texel and corner order, as in a serial scatter (the same bits).
-pub fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &mut ModelParams) {
+pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &mut ModelParams) {
     let lc = params.latent_channels();
     let grid_count = params.grids.len();
     if grid_count == 0 || lc == 0 || chunks.iter().all(|c| c.d_features.is_empty()) {
@@ -289,7 +289,7 @@ pub fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &m
 
 /// Adds the chunks' weight and bias gradients into `grads` (zeroed by the caller), chunk after
 /// chunk for every value: the same bits as a serial sum, with the values split across threads.
-pub fn sum_layer_grads(chunks: &[ChunkGrads], grads: &mut [LayerParams]) {
+pub(crate) fn sum_layer_grads(chunks: &[ChunkGrads], grads: &mut [LayerParams]) {
     for (l, g) in grads.iter_mut().enumerate() {
         sum_in_chunk_order(&mut g.weights, chunks, |c| c.layers.get(l).map(|layer| layer.weights.as_slice()));
         sum_in_chunk_order(&mut g.biases, chunks, |c| c.layers.get(l).map(|layer| layer.biases.as_slice()));

@@ -14,27 +14,34 @@
 //! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed
 //! in chunk order, so results do not depend on the number of threads.
 
-pub mod adam;
-pub mod backend;
-pub mod burn;
-pub mod checkpoint;
-pub mod fused;
-pub mod gates;
-pub mod gpu;
-pub mod init;
-pub mod kernel;
-pub mod run;
-pub mod sampler;
-pub mod schedule;
-pub mod time_budget;
+pub(crate) mod adam;
+pub(crate) mod backend;
+pub(crate) mod burn;
+pub(crate) mod checkpoint;
+pub(crate) mod fused;
+pub(crate) mod gates;
+pub(crate) mod gpu;
+pub(crate) mod init;
+pub(crate) mod kernel;
+pub(crate) mod run;
+pub(crate) mod sampler;
+pub(crate) mod schedule;
+pub(crate) mod time_budget;
 
-pub use fused::{FusedTrainer, Trainable, train_fused};
-pub use gates::{BudgetGates, LearnedCut};
-pub use init::{FINE_TUNE_LEARNING_RATE_SCALE, initial_params, starting_params};
-pub use kernel::{forward_backward, loss_and_grads};
-pub use run::{Capabilities, RunState, StepStats, TrainReport, Trainer};
-pub use sampler::{Batch, CHUNK_TEXELS, Sampler};
-pub use schedule::{Schedule, finalize, round_grids};
+pub use backend::{Unsupported, resolve_auto};
+pub use burn::trainer::BurnTrainer;
+pub use burn::{AdapterSummary, adapters, device_for, share_wgpu_device};
+pub use fused::FusedTrainer;
+pub use gpu::{DispatchTimes, GpuTrainer, share_device};
+pub use init::initial_params;
+pub use run::{TrainReport, Trainer};
+pub use sampler::{Batch, Sampler};
+pub use schedule::Schedule;
+
+pub(crate) use fused::{Trainable, train_fused};
+pub(crate) use gates::LearnedCut;
+pub(crate) use sampler::CHUNK_TEXELS;
+pub(crate) use schedule::round_grids;
 
 /// A training failure.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,8 @@ use crate::train::TrainError;
 use crate::train::gates::LearnedCut;
 use crate::train::sampler::Sampler;
 use crate::train::schedule::{SamplingChange, Schedule};
-pub use crate::train::time_budget::{ANNOUNCE_ABOVE_TEXELS, TimeBudget, announce_duration, fit_time_budget};
+pub use crate::train::time_budget::{ANNOUNCE_ABOVE_TEXELS, TimeBudget};
+use crate::train::time_budget::{announce_duration, fit_time_budget};
 use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -50,7 +51,7 @@ impl Capabilities {
     /// as (what, why); `None` when it can train them all. Checkpoints are not asked here: the
     /// loop warns and goes on without.
     #[must_use]
-    pub fn missing(&self, options: &CompressOptions, layout: &ModelLayout) -> Option<(&'static str, &'static str)> {
+    pub fn missing(self, options: &CompressOptions, layout: &ModelLayout) -> Option<(&'static str, &'static str)> {
         if layout.mip_levels > 1 && !self.mip_chain {
             Some(("a mip chain", "this trainer has no latent pyramid"))
         } else if options.budgets.prune.is_some() && !self.channel_pruning {
@@ -161,9 +162,8 @@ impl<'a> RunState<'a> {
 
     /// [`Trainer::refresh_sampling`] of a trainer that draws from the sampler on the CPU
     /// ([`Sampler::refresh_for`] at the step it is at).
-    pub fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
+    pub fn refresh_sampling(&mut self, model: Option<&ModelParams>) {
         self.sampler.refresh_for(model, &self.schedule, self.step);
-        Ok(())
     }
 }
 
@@ -172,7 +172,7 @@ impl<'a> RunState<'a> {
 /// ([`announce_duration`], saying it trains on `announce_on`; none with `None`) and the run's
 /// own, each gone before the next is made. A trainer without [`Capabilities::checkpoints`] is
 /// given no checkpoints and no resume. The one entry of every backend's training.
-pub fn train<'t>(
+pub(crate) fn train<'t>(
     set: &TextureSet,
     layout: &ModelLayout,
     options: &CompressOptions,
@@ -231,11 +231,11 @@ pub struct LoopOptions<'a> {
 }
 
 /// Fractions of the run at which a time budget's length is looked at again.
-pub const REFIT_AT: [f32; 2] = [0.25, 0.5];
+pub(crate) const REFIT_AT: [f32; 2] = [0.25, 0.5];
 /// A re-fit changes the length only when it moves the end by more than this share of the run.
-pub const REFIT_TOLERANCE: f64 = 0.05;
+pub(crate) const REFIT_TOLERANCE: f64 = 0.05;
 /// A re-fit never makes a run longer than this many times the length it started with.
-pub const REFIT_MAX_GROWTH: f64 = 2.0;
+pub(crate) const REFIT_MAX_GROWTH: f64 = 2.0;
 
 /// A time budget's run re-fitted part-way ([`LoopOptions::deadline`]).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -254,7 +254,7 @@ pub struct Refit {
 /// `secs_per_step`, at least one more step and at most [`REFIT_MAX_GROWTH`] × `first_steps`;
 /// `None` when that moves the end by no more than [`REFIT_TOLERANCE`] of `steps`.
 #[must_use]
-pub fn refit_length(done: u32, steps: u32, first_steps: u32, left_secs: f64, secs_per_step: f64) -> Option<u32> {
+pub(crate) fn refit_length(done: u32, steps: u32, first_steps: u32, left_secs: f64, secs_per_step: f64) -> Option<u32> {
     let fit = f64::from(done) + (left_secs.max(0.0) / secs_per_step.max(1e-9)).floor();
     let wanted = fit.clamp(f64::from(done) + 1.0, (REFIT_MAX_GROWTH * f64::from(first_steps)).max(f64::from(done) + 1.0)) as u32;
     ((f64::from(wanted) - f64::from(steps)).abs() > REFIT_TOLERANCE * f64::from(steps)).then_some(wanted)

@@ -48,7 +48,7 @@ pub struct Schedule {
 
 /// With error-driven sampling, the error map is refreshed every this fraction of the steps (the
 /// first refresh after as many steps: the starting model's error says little).
-pub const SAMPLING_REFRESH_FRACTION: f32 = 0.05;
+pub(crate) const SAMPLING_REFRESH_FRACTION: f32 = 0.05;
 
 /// [`Schedule::sampling_refresh_every`] for a run of `steps` steps.
 fn sampling_refresh_every(steps: u32) -> u32 {
@@ -199,7 +199,7 @@ pub(crate) fn step_at_fraction(steps: u32, fraction: f32) -> u32 {
 }
 
 /// Rounds every grid to its bits' levels (in place).
-pub fn round_grids(params: &mut ModelParams, grid_bits: &[u32]) {
+pub(crate) fn round_grids(params: &mut ModelParams, grid_bits: &[u32]) {
     // Every pyramid level has the bits of its level-0 grid.
     let per_level = params.grids.len().max(1);
     for (i, grid) in params.all_grids_mut().enumerate() {
@@ -211,7 +211,7 @@ pub fn round_grids(params: &mut ModelParams, grid_bits: &[u32]) {
 
 /// The model as it ships: latents rounded, weights quantised in `format` (dequantised values).
 #[must_use]
-pub fn finalize(mut params: ModelParams, grid_bits: &[u32], format: quant::WeightFormat) -> ModelParams {
+pub(crate) fn finalize(mut params: ModelParams, grid_bits: &[u32], format: quant::WeightFormat) -> ModelParams {
     round_grids(&mut params, grid_bits);
     params.layers = params.layers.iter().map(|l| quant::fake_quantize(l, format)).collect();
     params

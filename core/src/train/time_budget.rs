@@ -60,7 +60,7 @@ impl TimeBudget {
 /// options unchanged without a budget. `make` builds the trainer the run will use, from options;
 /// the probe runs it on a long schedule (so every probe step is an early, noisy-latent step) and
 /// throws it away.
-pub fn fit_time_budget<'o, 't>(
+pub(crate) fn fit_time_budget<'o, 't>(
     options: &'o CompressOptions,
     make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
     cancel: &Cancel,
@@ -118,7 +118,7 @@ pub const ANNOUNCE_ABOVE_TEXELS: f64 = 1e8;
 /// For a long run without a time budget (more than [`ANNOUNCE_ABOVE_TEXELS`] texels, e.g.
 /// `--preset max` on a CPU): times `make`'s trainer for about a second and says, through
 /// [`Progress::note`], how long the run will take. Nothing for shorter runs.
-pub fn announce_duration<'t>(
+pub(crate) fn announce_duration<'t>(
     options: &CompressOptions,
     make: impl FnOnce(&CompressOptions) -> Result<Box<dyn Trainer + 't>, TrainError>,
     backend: &str,

@@ -2,7 +2,7 @@
 //! shapes, GGX + Lambert under the lights, and the rendered error `texset eval` reports.
 
 use super::{Manifest, NONE, PreviewUniforms, Shape};
-use texset_core::model::reference::linear_to_srgb;
+use texset_core::{decode::unmap, model::linear_to_srgb};
 
 type V3 = [f32; 3];
 
@@ -252,7 +252,7 @@ pub fn render_cpu(manifest: &Manifest, material: usize, maps: &[StoredMap], shap
         for (c, v) in t.iter_mut().enumerate().take(channels as usize) {
             *v = values.get(base + c).copied().unwrap_or(0.0);
         }
-        Some(texset_core::decode::unmap(entry, t))
+        Some(unmap(entry, t))
     };
     let mut out = Vec::with_capacity(width as usize * height as usize * 4);
     for y in 0..height {

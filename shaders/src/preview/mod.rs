@@ -8,8 +8,10 @@
 
 use crate::model::GpuModel;
 use crate::{GpuError, block_on, check_device_limit, to_u32};
-use texset_core::bundle::{Bundle, Manifest};
-use texset_core::set::MapKind;
+use texset_core::{
+    bundle::{Bundle, Manifest},
+    set::MapKind,
+};
 
 mod cpu;
 

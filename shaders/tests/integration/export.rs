@@ -2,7 +2,7 @@
 //! GLSL by glslangValidator where it is installed, as in CI).
 #![allow(clippy::unwrap_used)]
 
-use texset_core::model::params::MAX_MLP_WIDTH;
+use texset_core::model::MAX_MLP_WIDTH;
 use texset_shaders::export::{ExternalCheck, external_check};
 use texset_shaders::{EntryPoint, GpuError, GpuModel, ShaderLang, export_shader};
 use texset_testkit::{tiny_bundle, tiny_bundle_with_widths};

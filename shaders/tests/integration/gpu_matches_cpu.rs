@@ -3,7 +3,11 @@
 //! (stored values and shading values).
 #![allow(clippy::unwrap_used)]
 
-use texset_core::Decoder;
+use texset_core::{
+    Decoder,
+    decode::unmap,
+    model::{full_mip_count, level_size},
+};
 use texset_shaders::{DecodeMode, GpuDecoder, renders_fragment_format, request_device};
 use texset_testkit::{gpu_or_skip, tiny_bundle, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips};
 
@@ -68,7 +72,7 @@ fn gpu_matches_cpu_reference() {
             for texel in want.values.chunks_exact(channels) {
                 let mut t = [0.0; 4];
                 t[..channels].copy_from_slice(texel);
-                want_shaded.extend_from_slice(&texset_core::decode::unmap(entry, t)[..channels]);
+                want_shaded.extend_from_slice(&unmap(entry, t)[..channels]);
             }
             let diffs = max_diff_per_channel(&shaded.values, &want_shaded, channels);
             println!("{name} shading: max |gpu - cpu| per channel = {diffs:?}");
@@ -129,11 +133,11 @@ fn check_mip_chain(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_c
         for (m, entry) in material.maps.iter().enumerate() {
             let name = format!("{}/{} (mip group {group})", material.name, entry.kind);
             let levels = cpu.map_mip_levels(k, m).unwrap();
-            assert_eq!(levels, texset_core::model::params::full_mip_count(entry.width, entry.height));
+            assert_eq!(levels, full_mip_count(entry.width, entry.height));
             for level in 0..levels {
                 let want = cpu.decode_map_level(k, m, level).unwrap();
                 let got = gpu.decode_map_level(device, queue, k, m, level, DecodeMode::Stored).unwrap();
-                assert_eq!((got.width, got.height), texset_core::model::mips::level_size(entry.width, entry.height, level));
+                assert_eq!((got.width, got.height), level_size(entry.width, entry.height, level));
                 assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
                 let diffs = max_diff_per_channel(&got.values, &want.values, want.channels as usize);
                 println!("{name} level {level} ({}x{}): max |gpu - cpu| per channel = {diffs:?}", got.width, got.height);
@@ -162,7 +166,7 @@ fn check_mip_chain(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_c
                         cpu.decode_texel_lod(k, m, *u, *v, lod, &mut t).unwrap();
                         let want = match mode {
                             DecodeMode::Stored => t,
-                            DecodeMode::Shading => texset_core::decode::unmap(entry, t),
+                            DecodeMode::Shading => unmap(entry, t),
                         };
                         for c in 0..4 {
                             let d = (g[c] - want[c]).abs();
@@ -224,7 +228,7 @@ fn gpu_matches_cpu_at_the_widest_decoder() {
     let Some((_, device, queue)) = gpu_or_skip("gpu_matches_cpu_at_the_widest_decoder", request_device().unwrap()) else {
         return;
     };
-    let widest = texset_core::model::params::MAX_MLP_WIDTH as u32;
+    let widest = texset_core::model::MAX_MLP_WIDTH as u32;
     let bundle = texset_testkit::tiny_bundle_with_widths(&[widest, 64]);
     let cpu = Decoder::new(&bundle);
     let gpu = GpuDecoder::new(&device, &bundle).unwrap();

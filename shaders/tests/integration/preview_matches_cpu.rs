@@ -3,7 +3,7 @@
 //! tiny library; the image is not blank and changes as the lights move.
 #![allow(clippy::unwrap_used)]
 
-use texset_core::Decoder;
+use texset_core::{Decoder, decode::unmap};
 use texset_shaders::preview::{PreviewRenderer, PreviewUniforms, Shape, map_lod, shade};
 use texset_shaders::request_device;
 use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle, tiny_bundle_with_mips};
@@ -45,7 +45,7 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
             let lod = map_lod(footprint, &maps[i]);
             let mut t = [0.0; 4];
             cpu.decode_texel_lod(material, i, uv[0], uv[1], lod, &mut t).unwrap();
-            Some(texset_core::decode::unmap(&maps[i], t))
+            Some(unmap(&maps[i], t))
         };
         for shape in [Shape::Sphere, Shape::Plane, Shape::Cube] {
             let mut uniforms = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, shape, aspect).with_srgb_encoding(true);

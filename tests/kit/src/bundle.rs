@@ -1,8 +1,10 @@
 //! A small hand-built bundle for the GPU tests (texset-shaders') and the limits both sides share.
 
-use texset_core::bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat};
-use texset_core::model::quant::QuantizedLayer;
-use texset_core::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
+use texset_core::{
+    bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat},
+    model::{QuantizedLayer, mip_grid_side},
+    set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
+};
 
 /// A small deterministic generator (`SplitMix64`).
 struct Rng(u64);
@@ -93,8 +95,8 @@ fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32
             let m = k * group;
             grids.iter().map(move |g| GridEntry {
                 // Growth 2 (the compressor's default), for maps up to 13x11.
-                width: texset_core::model::params::mip_grid_side(g.width, m, 2.0, (13 >> m).max(1)),
-                height: texset_core::model::params::mip_grid_side(g.height, m, 2.0, (11 >> m).max(1)),
+                width: mip_grid_side(g.width, m, 2.0, (13 >> m).max(1)),
+                height: mip_grid_side(g.height, m, 2.0, (11 >> m).max(1)),
                 ..g.clone()
             })
         })

@@ -50,7 +50,7 @@ pub fn small_set(size: u32) -> TextureSet {
 #[cfg(feature = "train")]
 #[must_use]
 pub fn burn_decode(
-    model: &texset_core::train::burn::model::NtcModel,
+    model: &texset_core::internal_tests::NtcModel,
     device: &burn::prelude::Device,
     uv: &[f32],
     budget: &[u32],

@@ -1,9 +1,11 @@
 //! Bundle round trip and rejection of corrupted bytes.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use texset_core::bundle::{Bundle, BundleError};
-use texset_core::{Cancel, CompressOptions, NoProgress, compress};
-use texset_core::{ModelConfig, ScheduleConfig};
+use texset_core::{
+    Cancel, CompressOptions, ModelConfig, NoProgress, ScheduleConfig,
+    bundle::{Bundle, BundleError},
+    compress,
+};
 
 fn small_bundle() -> Vec<u8> {
     let set = texset_testkit::small_set(32);
@@ -252,8 +254,7 @@ fn mutated_bundles_with_valid_checksums_never_panic() {
 
 #[test]
 fn every_weight_format_trains_packs_and_round_trips() {
-    use texset_core::decode::Decoder;
-    use texset_core::model::quant::WeightFormat;
+    use texset_core::{decode::Decoder, model::WeightFormat};
     let set = texset_testkit::small_set(32);
     let mut sizes = Vec::new();
     for format in WeightFormat::ALL {

@@ -2,11 +2,12 @@
 //! the CPU reference. Skipped, and counted as skipped by CI, when the machine has no adapter at all.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use texset_core::decode::Decoder;
-use texset_core::train::burn::model::NtcModel;
-use texset_core::train::burn::{adapters, device_for};
-use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
-use texset_core::{RunOptions, ScheduleConfig};
+use texset_core::{
+    Backend, Cancel, CompressOptions, NoProgress, RunOptions, ScheduleConfig, compress,
+    decode::Decoder,
+    internal_tests::NtcModel,
+    train::{adapters, device_for},
+};
 use texset_testkit::gpu_or_skip;
 
 #[test]

@@ -3,22 +3,21 @@
 //! resume. Skipped, and counted as skipped by CI, where the machine has no adapter at all.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use texset_core::Decoder;
-use texset_core::eval::evaluate;
-use texset_core::model::params::ModelParams;
-use texset_core::model::quant::{self, WeightFormat};
-use texset_core::options::CheckpointOptions;
-use texset_core::rng::Rng;
-use texset_core::set::MapKind;
-use texset_core::train::gpu::{GpuTrainer, WeightMemory};
-use texset_core::train::{Batch, Sampler, Schedule, initial_params, loss_and_grads};
 use texset_core::{
-    Backend, BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, compress,
+    Backend, BudgetConfig, Cancel, CompressOptions, Decoder, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, analyse,
+    compress,
+    eval::evaluate,
+    internal_tests::{WeightMemory, loss_and_grads, run as run_loop},
+    model::{ModelParams, WeightFormat, fake_quantize},
+    options::CheckpointOptions,
+    rng::Rng,
+    set::{MapKind, load_library},
+    train::{Batch, GpuTrainer, Sampler, Schedule, adapters, initial_params},
 };
 use texset_testkit::gpu_or_skip;
 
 fn adapter(test: &str) -> bool {
-    gpu_or_skip(test, texset_core::train::burn::adapters().first()).is_some()
+    gpu_or_skip(test, adapters().first()).is_some()
 }
 
 /// Two materials: the small synthetic one, and a copy whose base colour is a colour-shifted
@@ -110,7 +109,7 @@ fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
 
 /// One step's loss and gradients on the GPU equal the fused CPU kernel's, on the same draws.
 fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions, memories: &[WeightMemory]) {
-    let (layout, report) = texset_core::analyse::analyse(set, options).unwrap();
+    let (layout, report) = analyse(set, options).unwrap();
     assert_eq!(layout.mip_levels > 1, options.model.mips, "a mip chain with mips");
     if options.model.mips {
         assert_eq!(layout.mip_group, options.model.mip_group);
@@ -159,7 +158,7 @@ fn the_gpu_fake_quantises_weights_as_the_cpu_does() {
         schedule: ScheduleConfig { steps: 4, batch_texels: 256, ..ScheduleConfig::default() },
         ..CompressOptions::default()
     };
-    let (layout, _) = texset_core::analyse::analyse(&set, &options).unwrap();
+    let (layout, _) = analyse(&set, &options).unwrap();
     let mut params = initial_params(&set, &layout, 5);
     // Weights over several binades, some tiny, some exact ties of the int8 grid.
     let mut rng = Rng::new(9, 0, 0);
@@ -172,7 +171,7 @@ fn the_gpu_fake_quantises_weights_as_the_cpu_does() {
     for format in [WeightFormat::Int8, WeightFormat::Fp16, WeightFormat::Fp8E4m3, WeightFormat::MxInt8] {
         let gpu = trainer.fake_quantised_layers(format).unwrap();
         for (l, (g, layer)) in gpu.iter().zip(&params.layers).enumerate() {
-            let cpu = quant::fake_quantize(layer, format);
+            let cpu = fake_quantize(layer, format);
             // Equal values (a code of 0 may come out as −0 on the GPU: adding +0 makes it +0).
             let differ = g.weights.iter().zip(&cpu.weights).filter(|(a, b)| (**a + 0.0).to_bits() != (**b + 0.0).to_bits()).count();
             assert_eq!(differ, 0, "{format:?}, layer {l}: {differ} of {} weights differ", cpu.weights.len());
@@ -200,7 +199,7 @@ fn a_gpu_run_scores_within_a_third_of_a_db_of_the_cpu_trainer() {
     if !adapter("a_gpu_run_scores_within_a_third_of_a_db_of_the_cpu_trainer") {
         return;
     }
-    let (set, _) = texset_core::set::ingest::load_library(&texset_testkit::sample_dirs()).unwrap();
+    let (set, _) = load_library(&texset_testkit::sample_dirs()).unwrap();
     let options = |backend| CompressOptions {
         schedule: ScheduleConfig { steps: 300, seed: 1, ..ScheduleConfig::default() },
         run: RunOptions { backend, ..RunOptions::default() },
@@ -269,15 +268,15 @@ fn a_gpu_run_past_its_deadline_ends_at_its_first_look() {
         schedule: ScheduleConfig { steps: 40, batch_texels: 256, ..ScheduleConfig::default() },
         ..CompressOptions::default()
     };
-    let (layout, _) = texset_core::analyse::analyse(&set, &options).unwrap();
+    let (layout, _) = analyse(&set, &options).unwrap();
     let params = initial_params(&set, &layout, 1);
     let mut trainer = GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params).unwrap();
-    let loop_options = texset_core::train::run::LoopOptions {
+    let loop_options = texset_core::internal_tests::LoopOptions {
         layout: Some(&layout),
         deadline: Some(std::time::Instant::now()),
-        ..texset_core::train::run::LoopOptions::default()
+        ..texset_core::internal_tests::LoopOptions::default()
     };
-    let outcome = texset_core::train::run::run(&mut trainer, &loop_options, &NoProgress, &Cancel::new()).unwrap();
+    let outcome = run_loop(&mut trainer, &loop_options, &NoProgress, &Cancel::new()).unwrap();
     let refits: Vec<(u32, u32, u32)> = outcome.refits.iter().map(|r| (r.at_step, r.from_steps, r.to_steps)).collect();
     assert_eq!(refits, vec![(10, 40, 11)]);
     assert_eq!(outcome.steps_run, 11);
@@ -295,7 +294,7 @@ fn profiled_steps_time_every_dispatch_and_train_as_plain_steps() {
     }
     let set = library();
     let options = CompressOptions::default();
-    let (layout, _) = texset_core::analyse::analyse(&set, &options).unwrap();
+    let (layout, _) = analyse(&set, &options).unwrap();
     let params = initial_params(&set, &layout, 5);
     let trainer = || GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params).unwrap();
     let (mut plain, mut profiled) = (trainer(), trainer());
@@ -309,7 +308,7 @@ fn profiled_steps_time_every_dispatch_and_train_as_plain_steps() {
     };
     eprintln!("{times:?}");
     let names: Vec<&str> = times.stage_ms.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, texset_core::train::gpu::STAGES);
+    assert_eq!(names, texset_core::internal_tests::STAGES);
     assert_eq!(times.steps, 3);
     assert!(times.stage_ms.iter().all(|(_, ms)| ms.is_finite() && *ms >= 0.0), "{times:?}");
     assert!(times.total_ms() > 0.0, "{times:?}");

@@ -2,9 +2,11 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
-use texset_core::MapKind;
-use texset_core::ScheduleConfig;
-use texset_core::set::ingest::{IngestError, IngestReport, load_library, load_material};
+use texset_core::{
+    MapKind, ScheduleConfig, compress,
+    io::decode_to_folder,
+    set::{IngestError, IngestReport, load_library, load_material},
+};
 
 fn write_png(path: &Path, width: u32, height: u32, channels: u8) {
     let data: Vec<u8> = (0..width * height * u32::from(channels)).map(|i| (i * 37 % 251) as u8).collect();
@@ -204,9 +206,9 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
     assert!((height.channel_ranges[0][0] + 2.0).abs() < 1e-6 && (height.channel_ranges[0][1] - 6.0).abs() < 1e-6);
     let options =
         CompressOptions { schedule: ScheduleConfig { steps: 200, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
-    let out = texset_core::compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+    let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     let decoded = tempfile::tempdir().unwrap();
-    let files = texset_core::io::export::decode_to_folder(&texset_core::Decoder::new(&out.bundle), decoded.path()).unwrap();
+    let files = decode_to_folder(&texset_core::Decoder::new(&out.bundle), decoded.path()).unwrap();
     let exr = files.iter().find(|p| p.extension().is_some_and(|e| e == "exr")).expect("an EXR output");
     let back = image::open(exr).unwrap().to_rgb32f();
     let (lo, hi) = back.as_raw().iter().step_by(3).fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
@@ -218,8 +220,7 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
 /// mutated PNG, JPEG, TGA and EXR files decode or give an error naming the file, never a panic.
 #[test]
 fn mutated_image_files_decode_or_give_an_error_naming_the_file() {
-    use texset_core::set::NormalConvention;
-    use texset_core::set::ingest::decode_texture;
+    use texset_core::set::{NormalConvention, decode_texture};
     let rgb = image::RgbImage::from_fn(8, 8, |x, y| image::Rgb([(x * 30) as u8, (y * 30) as u8, 128]));
     let encode = |image: image::DynamicImage, format: image::ImageFormat| {
         let mut bytes = Vec::new();
@@ -288,8 +289,7 @@ fn with_png_crcs_fixed(bytes: &[u8]) -> Vec<u8> {
 /// ingest_image`, first byte choosing the file name as in the target) stays fixed.
 #[test]
 fn fuzz_regressions_stay_fixed() {
-    use texset_core::set::NormalConvention;
-    use texset_core::set::ingest::decode_texture;
+    use texset_core::set::{NormalConvention, decode_texture};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/fuzz-regressions/ingest_image");
     let mut count = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -362,7 +362,7 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
     // in 8-bit steps: 2.7 after 60 steps, 1.1 after 150, 0.13 after 300, under 0.01 after 600).
     let options =
         CompressOptions { schedule: ScheduleConfig { steps: 600, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
-    let out = texset_core::compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+    let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     let manifest = &out.bundle.manifest.materials[0];
     for kind in [MapKind::Roughness, MapKind::Orm, MapKind::Metallic] {
         let budget = out.report.analyse.budgets.iter().find(|b| b.texture.ends_with(&format!("/{kind}"))).unwrap();
@@ -391,7 +391,7 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
         assert!(worst < 0.5 / 255.0, "{kind}: decoded {worst} from its value");
     }
     let decoded_dir = tempfile::tempdir().unwrap();
-    texset_core::io::export::decode_to_folder(&decoder, decoded_dir.path()).unwrap();
+    decode_to_folder(&decoder, decoded_dir.path()).unwrap();
     let name = &manifest.name;
     let rough_png = image::open(decoded_dir.path().join(name).join(format!("{name}_roughness.png"))).unwrap();
     assert_eq!(rough_png.color(), image::ColorType::L8);

@@ -3,14 +3,16 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::PathBuf;
-use texset_core::ScheduleConfig;
-use texset_core::bundle::Bundle;
-use texset_core::decode::Decoder;
-use texset_core::drivers::extend::{AddOptions, add_materials};
-use texset_core::eval::evaluate;
-use texset_core::io::export::encode_png;
-use texset_core::set::{MapKind, Material, TextureSet};
-use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{
+    Cancel, CompressOptions, NoProgress, ScheduleConfig,
+    bundle::Bundle,
+    compress,
+    decode::Decoder,
+    drivers::{AddOptions, add_materials},
+    eval::evaluate,
+    io::encode_png,
+    set::{MapKind, Material, TextureSet},
+};
 
 fn material(name: &str, size: u32, phase: f32, tint: f32) -> Material {
     let s = size as f32;

@@ -4,8 +4,7 @@
 //! are kept in `target/ci-artifacts/lit_quad/` (CI's artifact folder).
 #![allow(clippy::unwrap_used)]
 
-use texset_core::ScheduleConfig;
-use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{Cancel, CompressOptions, NoProgress, ScheduleConfig, compress, set::load_library};
 
 #[path = "../../../shaders/examples/lit_quad.rs"]
 #[allow(dead_code)] // Its `main` and argument parsing are the example's, not the test's.
@@ -17,7 +16,7 @@ fn luminance(p: &[f32]) -> f32 {
 
 #[test]
 fn lit_quad_example_renders_the_bundle_as_the_cpu_reference_does() {
-    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
+    let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
     let options = CompressOptions { schedule: ScheduleConfig { steps: 150, seed: 3, ..Default::default() }, ..CompressOptions::default() };
     let bundle = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle;
     // Through the file format, as an engine gets it.

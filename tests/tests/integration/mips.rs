@@ -5,14 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use texset_core::RunOptions;
-use texset_core::bundle::Bundle;
-use texset_core::decode::Decoder;
-use texset_core::eval::metrics::SquaredError;
-use texset_core::options::Backend;
-use texset_core::set::{MapKind, Material, TextureSet};
-use texset_core::{Cancel, CompressOptions, NoProgress, compress};
-use texset_core::{ModelConfig, ScheduleConfig};
+use texset_core::{
+    Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig,
+    bundle::Bundle,
+    compress,
+    decode::Decoder,
+    eval::{SquaredError, evaluate_mips},
+    internal_tests::{box_chain, quantize_to_format},
+    model::full_mip_count,
+    options::Backend,
+    set::{MapKind, Material, TextureSet, load_library},
+};
 use texset_testkit::texture;
 
 /// A material with detail at every scale (so every mip level has something to learn and a level
@@ -54,11 +57,11 @@ fn level_psnr(set: &TextureSet, decoder: &Decoder) -> Vec<f64> {
     let mut pooled: Vec<SquaredError> = Vec::new();
     for (m, _, t) in set.textures() {
         let k = set.materials[m].textures.iter().position(|x| x.kind == t.kind).unwrap();
-        let chain = texset_core::model::mips::box_chain(&t.texels, t.width, t.height, t.channels, t.kind, t.color_space, &t.channel_ranges);
+        let chain = box_chain(&t.texels, t.width, t.height, t.channels, t.kind, t.color_space, &t.channel_ranges);
         let reference = std::iter::once(t.texels.as_slice()).chain(chain.iter().map(|l| l.values.as_slice()));
         for (level, values) in reference.enumerate() {
             let mut d = decoder.decode_map_level(m, k, level as u32).unwrap();
-            texset_core::eval::quantize_to_format(&mut d.values, t.sample_format);
+            quantize_to_format(&mut d.values, t.sample_format);
             if pooled.len() <= level {
                 pooled.push(SquaredError::default());
             }
@@ -72,7 +75,7 @@ fn level_psnr(set: &TextureSet, decoder: &Decoder) -> Vec<f64> {
 fn every_mip_level_is_trained_and_round_trips() {
     // The bricks sample (256², five maps): detail at every scale, like a real material.
     let bricks: Vec<PathBuf> = texset_testkit::sample_dirs().into_iter().filter(|d| d.ends_with("bricks")).collect();
-    let (set, _) = texset_core::set::ingest::load_library(&bricks).unwrap();
+    let (set, _) = load_library(&bricks).unwrap();
     let with = compress(&set, &options(true), &NoProgress, &Cancel::new()).unwrap();
     let without = compress(&set, &options(false), &NoProgress, &Cancel::new()).unwrap();
 
@@ -108,7 +111,7 @@ fn every_mip_level_is_trained_and_round_trips() {
     assert!((1.8..2.2).contains(&ratio), "a pyramid level per mip level: latent bytes grew {ratio:.3}x");
 
     // Quality of every level against the box-filtered reference chain.
-    let report = texset_core::eval::evaluate_mips(&set, &Decoder::new(&with.bundle)).unwrap().unwrap();
+    let report = evaluate_mips(&set, &Decoder::new(&with.bundle)).unwrap().unwrap();
     let with_levels = level_psnr(&set, &Decoder::new(&with.bundle));
     let without_levels = level_psnr(&set, &Decoder::new(&without.bundle));
     println!("pooled PSNR per level with the pyramid:    {with_levels:.2?}");
@@ -119,7 +122,7 @@ fn every_mip_level_is_trained_and_round_trips() {
     for m in &report.maps {
         let t = set.materials[0].textures.iter().find(|t| t.kind.to_string() == m.map).unwrap();
         println!("{}: {:.2?}", m.map, m.level_psnr_db);
-        assert_eq!(m.level_psnr_db.len() as u32, texset_core::model::params::full_mip_count(t.width, t.height), "{}", m.map);
+        assert_eq!(m.level_psnr_db.len() as u32, full_mip_count(t.width, t.height), "{}", m.map);
         assert_eq!(m.level_sizes.last(), Some(&[1, 1]));
     }
     // Level 0 keeps most of its quality with the pyramid training beside it...
@@ -198,7 +201,7 @@ fn lod_filtering_blends_levels_and_clamps() {
     decoder.decode_texel_lod(0, 0, 0.3, 0.7, 0.0, &mut t0).unwrap();
     decoder.decode_texel_lod(0, 0, 0.3, 0.7, 3.5, &mut t3).unwrap();
     assert_eq!(t0, t3);
-    assert!(texset_core::eval::evaluate_mips(&set, &decoder).unwrap().is_none());
+    assert!(evaluate_mips(&set, &decoder).unwrap().is_none());
 }
 
 #[test]
@@ -263,8 +266,10 @@ fn inconsistent_pyramids_are_rejected() {
 /// at their own texel centres, the LOD input says which level; levels past the pyramid clamp.
 #[test]
 fn mip_levels_of_a_group_share_grids_and_differ_in_the_lod_input() {
-    use texset_core::model::params::{LOD_INPUT_SCALE, lod_level, pyramid_level};
-    use texset_core::model::reference::features_at_level;
+    use texset_core::{
+        internal_tests::{features_at_level, lod_level, pyramid_level},
+        model::LOD_INPUT_SCALE,
+    };
     // 4 mip levels in groups of 2: mips 0-1 read level 0's grids, mips 2-3 pyramid level 1's.
     let bundle = texset_testkit::tiny_bundle_with_grouped_mips(4, 2);
     let params = bundle.model_params();

@@ -4,15 +4,16 @@
 // Reason: the weights compared are products of small exact values (3 · 0.5, 1).
 #![allow(clippy::unwrap_used, clippy::float_cmp)]
 
-use texset_core::analyse::analyse;
-use texset_core::options::{NORMAL_LOSS_WEIGHT, NormalTargets, OptionsError};
-use texset_core::rng::Rng;
-use texset_core::set::{MapKind, TextureSet};
-use texset_core::train::{Batch, Sampler};
-use texset_core::{CompressOptions, ScheduleConfig};
+use texset_core::{
+    CompressOptions, ScheduleConfig, analyse,
+    options::{NORMAL_LOSS_WEIGHT, NormalTargets, OptionsError},
+    rng::Rng,
+    set::{MapKind, TextureSet},
+    train::{Batch, Sampler},
+};
 
 /// A normal map whose normals are tilted and 0.6–1.0 long (as a JPEG-sourced map stores them).
-pub fn short_normals(size: u32) -> texset_core::set::Texture {
+pub(crate) fn short_normals(size: u32) -> texset_core::set::Texture {
     texset_testkit::texture(MapKind::Normal, size, size, 3, |x, y, c| {
         let (u, v) = (x as f32 / size as f32, y as f32 / size as f32);
         let n = [0.4 * (u * 7.0).sin(), 0.3 * (v * 5.0).cos(), 0.8];

@@ -9,10 +9,12 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::PathBuf;
-use texset_core::drivers::extend::{AddOptions, add_materials};
-use texset_core::options::{Backend, LearnedBudgets};
-use texset_core::{BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
-use texset_core::{Cancel, CompressOptions, NoProgress, TextureSet, compress};
+use texset_core::{
+    BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, TextureSet, compress,
+    drivers::{AddOptions, add_materials},
+    options::{Backend, LearnedBudgets},
+    set::load_library,
+};
 
 fn pinned(name: &str) -> PathBuf {
     texset_testkit::repo_root().join("tests/data/pinned").join(name)
@@ -20,7 +22,7 @@ fn pinned(name: &str) -> PathBuf {
 
 fn sample_library(names: &[&str]) -> TextureSet {
     let dirs: Vec<PathBuf> = names.iter().map(|n| texset_testkit::repo_root().join("sample_textures").join(n)).collect();
-    texset_core::set::ingest::load_library(&dirs).unwrap().0
+    load_library(&dirs).unwrap().0
 }
 
 /// Compares `bytes` with the pinned file, or writes it under `TEXSET_REPIN=1`.

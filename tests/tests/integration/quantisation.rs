@@ -2,18 +2,19 @@
 //! `--weight-quant`): what each schedule does, and QAT's known win at low latent bits.
 #![allow(clippy::unwrap_used)]
 
-use texset_core::decode::Decoder;
-use texset_core::eval::evaluate;
-use texset_core::options::Quantisation;
-use texset_core::pipeline::analyse;
-use texset_core::progress::TrainPhase::{FrozenLatents as F, Int8Weights as I, NoisyLatents as N};
-use texset_core::train::Schedule;
-use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
-use texset_core::{ModelConfig, RunOptions, ScheduleConfig};
+use texset_core::{
+    Backend, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, analyse, compress,
+    decode::Decoder,
+    eval::evaluate,
+    options::Quantisation,
+    progress::TrainPhase::{FrozenLatents as F, Int8Weights as I, NoisyLatents as N},
+    set::load_library,
+    train::Schedule,
+};
 
 #[test]
 fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
-    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let qat = CompressOptions {
         schedule: ScheduleConfig {
             steps: 1000,
@@ -67,8 +68,8 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
 
 #[test]
 fn auto_quantisation_picks_the_measured_winner() {
-    use texset_core::model::quant::WeightFormat;
-    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    use texset_core::model::WeightFormat;
+    let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let options = CompressOptions { schedule: ScheduleConfig { steps: 1000, ..Default::default() }, ..CompressOptions::default() };
     assert_eq!((options.schedule.latent_quantisation, options.schedule.weight_quantisation), (Quantisation::Auto, Quantisation::Auto));
     let with = |bits: u32, format: WeightFormat| {

@@ -2,15 +2,17 @@
 //! reaches the target, every trial reported.
 #![allow(clippy::unwrap_used)]
 
-use texset_core::ScheduleConfig;
-use texset_core::decode::Decoder;
-use texset_core::drivers::rate::{RateTarget, compress_to_psnr};
-use texset_core::eval::evaluate;
-use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{
+    Cancel, CompressOptions, NoProgress, ScheduleConfig, compress,
+    decode::Decoder,
+    drivers::{RateTarget, compress_to_psnr},
+    eval::evaluate,
+    set::load_library,
+};
 
 #[test]
 fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
-    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
+    let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
     let base = CompressOptions { schedule: ScheduleConfig { steps: 150, seed: 11, ..Default::default() }, ..CompressOptions::default() };
     // The target: what 3 bits per texel reaches with these options.
     let mut at_3 = base.clone();
@@ -51,7 +53,7 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
 #[test]
 fn match_bc_reaches_the_block_compressed_psnr_at_fewer_bits() {
     use texset_core::eval::bcn::{Profile, baseline, round_trip};
-    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
+    let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
 
     // The baseline is each map's own block-compression round trip, pooled by value count.
     let low = baseline(&set, Profile::Low);

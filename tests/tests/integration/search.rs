@@ -2,11 +2,13 @@
 //! runs, the best and the preset's shape in full, a cache that starts a similar set warm.
 #![allow(clippy::unwrap_used)]
 
-use texset_core::ScheduleConfig;
-use texset_core::decode::Decoder;
-use texset_core::drivers::search::{SearchOptions, SearchSpace, Source, Strategy, search_precision};
-use texset_core::eval::evaluate;
-use texset_core::{Cancel, CompressOptions, NoProgress};
+use texset_core::{
+    Cancel, CompressOptions, NoProgress, ScheduleConfig,
+    decode::Decoder,
+    drivers::{SearchOptions, SearchSpace, Source, Strategy, search_precision},
+    eval::evaluate,
+    set::load_library,
+};
 
 /// Four points: the default shape and its neighbours in latent bits and decoder size.
 fn small_space() -> SearchSpace {
@@ -15,13 +17,13 @@ fn small_space() -> SearchSpace {
         finest_texels_per_cell: vec![4],
         channel_splits: vec![[12, 16]],
         hidden_widths: vec![vec![32, 32], vec![64, 48, 32]],
-        weight_formats: vec![texset_core::model::quant::WeightFormat::Int8],
+        weight_formats: vec![texset_core::model::WeightFormat::Int8],
     }
 }
 
 #[test]
 fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
-    let (set, _) = texset_core::set::ingest::load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
+    let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/bricks")]).unwrap();
     let base = CompressOptions { schedule: ScheduleConfig { steps: 200, seed: 5, ..Default::default() }, ..CompressOptions::default() };
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache/search.json");
@@ -85,7 +87,7 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
         assert_eq!(warm_report.trials[1].point, first_choice);
         assert_eq!(warm_report.trials[1].source, Source::Warm);
     }
-    let cached = texset_core::drivers::search::SearchCache::read(&cache).unwrap();
+    let cached = texset_core::drivers::SearchCache::read(&cache).unwrap();
     assert_eq!(cached.searches.len(), 2);
 
     // A point that cannot fit the rate (a decoder of a quarter megabyte, as wide as training
@@ -133,7 +135,7 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
         .space
         .channel_splits
         .iter()
-        .map(|&s| texset_core::drivers::search::SearchPoint { channel_split: s, ..report.trials[0].point.clone() })
+        .map(|&s| texset_core::drivers::SearchPoint { channel_split: s, ..report.trials[0].point.clone() })
         .collect();
     let fitted: Vec<_> = points.iter().map(|p| p.options(&base, 3.0, &set).unwrap()).collect();
     assert_eq!(fitted[0], fitted[1], "the test needs both splits to size to the same options at 3 bits per texel");

@@ -2,14 +2,16 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::PathBuf;
-use texset_core::bundle::Bundle;
-use texset_core::decode::Decoder;
-use texset_core::eval::evaluate;
-use texset_core::options::{LearnedBudgets, Quantisation};
-use texset_core::pipeline::analyse;
-use texset_core::set::{MapKind, Material, TextureSet};
-use texset_core::{BudgetConfig, ScheduleConfig};
-use texset_core::{Cancel, CompressOptions, NoProgress, compress};
+use texset_core::{
+    BudgetConfig, Cancel, CompressOptions, NoProgress, ScheduleConfig, analyse,
+    bundle::Bundle,
+    compress,
+    decode::Decoder,
+    eval::evaluate,
+    internal_tests::material_groups,
+    options::{LearnedBudgets, Quantisation},
+    set::{MapKind, Material, TextureSet},
+};
 
 fn options() -> CompressOptions {
     CompressOptions { schedule: ScheduleConfig { steps: 300, batch_texels: 2048, ..Default::default() }, ..CompressOptions::default() }
@@ -279,7 +281,7 @@ fn related_sharing_gives_each_material_group_its_own_channels() {
         ..options()
     };
     let (layout, report) = analyse(&set, &o).unwrap();
-    assert_eq!(texset_core::analyse::groups::material_groups(&layout.textures), vec![0, 0, 1]);
+    assert_eq!(material_groups(&layout.textures), vec![0, 0, 1]);
     let red = &layout.textures[0][0].latent_channels;
     let blue = &layout.textures[1][0].latent_channels;
     let m = &layout.textures[2][0].latent_channels;

@@ -1,16 +1,17 @@
 //! Training quality, determinism, resume, budgets and the decoder against the burn model.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use texset_core::bundle::Bundle;
-use texset_core::decode::Decoder;
-use texset_core::eval::evaluate;
-use texset_core::options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod};
-use texset_core::pipeline::analyse;
-use texset_core::rng::Rng;
-use texset_core::train::burn::model::NtcModel;
-use texset_core::train::{Batch, Sampler, forward_backward, initial_params, loss_and_grads};
-use texset_core::{BudgetConfig, ModelConfig, RunOptions, ScheduleConfig};
-use texset_core::{Cancel, CompressOptions, NoProgress, Progress, compress};
+use texset_core::{
+    BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, analyse,
+    bundle::Bundle,
+    compress,
+    decode::Decoder,
+    eval::evaluate,
+    internal_tests::{NtcModel, burn_loss_and_grads, forward_backward, loss_and_grads, starting_params},
+    options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod},
+    rng::Rng,
+    train::{Batch, Sampler, initial_params},
+};
 
 fn quick_options() -> CompressOptions {
     CompressOptions { schedule: ScheduleConfig { steps: 400, batch_texels: 2048, ..Default::default() }, ..CompressOptions::default() }
@@ -18,13 +19,13 @@ fn quick_options() -> CompressOptions {
 
 /// PSNR of predicting every channel's mean: what a model that learned nothing spatial reaches.
 fn mean_predictor_psnr(set: &texset_core::TextureSet) -> f64 {
-    let mut se = texset_core::eval::metrics::SquaredError::default();
+    let mut se = texset_core::eval::SquaredError::default();
     for (_, _, t) in set.textures() {
         let ch = t.channels as usize;
         for c in 0..ch {
             let values: Vec<f32> = t.texels.iter().skip(c).step_by(ch).copied().collect();
             let mean = values.iter().sum::<f32>() / values.len() as f32;
-            se.add(texset_core::eval::metrics::SquaredError::of(&values, &vec![mean; values.len()]));
+            se.add(texset_core::eval::SquaredError::of(&values, &vec![mean; values.len()]));
         }
     }
     se.psnr_db()
@@ -182,14 +183,8 @@ fn fused_trainer_gradients_match_burn_autodiff() {
     let mut batch = Batch::default();
     sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
     let (loss, grads) = loss_and_grads(&params, &batch);
-    let (burn_loss, burn_grads) = texset_core::train::burn::trainer::loss_and_grads(
-        &params,
-        &batch.uv,
-        &batch.mask,
-        &batch.target,
-        &batch.weight,
-        &burn::prelude::Device::flex(),
-    );
+    let (burn_loss, burn_grads) =
+        burn_loss_and_grads(&params, &batch.uv, &batch.mask, &batch.target, &batch.weight, &burn::prelude::Device::flex());
     assert!((loss - burn_loss).abs() <= 1e-5 * loss.abs().max(1.0), "loss {loss} vs burn {burn_loss}");
     // Compare every gradient array relative to its own scale (f32 sums in different orders).
     let check = |name: &str, a: &[f32], b: &[f32]| {
@@ -357,7 +352,7 @@ impl Progress for EverySnapshot {
     fn snapshot_due(&self) -> bool {
         true
     }
-    fn snapshot(&self, layout: &texset_core::model::layout::ModelLayout, _params: &texset_core::model::params::ModelParams) {
+    fn snapshot(&self, layout: &texset_core::model::ModelLayout, _params: &texset_core::model::ModelParams) {
         let budgets = layout.textures.iter().flatten().map(|t| t.latent_channels.clone()).collect();
         self.budgets.lock().unwrap().push(budgets);
     }
@@ -447,7 +442,7 @@ fn a_time_budget_sets_the_steps_from_a_timed_probe() {
     assert!(budget.probe_steps >= 2 && budget.secs_per_step > 0.0, "{budget:?}");
     assert!(budget.probe_secs < budget.budget_secs, "{budget:?}");
     // The steps come from the measurement, not from `schedule.steps`.
-    assert_eq!(budget.steps, texset_core::train::run::TimeBudget::steps_for(1.0, budget.probe_secs, budget.secs_per_step));
+    assert_eq!(budget.steps, texset_core::internal_tests::TimeBudget::steps_for(1.0, budget.probe_secs, budget.secs_per_step));
     assert_eq!(CompressOptions::default().run.time_budget_secs, None);
     for bad in [0.0, -3.0, f64::NAN, f64::INFINITY] {
         options.run.time_budget_secs = Some(bad);
@@ -461,8 +456,10 @@ fn a_time_budget_sets_the_steps_from_a_timed_probe() {
 /// per column, monotonic across, at the target spread. The other channels keep their noise.
 #[test]
 fn pca_latents_start_on_the_contents_principal_direction() {
-    use texset_core::options::LatentInit;
-    use texset_core::set::{MapKind, Material};
+    use texset_core::{
+        options::LatentInit,
+        set::{MapKind, Material},
+    };
     let ramp = |x: u32| x as f32 / 63.0;
     let base = texset_testkit::texture(MapKind::Basecolor, 64, 64, 3, |x, _, c| 0.2 + 0.6 * ramp(x) * (1.0 - 0.2 * c as f32));
     let rough = texset_testkit::texture(MapKind::Roughness, 64, 64, 1, |x, _, _| 0.9 - 0.7 * ramp(x));
@@ -471,9 +468,9 @@ fn pca_latents_start_on_the_contents_principal_direction() {
     };
     let mut options = CompressOptions::default();
     let (layout, _) = analyse(&set, &options).unwrap();
-    let noise = texset_core::train::starting_params(&set, &layout, &options).unwrap();
+    let noise = starting_params(&set, &layout, &options).unwrap();
     options.schedule.latent_init = LatentInit::Pca;
-    let pca = texset_core::train::starting_params(&set, &layout, &options).unwrap();
+    let pca = starting_params(&set, &layout, &options).unwrap();
     for (grid, before) in pca.grids.iter().zip(&noise.grids) {
         let (w, h, ch) = (grid.width as usize, grid.height as usize, grid.channels as usize);
         let at = |x: usize, y: usize| grid.values[(y * w + x) * ch];
@@ -518,7 +515,7 @@ fn a_long_run_says_beforehand_how_long_it_will_take() {
     let progress = NoteThenCancel { notes: std::sync::Mutex::new(Vec::new()), cancel: cancel.clone() };
     let long =
         CompressOptions { schedule: ScheduleConfig { steps: 20_000, batch_texels: 8192, ..Default::default() }, ..Default::default() };
-    const { assert!(20_000.0 * 8192.0 > texset_core::train::run::ANNOUNCE_ABOVE_TEXELS) };
+    const { assert!(20_000.0 * 8192.0 > texset_core::internal_tests::ANNOUNCE_ABOVE_TEXELS) };
     let err = compress(&set, &long, &progress, &cancel).unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     let notes = progress.notes.lock().unwrap().clone();

@@ -5,16 +5,13 @@
 
 use anyhow::Result;
 use std::time::Instant;
-use texset_core::CompressOptions;
-use texset_core::decode::Decoder;
-use texset_core::pipeline::{analyse, pack, quantise};
-use texset_core::train::initial_params;
+use texset_core::{CompressOptions, analyse, decode::Decoder, pack, quantise, set::load_library, train::initial_params};
 
 use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
 
 // `texset bench decode`.
 #[derive(clap::Args)]
-pub struct DecodeBenchArgs {
+pub(crate) struct DecodeBenchArgs {
     #[command(flatten)]
     dirs: DirsArg,
     /// Include GPU decode through the WGSL decoder (any adapter, lavapipe included).
@@ -25,9 +22,9 @@ pub struct DecodeBenchArgs {
 }
 
 impl DecodeBenchArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let dirs = self.dirs.or_samples()?;
-        let (set, _) = texset_core::set::ingest::load_library(&dirs)?;
+        let (set, _) = load_library(&dirs)?;
         let options = CompressOptions::default();
         let (layout, _) = analyse(&set, &options)?;
         let (runs, gpu) = (self.timing.runs.max(1), self.gpu);

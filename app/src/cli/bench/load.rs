@@ -7,16 +7,13 @@
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use texset_core::ScheduleConfig;
-use texset_core::decode::Decoder;
-use texset_core::rng::Rng;
-use texset_core::{Cancel, CompressOptions, NoProgress};
+use texset_core::{Cancel, CompressOptions, NoProgress, ScheduleConfig, compress, decode::Decoder, rng::Rng, set::load_library};
 
 use crate::cli::common::JsonArg;
 
 // `texset bench load`.
 #[derive(clap::Args)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Materials compressed (generated samples).
     #[arg(long, default_value_t = 50)]
     materials: usize,
@@ -34,7 +31,7 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let options = LoadOptions {
             materials: self.materials,
             steps: self.steps,
@@ -47,7 +44,7 @@ impl LoadArgs {
 }
 
 /// What to run.
-pub struct LoadOptions {
+pub(super) struct LoadOptions {
     /// Materials to compress (made by the sample generator, five per seed).
     pub materials: usize,
     /// Training steps per material.
@@ -125,9 +122,9 @@ fn run_in(options: &LoadOptions, work: &std::path::Path, json: bool) -> Result<(
     let start = Instant::now();
     let mut last_bundle = None;
     for (i, folder) in folders.iter().enumerate() {
-        let (set, _) = texset_core::set::ingest::load_library(std::slice::from_ref(folder))?;
-        let compressed = texset_core::compress(&set, &compress_options, &NoProgress, &Cancel::new())
-            .with_context(|| format!("compressing {}", folder.display()))?;
+        let (set, _) = load_library(std::slice::from_ref(folder))?;
+        let compressed =
+            compress(&set, &compress_options, &NoProgress, &Cancel::new()).with_context(|| format!("compressing {}", folder.display()))?;
         let path = work.join("bundle.texset");
         compressed.bundle.write(&path)?;
         last_bundle = Some(path);

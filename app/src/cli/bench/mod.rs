@@ -16,9 +16,10 @@ use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 use super::common::{JsonArg, sample_folders};
+use texset_core::set::load_library;
 
 #[derive(clap::Subcommand)]
-pub enum BenchCommand {
+pub(super) enum BenchCommand {
     /// Training texels/s: the fused CPU trainer, and burn's backends when asked.
     Train(train::TrainBenchArgs),
     /// Decode texels/s: the CPU reference, and the WGSL decoder on a GPU when asked.
@@ -59,7 +60,7 @@ pub enum BenchCommand {
 }
 
 impl BenchCommand {
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         match self {
             Self::Train(args) => args.run(),
             Self::Decode(args) => args.run(),
@@ -75,14 +76,14 @@ impl BenchCommand {
 
 // The material folders a bench runs on.
 #[derive(Clone, clap::Args)]
-pub struct DirsArg {
+pub(super) struct DirsArg {
     /// Material folders (default: `sample_textures`/*).
     pub dirs: Vec<PathBuf>,
 }
 
 impl DirsArg {
     /// The folders given, or when none are the sample folders (an error when there are none either).
-    pub fn or_samples(self) -> Result<Vec<PathBuf>> {
+    pub(super) fn or_samples(self) -> Result<Vec<PathBuf>> {
         if !self.dirs.is_empty() {
             return Ok(self.dirs);
         }
@@ -96,7 +97,7 @@ impl DirsArg {
 
 // `--runs` and `--json` of the throughput benches.
 #[derive(clap::Args)]
-pub struct TimingArgs {
+pub(super) struct TimingArgs {
     /// Timed runs per measurement (median reported).
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -106,7 +107,7 @@ pub struct TimingArgs {
 
 /// One throughput figure of `bench train` or `bench decode` (the `--json` array's elements).
 #[derive(serde::Serialize)]
-pub struct Measurement {
+pub(super) struct Measurement {
     pub what: String,
     pub texels_per_sec: f64,
     pub runs: usize,
@@ -116,7 +117,7 @@ pub struct Measurement {
 }
 
 /// Prints measurements as a JSON array or one line each.
-pub fn print_measurements(results: &[Measurement], json: bool) -> Result<()> {
+pub(super) fn print_measurements(results: &[Measurement], json: bool) -> Result<()> {
     if json {
         return JsonArg::print(&results);
     }
@@ -130,14 +131,14 @@ pub fn print_measurements(results: &[Measurement], json: bool) -> Result<()> {
 }
 
 /// The median (the upper one of an even count; 0 for none).
-pub fn median(mut v: Vec<f64>) -> f64 {
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// One material folder as its own set, named by the folder (what every per-set bench reports).
-pub fn load_named(dir: &Path) -> Result<(String, texset_core::TextureSet)> {
-    let (set, _) = texset_core::set::ingest::load_library(std::slice::from_ref(&dir.to_path_buf()))?;
+pub(super) fn load_named(dir: &Path) -> Result<(String, texset_core::TextureSet)> {
+    let (set, _) = load_library(std::slice::from_ref(&dir.to_path_buf()))?;
     let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
     Ok((name, set))
 }

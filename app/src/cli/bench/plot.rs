@@ -7,7 +7,7 @@ use image::{Rgb, RgbImage};
 
 /// How a series' points are drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Marker {
+pub(super) enum Marker {
     /// A filled disc.
     Circle,
     /// A filled square.
@@ -18,7 +18,7 @@ pub enum Marker {
 
 /// Points of one kind in one panel.
 #[derive(Clone, Debug)]
-pub struct Series {
+pub(super) struct Series {
     /// Colour, sRGB.
     pub colour: [u8; 3],
     /// Marker.
@@ -31,7 +31,7 @@ pub struct Series {
 
 /// One chart.
 #[derive(Clone, Debug)]
-pub struct Panel {
+pub(super) struct Panel {
     /// Title above it.
     pub title: String,
     /// Label of the x axis.
@@ -44,7 +44,7 @@ pub struct Panel {
 
 /// One legend line: a swatch (a marker, a line or both) and its text.
 #[derive(Clone, Debug)]
-pub struct LegendEntry {
+pub(super) struct LegendEntry {
     /// Text.
     pub label: String,
     /// Colour of the swatch.
@@ -56,7 +56,7 @@ pub struct LegendEntry {
 }
 
 /// One measured point of a chart per set: its set, its series, x, and both dB figures.
-pub struct DbPoint<'a> {
+pub(super) struct DbPoint<'a> {
     /// The set (a panel pair).
     pub set: &'a str,
     /// The series within the set's panels.
@@ -70,7 +70,7 @@ pub struct DbPoint<'a> {
 }
 
 /// `values` without repeats, in order of first appearance.
-pub fn distinct<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+pub(super) fn distinct<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let mut seen = Vec::new();
     for v in values {
         if !seen.contains(&v) {
@@ -83,7 +83,12 @@ pub fn distinct<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
 /// Two panels per set of `points`, in order of first appearance: PSNR and rendered PSNR against
 /// `x_label`, one series per name in `series` (in that order), drawn as `style` says (colour,
 /// marker, joined), its points sorted by x.
-pub fn psnr_panels(points: &[DbPoint<'_>], series: &[&str], x_label: &str, style: impl Fn(&str) -> ([u8; 3], Marker, bool)) -> Vec<Panel> {
+pub(super) fn psnr_panels(
+    points: &[DbPoint<'_>],
+    series: &[&str],
+    x_label: &str,
+    style: impl Fn(&str) -> ([u8; 3], Marker, bool),
+) -> Vec<Panel> {
     let mut panels = Vec::new();
     for set in distinct(points.iter().map(|p| p.set)) {
         for (title, y) in [("PSNR", (|p: &DbPoint<'_>| p.psnr_db) as fn(&DbPoint<'_>) -> f64), ("rendered PSNR", |p| p.rendered_psnr_db)] {
@@ -113,7 +118,13 @@ const GRID: [u8; 3] = [225, 225, 225];
 
 /// Draws `panels` in rows of `per_row` (left to right, then down), each `panel_w`×`panel_h`
 /// pixels, with `legend` in columns below.
-pub fn render_grid(panels: &[Panel], per_row: usize, legend: &[LegendEntry], panel_w: u32, panel_h: u32) -> anyhow::Result<RgbImage> {
+pub(super) fn render_grid(
+    panels: &[Panel],
+    per_row: usize,
+    legend: &[LegendEntry],
+    panel_w: u32,
+    panel_h: u32,
+) -> anyhow::Result<RgbImage> {
     let font =
         FontRef::try_from_slice(epaint_default_fonts::HACK_REGULAR).map_err(|e| anyhow::anyhow!("the chart font did not load: {e}"))?;
     let per_row = per_row.clamp(1, panels.len().max(1));
@@ -146,7 +157,7 @@ pub fn render_grid(panels: &[Panel], per_row: usize, legend: &[LegendEntry], pan
 
 /// Ticks at 1, 2 or 5 × 10^k covering `lo..=hi`, about `target` of them.
 #[must_use]
-pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+pub(super) fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
         return vec![lo];
     }

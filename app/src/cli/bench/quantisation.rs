@@ -7,19 +7,17 @@
 
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
-use texset_core::decode::Decoder;
-use texset_core::eval::evaluate;
-use texset_core::model::quant::WeightFormat;
-use texset_core::options::Quantisation;
-use texset_core::{Backend, Cancel, CompressOptions, NoProgress, compress};
-use texset_core::{ModelConfig, RunOptions, ScheduleConfig};
+use texset_core::{
+    Backend, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, compress, decode::Decoder, eval::evaluate,
+    model::WeightFormat, options::Quantisation,
+};
 
 use super::{DirsArg, load_named};
 use crate::cli::common::{JsonArg, parse_latent_bits};
 
 // `texset bench quantisation`.
 #[derive(clap::Args)]
-pub struct QuantisationArgs {
+pub(crate) struct QuantisationArgs {
     #[command(flatten)]
     dirs: DirsArg,
     /// Training steps per compression.
@@ -36,7 +34,7 @@ pub struct QuantisationArgs {
 }
 
 impl QuantisationArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let dirs = self.dirs.or_samples()?;
         run(&dirs, self.steps, &self.bits, !self.skip_formats, self.json.json)
     }

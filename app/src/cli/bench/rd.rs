@@ -1,6 +1,6 @@
 //! `texset bench rd`: rate–distortion of texset's presets against the set block-compressed as
 //! engines ship it (BC7/BC5/BC4 "high" and BC1/BC5/BC4 "low", the real encoder in
-//! `texset_core::eval::bcn`), per material folder: bits per texel, pooled PSNR of every map and the
+//! texset-core's `eval::bcn`), per material folder: bits per texel, pooled PSNR of every map and the
 //! rendered PSNR of the lit material (`texset::rendered`, 8 lights at 256²). Prints a table (or
 //! JSON) and draws both curves of every set into one PNG. `--save` keeps the points measured so
 //! far in a file after each one; `--from` merges such files (runs of different presets, or one
@@ -9,13 +9,18 @@
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use texset::rendered::{RenderedScore, rendered_scores};
-use texset_core::bundle::Manifest;
-use texset_core::decode::{DecodedMap, Decoder};
-use texset_core::eval::bcn::{Profile, baseline_with_values};
-use texset_core::eval::metrics::psnr_from_mse;
-use texset_core::eval::{decode_set, score};
-use texset_core::set::TextureSet;
-use texset_core::{Cancel, CompressOptions, NoProgress, Preset, compress};
+use texset_core::{
+    Cancel, CompressOptions, NoProgress, Preset,
+    bundle::Manifest,
+    compress,
+    decode::{DecodedMap, Decoder},
+    eval::{
+        bcn::{Profile, baseline_with_values},
+        decode_set, psnr_from_mse, score,
+    },
+    io::write_atomic,
+    set::TextureSet,
+};
 
 use super::plot::{DbPoint, LegendEntry, Marker, distinct, psnr_panels};
 use super::{DirsArg, load_named};
@@ -23,7 +28,7 @@ use crate::cli::common::JsonArg;
 
 // `texset bench rd`.
 #[derive(clap::Args)]
-pub struct RdArgs {
+pub(crate) struct RdArgs {
     #[command(flatten)]
     dirs: DirsArg,
     /// Presets run, comma-separated.
@@ -51,7 +56,7 @@ pub struct RdArgs {
 }
 
 impl RdArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let json = self.json.json;
         if !self.from.is_empty() {
             return merge(&self.from, &self.plot, json);
@@ -62,12 +67,12 @@ impl RdArgs {
 }
 
 /// Lights and render size of the rendered PSNR (as `texset eval`).
-pub const LIGHTS: usize = 8;
-pub const RENDER_PX: u32 = 256;
+pub(super) const LIGHTS: usize = 8;
+pub(super) const RENDER_PX: u32 = 256;
 
 /// One point of the curves.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RdPoint {
+pub(super) struct RdPoint {
     /// Folder name.
     pub set: String,
     /// `texset <preset>`, `BC high` or `BC low`.
@@ -105,7 +110,7 @@ fn run(
         points.push(p);
         if let Some(save) = save {
             let text = serde_json::to_string_pretty(points)?;
-            texset_core::io::fsutil::write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
+            write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
         }
         Ok(())
     };
@@ -237,7 +242,7 @@ fn finish(points: &[RdPoint], plot: &Path, json: bool) -> Result<()> {
     let image = chart(points)?;
     let mut png = Vec::new();
     image.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
-    texset_core::io::fsutil::write_atomic(plot, &png).with_context(|| format!("writing {}", plot.display()))?;
+    write_atomic(plot, &png).with_context(|| format!("writing {}", plot.display()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(points)?);
     }
@@ -261,7 +266,7 @@ fn as_decoded(set: &TextureSet, values: Vec<Vec<f32>>) -> Vec<Vec<DecodedMap>> {
 
 /// Materials' rendered PSNR pooled: every material renders the same lights at the same size, so
 /// the pooled error is the mean of their mean squared errors.
-pub fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
+pub(super) fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
     if scores.is_empty() {
         return f64::NAN;
     }

@@ -3,8 +3,10 @@
 
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
-use texset_core::drivers::search::{SearchOptions, SearchReport, Strategy, search_precision};
-use texset_core::{Backend, Cancel, CompressOptions, NoProgress, Preset};
+use texset_core::{
+    Backend, Cancel, CompressOptions, NoProgress, Preset,
+    drivers::{SearchOptions, SearchReport, Strategy, search_precision},
+};
 
 use super::{DirsArg, load_named};
 use crate::cli::common::JsonArg;
@@ -12,7 +14,7 @@ use crate::cli::search::{final_line, trial_line};
 
 // `texset bench search`.
 #[derive(clap::Args)]
-pub struct SearchBenchArgs {
+pub(crate) struct SearchBenchArgs {
     #[command(flatten)]
     dirs: DirsArg,
     /// Strategies compared, comma-separated.
@@ -41,7 +43,7 @@ pub struct SearchBenchArgs {
 }
 
 impl SearchBenchArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let dirs = self.dirs.or_samples()?;
         let mut base = CompressOptions::preset(self.preset);
         base.run.backend = Backend::Cpu;

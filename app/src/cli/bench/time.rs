@@ -8,9 +8,12 @@ use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 use std::time::Instant;
 use texset::rendered::rendered_scores;
-use texset_core::decode::Decoder;
-use texset_core::eval::{decode_set, score};
-use texset_core::{Cancel, CompressOptions, NoProgress, Preset, compress};
+use texset_core::{
+    Cancel, CompressOptions, NoProgress, Preset, compress,
+    decode::Decoder,
+    eval::{decode_set, score},
+    io::write_atomic,
+};
 
 use super::plot::{DbPoint, LegendEntry, Marker, distinct, psnr_panels};
 use super::rd::{LIGHTS, RENDER_PX, pooled_rendered};
@@ -20,7 +23,7 @@ use crate::cli::options::{ModelArgs, ScheduleArgs};
 
 // `texset bench time`.
 #[derive(clap::Args)]
-pub struct TimeBenchArgs {
+pub(crate) struct TimeBenchArgs {
     #[command(flatten)]
     dirs: DirsArg,
     /// Training time budgets, seconds, comma-separated.
@@ -55,7 +58,7 @@ pub struct TimeBenchArgs {
 
 /// One point of a curve.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TimePoint {
+pub(super) struct TimePoint {
     /// Folder name.
     pub set: String,
     /// The curve (`--label`).
@@ -75,7 +78,7 @@ pub struct TimePoint {
 }
 
 impl TimeBenchArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let json = self.json.json;
         let points = if self.from.is_empty() { self.measure()? } else { load(&self.from)? };
         if !self.from.is_empty() {
@@ -87,7 +90,7 @@ impl TimeBenchArgs {
         let image = chart(&points)?;
         let mut png = Vec::new();
         image.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
-        texset_core::io::fsutil::write_atomic(&self.plot, &png).with_context(|| format!("writing {}", self.plot.display()))?;
+        write_atomic(&self.plot, &png).with_context(|| format!("writing {}", self.plot.display()))?;
         if json {
             println!("{}", serde_json::to_string_pretty(&points)?);
         }
@@ -134,7 +137,7 @@ impl TimeBenchArgs {
                 points.push(point);
                 if let Some(save) = &self.save {
                     let text = serde_json::to_string_pretty(&points)?;
-                    texset_core::io::fsutil::write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
+                    write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
                 }
             }
         }

@@ -5,10 +5,12 @@
 
 use anyhow::Result;
 use std::time::Instant;
-use texset_core::rng::Rng;
-use texset_core::train::gpu::GpuTrainer;
-use texset_core::train::{Batch, FusedTrainer, Sampler, Schedule, Trainer, initial_params};
-use texset_core::{Backend, CompressOptions};
+use texset_core::{
+    Backend, CompressOptions, analyse,
+    rng::Rng,
+    set::load_library,
+    train::{Batch, FusedTrainer, GpuTrainer, Sampler, Schedule, Trainer, device_for, initial_params},
+};
 
 use super::decode::flop_ceiling;
 use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
@@ -23,7 +25,7 @@ const SWEEP_BATCHES: [usize; 6] = [8_192, 16_384, 32_768, 65_536, 131_072, 262_1
 // `texset bench train`.
 #[derive(clap::Args)]
 #[expect(clippy::struct_excessive_bools, reason = "each is a command-line switch, not a state")]
-pub struct TrainBenchArgs {
+pub(crate) struct TrainBenchArgs {
     #[command(flatten)]
     dirs: DirsArg,
     /// Also time burn backends (flex; wgpu when `--wgpu`).
@@ -48,9 +50,9 @@ pub struct TrainBenchArgs {
 }
 
 impl TrainBenchArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let dirs = self.dirs.or_samples()?;
-        let (set, _) = texset_core::set::ingest::load_library(&dirs)?;
+        let (set, _) = load_library(&dirs)?;
         if self.batch_sweep {
             return gpu_batch_sweep(&set, self.timing.runs.max(1), self.timing.json.json);
         }
@@ -58,7 +60,7 @@ impl TrainBenchArgs {
         if let Some(batch) = self.batch {
             options.schedule.batch_texels = batch;
         }
-        let (layout, _) = texset_core::pipeline::analyse(&set, &options)?;
+        let (layout, _) = analyse(&set, &options)?;
         let runs = self.timing.runs.max(1);
         let threads = rayon::current_num_threads();
         let batch = Schedule::new(&options, &layout).batch_texels;
@@ -128,9 +130,9 @@ impl TrainBenchArgs {
         let burn_backends = [(self.burn, Backend::Flex), (self.wgpu, Backend::Wgpu)].into_iter().filter_map(|(on, b)| on.then_some(b));
         for backend in burn_backends {
             let sampler = Sampler::new(&set, &layout);
-            let device = texset_core::train::burn::device_for(backend);
+            let device = device_for(backend);
             let params = initial_params(&set, &layout, 1);
-            let mut trainer = texset_core::train::burn::trainer::BurnTrainer::new(&params, &device, 0.01, 0.004);
+            let mut trainer = texset_core::train::BurnTrainer::new(&params, &device, 0.01, 0.004);
             let mut b = Batch::default();
             let mut rng = Rng::new(1, 0, 0);
             sampler.fill(&mut rng, batch, &mut b);
@@ -184,7 +186,7 @@ impl<'a> Contender<'a> {
 /// every layer, the input gradients of every layer but the first, which computes them for the
 /// latent inputs only, and the bilinear gather and scatter (4 multiply-adds per latent channel
 /// each). Positional encoding, loss and Adam are not counted.
-fn train_flops_per_texel(params: &texset_core::model::params::ModelParams) -> f64 {
+fn train_flops_per_texel(params: &texset_core::model::ModelParams) -> f64 {
     let mlp: usize = params.layers.iter().map(|l| 2 * l.inputs * l.outputs).sum();
     let latent = params.latent_channels();
     let input_grads: usize = params.layers.iter().enumerate().map(|(i, l)| 2 * l.outputs * if i == 0 { latent } else { l.inputs }).sum();
@@ -192,7 +194,7 @@ fn train_flops_per_texel(params: &texset_core::model::params::ModelParams) -> f6
 }
 
 /// Each dispatch's GPU time per step, and their sum.
-fn dispatch_line(times: &texset_core::train::gpu::DispatchTimes) -> String {
+fn dispatch_line(times: &texset_core::train::DispatchTimes) -> String {
     let each: Vec<String> = times.stage_ms.iter().map(|(name, ms)| format!("{name} {ms:.3}")).collect();
     format!("{} = {:.3} ms (mean of {} steps)", each.join(", "), times.total_ms(), times.steps)
 }
@@ -205,7 +207,7 @@ fn gpu_batch_sweep(set: &texset_core::TextureSet, runs: usize, json: bool) -> Re
     for batch in SWEEP_BATCHES {
         let mut options = CompressOptions::default();
         options.schedule.batch_texels = batch;
-        let (layout, _) = texset_core::pipeline::analyse(set, &options)?;
+        let (layout, _) = analyse(set, &options)?;
         // A batch whose buffers this adapter cannot bind is reported, and the sweep goes on.
         let mut gpu = match GpuTrainer::new(Sampler::new(set, &layout), Schedule::new(&options, &layout), &initial_params(set, &layout, 1))
         {

@@ -21,7 +21,7 @@ const LIMIT: Duration = Duration::from_mins(10);
 
 // `texset bench ui`.
 #[derive(clap::Args)]
-pub struct UiBenchArgs {
+pub(crate) struct UiBenchArgs {
     #[command(flatten)]
     dirs: DirsArg,
     #[command(flatten)]
@@ -38,7 +38,7 @@ struct UiJson<'a> {
 }
 
 impl UiBenchArgs {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         // The bench trains while it measures: with no library it would wait for one until its limit.
         let dirs = self.dirs.or_samples()?;
         // The renderer's own cost with nothing of texset's running (first: no studio's

@@ -4,13 +4,15 @@
 use crate::cli::Exit;
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
-use texset_core::CompressOptions;
-use texset_core::drivers::batch::{self, BatchJob, FailureKind, Shard, ShardOrigin, UnitStatus, merge};
+use texset_core::{
+    CompressOptions,
+    drivers::batch::{self, BatchJob, FailureKind, Shard, ShardOrigin, UnitStatus},
+};
 
 // `--batch` and what only it takes.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Batch")]
-pub struct BatchArgs {
+pub(super) struct BatchArgs {
     /// Batch mode: one bundle per material folder of this directory, `<material>.texset` in
     /// the output folder, with a summary. Unchanged materials are skipped; one failing does not
     /// stop the others (the exit code tells: docs/scale.md).
@@ -48,16 +50,16 @@ pub struct BatchArgs {
 
 /// Exit code of a run whose job cannot say which shard it is: the array's variables are missing
 /// or disagree. A retry fails the same way.
-pub const EXIT_CONFIG: i32 = 64;
+pub(super) const EXIT_CONFIG: i32 = 64;
 /// Exit code of a run in which a material failed for good (bad input): a retry fails the same
 /// way, so a pod failure policy maps it to `FailIndex`.
-pub const EXIT_INPUT: i32 = 65;
+pub(super) const EXIT_INPUT: i32 = 65;
 /// Exit code of a run in which a material failed for a reason of the machine (the GPU lost, an
 /// output not written): worth a retry, which redoes only what is not up to date.
-pub const EXIT_TRANSIENT: i32 = 75;
+pub(super) const EXIT_TRANSIENT: i32 = 75;
 
 /// `texset compress --batch`: one bundle per material folder of `library` (docs/scale.md).
-pub fn run(args: &BatchArgs, library: &Path, out_dir: &Path, options: &CompressOptions, bits_per_texel: Option<f64>) -> Result<()> {
+pub(super) fn run(args: &BatchArgs, library: &Path, out_dir: &Path, options: &CompressOptions, bits_per_texel: Option<f64>) -> Result<()> {
     let (shard, origin) = shard(args.shard.as_deref())?;
     let job = BatchJob { library, out_dir, options, bits_per_texel, shard, only: args.only.as_deref(), cache_dir: args.cache.as_deref() };
     if args.plan {
@@ -160,7 +162,7 @@ fn print_plan(job: &BatchJob<'_>, json: bool) -> Result<()> {
 
 /// `--merge`: the library checked and its manifest written, or what is missing.
 fn run_merge(job: &BatchJob<'_>, json: bool) -> Result<()> {
-    let merged = merge::merge(job).with_context(|| format!("cannot merge {}", job.out_dir.display()))?;
+    let merged = batch::merge(job).with_context(|| format!("cannot merge {}", job.out_dir.display()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&merged)?);
     }
@@ -188,8 +190,8 @@ fn run_merge(job: &BatchJob<'_>, json: bool) -> Result<()> {
     eprintln!(
         "all {} materials up to date; {} and {}",
         merged.library_materials,
-        job.out_dir.join(merge::MERGED_SUMMARY).display(),
-        job.out_dir.join(merge::MANIFEST).display()
+        job.out_dir.join(batch::MERGED_SUMMARY).display(),
+        job.out_dir.join(batch::MANIFEST).display()
     );
     Ok(())
 }

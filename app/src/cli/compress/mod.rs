@@ -7,13 +7,14 @@ mod rate;
 use anyhow::Result;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use texset_core::decode::Decoder;
-use texset_core::drivers::rate::RateReport;
-use texset_core::drivers::search::SearchReport;
-use texset_core::eval::{MapScore, MipReport};
-use texset_core::options::GridOptions;
-use texset_core::set::ingest::IngestReport;
-use texset_core::{Cancel, CompressOptions, Preset};
+use texset_core::{
+    Cancel, CompressOptions, Preset, compress,
+    decode::Decoder,
+    drivers::{RateReport, SearchReport},
+    eval::{MapScore, MipReport, evaluate, evaluate_mips},
+    options::GridOptions,
+    set::IngestReport,
+};
 
 use super::common::{ReportArgs, TerminalProgress, load_library, mip_summary, write_bundle};
 use super::options::{BudgetArgs, ModelArgs, RunArgs, ScheduleArgs};
@@ -21,7 +22,7 @@ use super::search::SearchArgs;
 
 // `texset compress`.
 #[derive(clap::Args)]
-pub struct CompressArgs {
+pub(super) struct CompressArgs {
     /// Material folders (each a folder of maps).
     #[arg(required_unless_present = "batch")]
     dirs: Vec<PathBuf>,
@@ -86,7 +87,7 @@ impl CompressArgs {
         Ok(options)
     }
 
-    pub fn run(self) -> Result<()> {
+    pub(super) fn run(self) -> Result<()> {
         let mut options = self.options()?;
         if let Some(library) = &self.batch.batch {
             return batch::run(&self.batch, library, &self.output, &options, self.bpp);
@@ -124,11 +125,11 @@ impl CompressArgs {
                 (compressed, Some(report), None)
             }
             // clap requires --bpp with --search, and allows neither beside a rate target.
-            (None, None) => (texset_core::compress(&set, &options, &progress, &cancel)?, None, None),
+            (None, None) => (compress(&set, &options, &progress, &cancel)?, None, None),
         };
         write_bundle(&self.output, &compressed.bundle_bytes)?;
         let decoder = Decoder::new(&compressed.bundle);
-        let eval = texset_core::eval::evaluate(&set, &decoder, !self.report.no_ssim)?;
+        let eval = evaluate(&set, &decoder, !self.report.no_ssim)?;
         let r = &compressed.report;
         eprintln!(
             "wrote {} ({} bytes, {:.3} bits per texel); pooled PSNR {:.2} dB; trained {} steps in {:.1} s",
@@ -149,7 +150,7 @@ impl CompressArgs {
             let ssim = if m.ssim.is_nan() { "not measured (--no-ssim)".to_owned() } else { format!("{:.4}", m.ssim) };
             eprintln!("  {}/{}: {:.2} dB, SSIM {ssim}", m.material, m.map, m.psnr_db);
         }
-        let mips = texset_core::eval::evaluate_mips(&set, &decoder)?;
+        let mips = evaluate_mips(&set, &decoder)?;
         if let Some(m) = &mips {
             eprint!("{}", mip_summary(m));
         }
@@ -186,9 +187,11 @@ impl CompressArgs {
 mod tests {
     use super::CompressArgs;
     use clap::Parser as _;
-    use texset_core::model::quant::WeightFormat;
-    use texset_core::options::{LibrarySharing, PruneMethod, Quantisation};
-    use texset_core::{Backend, CompressOptions, Preset};
+    use texset_core::{
+        Backend, CompressOptions, Preset,
+        model::WeightFormat,
+        options::{LibrarySharing, PruneMethod, Quantisation},
+    };
 
     #[derive(clap::Parser)]
     struct Compress {

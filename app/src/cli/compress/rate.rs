@@ -1,15 +1,17 @@
 //! `compress --target-psnr` and `--match-bc`: rate control, the smallest bundle at a quality.
 
 use anyhow::Result;
-use texset_core::drivers::rate::{RateReport, RateTarget, RateTrial, compress_to_psnr};
-use texset_core::eval::bcn::{Baseline, Profile};
-use texset_core::{Cancel, CompressOptions, Compressed, Progress, TextureSet};
+use texset_core::{
+    Cancel, CompressOptions, Compressed, Progress, TextureSet,
+    drivers::{RateReport, RateTarget, RateTrial, compress_to_psnr},
+    eval::bcn::{Baseline, Profile},
+};
 
 // The rate-control flags: one target (`--target-psnr` or `--match-bc`, the `rate` group) and
 // the search's bounds.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Rate control")]
-pub struct RateArgs {
+pub(super) struct RateArgs {
     /// Rate control: the smallest bundle whose pooled PSNR reaches this many dB (within
     /// `--tolerance-db`), searched between `--min-bpp` and `--max-bpp` in `--rate-trials` runs.
     #[arg(long, group = "rate", conflicts_with = "batch")]
@@ -39,7 +41,7 @@ pub struct RateArgs {
 impl RateArgs {
     /// The target these flags ask for on `set` (`--match-bc` block-compresses it first and prints
     /// the baseline); `None` without rate control.
-    pub fn target(&self, set: &TextureSet) -> Option<RateTarget> {
+    pub(super) fn target(&self, set: &TextureSet) -> Option<RateTarget> {
         match (self.target_psnr, self.match_bc) {
             (Some(psnr_db), _) => Some(RateTarget {
                 psnr_db,
@@ -62,7 +64,7 @@ impl RateArgs {
 }
 
 /// Compresses to `target`, one line per trial on stderr and which one was kept.
-pub fn compress_to_target(
+pub(super) fn compress_to_target(
     set: &TextureSet,
     options: &CompressOptions,
     target: &RateTarget,

@@ -29,9 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use texset_core::TextureSet;
-use texset_core::bundle::Bundle;
-use texset_core::model::layout::ModelLayout;
+use texset_core::{TextureSet, bundle::Bundle, model::ModelLayout};
 use texset_shaders::preview::Shape;
 
 /// Largest side of one preview square, in points.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
-use texset_core::bundle::Bundle;
+use texset_core::{bundle::Bundle, snapshot_bundle};
 use texset_shaders::preview::{Originals, PreparedModel, PreviewRenderer, PreviewUniforms, encode_sides, read_rgba8};
 
 /// The image being drawn on the render thread.
@@ -109,9 +109,9 @@ impl RenderThread {
             Request::Model(slot, source, input) => {
                 let bundle = match input {
                     ModelInput::Bundle(b) => Ok(b),
-                    ModelInput::Placeholder(set, layout) => texset_core::pipeline::snapshot_bundle(&set, &layout, &layout.zero_params())
-                        .map(Arc::new)
-                        .map_err(|e| e.to_string()),
+                    ModelInput::Placeholder(set, layout) => {
+                        snapshot_bundle(&set, &layout, &layout.zero_params()).map(Arc::new).map_err(|e| e.to_string())
+                    }
                 };
                 let reuse = self.renderers[slot].as_ref().map(PreviewRenderer::prepared);
                 let prepared = bundle

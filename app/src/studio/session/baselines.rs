@@ -3,6 +3,7 @@
 use super::Session;
 use std::sync::Arc;
 use std::sync::mpsc::channel;
+use texset_core::eval::bcn::round_trip;
 
 impl Session {
     /// Block-compresses the library with both profiles on the thread `texset-bc-baseline` (for the
@@ -37,7 +38,7 @@ impl Session {
         let format = texset_core::eval::bcn::BcFormat::for_map(texture.kind, texture.channels);
         let spawned = crate::studio::worker::spawn_background("texset-bcn", move || {
             let texture = &set.materials[material].textures[map];
-            let _ = sender.send(texset_core::eval::bcn::round_trip(texture, format));
+            let _ = sender.send(round_trip(texture, format));
             repaint();
         });
         if spawned.is_ok() {

@@ -2,6 +2,7 @@
 
 use super::Session;
 use std::path::Path;
+use texset_core::io::{decode_to_folder, write_atomic};
 
 impl Session {
     pub(super) fn export(&mut self, write: impl FnOnce(&Self) -> Result<String, String>) {
@@ -14,14 +15,14 @@ impl Session {
     pub(super) fn export_run(&self, id: u64, path: &Path) -> Result<String, String> {
         let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
         let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
-        texset_core::io::fsutil::write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        write_atomic(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(format!("wrote run #{id} to {} ({} bytes)", path.display(), bytes.len()))
     }
 
     pub(super) fn export_bundle(&self, path: &Path) -> Result<String, String> {
         let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
         let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
-        texset_core::io::fsutil::write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let texels = self.library.set.texel_count().max(1);
         let mut summary =
             format!("wrote {} ({} bytes, {:.3} bits per texel)", path.display(), bytes.len(), bytes.len() as f64 * 8.0 / texels as f64);
@@ -34,7 +35,7 @@ impl Session {
     pub(super) fn export_images(&self, dir: &Path) -> Result<String, String> {
         let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
         let decoder = texset_core::Decoder::new(&trained.bundle);
-        let written = texset_core::io::export::decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
+        let written = decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
         Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
     }
 
@@ -57,7 +58,7 @@ impl Session {
                     format!("decoder.{}", lang.extension())
                 };
                 let path = dir.join(name);
-                texset_core::io::fsutil::write_atomic(&path, source.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+                write_atomic(&path, source.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
                 files += 1;
             }
         }

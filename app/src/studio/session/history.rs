@@ -3,8 +3,7 @@
 use super::{LoadedRun, Session};
 use std::sync::Arc;
 use std::sync::mpsc::channel;
-use texset_core::bundle::Bundle;
-use texset_core::pipeline::CompressReport;
+use texset_core::{CompressReport, bundle::Bundle, eval::decode_set, io::write_atomic};
 
 impl Session {
     /// The run with this id.
@@ -53,7 +52,7 @@ impl Session {
                 .map_err(|e| e.to_string())
                 .and_then(|b| Bundle::from_bytes(&b).map_err(|e| e.to_string()))
                 .and_then(|bundle| {
-                    let maps = texset_core::eval::decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| e.to_string())?;
+                    let maps = decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| e.to_string())?;
                     Ok(LoadedRun { bundle: Arc::new(bundle), maps })
                 })
                 .map_err(|e| format!("{}: {e}", path.display()));
@@ -70,7 +69,7 @@ impl Session {
         let dir = crate::studio::runs::runs_dir(self.data_dir.as_ref()?);
         let id = self.settings.runs.iter().map(|r| r.id).max().unwrap_or(0) + 1;
         let path = dir.join(format!("run-{id}.texset"));
-        let written = std::fs::create_dir_all(&dir).and_then(|()| texset_core::io::fsutil::write_atomic(&path, bytes));
+        let written = std::fs::create_dir_all(&dir).and_then(|()| write_atomic(&path, bytes));
         if let Err(e) = written {
             self.say(true, format!("{}: the run was not kept in the log: {e}", path.display()));
             return None;

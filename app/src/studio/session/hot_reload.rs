@@ -117,7 +117,5 @@ impl Session {
 
 /// Whether a path is an image ingest reads (by extension).
 fn is_source_image(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| texset_core::set::ingest::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| texset_core::set::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }

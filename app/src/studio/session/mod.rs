@@ -13,10 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
-use texset_core::bundle::Bundle;
-use texset_core::pipeline::{AnalyseReport, CompressReport};
-use texset_core::progress::{Pass, TrainStatus};
-use texset_core::{CompressOptions, TextureSet};
+use texset_core::{
+    AnalyseReport, CompressOptions, CompressReport, TextureSet, analyse,
+    bundle::Bundle,
+    io::write_atomic,
+    progress::{Pass, TrainStatus},
+    set::load_material,
+};
 
 /// A changed source is re-imported once no further change came for this long (a painting tool
 /// may write a file in several steps).
@@ -100,7 +103,7 @@ pub struct Trained {
 /// The analyse pass's decisions for the current settings.
 pub struct Analysis {
     /// Which channels each texture reads.
-    pub layout: texset_core::model::layout::ModelLayout,
+    pub layout: texset_core::model::ModelLayout,
     /// Budgets with their reasons.
     pub report: AnalyseReport,
 }
@@ -238,9 +241,8 @@ impl Session {
 
     /// The rate-control target `goal` asks for on `set` (block-compressing it for the BC goals:
     /// [`TrainJob::start`] calls this on the training thread).
-    fn rate_target(goal: RateGoal, set: &TextureSet) -> Option<texset_core::drivers::rate::RateTarget> {
-        use texset_core::drivers::rate::RateTarget;
-        use texset_core::eval::bcn::Profile;
+    fn rate_target(goal: RateGoal, set: &TextureSet) -> Option<texset_core::drivers::RateTarget> {
+        use texset_core::{drivers::RateTarget, eval::bcn::Profile};
         // The CLI's defaults (`texset compress --target-psnr/--match-bc`).
         let (min_bpp, max_bpp, trials, tolerance_db) = (0.5, 8.0, 6, 0.5);
         match goal {
@@ -410,7 +412,7 @@ impl Session {
         let repaint = Arc::clone(&self.repaint);
         let spawned = crate::studio::worker::spawn_background("texset-ingest", move || {
             let library = load_folders(&folders);
-            let analysis = (!library.set.materials.is_empty()).then(|| analyse(&library.set, options));
+            let analysis = (!library.set.materials.is_empty()).then(|| analyse_library(&library.set, options));
             let _ = sender.send((library, analysis));
             repaint();
         });
@@ -435,7 +437,7 @@ impl Session {
         let (sender, receiver) = channel();
         let repaint = Arc::clone(&self.repaint);
         let spawned = crate::studio::worker::spawn_background("texset-analyse", move || {
-            let _ = sender.send(analyse(&set, options));
+            let _ = sender.send(analyse_library(&set, options));
             repaint();
         });
         if spawned.is_ok() {
@@ -611,7 +613,7 @@ impl Session {
     fn keep_trained(&mut self, bytes: &[u8]) {
         let Some(dir) = &self.data_dir else { return };
         let path = dir.join("last_trained.texset");
-        let written = std::fs::create_dir_all(dir).and_then(|()| texset_core::io::fsutil::write_atomic(&path, bytes));
+        let written = std::fs::create_dir_all(dir).and_then(|()| write_atomic(&path, bytes));
         match written {
             Ok(()) => self.settings.trained_bundle = Some(path),
             Err(e) => self.say(true, format!("{}: could not keep the trained bundle: {e}", path.display())),
@@ -653,8 +655,8 @@ pub fn load_folders(folders: &[PathBuf]) -> Library {
     let mut set = TextureSet::default();
     let mut problems = Vec::new();
     for folder in folders {
-        let mut report = texset_core::set::ingest::IngestReport::default();
-        match texset_core::set::ingest::load_material(folder, &mut report) {
+        let mut report = texset_core::set::IngestReport::default();
+        match load_material(folder, &mut report) {
             Ok(material) if set.materials.iter().any(|m| m.name == material.name) => problems.push(Problem {
                 path: folder.clone(),
                 message: format!("a material named '{}' is already loaded; rename one folder (or set name in texset.toml)", material.name),
@@ -668,9 +670,9 @@ pub fn load_folders(folders: &[PathBuf]) -> Library {
 }
 
 /// The analyse pass for the studio's budget panel (bits-per-texel target applied first).
-fn analyse(set: &TextureSet, options: (CompressOptions, Option<f64>)) -> Result<Analysis, String> {
+fn analyse_library(set: &TextureSet, options: (CompressOptions, Option<f64>)) -> Result<Analysis, String> {
     let options = fit(set, options)?;
-    texset_core::pipeline::analyse(set, &options).map(|(layout, report)| Analysis { layout, report }).map_err(|e| e.to_string())
+    analyse(set, &options).map(|(layout, report)| Analysis { layout, report }).map_err(|e| e.to_string())
 }
 
 /// `options` with the bits-per-texel target (if any) fitted to `set`.

@@ -116,14 +116,14 @@ fn decoder_widths_reach_the_bundle_and_bad_ones_are_refused() {
 }
 
 /// The widest decoder `--decoder` accepts makes a bundle that `export-shader` (the GPU decoder's
-/// model, validated by naga) accepts too: one limit, `texset_core::model::params::MAX_MLP_WIDTH`.
+/// model, validated by naga) accepts too: one limit, `texset_core::model::MAX_MLP_WIDTH`.
 #[test]
 fn the_widest_decoder_the_cli_accepts_exports_as_a_shader() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("small");
     std::fs::create_dir_all(&dir).unwrap();
     image::RgbImage::from_fn(16, 16, |x, y| image::Rgb([(x * 16) as u8, (y * 16) as u8, 77])).save(dir.join("s_basecolor.png")).unwrap();
-    let widest = texset_core::model::params::MAX_MLP_WIDTH;
+    let widest = texset_core::model::MAX_MLP_WIDTH;
     let bundle = tmp.path().join("wide.texset");
     let decoder = format!("{widest}-{widest}");
     let out =

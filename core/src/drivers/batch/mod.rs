@@ -17,9 +17,10 @@
 //! written after the bundle) and one summary per run ([`BatchSummary::path`]). All are written
 //! atomically.
 
-pub mod merge;
+mod merge;
 mod shard;
 
+pub use merge::{Gap, MANIFEST, MERGED_SUMMARY, Manifest, ManifestEntry, Merged, RunSeen, merge};
 pub use shard::{Scheduler, Shard, ShardError, ShardOrigin};
 
 use crate::options::CompressOptions;

@@ -38,7 +38,8 @@ mod cache;
 mod space;
 mod tpe;
 
-pub use cache::{CachedSearch, SearchCache, SetDescriptor};
+pub use cache::SearchCache;
+use cache::{CachedSearch, SetDescriptor};
 use space::DIMS;
 pub use space::{SearchPoint, SearchSpace};
 use tpe::{search_rng, tpe_propose};

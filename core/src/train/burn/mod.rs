@@ -5,10 +5,10 @@
 //! Difference from the fused trainer, stated plainly: burn's path has no int8 straight-through
 //! fine-tune yet; its final weights are quantised after training (post-training quantisation).
 
-pub mod model;
+pub(crate) mod model;
 #[cfg(test)]
 mod tests;
-pub mod trainer;
+pub(crate) mod trainer;
 
 use crate::io::fault::{self, Fault};
 use crate::model::layout::ModelLayout;
@@ -102,7 +102,7 @@ pub fn adapters() -> Vec<AdapterSummary> {
 /// cannot be created and a device lost mid-run (burn/cubecl panic on those; the panic is caught
 /// here) all return [`TrainError::Gpu`], and [`crate::compress`] goes on with the CPU trainer.
 /// Faults can be simulated through [`crate::io::fault`].
-pub fn train_burn_guarded(
+pub(crate) fn train_burn_guarded(
     set: &TextureSet,
     layout: &ModelLayout,
     options: &CompressOptions,
@@ -231,12 +231,13 @@ impl Trainer for BurnRun<'_> {
     }
 
     fn refresh_sampling(&mut self, model: Option<&ModelParams>) -> Result<(), TrainError> {
-        self.run.refresh_sampling(model)
+        self.run.refresh_sampling(model);
+        Ok(())
     }
 }
 
 /// Trains with burn on `options.run.backend`'s device, through the one entry ([`train`]) and loop.
-pub fn train_burn(
+pub(crate) fn train_burn(
     set: &TextureSet,
     layout: &ModelLayout,
     options: &CompressOptions,

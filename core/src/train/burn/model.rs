@@ -404,7 +404,7 @@ impl NtcModel {
 /// - `output`, `target`, `weight`: `[B, output_channels]`.
 /// - returns `[1]`.
 #[must_use]
-pub fn loss(output: Tensor<2>, target: Tensor<2>, weight: Tensor<2>) -> Tensor<1> {
+pub(crate) fn loss(output: Tensor<2>, target: Tensor<2>, weight: Tensor<2>) -> Tensor<1> {
     let [batch, _] = output.dims();
     output.sub(target).square().mul(weight).sum().div_scalar(batch.max(1) as f32)
 }

@@ -72,7 +72,7 @@ impl Gpu {
     /// The shared device ([`share_device`]) or the default adapter's (`WGPU_BACKEND`,
     /// `WGPU_ADAPTER_NAME`… respected) with its own limits; a device of its own sends uncaptured
     /// errors to `error` instead of a panic (a shared one keeps the application's handler).
-    pub fn open(error: &Arc<Mutex<Option<String>>>) -> Result<Opened, TrainError> {
+    pub(crate) fn open(error: &Arc<Mutex<Option<String>>>) -> Result<Opened, TrainError> {
         if let Some((device, queue, name)) = SHARED.get() {
             return Ok(Opened { device: device.clone(), queue: queue.clone(), adapter_name: name.clone() });
         }
@@ -104,7 +104,14 @@ impl Gpu {
 
 impl Opened {
     /// Creates the buffers and compiles `wgsl`'s entry points.
-    pub fn build(self, wgsl: &str, tables: &Tables, shapes: &Shapes, params: &[f32], memory: WeightMemory) -> Result<Gpu, TrainError> {
+    pub(crate) fn build(
+        self,
+        wgsl: &str,
+        tables: &Tables,
+        shapes: &Shapes,
+        params: &[f32],
+        memory: WeightMemory,
+    ) -> Result<Gpu, TrainError> {
         let Self { device, queue, adapter_name } = self;
         let limits = device.limits();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -224,7 +231,7 @@ impl Opened {
 
 impl Gpu {
     /// `bytes` bytes of `source`, after the work submitted so far.
-    pub fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, TrainError> {
+    pub(crate) fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, TrainError> {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("texset trainer read-back"),
             size: bytes.max(4),
@@ -251,20 +258,20 @@ impl Gpu {
     }
 
     /// `count` f32 values of `source`, after the work submitted so far.
-    pub fn read_f32(&self, source: &wgpu::Buffer, count: u64) -> Result<Vec<f32>, TrainError> {
+    pub(crate) fn read_f32(&self, source: &wgpu::Buffer, count: u64) -> Result<Vec<f32>, TrainError> {
         let bytes = self.read_bytes(source, count * 4)?;
         Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
     }
 
     /// `count` u32 values of `source`, after the work submitted so far.
-    pub fn read_u32(&self, source: &wgpu::Buffer, count: u64) -> Result<Vec<u32>, TrainError> {
+    pub(crate) fn read_u32(&self, source: &wgpu::Buffer, count: u64) -> Result<Vec<u32>, TrainError> {
         let bytes = self.read_bytes(source, count * 4)?;
         Ok(bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
     }
 
     /// Copies the loss ring to the staging buffer and maps it; the receiver hears when it is
     /// readable. Slots not written yet hold zeros, which count nothing.
-    pub fn start_stats_read(&self) -> mpsc::Receiver<Result<(), wgpu::BufferAsyncError>> {
+    pub(crate) fn start_stats_read(&self) -> mpsc::Receiver<Result<(), wgpu::BufferAsyncError>> {
         let bytes = u64::from(STATS_RING) * 12;
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset loss read-back") });
         encoder.copy_buffer_to_buffer(&self.buffers.stats, 0, &self.buffers.stats_staging, 0, bytes);
@@ -277,7 +284,7 @@ impl Gpu {
     }
 
     /// The mapped loss ring's per-channel MSE (over its filled slots); unmaps it.
-    pub fn take_stats_mse(&self) -> Result<f32, TrainError> {
+    pub(crate) fn take_stats_mse(&self) -> Result<f32, TrainError> {
         let data = self.buffers.stats_staging.get_mapped_range(..).map_err(|e| TrainError::Gpu(format!("{e:?}")))?.to_vec();
         self.buffers.stats_staging.unmap();
         let values: Vec<f32> = data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();

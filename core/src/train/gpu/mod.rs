@@ -34,11 +34,10 @@ pub use device::share_device;
 pub use layout::WeightMemory;
 use layout::{Shapes, Tables, f32_bytes, flatten, u32_bytes, unflatten};
 pub use profile::{DispatchTimes, STAGES};
-pub use wgsl::TRAIN_WGSL;
 use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
 
 /// Steps whose loss sums one asynchronous read-back brings.
-pub const STATS_RING: u32 = 16;
+pub(crate) const STATS_RING: u32 = 16;
 
 /// Workgroups a dispatch has along x at most (WebGPU's guaranteed 65,535).
 const MAX_GROUPS_X: u32 = 65_535;
@@ -524,7 +523,7 @@ impl Trainer for GpuTrainer<'_> {
 /// Trains `set` with the fused GPU trainer through the one entry ([`train`]) and loop.
 /// [`TrainError::Gpu`] when no adapter, no device or a lost device stops it: [`crate::compress`]
 /// then goes on on the CPU.
-pub fn train_gpu(
+pub(crate) fn train_gpu(
     set: &TextureSet,
     layout: &ModelLayout,
     options: &CompressOptions,
@@ -536,7 +535,7 @@ pub fn train_gpu(
 }
 
 /// The GPU trainer for `options` from `start`.
-pub fn gpu_trainer<'a>(
+pub(crate) fn gpu_trainer<'a>(
     set: &'a TextureSet,
     layout: &ModelLayout,
     options: &CompressOptions,

@@ -8,7 +8,7 @@ use crate::train::sampler::CHUNK_TEXELS;
 use std::fmt::Write as _;
 
 /// The WGSL of the trainer, before the host's constants are prepended.
-pub const TRAIN_WGSL: &str = include_str!("train.wgsl");
+pub(crate) const TRAIN_WGSL: &str = include_str!("train.wgsl");
 
 /// Invocations per workgroup of every entry point.
 pub(super) const WORKGROUP: u32 = 64;

@@ -15,10 +15,10 @@ const REFRESH_STREAM: u64 = 0x5A3B_1E0F_E770_0001;
 
 /// Texels across (and down) of a tile of the error map (tiles at a map's right and bottom edges
 /// may be smaller).
-pub const TILE_TEXELS: u32 = 8;
+pub(crate) const TILE_TEXELS: u32 = 8;
 
 /// Texels of each tile the error map evaluates at a refresh (drawn at random within the tile).
-pub const PROBES_PER_TILE: usize = 4;
+pub(crate) const PROBES_PER_TILE: usize = 4;
 
 /// Tiles per deterministic work chunk of a refresh.
 const REFRESH_CHUNK_TILES: usize = CHUNK_TEXELS / PROBES_PER_TILE;

@@ -12,11 +12,11 @@ use crate::model::layout::ModelLayout;
 use crate::rng::Rng;
 use crate::set::TextureSet;
 use importance::Importance;
-pub use importance::{ImportanceStats, PROBES_PER_TILE, TILE_TEXELS};
+
 use std::borrow::Cow;
 
 /// Texels per deterministic work chunk.
-pub const CHUNK_TEXELS: usize = 256;
+pub(crate) const CHUNK_TEXELS: usize = 256;
 
 /// A batch in dense form: what every backend consumes.
 #[derive(Clone, Debug, Default)]
@@ -123,7 +123,7 @@ fn level_repeats(level: u32, boost: f32, chain: bool) -> u64 {
 /// when a texel of level `k` is drawn `boost^k` as often as one of level 0 (1 without a chain):
 /// what a batch must grow by for level 0 to get the texels it gets without mips.
 #[must_use]
-pub fn chain_draws_per_level0_draw(set: &TextureSet, layout: &ModelLayout, boost: f32) -> f64 {
+pub(crate) fn chain_draws_per_level0_draw(set: &TextureSet, layout: &ModelLayout, boost: f32) -> f64 {
     if layout.mip_levels <= 1 {
         return 1.0;
     }
