@@ -131,25 +131,35 @@ fn intersect(origin: vec3<f32>, dir: vec3<f32>, shape: u32) -> Hit {
     return hit;
 }
 
-// What `fetch` keeps between the maps of one pixel: the hidden activations of the last map it
-// decoded, that map's index and its level. Maps with the same budget reuse them (a material's
-// maps usually read the same channels), so a pixel runs the hidden layers once per distinct
-// budget instead of once per map.
+// What `fetch` keeps between the maps of one pixel, one per mip level it filters between: the
+// hidden activations of the last map it decoded at that level, that map's index and the level.
+// Maps with the same budget reuse them (a material's maps usually read the same channels), so a
+// pixel runs the hidden layers once per distinct budget instead of once per map.
 struct Cache {
     map_index: u32,
     level: u32,
     hidden: MlpHidden,
 }
 
-// The map's stored values at mip `level`, reusing the hidden activations in `cache` when its
-// last decode had the same budget and level.
-fn cached_decode(map_index: u32, uv: vec2<f32>, level: u32, cache: ptr<function, Cache>) -> vec4<f32> {
-    if ((*cache).map_index == NONE || (*cache).level != level || !same_budget((*cache).map_index, map_index)) {
-        (*cache).hidden = decode_hidden(map_index, uv, level);
-        (*cache).map_index = map_index;
-        (*cache).level = level;
+// The map's stored values at mip `level`, reusing the hidden activations in `cache` (`cache2`
+// for the second of the two levels `fetch` filters between) when its last decode had the same
+// budget and level. The one call site of the decoder's MLP in the program (see `fetch`).
+fn cached_decode(map_index: u32, uv: vec2<f32>, level: u32, second: bool, cache: ptr<function, Cache>, cache2: ptr<function, Cache>) -> vec4<f32> {
+    var c = *cache;
+    if (second) {
+        c = *cache2;
     }
-    return decode_output(map_index, (*cache).hidden);
+    if (c.map_index == NONE || c.level != level || !same_budget(c.map_index, map_index)) {
+        c.hidden = decode_hidden(map_index, uv, level);
+        c.map_index = map_index;
+        c.level = level;
+        if (second) {
+            *cache2 = c;
+        } else {
+            *cache = c;
+        }
+    }
+    return decode_output(map_index, c.hidden);
 }
 
 // The direction of the camera ray through viewport point `uv` (0..1, y down).
@@ -214,12 +224,17 @@ fn fetch(
     let lod = clamp(log2(max(footprint * size, 1e-30)), 0.0, top);
     let below = floor(lod);
     let blend = lod - below;
-    let a = cached_decode(map_index, uv, u32(below), cache);
-    if (blend <= 0.0) {
-        return unmap_texel(map_index, a);
+    // Both levels through one call site (a loop of one or two turns the compiler keeps), so the
+    // MLP is compiled once: lavapipe's LLVM takes about 40 s per inlined copy of it
+    // (docs/decisions/026).
+    let levels = select(1u, 2u, blend > 0.0);
+    var mixed = vec4<f32>(0.0);
+    for (var k = 0u; k < levels; k++) {
+        let level = select(u32(below), min(u32(below) + 1u, u32(top)), k == 1u);
+        let value = cached_decode(map_index, uv, level, k == 1u, cache, cache2);
+        mixed = select(value, mixed + (value - mixed) * blend, k == 1u);
     }
-    let b = cached_decode(map_index, uv, min(u32(below) + 1u, u32(top)), cache2);
-    return unmap_texel(map_index, a + (b - a) * blend);
+    return unmap_texel(map_index, mixed);
 }
 
 fn light_contribution(n: vec3<f32>, v: vec3<f32>, l: vec3<f32>, intensity: f32, albedo: vec3<f32>, roughness: f32, metallic: f32) -> vec3<f32> {

@@ -200,6 +200,22 @@ impl PreparedModel {
         Ok(Self { format, wgsl, pipeline, model_group })
     }
 
+    /// Prepares `bundle` with `wgsl` as the preview program instead of the generated one (which
+    /// [`preview_wgsl`] gives): for measuring what a driver's compile costs with parts of the
+    /// shader changed (`examples/preview_compile.rs`). `wgsl` must keep the generated program's
+    /// bindings and `fs_preview`.
+    #[doc(hidden)]
+    pub fn with_wgsl(device: &wgpu::Device, bundle: &Bundle, format: wgpu::TextureFormat, wgsl: String) -> Result<Self, GpuError> {
+        let model = GpuModel::with_options(bundle, crate::model::GpuModelOptions::for_device(device))?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = create_pipeline(device, &wgsl, format);
+        let model_group = model_bind_group(device, &pipeline, &model)?;
+        if let Some(error) = block_on(scope.pop()) {
+            return Err(GpuError::Wgpu(error.to_string()));
+        }
+        Ok(Self { format, wgsl, pipeline, model_group })
+    }
+
     /// The target format it draws into.
     #[must_use]
     pub fn format(&self) -> wgpu::TextureFormat {
