@@ -19,7 +19,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::Instant;
 use texset_core::bundle::Bundle;
-use texset_shaders::preview::{PreparedModel, PreviewRenderer, PreviewUniforms, Shape, preview_wgsl};
+use texset_shaders::preview::{PreparedModel, PreviewRenderer, PreviewUniforms, Shape, empty_originals, preview_wgsl};
 use texset_shaders::{GpuModel, GpuModelOptions, request_device};
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -113,18 +113,7 @@ fn dispatch_64x64(
     };
     let uniform = buffer(128, wgpu::BufferUsages::UNIFORM);
     let pixels = buffer(64 * 64 * 16, wgpu::BufferUsages::STORAGE);
-    let texture = device.create_texture(&wgpu::TextureDescriptor {
-        label: None,
-        size: wgpu::Extent3d { width: 1, height: 1, depth_or_array_layers: 1 },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8Unorm,
-        usage: wgpu::TextureUsages::TEXTURE_BINDING,
-        view_formats: &[],
-    });
-    let view =
-        texture.create_view(&wgpu::TextureViewDescriptor { dimension: Some(wgpu::TextureViewDimension::D2Array), ..Default::default() });
+    let view = empty_originals(device);
     let group1 = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(1),

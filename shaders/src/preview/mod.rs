@@ -241,7 +241,7 @@ impl PreviewRenderer {
     #[must_use]
     pub fn from_prepared(device: &wgpu::Device, model: PreparedModel) -> Self {
         let uniforms = [uniform(device), uniform(device)];
-        let originals = originals_texture(device, None);
+        let originals = empty_originals(device);
         let side_groups = side_groups(device, &model.pipeline, &uniforms, &originals);
         Self { model, uniforms, originals, side_groups }
     }
@@ -432,7 +432,10 @@ fn uniform(device: &wgpu::Device) -> wgpu::Buffer {
     })
 }
 
-fn originals_texture(device: &wgpu::Device, _: Option<()>) -> wgpu::TextureView {
+/// The originals array a preview binds before any original maps are uploaded: one 1×1 layer.
+#[doc(hidden)]
+#[must_use]
+pub fn empty_originals(device: &wgpu::Device) -> wgpu::TextureView {
     let texture = device.create_texture(&wgpu::TextureDescriptor {
         label: Some("texset preview originals (none)"),
         size: wgpu::Extent3d { width: 1, height: 1, depth_or_array_layers: 1 },
