@@ -9,12 +9,13 @@
 //! (`tests/tests/integration/library_add.rs` checks the PNG bytes), and the run trains a fraction of the
 //! parameters on the new material's texels only.
 
+use crate::analyse::{BudgetSource, TextureBudget};
 use crate::bundle::{Bundle, LayerEntry, Manifest};
 use crate::model::layout::{GridShape, ModelLayout, TextureSlot};
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, QuantizedLayer};
 use crate::options::{CompressOptions, GridOptions};
-use crate::pipeline::{CompressError, PackReport, TextureBudget};
+use crate::pipeline::{CompressError, PackReport};
 use crate::progress::{Cancel, Pass, Progress};
 use crate::set::TextureSet;
 use crate::train::{FusedTrainer, Sampler, Schedule, TrainReport, Trainable, initial_params};
@@ -227,7 +228,7 @@ fn analyse_new_materials(
             "{} new maps ({} duplicates, {} flat); grids grow by {:?} channels; {} outputs added",
             budgets.len(),
             local_report.duplicates.len(),
-            budgets.iter().filter(|b| b.source == crate::pipeline::BudgetSource::Flat).count(),
+            budgets.iter().filter(|b| b.source == BudgetSource::Flat).count(),
             growth.added,
             layout.output_channels() - old_outputs
         ),

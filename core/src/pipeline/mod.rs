@@ -3,7 +3,7 @@
 //! [`progress`] is how they report and are cancelled.
 
 pub use crate::analyse::analyse;
-pub(crate) use crate::analyse::{AnalyseReport, BudgetSource, TextureBudget};
+use crate::analyse::{AnalyseReport, BudgetSource};
 use crate::bundle::{Bundle, WeightFormat};
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;

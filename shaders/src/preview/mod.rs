@@ -188,16 +188,7 @@ impl PreparedModel {
     pub fn new(device: &wgpu::Device, bundle: &Bundle, format: wgpu::TextureFormat, reuse: Option<&Self>) -> Result<Self, GpuError> {
         let model = GpuModel::with_options(bundle, crate::model::GpuModelOptions::for_device(device))?;
         let wgsl = preview_wgsl(&model);
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let pipeline = match reuse {
-            Some(r) if r.wgsl == wgsl && r.format == format => r.pipeline.clone(),
-            _ => create_pipeline(device, &wgsl, format),
-        };
-        let model_group = model_bind_group(device, &pipeline, &model)?;
-        if let Some(error) = block_on(scope.pop()) {
-            return Err(GpuError::Wgpu(error.to_string()));
-        }
-        Ok(Self { format, wgsl, pipeline, model_group })
+        Self::from_program(device, &model, wgsl, format, reuse)
     }
 
     /// Prepares `bundle` with `wgsl` as the preview program instead of the generated one (which
@@ -207,9 +198,24 @@ impl PreparedModel {
     #[doc(hidden)]
     pub fn with_wgsl(device: &wgpu::Device, bundle: &Bundle, format: wgpu::TextureFormat, wgsl: String) -> Result<Self, GpuError> {
         let model = GpuModel::with_options(bundle, crate::model::GpuModelOptions::for_device(device))?;
+        Self::from_program(device, &model, wgsl, format, None)
+    }
+
+    /// `model`'s data bound to the pipeline of `wgsl` (taken from `reuse` when it has the same
+    /// source and format).
+    fn from_program(
+        device: &wgpu::Device,
+        model: &GpuModel,
+        wgsl: String,
+        format: wgpu::TextureFormat,
+        reuse: Option<&Self>,
+    ) -> Result<Self, GpuError> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let pipeline = create_pipeline(device, &wgsl, format);
-        let model_group = model_bind_group(device, &pipeline, &model)?;
+        let pipeline = match reuse {
+            Some(r) if r.wgsl == wgsl && r.format == format => r.pipeline.clone(),
+            _ => create_pipeline(device, &wgsl, format),
+        };
+        let model_group = model_bind_group(device, &pipeline, model)?;
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
