@@ -305,11 +305,6 @@ fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BL
 }
 // texset:specialise:end
 
-// Compute workgroup sides: 8 x 8 invocations for whole maps (each `BLOCK` texels along x), 64
-// for sample lists (each `BLOCK` consecutive samples).
-const WORKGROUP_SIDE: u32 = 8u;
-const SAMPLE_WORKGROUP: u32 = 64u;
-
 // The LOD input of LOD level l is l * this (`LOD_INPUT_SCALE` in core/src/model/params.rs).
 const LOD_INPUT_SCALE: f32 = 0.25;
 
@@ -331,27 +326,6 @@ const NORMAL_DIRECTX: u32 = 2u;
 // The latents (read-only, shared by every entry point); the weights, `mlp`, are bound by the
 // generated block above (binding 1).
 @group(0) @binding(0) var<storage, read> latents: array<u32>;
-
-// What the compute and fragment entry points decode. `mode` 0 writes the stored values
-// (`decode_texel`), 1 the shading values (`decode_texel_linear`).
-struct Params {
-    map_index: u32,
-    width: u32,
-    height: u32,
-    channels: u32,
-    sample_count: u32,
-    mode: u32,
-    // Level of detail to decode at (`decode_texel_lod`): a whole number decodes that mip level.
-    lod: f32,
-    _pad1: u32,
-}
-
-@group(0) @binding(2) var<uniform> params: Params;
-// Compute outputs: `cs_decode_map` writes `[y][x][c]` with the map's channel count,
-// `cs_decode_samples` writes 4 values per sample.
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-// `cs_decode_samples` inputs: one (u, v) per sample.
-@group(0) @binding(4) var<storage, read> samples: array<vec2<f32>>;
 
 // Decodes every channel of library map `map_index` (maps of all materials in library order) at
 // texture coordinates `uv` in [0, 1]^2 (texel centres at (x + 0.5) / width). Returns the stored
@@ -463,27 +437,6 @@ fn decode_block_level(map_index: u32, uvs: array<vec2<f32>, BLOCK>, level: u32) 
     return z;
 }
 
-// `decode_texel_lod` (then, in `mode` 1, `unmap_texel`) of `BLOCK` texels at `params.lod`.
-fn decode_block_mode(map_index: u32, uvs: array<vec2<f32>, BLOCK>) -> array<vec4<f32>, BLOCK> {
-    let top = f32(MAP_MIP_LEVELS[map_index] - 1u);
-    let l = clamp(params.lod, 0.0, top);
-    let below = floor(l);
-    let blend = l - below;
-    var t = decode_block_level(map_index, uvs, u32(below));
-    if (blend > 0.0) {
-        let b = decode_block_level(map_index, uvs, min(u32(below) + 1u, u32(top)));
-        for (var p = 0u; p < BLOCK; p++) {
-            t[p] = t[p] + (b[p] - t[p]) * blend;
-        }
-    }
-    if (params.mode == 1u) {
-        for (var p = 0u; p < BLOCK; p++) {
-            t[p] = unmap_texel(map_index, t[p]);
-        }
-    }
-    return t;
-}
-
 // The sRGB transfer function, inverse (exactly as `srgb_to_linear` in core/src/model/reference.rs).
 fn srgb_to_linear(c: f32) -> f32 {
     if (c <= 0.04045) {
@@ -529,6 +482,59 @@ fn decode_texel_linear_lod(map_index: u32, uv: vec2<f32>, lod: f32) -> vec4<f32>
     return unmap_texel(map_index, decode_texel_lod(map_index, uv, lod));
 }
 
+// texset:entry-points
+// Everything above is the decoder's functions (`GpuModel::functions_wgsl`, `texset export-shader
+// --functions-only`, what an engine's material shader includes); below are the entry points of
+// `GpuDecoder` and their bindings.
+
+// Compute workgroup sides: 8 x 8 invocations for whole maps (each `BLOCK` texels along x), 64
+// for sample lists (each `BLOCK` consecutive samples).
+const WORKGROUP_SIDE: u32 = 8u;
+const SAMPLE_WORKGROUP: u32 = 64u;
+
+// What the compute and fragment entry points decode. `mode` 0 writes the stored values
+// (`decode_texel`), 1 the shading values (`decode_texel_linear`).
+struct Params {
+    map_index: u32,
+    width: u32,
+    height: u32,
+    channels: u32,
+    sample_count: u32,
+    mode: u32,
+    // Level of detail to decode at (`decode_texel_lod`): a whole number decodes that mip level.
+    lod: f32,
+    _pad1: u32,
+}
+
+@group(0) @binding(2) var<uniform> params: Params;
+// Compute outputs: `cs_decode_map` writes `[y][x][c]` with the map's channel count,
+// `cs_decode_samples` writes 4 values per sample.
+@group(0) @binding(3) var<storage, read_write> output: array<f32>;
+// `cs_decode_samples` inputs: one (u, v) per sample.
+@group(0) @binding(4) var<storage, read> samples: array<vec2<f32>>;
+
+// `decode_texel_lod` (then, in `mode` 1, `unmap_texel`) of `BLOCK` texels at `params.lod`.
+fn decode_block_mode(map_index: u32, uvs: array<vec2<f32>, BLOCK>) -> array<vec4<f32>, BLOCK> {
+    let top = f32(MAP_MIP_LEVELS[map_index] - 1u);
+    let l = clamp(params.lod, 0.0, top);
+    let below = floor(l);
+    let blend = l - below;
+    var t = decode_block_level(map_index, uvs, u32(below));
+    if (blend > 0.0) {
+        let b = decode_block_level(map_index, uvs, min(u32(below) + 1u, u32(top)));
+        for (var p = 0u; p < BLOCK; p++) {
+            t[p] = t[p] + (b[p] - t[p]) * blend;
+        }
+    }
+    if (params.mode == 1u) {
+        for (var p = 0u; p < BLOCK; p++) {
+            t[p] = unmap_texel(map_index, t[p]);
+        }
+    }
+    return t;
+}
+
+// `decode_texel_lod` (then, in `mode` 1, `unmap_texel`) at `params.lod`.
 fn decode_mode(map_index: u32, uv: vec2<f32>) -> vec4<f32> {
     let t = decode_texel_lod(map_index, uv, params.lod);
     if (params.mode == 1u) {

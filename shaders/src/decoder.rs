@@ -3,10 +3,10 @@
 
 use crate::device::{
     block_on, buffer_init, check_device_limit, compute_pass, fullscreen_pipeline, output_buffer, read_back, render_rgba32f, storage_buffer,
-    submit, to_u32, uniform_buffer,
+    submit, uniform_buffer,
 };
 use crate::model::GpuModelOptions;
-use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, PARAMS_BYTES, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model};
+use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, PARAMS_BYTES, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model, to_u32};
 use texset_core::{
     DecodedMap, Decoder,
     bundle::{Bundle, MapEntry},

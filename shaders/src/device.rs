@@ -1,6 +1,6 @@
 //! Devices, buffers, submission and read-back: the wgpu plumbing every decode and render shares.
 
-use crate::{EntryPoint, FRAGMENT_FORMAT, GpuError};
+use crate::{EntryPoint, FRAGMENT_FORMAT, GpuError, to_u32};
 use std::sync::mpsc;
 
 /// Runs a future to completion on this thread (wgpu's device requests and error scopes): the
@@ -31,11 +31,6 @@ pub(crate) fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, 
         ..Default::default()
     }))?;
     Ok(Some((instance, adapter, device, queue)))
-}
-
-/// `value` as a u32, or [`GpuError::ModelTooLarge`] naming `what`.
-pub(crate) fn to_u32(what: &'static str, value: usize) -> Result<u32, GpuError> {
-    u32::try_from(value).map_err(|_| GpuError::ModelTooLarge { what, got: value, limit: u32::MAX as usize })
 }
 
 /// An encoder holding one compute pass: `pipeline` with `bind_group` at group 0, `groups`

@@ -7,7 +7,7 @@
 //! when it is installed.
 
 use crate::GpuError;
-use crate::model::GpuModel;
+use crate::model::{Bindings, GpuModel};
 use texset_core::bundle::Bundle;
 
 /// A shading language the decoder can be exported to.
@@ -96,6 +96,9 @@ pub enum ExportError {
     /// The bundle does not fit the shader.
     #[error(transparent)]
     Model(#[from] GpuError),
+    /// `functions_only` was asked of a language other than WGSL.
+    #[error("the functions-only form is WGSL (for an engine's own shader to include), not {0:?}")]
+    FunctionsOnlyLang(ShaderLang),
     /// naga rejected the generated or translated shader (a texset bug: please report it).
     #[error("{stage}: {message}")]
     Naga {
@@ -121,22 +124,68 @@ fn validator() -> naga::valid::Validator {
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
 }
 
+/// Where an exported shader binds its buffers, and whether it holds the entry points.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// The bind group of every buffer (0: `GpuDecoder`'s).
+    pub bind_group: u32,
+    /// The binding of `latents`; `mlp` is the next one, and in the whole shader `params`,
+    /// `output` and `samples` the three after it (0: `GpuDecoder`'s).
+    pub first_binding: u32,
+    /// The decoder's functions alone ([`GpuModel::functions_wgsl`]: `decode_texel_lod`,
+    /// `decode_texel_linear_lod`, `lod_from_derivatives`, …) with `latents` and `mlp`, for an
+    /// engine's own shader to include. WGSL only.
+    pub functions_only: bool,
+}
+
+/// The buffers of the whole decoder, in binding order from `latents`.
+const BUFFER_COUNT: u32 = 5;
+
 /// The decoder specialised to `bundle`, in `lang`, validated as the module docs say. `entry`
 /// picks the entry point of a GLSL file (other languages hold all of them).
 pub fn export_shader(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint) -> Result<String, ExportError> {
-    let wgsl = GpuModel::new(bundle)?.wgsl();
-    translate(&wgsl, lang, entry)
+    export_shader_with(bundle, lang, entry, ExportOptions::default())
+}
+
+/// [`export_shader`] with the bindings and form of `options`.
+pub fn export_shader_with(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint, options: ExportOptions) -> Result<String, ExportError> {
+    let model = GpuModel::new(bundle)?;
+    let (group, first) = (options.bind_group, options.first_binding);
+    if options.functions_only {
+        if lang != ShaderLang::Wgsl {
+            return Err(ExportError::FunctionsOnlyLang(lang));
+        }
+        let wgsl = model.functions_wgsl(Bindings { group, latents: first, mlp: first + 1 });
+        validate_wgsl(&wgsl)?;
+        return Ok(wgsl);
+    }
+    let mut wgsl = model.wgsl();
+    if (group, first) != (0, 0) {
+        for binding in 0..BUFFER_COUNT {
+            wgsl = wgsl.replacen(
+                &format!("@group(0) @binding({binding}) var"),
+                &format!("@group({group}) @binding({}) var", first + binding),
+                1,
+            );
+        }
+    }
+    translate_bound(&wgsl, lang, entry, group, first)
 }
 
 /// Translates (specialised) decoder WGSL to `lang` and validates the result.
 pub fn translate(wgsl: &str, lang: ShaderLang, entry: EntryPoint) -> Result<String, ExportError> {
+    translate_bound(wgsl, lang, entry, 0, 0)
+}
+
+/// [`translate`] for a decoder bound at `group`, from binding `first` on.
+fn translate_bound(wgsl: &str, lang: ShaderLang, entry: EntryPoint, group: u32, first: u32) -> Result<String, ExportError> {
     let (module, info) = validate_wgsl(wgsl)?;
     match lang {
         ShaderLang::Wgsl => Ok(wgsl.to_owned()),
         ShaderLang::Glsl => {
             let mut binding_map = naga::back::glsl::BindingMap::default();
-            for binding in 0..5u8 {
-                binding_map.insert(naga::ResourceBinding { group: 0, binding: u32::from(binding) }, binding);
+            for binding in 0..BUFFER_COUNT as u8 {
+                binding_map.insert(naga::ResourceBinding { group, binding: first + u32::from(binding) }, binding);
             }
             let options = naga::back::glsl::Options {
                 version: naga::back::glsl::Version::Desktop(450),

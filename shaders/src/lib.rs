@@ -13,20 +13,32 @@
 //!
 //! The library never creates a GPU device: callers pass theirs. [`request_device`] is a blocking
 //! helper for tests and the CLI.
+//!
+//! Features: `device` (default: wgpu, [`GpuDecoder`] and [`preview`]) and `export` (default:
+//! naga, [`export`]). Without them the crate is the generator and the data layout alone
+//! ([`GpuModel`], [`GpuModel::functions_wgsl`]), for an engine on its own wgpu (texset-bevy).
 
 use texset_core::decode::DecodeError;
 
+#[cfg(feature = "device")]
 mod decoder;
+#[cfg(feature = "device")]
 mod device;
+#[cfg(feature = "export")]
 pub mod export;
 pub mod model;
+#[cfg(feature = "device")]
 pub mod preview;
 
+#[cfg(feature = "device")]
 pub use decoder::{CompileSecs, FRAGMENT_FORMAT, GpuDecoder, ModelBuffers, SampleBatch, renders_fragment_format};
+#[cfg(feature = "device")]
 pub use device::{block_on, render_rgba32f, request_device, request_device_for_training};
-pub(crate) use device::{check_device_limit, fullscreen_pipeline, read_texture, to_u32};
-pub use export::{EntryPoint, ExportError, ShaderLang, export_shader};
-pub use model::{GpuModel, GpuModelOptions};
+#[cfg(feature = "device")]
+pub(crate) use device::{check_device_limit, fullscreen_pipeline, read_texture};
+#[cfg(feature = "export")]
+pub use export::{EntryPoint, ExportError, ExportOptions, ShaderLang, export_shader, export_shader_with};
+pub use model::{Bindings, GpuModel, GpuModelOptions};
 
 /// The WGSL template of the decoder ([`model::GpuModel::wgsl`] specialises it to a bundle).
 pub const DECODE_WGSL: &str = include_str!("decode.wgsl");
@@ -36,6 +48,7 @@ pub const WORKGROUP_SIDE: u32 = 8;
 /// Workgroup size of `cs_decode_samples` (`SAMPLE_WORKGROUP` in the WGSL).
 pub const SAMPLE_WORKGROUP: u32 = 64;
 /// Bytes of the `Params` uniform.
+#[cfg(feature = "device")]
 const PARAMS_BYTES: usize = 32;
 
 /// What the decoder writes.
@@ -75,17 +88,25 @@ pub enum GpuError {
         limit: u64,
     },
     /// The device refused to create a device from the adapter.
+    #[cfg(feature = "device")]
     #[error("could not create a wgpu device: {0}")]
     RequestDevice(#[from] wgpu::RequestDeviceError),
     /// A wgpu validation, out-of-memory or internal error.
     #[error("wgpu error: {0}")]
     Wgpu(String),
     /// Waiting for the GPU failed.
+    #[cfg(feature = "device")]
     #[error("waiting for the GPU failed: {0}")]
     Poll(#[from] wgpu::PollError),
     /// Mapping the read-back buffer failed.
+    #[cfg(feature = "device")]
     #[error("reading the decoded map back failed: {0}")]
     Map(#[from] wgpu::BufferAsyncError),
+}
+
+/// `value` as a u32, or [`GpuError::ModelTooLarge`] naming `what`.
+pub(crate) fn to_u32(what: &'static str, value: usize) -> Result<u32, GpuError> {
+    u32::try_from(value).map_err(|_| GpuError::ModelTooLarge { what, got: value, limit: u32::MAX as usize })
 }
 
 #[cfg(test)]

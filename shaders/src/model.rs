@@ -44,6 +44,7 @@ impl Default for GpuModelOptions {
 
 impl GpuModelOptions {
     /// The options for `device`: its uniform buffer limit.
+    #[cfg(feature = "device")]
     #[must_use]
     pub fn for_device(device: &wgpu::Device) -> Self {
         Self { max_uniform_bytes: device.limits().max_uniform_buffer_binding_size, ..Self::default() }
@@ -161,7 +162,50 @@ impl GpuModel {
     pub fn wgsl(&self) -> String {
         format!("{}\n{}", texset_core::model::MODEL_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
     }
+
+    /// The decoder's functions alone, for an engine's own shader to include: [`GpuModel::wgsl`]
+    /// up to the template's entry points (so without `GpuDecoder`'s `params`, `output` and
+    /// `samples` bindings), with the two buffers it reads bound where `bindings` says. What
+    /// `texset export-shader --functions-only` writes and texset-bevy's material compiles.
+    #[must_use]
+    pub fn functions_wgsl(&self, bindings: Bindings) -> String {
+        let full = specialise(crate::DECODE_WGSL, &self.constants);
+        let functions = full.find(ENTRY_POINTS_MARKER).map_or(full.as_str(), |end| &full[..end]);
+        let functions = functions
+            .replacen(
+                LATENTS_DECLARATION,
+                &format!("@group({}) @binding({}) var<storage, read> latents", bindings.group, bindings.latents),
+                1,
+            )
+            .replacen(MLP_DECLARATION, &format!("@group({}) @binding({}) var<", bindings.group, bindings.mlp), 1);
+        format!("{}\n{}", texset_core::model::MODEL_WGSL, functions)
+    }
 }
+
+/// Where the decoder's two buffers are bound in [`GpuModel::functions_wgsl`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bindings {
+    /// The bind group of both.
+    pub group: u32,
+    /// The binding of `latents` (a read-only storage buffer).
+    pub latents: u32,
+    /// The binding of `mlp` (uniform or read-only storage, [`GpuModel::weight_memory`]).
+    pub mlp: u32,
+}
+
+impl Default for Bindings {
+    /// `GpuDecoder`'s: group 0, `latents` at binding 0, `mlp` at binding 1.
+    fn default() -> Self {
+        Self { group: 0, latents: 0, mlp: 1 }
+    }
+}
+
+/// The line of `decode.wgsl` after which its entry points and their bindings begin.
+const ENTRY_POINTS_MARKER: &str = "// texset:entry-points\n";
+/// How the template declares `latents` (group 0, binding 0).
+const LATENTS_DECLARATION: &str = "@group(0) @binding(0) var<storage, read> latents";
+/// How the generated block declares `mlp` (group 0, binding 1), up to its address space.
+const MLP_DECLARATION: &str = "@group(0) @binding(1) var<";
 
 /// The widest vector the decoder holds: the MLP inputs or a hidden layer's outputs, refused over
 /// [`MAX_MLP_WIDTH`].

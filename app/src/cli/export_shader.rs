@@ -4,7 +4,7 @@
 use anyhow::{Context as _, Result, bail};
 use std::path::PathBuf;
 use texset_shaders::export::ExternalCheck;
-use texset_shaders::{EntryPoint, ShaderLang};
+use texset_shaders::{EntryPoint, ExportOptions, ShaderLang};
 
 use super::common::read_bundle;
 use texset_core::io::write_atomic;
@@ -23,13 +23,25 @@ pub(super) struct ExportShaderArgs {
     /// Output file.
     #[arg(short, long)]
     output: PathBuf,
+    /// The bind group of the decoder's buffers (an engine's material group, e.g. 3 in Bevy).
+    #[arg(long, default_value_t = 0)]
+    bind_group: u32,
+    /// The binding of `latents`; `mlp` and (without --functions-only) `params`, `output` and
+    /// `samples` follow it.
+    #[arg(long, default_value_t = 0)]
+    first_binding: u32,
+    /// Write the decoder's functions and its two buffers only, without entry points, for an
+    /// engine's own WGSL shader to include (WGSL only).
+    #[arg(long)]
+    functions_only: bool,
 }
 
 impl ExportShaderArgs {
     pub(super) fn run(self) -> Result<()> {
         let b = read_bundle(&self.bundle)?;
         let (lang, entry, output) = (self.lang, self.entry, &self.output);
-        let source = texset_shaders::export_shader(&b, lang, entry)
+        let options = ExportOptions { bind_group: self.bind_group, first_binding: self.first_binding, functions_only: self.functions_only };
+        let source = texset_shaders::export_shader_with(&b, lang, entry, options)
             .with_context(|| format!("cannot export a shader for {}", self.bundle.display()))?;
         write_atomic(output, source.as_bytes()).with_context(|| format!("cannot write {}", output.display()))?;
         let check = match texset_shaders::export::external_check(output, lang, entry) {

@@ -1,7 +1,7 @@
 //! Scoring a bundle against its source set: PSNR pooled, per map and per channel, SSIM, FLIP, and
 //! the mean angular error of normal maps.
 
-#[cfg(feature = "train")]
+#[cfg(feature = "transcode")]
 pub mod bcn;
 pub(crate) mod metrics;
 

@@ -5,11 +5,11 @@
 pub(crate) mod export;
 pub mod fault;
 pub(crate) mod fsutil;
-#[cfg(feature = "train")]
+#[cfg(feature = "transcode")]
 pub(crate) mod transcode;
 
 #[cfg(feature = "train")]
 pub use export::{ExportError, decode_to_folder, encode_png, write_folder};
 pub use fsutil::write_atomic;
-#[cfg(feature = "train")]
+#[cfg(feature = "transcode")]
 pub use transcode::{Container, Profile, dds_bytes, ktx2_bytes, mip_chain, transcode_chain, vk_format};

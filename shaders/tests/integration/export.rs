@@ -4,7 +4,7 @@
 
 use texset_core::model::MAX_MLP_WIDTH;
 use texset_shaders::export::{ExternalCheck, external_check};
-use texset_shaders::{EntryPoint, GpuError, GpuModel, ShaderLang, export_shader};
+use texset_shaders::{EntryPoint, ExportOptions, GpuError, GpuModel, ShaderLang, export_shader, export_shader_with};
 use texset_testkit::{tiny_bundle, tiny_bundle_with_widths};
 
 #[test]
@@ -70,4 +70,48 @@ fn the_widest_decoder_training_accepts_exports_and_a_wider_one_is_refused() {
         Err(GpuError::ModelTooLarge { got, limit, .. }) => assert_eq!((got, limit), (MAX_MLP_WIDTH + 1, MAX_MLP_WIDTH)),
         other => panic!("a decoder wider than MAX_MLP_WIDTH was not refused: {other:?}"),
     }
+}
+
+/// An engine binds the decoder in its own group and bindings (`--bind-group`, `--first-binding`):
+/// every language exports and validates with them, and the buffers are where they were asked to be.
+#[test]
+fn bind_group_and_bindings_move_every_buffer() {
+    let bundle = tiny_bundle();
+    let options = ExportOptions { bind_group: 3, first_binding: 100, functions_only: false };
+    for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
+        let source = export_shader_with(&bundle, lang, EntryPoint::DecodeMap, options).unwrap_or_else(|e| panic!("{lang:?}: {e}"));
+        if lang == ShaderLang::Wgsl {
+            for (binding, name) in ["latents", "mlp", "params", "output", "samples"].iter().enumerate() {
+                let declared = format!("@group(3) @binding({}) var", 100 + binding);
+                let line = source.lines().find(|l| l.contains(&declared)).unwrap_or_else(|| panic!("no {declared}:\n{source}"));
+                assert!(line.contains(&format!(" {name}:")), "{line}");
+            }
+            assert!(!source.contains("@group(0)"), "a buffer stayed in group 0");
+        }
+    }
+}
+
+/// The functions-only form is what an engine's material shader includes: the decode functions and
+/// the two buffers they read, no entry points and no `GpuDecoder` bindings. It validates alone,
+/// and with a fragment shader of the engine's that calls it.
+#[test]
+fn functions_only_form_is_the_decoder_without_entry_points() {
+    let bundle = tiny_bundle();
+    let options = ExportOptions { bind_group: 3, first_binding: 100, functions_only: true };
+    let source = export_shader_with(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap, options).unwrap();
+    for absent in ["@compute", "@fragment", "@vertex", "var<uniform> params", " output:", " samples:", "@group(0)"] {
+        assert!(!source.contains(absent), "the functions-only form holds {absent:?}");
+    }
+    for present in ["fn decode_texel_lod(", "fn decode_texel_linear_lod(", "fn lod_from_derivatives(", "fn unmap_texel("] {
+        assert!(source.contains(present), "the functions-only form lacks {present:?}");
+    }
+    assert!(source.contains("@group(3) @binding(100) var<storage, read> latents"), "{source}");
+    assert!(source.contains("@group(3) @binding(101) var<"), "{source}");
+    let material = format!(
+        "{source}\n@fragment\nfn fs_material(@location(0) uv: vec2<f32>) -> @location(0) vec4<f32> {{\n    let lod = lod_from_derivatives(uv, vec2<f32>(f32(MAP_WIDTH[0]), f32(MAP_HEIGHT[0])));\n    return decode_texel_linear_lod(0u, uv, lod);\n}}\n"
+    );
+    texset_shaders::export::validate_wgsl(&material).unwrap();
+    // The form is WGSL: GLSL, HLSL and MSL get a clear refusal.
+    let error = export_shader_with(&bundle, ShaderLang::Glsl, EntryPoint::DecodeMap, options).unwrap_err().to_string();
+    assert!(error.contains("functions-only form is WGSL"), "{error}");
 }

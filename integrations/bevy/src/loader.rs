@@ -1,0 +1,449 @@
+//! The `.texset` asset loader: a bundle decoded on load into one [`Image`] per map, a
+//! [`StandardMaterial`] per material with those images wired in, and the per-pixel
+//! [`TexsetMaterial`] of each material (the bundle's latents and weights as storage buffers and a
+//! fragment shader generated from the bundle).
+
+use crate::material::{GeneratedShader, TexsetExtension, TexsetMaterial};
+use bevy::asset::uuid::Uuid;
+use bevy::asset::{AssetLoader, LoadContext, RenderAssetUsages, io::Reader};
+use bevy::image::{CompressedImageFormatSupport, CompressedImageFormats};
+use bevy::prelude::*;
+use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
+use bevy::render::storage::ShaderBuffer;
+use serde::{Deserialize, Serialize};
+use texset_core::bundle::{Bundle, MapEntry};
+use texset_core::eval::bcn::{BcFormat, Profile};
+use texset_core::io::{mip_chain, transcode_chain};
+use texset_core::set::{ColorSpace, MapKind, NormalConvention};
+use texset_core::{DecodedMap, Decoder};
+use texset_shaders::{GpuModel, GpuModelOptions};
+
+/// A loaded bundle: for every material its maps as images, its decode-on-load
+/// [`StandardMaterial`] and its per-pixel [`TexsetMaterial`]. Each is also a labeled asset of
+/// the bundle's path (`lib.texset#wood/basecolor`, `lib.texset#wood/material`,
+/// `lib.texset#wood/per_pixel`).
+#[derive(Asset, TypePath, Debug)]
+pub struct TexsetBundle {
+    /// The materials, in the bundle's order.
+    pub materials: Vec<TexsetBundleMaterial>,
+    /// The per-pixel materials' fragment shaders, which [`crate::TexsetPlugin`] adds to
+    /// `Assets<Shader>` when the bundle loads.
+    pub shaders: Vec<GeneratedShader>,
+}
+
+impl TexsetBundle {
+    /// The material named `name`.
+    #[must_use]
+    pub fn material(&self, name: &str) -> Option<&TexsetBundleMaterial> {
+        self.materials.iter().find(|m| m.name == name)
+    }
+}
+
+/// One material of a [`TexsetBundle`].
+#[derive(Debug, Clone)]
+pub struct TexsetBundleMaterial {
+    /// Its name in the bundle.
+    pub name: String,
+    /// Its maps decoded on load, in the bundle's order: the map's token (`basecolor`, `normal`,
+    /// …) and its image (label `name/token`).
+    pub maps: Vec<(String, Handle<Image>)>,
+    /// The decode-on-load material (label `name/material`): base colour, normal (with its
+    /// convention), metallic/roughness and occlusion wired to the images.
+    pub standard: Handle<StandardMaterial>,
+    /// The per-pixel material (label `name/per_pixel`): the same maps decoded in the fragment
+    /// shader at the sample's UV and level of detail; `None` when the settings turn it off.
+    pub per_pixel: Option<Handle<TexsetMaterial>>,
+}
+
+impl TexsetBundleMaterial {
+    /// The image of the map whose token is `token` (`"basecolor"`, `"normal"`, …).
+    #[must_use]
+    pub fn map(&self, token: &str) -> Option<&Handle<Image>> {
+        self.maps.iter().find(|(t, _)| t == token).map(|(_, h)| h)
+    }
+}
+
+/// The texel format of the decoded images.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TexsetImageFormat {
+    /// RGBA8 (three- and four-channel maps; sRGB for colour), RG8 or R8: the decoded values
+    /// rounded to 8 bits, as `texset decode` writes PNGs.
+    #[default]
+    Uncompressed,
+    /// Block-compressed by the transcoder `texset transcode` uses: BC7 for colour, BC5 for
+    /// normals and two channels, BC4 for one. Where the device has no BC formats (or a map's
+    /// level 0 is not a multiple of 4 texels) the map is loaded uncompressed, with a warning.
+    Bc,
+}
+
+/// Where the images' mip chains come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TexsetMips {
+    /// Every mip level decoded from the bundle's latent pyramid when it has one (`texset
+    /// compress --mips`); otherwise generated as [`TexsetMips::Generated`].
+    #[default]
+    Bundle,
+    /// Box-filtered from the decoded level 0 (linear light for colour, normals renormalised),
+    /// as `texset transcode` does.
+    Generated,
+    /// Level 0 only.
+    None,
+}
+
+/// How a `.texset` asset is loaded (per asset, with `load_with_settings` or a `.meta` file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TexsetLoaderSettings {
+    /// The images' texel format.
+    pub format: TexsetImageFormat,
+    /// The images' mip chains.
+    pub mips: TexsetMips,
+    /// Whether to make the per-pixel materials (their shaders and buffers).
+    pub per_pixel: bool,
+}
+
+impl Default for TexsetLoaderSettings {
+    fn default() -> Self {
+        Self { format: TexsetImageFormat::Uncompressed, mips: TexsetMips::Bundle, per_pixel: true }
+    }
+}
+
+/// Why a `.texset` asset did not load.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TexsetLoadError {
+    /// Reading the asset's bytes failed.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The asset path.
+        path: String,
+        /// The reader's error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a bundle texset reads (its reader says what is wrong).
+    #[error("{path} is not a valid texset bundle: {source}")]
+    Bundle {
+        /// The asset path.
+        path: String,
+        /// The bundle reader's error.
+        source: texset_core::bundle::BundleError,
+    },
+    /// Decoding a map failed.
+    #[error("cannot decode {path}: {source}")]
+    Decode {
+        /// The asset path.
+        path: String,
+        /// The decoder's error.
+        source: texset_core::decode::DecodeError,
+    },
+    /// The bundle's model does not fit the per-pixel shader.
+    #[error("{path}: the per-pixel material cannot be made: {source}")]
+    Shader {
+        /// The asset path.
+        path: String,
+        /// The generator's error.
+        source: texset_shaders::GpuError,
+    },
+}
+
+/// The `.texset` [`AssetLoader`] ([`crate::TexsetPlugin`] registers it).
+#[derive(TypePath)]
+pub struct TexsetLoader {
+    /// The block-compressed formats the render device samples (none before the renderer is up).
+    supported: CompressedImageFormats,
+}
+
+impl FromWorld for TexsetLoader {
+    fn from_world(world: &mut World) -> Self {
+        let supported = world.get_resource::<CompressedImageFormatSupport>().map_or(CompressedImageFormats::NONE, |s| s.0);
+        Self { supported }
+    }
+}
+
+impl AssetLoader for TexsetLoader {
+    type Asset = TexsetBundle;
+    type Settings = TexsetLoaderSettings;
+    type Error = TexsetLoadError;
+
+    async fn load(
+        &self,
+        reader: &mut dyn Reader,
+        settings: &TexsetLoaderSettings,
+        load_context: &mut LoadContext<'_>,
+    ) -> Result<TexsetBundle, TexsetLoadError> {
+        let path = load_context.path().to_string();
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).await.map_err(|source| TexsetLoadError::Io { path: path.clone(), source })?;
+        let bundle = Bundle::from_bytes(&bytes).map_err(|source| TexsetLoadError::Bundle { path: path.clone(), source })?;
+        let bc = settings.format == TexsetImageFormat::Bc && self.supported.contains(CompressedImageFormats::BC);
+        if settings.format == TexsetImageFormat::Bc && !bc {
+            warn!("{path}: the render device has no BC formats; its maps load uncompressed");
+        }
+        let decoder = Decoder::new(&bundle);
+        let per_pixel = if settings.per_pixel { Some(PerPixel::new(&bundle, load_context, &path)?) } else { None };
+        let mut materials = Vec::new();
+        let mut shaders = Vec::new();
+        let mut first_map = 0u32;
+        for (index, material) in bundle.manifest.materials.iter().enumerate() {
+            let mut maps = Vec::new();
+            let mut roles = Roles::default();
+            let mut decoded_level0 = Vec::new();
+            for (m, entry) in material.maps.iter().enumerate() {
+                let chain = decode_chain(&decoder, &bundle, index, m, settings.mips)
+                    .map_err(|source| TexsetLoadError::Decode { path: path.clone(), source })?;
+                let image = map_image(&chain, entry, bc, &format!("{path}#{}/{}", material.name, entry.kind.token()));
+                let handle = load_context.add_labeled_asset(format!("{}/{}", material.name, entry.kind.token()), image);
+                roles.note(entry, m as u32 + first_map, m, &handle);
+                maps.push((entry.kind.token().to_owned(), handle));
+                decoded_level0.push(chain.into_iter().next());
+            }
+            // Bevy reads metallic from blue and roughness from green of one texture (glTF's
+            // layout); separate metallic and roughness maps are packed into one for it.
+            if roles.metallic_roughness.is_none()
+                && (roles.roughness.is_some() || roles.metallic.is_some())
+                && let Some(image) = pack_metallic_roughness(material.maps.as_slice(), &decoded_level0, &roles, settings.mips, bc)
+            {
+                roles.metallic_roughness = Some(load_context.add_labeled_asset(format!("{}/metallic_roughness", material.name), image));
+            }
+            let base = roles.standard_material();
+            let standard = load_context.add_labeled_asset(format!("{}/material", material.name), roles.with_textures(base.clone()));
+            let per_pixel = match &per_pixel {
+                Some(p) => {
+                    let shader = GeneratedShader::new(&p.functions, &roles);
+                    let handle = p.material(load_context, &material.name, base, shader.id);
+                    shaders.push(shader);
+                    Some(handle)
+                }
+                None => None,
+            };
+            materials.push(TexsetBundleMaterial { name: material.name.clone(), maps, standard, per_pixel });
+            first_map += material.maps.len() as u32;
+        }
+        Ok(TexsetBundle { materials, shaders })
+    }
+
+    fn extensions(&self) -> &[&str] {
+        &["texset"]
+    }
+}
+
+/// The mip chain of map `map` of material `material`, level 0 first, as `mips` asks.
+fn decode_chain(
+    decoder: &Decoder,
+    bundle: &Bundle,
+    material: usize,
+    map: usize,
+    mips: TexsetMips,
+) -> Result<Vec<DecodedMap>, texset_core::decode::DecodeError> {
+    let level0 = decoder.decode_map(material, map)?;
+    let entry = &bundle.manifest.materials[material].maps[map];
+    match mips {
+        TexsetMips::None => Ok(vec![level0]),
+        TexsetMips::Bundle if bundle.manifest.mip_levels > 1 => {
+            let levels = decoder.map_mip_levels(material, map)?;
+            let mut chain = vec![level0];
+            for level in 1..levels {
+                chain.push(decoder.decode_map_level(material, map, level)?);
+            }
+            Ok(chain)
+        }
+        TexsetMips::Bundle | TexsetMips::Generated => Ok(mip_chain(&level0, entry)),
+    }
+}
+
+/// A decoded value in `[0, 1]` as the byte `texset decode`'s PNGs hold.
+fn unorm8(value: f32) -> u8 {
+    (value.clamp(0.0, 1.0) * 255.0).round() as u8
+}
+
+/// The 8-bit texels of a decoded level with `out_channels` channels (missing ones 255: opaque
+/// alpha of an RGB map).
+fn level_bytes(level: &DecodedMap, out_channels: usize) -> Vec<u8> {
+    let channels = level.channels as usize;
+    let mut bytes = Vec::with_capacity(level.values.len() / channels.max(1) * out_channels);
+    for texel in level.values.chunks_exact(channels.max(1)) {
+        for c in 0..out_channels {
+            bytes.push(texel.get(c).map_or(255, |&v| unorm8(v)));
+        }
+    }
+    bytes
+}
+
+/// The image of one decoded map: its whole chain in the loader's format.
+fn map_image(chain: &[DecodedMap], entry: &MapEntry, bc: bool, name: &str) -> Image {
+    let Some(level0) = chain.first() else {
+        return Image::default();
+    };
+    if bc {
+        if level0.width % 4 == 0 && level0.height % 4 == 0 {
+            let encoded = transcode_chain(chain, entry, Profile::High);
+            let data: Vec<u8> = encoded.levels.iter().flat_map(|l| l.blocks.iter().copied()).collect();
+            return image(level0, chain.len(), bc_format(encoded.format, encoded.srgb), data);
+        }
+        warn!("{name}: {}x{} texels is not a multiple of 4; loaded uncompressed", level0.width, level0.height);
+    }
+    let (format, channels) = match level0.channels {
+        1 => (TextureFormat::R8Unorm, 1),
+        2 => (TextureFormat::Rg8Unorm, 2),
+        _ if entry.color_space == ColorSpace::Srgb => (TextureFormat::Rgba8UnormSrgb, 4),
+        _ => (TextureFormat::Rgba8Unorm, 4),
+    };
+    let data: Vec<u8> = chain.iter().flat_map(|l| level_bytes(l, channels)).collect();
+    image(level0, chain.len(), format, data)
+}
+
+fn bc_format(format: BcFormat, srgb: bool) -> TextureFormat {
+    match (format, srgb) {
+        (BcFormat::Bc1, false) => TextureFormat::Bc1RgbaUnorm,
+        (BcFormat::Bc1, true) => TextureFormat::Bc1RgbaUnormSrgb,
+        (BcFormat::Bc4, _) => TextureFormat::Bc4RUnorm,
+        (BcFormat::Bc5, _) => TextureFormat::Bc5RgUnorm,
+        (BcFormat::Bc7, false) => TextureFormat::Bc7RgbaUnorm,
+        (BcFormat::Bc7, true) => TextureFormat::Bc7RgbaUnormSrgb,
+    }
+}
+
+/// An image of `levels` mip levels (`data`: level 0 first) with level 0 the size of `level0`.
+fn image(level0: &DecodedMap, levels: usize, format: TextureFormat, data: Vec<u8>) -> Image {
+    let size = Extent3d { width: level0.width, height: level0.height, depth_or_array_layers: 1 };
+    let mut image = Image::new_uninit(size, TextureDimension::D2, format, RenderAssetUsages::default());
+    image.data = Some(data);
+    image.texture_descriptor.mip_level_count = levels as u32;
+    // Trilinear and clamped to the edge, as the decoder's latent fetch is.
+    let mut sampler = bevy::image::ImageSamplerDescriptor::linear();
+    sampler.address_mode_u = bevy::image::ImageAddressMode::ClampToEdge;
+    sampler.address_mode_v = bevy::image::ImageAddressMode::ClampToEdge;
+    image.sampler = bevy::image::ImageSampler::Descriptor(sampler);
+    image
+}
+
+/// The roughness (green) and metallic (blue) maps of a material packed into one image, as
+/// Bevy's `metallic_roughness_texture` reads them; red and alpha 255.
+fn pack_metallic_roughness(
+    entries: &[MapEntry],
+    level0: &[Option<DecodedMap>],
+    roles: &Roles,
+    mips: TexsetMips,
+    bc: bool,
+) -> Option<Image> {
+    let (rough, metal) = (roles.roughness.map(|(_, m)| m), roles.metallic.map(|(_, m)| m));
+    let size_from = rough.or(metal).and_then(|m| level0.get(m)).and_then(Option::as_ref)?;
+    let (width, height) = (size_from.width, size_from.height);
+    let channel = |m: Option<usize>| -> Option<&DecodedMap> {
+        m.and_then(|m| level0.get(m)).and_then(Option::as_ref).filter(|d| d.width == width && d.height == height)
+    };
+    let (r_map, m_map) = (channel(rough), channel(metal));
+    let mut values = Vec::with_capacity((width * height * 4) as usize);
+    for i in 0..(width * height) as usize {
+        let g = r_map.map_or(1.0, |d| d.values[i * d.channels as usize]);
+        let b = m_map.map_or(1.0, |d| d.values[i * d.channels as usize]);
+        values.extend([1.0, g, b, 1.0]);
+    }
+    let packed = DecodedMap { width, height, channels: 4, values };
+    // The packed map's chain as a linear four-channel map's.
+    let mut entry = entries[rough.or(metal).unwrap_or(0)].clone();
+    entry.kind = MapKind::Orm;
+    entry.channels = 4;
+    entry.color_space = ColorSpace::Linear;
+    entry.channel_ranges = vec![[0.0, 1.0]; 4];
+    let chain = match mips {
+        TexsetMips::None => vec![packed],
+        _ => mip_chain(&packed, &entry),
+    };
+    Some(map_image(&chain, &entry, bc, "metallic_roughness"))
+}
+
+/// Which map of a material plays which part of a PBR material (library map indices and the
+/// images).
+#[derive(Default)]
+pub(crate) struct Roles {
+    pub(crate) base_color: Option<(u32, Handle<Image>)>,
+    pub(crate) normal: Option<(u32, Handle<Image>, NormalConvention)>,
+    /// Library and material-local index.
+    pub(crate) roughness: Option<(u32, usize)>,
+    /// Library and material-local index.
+    pub(crate) metallic: Option<(u32, usize)>,
+    pub(crate) occlusion: Option<(u32, Handle<Image>)>,
+    pub(crate) emissive: Option<(u32, Handle<Image>)>,
+    /// A packed occlusion/roughness/metallic map (glTF layout), or the packed image the loader
+    /// made of separate roughness and metallic maps.
+    pub(crate) metallic_roughness: Option<Handle<Image>>,
+    /// An ORM map's library index.
+    pub(crate) orm: Option<u32>,
+}
+
+impl Roles {
+    /// Notes map `entry` (library index `global`, `local` in its material) with its image; the
+    /// first map of each kind plays the part.
+    fn note(&mut self, entry: &MapEntry, global: u32, local: usize, image: &Handle<Image>) {
+        match entry.kind {
+            MapKind::Basecolor if self.base_color.is_none() => self.base_color = Some((global, image.clone())),
+            MapKind::Normal if self.normal.is_none() => self.normal = Some((global, image.clone(), entry.normal_convention)),
+            MapKind::Roughness if self.roughness.is_none() => self.roughness = Some((global, local)),
+            MapKind::Metallic if self.metallic.is_none() => self.metallic = Some((global, local)),
+            MapKind::Ao if self.occlusion.is_none() => self.occlusion = Some((global, image.clone())),
+            MapKind::Emissive if self.emissive.is_none() => self.emissive = Some((global, image.clone())),
+            MapKind::Orm if self.orm.is_none() => {
+                self.orm = Some(global);
+                self.metallic_roughness = Some(image.clone());
+                if self.occlusion.is_none() {
+                    self.occlusion = Some((global, image.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The material without textures: the factors both paths share (metallic 0 where the
+    /// material has no metallic map, as glTF's default of a texture-less metal factor of 1 would
+    /// make every material metal).
+    fn standard_material(&self) -> StandardMaterial {
+        let has_metallic = self.metallic.is_some() || self.orm.is_some();
+        StandardMaterial {
+            base_color: Color::WHITE,
+            perceptual_roughness: 1.0,
+            metallic: if has_metallic { 1.0 } else { 0.0 },
+            flip_normal_map_y: matches!(self.normal, Some((_, _, NormalConvention::DirectX))),
+            emissive: if self.emissive.is_some() { LinearRgba::WHITE } else { LinearRgba::BLACK },
+            ..default()
+        }
+    }
+
+    /// `base` with the decoded images as its textures (the decode-on-load material).
+    fn with_textures(&self, base: StandardMaterial) -> StandardMaterial {
+        StandardMaterial {
+            base_color_texture: self.base_color.as_ref().map(|(_, h)| h.clone()),
+            normal_map_texture: self.normal.as_ref().map(|(_, h, _)| h.clone()),
+            metallic_roughness_texture: self.metallic_roughness.clone(),
+            occlusion_texture: self.occlusion.as_ref().map(|(_, h)| h.clone()),
+            emissive_texture: self.emissive.as_ref().map(|(_, h)| h.clone()),
+            ..base
+        }
+    }
+}
+
+/// What the per-pixel materials of one bundle share: its buffers and decoder functions.
+struct PerPixel {
+    latents: Handle<ShaderBuffer>,
+    weights: Handle<ShaderBuffer>,
+    functions: String,
+}
+
+impl PerPixel {
+    fn new(bundle: &Bundle, load_context: &mut LoadContext<'_>, path: &str) -> Result<Self, TexsetLoadError> {
+        // Weights in a storage buffer whatever their size: one binding layout for every bundle.
+        let options = GpuModelOptions { max_uniform_bytes: 0, ..GpuModelOptions::default() };
+        let model = GpuModel::with_options(bundle, options).map_err(|source| TexsetLoadError::Shader { path: path.to_owned(), source })?;
+        let bytes = |words: &[u32]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        let latents = load_context
+            .add_labeled_asset("latents".to_owned(), ShaderBuffer::new(&bytes(&model.latent_words), RenderAssetUsages::default()));
+        let weights =
+            load_context.add_labeled_asset("weights".to_owned(), ShaderBuffer::new(&bytes(&model.mlp_words), RenderAssetUsages::default()));
+        Ok(Self { latents, weights, functions: crate::material::decoder_functions(&model) })
+    }
+
+    /// The per-pixel material of material `name`: `base` extended by the decoder and `shader`.
+    fn material(&self, load_context: &mut LoadContext<'_>, name: &str, base: StandardMaterial, shader: Uuid) -> Handle<TexsetMaterial> {
+        let extension = TexsetExtension { latents: self.latents.clone(), weights: self.weights.clone(), shader };
+        load_context.add_labeled_asset(format!("{name}/per_pixel"), TexsetMaterial { base, extension })
+    }
+}
