@@ -49,6 +49,14 @@ pub struct DecodedMap {
     pub values: Vec<f32>,
 }
 
+/// A decoded value in `[0, 1]` as an 8-bit unorm byte (clamped, rounded to nearest): what `texset
+/// decode` writes for 8-bit sources, what the BC encoder and FLIP read, and the texels of
+/// texset-bevy's uncompressed images.
+#[must_use]
+pub fn unorm8(value: f32) -> u8 {
+    (value.clamp(0.0, 1.0) * 255.0).round() as u8
+}
+
 /// Un-maps a decoded texel (`t`: stored values in `[0, 1]`, channels beyond the map's count 0)
 /// into the values a shader lights with: the channel range applied (`low + (high − low)·t`, which
 /// restores float sources), sRGB colour channels (the first three) converted to linear, and a

@@ -138,9 +138,6 @@ pub struct ExportOptions {
     pub functions_only: bool,
 }
 
-/// The buffers of the whole decoder, in binding order from `latents`.
-const BUFFER_COUNT: u32 = 5;
-
 /// The decoder specialised to `bundle`, in `lang`, validated as the module docs say. `entry`
 /// picks the entry point of a GLSL file (other languages hold all of them).
 pub fn export_shader(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint) -> Result<String, ExportError> {
@@ -150,42 +147,32 @@ pub fn export_shader(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint) -> Re
 /// [`export_shader`] with the bindings and form of `options`.
 pub fn export_shader_with(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint, options: ExportOptions) -> Result<String, ExportError> {
     let model = GpuModel::new(bundle)?;
-    let (group, first) = (options.bind_group, options.first_binding);
+    let bindings = Bindings { group: options.bind_group, first: options.first_binding };
     if options.functions_only {
         if lang != ShaderLang::Wgsl {
             return Err(ExportError::FunctionsOnlyLang(lang));
         }
-        let wgsl = model.functions_wgsl(Bindings { group, latents: first, mlp: first + 1 });
+        let wgsl = model.functions_wgsl(bindings);
         validate_wgsl(&wgsl)?;
         return Ok(wgsl);
     }
-    let mut wgsl = model.wgsl();
-    if (group, first) != (0, 0) {
-        for binding in 0..BUFFER_COUNT {
-            wgsl = wgsl.replacen(
-                &format!("@group(0) @binding({binding}) var"),
-                &format!("@group({group}) @binding({}) var", first + binding),
-                1,
-            );
-        }
-    }
-    translate_bound(&wgsl, lang, entry, group, first)
+    translate_bound(&model.wgsl_bound(bindings), lang, entry, bindings)
 }
 
 /// Translates (specialised) decoder WGSL to `lang` and validates the result.
 pub fn translate(wgsl: &str, lang: ShaderLang, entry: EntryPoint) -> Result<String, ExportError> {
-    translate_bound(wgsl, lang, entry, 0, 0)
+    translate_bound(wgsl, lang, entry, Bindings::default())
 }
 
-/// [`translate`] for a decoder bound at `group`, from binding `first` on.
-fn translate_bound(wgsl: &str, lang: ShaderLang, entry: EntryPoint, group: u32, first: u32) -> Result<String, ExportError> {
+/// [`translate`] for a decoder bound as `bindings` says.
+fn translate_bound(wgsl: &str, lang: ShaderLang, entry: EntryPoint, bindings: Bindings) -> Result<String, ExportError> {
     let (module, info) = validate_wgsl(wgsl)?;
     match lang {
         ShaderLang::Wgsl => Ok(wgsl.to_owned()),
         ShaderLang::Glsl => {
             let mut binding_map = naga::back::glsl::BindingMap::default();
-            for binding in 0..BUFFER_COUNT as u8 {
-                binding_map.insert(naga::ResourceBinding { group, binding: first + u32::from(binding) }, binding);
+            for binding in 0..crate::model::ALL_BUFFERS as u8 {
+                binding_map.insert(naga::ResourceBinding { group: bindings.group, binding: bindings.first + u32::from(binding) }, binding);
             }
             let options = naga::back::glsl::Options {
                 version: naga::back::glsl::Version::Desktop(450),

@@ -171,41 +171,52 @@ impl GpuModel {
     pub fn functions_wgsl(&self, bindings: Bindings) -> String {
         let full = specialise(crate::DECODE_WGSL, &self.constants);
         let functions = full.find(ENTRY_POINTS_MARKER).map_or(full.as_str(), |end| &full[..end]);
-        let functions = functions
-            .replacen(
-                LATENTS_DECLARATION,
-                &format!("@group({}) @binding({}) var<storage, read> latents", bindings.group, bindings.latents),
-                1,
-            )
-            .replacen(MLP_DECLARATION, &format!("@group({}) @binding({}) var<", bindings.group, bindings.mlp), 1);
-        format!("{}\n{}", texset_core::model::MODEL_WGSL, functions)
+        format!("{}\n{}", texset_core::model::MODEL_WGSL, bindings.rebind(functions, FUNCTION_BUFFERS))
+    }
+
+    /// [`GpuModel::wgsl`] with its five buffers bound where `bindings` says (`latents` at its
+    /// first binding, then `mlp`, `params`, `output` and `samples`).
+    #[must_use]
+    pub fn wgsl_bound(&self, bindings: Bindings) -> String {
+        bindings.rebind(&self.wgsl(), ALL_BUFFERS)
     }
 }
 
-/// Where the decoder's two buffers are bound in [`GpuModel::functions_wgsl`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where the decoder's buffers are bound ([`GpuModel::functions_wgsl`], [`GpuModel::wgsl_bound`]):
+/// all in one group, in binding order from `latents` (`mlp` the next).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Bindings {
-    /// The bind group of both.
+    /// The bind group (0: `GpuDecoder`'s).
     pub group: u32,
-    /// The binding of `latents` (a read-only storage buffer).
-    pub latents: u32,
-    /// The binding of `mlp` (uniform or read-only storage, [`GpuModel::weight_memory`]).
-    pub mlp: u32,
+    /// The binding of `latents` (0: `GpuDecoder`'s).
+    pub first: u32,
 }
 
-impl Default for Bindings {
-    /// `GpuDecoder`'s: group 0, `latents` at binding 0, `mlp` at binding 1.
-    fn default() -> Self {
-        Self { group: 0, latents: 0, mlp: 1 }
+impl Bindings {
+    /// `source` with the declarations of its first `count` buffers (`@group(0) @binding(b) var`,
+    /// as the template and the generated block write them) moved to `self.group`, binding
+    /// `self.first + b`.
+    fn rebind(self, source: &str, count: u32) -> String {
+        let mut source = source.to_owned();
+        if self != Self::default() {
+            for b in 0..count {
+                source = source.replacen(
+                    &format!("@group(0) @binding({b}) var"),
+                    &format!("@group({}) @binding({}) var", self.group, self.first + b),
+                    1,
+                );
+            }
+        }
+        source
     }
 }
 
 /// The line of `decode.wgsl` after which its entry points and their bindings begin.
 const ENTRY_POINTS_MARKER: &str = "// texset:entry-points\n";
-/// How the template declares `latents` (group 0, binding 0).
-const LATENTS_DECLARATION: &str = "@group(0) @binding(0) var<storage, read> latents";
-/// How the generated block declares `mlp` (group 0, binding 1), up to its address space.
-const MLP_DECLARATION: &str = "@group(0) @binding(1) var<";
+/// The buffers the decoder's functions read: `latents` and `mlp`.
+const FUNCTION_BUFFERS: u32 = 2;
+/// Every buffer of the whole decoder: `latents`, `mlp`, `params`, `output`, `samples`.
+pub(crate) const ALL_BUFFERS: u32 = 5;
 
 /// The widest vector the decoder holds: the MLP inputs or a hidden layer's outputs, refused over
 /// [`MAX_MLP_WIDTH`].

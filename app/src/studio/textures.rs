@@ -2,7 +2,10 @@
 
 use eframe::egui::{self, ColorImage, TextureHandle, TextureId, TextureOptions};
 use std::collections::HashMap;
-use texset_core::{decode::DecodedMap, set::Texture};
+use texset_core::{
+    decode::{DecodedMap, unorm8},
+    set::Texture,
+};
 
 /// Textures keyed by (material, map) and what they show.
 #[derive(Default)]
@@ -124,7 +127,7 @@ impl Textures {
 #[must_use]
 pub fn to_color_image(values: &[f32], width: u32, height: u32, channels: u32) -> ColorImage {
     let channels = channels.max(1) as usize;
-    let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+    let byte = unorm8;
     let mut rgba = Vec::with_capacity(width as usize * height as usize * 4);
     for texel in values.chunks_exact(channels).take(width as usize * height as usize) {
         let (r, g, b) = match channels {

@@ -182,7 +182,7 @@ pub fn encode(width: u32, height: u32, channels: u32, texels: &[f32], format: Bc
     let (w, h, c) = (width as usize, height as usize, channels as usize);
     // Blocks are 4×4. The encoder reads RGBA8 for every format (BC4 uses R, BC5 R and G).
     let (pw, ph) = (w.div_ceil(4) * 4, h.div_ceil(4) * 4);
-    let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+    let byte = crate::decode::unorm8;
     let mut rgba = vec![0u8; pw * ph * 4];
     for y in 0..ph {
         for x in 0..pw {

@@ -186,7 +186,7 @@ pub(crate) fn normal_angular_error_deg(a: &[f32], b: &[f32], channels: usize) ->
 #[must_use]
 pub fn flip_mean(reference: &[f32], test: &[f32], width: usize, height: usize, channels: usize) -> f64 {
     let rgb8 = |values: &[f32]| -> Vec<u8> {
-        let byte = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+        let byte = crate::decode::unorm8;
         values
             .chunks_exact(channels.max(1))
             .flat_map(|t| match t.len() {

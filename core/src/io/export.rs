@@ -68,7 +68,7 @@ pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String>
         (c, _) => return Err(format!("{c} channels cannot be written as PNG")),
     };
     let bytes: Vec<u8> = if entry.sample_format == SampleFormat::U8 {
-        map.values.iter().map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8).collect()
+        map.values.iter().copied().map(crate::decode::unorm8).collect()
     } else {
         // `image`'s encoders take 16-bit samples in native byte order (the PNG encoder swaps them
         // to the file's big-endian itself).

@@ -12,10 +12,12 @@ use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
 use bevy::render::storage::ShaderBuffer;
 use serde::{Deserialize, Serialize};
 use texset_core::bundle::{Bundle, MapEntry};
+use texset_core::decode::unorm8;
 use texset_core::eval::bcn::{BcFormat, Profile};
 use texset_core::io::{mip_chain, transcode_chain};
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
 use texset_core::{DecodedMap, Decoder};
+use texset_shaders::model::words_to_bytes;
 use texset_shaders::{GpuModel, GpuModelOptions};
 
 /// A loaded bundle: for every material its maps as images, its decode-on-load
@@ -67,7 +69,7 @@ impl TexsetBundleMaterial {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TexsetImageFormat {
     /// RGBA8 (three- and four-channel maps; sRGB for colour), RG8 or R8: the decoded values
-    /// rounded to 8 bits, as `texset decode` writes PNGs.
+    /// rounded to 8 bits (`texset_core::decode::unorm8`, as `texset decode` writes 8-bit sources).
     #[default]
     Uncompressed,
     /// Block-compressed by the transcoder `texset transcode` uses: BC7 for colour, BC5 for
@@ -250,11 +252,6 @@ fn decode_chain(
     }
 }
 
-/// A decoded value in `[0, 1]` as the byte `texset decode`'s PNGs hold.
-fn unorm8(value: f32) -> u8 {
-    (value.clamp(0.0, 1.0) * 255.0).round() as u8
-}
-
 /// The 8-bit texels of a decoded level with `out_channels` channels (missing ones 255: opaque
 /// alpha of an RGB map).
 fn level_bytes(level: &DecodedMap, out_channels: usize) -> Vec<u8> {
@@ -433,11 +430,10 @@ impl PerPixel {
         // Weights in a storage buffer whatever their size: one binding layout for every bundle.
         let options = GpuModelOptions { max_uniform_bytes: 0, ..GpuModelOptions::default() };
         let model = GpuModel::with_options(bundle, options).map_err(|source| TexsetLoadError::Shader { path: path.to_owned(), source })?;
-        let bytes = |words: &[u32]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
         let latents = load_context
-            .add_labeled_asset("latents".to_owned(), ShaderBuffer::new(&bytes(&model.latent_words), RenderAssetUsages::default()));
-        let weights =
-            load_context.add_labeled_asset("weights".to_owned(), ShaderBuffer::new(&bytes(&model.mlp_words), RenderAssetUsages::default()));
+            .add_labeled_asset("latents".to_owned(), ShaderBuffer::new(&words_to_bytes(&model.latent_words), RenderAssetUsages::default()));
+        let weights = load_context
+            .add_labeled_asset("weights".to_owned(), ShaderBuffer::new(&words_to_bytes(&model.mlp_words), RenderAssetUsages::default()));
         Ok(Self { latents, weights, functions: crate::material::decoder_functions(&model) })
     }
 

@@ -85,7 +85,7 @@ impl MaterialExtension for TexsetExtension {
 /// The bundle's decoder functions, bound in the material's group at [`LATENTS_BINDING`] and the
 /// next one.
 pub(crate) fn decoder_functions(model: &GpuModel) -> String {
-    model.functions_wgsl(Bindings { group: MATERIAL_BIND_GROUP_INDEX as u32, latents: LATENTS_BINDING, mlp: LATENTS_BINDING + 1 })
+    model.functions_wgsl(Bindings { group: MATERIAL_BIND_GROUP_INDEX as u32, first: LATENTS_BINDING })
 }
 
 /// A generated fragment shader and the id it goes by.

@@ -21,14 +21,6 @@
 // texset:material
 // texset:decoder
 
-// `lod_from_derivatives` of a texture of `size` texels, from derivatives taken once in uniform
-// control flow.
-fn lod_of(dx: vec2<f32>, dy: vec2<f32>, size: vec2<f32>) -> f32 {
-    let x = dx * size;
-    let y = dy * size;
-    return max(0.0, 0.5 * log2(max(dot(x, x), dot(y, y))));
-}
-
 // The shading values of a slot's filtered values: sRGB maps were un-mapped texel by texel.
 fn linear(map: u32, filtered: vec4<f32>) -> vec4<f32> {
     if (MAP_SRGB[map] == 1u) {
@@ -42,8 +34,11 @@ fn fragment(in: VertexOutput, @builtin(front_facing) is_front: bool) -> Fragment
     var pbr_input = pbr_input_from_standard_material(in, is_front);
 #ifdef VERTEX_UVS_A
     let uv = in.uv;
-    let dx = dpdx(uv);
-    let dy = dpdy(uv);
+    // Every slot's level of detail first, in uniform control flow (derivatives need it).
+    var lods: array<f32, SLOT_COUNT>;
+    for (var slot = 0u; slot < SLOT_COUNT; slot++) {
+        lods[slot] = lod_from_derivatives(uv, vec2<f32>(f32(MAP_WIDTH[SLOT_MAP[slot]]), f32(MAP_HEIGHT[SLOT_MAP[slot]])));
+    }
     // Every slot's two mip levels, each filtered bilinearly from its four nearest texels decoded
     // at their centres, as a GPU filters the decode-on-load textures (decoding at `uv` itself
     // would interpolate the latents, not the texels: visibly different at sharp features). All
@@ -55,7 +50,7 @@ fn fragment(in: VertexOutput, @builtin(front_facing) is_front: bool) -> Fragment
         let corner = job % 4u;
         let map = SLOT_MAP[slot];
         let top = f32(MAP_MIP_LEVELS[map] - 1u);
-        let l = clamp(lod_of(dx, dy, vec2<f32>(f32(MAP_WIDTH[map]), f32(MAP_HEIGHT[map]))), 0.0, top);
+        let l = clamp(lods[slot], 0.0, top);
         let below = floor(l);
         let blend = l - below;
         let level = min(u32(below) + upper, u32(top));

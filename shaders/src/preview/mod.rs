@@ -10,6 +10,7 @@ use crate::model::GpuModel;
 use crate::{GpuError, block_on, check_device_limit, to_u32};
 use texset_core::{
     bundle::{Bundle, Manifest},
+    decode::unorm8,
     set::MapKind,
 };
 
@@ -156,7 +157,7 @@ impl Originals {
                         let i = (sy * w as usize + sx) * c as usize;
                         let mut t = [0u8; 4];
                         for (k, value) in t.iter_mut().enumerate().take(c.min(4) as usize) {
-                            *value = (values.get(i + k).copied().unwrap_or(0.0).clamp(0.0, 1.0) * 255.0).round() as u8;
+                            *value = unorm8(values.get(i + k).copied().unwrap_or(0.0));
                         }
                         texels.push(t);
                     }
