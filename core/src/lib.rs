@@ -64,7 +64,7 @@ pub mod internal_tests {
     #[cfg(feature = "train")]
     pub use crate::train::init::starting_params;
     #[cfg(feature = "train")]
-    pub use crate::train::kernel::{forward_backward, loss_and_grads};
+    pub use crate::train::kernel::{Noise, forward_backward, latent_noise, loss_and_grads, loss_and_grads_with};
     #[cfg(feature = "train")]
     pub use crate::train::run::{ANNOUNCE_ABOVE_TEXELS, LoopOptions, TimeBudget, run};
 }

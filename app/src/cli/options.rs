@@ -8,7 +8,8 @@ use texset_core::{
     Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig,
     model::{MAX_MLP_WIDTH, WeightFormat},
     options::{
-        ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation, Sampling,
+        ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation, Recipe,
+        RecipePiece, Sampling,
     },
     set::MapKind,
 };
@@ -76,17 +77,27 @@ pub(super) struct ScheduleArgs {
     /// Random seed (equal seeds give identical bundles).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The training recipe: `texset`'s schedule, or `ntc`, NVIDIA RTXNTC's (QAT latents with
+    /// noise per latent per step from step 0, frozen at 95 %; learning rates in quantisation
+    /// steps, decayed to 0; Adam β2 0.999 with sparse updates; weights through E4M3 from 96 %,
+    /// their format from 98 %; latents from N(0, 0.5)). The flags below override its choices.
+    #[arg(long, value_enum, default_value_t = Recipe::Texset)]
+    pub recipe: Recipe,
+    /// With `--recipe ntc`: pieces of it to leave at texset's choice, comma separated (one at a
+    /// time measures what each is worth).
+    #[arg(long, value_enum, value_delimiter = ',', requires = "recipe")]
+    pub recipe_without: Vec<RecipePiece>,
     /// How latents meet their bits: `qat` trains them with ±½-step noise, then rounds and
     /// freezes them and fine-tunes the decoder; `ptq` trains them in float and rounds at pack;
-    /// `auto`, the measured winner: `qat` for 2-bit latents and for batches of 65,536 texels
-    /// (the max preset), `ptq` otherwise.
-    #[arg(long, value_enum, default_value_t = Quantisation::Auto)]
-    pub latent_quant: Quantisation,
+    /// `auto` (the default), the measured winner: `qat` for 2-bit latents and for batches of
+    /// 65,536 texels (the max preset), `ptq` otherwise.
+    #[arg(long, value_enum)]
+    pub latent_quant: Option<Quantisation>,
     /// How the decoder's weights meet their format: `qat` fine-tunes through it
-    /// (fake-quantisation); `ptq` quantises the float weights at pack; `auto`, the measured
-    /// winner: `qat` for `e4m3`, `ptq` for the others.
-    #[arg(long, value_enum, default_value_t = Quantisation::Auto)]
-    pub weight_quant: Quantisation,
+    /// (fake-quantisation); `ptq` quantises the float weights at pack; `auto` (the default), the
+    /// measured winner: `qat` for `e4m3`, `ptq` for the others.
+    #[arg(long, value_enum)]
+    pub weight_quant: Option<Quantisation>,
     /// With `--mips`: how much more often training draws a texel of each coarser level than
     /// one of the level above (1: every texel of the chain alike, each level by its area).
     #[arg(long, default_value_t = 1.5, requires = "mips")]
@@ -96,10 +107,11 @@ pub(super) struct ScheduleArgs {
     /// trains on as many texels as without mips).
     #[arg(long, requires = "mips")]
     pub mip_fixed_batch: bool,
-    /// Where the latent grids start: `noise`, or `pca` (the principal components of the maps'
-    /// channels, box-filtered to each grid).
-    #[arg(long, value_enum, default_value_t = LatentInit::Noise)]
-    pub latent_init: LatentInit,
+    /// Where the latent grids start: `noise` (the default, uniform in ±0.25), `pca` (the
+    /// principal components of the maps' channels, box-filtered to each grid) or `normal`
+    /// (N(0, 0.5), NTC's).
+    #[arg(long, value_enum)]
+    pub latent_init: Option<LatentInit>,
     /// How training draws its texels: `uniform`, every texel alike; `error`, 8×8-texel tiles
     /// of high error more often (by a mix of their share and their weighted squared error,
     /// measured every 5 % of the steps), each draw's loss weight scaled so the expected loss is
@@ -157,11 +169,20 @@ impl ScheduleArgs {
         if let Some(seed) = self.seed {
             schedule.seed = seed;
         }
-        schedule.latent_quantisation = self.latent_quant;
-        schedule.weight_quantisation = self.weight_quant;
+        if self.recipe != Recipe::Texset {
+            schedule.apply_recipe(self.recipe, &self.recipe_without);
+        }
+        if let Some(mode) = self.latent_quant {
+            schedule.latent_quantisation = mode;
+        }
+        if let Some(mode) = self.weight_quant {
+            schedule.weight_quantisation = mode;
+        }
         schedule.mip_sample_boost = self.mip_boost;
         schedule.mip_level0_batch = !self.mip_fixed_batch;
-        schedule.latent_init = self.latent_init;
+        if let Some(init) = self.latent_init {
+            schedule.latent_init = init;
+        }
         if let Some(sampling) = self.sampling {
             schedule.sampling = sampling;
         }
@@ -173,6 +194,8 @@ impl ScheduleArgs {
         }
         if let Some(lr) = self.grid_lr {
             schedule.grid_learning_rate = lr;
+            // A rate given in units overrides one in quantisation steps.
+            schedule.grid_learning_rate_steps = None;
         }
         if let Some(lr) = self.mlp_lr {
             schedule.mlp_learning_rate = lr;

@@ -53,6 +53,16 @@ pub enum OptionsError {
     /// A freeze point outside 0..=1.
     #[error("freeze_latents_at and quantize_weights_at are fractions in 0..=1")]
     ScheduleFractions,
+    /// A schedule value outside its range (the recipe's pieces).
+    #[error("{what} must be {range}, got {value}")]
+    ScheduleValue {
+        /// The option.
+        what: &'static str,
+        /// Its range, in words.
+        range: &'static str,
+        /// The value given.
+        value: f32,
+    },
     /// Pruning names a different number of grids.
     #[error("pruning keeps channels for {keep} grids, there are {grids}")]
     PruneGrids {

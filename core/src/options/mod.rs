@@ -7,8 +7,9 @@ mod schedule;
 use crate::model::params::MAX_MLP_WIDTH;
 pub use error::OptionsError;
 pub use schedule::{
-    AUTO_QAT_MAX_LATENT_BITS, AUTO_QAT_MIN_BATCH_TEXELS, LatentInit, MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NormalTargets, Quantisation,
-    Sampling, ScheduleConfig,
+    AUTO_QAT_MAX_LATENT_BITS, AUTO_QAT_MIN_BATCH_TEXELS, DEFAULT_ADAM_BETA2, DEFAULT_LEARNING_RATE_FLOOR, LatentInit, LatentNoise,
+    MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NTC_GRID_LEARNING_RATE_STEPS, NTC_MLP_LEARNING_RATE, NormalTargets, Quantisation, Recipe,
+    RecipePiece, Sampling, ScheduleConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -377,10 +378,10 @@ impl CompressOptions {
         let base = Self::default();
         match preset {
             Preset::Fast => Self { schedule: ScheduleConfig { steps: 1500, ..base.schedule }, ..base },
-            // Twice the steps of `CompressOptions::default()`: the batched CPU kernels took the
-            // 6,000-step command on `painted_wooden_cabinet` from about 70 to 30 s on two cores,
-            // and the preset spends that on quality (docs/decisions/014-default-preset-steps.md).
-            Preset::Default => Self { schedule: ScheduleConfig { steps: DEFAULT_PRESET_STEPS, ..base.schedule }, ..base },
+            // `CompressOptions::default()` itself: 12,000 steps, twice the 6,000 it had before
+            // the batched CPU kernels took that command on `painted_wooden_cabinet` from about 70
+            // to 30 s on two cores (docs/decisions/014-default-preset-steps.md).
+            Preset::Default => base,
             Preset::High => Self { schedule: ScheduleConfig { steps: 16_000, ..base.schedule }, ..base },
             Preset::Max => Self { schedule: ScheduleConfig { steps: 30_000, batch_texels: 65_536, ..base.schedule }, ..base },
         }
@@ -537,6 +538,22 @@ impl CompressOptions {
         if !(0.0..=1.0).contains(&self.schedule.freeze_latents_at) || !(0.0..=1.0).contains(&self.schedule.quantize_weights_at) {
             return Err(OptionsError::ScheduleFractions);
         }
+        let s = &self.schedule;
+        let checks = [
+            ("fp8_weights_at", "a fraction no later than quantize_weights_at", s.fp8_weights_at.unwrap_or(0.0), {
+                let at = s.fp8_weights_at.unwrap_or(0.0);
+                (0.0..=s.quantize_weights_at).contains(&at)
+            }),
+            ("learning_rate_floor", "in 0..=1", s.learning_rate_floor, (0.0..=1.0).contains(&s.learning_rate_floor)),
+            ("adam_beta2", "in 0..1", s.adam_beta2, (0.0..1.0).contains(&s.adam_beta2)),
+            ("grid_learning_rate_steps", "finite and above 0", s.grid_learning_rate_steps.unwrap_or(1.0), {
+                let steps = s.grid_learning_rate_steps.unwrap_or(1.0);
+                steps.is_finite() && steps > 0.0
+            }),
+        ];
+        if let Some(&(what, range, value, _)) = checks.iter().find(|c| !c.3) {
+            return Err(OptionsError::ScheduleValue { what, range, value });
+        }
         if let Some(p) = &self.budgets.prune {
             if p.keep_per_grid.len() != self.model.grids.len() {
                 return Err(OptionsError::PruneGrids { keep: p.keep_per_grid.len(), grids: self.model.grids.len() });
@@ -599,6 +616,11 @@ mod tests {
         let json = serde_json::to_string(&error.schedule).expect("a schedule serialises");
         let back: ScheduleConfig = serde_json::from_str(&json).expect("and reads back");
         assert_eq!(back, error.schedule);
+    }
+
+    #[test]
+    fn the_default_options_train_the_default_presets_steps() {
+        assert_eq!(CompressOptions::default().schedule.steps, DEFAULT_PRESET_STEPS);
     }
 
     #[test]

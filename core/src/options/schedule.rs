@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ScheduleConfig {
-    /// Training steps. Default 6000.
+    /// Training steps. Default [`DEFAULT_PRESET_STEPS`](super::DEFAULT_PRESET_STEPS), the default
+    /// preset's.
     pub steps: u32,
     /// Texels per training step. Default 8192.
     pub batch_texels: usize,
@@ -74,6 +75,153 @@ pub struct ScheduleConfig {
     /// again (1: error-driven to the end). Default 0.9.
     #[serde(skip_serializing_if = "is_default_sampling_uniform_after")]
     pub sampling_uniform_after: f32,
+    /// How QAT's ±½-step noise meets the latents ([`LatentNoise`]). Default
+    /// [`LatentNoise::PerRead`].
+    ///
+    /// This and the fields after it are the pieces of NTC's recipe ([`Recipe::Ntc`]); each is
+    /// left out of the serialised schedule at its default, so fingerprints written before they
+    /// existed still match.
+    #[serde(skip_serializing_if = "is_per_read")]
+    pub latent_noise: LatentNoise,
+    /// The grids' learning rate in quantisation steps of the finest grid's bits, in place of
+    /// `grid_learning_rate` (NTC's 0.1 on latents in [0, 1] at 4 bits is 1.5 steps). Default
+    /// `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid_learning_rate_steps: Option<f32>,
+    /// Where the learning rates' cosine decay ends, as a fraction of their peak. Default 0.05;
+    /// NTC decays to 0.
+    #[serde(skip_serializing_if = "is_default_learning_rate_floor")]
+    pub learning_rate_floor: f32,
+    /// Adam's β2. Default 0.99; NTC's 0.999.
+    #[serde(skip_serializing_if = "is_default_adam_beta2")]
+    pub adam_beta2: f32,
+    /// Sparse Adam: a parameter whose gradient is exactly zero in a step (a latent no texel of
+    /// the batch read) keeps its value and its moments, as in NTC. Default false: every
+    /// parameter moves every step on its moments.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sparse_updates: bool,
+    /// With QAT weights: the fraction of the steps from which the decoder trains through E4M3
+    /// fake-quantisation, until `quantize_weights_at` takes it to its own format (NTC's staged
+    /// weight QAT: float to 96 %, FP8 to 98 %, int8 to the end). Default `None`: no FP8 stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp8_weights_at: Option<f32>,
+}
+
+/// The default of [`ScheduleConfig::learning_rate_floor`].
+pub const DEFAULT_LEARNING_RATE_FLOOR: f32 = 0.05;
+/// The default of [`ScheduleConfig::adam_beta2`].
+pub const DEFAULT_ADAM_BETA2: f32 = 0.99;
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
+fn is_per_read(noise: &LatentNoise) -> bool {
+    *noise == LatentNoise::PerRead
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
+fn is_default_learning_rate_floor(floor: &f32) -> bool {
+    floor.to_bits() == DEFAULT_LEARNING_RATE_FLOOR.to_bits()
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
+fn is_default_adam_beta2(beta2: &f32) -> bool {
+    beta2.to_bits() == DEFAULT_ADAM_BETA2.to_bits()
+}
+
+/// How QAT's uniform noise of ±½ step meets the latents ([`ScheduleConfig::latent_noise`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum LatentNoise {
+    /// A fresh draw at every read: each bilinear corner of each texel of the batch.
+    #[default]
+    PerRead,
+    /// One draw per latent per step, shared by every texel that reads it, the noisy value kept
+    /// in the latent range (NTC's).
+    PerLatent,
+}
+
+/// A training recipe: a named set of schedule choices ([`ScheduleConfig::apply_recipe`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Recipe {
+    /// texset's own schedule, as the presets set it.
+    #[default]
+    Texset,
+    /// NVIDIA RTXNTC v0.9.2's recipe (docs/decisions/028-ntc-recipe.md): every piece of
+    /// [`RecipePiece`] at NTC's value.
+    Ntc,
+}
+
+/// One piece of NTC's recipe, to leave out of it one at a time (`--recipe-without`): the run
+/// keeps texset's choice for that piece.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum RecipePiece {
+    /// QAT latents with noise drawn per latent per step ([`LatentNoise::PerLatent`]).
+    Noise,
+    /// Latents rounded and frozen at 95 % of the steps (texset: 80 %).
+    Freeze,
+    /// NTC's learning rates: the grids' 1.5 quantisation steps, the decoder's 0.005.
+    Rates,
+    /// The cosine decay down to 0 (texset: to 5 %).
+    Decay,
+    /// Adam with β2 0.999 and sparse updates.
+    Adam,
+    /// Staged weight QAT: float to 96 %, E4M3 to 98 %, the bundle's format to the end.
+    Weights,
+    /// Latents initialised from N(0, 0.5) (NTC's N(0.5, 0.25) on latents in [0, 1]).
+    Init,
+}
+
+impl RecipePiece {
+    /// Every piece, in the order the recipe's table lists them.
+    pub const ALL: [Self; 7] = [Self::Noise, Self::Freeze, Self::Rates, Self::Decay, Self::Adam, Self::Weights, Self::Init];
+}
+
+/// NTC's grid learning rate in quantisation steps: 0.1 on latents in [0, 1] at 4 bits (a step of
+/// 1/15).
+pub const NTC_GRID_LEARNING_RATE_STEPS: f32 = 1.5;
+/// NTC's decoder learning rate.
+pub const NTC_MLP_LEARNING_RATE: f32 = 0.005;
+
+impl ScheduleConfig {
+    /// Sets `recipe`'s choices over this schedule (steps, batch, seed and loss weights stay),
+    /// leaving each piece in `without` at texset's default.
+    pub fn apply_recipe(&mut self, recipe: Recipe, without: &[RecipePiece]) {
+        let texset = Self::default();
+        let ntc = recipe == Recipe::Ntc;
+        let has = |piece| ntc && !without.contains(&piece);
+        if has(RecipePiece::Noise) {
+            self.latent_quantisation = Quantisation::Qat;
+            self.latent_noise = LatentNoise::PerLatent;
+        } else {
+            self.latent_quantisation = texset.latent_quantisation;
+            self.latent_noise = texset.latent_noise;
+        }
+        self.freeze_latents_at = if has(RecipePiece::Freeze) { 0.95 } else { texset.freeze_latents_at };
+        if has(RecipePiece::Rates) {
+            self.grid_learning_rate_steps = Some(NTC_GRID_LEARNING_RATE_STEPS);
+            self.mlp_learning_rate = NTC_MLP_LEARNING_RATE;
+        } else {
+            self.grid_learning_rate_steps = None;
+            self.grid_learning_rate = texset.grid_learning_rate;
+            self.mlp_learning_rate = texset.mlp_learning_rate;
+        }
+        self.learning_rate_floor = if has(RecipePiece::Decay) { 0.0 } else { texset.learning_rate_floor };
+        (self.adam_beta2, self.sparse_updates) = if has(RecipePiece::Adam) { (0.999, true) } else { (texset.adam_beta2, false) };
+        if has(RecipePiece::Weights) {
+            self.weight_quantisation = Quantisation::Qat;
+            self.fp8_weights_at = Some(0.96);
+            self.quantize_weights_at = 0.98;
+        } else {
+            self.weight_quantisation = texset.weight_quantisation;
+            self.fp8_weights_at = None;
+            self.quantize_weights_at = texset.quantize_weights_at;
+        }
+        self.latent_init = if has(RecipePiece::Init) { LatentInit::Normal } else { texset.latent_init };
+    }
 }
 
 /// Default of [`ScheduleConfig::sampling_mix`].
@@ -126,6 +274,9 @@ pub enum LatentInit {
     Noise,
     /// The principal components of the maps' channels, box-filtered to each grid's cells.
     Pca,
+    /// Normal noise, N(0, 0.5) kept in the latent range: NTC's N(0.5, 0.25) on latents in
+    /// [0, 1].
+    Normal,
 }
 
 /// Latent grids of at most this many bits train with QAT under [`Quantisation::Auto`]: at 2 bits
@@ -190,7 +341,7 @@ impl Quantisation {
 impl Default for ScheduleConfig {
     fn default() -> Self {
         Self {
-            steps: 6000,
+            steps: super::DEFAULT_PRESET_STEPS,
             batch_texels: 8192,
             grid_learning_rate: 0.02,
             mlp_learning_rate: 0.004,
@@ -208,6 +359,12 @@ impl Default for ScheduleConfig {
             sampling: Sampling::Uniform,
             sampling_mix: DEFAULT_SAMPLING_MIX,
             sampling_uniform_after: DEFAULT_SAMPLING_UNIFORM_AFTER,
+            latent_noise: LatentNoise::PerRead,
+            grid_learning_rate_steps: None,
+            learning_rate_floor: DEFAULT_LEARNING_RATE_FLOOR,
+            adam_beta2: DEFAULT_ADAM_BETA2,
+            sparse_updates: false,
+            fp8_weights_at: None,
         }
     }
 }

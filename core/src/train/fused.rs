@@ -13,9 +13,9 @@ use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
-use crate::train::adam::{ADAM_BETA1, ADAM_BETA2, Adam, adam_update};
+use crate::train::adam::{ADAM_BETA1, ADAM_BETA2, Adam, AdamStep, adam_update};
 use crate::train::gates::{BudgetGates, LearnedCut, column_norms};
-use crate::train::kernel::{ChunkGrads, forward_backward, scatter_grid_grads, sum_layer_grads};
+use crate::train::kernel::{ChunkGrads, Noise, forward_backward, scatter_grid_grads, sum_layer_grads};
 use crate::train::run::{Capabilities, RunState, StepStats, TrainReport, Trainer, train};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, round_grids, step_at_fraction};
@@ -99,7 +99,7 @@ impl<'a> FusedTrainer<'a> {
     /// A trainer starting from `params` at step 0.
     #[must_use]
     pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: ModelParams) -> Self {
-        let adam = Adam::new(&params);
+        let adam = Adam::new(&params).with(schedule.adam_beta2, schedule.sparse_updates);
         let grads = params.zeros_like();
         let pruned = vec![false; params.latent_channels()];
         Self { params, adam, run: RunState::new(sampler, schedule), grads, trainable: None, pruning: None, pruned, gates: None }
@@ -308,11 +308,22 @@ impl<'a> FusedTrainer<'a> {
         self
     }
 
-    /// The layers with int8 fake-quantisation (fixed row scales kept when some rows are frozen).
+    /// The layers fake-quantised to the bundle's format (fixed row scales kept when some rows are
+    /// frozen).
     fn fake_quantised_layers(&self) -> Vec<LayerParams> {
         match &self.trainable {
             Some(t) => t.quantise_layers(&self.params.layers).iter().map(QuantizedLayer::dequantize).collect(),
             None => self.params.layers.iter().map(|l| quant::fake_quantize(l, self.run.schedule.weight_format)).collect(),
+        }
+    }
+
+    /// The layers a step's forward and backward run: in float, or through `format`'s
+    /// fake-quantisation ([`Schedule::weight_fake_quant`]).
+    fn step_layers(&self, format: Option<quant::WeightFormat>) -> Vec<LayerParams> {
+        match format {
+            None => self.params.layers.clone(),
+            Some(f) if f == self.run.schedule.weight_format => self.fake_quantised_layers(),
+            Some(f) => self.params.layers.iter().map(|l| quant::fake_quantize(l, f)).collect(),
         }
     }
 
@@ -334,8 +345,7 @@ impl<'a> FusedTrainer<'a> {
         {
             round_grids(&mut self.params, &self.run.schedule.grid_bits);
         }
-        let mlp: Vec<LayerParams> =
-            if phase == TrainPhase::Int8Weights { self.fake_quantised_layers() } else { self.params.layers.clone() };
+        let mlp = self.step_layers(self.run.schedule.weight_fake_quant(step));
         let train_grids = phase == TrainPhase::NoisyLatents;
         let chunks = self.run.schedule.batch_texels / CHUNK_TEXELS;
         let params = &self.params;
@@ -343,6 +353,7 @@ impl<'a> FusedTrainer<'a> {
         let seed = self.run.schedule.seed;
         let bits = &self.run.schedule.grid_bits;
         let latent_noise = self.run.schedule.latent_noise;
+        let per_latent = self.run.schedule.noise_per_latent;
         // One noise amplitude for all grids would be wrong when their bits differ; the kernel takes
         // one amplitude, so use the finest grid's half step (grids share bits in every preset).
         let amplitude = 0.5 * quant::latent_step(bits.first().copied().unwrap_or(8));
@@ -360,7 +371,11 @@ impl<'a> FusedTrainer<'a> {
                         }
                     }
                 }
-                let noise = if train_grids && latent_noise { Some((amplitude, &mut rng)) } else { None };
+                let noise = match (train_grids && latent_noise, per_latent) {
+                    (false, _) => None,
+                    (true, false) => Some(Noise::PerRead { amplitude, rng: &mut rng }),
+                    (true, true) => Some(Noise::PerLatent { amplitude, seed, step }),
+                };
                 forward_backward(params, &mlp, &batch, noise)
             })
             .collect();
@@ -414,7 +429,8 @@ impl<'a> FusedTrainer<'a> {
             for (g, t) in gate_grads.iter_mut().zip(&gates.trains) {
                 *g *= t;
             }
-            adam_update(&mut gates.values, &gate_grads, &mut gates.m, &mut gates.v, lr, c1, c2, scale, false);
+            let k = AdamStep { lr, c1, c2, grad_scale: scale, beta2: ADAM_BETA2, sparse: false };
+            adam_update(&mut gates.values, &gate_grads, &mut gates.m, &mut gates.v, k, false);
             // Gates are magnitudes; outside a budget they stay 0 (no gradient reaches them).
             for v in &mut gates.values {
                 *v = v.max(0.0);
@@ -527,14 +543,15 @@ fn fused_trainer<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &Compre
 #[cfg(test)]
 mod tests {
     use super::fused_trainer;
-    use crate::options::CompressOptions;
+    use crate::options::{CompressOptions, Recipe};
 
     /// Every parameter's bits after `steps` steps of the fused trainer on `threads` threads, and
     /// how many of them moved from the start.
-    fn trained_bits(threads: usize, steps: u32) -> (Vec<u32>, usize) {
+    fn trained_bits(threads: usize, steps: u32, recipe: Recipe) -> (Vec<u32>, usize) {
         let set = crate::train::sampler::tests_support::set();
         let mut options = CompressOptions::default();
         options.schedule.steps = steps;
+        options.schedule.apply_recipe(recipe, &[]);
         options.schedule.batch_texels = 4 * crate::train::sampler::CHUNK_TEXELS;
         let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
@@ -559,10 +576,15 @@ mod tests {
     /// order in which a value receives its terms: a run gives the same bits on 1, 3 or 4 threads.
     #[test]
     fn training_gives_the_same_bits_on_any_thread_count() {
-        let (one, moved) = trained_bits(1, 12);
-        assert!(moved > one.len() / 2, "only {moved} of {} parameters trained", one.len());
-        for threads in [3, 4] {
-            assert!(trained_bits(threads, 12).0 == one, "{threads} threads changed the trained bits");
+        // NTC's recipe too: its per-latent noise, sparse Adam and staged weight QAT (12 steps
+        // reach each of its phases).
+        for recipe in [Recipe::Texset, Recipe::Ntc] {
+            let (one, moved) = trained_bits(1, 12, recipe);
+            assert!(moved > one.len() / 2, "{recipe:?}: only {moved} of {} parameters trained", one.len());
+            for threads in [3, 4] {
+                assert!(trained_bits(threads, 12, recipe).0 == one, "{recipe:?}: {threads} threads changed the trained bits");
+            }
         }
+        assert_ne!(trained_bits(1, 12, Recipe::Texset).0, trained_bits(1, 12, Recipe::Ntc).0);
     }
 }

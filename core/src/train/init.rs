@@ -61,8 +61,10 @@ pub(crate) const FINE_TUNE_LEARNING_RATE_SCALE: f32 = 0.3;
 /// fine-tune, else the seeded initialisation.
 pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<ModelParams, TrainError> {
     let mut fresh = initial_params(set, layout, options.schedule.seed);
-    if options.schedule.latent_init == crate::options::LatentInit::Pca {
-        pca_latents(set, layout, &mut fresh, PCA_LATENT_STD);
+    match options.schedule.latent_init {
+        crate::options::LatentInit::Noise => {}
+        crate::options::LatentInit::Pca => pca_latents(set, layout, &mut fresh, PCA_LATENT_STD),
+        crate::options::LatentInit::Normal => normal_latents(&mut fresh, options.schedule.seed, NORMAL_LATENT_STD),
     }
     let Some(path) = &options.run.init_from else { return Ok(fresh) };
     let error = |message: String| TrainError::InitFrom { path: path.clone(), message };
@@ -83,6 +85,28 @@ pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &Compres
         )));
     }
     Ok(params)
+}
+
+/// Standard deviation of [`crate::options::LatentInit::Normal`]'s latents: NTC's N(0.5, 0.25) on
+/// latents in [0, 1] is N(0, 0.5) on texset's [−1, 1].
+const NORMAL_LATENT_STD: f32 = 0.5;
+
+/// Every latent of every level drawn from N(0, `std`) (Box–Muller on its own stream of the seed),
+/// kept in the latent range.
+fn normal_latents(params: &mut ModelParams, seed: u64, std: f32) {
+    let mut rng = Rng::new(seed, 0x0004_0E4A, 0);
+    let [lo, hi] = crate::model::quant::LATENT_RANGE;
+    for grid in params.all_grids_mut() {
+        for pair in grid.values.chunks_mut(2) {
+            // 1 − u is in (0, 1]: its logarithm is finite.
+            let radius = (-2.0 * (1.0 - rng.next_f64()).ln()).sqrt();
+            let angle = std::f64::consts::TAU * rng.next_f64();
+            let normals = [radius * angle.cos(), radius * angle.sin()];
+            for (v, n) in pair.iter_mut().zip(normals) {
+                *v = (n as f32 * std).clamp(lo, hi);
+            }
+        }
+    }
 }
 
 /// Standard deviation of each principal-component latent channel at the start.
@@ -221,7 +245,32 @@ fn symmetric_eigen(matrix: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
 
 #[cfg(test)]
 mod tests {
-    use super::symmetric_eigen;
+    use super::{ModelParams, normal_latents, symmetric_eigen};
+
+    /// NTC's initialisation: N(0, 0.5), kept in the latent range, the same for a seed.
+    #[test]
+    fn normal_latents_have_ntcs_spread() {
+        let grid = |side: u32| crate::model::params::GridParams {
+            width: side,
+            height: side,
+            channels: 8,
+            values: vec![0.0; 8 * (side * side) as usize],
+        };
+        let zero =
+            ModelParams { grids: vec![grid(64), grid(33)], pe_frequencies: 0, layers: Vec::new(), mip_grids: Vec::new(), mip_group: 1 };
+        let mut params = zero.clone();
+        normal_latents(&mut params, 3, 0.5);
+        let values: Vec<f32> = params.all_grids().flat_map(|g| g.values.iter().copied()).collect();
+        assert!(values.len() > 1000 && values.iter().all(|v| (-1.0..=1.0).contains(v)));
+        let n = values.len() as f64;
+        let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+        let sd = (values.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / n - mean * mean).sqrt();
+        // Clamping at ±2σ takes the standard deviation of N(0, 0.5) to about 0.48.
+        assert!(mean.abs() < 0.05 && (0.45..0.50).contains(&sd), "mean {mean}, sd {sd}");
+        let mut again = zero;
+        normal_latents(&mut again, 3, 0.5);
+        assert_eq!(again, params);
+    }
 
     /// A · v = λ · v for every pair, on a matrix with known eigenvalues 1, 4 and 5.
     #[test]

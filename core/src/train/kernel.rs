@@ -10,6 +10,50 @@ use crate::rng::Rng;
 use crate::train::sampler::Batch;
 use rayon::prelude::*;
 
+/// QAT's uniform noise on the gathered latents ([`forward_backward`]).
+pub enum Noise<'r> {
+    /// A fresh draw from `rng` for every corner value each texel reads.
+    PerRead {
+        /// Half a quantisation step.
+        amplitude: f32,
+        /// The chunk's generator.
+        rng: &'r mut Rng,
+    },
+    /// One draw per latent per step ([`latent_noise`]), the noisy value kept in the latent range
+    /// (NTC's): every texel that reads a latent in a step sees the same noisy value.
+    PerLatent {
+        /// Half a quantisation step.
+        amplitude: f32,
+        /// The run's seed.
+        seed: u64,
+        /// The step.
+        step: u32,
+    },
+}
+
+/// lowbias32 (Chris Wellons), the GPU trainer's `hash` (train.wgsl).
+#[must_use]
+fn hash32(x: u32) -> u32 {
+    let mut h = x;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x7feb_352d);
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x846c_a68b);
+    h ^ (h >> 16)
+}
+
+/// The per-latent noise of latent `j` (its index among every grid value, all pyramid levels in
+/// [`ModelParams::all_grids`]' order) at `step`, uniform in [−1, 1): a pure function of the seed,
+/// the step and the latent, so any thread count and a resumed run draw the same. train.wgsl's
+/// `latent_noise` is the same function, bit for bit.
+#[must_use]
+pub fn latent_noise(seed: u64, step: u32, j: u32) -> f32 {
+    let s = hash32(seed as u32 ^ hash32((seed >> 32) as u32 ^ 0x9e37_79b9));
+    let h =
+        hash32(hash32(s ^ hash32(step.wrapping_mul(0x85eb_ca6b).wrapping_add(0x632b_e5ab))) ^ j.wrapping_mul(0x27d4_eb2f) ^ 0x2c1b_3c6d);
+    (h >> 8) as f32 * (1.0 / 16_777_216.0) * 2.0 - 1.0
+}
+
 /// Gradients and statistics of one chunk.
 pub struct ChunkGrads {
     /// `Σ weight · (y − t)²` over the chunk (not yet divided by the batch size).
@@ -32,14 +76,14 @@ pub struct ChunkGrads {
 }
 
 /// Forward and backward of the model on a batch (the fused CPU kernel). `mlp` are the layers to
-/// run (the float ones, or their int8 fake-quantised copies); `noise` adds uniform noise of the
-/// given amplitude to every gathered latent corner value.
+/// run (the float ones, or their fake-quantised copies); `noise` adds QAT's uniform noise to the
+/// gathered latent corner values.
 ///
 /// Internally every activation is feature-major, `[feature][texel]` with the texels padded to a
 /// whole tile (padding columns are zero in the input and in every output gradient, so they add
 /// nothing to any gradient).
 #[must_use]
-pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch, noise: Option<(f32, &mut Rng)>) -> ChunkGrads {
+pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch, noise: Option<Noise<'_>>) -> ChunkGrads {
     let n = batch.len;
     let np = padded_len(n);
     let lc = params.latent_channels();
@@ -118,9 +162,9 @@ struct Gathered {
 }
 
 /// The gather: features (and, with `gated`, the unmasked latent values the gate gradients need),
-/// written feature-major for the first layer; `noise` adds uniform noise of the given amplitude to
-/// every gathered latent corner value.
-fn gather(params: &ModelParams, batch: &Batch, noise: Option<(f32, &mut Rng)>, gated: bool) -> Gathered {
+/// written feature-major for the first layer; `noise` adds QAT's uniform noise to the gathered
+/// latent corner values.
+fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: bool) -> Gathered {
     let n = batch.len;
     let np = padded_len(n);
     let lc = params.latent_channels();
@@ -131,6 +175,16 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<(f32, &mut Rng)>, g
     let mut x = vec![0.0f32; inputs * np];
     let mut corners = Vec::with_capacity(n * grid_count);
     let has_lod = params.pyramid_levels() > 1;
+    // Where each grid's values start among every grid value (the per-latent noise's index).
+    let grid_bases: Vec<u32> = params
+        .all_grids()
+        .scan(0u32, |at, g| {
+            let base = *at;
+            *at += g.values.len() as u32;
+            Some(base)
+        })
+        .collect();
+    let last_level = params.pyramid_levels().saturating_sub(1);
     // Per texel its LOD level (the LOD input) and the pyramid level whose grids it reads.
     let lods: Vec<u32> = (0..n).map(|i| params.lod_level(batch.level.get(i).copied().unwrap_or(0))).collect();
     let levels: Vec<u32> = (0..n).map(|i| params.pyramid_level(batch.level.get(i).copied().unwrap_or(0))).collect();
@@ -155,15 +209,23 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<(f32, &mut Rng)>, g
         let mask = &batch.mask[i * lc..(i + 1) * lc];
         let mut offset = 0;
         let grids = params.level_grids(levels[i]);
-        for (grid, &(cells, weights)) in grids.iter().zip(&corners[i * grid_count..(i + 1) * grid_count]) {
+        let first_grid = levels[i].min(last_level) as usize * grid_count;
+        for (gi, (grid, &(cells, weights))) in grids.iter().zip(&corners[i * grid_count..(i + 1) * grid_count]).enumerate() {
             let ch = grid.channels as usize;
             let corner_values: [&[f32]; 4] = std::array::from_fn(|k| &grid.values[cells[k] * ch..(cells[k] + 1) * ch]);
+            let base = grid_bases.get(first_grid + gi).copied().unwrap_or(0);
             for c in 0..ch {
                 let mut value = 0.0;
                 for k in 0..4 {
                     let mut g = corner_values[k][c];
-                    if let Some((amplitude, rng)) = noise.as_mut() {
-                        g += (rng.next_f32() * 2.0 - 1.0) * *amplitude;
+                    match noise.as_mut() {
+                        Some(Noise::PerRead { amplitude, rng }) => g += (rng.next_f32() * 2.0 - 1.0) * *amplitude,
+                        Some(Noise::PerLatent { amplitude, seed, step }) => {
+                            let j = base + (cells[k] * ch + c) as u32;
+                            g = (g + latent_noise(*seed, *step, j) * *amplitude)
+                                .clamp(crate::model::quant::LATENT_RANGE[0], crate::model::quant::LATENT_RANGE[1]);
+                        }
+                        None => {}
                     }
                     value += weights[k] * g;
                 }
@@ -313,7 +375,13 @@ fn sum_in_chunk_order(out: &mut [f32], chunks: &[ChunkGrads], part: impl Fn(&Chu
 /// what burn's autodiff computes (`loss = Σ weight·(y − t)² / len`).
 #[must_use]
 pub fn loss_and_grads(params: &ModelParams, batch: &Batch) -> (f32, ModelParams) {
-    let chunk = forward_backward(params, &params.layers, batch, None);
+    loss_and_grads_with(params, batch, None)
+}
+
+/// [`loss_and_grads`] with QAT's noise on the latents.
+#[must_use]
+pub fn loss_and_grads_with(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>) -> (f32, ModelParams) {
+    let chunk = forward_backward(params, &params.layers, batch, noise);
     let mut grads = params.zeros_like();
     scatter_grid_grads(params, std::slice::from_ref(&chunk), &mut grads);
     let scale = 1.0 / batch.len.max(1) as f32;
@@ -327,4 +395,23 @@ pub fn loss_and_grads(params: &ModelParams, batch: &Batch) -> (f32, ModelParams)
         }
     }
     ((chunk.weighted_sq_err / batch.len.max(1) as f64) as f32, grads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::latent_noise;
+
+    /// The per-latent noise is a function of (seed, step, latent): uniform in [−1, 1), another
+    /// draw at another step, seed or latent.
+    #[test]
+    fn per_latent_noise_is_uniform_and_a_function_of_its_inputs() {
+        let draws: Vec<f32> = (0..100_000).map(|j| latent_noise(7, 3, j)).collect();
+        assert!(draws.iter().all(|d| (-1.0..1.0).contains(d)));
+        let mean = draws.iter().map(|&d| f64::from(d)).sum::<f64>() / draws.len() as f64;
+        let var = draws.iter().map(|&d| f64::from(d).powi(2)).sum::<f64>() / draws.len() as f64 - mean * mean;
+        assert!(mean.abs() < 0.01 && (var - 1.0 / 3.0).abs() < 0.01, "mean {mean}, variance {var}");
+        assert_eq!(latent_noise(7, 3, 11).to_bits(), draws[11].to_bits());
+        let others = [latent_noise(7, 4, 11), latent_noise(8, 3, 11), latent_noise(7, 3, 12), latent_noise(7 | 1 << 40, 3, 11)];
+        assert!(others.iter().all(|&o| o.to_bits() != draws[11].to_bits()), "{others:?} vs {}", draws[11]);
+    }
 }

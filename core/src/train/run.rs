@@ -33,19 +33,48 @@ pub struct Capabilities {
     /// Error-driven sampling (`ScheduleConfig::sampling`): its draws come from the shared
     /// [`crate::train::Sampler`] on the CPU.
     pub error_sampling: bool,
+    /// NTC's optimiser pieces ([`crate::options::Recipe::Ntc`]): per-latent noise, Adam's β2
+    /// and sparse updates, the staged FP8 weight QAT.
+    pub ntc_optimiser: bool,
 }
 
 impl Capabilities {
     /// The fused CPU trainer: everything.
-    pub const FUSED_CPU: Self =
-        Self { mip_chain: true, channel_pruning: true, learned_budgets: true, checkpoints: true, error_sampling: true };
+    pub const FUSED_CPU: Self = Self {
+        mip_chain: true,
+        channel_pruning: true,
+        learned_budgets: true,
+        checkpoints: true,
+        error_sampling: true,
+        ntc_optimiser: true,
+    };
     /// The fused GPU trainer (train/gpu): a mip chain and checkpoints, no channel masks that
     /// change in training, and uniform draws only (it draws on the device from the draw table).
-    pub const FUSED_GPU: Self =
-        Self { mip_chain: true, channel_pruning: false, learned_budgets: false, checkpoints: true, error_sampling: false };
+    pub const FUSED_GPU: Self = Self {
+        mip_chain: true,
+        channel_pruning: false,
+        learned_budgets: false,
+        checkpoints: true,
+        error_sampling: false,
+        ntc_optimiser: true,
+    };
     /// burn's autodiff trainer (wgpu or flex).
-    pub const BURN: Self =
-        Self { mip_chain: false, channel_pruning: false, learned_budgets: false, checkpoints: false, error_sampling: true };
+    pub const BURN: Self = Self {
+        mip_chain: false,
+        channel_pruning: false,
+        learned_budgets: false,
+        checkpoints: false,
+        error_sampling: true,
+        ntc_optimiser: false,
+    };
+
+    /// Whether a schedule asks for any of NTC's optimiser pieces.
+    fn asks_ntc_optimiser(schedule: &crate::options::ScheduleConfig) -> bool {
+        schedule.latent_noise != crate::options::LatentNoise::PerRead
+            || schedule.adam_beta2.to_bits() != crate::options::DEFAULT_ADAM_BETA2.to_bits()
+            || schedule.sparse_updates
+            || schedule.fp8_weights_at.is_some()
+    }
 
     /// The first thing `options` and the analysed `layout` ask that this trainer cannot train,
     /// as (what, why); `None` when it can train them all. Checkpoints are not asked here: the
@@ -60,6 +89,11 @@ impl Capabilities {
             Some(("learned budgets", "this trainer has no budget gates"))
         } else if options.schedule.sampling != Sampling::Uniform && !self.error_sampling {
             Some(("error-driven sampling", "this trainer draws its texels uniformly on the device"))
+        } else if Self::asks_ntc_optimiser(&options.schedule) && !self.ntc_optimiser {
+            Some((
+                "NTC's optimiser (per-latent noise, Adam's β2 and sparse updates, FP8 weight QAT)",
+                "burn's reference trainer has texset's",
+            ))
         } else {
             None
         }
@@ -541,6 +575,23 @@ mod tests {
             panic!("the GPU trainer took error-driven sampling");
         };
         assert!(message.contains("cannot train error-driven sampling"), "{message}");
+    }
+
+    /// burn's reference trainer has texset's optimiser: it refuses NTC's pieces (noise per latent,
+    /// Adam's β2 and sparse updates, FP8 weight QAT) and takes the rest of the recipe (rates,
+    /// freeze point, decay, initialisation); the fused trainers take it all.
+    #[test]
+    fn burn_refuses_ntcs_optimiser_the_fused_trainers_take_it() {
+        use crate::options::{Recipe, RecipePiece};
+        let set = crate::train::sampler::tests_support::set();
+        let mut options = CompressOptions::default();
+        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        options.schedule.apply_recipe(Recipe::Ntc, &[]);
+        assert!(Capabilities::BURN.missing(&options, &layout).is_some_and(|(what, _)| what.starts_with("NTC's optimiser")));
+        assert_eq!(Capabilities::FUSED_CPU.missing(&options, &layout), None);
+        assert_eq!(Capabilities::FUSED_GPU.missing(&options, &layout), None);
+        options.schedule.apply_recipe(Recipe::Ntc, &[RecipePiece::Noise, RecipePiece::Adam, RecipePiece::Weights]);
+        assert_eq!(Capabilities::BURN.missing(&options, &layout), None);
     }
 
     /// Refreshes every 5 % of the steps from the first 5 %, uniform again at

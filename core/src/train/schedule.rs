@@ -4,7 +4,7 @@
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant::{self};
-use crate::options::{CompressOptions, Quantisation, Sampling};
+use crate::options::{CompressOptions, LatentNoise, Quantisation, Sampling};
 use crate::progress::TrainPhase;
 use crate::train::init::FINE_TUNE_LEARNING_RATE_SCALE;
 use crate::train::sampler::CHUNK_TEXELS;
@@ -24,8 +24,20 @@ pub struct Schedule {
     pub freeze_step: u32,
     /// Step from which weights train through int8 fake-quantisation (`steps`: never, PTQ).
     pub int8_step: u32,
+    /// Step from which weights train through E4M3 fake-quantisation until `int8_step` (NTC's
+    /// staged weight QAT; `steps`: never).
+    pub fp8_step: u32,
     /// Whether latents train with uniform noise of ±½ step (QAT) or in float (PTQ).
     pub latent_noise: bool,
+    /// With `latent_noise`: one draw per latent per step ([`LatentNoise::PerLatent`]) rather than
+    /// one per read.
+    pub noise_per_latent: bool,
+    /// Where the cosine decay of the learning rates ends, as a fraction of their peak.
+    pub learning_rate_floor: f32,
+    /// Adam's β2.
+    pub adam_beta2: f32,
+    /// Sparse Adam: parameters with a zero gradient in a step keep their value and moments.
+    pub sparse_updates: bool,
     /// Bits of each grid.
     pub grid_bits: Vec<u32>,
     /// The format weights fake-quantise to (and ship in).
@@ -74,15 +86,31 @@ impl Schedule {
         let steps = options.schedule.steps;
         let qat_latents = options.resolved_latent_quantisation() == Quantisation::Qat;
         let qat_weights = options.resolved_weight_quantisation() == Quantisation::Qat;
+        let grid_bits: Vec<u32> = layout.grids.iter().map(|g| g.bits).collect();
+        // In quantisation steps: of the finest grid's bits, as the noise's amplitude is.
+        let grid_learning_rate = match options.schedule.grid_learning_rate_steps {
+            Some(steps) => steps * quant::latent_step(grid_bits.first().copied().unwrap_or(8)),
+            None => options.schedule.grid_learning_rate,
+        };
+        let int8_step = if qat_weights { (steps as f32 * options.schedule.quantize_weights_at) as u32 } else { steps };
+        let fp8_step = match options.schedule.fp8_weights_at {
+            Some(at) if qat_weights => ((steps as f32 * at) as u32).min(int8_step),
+            _ => steps,
+        };
         Self {
             steps,
             batch_texels: options.schedule.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
-            grid_learning_rate: options.schedule.grid_learning_rate * lr_scale,
+            grid_learning_rate: grid_learning_rate * lr_scale,
             mlp_learning_rate: options.schedule.mlp_learning_rate * lr_scale,
             freeze_step: if qat_latents { (steps as f32 * options.schedule.freeze_latents_at) as u32 } else { steps },
-            int8_step: if qat_weights { (steps as f32 * options.schedule.quantize_weights_at) as u32 } else { steps },
+            int8_step,
+            fp8_step,
             latent_noise: qat_latents,
-            grid_bits: layout.grids.iter().map(|g| g.bits).collect(),
+            noise_per_latent: options.schedule.latent_noise == LatentNoise::PerLatent,
+            learning_rate_floor: options.schedule.learning_rate_floor,
+            adam_beta2: options.schedule.adam_beta2,
+            sparse_updates: options.schedule.sparse_updates,
+            grid_bits,
             weight_format: layout.weight_format,
             seed: options.schedule.seed,
             sampling: options.schedule.sampling,
@@ -134,9 +162,35 @@ impl Schedule {
         match phase {
             TrainPhase::NoisyLatents if self.latent_noise => "latents with ±½-step noise (QAT)".to_owned(),
             TrainPhase::NoisyLatents => "latents and decoder in float (PTQ)".to_owned(),
+            TrainPhase::FrozenLatents if self.fp8_step < self.int8_step => {
+                "latents rounded and frozen, decoder in float, then through E4M3 (QAT)".to_owned()
+            }
             TrainPhase::FrozenLatents => "latents rounded and frozen, decoder in float".to_owned(),
             TrainPhase::Int8Weights => format!("decoder through {} (QAT)", self.weight_format.label()),
         }
+    }
+
+    /// The format the decoder's weights train through at `step` (fake-quantisation), `None` in
+    /// float: the bundle's format in [`TrainPhase::Int8Weights`], E4M3 in a staged run's FP8
+    /// window before it ([`Schedule::fp8_step`]).
+    #[must_use]
+    pub fn weight_fake_quant(&self, step: u32) -> Option<quant::WeightFormat> {
+        // As the bundle's format, the FP8 stage waits for QAT latents to freeze.
+        let phase = self.phase(step);
+        let latents_settled = !self.latent_noise || phase != TrainPhase::NoisyLatents;
+        if phase == TrainPhase::Int8Weights {
+            Some(self.weight_format)
+        } else if step >= self.fp8_step && latents_settled {
+            Some(quant::WeightFormat::Fp8E4m3)
+        } else {
+            None
+        }
+    }
+
+    /// Adam's bias corrections `(1 − β1^t, 1 − β2^t)` after `t` updates.
+    #[must_use]
+    pub fn adam_corrections(&self, t: u32) -> (f32, f32) {
+        (1.0 - crate::train::adam::ADAM_BETA1.powi(t as i32), 1.0 - self.adam_beta2.powi(t as i32))
     }
 
     /// The schedule of the same run at `steps` steps in all, `done` of them run (a time budget
@@ -164,6 +218,7 @@ impl Schedule {
             steps,
             freeze_step: moved(self.freeze_step),
             int8_step: moved(self.int8_step),
+            fp8_step: moved(self.fp8_step),
             sampling_uniform_step: moved(self.sampling_uniform_step),
             sampling_refresh_every: sampling_refresh_every(steps),
             decay_anchor: Some((done, self.decay_progress(done))),
@@ -184,11 +239,12 @@ impl Schedule {
         }
     }
 
-    /// Cosine decay factor at a step (1 → 0.05).
+    /// Cosine decay factor at a step (1 → [`Schedule::learning_rate_floor`]).
     #[must_use]
     pub fn decay(&self, step: u32) -> f32 {
         let t = self.decay_progress(step);
-        0.05 + 0.95 * 0.5 * (1.0 + (std::f32::consts::PI * t).cos())
+        let floor = self.learning_rate_floor;
+        floor + (1.0 - floor) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos())
     }
 }
 
@@ -215,4 +271,86 @@ pub(crate) fn finalize(mut params: ModelParams, grid_bits: &[u32], format: quant
     round_grids(&mut params, grid_bits);
     params.layers = params.layers.iter().map(|l| quant::fake_quantize(l, format)).collect();
     params
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Schedule;
+    use crate::model::quant::{self, WeightFormat};
+    use crate::options::{CompressOptions, LatentInit, LatentNoise, Recipe, RecipePiece, ScheduleConfig};
+    use crate::progress::TrainPhase;
+
+    fn ntc(without: &[RecipePiece]) -> CompressOptions {
+        let mut options = CompressOptions::default();
+        options.schedule.steps = 1000;
+        options.schedule.apply_recipe(Recipe::Ntc, without);
+        options
+    }
+
+    /// The recipe's values become the run's schedule: rates in quantisation steps of the grids'
+    /// bits, the decay to 0, the staged weight QAT, Adam's β2 and sparse updates.
+    #[test]
+    fn ntc_recipe_schedules_its_pieces() {
+        let options = ntc(&[]);
+        options.validate().expect("valid");
+        let set = crate::train::sampler::tests_support::set();
+        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        let s = Schedule::new(&options, &layout);
+        let bits = layout.grids[0].bits;
+        assert!((s.grid_learning_rate - 1.5 * quant::latent_step(bits)).abs() < 1e-7, "{} at {bits} bits", s.grid_learning_rate);
+        assert_eq!(s.mlp_learning_rate.to_bits(), 0.005f32.to_bits());
+        assert!(s.latent_noise && s.noise_per_latent && s.sparse_updates);
+        assert_eq!(s.adam_beta2.to_bits(), 0.999f32.to_bits());
+        assert_eq!((s.freeze_step, s.fp8_step, s.int8_step), (950, 960, 980));
+        assert!((s.decay(0) - 1.0).abs() < 1e-7, "starts at the peak: {}", s.decay(0));
+        assert!(s.decay(1000).abs() < 1e-7, "decays to 0: {}", s.decay(1000));
+        assert_eq!(s.phase(0), TrainPhase::NoisyLatents);
+        let formats: Vec<Option<WeightFormat>> = [0, 949, 950, 959, 960, 979, 980, 999].iter().map(|&t| s.weight_fake_quant(t)).collect();
+        let e4m3 = Some(WeightFormat::Fp8E4m3);
+        let int8 = Some(WeightFormat::Int8);
+        assert_eq!(formats, [None, None, None, None, e4m3, e4m3, int8, int8]);
+        assert!(s.phase_label(TrainPhase::FrozenLatents).contains("E4M3"));
+    }
+
+    /// The fields where two schedules differ (a field serialised in one only counts too).
+    fn differing(a: &ScheduleConfig, b: &ScheduleConfig) -> std::collections::BTreeSet<String> {
+        let (serde_json::Value::Object(a), serde_json::Value::Object(b)) =
+            (serde_json::to_value(a).expect("json"), serde_json::to_value(b).expect("json"))
+        else {
+            panic!("a schedule serialises as an object")
+        };
+        a.keys().chain(b.keys()).filter(|k| a.get(*k) != b.get(*k)).cloned().collect()
+    }
+
+    /// Each piece left out keeps texset's choice for it and nothing else: the pieces change
+    /// disjoint fields, two left out change both pieces' fields. The whole recipe left out (or
+    /// texset's) is the default schedule, whose serialised form (the checkpoints' and `--batch`'s
+    /// fingerprint) names none of the recipe's fields.
+    #[test]
+    fn a_piece_left_out_keeps_texsets_choice() {
+        let default = ScheduleConfig { steps: 1000, ..ScheduleConfig::default() };
+        let all = ntc(&[]).schedule;
+        for a in RecipePiece::ALL {
+            let da = differing(&all, &ntc(&[a]).schedule);
+            assert!(!da.is_empty(), "{a:?} changes nothing");
+            for b in RecipePiece::ALL.into_iter().filter(|&b| b != a) {
+                let db = differing(&all, &ntc(&[b]).schedule);
+                assert!(da.is_disjoint(&db), "{a:?} and {b:?} both change {:?}", da.intersection(&db).collect::<Vec<_>>());
+                let both = differing(&all, &ntc(&[a, b]).schedule);
+                assert_eq!(both, da.union(&db).cloned().collect(), "{a:?} and {b:?} left out together");
+            }
+        }
+        assert_eq!(ntc(&[RecipePiece::Noise]).schedule.latent_noise, LatentNoise::PerRead);
+        assert_eq!(ntc(&[RecipePiece::Init]).schedule.latent_init, LatentInit::Noise);
+        let mut none = all.clone();
+        none.apply_recipe(Recipe::Ntc, &RecipePiece::ALL);
+        assert_eq!(none, default);
+        let mut texset = all;
+        texset.apply_recipe(Recipe::Texset, &[]);
+        assert_eq!(texset, default);
+        let json = serde_json::to_string(&default).expect("json");
+        for field in ["latent_noise", "grid_learning_rate_steps", "learning_rate_floor", "adam_beta2", "sparse_updates", "fp8_weights_at"] {
+            assert!(!json.contains(field), "the default schedule serialises {field}: {json}");
+        }
+    }
 }

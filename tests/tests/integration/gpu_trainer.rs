@@ -7,9 +7,9 @@ use texset_core::{
     Backend, BudgetConfig, Cancel, CompressOptions, Decoder, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, analyse,
     compress,
     eval::evaluate,
-    internal_tests::{WeightMemory, loss_and_grads, run as run_loop},
+    internal_tests::{Noise, WeightMemory, loss_and_grads_with, run as run_loop},
     model::{ModelParams, WeightFormat, fake_quantize},
-    options::CheckpointOptions,
+    options::{CheckpointOptions, Recipe},
     rng::Rng,
     set::{MapKind, load_library},
     train::{Batch, GpuTrainer, Sampler, Schedule, adapters, initial_params},
@@ -80,8 +80,25 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
         };
         // Every memory the weights may be read from (the adapter's limits pick one; the others are
         // the fallbacks of adapters with smaller limits).
-        same_step_gradients(&library(), &options, &[WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage]);
+        same_step_gradients(&library(), &options, &[WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage], None);
     }
+}
+
+/// NTC's per-latent QAT noise is one function of (seed, step, latent) on both trainers: a noisy
+/// step's gradients on the GPU are the CPU's. Half a 2-bit step (1/3) moves the latents far
+/// enough that a different draw would show in every gradient.
+#[test]
+fn per_latent_noise_is_the_same_on_the_gpu_and_the_cpu() {
+    if !adapter("per_latent_noise_is_the_same_on_the_gpu_and_the_cpu") {
+        return;
+    }
+    let options = CompressOptions {
+        model: ModelConfig { mips: true, ..ModelConfig::default() },
+        schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
+        budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
+        ..CompressOptions::default()
+    };
+    same_step_gradients(&library(), &options, &[WeightMemory::Storage], Some((1.0 / 3.0, 0x5EED_0000_0001, 77)));
 }
 
 /// A normal map trained for shading (unit targets, its own loss weight, a lighter z): the GPU's
@@ -104,11 +121,17 @@ fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
         },
         ..CompressOptions::default()
     };
-    same_step_gradients(&set, &options, &[WeightMemory::Storage]);
+    same_step_gradients(&set, &options, &[WeightMemory::Storage], None);
 }
 
-/// One step's loss and gradients on the GPU equal the fused CPU kernel's, on the same draws.
-fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions, memories: &[WeightMemory]) {
+/// One step's loss and gradients on the GPU equal the fused CPU kernel's, on the same draws (with
+/// per-latent noise of `(amplitude, seed, step)` when given).
+fn same_step_gradients(
+    set: &texset_core::TextureSet,
+    options: &CompressOptions,
+    memories: &[WeightMemory],
+    noise: Option<(f32, u64, u32)>,
+) {
     let (layout, report) = analyse(set, options).unwrap();
     assert_eq!(layout.mip_levels > 1, options.model.mips, "a mip chain with mips");
     if options.model.mips {
@@ -132,8 +155,13 @@ fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions,
         let mut batch = Batch::default();
         trainer.sampler().fill_draws(&draws, 1024, &mut batch);
         assert_eq!(batch.level.iter().any(|&l| l > 0), options.model.mips, "mip levels drawn with mips");
-        let (cpu_loss, cpu) = loss_and_grads(&params, &batch);
-        let (gpu_loss, gpu) = trainer.gradients_for(&draws).unwrap();
+        let cpu_noise = noise.map(|(amplitude, seed, step)| Noise::PerLatent { amplitude, seed, step });
+        let (cpu_loss, cpu) = loss_and_grads_with(&params, &batch, cpu_noise);
+        let (gpu_loss, gpu) = trainer.gradients_for(&draws, noise).unwrap();
+        if let Some(noise) = noise {
+            let (quiet_loss, _) = loss_and_grads_with(&params, &batch, None);
+            assert!((quiet_loss - cpu_loss).abs() > 1e-3 * quiet_loss, "noise {noise:?} changes the loss: {quiet_loss} vs {cpu_loss}");
+        }
         let (rel, name) = worst_relative(&gpu, &cpu);
         eprintln!(
             "adapter {}, mip group {}, weights in {} memory: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
@@ -229,31 +257,38 @@ impl Progress for CancelAt {
     }
 }
 
+/// A run stopped part-way and resumed from its checkpoint gives the uninterrupted run's bytes,
+/// with texset's recipe and with NTC's (per-latent noise, sparse Adam, staged weight QAT): the
+/// same seed gives the same bundle.
 #[test]
 fn a_resumed_gpu_run_gives_the_uninterrupted_bundle() {
     if !adapter("a_resumed_gpu_run_gives_the_uninterrupted_bundle") {
         return;
     }
     let set = texset_testkit::small_set(32);
-    let dir = tempfile::tempdir().unwrap();
-    let checkpoint = dir.path().join("gpu.ckpt");
-    let straight = run(&set, Backend::Gpu, 120, |_| ()).bundle_bytes;
-    let mut options = CompressOptions {
-        schedule: ScheduleConfig { steps: 120, batch_texels: 2048, ..ScheduleConfig::default() },
-        run: RunOptions {
-            backend: Backend::Gpu,
-            checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }),
-            ..RunOptions::default()
-        },
-        ..CompressOptions::default()
-    };
-    let cancel = Cancel::new();
-    let stopper = CancelAt { step: 50, cancel: cancel.clone(), seen: 0.into() };
-    assert!(compress(&set, &options, &stopper, &cancel).unwrap_err().to_string().contains("cancelled"));
-    options.run.resume_from = Some(checkpoint);
-    let resumed = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
-    assert!(resumed.report.train.resumed_from_step.is_some_and(|s| (40..120).contains(&s)), "{:?}", resumed.report.train.resumed_from_step);
-    assert_eq!(resumed.bundle_bytes, straight, "the resumed GPU run differs from the uninterrupted one");
+    for recipe in [Recipe::Texset, Recipe::Ntc] {
+        let dir = tempfile::tempdir().unwrap();
+        let checkpoint = dir.path().join("gpu.ckpt");
+        let straight = run(&set, Backend::Gpu, 120, |o| o.schedule.apply_recipe(recipe, &[])).bundle_bytes;
+        let mut options = CompressOptions {
+            schedule: ScheduleConfig { steps: 120, batch_texels: 2048, ..ScheduleConfig::default() },
+            run: RunOptions {
+                backend: Backend::Gpu,
+                checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }),
+                ..RunOptions::default()
+            },
+            ..CompressOptions::default()
+        };
+        options.schedule.apply_recipe(recipe, &[]);
+        let cancel = Cancel::new();
+        let stopper = CancelAt { step: 50, cancel: cancel.clone(), seen: 0.into() };
+        assert!(compress(&set, &options, &stopper, &cancel).unwrap_err().to_string().contains("cancelled"));
+        options.run.resume_from = Some(checkpoint);
+        let resumed = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
+        let from = resumed.report.train.resumed_from_step;
+        assert!(from.is_some_and(|s| (40..120).contains(&s)), "{recipe:?}: {from:?}");
+        assert_eq!(resumed.bundle_bytes, straight, "{recipe:?}: the resumed GPU run differs from the uninterrupted one");
+    }
 }
 
 /// Under a deadline that has passed, the GPU trainer's run ends one step after its first look

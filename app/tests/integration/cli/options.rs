@@ -154,23 +154,18 @@ fn learned_budgets_are_reported_per_texture_and_bad_settings_are_refused() {
     let textures = text.lines().filter(|l| l.trim_start().starts_with("bricks/") && l.contains("channels (")).count();
     assert!(textures >= 2 && learned == textures, "{learned} learned reasons for {textures} textures:\n{text}");
 
-    let path = tmp.path().join("bad.texset");
-    for (args, says) in [
-        (vec!["--budget-lasso", "1e-5"], "--learn-budgets"),
-        (vec!["--learn-budgets", "--budget-cut-at", "0.95"], "before the latents freeze"),
-        (vec!["--learn-budgets", "--budget-drop-below", "1.5"], "0 to 1 of the largest importance"),
-        (vec!["--learn-budgets", "--prune-to", "4,4"], "--prune-to"),
-        (vec!["--learn-budgets", "--backend", "wgpu"], "cannot train learned budgets"),
-        (vec!["--learn-budgets", "--backend", "gpu"], "--backend gpu cannot train learned budgets"),
-        (vec!["--prune-to", "4,4", "--backend", "gpu"], "--backend gpu cannot train channel pruning"),
-    ] {
-        let mut all = vec!["compress", bricks.to_str().unwrap(), "-o", path.to_str().unwrap(), "--steps", "10"];
-        all.extend(&args);
-        let out = texset(&all);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && stderr.contains(says), "{args:?}: {stderr}");
-    }
-    assert!(!path.exists());
+    refused(
+        bricks.to_str().unwrap(),
+        &[
+            (&["--budget-lasso", "1e-5"], "--learn-budgets"),
+            (&["--learn-budgets", "--budget-cut-at", "0.95"], "before the latents freeze"),
+            (&["--learn-budgets", "--budget-drop-below", "1.5"], "0 to 1 of the largest importance"),
+            (&["--learn-budgets", "--prune-to", "4,4"], "--prune-to"),
+            (&["--learn-budgets", "--backend", "wgpu"], "cannot train learned budgets"),
+            (&["--learn-budgets", "--backend", "gpu"], "--backend gpu cannot train learned budgets"),
+            (&["--prune-to", "4,4", "--backend", "gpu"], "--backend gpu cannot train channel pruning"),
+        ],
+    );
 }
 
 #[test]
@@ -191,17 +186,61 @@ fn error_driven_sampling_reports_its_refreshes_and_bad_settings_are_refused() {
     assert_eq!(train["sampling"], "error", "{train}");
     assert_eq!(train["sampling_refreshes"], 17, "{train}");
 
+    refused(
+        bricks_arg,
+        &[
+            (&["--sampling", "error", "--backend", "gpu"], "--backend gpu cannot train error-driven sampling"),
+            (&["--sampling", "error", "--sampling-mix", "1"], "the mix must be 0 to 0.95"),
+            (&["--sampling", "rms-error", "--sampling-uniform-after", "1.5"], "a fraction 0 to 1 of the steps"),
+        ],
+    );
+}
+
+/// Each `(flags, says)`: `compress` of `material` with the flags fails, its error says `says`,
+/// and no bundle is written.
+fn refused(material: &str, cases: &[(&[&str], &str)]) {
+    let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("bad.texset");
-    for (args, says) in [
-        (vec!["--sampling", "error", "--backend", "gpu"], "--backend gpu cannot train error-driven sampling"),
-        (vec!["--sampling", "error", "--sampling-mix", "1"], "the mix must be 0 to 0.95"),
-        (vec!["--sampling", "rms-error", "--sampling-uniform-after", "1.5"], "a fraction 0 to 1 of the steps"),
-    ] {
-        let mut all = vec!["compress", bricks_arg, "-o", path.to_str().unwrap(), "--steps", "10"];
-        all.extend(&args);
-        let out = texset(&all);
+    for (args, says) in cases {
+        let out = texset(&[&["compress", material, "-o", path.to_str().unwrap(), "--steps", "10"][..], args].concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && stderr.contains(says), "{args:?}: {stderr}");
     }
     assert!(!path.exists());
+}
+
+/// `--recipe ntc` sets NTC's schedule, `--recipe-without` leaves pieces of it out, and a flag
+/// given beside it wins over it; the report keeps what trained. burn's reference trainer refuses
+/// NTC's optimiser by name.
+#[test]
+fn the_ntc_recipe_reaches_the_report_and_flags_override_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bricks = samples().join("bricks");
+    let bundle = tmp.path().join("ntc.texset");
+    let report = tmp.path().join("report.json");
+    let (bricks_arg, bundle_arg, report_arg) = (bricks.to_str().unwrap(), bundle.to_str().unwrap(), report.to_str().unwrap());
+    let args = ["--steps", "40", "--recipe", "ntc", "--recipe-without", "init,decay", "--mlp-lr", "0.003", "--no-ssim"];
+    let out = texset(&[&["compress", bricks_arg, "-o", bundle_arg, "--report", report_arg][..], &args].concat());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let schedule = &json["options"]["schedule"];
+    assert_eq!(schedule["latent_noise"], "per_latent", "{schedule}");
+    assert_eq!(schedule["latent_quantisation"], "qat", "{schedule}");
+    assert_eq!(schedule["sparse_updates"], true, "{schedule}");
+    assert_eq!(schedule["fp8_weights_at"].as_f64().map(|v| (v * 100.0).round()), Some(96.0), "{schedule}");
+    assert_eq!(schedule["grid_learning_rate_steps"].as_f64(), Some(1.5), "{schedule}");
+    // Left out: texset's initialisation and decay floor (not serialised at its default).
+    assert_eq!(schedule["latent_init"], "noise", "{schedule}");
+    assert!(schedule.get("learning_rate_floor").is_none(), "{schedule}");
+    // Given beside the recipe: the flag's rate.
+    assert_eq!(schedule["mlp_learning_rate"].as_f64().map(|v| (v * 1e4).round()), Some(30.0), "{schedule}");
+
+    refused(
+        bricks_arg,
+        &[
+            (&["--recipe", "ntc", "--backend", "burn-flex"], "cannot train NTC's optimiser"),
+            (&["--recipe", "ntc", "--recipe-without", "everything"], "invalid value 'everything'"),
+        ],
+    );
 }

@@ -17,7 +17,6 @@ use crate::options::CompressOptions;
 use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::set::TextureSet;
 use crate::train::TrainError;
-use crate::train::adam::{ADAM_BETA1, ADAM_BETA2};
 use crate::train::run::{Capabilities, RunState, StepStats, TrainReport, Trainer, train};
 use crate::train::sampler::Sampler;
 use crate::train::schedule::{Schedule, round_grids};
@@ -34,7 +33,7 @@ pub use device::share_device;
 pub use layout::WeightMemory;
 use layout::{Shapes, Tables, f32_bytes, flatten, u32_bytes, unflatten};
 pub use profile::{DispatchTimes, STAGES};
-use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
+use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_NOISE_PER_LATENT, FLAG_SPARSE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
 
 /// Steps whose loss sums one asynchronous read-back brings.
 pub(crate) const STATS_RING: u32 = 16;
@@ -55,6 +54,7 @@ struct StepUniform {
     c2: f32,
     grad_scale: f32,
     stats_slot: u32,
+    adam_beta2: f32,
 }
 
 impl StepUniform {
@@ -71,7 +71,7 @@ impl StepUniform {
             self.c2.to_bits(),
             self.grad_scale.to_bits(),
             self.stats_slot,
-            0,
+            self.adam_beta2.to_bits(),
         ];
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
@@ -286,9 +286,10 @@ impl<'a> GpuTrainer<'a> {
     }
 
     /// One step's loss and gradients (scaled by `1 / batch`, as [`crate::train::loss_and_grads`])
-    /// on the given draws ([`Sampler::draw`]), without noise and without an update: the parity
-    /// test's view of the kernels.
-    pub fn gradients_for(&mut self, draws: &[(u32, u32)]) -> Result<(f32, ModelParams), TrainError> {
+    /// on the given draws ([`Sampler::draw`]), without an update: the parity test's view of the
+    /// kernels. `latent_noise`: `(amplitude, seed, step)` of per-latent QAT noise
+    /// ([`crate::internal_tests::Noise::PerLatent`]), or none.
+    pub fn gradients_for(&mut self, draws: &[(u32, u32)], latent_noise: Option<(f32, u64, u32)>) -> Result<(f32, ModelParams), TrainError> {
         let n = self.shapes.batch as usize;
         if draws.len() != n {
             return Err(TrainError::Backend(format!("{} draws given for a batch of {n}", draws.len())));
@@ -296,7 +297,16 @@ impl<'a> GpuTrainer<'a> {
         let words: Vec<u32> = draws.iter().flat_map(|&(g, t)| [g, t]).collect();
         let offset = 4 * u64::from(self.gpu.samples_off);
         self.gpu.queue.write_buffer(&self.gpu.buffers.tables, offset, &u32_bytes(&words));
-        let uniform = StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS, ..StepUniform::default() };
+        let uniform = match latent_noise {
+            None => StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS, ..StepUniform::default() },
+            Some((noise_amplitude, seed, step)) => StepUniform {
+                flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS | FLAG_NOISE | FLAG_NOISE_PER_LATENT,
+                noise_amplitude,
+                seed,
+                step,
+                ..StepUniform::default()
+            },
+        };
         self.dispatch(&uniform, Until::Gradients);
         let fixed = self.gpu.read_u32(&self.gpu.buffers.grid_grad, 4 * u64::from(self.shapes.grid_total))?;
         // Clear the accumulators the update would have cleared.
@@ -385,12 +395,19 @@ impl<'a> GpuTrainer<'a> {
             flags |= FLAG_TRAIN_GRIDS;
             if schedule.latent_noise {
                 flags |= FLAG_NOISE;
+                if schedule.noise_per_latent {
+                    flags |= FLAG_NOISE_PER_LATENT;
+                }
             }
         }
-        if phase == TrainPhase::Int8Weights {
-            flags |= format_flag(schedule.weight_format);
+        if let Some(format) = schedule.weight_fake_quant(step) {
+            flags |= format_flag(format);
+        }
+        if schedule.sparse_updates {
+            flags |= FLAG_SPARSE;
         }
         let t = self.adam_t + 1;
+        let (c1, c2) = schedule.adam_corrections(t);
         let decay = schedule.decay(step);
         let slot = step % STATS_RING;
         let uniform = StepUniform {
@@ -400,10 +417,11 @@ impl<'a> GpuTrainer<'a> {
             noise_amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
             lr_grid: schedule.grid_learning_rate * decay,
             lr_mlp: schedule.mlp_learning_rate * decay,
-            c1: 1.0 - ADAM_BETA1.powi(t as i32),
-            c2: 1.0 - ADAM_BETA2.powi(t as i32),
+            c1,
+            c2,
             grad_scale: 1.0 / schedule.batch_texels as f32,
             stats_slot: slot,
+            adam_beta2: schedule.adam_beta2,
         };
         self.dispatch(&uniform, Until::Update);
         self.adam_t = t;

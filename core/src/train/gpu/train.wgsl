@@ -29,14 +29,13 @@ struct Step {
     c2: f32,
     grad_scale: f32,
     stats_slot: u32,
-    pad: u32,
+    adam_beta2: f32,
 }
 
 // The `Step` flags (FLAG_*), the workgroup size (WG), and model/quant.rs's E4M3_MAX and MX_BLOCK
 // are prepended by the host from its own constants (mod.rs `specialise`).
 
 const ADAM_BETA1: f32 = 0.9;
-const ADAM_BETA2: f32 = 0.99;
 const ADAM_EPS: f32 = 1e-8;
 const LOD_INPUT_SCALE: f32 = 0.25;
 
@@ -124,6 +123,13 @@ fn hash(x: u32) -> u32 {
 fn rand(i: u32, k: u32) -> u32 {
     let s = hash(u.seed_lo ^ hash(u.seed_hi ^ 0x9e3779b9u));
     return hash(hash(s ^ hash(u.step * 0x85ebca6bu + 0x632be5abu)) ^ (i * 0x27d4eb2fu) ^ hash(k + 0x165667b1u));
+}
+
+// The per-latent QAT noise of grid value j at this step, uniform in [-1, 1): the CPU trainer's
+// `latent_noise` (train/kernel.rs), bit for bit.
+fn latent_noise(j: u32) -> f32 {
+    let s = hash(u.seed_lo ^ hash(u.seed_hi ^ 0x9e3779b9u));
+    return unit(hash(hash(s ^ hash(u.step * 0x85ebca6bu + 0x632be5abu)) ^ (j * 0x27d4eb2fu) ^ 0x2c1b3c6du)) * 2.0 - 1.0;
 }
 
 // The high word of a 32×32-bit product: `mulhi(h, n)` maps a uniform u32 onto 0..n.
@@ -356,14 +362,18 @@ fn gather(i: u32, g: u32, texel: u32, at: u32) {
     let mask_base = MASK_OFF + g * LC;
     let uv = texel_uv(g, texel);
     let noisy = (u.flags & FLAG_NOISE) != 0u;
+    let per_latent = (u.flags & FLAG_NOISE_PER_LATENT) != 0u;
     var feature = 0u;
     for (var gi = 0u; gi < GRIDS; gi++) {
         let grid = grid_at(level, gi, uv);
         for (var k = 0u; k < grid.channels; k++) {
             var value = 0.0;
             for (var corner = 0u; corner < 4u; corner++) {
-                var x = params[grid.base + grid.corners.cells[corner] * grid.channels + k];
-                if noisy {
+                let j = grid.base + grid.corners.cells[corner] * grid.channels + k;
+                var x = params[j];
+                if noisy && per_latent {
+                    x = clamp(x + latent_noise(j) * u.noise_amplitude, -1.0, 1.0);
+                } else if noisy {
                     x += (unit(rand(i, 1u + (feature + k) * 4u + corner)) * 2.0 - 1.0) * u.noise_amplitude;
                 }
                 value += grid.corners.weights[corner] * x;
@@ -577,9 +587,12 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
             g += wpart[c * PL + p];
         }
     }
+    if g == 0.0 && (u.flags & FLAG_SPARSE) != 0u {
+        return;
+    }
     g *= u.grad_scale;
     let m = ADAM_BETA1 * adam_m[j] + (1.0 - ADAM_BETA1) * g;
-    let v = ADAM_BETA2 * adam_v[j] + (1.0 - ADAM_BETA2) * g * g;
+    let v = u.adam_beta2 * adam_v[j] + (1.0 - u.adam_beta2) * g * g;
     adam_m[j] = m;
     adam_v[j] = v;
     var theta = params[j] - lr * (m / u.c1) / (sqrt(v / u.c2) + ADAM_EPS);

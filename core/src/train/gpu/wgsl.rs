@@ -20,6 +20,10 @@ const FLAG_INT8: u32 = 8;
 const FLAG_FP16: u32 = 16;
 const FLAG_E4M3: u32 = 32;
 const FLAG_MXINT8: u32 = 64;
+/// With `FLAG_NOISE`: one draw per latent per step (`latent_noise`), not one per read.
+pub(super) const FLAG_NOISE_PER_LATENT: u32 = 128;
+/// Sparse Adam: a parameter with a zero gradient keeps its value and moments.
+pub(super) const FLAG_SPARSE: u32 = 256;
 
 /// The `prepare` kernel's flag that fake-quantises the weights in `format`.
 pub(super) fn format_flag(format: WeightFormat) -> u32 {
@@ -76,6 +80,8 @@ pub(super) fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables,
         ("FLAG_FP16", FLAG_FP16),
         ("FLAG_E4M3", FLAG_E4M3),
         ("FLAG_MXINT8", FLAG_MXINT8),
+        ("FLAG_NOISE_PER_LATENT", FLAG_NOISE_PER_LATENT),
+        ("FLAG_SPARSE", FLAG_SPARSE),
         ("MX_BLOCK", quant::MX_BLOCK as u32),
         ("MIP_GROUP", params.mip_group()),
     ];
