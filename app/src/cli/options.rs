@@ -162,7 +162,10 @@ fn parse_loss_weights(text: &str) -> Result<BTreeMap<String, f32>> {
 
 impl ScheduleArgs {
     /// Writes these flags over `schedule` (a preset's).
-    pub(super) fn apply(&self, schedule: &mut ScheduleConfig) {
+    pub(super) fn apply(&self, schedule: &mut ScheduleConfig) -> Result<()> {
+        if self.recipe == Recipe::Texset && !self.recipe_without.is_empty() {
+            bail!("--recipe-without leaves pieces out of NTC's recipe: it needs --recipe ntc");
+        }
         if let Some(steps) = self.steps {
             schedule.steps = steps;
         }
@@ -210,6 +213,7 @@ impl ScheduleArgs {
         if let Some(weight) = self.normal_z_weight {
             schedule.normal_z_weight = weight;
         }
+        Ok(())
     }
 }
 

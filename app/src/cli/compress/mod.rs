@@ -81,7 +81,7 @@ impl CompressArgs {
     fn options(&self) -> Result<CompressOptions> {
         let mut options = CompressOptions::preset(self.preset);
         self.model.apply(&mut options.model)?;
-        self.schedule.apply(&mut options.schedule);
+        self.schedule.apply(&mut options.schedule)?;
         self.budgets.apply(&mut options.budgets)?;
         self.run.apply(&mut options.run)?;
         Ok(options)

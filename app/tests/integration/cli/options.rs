@@ -241,6 +241,7 @@ fn the_ntc_recipe_reaches_the_report_and_flags_override_it() {
         &[
             (&["--recipe", "ntc", "--backend", "burn-flex"], "cannot train NTC's optimiser"),
             (&["--recipe", "ntc", "--recipe-without", "everything"], "invalid value 'everything'"),
+            (&["--recipe", "texset", "--recipe-without", "noise"], "it needs --recipe ntc"),
         ],
     );
 }
