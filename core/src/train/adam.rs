@@ -41,6 +41,12 @@ pub(crate) struct AdamStep {
     pub sparse: bool,
 }
 
+/// Adam's bias corrections `(1 − β1^t, 1 − β2^t)` after `t` updates.
+#[must_use]
+pub(crate) fn corrections(beta2: f32, t: u32) -> (f32, f32) {
+    (1.0 - ADAM_BETA1.powi(t as i32), 1.0 - beta2.powi(t as i32))
+}
+
 /// One Adam update of a parameter array; latent grids (`clamp_latents`) are projected back into
 /// the quantisation range in the same pass.
 pub(crate) fn adam_update(theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], k: AdamStep, clamp_latents: bool) {
@@ -66,7 +72,8 @@ pub(crate) fn adam_update(theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mu
 /// The sparse update of one chunk: every value computes its update, as in the dense loop, and
 /// a bit mask keeps the old value, moments included, where the gradient is zero. Integer
 /// selects keep the loop vectorised; a branch per value made it scalar and a default-preset run
-/// 40 % slower.
+/// 40 % slower. The dense loop stays its own: the mask in it, all ones, made it scalar too (2,000
+/// cabinet steps 24–25 s against 16–17 s).
 fn sparse_chunk(theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], k: AdamStep, clamp_latents: bool) {
     let pick = |mask: u32, new: f32, old: f32| f32::from_bits((new.to_bits() & mask) | (old.to_bits() & !mask));
     for j in 0..theta.len() {
@@ -102,7 +109,7 @@ impl Adam {
     /// `grads` are multiplied by `grad_scale` as they are read (the fused `1 / batch` scale).
     pub fn step(&mut self, params: &mut ModelParams, grads: &ModelParams, grad_scale: f32, grid_lr: Option<f32>, mlp_lr: f32) {
         self.t += 1;
-        let (c1, c2) = (1.0 - ADAM_BETA1.powi(self.t as i32), 1.0 - self.beta2.powi(self.t as i32));
+        let (c1, c2) = corrections(self.beta2, self.t);
         let at = |lr| AdamStep { lr, c1, c2, grad_scale, beta2: self.beta2, sparse: self.sparse };
         if let Some(lr) = grid_lr {
             let k = at(lr);

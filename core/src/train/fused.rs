@@ -13,7 +13,7 @@ use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
-use crate::train::adam::{ADAM_BETA1, ADAM_BETA2, Adam, AdamStep, adam_update};
+use crate::train::adam::{ADAM_BETA2, Adam, AdamStep, adam_update, corrections};
 use crate::train::gates::{BudgetGates, LearnedCut, column_norms};
 use crate::train::kernel::{ChunkGrads, Noise, forward_backward, scatter_grid_grads, sum_layer_grads};
 use crate::train::run::{Capabilities, RunState, StepStats, TrainReport, Trainer, train};
@@ -421,8 +421,7 @@ impl<'a> FusedTrainer<'a> {
         self.adam.step(&mut self.params, &grads, scale, grid_lr, self.run.schedule.mlp_learning_rate * decay);
         if gating && let Some(gates) = &mut self.gates {
             gates.t += 1;
-            let c1 = 1.0 - ADAM_BETA1.powi(gates.t as i32);
-            let c2 = 1.0 - ADAM_BETA2.powi(gates.t as i32);
+            let (c1, c2) = corrections(ADAM_BETA2, gates.t);
             // Gates are few scalars that must travel from 1 towards 0 within the gated steps:
             // they take the grids' (larger) learning rate.
             let lr = self.run.schedule.grid_learning_rate * decay;

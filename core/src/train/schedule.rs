@@ -187,12 +187,6 @@ impl Schedule {
         }
     }
 
-    /// Adam's bias corrections `(1 − β1^t, 1 − β2^t)` after `t` updates.
-    #[must_use]
-    pub fn adam_corrections(&self, t: u32) -> (f32, f32) {
-        (1.0 - crate::train::adam::ADAM_BETA1.powi(t as i32), 1.0 - self.adam_beta2.powi(t as i32))
-    }
-
     /// The schedule of the same run at `steps` steps in all, `done` of them run (a time budget
     /// re-fitted part-way, [`crate::train::run::LoopOptions::deadline`]): the events still ahead
     /// (latents frozen, weights fake-quantised, uniform draws again) keep their fraction of the

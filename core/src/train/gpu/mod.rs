@@ -407,7 +407,7 @@ impl<'a> GpuTrainer<'a> {
             flags |= FLAG_SPARSE;
         }
         let t = self.adam_t + 1;
-        let (c1, c2) = schedule.adam_corrections(t);
+        let (c1, c2) = crate::train::adam::corrections(schedule.adam_beta2, t);
         let decay = schedule.decay(step);
         let slot = step % STATS_RING;
         let uniform = StepUniform {
