@@ -52,6 +52,16 @@ for bin in "${bins[@]}"; do
   fi
 done
 
+# 2b. The weight-gradient tile on this card: the hardware default (8x8x256) against the software
+#     GPU's (16x32x1024) and one between, at NTC's batch (`wgrad` and `adam` are the dispatches
+#     that change; the tiles of 256 texels give the same bits).
+if "$candidate" bench train --help | grep -q -- --wgrad-tile; then
+  for tile in 8x8x256 16x16x256 16x32x1024; do
+    echo "== bench train --gpu --batch 65536 --wgrad-tile $tile: $candidate"
+    timeout 120 "$candidate" bench train --gpu --batch 65536 --runs 3 --wgrad-tile "$tile" "${libs[@]}" || echo "FAILED ($?)"
+  done
+fi
+
 # 3. The studio's frame times with the preview open (needs a display: Xvfb where installed).
 if command -v xvfb-run >/dev/null 2>&1; then
   echo "== bench ui: $candidate"

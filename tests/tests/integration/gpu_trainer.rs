@@ -12,7 +12,7 @@ use texset_core::{
     options::{CheckpointOptions, Recipe},
     rng::Rng,
     set::{MapKind, load_library},
-    train::{Batch, GpuTrainer, Sampler, Schedule, adapters, initial_params},
+    train::{Batch, GpuTrainer, KernelChoice, Sampler, Schedule, WgradTile, adapters, initial_params},
 };
 use texset_testkit::gpu_or_skip;
 
@@ -84,6 +84,50 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
     }
 }
 
+/// Every weight-gradient tile of as many texels sums each weight over the same texels in the same
+/// order, so the tile changes no bit: a hardware GPU's 8×8, a software GPU's 16×32, and 12×20,
+/// whose edges fall inside every layer of the model (its padding and the next rows read, none of
+/// them stored). Chunks of other sizes sum in another order: within rounding of the others.
+#[test]
+fn every_weight_gradient_tile_gives_the_same_bits() {
+    if !adapter("every_weight_gradient_tile_gives_the_same_bits") {
+        return;
+    }
+    let set = library();
+    let options = CompressOptions {
+        model: ModelConfig { mips: true, ..ModelConfig::default() },
+        schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
+        ..CompressOptions::default()
+    };
+    let (layout, _) = analyse(&set, &options).unwrap();
+    let params = initial_params(&set, &layout, 7);
+    let mut first: Option<(WgradTile, Vec<u32>, ModelParams)> = None;
+    let software = WgradTile { texels: WgradTile::SMALL.texels, ..WgradTile::LARGE };
+    for tile in [WgradTile::SMALL, software, WgradTile::new(12, 20, 256).unwrap(), WgradTile::LARGE] {
+        let choice = KernelChoice { wgrad_tile: Some(tile), ..KernelChoice::default() };
+        let mut trainer = GpuTrainer::with_kernels(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params, choice).unwrap();
+        assert_eq!(trainer.wgrad_tile(), tile);
+        let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
+        let (_, grads) = trainer.gradients_for(&draws, None).unwrap();
+        let bits: Vec<u32> = grads.layers.iter().flat_map(|l| l.weights.iter().chain(&l.biases)).map(|v| v.to_bits()).collect();
+        assert!(bits.iter().filter(|&&b| b != 0).count() > bits.len() / 2, "{}: most weight gradients are not zero", tile.name());
+        match &first {
+            None => first = Some((tile, bits, grads)),
+            Some((base, expected, _)) if base.texels == tile.texels => {
+                let differ = bits.iter().zip(expected).filter(|(a, b)| a != b).count();
+                assert_eq!(differ, 0, "{} against {}: {differ} of {} gradients differ", tile.name(), base.name(), bits.len());
+            }
+            Some((base, _, expected)) => {
+                let (rel, name) = worst_relative(&grads, expected);
+                assert!(rel <= 1e-5, "{} against {}: {name} differs by {rel:e}", tile.name(), base.name());
+            }
+        }
+    }
+    for (o, i, t) in [(6, 8, 256), (8, 68, 256), (8, 8, 128), (8, 8, 768)] {
+        assert!(WgradTile::new(o, i, t).is_err(), "{o}×{i}×{t} is refused");
+    }
+}
+
 /// NTC's per-latent QAT noise is one function of (seed, step, latent) on both trainers: a noisy
 /// step's gradients on the GPU are the CPU's. Half a 2-bit step (1/3) moves the latents far
 /// enough that a different draw would show in every gradient.
@@ -148,7 +192,13 @@ fn same_step_gradients(
     }
     for &memory in memories {
         let schedule = Schedule::new(options, &layout);
-        let mut trainer = GpuTrainer::with_weight_memory(Sampler::new(set, &layout), schedule, &params, Some(memory)).unwrap();
+        let mut trainer = GpuTrainer::with_kernels(
+            Sampler::new(set, &layout),
+            schedule,
+            &params,
+            KernelChoice { weight_memory: Some(memory), ..KernelChoice::default() },
+        )
+        .unwrap();
         assert_eq!(trainer.weight_memory(), memory);
         let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
         assert!(draws.iter().any(|&(g, _)| g > 0), "several groups drawn");

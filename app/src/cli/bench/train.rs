@@ -9,7 +9,7 @@ use texset_core::{
     Backend, CompressOptions, analyse,
     rng::Rng,
     set::load_library,
-    train::{Batch, FusedTrainer, GpuTrainer, Sampler, Schedule, Trainer, device_for, initial_params},
+    train::{Batch, FusedTrainer, GpuTrainer, KernelChoice, Sampler, Schedule, Trainer, WgradTile, device_for, initial_params},
 };
 
 use super::decode::flop_ceiling;
@@ -45,16 +45,35 @@ pub(crate) struct TrainBenchArgs {
     /// adapter has them).
     #[arg(long, requires = "gpu")]
     batch_sweep: bool,
+    /// With `--gpu`: the weight-gradient tile, `OUTPUTSxINPUTSxTEXELS` (e.g. `8x8x256`), instead of
+    /// the adapter's (`8x8x256` on a hardware GPU, `16x32x1024` on one the CPU emulates).
+    #[arg(long, requires = "gpu", value_name = "OUTxINxTEXELS", value_parser = parse_tile)]
+    wgrad_tile: Option<WgradTile>,
     #[command(flatten)]
     timing: TimingArgs,
 }
 
+/// `--wgrad-tile`'s value: `OUTPUTSxINPUTSxTEXELS`.
+fn parse_tile(text: &str) -> Result<WgradTile, String> {
+    let sides: Vec<&str> = text.split(['x', '×']).collect();
+    let [outputs, inputs, texels] = sides[..] else {
+        return Err(format!("{text:?} is not OUTPUTSxINPUTSxTEXELS, e.g. 8x8x256"));
+    };
+    let side = |s: &str| s.trim().parse::<u32>().map_err(|e| format!("{s:?} in {text:?}: {e}"));
+    WgradTile::new(side(outputs)?, side(inputs)?, side(texels)?).map_err(|e| e.to_string())
+}
+
 impl TrainBenchArgs {
+    fn kernels(&self) -> KernelChoice {
+        KernelChoice { wgrad_tile: self.wgrad_tile, ..KernelChoice::default() }
+    }
+
     pub(crate) fn run(self) -> Result<()> {
+        let kernels = self.kernels();
         let dirs = self.dirs.or_samples()?;
         let (set, _) = load_library(&dirs)?;
         if self.batch_sweep {
-            return gpu_batch_sweep(&set, self.timing.runs.max(1), self.timing.json.json);
+            return gpu_batch_sweep(&set, kernels, self.timing.runs.max(1), self.timing.json.json);
         }
         let mut options = CompressOptions::default();
         if let Some(batch) = self.batch {
@@ -95,12 +114,17 @@ impl TrainBenchArgs {
         // The fused GPU trainer: its steps queue on the device, so each timed run ends waiting
         // for the last.
         if self.gpu {
-            let mut gpu =
-                GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &initial_params(&set, &layout, 1))?;
+            let mut gpu = GpuTrainer::with_kernels(
+                Sampler::new(&set, &layout),
+                Schedule::new(&options, &layout),
+                &initial_params(&set, &layout, 1),
+                kernels,
+            )?;
             gpu.run_step()?;
             gpu.finish()?;
             let cost = gpu.step_cost();
             let memory = gpu.weight_memory().name();
+            let tile = gpu.wgrad_tile().name();
             let dispatches =
                 gpu.profile_steps(PROFILED_STEPS)?.map_or_else(|| "no timestamp queries on this device".to_owned(), |t| dispatch_line(&t));
             contenders.push(Contender::new(
@@ -114,7 +138,7 @@ impl TrainBenchArgs {
                 Box::new(move |texels_per_sec| {
                     let secs_per_step = batch as f64 / texels_per_sec.max(1e-9);
                     format!(
-                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory; GPU time per dispatch: {dispatches}",
+                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory, weight-gradient tiles {tile}; GPU time per dispatch: {dispatches}",
                         1e3 * secs_per_step,
                         cost.dispatches,
                         cost.flop / 1e6,
@@ -202,15 +226,20 @@ fn dispatch_line(times: &texset_core::train::DispatchTimes) -> String {
 /// `--batch-sweep`: the fused GPU trainer at each of [`SWEEP_BATCHES`]: wall time per step (the
 /// median of `runs` runs of [`STEPS_PER_RUN`] steps) and the GPU time of each dispatch, so the
 /// step's fixed cost (the part that does not grow with the batch) shows.
-fn gpu_batch_sweep(set: &texset_core::TextureSet, runs: usize, json: bool) -> Result<()> {
+fn gpu_batch_sweep(set: &texset_core::TextureSet, kernels: KernelChoice, runs: usize, json: bool) -> Result<()> {
     let mut results = Vec::new();
     for batch in SWEEP_BATCHES {
         let mut options = CompressOptions::default();
         options.schedule.batch_texels = batch;
         let (layout, _) = analyse(set, &options)?;
         // A batch whose buffers this adapter cannot bind is reported, and the sweep goes on.
-        let mut gpu = match GpuTrainer::new(Sampler::new(set, &layout), Schedule::new(&options, &layout), &initial_params(set, &layout, 1))
-        {
+        let trainer = GpuTrainer::with_kernels(
+            Sampler::new(set, &layout),
+            Schedule::new(&options, &layout),
+            &initial_params(set, &layout, 1),
+            kernels,
+        );
+        let mut gpu = match trainer {
             Ok(gpu) => gpu,
             Err(e) => {
                 eprintln!("train gpu-fused sweep (batch {batch}): not run: {e}");

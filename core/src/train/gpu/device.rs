@@ -44,6 +44,8 @@ pub(super) struct Opened {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     adapter_name: String,
+    /// A hardware GPU's, or `Cpu` for one the CPU emulates (`WgradTile` takes it into account).
+    pub device_type: wgpu::DeviceType,
 }
 
 /// The device with the trainer on it.
@@ -57,14 +59,14 @@ pub(super) struct Gpu {
 }
 
 /// An application's device the trainer runs on instead of one of its own ([`share_device`]).
-static SHARED: std::sync::OnceLock<(wgpu::Device, wgpu::Queue, String)> = std::sync::OnceLock::new();
+static SHARED: std::sync::OnceLock<(wgpu::Device, wgpu::Queue, String, wgpu::DeviceType)> = std::sync::OnceLock::new();
 
 /// Registers an application's device (the studio's, the one egui renders with): the GPU trainer
 /// then trains on it, beside the frames, instead of opening a device of its own. Once per process.
 pub fn share_device(adapter: &wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> Result<(), TrainError> {
     let info = adapter.get_info();
     SHARED
-        .set((device, queue, format!("{} ({:?}), shared with the application", info.name, info.backend)))
+        .set((device, queue, format!("{} ({:?}), shared with the application", info.name, info.backend), info.device_type))
         .map_err(|_| TrainError::Gpu("a device is already shared with the GPU trainer".to_owned()))
 }
 
@@ -73,8 +75,8 @@ impl Gpu {
     /// `WGPU_ADAPTER_NAME`… respected) with its own limits; a device of its own sends uncaptured
     /// errors to `error` instead of a panic (a shared one keeps the application's handler).
     pub(crate) fn open(error: &Arc<Mutex<Option<String>>>) -> Result<Opened, TrainError> {
-        if let Some((device, queue, name)) = SHARED.get() {
-            return Ok(Opened { device: device.clone(), queue: queue.clone(), adapter_name: name.clone() });
+        if let Some((device, queue, name, device_type)) = SHARED.get() {
+            return Ok(Opened { device: device.clone(), queue: queue.clone(), adapter_name: name.clone(), device_type: *device_type });
         }
         let instance = instance();
         let adapter = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
@@ -98,7 +100,7 @@ impl Gpu {
                 slot.get_or_insert_with(|| e.to_string());
             }
         }));
-        Ok(Opened { device, queue, adapter_name: format!("{} ({:?})", info.name, info.backend) })
+        Ok(Opened { device, queue, adapter_name: format!("{} ({:?})", info.name, info.backend), device_type: info.device_type })
     }
 }
 
@@ -112,7 +114,7 @@ impl Opened {
         params: &[f32],
         memory: WeightMemory,
     ) -> Result<Gpu, TrainError> {
-        let Self { device, queue, adapter_name } = self;
+        let Self { device, queue, adapter_name, .. } = self;
         let limits = device.limits();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);

@@ -23,6 +23,8 @@ pub(super) struct Shapes {
     pub(super) layers: Vec<(u32, u32)>,
     /// `vec4`s of the per-texel scratch.
     pub(super) scratch: u64,
+    /// `wgrad`'s tile (the adapter decides; [`WgradTile::SMALL`] until it does).
+    pub(super) wgrad_tile: WgradTile,
 }
 
 impl Shapes {
@@ -36,17 +38,29 @@ impl Shapes {
         let rows = layers.iter().map(|l| l.1).sum();
         let per_texel: u64 = layers.iter().map(|&(i, o)| u64::from(row_vec4s(i)) + u64::from(row_vec4s(o))).sum();
         let batch = u32::try_from(batch).map_err(|_| too_big("batch texels"))?;
-        Ok(Self { batch, grid_total, layer_total, rows, layers, scratch: per_texel * u64::from(batch) })
+        Ok(Self { batch, grid_total, layer_total, rows, layers, scratch: per_texel * u64::from(batch), wgrad_tile: WgradTile::SMALL })
+    }
+
+    /// Texels of a chunk, whose weight gradients `wgrad` sums in order (the partial sums of the
+    /// chunks are then summed in order): the tile's, or the largest power of two below it that
+    /// divides the batch, down to [`CHUNK_TEXELS`].
+    pub(super) fn chunk_texels(&self) -> u32 {
+        let mut texels = self.wgrad_tile.texels;
+        while texels > CHUNK_TEXELS as u32 && !self.batch.is_multiple_of(texels) {
+            texels /= 2;
+        }
+        texels
     }
 
     pub(super) fn chunks(&self) -> u32 {
-        self.batch / CHUNK_TEXELS as u32
+        self.batch / self.chunk_texels()
     }
 
-    /// `wgrad`'s invocations per chunk: per layer, 8×8 tiles of its weights plus a column of
-    /// bias tiles.
+    /// `wgrad`'s invocations per chunk: per layer, its weights in tiles (the first column's also
+    /// sum the biases).
     pub(super) fn tiles(&self) -> u32 {
-        self.layers.iter().map(|&(i, o)| o.div_ceil(8) * (i.div_ceil(8) + 1)).sum()
+        let WgradTile { outputs, inputs, .. } = self.wgrad_tile;
+        self.layers.iter().map(|&(i, o)| o.div_ceil(outputs) * i.div_ceil(inputs)).sum()
     }
 
     pub(super) fn all(&self) -> u32 {
@@ -163,6 +177,69 @@ impl Tables {
             samples_off,
         })
     }
+}
+
+/// The tile of a layer's weight gradients one `wgrad` invocation sums: `outputs × inputs` sums
+/// (each a multiple of 4) over a chunk of `texels` (in texel order), each texel's rows read once
+/// per tile. It trades registers against loads. Tiles of as many texels give the same bits; the
+/// chunk sets the order of the sums, so other chunks give other roundings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WgradTile {
+    /// Outputs of the tile: its rows of the weight matrix.
+    pub outputs: u32,
+    /// Inputs of the tile: its columns.
+    pub inputs: u32,
+    /// Texels of a chunk: a power of two from 256 ([`CHUNK_TEXELS`]); a batch that is no
+    /// multiple of it gets the largest power of two below that divides it.
+    pub texels: u32,
+}
+
+impl WgradTile {
+    /// 8×8 over 256 texels: 64 sums and 4 `vec4` loads per texel, within a hardware GPU's
+    /// registers, and many chunks to spread over its cores.
+    pub const SMALL: Self = Self { outputs: 8, inputs: 8, texels: 256 };
+    /// 16×32 over 1,024 texels: 512 sums and 12 `vec4` loads per texel, for a GPU the CPU
+    /// emulates (lavapipe, WARP, SwiftShader): there a load runs lane by lane and a register
+    /// spills to the cache for little, and Adam sums a quarter of the chunks. On lavapipe, per
+    /// 65,536-texel step of the default model, `wgrad` and `adam` took 591 and 23 ms before
+    /// (8×8 over 256 texels, the biases in tiles of their own), 281 and 8 ms with this tile
+    /// (docs/benchmarks.md). 32×32 loaded less but compiled seconds longer for no clear gain.
+    pub const LARGE: Self = Self { outputs: 16, inputs: 32, texels: 1024 };
+
+    /// The tile for an adapter of `device_type`.
+    pub(super) fn for_device(device_type: wgpu::DeviceType) -> Self {
+        if device_type == wgpu::DeviceType::Cpu { Self::LARGE } else { Self::SMALL }
+    }
+
+    /// A tile of `outputs × inputs` sums over chunks of `texels`: an error unless both sides
+    /// are multiples of 4 in 4..=64 and `texels` a power of two in 256..=65,536.
+    pub fn new(outputs: u32, inputs: u32, texels: u32) -> Result<Self, TrainError> {
+        let side = |n: u32| (4..=64).contains(&n) && n.is_multiple_of(4);
+        let chunk = (CHUNK_TEXELS as u32..=65_536).contains(&texels) && texels.is_power_of_two();
+        if side(outputs) && side(inputs) && chunk {
+            Ok(Self { outputs, inputs, texels })
+        } else {
+            Err(TrainError::Backend(format!(
+                "a weight-gradient tile of {outputs}×{inputs} over {texels} texels: each side must be a multiple of 4 from 4 to 64, the texels a power of two from 256 to 65536"
+            )))
+        }
+    }
+
+    /// Its name, as the bench prints it: `32×32×1024`.
+    #[must_use]
+    pub fn name(self) -> String {
+        format!("{}×{}×{}", self.outputs, self.inputs, self.texels)
+    }
+}
+
+/// The kernel variants a [`super::GpuTrainer`] runs; `None`: what suits the adapter best. Every
+/// choice trains the same model: the parity tests run each on one adapter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelChoice {
+    /// Where the forward and backward passes read the weights from.
+    pub weight_memory: Option<WeightMemory>,
+    /// `wgrad`'s tile.
+    pub wgrad_tile: Option<WgradTile>,
 }
 
 /// Where `fwd_bwd` reads the layers' weights from: the fastest memory the adapter fits them in.

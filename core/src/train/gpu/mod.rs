@@ -30,7 +30,7 @@ mod wgsl;
 
 use device::Gpu;
 pub use device::share_device;
-pub use layout::WeightMemory;
+pub use layout::{KernelChoice, WeightMemory, WgradTile};
 use layout::{Shapes, Tables, f32_bytes, flatten, u32_bytes, unflatten};
 pub use profile::{DispatchTimes, STAGES};
 use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_NOISE_PER_LATENT, FLAG_SPARSE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
@@ -138,28 +138,25 @@ impl<'a> GpuTrainer<'a> {
     /// Opens a device on the default adapter, uploads the library and the starting `params`, and
     /// compiles the trainer specialised to them.
     pub fn new(sampler: Sampler<'a>, schedule: Schedule, params: &ModelParams) -> Result<Self, TrainError> {
-        Self::with_weight_memory(sampler, schedule, params, None)
+        Self::with_kernels(sampler, schedule, params, KernelChoice::default())
     }
 
-    /// As [`Self::new`], with the weights in `memory` instead of the fastest memory the
-    /// adapter's limits allow (`None`): what lets the parity tests run every variant on one
-    /// adapter. An error when the weights do not fit `memory` on this adapter.
-    pub fn with_weight_memory(
-        sampler: Sampler<'a>,
-        schedule: Schedule,
-        params: &ModelParams,
-        memory: Option<WeightMemory>,
-    ) -> Result<Self, TrainError> {
+    /// As [`Self::new`], with the kernel variants of `choice` instead of those that suit the
+    /// adapter: what lets the parity tests run every variant on one adapter, and the bench
+    /// compare them. An error when the weights do not fit the chosen memory on this adapter.
+    pub fn with_kernels(sampler: Sampler<'a>, schedule: Schedule, params: &ModelParams, choice: KernelChoice) -> Result<Self, TrainError> {
+        let memory = choice.weight_memory;
         if fault::is_active(Fault::GpuNoAdapter) {
             return Err(TrainError::Gpu("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)".into()));
         }
         if fault::is_active(Fault::GpuDevice) {
             return Err(TrainError::Gpu("the adapter failed to create a device (simulated: TEXSET_FAULT=gpu-device)".into()));
         }
-        let shapes = Shapes::new(params, schedule.batch_texels)?;
+        let mut shapes = Shapes::new(params, schedule.batch_texels)?;
         let tables = Tables::new(&sampler, params, &shapes)?;
         let error = Arc::new(Mutex::new(None));
         let gpu = Gpu::open(&error)?;
+        shapes.wgrad_tile = choice.wgrad_tile.unwrap_or_else(|| WgradTile::for_device(gpu.device_type));
         let limits = gpu.device.limits();
         let fastest = WeightMemory::for_limits(&shapes, &limits);
         let weight_memory = match memory {
@@ -194,6 +191,12 @@ impl<'a> GpuTrainer<'a> {
     #[must_use]
     pub fn adapter(&self) -> String {
         self.gpu.adapter_name.clone()
+    }
+
+    /// The tile of weight gradients each `wgrad` invocation sums (the adapter decides).
+    #[must_use]
+    pub fn wgrad_tile(&self) -> WgradTile {
+        self.shapes.wgrad_tile
     }
 
     /// Where the forward and backward passes read the layers' weights from (the adapter's limits

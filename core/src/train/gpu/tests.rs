@@ -1,7 +1,7 @@
 //! The trainer's WGSL, specialised as the trainer specialises it, passes naga's validator (no
 //! adapter needed); the GPU runs are in `tests/tests/integration/gpu_trainer.rs`.
 
-use super::layout::{Shapes, Tables, WeightMemory, flatten, unflatten};
+use super::layout::{Shapes, Tables, WeightMemory, WgradTile, flatten, unflatten};
 use super::spread;
 use super::wgsl::specialise;
 use crate::model::params::{GridParams, LayerParams, ModelParams};
@@ -22,18 +22,25 @@ fn the_specialised_trainer_validates_with_naga() {
         options.model.mips = mips;
         let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
         let params = crate::train::initial_params(&set, &layout, 1);
-        let shapes = Shapes::new(&params, 512).expect("shapes");
+        let mut shapes = Shapes::new(&params, 512).expect("shapes");
         let sampler = Sampler::new(&set, &layout);
         let tables = Tables::new(&sampler, &params, &shapes).expect("tables");
-        for memory in [WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage] {
+        let odd = WgradTile::new(12, 20, 256).expect("a tile");
+        for (memory, tile) in [
+            (WeightMemory::Uniform, WgradTile::SMALL),
+            (WeightMemory::Workgroup, WgradTile::LARGE),
+            (WeightMemory::Storage, odd),
+            (WeightMemory::Uniform, WgradTile::LARGE),
+        ] {
+            shapes.wgrad_tile = tile;
             let (_, _, row) = spread(shapes.all());
             let source = specialise(&params, &shapes, &tables, memory, row);
-            let module = wgpu::naga::front::wgsl::parse_str(&source)
-                .unwrap_or_else(|e| panic!("train.wgsl (mips {mips}, weights in {memory:?} memory): {}", e.emit_to_string(&source)));
+            let what = format!("train.wgsl (mips {mips}, weights in {memory:?} memory, tile {})", tile.name());
+            let module = wgpu::naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&source)));
             let mut validator =
                 wgpu::naga::valid::Validator::new(wgpu::naga::valid::ValidationFlags::all(), wgpu::naga::valid::Capabilities::default());
             if let Err(e) = validator.validate(&module) {
-                panic!("train.wgsl (mips {mips}, weights in {memory:?} memory): {}", e.emit_to_string(&source));
+                panic!("{what}: {}", e.emit_to_string(&source));
             }
         }
     }
@@ -49,4 +56,18 @@ fn the_specialised_trainer_validates_with_naga() {
     flatten(&params, &mut flat);
     assert_eq!(flat, [1.0, 2.0, 3.0, 4.0]);
     assert_eq!(unflatten(&params.zeros_like(), &flat), params);
+}
+
+/// A chunk is the tile's texels, or the largest power of two below them that divides the batch
+/// (down to the sampler's 256), so every texel of a step is summed once.
+#[test]
+fn chunks_divide_the_batch() {
+    let set = set();
+    let (layout, _) = crate::analyse::analyse(&set, &CompressOptions::default()).expect("layout");
+    let params = crate::train::initial_params(&set, &layout, 1);
+    for (batch, texels, chunk) in [(65_536, 1024, 1024), (1024, 1024, 1024), (1536, 1024, 512), (768, 1024, 256), (8192, 256, 256)] {
+        let mut shapes = Shapes::new(&params, batch).expect("shapes");
+        shapes.wgrad_tile = WgradTile::new(8, 8, texels).expect("a tile");
+        assert_eq!((shapes.chunk_texels(), shapes.chunks()), (chunk, batch as u32 / chunk), "batch {batch}, tile of {texels} texels");
+    }
 }

@@ -8,14 +8,15 @@
 //                 latent gradients into 32.32 fixed-point integer accumulators (integer atomics:
 //                 exact and order-free, so a step is deterministic for a seed on one device)
 //   wgrad         weight and bias gradients summed over fixed chunks of texels, in order, in
-//                 4×4 tiles
+//                 tiles of the adapter's size (generated: wgsl.rs `wgrad_wgsl`)
 //   stats_reduce  the step's loss sums into a ring the host reads back asynchronously
 //   adam          one Adam update of every parameter (grid gradients read from fixed point and
 //                 cleared, weight gradients summed over the chunks in order)
 // The model math is core/src/model/params.rs's; the CPU twin is train/kernel.rs, and the parity
-// tests compare the two. The host prepends the constants below (`const N: u32 = …;`) and three
-// generated functions: `weight` (which memory the weights are read from), `load_weights` (their
-// copy to workgroup memory, where they go there) and `mlp` (the layers with their shapes).
+// tests compare the two. The host prepends the constants below (`const N: u32 = …;`) and the
+// generated functions `weight` (which memory the weights are read from), `load_weights` (their
+// copy to workgroup memory, where they go there), `gather` (the features' layout) and `mlp` (the
+// layers with their shapes), and the `wgrad` entry point.
 
 struct Step {
     step: u32,
@@ -74,8 +75,11 @@ var<private> xb: array<f32, XLEN>;
 // input gradients). A row of its own per texel: lavapipe stores to a private array at an index
 // known only at run time by a select over the whole array.
 var<private> ob: array<array<f32, MAXW>, TPI>;
-// Per texel of the invocation: its group and its texel in the group.
+// Per texel of the invocation: its group and its texel in the group; where it reads each grid
+// (texel t's grid g at t · GRIDS + g) and its mask row (`gather` writes them, `scatter` reads them).
 var<private> drawn: array<vec2<u32>, TPI>;
+var<private> texel_grids: array<GridAt, TPI_GRIDS>;
+var<private> texel_masks: array<u32, TPI>;
 var<workgroup> wsh: array<f32, WSH_LEN>;
 var<workgroup> red: array<vec3<f32>, WG>;
 
@@ -354,69 +358,54 @@ fn grid_at(level: u32, gi: u32, uv: vec2<f32>) -> GridAt {
     return GridAt(t_u(info), t_u(GRID_OFF + gi), bilinear_corners(uv, t_u(info + 1u), t_u(info + 2u)));
 }
 
-// Texel i's (group g, `texel`) features into xa[at..]: its level's latents (bilinear, masked, QAT
-// noise when it trains) and the positional encoding.
-fn gather(i: u32, g: u32, texel: u32, at: u32) {
-    let lod = t_u(GROUP_OFF + g * 4u + 2u);
-    let level = pyramid_level(lod);
-    let mask_base = MASK_OFF + g * LC;
-    let uv = texel_uv(g, texel);
-    let noisy = (u.flags & FLAG_NOISE) != 0u;
-    let per_latent = (u.flags & FLAG_NOISE_PER_LATENT) != 0u;
-    var feature = 0u;
-    for (var gi = 0u; gi < GRIDS; gi++) {
-        let grid = grid_at(level, gi, uv);
-        for (var k = 0u; k < grid.channels; k++) {
-            var value = 0.0;
-            for (var corner = 0u; corner < 4u; corner++) {
-                let j = grid.base + grid.corners.cells[corner] * grid.channels + k;
-                var x = params[j];
-                if noisy && per_latent {
-                    x = clamp(x + latent_noise(j) * u.noise_amplitude, -1.0, 1.0);
-                } else if noisy {
-                    x += (unit(rand(i, 1u + (feature + k) * 4u + corner)) * 2.0 - 1.0) * u.noise_amplitude;
-                }
-                value += grid.corners.weights[corner] * x;
-            }
-            xa[at + feature + k] = value * t_f(mask_base + feature + k);
-        }
-        feature += grid.channels;
-    }
-    let grid0 = GRID_OFF + GRIDS + level * GRIDS * 3u;
-    let px = uv.x * f32(t_u(grid0 + 1u));
-    let py = uv.y * f32(t_u(grid0 + 2u));
-    // The positional encoding of model.wgsl, the decoder's, with its angle reduction.
-    for (var k = 0u; k < PE; k++) {
-        let sx = pe_sin_cos(k, px);
-        let sy = pe_sin_cos(k, py);
-        xa[at + LC + 4u * k] = sx.x;
-        xa[at + LC + 4u * k + 1u] = sx.y;
-        xa[at + LC + 4u * k + 2u] = sy.x;
-        xa[at + LC + 4u * k + 3u] = sy.y;
-    }
-    if HAS_LOD {
-        xa[at + LC + 4u * PE] = f32(lod) * LOD_INPUT_SCALE;
-    }
+// Where texel (group g, `texel`) reads: its LOD level, the pyramid level of its grids, its mask row
+// and its (u, v).
+struct TexelAt {
+    lod: u32,
+    level: u32,
+    mask_base: u32,
+    uv: vec2<f32>,
 }
 
-// The latent gradients of a texel (group g, `texel`): bilinear scatter of the masked feature
-// gradients in xb[at..].
-fn scatter(g: u32, texel: u32, at: u32) {
-    let level = pyramid_level(t_u(GROUP_OFF + g * 4u + 2u));
-    let mask_base = MASK_OFF + g * LC;
-    let uv = texel_uv(g, texel);
-    var feature = 0u;
-    for (var gi = 0u; gi < GRIDS; gi++) {
-        let grid = grid_at(level, gi, uv);
-        for (var k = 0u; k < grid.channels; k++) {
-            let d = xb[at + feature + k] * t_f(mask_base + feature + k);
-            if d != 0.0 {
-                for (var corner = 0u; corner < 4u; corner++) {
-                    fx_add(grid.base + grid.corners.cells[corner] * grid.channels + k, grid.corners.weights[corner] * d);
-                }
-            }
+fn texel_at(g: u32, texel: u32) -> TexelAt {
+    let lod = t_u(GROUP_OFF + g * 4u + 2u);
+    return TexelAt(lod, pyramid_level(lod), MASK_OFF + g * LC, texel_uv(g, texel));
+}
+
+// Latent feature `feature` (channel k of `grid`) of texel i: bilinear, masked, with QAT noise
+// when it trains. The generated `gather` calls it per feature with literals, so each lands in
+// `xa` at an index known at compile time.
+fn latent_feature(i: u32, grid: GridAt, k: u32, feature: u32, mask_base: u32) -> f32 {
+    let noisy = (u.flags & FLAG_NOISE) != 0u;
+    let per_latent = (u.flags & FLAG_NOISE_PER_LATENT) != 0u;
+    var value = 0.0;
+    for (var corner = 0u; corner < 4u; corner++) {
+        let j = grid.base + grid.corners.cells[corner] * grid.channels + k;
+        var x = params[j];
+        if noisy && per_latent {
+            x = clamp(x + latent_noise(j) * u.noise_amplitude, -1.0, 1.0);
+        } else if noisy {
+            x += (unit(rand(i, 1u + feature * 4u + corner)) * 2.0 - 1.0) * u.noise_amplitude;
         }
-        feature += grid.channels;
+        value += grid.corners.weights[corner] * x;
+    }
+    return value * t_f(mask_base + feature);
+}
+
+// The texel's position in grid 0's cells at its level: the positional encoding's input (model.wgsl's
+// `pe_sin_cos`, the decoder's, with its angle reduction).
+fn pe_position(at: TexelAt) -> vec2<f32> {
+    let grid0 = GRID_OFF + GRIDS + at.level * GRIDS * 3u;
+    return at.uv * vec2<f32>(f32(t_u(grid0 + 1u)), f32(t_u(grid0 + 2u)));
+}
+
+// Adds the gradient `d` of channel k of `grid` to its four corners, each times its bilinear
+// weight. The generated `scatter` calls it per feature with literals.
+fn scatter_feature(grid: GridAt, k: u32, d: f32) {
+    if d != 0.0 {
+        for (var corner = 0u; corner < 4u; corner++) {
+            fx_add(grid.base + grid.corners.cells[corner] * grid.channels + k, grid.corners.weights[corner] * d);
+        }
     }
 }
 
@@ -430,11 +419,8 @@ fn fwd_bwd(
 ) {
     load_weights(lid);
     let first = gid.x * TPI;
-    for (var t = 0u; t < TPI; t++) {
-        let d = draw(first + t);
-        drawn[t] = d;
-        gather(first + t, d.x, d.y, t * MAXW);
-    }
+    // Draws the TPI texels and gathers their features into xa (generated).
+    gather(first);
 
     // Forward, loss and backward of the TPI texels (`mlp`, generated with the layers' shapes as
     // literals: each activation a named value, so none is indexed at run time). xb[t · MAXW..][..LC]
@@ -442,9 +428,8 @@ fn fwd_bwd(
     let sums = mlp(first);
 
     if (u.flags & FLAG_TRAIN_GRIDS) != 0u {
-        for (var t = 0u; t < TPI; t++) {
-            scatter(drawn[t].x, drawn[t].y, t * MAXW);
-        }
+        // The latent gradients of the TPI texels, scattered (generated).
+        scatter();
     }
 
     // The workgroup's loss sums.
@@ -453,112 +438,6 @@ fn fwd_bwd(
         stats_part[wid.x * 3u] = total.x;
         stats_part[wid.x * 3u + 1u] = total.y;
         stats_part[wid.x * 3u + 2u] = total.z;
-    }
-}
-
-// Weight and bias gradients of one chunk of CHUNK texels, summed in texel order: an invocation
-// per 8×8 tile of a layer's weights (the layer's last column of tiles: its biases), so each
-// texel's rows are read once per 64 multiply-adds, two `vec4`s of each (lavapipe runs a storage
-// load lane by lane: the loads, not the multiply-adds, are this pass's cost).
-@compute @workgroup_size(WG)
-fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {
-    var t = gid.x;
-    let chunk = gid.y;
-    if t >= TILES {
-        return;
-    }
-    var l = 0u;
-    loop {
-        let lb = LAYER_OFF + l * 6u;
-        let tiles = ((t_u(lb + 1u) + 7u) / 8u) * ((t_u(lb) + 7u) / 8u + 1u);
-        if t < tiles || l + 1u >= LAYERS {
-            break;
-        }
-        t -= tiles;
-        l += 1u;
-    }
-    let lb = LAYER_OFF + l * 6u;
-    let nin = t_u(lb);
-    let nout = t_u(lb + 1u);
-    let w = t_u(lb + 2u);
-    let b = t_u(lb + 3u);
-    let act = t_u(lb + 4u);
-    let dz = t_u(lb + 5u);
-    let k_tiles = (nin + 7u) / 8u + 1u;
-    let ot = t / k_tiles;
-    let kt = t % k_tiles;
-    let o0 = ot * 8u;
-    let k0 = kt * 8u;
-    let bias = k0 >= nin;
-    // c{k}{h}: the tile's input k0 + k against outputs o0..o0+3 (h = a) or o0+4..o0+7 (h = b).
-    var c0a = vec4<f32>(0.0);
-    var c0b = vec4<f32>(0.0);
-    var c1a = vec4<f32>(0.0);
-    var c1b = vec4<f32>(0.0);
-    var c2a = vec4<f32>(0.0);
-    var c2b = vec4<f32>(0.0);
-    var c3a = vec4<f32>(0.0);
-    var c3b = vec4<f32>(0.0);
-    var c4a = vec4<f32>(0.0);
-    var c4b = vec4<f32>(0.0);
-    var c5a = vec4<f32>(0.0);
-    var c5b = vec4<f32>(0.0);
-    var c6a = vec4<f32>(0.0);
-    var c6b = vec4<f32>(0.0);
-    var c7a = vec4<f32>(0.0);
-    var c7b = vec4<f32>(0.0);
-    let first = chunk * CHUNK;
-    // Rows are whole pairs of `vec4`s, their padding zeros: a tile past the layer's edge sums
-    // zeros there.
-    let d_stride = 2u * ((nout + 7u) / 8u);
-    let a_stride = 2u * ((nin + 7u) / 8u);
-    for (var n = first; n < first + CHUNK; n++) {
-        let d_row = dz + n * d_stride + 2u * ot;
-        let da = scratch[d_row];
-        let db = scratch[d_row + 1u];
-        if bias {
-            c0a += da;
-            c0b += db;
-        } else {
-            let a_row = act + n * a_stride + 2u * kt;
-            let a0 = scratch[a_row];
-            let a1 = scratch[a_row + 1u];
-            c0a += da * a0.x;
-            c0b += db * a0.x;
-            c1a += da * a0.y;
-            c1b += db * a0.y;
-            c2a += da * a0.z;
-            c2b += db * a0.z;
-            c3a += da * a0.w;
-            c3b += db * a0.w;
-            c4a += da * a1.x;
-            c4b += db * a1.x;
-            c5a += da * a1.y;
-            c5b += db * a1.y;
-            c6a += da * a1.z;
-            c6b += db * a1.z;
-            c7a += da * a1.w;
-            c7b += db * a1.w;
-        }
-    }
-    let out = chunk * PL;
-    for (var j = 0u; j < 8u; j++) {
-        let o = o0 + j;
-        if o >= nout {
-            break;
-        }
-        let jj = j % 4u;
-        let hi = j >= 4u;
-        if bias {
-            wpart[out + b + o] = select(c0a[jj], c0b[jj], hi);
-        } else {
-            let row = out + w + o * nin + k0;
-            let lo4 = select(vec4<f32>(c0a[jj], c1a[jj], c2a[jj], c3a[jj]), vec4<f32>(c0b[jj], c1b[jj], c2b[jj], c3b[jj]), hi);
-            let hi4 = select(vec4<f32>(c4a[jj], c5a[jj], c6a[jj], c7a[jj]), vec4<f32>(c4b[jj], c5b[jj], c6b[jj], c7b[jj]), hi);
-            for (var i = 0u; i < 8u && k0 + i < nin; i++) {
-                wpart[row + i] = select(hi4[i % 4u], lo4[i % 4u], i < 4u);
-            }
-        }
     }
 }
 
