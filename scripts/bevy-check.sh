@@ -25,10 +25,51 @@ cargo test --locked -- --test-threads=1 2>&1 | tee "$log"
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "texset-bevy tests: %d passed, %d failed\n", p, f }' "$log"
 
-# The example opens a window (Xvfb here) and renders the sample library for 20 s.
-if command -v xvfb-run >/dev/null 2>&1; then
-  TEXSET_BEVY_EXIT_AFTER_SECS=20 xvfb-run -a cargo run --locked --example bevy_material
-  echo "texset-bevy: the example ran 20 s in a window"
+# The example opens a window (Xvfb here) and renders the sample library; Space, pressed through
+# xdotool once the spheres are shown, switches them to the per-pixel material and back: the log
+# and the window's title must say so each time.
+if command -v xvfb-run >/dev/null 2>&1 && command -v xdotool >/dev/null 2>&1; then
+  cargo build --locked --example bevy_material
+  example_log="$(mktemp)"
+  TEXSET_BEVY_EXIT_AFTER_SECS=60 xvfb-run -a bash -c '
+    set -u
+    log="$1"
+    cargo run --locked --example bevy_material >"$log" 2>&1 &
+    app=$!
+    # Waits up to $2 seconds for the $1-th line of the log that matches $3.
+    wait_for() {
+      for _ in $(seq 1 "$2"); do
+        [ "$(grep -c -- "$3" "$log")" -ge "$1" ] && return 0
+        sleep 1
+      done
+      echo "texset-bevy: the example never logged \"$3\" (${1}x) within $2 s" >&2
+      cat "$log" >&2
+      return 1
+    }
+    press_space() {
+      window="$(xdotool search --name "texset in Bevy" | head -1)"
+      # No window manager: the pointer over the window gives it the keyboard.
+      xdotool mousemove 640 360
+      xdotool windowfocus --sync "$window"
+      xdotool key space
+    }
+    status=0
+    wait_for 1 45 "materials shown" || status=1
+    if [ "$status" = 0 ]; then
+      press_space
+      wait_for 1 20 "decoded per pixel (Space" || status=1
+      title="$(xdotool getwindowname "$(xdotool search --name "texset in Bevy" | head -1)")"
+      case "$title" in *"per pixel (Space"*) ;; *) echo "texset-bevy: the title after Space: $title" >&2; status=1 ;; esac
+    fi
+    if [ "$status" = 0 ]; then
+      press_space
+      # The first such line came when the spheres were shown.
+      wait_for 2 20 "decoded on load (Space" || status=1
+    fi
+    wait "$app" || status=1
+    exit "$status"
+  ' _ "$example_log"
+  echo "texset-bevy: the example ran in a window; Space switched it to per-pixel decoding and back"
 else
-  echo "SKIPPED: bevy_material example: xvfb-run is not installed"
+  echo "SKIPPED: bevy_material example: xvfb-run or xdotool is not installed"
 fi
