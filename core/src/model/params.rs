@@ -215,10 +215,16 @@ impl ModelParams {
         pyramid_level(mip, self.pyramid_levels(), self.mip_group())
     }
 
+    /// The pyramid level whose grids `level` decodes with: `level`, or the last for any beyond it.
+    #[must_use]
+    pub fn grids_level(&self, level: u32) -> usize {
+        level.min(self.pyramid_levels().saturating_sub(1)) as usize
+    }
+
     /// The grids pyramid level `level` decodes with (the last level for any beyond it).
     #[must_use]
     pub fn level_grids(&self, level: u32) -> &[GridParams] {
-        let k = level.min(self.pyramid_levels() - 1) as usize;
+        let k = self.grids_level(level);
         if k == 0 {
             return &self.grids;
         }
@@ -228,7 +234,7 @@ impl ModelParams {
 
     /// The grids of pyramid level `level`, mutably (the last level for any beyond it).
     pub fn level_grids_mut(&mut self, level: u32) -> &mut [GridParams] {
-        let k = level.min(self.pyramid_levels() - 1) as usize;
+        let k = self.grids_level(level);
         if k == 0 {
             return &mut self.grids;
         }

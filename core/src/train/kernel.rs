@@ -184,7 +184,6 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
             Some(base)
         })
         .collect();
-    let last_level = params.pyramid_levels().saturating_sub(1);
     // Per texel its LOD level (the LOD input) and the pyramid level whose grids it reads.
     let lods: Vec<u32> = (0..n).map(|i| params.lod_level(batch.level.get(i).copied().unwrap_or(0))).collect();
     let levels: Vec<u32> = (0..n).map(|i| params.pyramid_level(batch.level.get(i).copied().unwrap_or(0))).collect();
@@ -209,7 +208,7 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
         let mask = &batch.mask[i * lc..(i + 1) * lc];
         let mut offset = 0;
         let grids = params.level_grids(levels[i]);
-        let first_grid = levels[i].min(last_level) as usize * grid_count;
+        let first_grid = params.grids_level(levels[i]) * grid_count;
         for (gi, (grid, &(cells, weights))) in grids.iter().zip(&corners[i * grid_count..(i + 1) * grid_count]).enumerate() {
             let ch = grid.channels as usize;
             let corner_values: [&[f32]; 4] = std::array::from_fn(|k| &grid.values[cells[k] * ch..(cells[k] + 1) * ch]);
