@@ -203,7 +203,8 @@ impl WgradTile {
     /// spills to the cache for little, and Adam sums a quarter of the chunks. On lavapipe, per
     /// 65,536-texel step of the default model, `wgrad` and `adam` took 591 and 23 ms before
     /// (8×8 over 256 texels, the biases in tiles of their own), 281 and 8 ms with this tile
-    /// (docs/benchmarks.md). 32×32 loaded less but compiled seconds longer for no clear gain.
+    /// (docs/decisions/029-weight-gradient-tiles.md). 32×32 loaded less but compiled seconds
+    /// longer for no clear gain.
     pub const LARGE: Self = Self { outputs: 16, inputs: 32, texels: 1024 };
 
     /// The tile for an adapter of `device_type`.
