@@ -58,8 +58,14 @@ if command -v xvfb-run >/dev/null 2>&1 && command -v xdotool >/dev/null 2>&1; th
     if [ "$status" = 0 ]; then
       press_space
       wait_for 1 20 "decoded per pixel (Space" || status=1
-      title="$(xdotool getwindowname "$(xdotool search --name "texset in Bevy" | head -1)")"
-      case "$title" in *"per pixel (Space"*) ;; *) echo "texset-bevy: the title after Space: $title" >&2; status=1 ;; esac
+      # The title changes with a later frame than the log line: up to 20 s of frames.
+      title=""
+      for _ in $(seq 1 20); do
+        title="$(xdotool getwindowname "$(xdotool search --name "texset in Bevy" | head -1)")"
+        case "$title" in *"per pixel (Space"*) break ;; esac
+        sleep 1
+      done
+      case "$title" in *"per pixel (Space"*) ;; *) echo "texset-bevy: the title 20 s after Space: $title" >&2; status=1 ;; esac
     fi
     if [ "$status" = 0 ]; then
       press_space

@@ -10,7 +10,8 @@
 // roughness from green and metallic from blue of the packed map (or their own maps), occlusion
 // and emission. Filtered as hardware filters textures: the level of detail from derivatives
 // (`lod_from_derivatives`), the two mip levels around it blended, each level bilinear over its
-// four nearest texels decoded at their centres (up to eight decodes per map and pixel).
+// four nearest texels decoded at their centres and rounded to 8 bits, as the textures hold them
+// (up to eight decodes per map and pixel).
 #import bevy_pbr::{
     pbr_fragment::pbr_input_from_standard_material,
     pbr_functions::{alpha_discard, apply_pbr_lighting, main_pass_post_lighting_processing, calculate_tbn_mikktspace, apply_normal_mapping},
@@ -66,7 +67,8 @@ fn fragment(in: VertexOutput, @builtin(front_facing) is_front: bool) -> Fragment
             continue;
         }
         let texel = clamp(cell + side, vec2<f32>(0.0), size - 1.0);
-        var t = decode_texel_level(map, (texel + 0.5) / size, level);
+        // Rounded to 8 bits, as the decode-on-load textures (and every 8-bit source) hold it.
+        var t = round(decode_texel_level(map, (texel + 0.5) / size, level) * 255.0) / 255.0;
         // sRGB maps are filtered in linear light, as a GPU filters an sRGB texture.
         if (MAP_SRGB[map] == 1u) {
             t = unmap_texel(map, t);

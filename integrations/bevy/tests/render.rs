@@ -344,10 +344,16 @@ fn per_pixel_material_matches_decode_on_load() {
     // Over the sphere's pixels (the background agrees trivially).
     let (fraction, worst) = agreement_where(&on_load.rgba, &per_pixel_render.rgba, 2, |p| p != BACKGROUND);
     println!("lit sphere: {:.3} % of its {covered} pixels within 2/255, largest difference {worst}/255", 100.0 * fraction);
-    // 98 %, not the quad's 99 %: 98.5 % measured; the pixels left differ at grazing angles and
-    // along sharp seams, where neither llvmpipe's LOD formula nor coarse derivatives made them
-    // agree (docs/decisions/027-bevy-plugin.md).
-    assert!(fraction >= 0.98, "lit sphere: only {:.3} % of pixels agree within 2/255 (largest difference {worst})", 100.0 * fraction);
+    // On lavapipe this needs the float filtering `.cargo/config.toml` asks for: on llvmpipe's
+    // 8-bit path (each lerp rounded to 8 bits) 98.9 % agreed, in float 99.6 %
+    // (docs/decisions/027-bevy-plugin.md).
+    let gallivm = std::env::var("GALLIVM_PERF").unwrap_or_default();
+    assert!(
+        fraction >= 0.99,
+        "lit sphere: only {:.3} % of pixels agree within 2/255 (largest difference {worst}; GALLIVM_PERF={gallivm:?}, \
+         run from integrations/bevy so that cargo sets it)",
+        100.0 * fraction
+    );
 }
 
 #[test]
