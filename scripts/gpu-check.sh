@@ -62,6 +62,15 @@ if "$candidate" bench train --help | grep -q -- --wgrad-tile; then
   done
 fi
 
+# 2c. The fixed cost per step: one step per submission against 16 (the uniform ring), at a small
+#     batch where it shows and at NTC's, the two timed alternately in one run.
+if "$candidate" bench train --help | grep -q -- --submit-steps; then
+  for batch in 8192 65536; do
+    echo "== bench train --gpu --batch $batch --submit-steps 1,16: $candidate"
+    timeout 120 "$candidate" bench train --gpu --batch "$batch" --runs 5 --submit-steps 1,16 "${libs[@]}" || echo "FAILED ($?)"
+  done
+fi
+
 # 3. The studio's frame times with the preview open (needs a display: Xvfb where installed).
 if command -v xvfb-run >/dev/null 2>&1; then
   echo "== bench ui: $candidate"

@@ -12,7 +12,7 @@ use texset_core::{
     options::{CheckpointOptions, Recipe},
     rng::Rng,
     set::{MapKind, load_library},
-    train::{Batch, GpuTrainer, KernelChoice, Sampler, Schedule, WgradTile, adapters, initial_params},
+    train::{Batch, GpuTrainer, KernelChoice, Sampler, Schedule, Trainer as _, WgradTile, adapters, initial_params},
 };
 use texset_testkit::gpu_or_skip;
 
@@ -126,6 +126,48 @@ fn every_weight_gradient_tile_gives_the_same_bits() {
     for (o, i, t) in [(6, 8, 256), (8, 68, 256), (8, 8, 128), (8, 8, 768)] {
         assert!(WgradTile::new(o, i, t).is_err(), "{o}×{i}×{t} is refused");
     }
+}
+
+/// Steps go to the device up to 16 to a submission, each reading its own slot of the uniform
+/// ring: a run gives the bits of one submitted step by step, through the freeze (the latents read
+/// back, rounded and uploaded between recorded steps; then Adam over the weights alone) and the
+/// staged weight fine-tune.
+#[test]
+fn steps_per_submission_change_no_bit() {
+    if !adapter("steps_per_submission_change_no_bit") {
+        return;
+    }
+    let set = library();
+    let steps = 48;
+    let mut options = CompressOptions {
+        schedule: ScheduleConfig { steps, batch_texels: 1024, ..ScheduleConfig::default() },
+        ..CompressOptions::default()
+    };
+    options.schedule.apply_recipe(Recipe::Ntc, &[]);
+    let (layout, _) = analyse(&set, &options).unwrap();
+    let freeze = Schedule::new(&options, &layout).freeze_step;
+    assert!((17..steps - 1).contains(&freeze), "the freeze ({freeze}) falls inside the second submission or later");
+    let params = initial_params(&set, &layout, 3);
+    let bits = |per_submission: u32| {
+        let mut trainer = GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params).unwrap();
+        trainer.set_steps_per_submission(per_submission);
+        assert_eq!(trainer.steps_per_submission(), per_submission);
+        for _ in 0..steps {
+            trainer.run_step().unwrap();
+        }
+        model_bits(&trainer.params().unwrap())
+    };
+    let (one, sixteen, five) = (bits(1), bits(16), bits(5));
+    assert!(one.0 != model_bits(&params).0, "the latents trained");
+    assert_eq!(one, sixteen, "16 steps to a submission changed the model");
+    assert_eq!(one, five, "5 steps to a submission changed the model");
+}
+
+/// The bits of a model's latents and of its weights and biases.
+fn model_bits(p: &ModelParams) -> (Vec<u32>, Vec<u32>) {
+    let grids: Vec<u32> = p.all_grids().flat_map(|g| g.values.iter().map(|v| v.to_bits())).collect();
+    let layers: Vec<u32> = p.layers.iter().flat_map(|l| l.weights.iter().chain(&l.biases)).map(|v| v.to_bits()).collect();
+    (grids, layers)
 }
 
 /// NTC's per-latent QAT noise is one function of (seed, step, latent) on both trainers: a noisy
@@ -373,7 +415,6 @@ fn a_gpu_run_past_its_deadline_ends_at_its_first_look() {
 /// the step computes).
 #[test]
 fn profiled_steps_time_every_dispatch_and_train_as_plain_steps() {
-    use texset_core::train::Trainer as _;
     if !adapter("profiled_steps_time_every_dispatch_and_train_as_plain_steps") {
         return;
     }

@@ -9,14 +9,16 @@ use texset_core::{
     Backend, CompressOptions, analyse,
     rng::Rng,
     set::load_library,
-    train::{Batch, FusedTrainer, GpuTrainer, KernelChoice, Sampler, Schedule, Trainer, WgradTile, device_for, initial_params},
+    train::{Batch, FusedTrainer, GpuTrainer, KernelChoice, STATS_RING, Sampler, Schedule, Trainer, WgradTile, device_for, initial_params},
 };
 
 use super::decode::flop_ceiling;
 use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
 
-/// Training steps per timed run.
+/// Training steps per timed run of a CPU trainer.
 const STEPS_PER_RUN: u32 = 5;
+/// Training steps per timed run of the GPU trainer: one whole submission.
+const GPU_STEPS_PER_RUN: u32 = STATS_RING;
 /// Steps whose dispatches are timed one by one (after the timed runs).
 const PROFILED_STEPS: u32 = 5;
 /// Texels per step of `--batch-sweep`: 8,192 to 262,144.
@@ -49,6 +51,10 @@ pub(crate) struct TrainBenchArgs {
     /// the adapter's (`8x8x256` on a hardware GPU, `16x32x1024` on one the CPU emulates).
     #[arg(long, requires = "gpu", value_name = "OUTxINxTEXELS", value_parser = parse_tile)]
     wgrad_tile: Option<WgradTile>,
+    /// With `--gpu`: steps per submission, a GPU trainer timed for each (comma-separated, 1 to 16;
+    /// default: the trainer's, 16). `1,16` shows the fixed cost per submission.
+    #[arg(long, requires = "gpu", value_delimiter = ',', value_name = "STEPS")]
+    submit_steps: Vec<u32>,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -95,6 +101,7 @@ impl TrainBenchArgs {
         cpu.run_step();
         contenders.push(Contender::new(
             format!("train cpu-fused ({threads} threads, batch {batch})"),
+            STEPS_PER_RUN,
             Box::new(move |steps| {
                 for _ in 0..steps {
                     cpu.run_step();
@@ -112,14 +119,19 @@ impl TrainBenchArgs {
         ));
 
         // The fused GPU trainer: its steps queue on the device, so each timed run ends waiting
-        // for the last.
-        if self.gpu {
+        // for the last. One per `--submit-steps` value.
+        let submissions = if self.submit_steps.is_empty() { vec![STATS_RING] } else { self.submit_steps.clone() };
+        for per_submission in submissions.into_iter().filter(|_| self.gpu) {
+            if !(1..=STATS_RING).contains(&per_submission) {
+                anyhow::bail!("--submit-steps {per_submission}: steps per submission go from 1 to {STATS_RING}");
+            }
             let mut gpu = GpuTrainer::with_kernels(
                 Sampler::new(&set, &layout),
                 Schedule::new(&options, &layout),
                 &initial_params(&set, &layout, 1),
                 kernels,
             )?;
+            gpu.set_steps_per_submission(per_submission);
             gpu.run_step()?;
             gpu.finish()?;
             let cost = gpu.step_cost();
@@ -128,7 +140,8 @@ impl TrainBenchArgs {
             let dispatches =
                 gpu.profile_steps(PROFILED_STEPS)?.map_or_else(|| "no timestamp queries on this device".to_owned(), |t| dispatch_line(&t));
             contenders.push(Contender::new(
-                format!("train gpu-fused on {} (batch {batch})", gpu.adapter()),
+                format!("train gpu-fused on {} (batch {batch}, {per_submission} steps per submission)", gpu.adapter()),
+                GPU_STEPS_PER_RUN,
                 Box::new(move |steps| {
                     for _ in 0..steps {
                         gpu.run_step()?;
@@ -163,6 +176,7 @@ impl TrainBenchArgs {
             trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
             contenders.push(Contender::new(
                 format!("train burn-{backend:?} (batch {batch}, bare step)"),
+                STEPS_PER_RUN,
                 Box::new(move |steps| {
                     for _ in 0..steps {
                         trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
@@ -176,8 +190,8 @@ impl TrainBenchArgs {
         for _ in 0..runs {
             for c in &mut contenders {
                 let t = Instant::now();
-                (c.run)(STEPS_PER_RUN)?;
-                c.times.push(f64::from(STEPS_PER_RUN) * batch as f64 / t.elapsed().as_secs_f64());
+                (c.run)(c.steps)?;
+                c.times.push(f64::from(c.steps) * batch as f64 / t.elapsed().as_secs_f64());
             }
         }
         let results: Vec<Measurement> = contenders
@@ -191,18 +205,19 @@ impl TrainBenchArgs {
     }
 }
 
-/// A trainer the bench times: `run(n)` runs n steps and waits for them; `note` words the extra
-/// figures from the median texels/s.
+/// A trainer the bench times: `run(n)` runs n steps and waits for them, `steps` a timed run;
+/// `note` words the extra figures from the median texels/s.
 struct Contender<'a> {
     what: String,
+    steps: u32,
     run: Box<dyn FnMut(u32) -> Result<()> + 'a>,
     note: Box<dyn Fn(f64) -> String + 'a>,
     times: Vec<f64>,
 }
 
 impl<'a> Contender<'a> {
-    fn new(what: String, run: Box<dyn FnMut(u32) -> Result<()> + 'a>, note: Box<dyn Fn(f64) -> String + 'a>) -> Self {
-        Self { what, run, note, times: Vec::new() }
+    fn new(what: String, steps: u32, run: Box<dyn FnMut(u32) -> Result<()> + 'a>, note: Box<dyn Fn(f64) -> String + 'a>) -> Self {
+        Self { what, steps, run, note, times: Vec::new() }
     }
 }
 
@@ -224,7 +239,7 @@ fn dispatch_line(times: &texset_core::train::DispatchTimes) -> String {
 }
 
 /// `--batch-sweep`: the fused GPU trainer at each of [`SWEEP_BATCHES`]: wall time per step (the
-/// median of `runs` runs of [`STEPS_PER_RUN`] steps) and the GPU time of each dispatch, so the
+/// median of `runs` runs of [`STEPS_PER_RUN`] steps, each run one submission) and the GPU time of each dispatch, so the
 /// step's fixed cost (the part that does not grow with the batch) shows.
 fn gpu_batch_sweep(set: &texset_core::TextureSet, kernels: KernelChoice, runs: usize, json: bool) -> Result<()> {
     let mut results = Vec::new();

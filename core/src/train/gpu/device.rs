@@ -2,9 +2,10 @@
 
 use super::STATS_RING;
 use super::layout::{Shapes, Tables, WeightMemory, f32_bytes, u32_bytes};
+use super::wgsl::WORKGROUP;
 use crate::executor::block_on;
 use crate::train::TrainError;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 /// Vulkan, Metal and DX12 (or what `WGPU_BACKEND` names), as burn's adapters list them.
 fn instance() -> wgpu::Instance {
@@ -30,13 +31,39 @@ pub(super) struct Buffers {
     pub stats_staging: wgpu::Buffer,
 }
 
-/// Each entry point's pipeline and bind group.
+/// An entry point's pipeline and its bind groups: one per slot of the uniform ring (the same
+/// buffers, each with its slot's `Step`), or one where the entry point reads no uniform.
+pub(super) struct Stage {
+    pub pipeline: wgpu::ComputePipeline,
+    groups: Vec<wgpu::BindGroup>,
+}
+
+impl Stage {
+    /// The bind group of ring slot `slot`.
+    pub(super) fn group(&self, slot: u32) -> &wgpu::BindGroup {
+        &self.groups[slot as usize % self.groups.len()]
+    }
+}
+
+/// Each entry point's pipeline and bind groups.
 pub(super) struct Pipelines {
-    pub prepare: (wgpu::ComputePipeline, wgpu::BindGroup),
-    pub fwd_bwd: (wgpu::ComputePipeline, wgpu::BindGroup),
-    pub wgrad: (wgpu::ComputePipeline, wgpu::BindGroup),
-    pub adam: (wgpu::ComputePipeline, wgpu::BindGroup),
-    pub stats: (wgpu::ComputePipeline, wgpu::BindGroup),
+    pub prepare: Stage,
+    pub fwd_bwd: Stage,
+    pub wgrad: Stage,
+    pub adam: Stage,
+}
+
+/// Bytes of the loss ring: per step, per lane of `adam`'s first workgroup, its sums of the loss,
+/// the squared error and the values counted (`reduce_stats` in train.wgsl).
+const STATS_BYTES: u64 = STATS_RING as u64 * WORKGROUP as u64 * 12;
+
+/// Bytes of the `Step` uniform (`StepUniform::bytes`).
+pub(super) const STEP_BYTES: u64 = 52;
+
+/// Steps recorded and not yet submitted: one command encoder.
+struct Pending {
+    encoder: wgpu::CommandEncoder,
+    steps: u32,
 }
 
 /// An opened device, before the trainer's buffers exist.
@@ -56,6 +83,10 @@ pub(super) struct Gpu {
     pub buffers: Buffers,
     pub pipelines: Pipelines,
     pub samples_off: u32,
+    /// Bytes between the uniform ring's slots (the adapter's offset alignment).
+    pub uniform_stride: u64,
+    /// Steps recorded since the last submission ([`Gpu::record`]).
+    pending: Mutex<Option<Pending>>,
 }
 
 /// An application's device the trainer runs on instead of one of its own ([`share_device`]).
@@ -147,10 +178,12 @@ impl Opened {
             Ok(device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: storage, mapped_at_creation: false }))
         };
         let all = u64::from(shapes.all()) * 4;
+        let uniform_stride = STEP_BYTES.next_multiple_of(u64::from(limits.min_uniform_buffer_offset_alignment).max(4));
         let buffers = Buffers {
+            // A ring of `Step`s, a slot per step of a submission.
             uniform: device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("texset train step"),
-                size: 48,
+                label: Some("texset train steps"),
+                size: uniform_stride * u64::from(STATS_RING),
                 usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
@@ -170,10 +203,10 @@ impl Opened {
             wpart: zeroed("weight gradients", u64::from(shapes.chunks()) * u64::from(shapes.layer_total) * 4)?,
             adam_m: zeroed("Adam moments", all)?,
             adam_v: zeroed("Adam moments", all)?,
-            stats: zeroed("loss ring", u64::from(STATS_RING) * 12)?,
+            stats: zeroed("loss ring", STATS_BYTES)?,
             stats_staging: device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("texset loss read-back"),
-                size: u64::from(STATS_RING) * 12,
+                size: STATS_BYTES,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
@@ -183,24 +216,7 @@ impl Opened {
             source: wgpu::ShaderSource::Wgsl(wgsl.into()),
         });
         let b = &buffers;
-        let pipeline = |entry: &str, bindings: &[(u32, &wgpu::Buffer)]| {
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: None,
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                cache: None,
-            });
-            let entries: Vec<wgpu::BindGroupEntry<'_>> =
-                bindings.iter().map(|&(binding, buffer)| wgpu::BindGroupEntry { binding, resource: buffer.as_entire_binding() }).collect();
-            let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(entry),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            });
-            (pipeline, group)
-        };
+        let pipeline = |entry: &str, bindings: &[(u32, &wgpu::Buffer)]| stage(&device, &module, uniform_stride, entry, bindings);
         let pipelines = Pipelines {
             prepare: pipeline("prepare", &[(0, &b.uniform), (1, &b.tables), (3, &b.params), (4, &b.fwdw)]),
             fwd_bwd: pipeline(
@@ -218,8 +234,19 @@ impl Opened {
                 ],
             ),
             wgrad: pipeline("wgrad", &[(1, &b.tables), (5, &b.scratch), (8, &b.wpart)]),
-            adam: pipeline("adam", &[(0, &b.uniform), (3, &b.params), (6, &b.grid_grad), (8, &b.wpart), (9, &b.adam_m), (10, &b.adam_v)]),
-            stats: pipeline("stats_reduce", &[(0, &b.uniform), (7, &b.stats_part), (11, &b.stats)]),
+            adam: pipeline(
+                "adam",
+                &[
+                    (0, &b.uniform),
+                    (3, &b.params),
+                    (6, &b.grid_grad),
+                    (7, &b.stats_part),
+                    (8, &b.wpart),
+                    (9, &b.adam_m),
+                    (10, &b.adam_v),
+                    (11, &b.stats),
+                ],
+            ),
         };
         if let Some(e) = block_on(oom.pop()) {
             return Err(TrainError::Gpu(format!("out of GPU memory for the trainer: {e}")));
@@ -227,13 +254,90 @@ impl Opened {
         if let Some(e) = block_on(scope.pop()) {
             return Err(TrainError::Gpu(format!("the GPU trainer's shader or buffers were refused: {e}")));
         }
-        Ok(Gpu { device, queue, adapter_name, buffers, pipelines, samples_off: tables.samples_off })
+        Ok(Gpu {
+            device,
+            queue,
+            adapter_name,
+            buffers,
+            pipelines,
+            samples_off: tables.samples_off,
+            uniform_stride,
+            pending: Mutex::new(None),
+        })
     }
 }
 
+/// Entry point `entry` of `module` and its bind groups over `bindings`; binding 0 is the uniform
+/// ring: then a bind group per slot, each with its slot's `Step` (`uniform_stride` apart).
+fn stage(device: &wgpu::Device, module: &wgpu::ShaderModule, uniform_stride: u64, entry: &str, bindings: &[(u32, &wgpu::Buffer)]) -> Stage {
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry),
+        layout: None,
+        module,
+        entry_point: Some(entry),
+        compilation_options: wgpu::PipelineCompilationOptions::default(),
+        cache: None,
+    });
+    let reads_uniform = bindings.iter().any(|&(binding, _)| binding == 0);
+    let slots = if reads_uniform { STATS_RING } else { 1 };
+    let layout = pipeline.get_bind_group_layout(0);
+    let groups = (0..slots)
+        .map(|slot| {
+            let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
+                .iter()
+                .map(|&(binding, buffer)| {
+                    let resource = if binding == 0 {
+                        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer,
+                            offset: u64::from(slot) * uniform_stride,
+                            size: wgpu::BufferSize::new(STEP_BYTES),
+                        })
+                    } else {
+                        buffer.as_entire_binding()
+                    };
+                    wgpu::BindGroupEntry { binding, resource }
+                })
+                .collect();
+            device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(entry), layout: &layout, entries: &entries })
+        })
+        .collect();
+    Stage { pipeline, groups }
+}
+
 impl Gpu {
-    /// `bytes` bytes of `source`, after the work submitted so far.
+    /// Records one step's commands (`record`) after those recorded since the last submission,
+    /// into the same command encoder: they go to the device in one submission, at
+    /// [`Gpu::flush`]. The steps recorded so far, this one included.
+    pub(crate) fn record(&self, record: impl FnOnce(&mut wgpu::CommandEncoder)) -> u32 {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let pending = pending.get_or_insert_with(|| Pending {
+            encoder: self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset train steps") }),
+            steps: 0,
+        });
+        record(&mut pending.encoder);
+        pending.steps += 1;
+        pending.steps
+    }
+
+    /// Submits the steps recorded since the last submission, if any. Every read-back and every
+    /// write other than a step's uniform comes after one, so it sees (or changes) the buffers as
+    /// those steps leave them.
+    pub(crate) fn flush(&self) {
+        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(pending) = pending {
+            self.queue.submit([pending.encoder.finish()]);
+        }
+    }
+
+    /// Writes `data` to `buffer` at `offset` after the steps recorded so far.
+    pub(crate) fn write(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) {
+        self.flush();
+        self.queue.write_buffer(buffer, offset, data);
+    }
+
+    /// `bytes` bytes of `source`, after the work recorded so far.
     pub(crate) fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, TrainError> {
+        self.flush();
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("texset trainer read-back"),
             size: bytes.max(4),
@@ -259,33 +363,35 @@ impl Gpu {
         Ok(data)
     }
 
-    /// `count` f32 values of `source`, after the work submitted so far.
+    /// `count` f32 values of `source`, after the work recorded so far.
     pub(crate) fn read_f32(&self, source: &wgpu::Buffer, count: u64) -> Result<Vec<f32>, TrainError> {
         let bytes = self.read_bytes(source, count * 4)?;
         Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
     }
 
-    /// `count` u32 values of `source`, after the work submitted so far.
+    /// `count` u32 values of `source`, after the work recorded so far.
     pub(crate) fn read_u32(&self, source: &wgpu::Buffer, count: u64) -> Result<Vec<u32>, TrainError> {
         let bytes = self.read_bytes(source, count * 4)?;
         Ok(bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
     }
 
-    /// Copies the loss ring to the staging buffer and maps it; the receiver hears when it is
-    /// readable. Slots not written yet hold zeros, which count nothing.
-    pub(crate) fn start_stats_read(&self) -> mpsc::Receiver<Result<(), wgpu::BufferAsyncError>> {
-        let bytes = u64::from(STATS_RING) * 12;
+    /// Copies the loss ring to the staging buffer, after the steps recorded so far, and maps it;
+    /// the receiver hears when it is readable, and the submission index says what to wait for.
+    /// Slots not written yet hold zeros, which count nothing.
+    pub(crate) fn start_stats_read(&self) -> (mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>, wgpu::SubmissionIndex) {
+        self.flush();
+        let bytes = STATS_BYTES;
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset loss read-back") });
         encoder.copy_buffer_to_buffer(&self.buffers.stats, 0, &self.buffers.stats_staging, 0, bytes);
-        self.queue.submit([encoder.finish()]);
+        let submission = self.queue.submit([encoder.finish()]);
         let (sender, receiver) = mpsc::channel();
         self.buffers.stats_staging.map_async(wgpu::MapMode::Read, .., move |result| {
             let _ = sender.send(result);
         });
-        receiver
+        (receiver, submission)
     }
 
-    /// The mapped loss ring's per-channel MSE (over its filled slots); unmaps it.
+    /// The mapped loss ring's per-channel MSE (over its filled slots, every lane's sums); unmaps it.
     pub(crate) fn take_stats_mse(&self) -> Result<f32, TrainError> {
         let data = self.buffers.stats_staging.get_mapped_range(..).map_err(|e| TrainError::Gpu(format!("{e:?}")))?.to_vec();
         self.buffers.stats_staging.unmap();

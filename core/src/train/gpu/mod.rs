@@ -1,8 +1,10 @@
-//! The fused GPU trainer: WGSL through wgpu (any Vulkan, Metal or DX12 adapter), every step five
+//! The fused GPU trainer: WGSL through wgpu (any Vulkan, Metal or DX12 adapter), every step four
 //! dispatches over buffers that stay on the device (`train.wgsl` says what each does). It is one
 //! more [`Trainer`] in the one loop ([`run`](crate::train::run::run)); the loop's snapshots and checkpoints are its only
 //! read-backs of the model, and the loss comes back through an asynchronous ring every
-//! [`STATS_RING`] steps.
+//! [`STATS_RING`] steps. Steps go to the device [`STATS_RING`] to a submission (one command
+//! encoder), each reading its own slot of a ring of uniforms; the host waits only for the loss
+//! ring's read-back of the submission before, so the device always has the next steps queued.
 //!
 //! Determinism: texels and noise come from a counter-based hash of (seed, step, texel); weight
 //! gradients are summed over fixed chunks in order, latent gradients in 32.32 fixed point with
@@ -35,8 +37,9 @@ use layout::{Shapes, Tables, f32_bytes, flatten, u32_bytes, unflatten};
 pub use profile::{DispatchTimes, STAGES};
 use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_NOISE_PER_LATENT, FLAG_SPARSE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
 
-/// Steps whose loss sums one asynchronous read-back brings.
-pub(crate) const STATS_RING: u32 = 16;
+/// Steps whose loss sums one asynchronous read-back brings, and the most steps a submission
+/// holds (the uniform ring's slots).
+pub const STATS_RING: u32 = 16;
 
 /// Workgroups a dispatch has along x at most (WebGPU's guaranteed 65,535).
 const MAX_GROUPS_X: u32 = 65_535;
@@ -55,11 +58,13 @@ struct StepUniform {
     grad_scale: f32,
     stats_slot: u32,
     adam_beta2: f32,
+    /// The first parameter `adam` updates: 0, or past the grids while they are frozen.
+    adam_first: u32,
 }
 
 impl StepUniform {
     fn bytes(&self) -> Vec<u8> {
-        let words: [u32; 12] = [
+        let words: [u32; 13] = [
             self.step,
             self.seed as u32,
             (self.seed >> 32) as u32,
@@ -72,6 +77,7 @@ impl StepUniform {
             self.grad_scale.to_bits(),
             self.stats_slot,
             self.adam_beta2.to_bits(),
+            self.adam_first,
         ];
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
@@ -110,6 +116,8 @@ enum Until {
 /// A read-back of the stats ring in flight.
 struct PendingStats {
     receiver: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    /// Its submission: waiting for it leaves the steps submitted after it running.
+    submission: wgpu::SubmissionIndex,
 }
 
 /// The fused GPU trainer.
@@ -132,6 +140,8 @@ pub struct GpuTrainer<'a> {
     error: Arc<Mutex<Option<String>>>,
     /// Timestamps per dispatch while [`GpuTrainer::profile_steps`] runs.
     timing: Option<profile::Timing>,
+    /// Steps a submission holds at most (1 to [`STATS_RING`]).
+    steps_per_submission: u32,
 }
 
 impl<'a> GpuTrainer<'a> {
@@ -184,7 +194,22 @@ impl<'a> GpuTrainer<'a> {
             weight_memory,
             error,
             timing: None,
+            steps_per_submission: STATS_RING,
         })
+    }
+
+    /// Steps per submission: [`STATS_RING`] unless set (1 submits every step, as the trainer did
+    /// before the uniform ring: `bench train --gpu --submit-steps` compares them). Clamped to 1 to
+    /// [`STATS_RING`]; the steps' results do not depend on it.
+    pub fn set_steps_per_submission(&mut self, steps: u32) {
+        self.gpu.flush();
+        self.steps_per_submission = steps.clamp(1, STATS_RING);
+    }
+
+    /// Steps per submission ([`Self::set_steps_per_submission`]).
+    #[must_use]
+    pub fn steps_per_submission(&self) -> u32 {
+        self.steps_per_submission
     }
 
     /// The adapter's name and backend.
@@ -224,62 +249,71 @@ impl<'a> GpuTrainer<'a> {
     fn upload_params(&self, params: &ModelParams) {
         let mut flat = Vec::with_capacity(self.shapes.all() as usize);
         flatten(params, &mut flat);
-        self.gpu.queue.write_buffer(&self.gpu.buffers.params, 0, &f32_bytes(&flat));
+        self.gpu.write(&self.gpu.buffers.params, 0, &f32_bytes(&flat));
     }
 
-    /// Dispatches a step's work with this uniform, up to `until`: the whole step, the gradients
-    /// without the update (the gradient parity test), or the forward weights alone (the weight
-    /// formats' parity test). One pass, one submission; while profiling, a pass per dispatch with
-    /// its timestamps.
-    fn dispatch(&self, uniform: &StepUniform, until: Until) {
-        self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, 0, &uniform.bytes());
-        let mut encoder = self.gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset train step") });
+    /// Records a step's work with this uniform, in ring slot `slot`, up to `until`: the whole
+    /// step, the gradients without the update (the gradient parity test), or the forward weights
+    /// alone (the weight formats' parity test). One pass; while profiling, a pass per dispatch
+    /// with its timestamps. A whole step stays recorded until [`Gpu::flush`] submits it with the
+    /// steps around it; the others are submitted at once. Steps recorded and not yet submitted
+    /// each have a slot of their own: a queue write lands before the next submission and after
+    /// the ones before it, so each reads its own `Step`. Returns the steps recorded since the
+    /// last submission.
+    fn dispatch(&self, uniform: &StepUniform, until: Until, slot: u32) -> u32 {
+        let whole_step = matches!(until, Until::Update) && self.timing.is_none();
+        if !whole_step {
+            self.gpu.flush();
+        }
+        let offset = u64::from(slot % STATS_RING) * self.gpu.uniform_stride;
+        self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, offset, &uniform.bytes());
         let count = match until {
             Until::ForwardWeights => 1,
-            Until::Gradients => 4,
-            Until::Update => 5,
+            Until::Gradients => 3,
+            Until::Update => 4,
         };
-        {
-            let p = &self.gpu.pipelines;
-            let (rx, ry, _) = spread(self.shapes.rows);
-            let (ax, ay, _) = spread(self.shapes.all());
-            let stages = [
-                (&p.prepare, (rx, ry)),
-                (&p.fwd_bwd, (self.shapes.batch / (WORKGROUP * self.shapes.tpi()), 1)),
-                (&p.wgrad, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())),
-                (&p.stats, (1, 1)),
-                (&p.adam, (ax, ay)),
-            ];
+        let p = &self.gpu.pipelines;
+        let (rx, ry, _) = spread(self.shapes.rows);
+        // While the grids are frozen, Adam's invocations start past them.
+        let (ax, ay, _) = spread(self.shapes.all() - uniform.adam_first);
+        let stages = [
+            (&p.prepare, (rx, ry)),
+            (&p.fwd_bwd, (self.shapes.batch / (WORKGROUP * self.shapes.tpi()), 1)),
+            (&p.wgrad, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())),
+            (&p.adam, (ax, ay)),
+        ];
+        let steps = self.gpu.record(|encoder| {
             let stages = stages.into_iter().take(count);
             if let Some(timing) = &self.timing {
-                for (i, ((pipeline, group), (x, y))) in (0u32..).zip(stages) {
+                for (i, (stage, (x, y))) in (0u32..).zip(stages) {
                     let timestamp_writes = Some(timing.writes(i));
                     let mut pass =
                         encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(STAGES[i as usize]), timestamp_writes });
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, group, &[]);
+                    pass.set_pipeline(&stage.pipeline);
+                    pass.set_bind_group(0, stage.group(slot), &[]);
                     pass.dispatch_workgroups(x, y, 1);
                 }
+                timing.resolve(encoder, count as u32);
             } else {
                 let mut pass =
                     encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("texset train step"), timestamp_writes: None });
-                for ((pipeline, group), (x, y)) in stages {
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, group, &[]);
+                for (stage, (x, y)) in stages {
+                    pass.set_pipeline(&stage.pipeline);
+                    pass.set_bind_group(0, stage.group(slot), &[]);
                     pass.dispatch_workgroups(x, y, 1);
                 }
             }
+        });
+        if !whole_step {
+            self.gpu.flush();
         }
-        if let Some(timing) = &self.timing {
-            timing.resolve(&mut encoder, count as u32);
-        }
-        self.gpu.queue.submit([encoder.finish()]);
+        steps
     }
 
     /// The layers as the forward pass of the weight fine-tune reads them in `format` (their
     /// fake-quantised values): the parity test's view of `prepare`.
     pub fn fake_quantised_layers(&self, format: WeightFormat) -> Result<Vec<crate::model::params::LayerParams>, TrainError> {
-        self.dispatch(&StepUniform { flags: format_flag(format), ..StepUniform::default() }, Until::ForwardWeights);
+        self.dispatch(&StepUniform { flags: format_flag(format), ..StepUniform::default() }, Until::ForwardWeights, 0);
         let layers = self.gpu.read_f32(&self.gpu.buffers.fwdw, u64::from(self.shapes.layer_total))?;
         self.check_device()?;
         // `fwdw` starts as the parameters' layer region does: lay it out after empty grids.
@@ -299,7 +333,7 @@ impl<'a> GpuTrainer<'a> {
         }
         let words: Vec<u32> = draws.iter().flat_map(|&(g, t)| [g, t]).collect();
         let offset = 4 * u64::from(self.gpu.samples_off);
-        self.gpu.queue.write_buffer(&self.gpu.buffers.tables, offset, &u32_bytes(&words));
+        self.gpu.write(&self.gpu.buffers.tables, offset, &u32_bytes(&words));
         let uniform = match latent_noise {
             None => StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS, ..StepUniform::default() },
             Some((noise_amplitude, seed, step)) => StepUniform {
@@ -310,13 +344,16 @@ impl<'a> GpuTrainer<'a> {
                 ..StepUniform::default()
             },
         };
-        self.dispatch(&uniform, Until::Gradients);
+        self.dispatch(&uniform, Until::Gradients, 0);
         let fixed = self.gpu.read_u32(&self.gpu.buffers.grid_grad, 4 * u64::from(self.shapes.grid_total))?;
         // Clear the accumulators the update would have cleared.
         let zeros = vec![0u8; fixed.len() * 4];
-        self.gpu.queue.write_buffer(&self.gpu.buffers.grid_grad, 0, &zeros);
+        self.gpu.write(&self.gpu.buffers.grid_grad, 0, &zeros);
         let parts = self.gpu.read_f32(&self.gpu.buffers.wpart, u64::from(self.shapes.chunks()) * u64::from(self.shapes.layer_total))?;
-        let stats = self.gpu.read_f32(&self.gpu.buffers.stats, 3)?;
+        // The workgroups' loss sums (`adam` adds them up in a step; it does not run here).
+        let workgroups = self.shapes.batch / (WORKGROUP * self.shapes.tpi());
+        let sums = self.gpu.read_f32(&self.gpu.buffers.stats_part, 3 * u64::from(workgroups))?;
+        let loss: f32 = sums.iter().step_by(3).sum();
         self.check_device()?;
         let scale = 1.0 / n as f32;
         let fixed_point = |lo: u32, hi: u32| f64::from(hi) * 4_294_967_296.0 + f64::from(lo);
@@ -327,11 +364,13 @@ impl<'a> GpuTrainer<'a> {
             let sum: f32 = parts.iter().skip(p).step_by(pl).sum();
             flat.push(sum * scale);
         }
-        Ok((stats[0] * scale, unflatten(&self.template, &flat)))
+        Ok((loss * scale, unflatten(&self.template, &flat)))
     }
 
     /// Takes a finished read-back of the stats ring; every [`STATS_RING`] steps (and after the
-    /// first) starts the next, waiting first for one still out so the queue never runs far ahead.
+    /// first) submits the steps recorded and starts the next read-back, waiting first for the one
+    /// still out (submitted after the steps before these), so the host never runs more than two
+    /// submissions ahead and the device always has one queued.
     fn poll_stats(&mut self, slot: u32) -> Result<(), TrainError> {
         if let Some(pending) = &self.pending {
             match pending.receiver.try_recv() {
@@ -348,10 +387,12 @@ impl<'a> GpuTrainer<'a> {
         }
         let first = self.last_mse.is_nan();
         if slot + 1 == STATS_RING || first {
+            self.gpu.flush();
             if let Some(pending) = self.pending.take() {
                 self.wait_stats(&pending)?;
             }
-            let pending = PendingStats { receiver: self.gpu.start_stats_read() };
+            let (receiver, submission) = self.gpu.start_stats_read();
+            let pending = PendingStats { receiver, submission };
             if first {
                 // The first step waits, so status has a loss from the start.
                 self.wait_stats(&pending)?;
@@ -365,7 +406,7 @@ impl<'a> GpuTrainer<'a> {
     fn wait_stats(&mut self, pending: &PendingStats) -> Result<(), TrainError> {
         self.gpu
             .device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait { submission_index: Some(pending.submission.clone()), timeout: None })
             .map_err(|e| TrainError::Gpu(format!("waiting for the GPU failed: {e}")))?;
         let result = pending.receiver.recv().map_err(|_| TrainError::Gpu("the loss read-back never finished".into()))?;
         self.take_stats(result)
@@ -413,6 +454,7 @@ impl<'a> GpuTrainer<'a> {
         let (c1, c2) = crate::train::adam::corrections(schedule.adam_beta2, t);
         let decay = schedule.decay(step);
         let slot = step % STATS_RING;
+        let adam_first = if train_grids { 0 } else { self.shapes.grid_total };
         let uniform = StepUniform {
             step,
             seed: schedule.seed,
@@ -425,8 +467,12 @@ impl<'a> GpuTrainer<'a> {
             grad_scale: 1.0 / schedule.batch_texels as f32,
             stats_slot: slot,
             adam_beta2: schedule.adam_beta2,
+            adam_first,
         };
-        self.dispatch(&uniform, Until::Update);
+        let recorded = self.dispatch(&uniform, Until::Update, slot);
+        if recorded >= self.steps_per_submission {
+            self.gpu.flush();
+        }
         self.adam_t = t;
         self.run.step += 1;
         self.poll_stats(slot)?;
@@ -441,8 +487,9 @@ impl<'a> GpuTrainer<'a> {
         Ok(params)
     }
 
-    /// Waits until the device has done every step submitted so far (timing).
+    /// Submits the steps recorded and waits until the device has done them (timing).
     pub fn finish(&self) -> Result<(), TrainError> {
+        self.gpu.flush();
         self.gpu
             .device
             .poll(wgpu::PollType::wait_indefinitely())
@@ -470,7 +517,7 @@ impl<'a> GpuTrainer<'a> {
         // targets; per step: the weight partials written and read, Adam's 5 arrays.
         let per_texel = 4.0 * (widths + inputs + widths) + 4.0 * lc * (4.0 + 8.0) + 4.0 * oc;
         let bytes = n * per_texel + chunks * layer_total * 8.0 + all * 4.0 * 5.0;
-        StepCost { dispatches: 5, flop, bytes }
+        StepCost { dispatches: 4, flop, bytes }
     }
 
     /// The sampler (its draws feed [`GpuTrainer::gradients_for`]).
@@ -533,7 +580,7 @@ impl Trainer for GpuTrainer<'_> {
         for (buffer, p) in [(&self.gpu.buffers.params, params), (&self.gpu.buffers.adam_m, m), (&self.gpu.buffers.adam_v, v)] {
             let mut flat = Vec::with_capacity(self.shapes.all() as usize);
             flatten(p, &mut flat);
-            self.gpu.queue.write_buffer(buffer, 0, &f32_bytes(&flat));
+            self.gpu.write(buffer, 0, &f32_bytes(&flat));
         }
         self.run.step = state.step;
         self.adam_t = state.adam_t;

@@ -7,8 +7,8 @@ use super::GpuTrainer;
 use crate::train::TrainError;
 use serde::Serialize;
 
-/// The step's dispatches, in order (`train.wgsl` says what each does).
-pub const STAGES: [&str; 5] = ["prepare", "fwd_bwd", "wgrad", "stats", "adam"];
+/// The step's dispatches, in order (`train.wgsl` says what each does; `adam` sums the loss too).
+pub const STAGES: [&str; 4] = ["prepare", "fwd_bwd", "wgrad", "adam"];
 
 /// The timestamp queries of one step and the buffer they resolve into (read back as any other
 /// trainer buffer is, by `Gpu::read_bytes`).

@@ -1,5 +1,6 @@
-// texset's fused GPU trainer: one training step is five dispatches over buffers that stay on the
-// device (train/gpu/mod.rs records them):
+// texset's fused GPU trainer: one training step is four dispatches over buffers that stay on the
+// device (train/gpu/mod.rs records them, up to STATS_RING steps to a submission, each step reading
+// its own slot of a ring of `Step` uniforms):
 //   prepare       the decoder's weights as the forward pass reads them (a copy, or in the weight
 //                 fine-tune their values in the bundle's format: int8, fp16, E4M3 or MXINT8)
 //   fwd_bwd       per texel: draw it (counter-based hash of seed, step, texel), gather the latents
@@ -9,9 +10,10 @@
 //                 exact and order-free, so a step is deterministic for a seed on one device)
 //   wgrad         weight and bias gradients summed over fixed chunks of texels, in order, in
 //                 tiles of the adapter's size (generated: wgsl.rs `wgrad_wgsl`)
-//   stats_reduce  the step's loss sums into a ring the host reads back asynchronously
 //   adam          one Adam update of every parameter (grid gradients read from fixed point and
-//                 cleared, weight gradients summed over the chunks in order)
+//                 cleared, weight gradients summed over the chunks in order; while the grids are
+//                 frozen, of the weights alone); its first workgroup also sums the step's loss
+//                 into a ring the host reads back asynchronously (a sum per lane)
 // The model math is core/src/model/params.rs's; the CPU twin is train/kernel.rs, and the parity
 // tests compare the two. The host prepends the constants below (`const N: u32 = …;`) and the
 // generated functions `weight` (which memory the weights are read from), `load_weights` (their
@@ -31,6 +33,9 @@ struct Step {
     grad_scale: f32,
     stats_slot: u32,
     adam_beta2: f32,
+    // The first parameter `adam` updates: 0, or GRID_TOTAL while the grids are frozen (the
+    // dispatch then covers the weights alone).
+    adam_first: u32,
 }
 
 // The `Step` flags (FLAG_*), the workgroup size (WG), and model/quant.rs's E4M3_MAX and MX_BLOCK
@@ -442,8 +447,17 @@ fn fwd_bwd(
 }
 
 @compute @workgroup_size(WG)
-fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let j = gid.y * ADAM_ROW + gid.x;
+fn adam(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    // The step's loss sums into the ring (`fwd_bwd`, which wrote them, has finished): a pass of
+    // its own would cost a dispatch per step.
+    if wid.x == 0u && wid.y == 0u {
+        reduce_stats(lid);
+    }
+    let j = u.adam_first + gid.y * ADAM_ROW + gid.x;
     if j >= P_ALL {
         return;
     }
@@ -481,16 +495,17 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>) {
     params[j] = theta;
 }
 
-@compute @workgroup_size(WG)
-fn stats_reduce(@builtin(local_invocation_index) lid: u32) {
+// The workgroups' loss sums of `fwd_bwd` into the ring's slot of this step: each lane of one
+// workgroup sums every WG-th of them, and the host adds the lanes' sums up when it reads the ring.
+// No barrier: llvmpipe runs every workgroup of a kernel with one as coroutines (`adam` took
+// 0.5 ms longer per step with a workgroup reduction here).
+fn reduce_stats(lid: u32) {
     var acc = vec3<f32>(0.0);
     for (var w = lid; w < N / (WG * TPI); w += WG) {
         acc += vec3<f32>(stats_part[w * 3u], stats_part[w * 3u + 1u], stats_part[w * 3u + 2u]);
     }
-    let total = workgroup_sum(lid, acc);
-    if lid == 0u {
-        stats[u.stats_slot * 3u] = total.x;
-        stats[u.stats_slot * 3u + 1u] = total.y;
-        stats[u.stats_slot * 3u + 2u] = total.z;
-    }
+    let at = (u.stats_slot * WG + lid) * 3u;
+    stats[at] = acc.x;
+    stats[at + 1u] = acc.y;
+    stats[at + 2u] = acc.z;
 }
