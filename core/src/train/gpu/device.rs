@@ -239,7 +239,8 @@ impl Opened {
                 &[
                     (0, &b.uniform),
                     (3, &b.params),
-                    (6, &b.grid_grad),
+                    // `grid_acc` (binding 13): `grid_grad` read without atomics.
+                    (13, &b.grid_grad),
                     (7, &b.stats_part),
                     (8, &b.wpart),
                     (9, &b.adam_m),

@@ -70,6 +70,11 @@ const LOD_INPUT_SCALE: f32 = 0.25;
 // weight at an address uniform across the invocations, the uniform buffer's case (mod.rs
 // `WeightMemory` says what it saves on lavapipe).
 @group(0) @binding(12) var<uniform> wu: array<vec4<f32>, WU_LEN>;
+// `grid_grad` again, as `adam` reads it after `fwd_bwd` has finished: no atomics left to race, so
+// each value's four words are one plain load, and the store that clears them happens only where
+// a texel added to them (most cells of a large grid get none in a step). lavapipe ran
+// four `atomicExchange`s per value, each a locked instruction, for every grid value every step.
+@group(0) @binding(13) var<storage, read_write> grid_acc: array<vec4<u32>>;
 
 // Per texel t of the invocation's TPI, at t · MAXW: xa, the MLP's input features; xb, the latent
 // features' gradient. Indexed only by loop counters: divergent indices into private arrays were
@@ -468,11 +473,12 @@ fn adam(
         if (u.flags & FLAG_TRAIN_GRIDS) == 0u {
             return;
         }
-        let pos_lo = atomicExchange(&grid_grad[4u * j], 0u);
-        let pos_hi = atomicExchange(&grid_grad[4u * j + 1u], 0u);
-        let neg_lo = atomicExchange(&grid_grad[4u * j + 2u], 0u);
-        let neg_hi = atomicExchange(&grid_grad[4u * j + 3u], 0u);
-        g = f32(bitcast<i32>(pos_hi - neg_hi)) + (f32(pos_lo) - f32(neg_lo)) * 2.3283064365386963e-10;
+        // (low, high) of the positive contributions, then of the negative ones.
+        let w = grid_acc[j];
+        if any(w != vec4<u32>(0u)) {
+            grid_acc[j] = vec4<u32>(0u);
+        }
+        g = f32(bitcast<i32>(w.y - w.w)) + (f32(w.x) - f32(w.z)) * 2.3283064365386963e-10;
         lr = u.lr_grid;
     } else {
         let p = j - GRID_TOTAL;
