@@ -53,7 +53,7 @@ pub(crate) struct TrainBenchArgs {
     wgrad_tile: Option<WgradTile>,
     /// With `--gpu`: steps per submission, a GPU trainer timed for each (comma-separated, 1 to 16;
     /// default: the trainer's, 16). `1,16` shows the fixed cost per submission.
-    #[arg(long, requires = "gpu", value_delimiter = ',', value_name = "STEPS")]
+    #[arg(long, requires = "gpu", value_delimiter = ',', value_name = "STEPS", value_parser = clap::value_parser!(u32).range(1..=i64::from(STATS_RING)))]
     submit_steps: Vec<u32>,
     #[command(flatten)]
     timing: TimingArgs,
@@ -121,10 +121,7 @@ impl TrainBenchArgs {
         // The fused GPU trainer: its steps queue on the device, so each timed run ends waiting
         // for the last. One per `--submit-steps` value.
         let submissions = if self.submit_steps.is_empty() { vec![STATS_RING] } else { self.submit_steps.clone() };
-        for per_submission in submissions.into_iter().filter(|_| self.gpu) {
-            if !(1..=STATS_RING).contains(&per_submission) {
-                anyhow::bail!("--submit-steps {per_submission}: steps per submission go from 1 to {STATS_RING}");
-            }
+        for per_submission in if self.gpu { submissions } else { Vec::new() } {
             let mut gpu = GpuTrainer::with_kernels(
                 Sampler::new(&set, &layout),
                 Schedule::new(&options, &layout),

@@ -381,9 +381,8 @@ impl Gpu {
     /// Slots not written yet hold zeros, which count nothing.
     pub(crate) fn start_stats_read(&self) -> (mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>, wgpu::SubmissionIndex) {
         self.flush();
-        let bytes = STATS_BYTES;
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset loss read-back") });
-        encoder.copy_buffer_to_buffer(&self.buffers.stats, 0, &self.buffers.stats_staging, 0, bytes);
+        encoder.copy_buffer_to_buffer(&self.buffers.stats, 0, &self.buffers.stats_staging, 0, STATS_BYTES);
         let submission = self.queue.submit([encoder.finish()]);
         let (sender, receiver) = mpsc::channel();
         self.buffers.stats_staging.map_async(wgpu::MapMode::Read, .., move |result| {

@@ -74,6 +74,11 @@ impl Shapes {
         if self.batch.is_multiple_of(2 * WORKGROUP) { 2 } else { 1 }
     }
 
+    /// `fwd_bwd`'s workgroups: each writes its texels' loss sums to one slot of `stats_part`.
+    pub(super) fn fwd_bwd_workgroups(&self) -> u32 {
+        self.batch / (WORKGROUP * self.tpi())
+    }
+
     /// The weights and biases as a uniform buffer's `vec4`s.
     pub(super) fn uniform_vec4s(&self) -> u32 {
         self.layer_total.div_ceil(4).max(1)

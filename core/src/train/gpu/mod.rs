@@ -278,7 +278,7 @@ impl<'a> GpuTrainer<'a> {
         let (ax, ay, _) = spread(self.shapes.all() - uniform.adam_first);
         let stages = [
             (&p.prepare, (rx, ry)),
-            (&p.fwd_bwd, (self.shapes.batch / (WORKGROUP * self.shapes.tpi()), 1)),
+            (&p.fwd_bwd, (self.shapes.fwd_bwd_workgroups(), 1)),
             (&p.wgrad, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())),
             (&p.adam, (ax, ay)),
         ];
@@ -351,8 +351,7 @@ impl<'a> GpuTrainer<'a> {
         self.gpu.write(&self.gpu.buffers.grid_grad, 0, &zeros);
         let parts = self.gpu.read_f32(&self.gpu.buffers.wpart, u64::from(self.shapes.chunks()) * u64::from(self.shapes.layer_total))?;
         // The workgroups' loss sums (`adam` adds them up in a step; it does not run here).
-        let workgroups = self.shapes.batch / (WORKGROUP * self.shapes.tpi());
-        let sums = self.gpu.read_f32(&self.gpu.buffers.stats_part, 3 * u64::from(workgroups))?;
+        let sums = self.gpu.read_f32(&self.gpu.buffers.stats_part, 3 * u64::from(self.shapes.fwd_bwd_workgroups()))?;
         let loss: f32 = sums.iter().step_by(3).sum();
         self.check_device()?;
         let scale = 1.0 / n as f32;
