@@ -71,6 +71,15 @@ if "$candidate" bench train --help | grep -q -- --submit-steps; then
   done
 fi
 
+# 2d. The trainer's MLP code shape (decision 031): the decoder's `vec4` rows (this card's default)
+#     against scalar loads (lavapipe's, 1.6x faster there), at NTC's batch; `fwd_bwd` changes.
+if "$candidate" bench train --help | grep -q -- --mlp-shape; then
+  for shape in vec4-rows scalar; do
+    echo "== bench train --gpu --batch 65536 --mlp-shape $shape: $candidate"
+    timeout 90 "$candidate" bench train --gpu --batch 65536 --runs 3 --mlp-shape "$shape" "${libs[@]}" || echo "FAILED ($?)"
+  done
+fi
+
 # 3. The studio's frame times with the preview open (needs a display: Xvfb where installed).
 if command -v xvfb-run >/dev/null 2>&1; then
   echo "== bench ui: $candidate"

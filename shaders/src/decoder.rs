@@ -46,6 +46,8 @@ impl ModelBuffers {
         check_device_limit("the latent buffer", latent_bytes.len() as u64, limits.max_storage_buffer_binding_size)?;
         let mlp_limit = match model.weight_memory {
             WeightMemory::Uniform => limits.max_uniform_buffer_binding_size,
+            // Never the decoder's (`WeightMemory::for_limit`): a fragment shader has none.
+            WeightMemory::Workgroup => u64::from(limits.max_compute_workgroup_storage_size),
             WeightMemory::Storage => limits.max_storage_buffer_binding_size,
         };
         check_device_limit("the MLP buffer", mlp_bytes.len() as u64, mlp_limit)?;

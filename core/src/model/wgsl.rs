@@ -1,5 +1,7 @@
 //! The one generator of a model's WGSL MLP, for every shader that runs it: texset-shaders'
-//! decoder (compute and fragment entry points), the studio's preview and the exported shaders.
+//! decoder (compute and fragment entry points), the studio's preview, the exported shaders, and
+//! the GPU trainer's forward and backward passes (`hidden_layer`, `last_layer`, `layer_backward`,
+//! in the code shape its adapter runs fastest: [`MlpShape`]; docs/decisions/031).
 //!
 //! The weights are dequantised once, on the host ([`pack_weights`], the values the CPU reference
 //! multiplies by), into one array of `vec4<f32>`: a uniform buffer where it fits the device's
@@ -80,6 +82,10 @@ impl PackedWeights {
 pub enum WeightMemory {
     /// `var<uniform> mlp: array<vec4<f32>, N>`: the constant cache on hardware GPUs.
     Uniform,
+    /// `var<workgroup> mlp: array<vec4<f32>, N>`: the GPU trainer's fallback, each workgroup
+    /// copying the weights in (a fragment shader has no workgroup memory: the decoder never
+    /// takes it).
+    Workgroup,
     /// `var<storage, read> mlp: array<vec4<f32>>`: for weights above the uniform limit.
     Storage,
 }
@@ -97,6 +103,7 @@ impl WeightMemory {
     pub fn name(self) -> &'static str {
         match self {
             Self::Uniform => "uniform",
+            Self::Workgroup => "workgroup",
             Self::Storage => "storage",
         }
     }
@@ -106,46 +113,64 @@ impl WeightMemory {
 /// portable exported shader may assume.
 pub const PORTABLE_UNIFORM_BYTES: u64 = 65_536;
 
+/// Where each layer of an MLP of `shapes` (inputs, outputs per layer) lies in the packed array, and
+/// the array's `vec4`s: [`pack_weights`]'s layout, which the GPU trainer fills on the device.
+#[must_use]
+pub fn pack_layout(shapes: &[(u32, u32)]) -> (Vec<PackedLayer>, u32) {
+    let mut at = 0u32;
+    let last = shapes.len().saturating_sub(1);
+    let layers = shapes
+        .iter()
+        .enumerate()
+        .map(|(l, &(inputs, outputs))| {
+            let row_vec4s = inputs.div_ceil(4);
+            let is_last = l == last;
+            let rows = if is_last { outputs + 3 } else { outputs.div_ceil(4) * 4 };
+            let weights_at = at;
+            at += rows * (row_vec4s + u32::from(is_last));
+            let biases_at = at;
+            if !is_last {
+                at += rows / 4;
+            }
+            PackedLayer { inputs, outputs, row_vec4s, rows, weights_at, biases_at }
+        })
+        .collect();
+    (layers, at)
+}
+
+impl PackedLayer {
+    /// `vec4`s from one row to the next: the last layer's rows hold their bias in one more.
+    #[must_use]
+    pub fn row_stride(&self, is_last: bool) -> u32 {
+        self.row_vec4s + u32::from(is_last)
+    }
+
+    /// The `f32` index (four to a `vec4`) of row `o`'s first weight and of its bias.
+    #[must_use]
+    pub fn row_and_bias_at(&self, o: u32, is_last: bool) -> (u32, u32) {
+        let row = 4 * (self.weights_at + o * self.row_stride(is_last));
+        let bias = if is_last { row + 4 * self.row_vec4s } else { 4 * self.biases_at + o };
+        (row, bias)
+    }
+}
+
 /// Dequantised `layers` (what [`crate::model::reference::mlp_forward`] multiplies by) laid out as
-/// [`PackedLayer`] says.
+/// [`PackedLayer`] says ([`pack_layout`]).
 #[must_use]
 pub fn pack_weights(layers: &[LayerParams]) -> PackedWeights {
-    let mut vec4s: Vec<[f32; 4]> = Vec::new();
-    let mut packed = Vec::new();
+    let shapes: Vec<(u32, u32)> = layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
+    let (packed, total) = pack_layout(&shapes);
+    let mut words = vec![0.0f32; total as usize * 4];
     let last = layers.len().saturating_sub(1);
-    for (l, layer) in layers.iter().enumerate() {
-        let row_vec4s = layer.inputs.div_ceil(4);
-        let is_last = l == last;
-        let rows = if is_last { layer.outputs + 3 } else { layer.outputs.div_ceil(4) * 4 };
-        let weights_at = vec4s.len();
-        for o in 0..rows {
-            let start = vec4s.len();
-            vec4s.resize(start + row_vec4s + usize::from(is_last), [0.0; 4]);
-            if o < layer.outputs {
-                for (i, &w) in layer.weights[o * layer.inputs..(o + 1) * layer.inputs].iter().enumerate() {
-                    vec4s[start + i / 4][i % 4] = w;
-                }
-                if is_last {
-                    vec4s[start + row_vec4s][0] = layer.biases[o];
-                }
-            }
+    for (l, (layer, p)) in layers.iter().zip(&packed).enumerate() {
+        for o in 0..layer.outputs {
+            let (row, bias) = p.row_and_bias_at(o as u32, l == last);
+            let row = row as usize;
+            words[row..row + layer.inputs].copy_from_slice(&layer.weights[o * layer.inputs..(o + 1) * layer.inputs]);
+            words[bias as usize] = layer.biases[o];
         }
-        let biases_at = vec4s.len();
-        if !is_last {
-            vec4s.resize(biases_at + rows / 4, [0.0; 4]);
-            for (o, &b) in layer.biases.iter().enumerate() {
-                vec4s[biases_at + o / 4][o % 4] = b;
-            }
-        }
-        packed.push(PackedLayer {
-            inputs: layer.inputs as u32,
-            outputs: layer.outputs as u32,
-            row_vec4s: row_vec4s as u32,
-            rows: rows as u32,
-            weights_at: weights_at as u32,
-            biases_at: biases_at as u32,
-        });
     }
+    let vec4s = words.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
     PackedWeights { vec4s, layers: packed }
 }
 
@@ -182,15 +207,7 @@ impl MlpWgsl<'_> {
     /// The WGSL: the `mlp` binding, `BLOCK`, the two structs and the four functions.
     #[must_use]
     pub fn code(&self) -> String {
-        let mut t = String::from("// Generated by texset_core::model::wgsl (the one MLP generator).\n");
-        let _ = match self.memory {
-            WeightMemory::Uniform => {
-                writeln!(t, "@group({}) @binding({}) var<uniform> mlp: array<vec4<f32>, {}>;", self.group, self.binding, self.vec4s.max(1))
-            }
-            WeightMemory::Storage => {
-                writeln!(t, "@group({}) @binding({}) var<storage, read> mlp: array<vec4<f32>>;", self.group, self.binding)
-            }
-        };
+        let mut t = self.binding();
         let _ = writeln!(t, "const BLOCK: u32 = {}u;", self.block.max(1));
         struct_decl(&mut t, "MlpInput", "x", self.input_vec4s());
         struct_decl(&mut t, "MlpHidden", "h", self.hidden_vec4s());
@@ -198,6 +215,22 @@ impl MlpWgsl<'_> {
         self.hidden_fn(&mut t, self.block.max(1));
         self.output_fn(&mut t, 1);
         self.output_fn(&mut t, self.block.max(1));
+        t
+    }
+
+    /// The declaration of `mlp`, the weights' array, in its memory.
+    #[must_use]
+    pub fn binding(&self) -> String {
+        let mut t = String::from("// Generated by texset_core::model::wgsl (the one MLP generator).\n");
+        let _ = match self.memory {
+            WeightMemory::Uniform => {
+                writeln!(t, "@group({}) @binding({}) var<uniform> mlp: array<vec4<f32>, {}>;", self.group, self.binding, self.vec4s.max(1))
+            }
+            WeightMemory::Workgroup => writeln!(t, "var<workgroup> mlp: array<vec4<f32>, {}>;", self.vec4s.max(1)),
+            WeightMemory::Storage => {
+                writeln!(t, "@group({}) @binding({}) var<storage, read> mlp: array<vec4<f32>>;", self.group, self.binding)
+            }
+        };
         t
     }
 
@@ -216,23 +249,7 @@ impl MlpWgsl<'_> {
             }
         }
         for (l, layer) in hidden.iter().enumerate() {
-            let groups = layer.rows / 4;
-            let n = layer.row_vec4s;
-            for p in 0..texels {
-                let _ = writeln!(t, "    var o{p}_{l}: array<vec4<f32>, {groups}>;");
-                if l == 0 && n > WIDE_VEC4S {
-                    let values: Vec<String> = (0..n).map(|j| format!("x{p}_0_{j}")).collect();
-                    let _ = writeln!(t, "    var in{p} = array<vec4<f32>, {n}>({});", values.join(", "));
-                }
-            }
-            let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
-            group_body(t, layer, l, texels);
-            t.push_str("    }\n");
-            for p in 0..texels {
-                for j in 0..groups {
-                    let _ = writeln!(t, "    let x{p}_{}_{j} = o{p}_{l}[{j}u];", l + 1);
-                }
-            }
+            hidden_layer(t, layer, l, texels, MlpShape::Vec4Rows);
         }
         let depth = hidden.len();
         let fields = |p: u32| -> String {
@@ -257,36 +274,244 @@ impl MlpWgsl<'_> {
             }
         }
         let _ = writeln!(t, "    let r = {}u + row * {}u;", last.weights_at, n + 1);
-        if n > WIDE_VEC4S {
-            // A wide last layer: the hidden values as an array read in a loop.
-            let biases: Vec<String> = (0..4).map(|c| format!("mlp[r + {}u].x", c * (n + 1) + n)).collect();
-            for p in 0..texels {
-                let values: Vec<String> = (0..n).map(|j| format!("h{p}.h{j}")).collect();
-                let _ = writeln!(t, "    var hh{p} = array<vec4<f32>, {n}>({});", values.join(", "));
-                let _ = writeln!(t, "    var z{p} = vec4<f32>({});", biases.join(", "));
-            }
-            let _ = writeln!(t, "    for (var j = 0u; j < {n}u; j++) {{");
-            for c in 0..4 {
-                let _ = writeln!(t, "        let w{c} = mlp[r + {}u + j];", c * (n + 1));
-            }
-            for p in 0..texels {
-                let _ =
-                    writeln!(t, "        z{p} += vec4<f32>(dot(w0, hh{p}[j]), dot(w1, hh{p}[j]), dot(w2, hh{p}[j]), dot(w3, hh{p}[j]));");
-            }
-            t.push_str("    }\n");
-            return_per_texel(t, "vec4<f32>", texels, |p| format!("z{p}"));
-            return;
+        four_outputs(t, n, texels, "    ", &|p, j| format!("h{p}.h{j}"));
+        return_per_texel(t, "vec4<f32>", texels, |p| format!("z{p}"));
+    }
+}
+
+/// The code shape of a generated layer: how its loop loads the weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MlpShape {
+    /// Each iteration four rows of `vec4`s (forward) or one `vec4` of every row (backward):
+    /// a quarter of the load instructions, `dot` products. The decoder's shape, and the GPU
+    /// trainer's on a hardware GPU.
+    #[default]
+    Vec4Rows,
+    /// Each iteration one output's weights (forward) or one input's (backward), a scalar at a
+    /// time (`mlp[r + j].x`): what lavapipe runs fastest. The GPU trainer's `fwd_bwd` on
+    /// lavapipe, 65,536 texels of the default model: 544 ms per step in `vec4` rows, 326–443 ms
+    /// in scalars. A model with a layer wider than [`WIDE_VEC4S`] `vec4`s takes `Vec4Rows`
+    /// ([`MlpShape::for_layers`]).
+    Scalar,
+}
+
+impl MlpShape {
+    /// `self`, or `Vec4Rows` where a layer is wider than the scalar shape unrolls.
+    #[must_use]
+    pub fn for_layers(self, layers: &[PackedLayer]) -> Self {
+        if layers.iter().any(|l| l.row_vec4s > WIDE_VEC4S || l.outputs > 4 * WIDE_VEC4S) { Self::Vec4Rows } else { self }
+    }
+
+    /// Its name, as the benchmarks print it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Vec4Rows => "vec4 rows",
+            Self::Scalar => "scalar",
         }
+    }
+}
+
+/// The `vec4` component of value `i` of a group of four: `x`, `y`, `z` or `w`.
+#[must_use]
+pub fn component(i: u32) -> &'static str {
+    ["x", "y", "z", "w"][(i % 4) as usize]
+}
+
+/// The sum `first + x.x * w0 + …` of one output over the named inputs `x{texel}_{l}_{j}` (`vec4`s)
+/// and the named scalar weights `w{k}`, `inputs` of them.
+fn scalar_sum(first: &str, p: u32, l: usize, inputs: u32) -> String {
+    let mut sum = first.to_owned();
+    for k in 0..inputs {
+        let _ = write!(sum, " + w{k} * x{p}_{l}_{}.{}", k / 4, component(k));
+    }
+    sum
+}
+
+/// The named `vec4`s `{name}_{j}` of the scalars in the array `{array}`, `groups` of four.
+fn name_groups(t: &mut String, name: &str, array: &str, groups: u32) {
+    for j in 0..groups {
+        let _ = writeln!(
+            t,
+            "    let {name}_{j} = vec4<f32>({array}[{}u], {array}[{}u], {array}[{}u], {array}[{}u]);",
+            4 * j,
+            4 * j + 1,
+            4 * j + 2,
+            4 * j + 3
+        );
+    }
+}
+
+/// The statements of hidden layer `l` (`ReLU`) for `texels` texels: from the named inputs
+/// `x{texel}_{l}_{j}` (`vec4`s of four inputs) to the named outputs `x{texel}_{l + 1}_{j}`, in a
+/// loop whose iterations load their weights once for every texel (see the module's documentation
+/// and [`MlpShape`]). Also leaves the outputs in `o{texel}_{l}` (an array the loop stores: of
+/// `vec4`s in `Vec4Rows`, of scalars in `Scalar`).
+pub fn hidden_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, shape: MlpShape) {
+    let groups = layer.rows / 4;
+    let n = layer.row_vec4s;
+    if shape == MlpShape::Scalar {
+        for p in 0..texels {
+            let _ = writeln!(t, "    var o{p}_{l}: array<f32, {}>;", 4 * groups);
+        }
+        let _ = writeln!(t, "    for (var q = 0u; q < {}u; q++) {{", layer.outputs);
+        let _ =
+            writeln!(t, "        let r = {}u + q * {n}u;\n        let b = mlp[{}u + q / 4u][q % 4u];", layer.weights_at, layer.biases_at);
+        for k in 0..layer.inputs {
+            let _ = writeln!(t, "        let w{k} = mlp[r + {}u].{};", k / 4, component(k));
+        }
+        for p in 0..texels {
+            let _ = writeln!(t, "        o{p}_{l}[q] = max({}, 0.0);", scalar_sum("b", p, l, layer.inputs));
+        }
+        t.push_str("    }\n");
+        for p in 0..texels {
+            name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups);
+        }
+        return;
+    }
+    for p in 0..texels {
+        let _ = writeln!(t, "    var o{p}_{l}: array<vec4<f32>, {groups}>;");
+        if l == 0 && n > WIDE_VEC4S {
+            let values: Vec<String> = (0..n).map(|j| format!("x{p}_0_{j}")).collect();
+            let _ = writeln!(t, "    var in{p} = array<vec4<f32>, {n}>({});", values.join(", "));
+        }
+    }
+    let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
+    group_body(t, layer, l, texels);
+    t.push_str("    }\n");
+    for p in 0..texels {
+        for j in 0..groups {
+            let _ = writeln!(t, "    let x{p}_{}_{j} = o{p}_{l}[{j}u];", l + 1);
+        }
+    }
+}
+
+/// The statements of the last layer `l` (no activation), every output, for `texels` texels: from
+/// the named inputs `x{texel}_{l}_{j}` to the named outputs `x{texel}_{l + 1}_{j}`, `vec4`s of
+/// four outputs (those past the layer's outputs 0). What the GPU trainer's forward pass ends with;
+/// the decoder computes the four outputs of one map instead (`mlp_output`).
+pub fn last_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, shape: MlpShape) {
+    let groups = layer.outputs.div_ceil(4);
+    let n = layer.row_vec4s;
+    if shape == MlpShape::Scalar {
+        for p in 0..texels {
+            let _ = writeln!(t, "    var o{p}_{l}: array<f32, {}>;", 4 * groups);
+        }
+        let _ = writeln!(t, "    for (var q = 0u; q < {}u; q++) {{", layer.outputs);
+        let _ = writeln!(t, "        let r = {}u + q * {}u;\n        let b = mlp[r + {n}u].x;", layer.weights_at, n + 1);
+        for k in 0..layer.inputs {
+            let _ = writeln!(t, "        let w{k} = mlp[r + {}u].{};", k / 4, component(k));
+        }
+        for p in 0..texels {
+            let _ = writeln!(t, "        o{p}_{l}[q] = {};", scalar_sum("b", p, l, layer.inputs));
+        }
+        t.push_str("    }\n");
+        for p in 0..texels {
+            name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups);
+        }
+        return;
+    }
+    for p in 0..texels {
+        let _ = writeln!(t, "    var o{p}_{l}: array<vec4<f32>, {groups}>;");
+    }
+    let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
+    let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, 4 * (n + 1));
+    four_outputs(t, n, texels, "        ", &|p, j| format!("x{p}_{l}_{j}"));
+    for p in 0..texels {
+        let _ = writeln!(t, "        o{p}_{l}[q] = z{p};");
+    }
+    t.push_str("    }\n");
+    for p in 0..texels {
+        for j in 0..groups {
+            let _ = writeln!(t, "    let x{p}_{}_{j} = o{p}_{l}[{j}u];", l + 1);
+        }
+    }
+}
+
+/// The statements of layer `l`'s backward pass through its weights for `texels` texels: from the
+/// named output gradients `d{texel}_{l}_{g}` (`vec4`s of four outputs) to the named gradients of
+/// its first `inputs` inputs, `gin{texel}_{l}_{j}` (`vec4`s of four inputs; no activation
+/// applied), in a loop whose iterations load their weights once for every texel: in `Vec4Rows`
+/// one `vec4` of every output's row (four inputs), in `Scalar` one input's weight of every row.
+/// `is_last`: the layer's rows hold their bias in one more `vec4` ([`PackedLayer::row_stride`]).
+pub fn layer_backward(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, is_last: bool, inputs: u32, shape: MlpShape) {
+    let groups = inputs.div_ceil(4);
+    let stride = layer.row_stride(is_last);
+    let sum = |p: u32, factor: &dyn Fn(u32) -> String| -> String {
+        let terms: Vec<String> = (0..layer.outputs).map(|q| format!("d{p}_{l}_{}.{} * {}", q / 4, component(q), factor(q))).collect();
+        if terms.is_empty() { "0.0".to_owned() } else { terms.join(" + ") }
+    };
+    if shape == MlpShape::Scalar {
+        for p in 0..texels {
+            let _ = writeln!(t, "    var gs{p}_{l}: array<f32, {}>;", 4 * groups);
+        }
+        let _ = writeln!(t, "    for (var k = 0u; k < {inputs}u; k++) {{");
+        for q in 0..layer.outputs {
+            let _ = writeln!(t, "        let w{q} = mlp[{}u + k / 4u][k % 4u];", layer.weights_at + q * stride);
+        }
+        for p in 0..texels {
+            let _ = writeln!(t, "        gs{p}_{l}[k] = {};", sum(p, &|q| format!("w{q}")));
+        }
+        t.push_str("    }\n");
+        for p in 0..texels {
+            name_groups(t, &format!("gin{p}_{l}"), &format!("gs{p}_{l}"), groups);
+        }
+        return;
+    }
+    for p in 0..texels {
+        let _ = writeln!(t, "    var gv{p}_{l}: array<vec4<f32>, {groups}>;");
+    }
+    let _ = writeln!(t, "    for (var j = 0u; j < {groups}u; j++) {{");
+    for q in 0..layer.outputs {
+        let _ = writeln!(t, "        let w{q} = mlp[{}u + j];", layer.weights_at + q * stride);
+    }
+    for p in 0..texels {
+        let value = sum(p, &|q| format!("w{q}"));
+        let value = if layer.outputs == 0 { "vec4<f32>(0.0)".to_owned() } else { value };
+        let _ = writeln!(t, "        gv{p}_{l}[j] = {value};");
+    }
+    t.push_str("    }\n");
+    for p in 0..texels {
+        for j in 0..groups {
+            let _ = writeln!(t, "    let gin{p}_{l}_{j} = gv{p}_{l}[{j}u];");
+        }
+    }
+}
+
+/// The statements computing `z{texel}`, four consecutive outputs of the last layer (rows `r..r +
+/// 4`, `r` in scope, each row `n` `vec4`s of weights and one holding its bias), from the inputs
+/// `input(texel, j)`, `n` `vec4`s of them; at `indent`.
+fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn Fn(u32, u32) -> String) {
+    if n > WIDE_VEC4S {
+        // A wide layer: the inputs as an array read in a loop.
+        let biases: Vec<String> = (0..4).map(|c| format!("mlp[r + {}u].x", c * (n + 1) + n)).collect();
+        for p in 0..texels {
+            let values: Vec<String> = (0..n).map(|j| input(p, j)).collect();
+            let _ = writeln!(t, "{indent}var hh{p} = array<vec4<f32>, {n}>({});", values.join(", "));
+            let _ = writeln!(t, "{indent}var z{p} = vec4<f32>({});", biases.join(", "));
+        }
+        let _ = writeln!(t, "{indent}for (var j = 0u; j < {n}u; j++) {{");
         for c in 0..4 {
-            for j in 0..=n {
-                let _ = writeln!(t, "    let w{c}_{j} = mlp[r + {}u];", c * (n + 1) + j);
-            }
-            for p in 0..texels {
-                let sum: Vec<String> = (0..n).map(|j| format!("dot(w{c}_{j}, h{p}.h{j})")).collect();
-                let _ = writeln!(t, "    let z{p}_{c} = w{c}_{n}.x + ({});", sum.join(" + "));
-            }
+            let _ = writeln!(t, "{indent}    let w{c} = mlp[r + {}u + j];", c * (n + 1));
         }
-        return_per_texel(t, "vec4<f32>", texels, |p| format!("vec4<f32>(z{p}_0, z{p}_1, z{p}_2, z{p}_3)"));
+        for p in 0..texels {
+            let _ =
+                writeln!(t, "{indent}    z{p} += vec4<f32>(dot(w0, hh{p}[j]), dot(w1, hh{p}[j]), dot(w2, hh{p}[j]), dot(w3, hh{p}[j]));");
+        }
+        let _ = writeln!(t, "{indent}}}");
+        return;
+    }
+    for c in 0..4 {
+        for j in 0..=n {
+            let _ = writeln!(t, "{indent}let w{c}_{j} = mlp[r + {}u];", c * (n + 1) + j);
+        }
+        for p in 0..texels {
+            let sum: Vec<String> = (0..n).map(|j| format!("dot(w{c}_{j}, {})", input(p, j))).collect();
+            let _ = writeln!(t, "{indent}let z{p}_{c} = w{c}_{n}.x + ({});", sum.join(" + "));
+        }
+    }
+    for p in 0..texels {
+        let _ = writeln!(t, "{indent}let z{p} = vec4<f32>(z{p}_0, z{p}_1, z{p}_2, z{p}_3);");
     }
 }
 
@@ -411,6 +636,16 @@ mod tests {
         assert!(wide.contains("for (var j = 0u; j < 128u; j++)"), "{wide}");
         assert!(wide.len() < 4 * narrow.len(), "wide {} bytes, narrow {}", wide.len(), narrow.len());
         assert!(wide.contains("var<storage, read> mlp: array<vec4<f32>>;"));
+    }
+
+    /// The scalar shape unrolls a layer's inputs: a wide model keeps the looping `vec4` rows.
+    #[test]
+    fn wide_models_keep_vec4_rows() {
+        let narrow = pack_weights(&[layer(41, 64, 0.3), layer(64, 9, 0.7)]);
+        let wide = pack_weights(&[layer(41, 512, 0.3), layer(512, 9, 0.7)]);
+        assert_eq!(MlpShape::Scalar.for_layers(&narrow.layers), MlpShape::Scalar);
+        assert_eq!(MlpShape::Scalar.for_layers(&wide.layers), MlpShape::Vec4Rows);
+        assert_eq!(MlpShape::Vec4Rows.for_layers(&narrow.layers), MlpShape::Vec4Rows);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use texset_core::{
     compress,
     eval::evaluate,
     internal_tests::{Noise, WeightMemory, loss_and_grads_with, run as run_loop},
-    model::{ModelParams, WeightFormat, fake_quantize},
+    model::{ModelParams, WeightFormat, fake_quantize, wgsl::MlpShape},
     options::{CheckpointOptions, Recipe},
     rng::Rng,
     set::{MapKind, load_library},
@@ -80,7 +80,17 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
         };
         // Every memory the weights may be read from (the adapter's limits pick one; the others are
         // the fallbacks of adapters with smaller limits).
-        same_step_gradients(&library(), &options, &[WeightMemory::Uniform, WeightMemory::Workgroup, WeightMemory::Storage], None);
+        same_step_gradients(
+            &library(),
+            &options,
+            &[
+                (WeightMemory::Uniform, MlpShape::Vec4Rows),
+                (WeightMemory::Uniform, MlpShape::Scalar),
+                (WeightMemory::Workgroup, MlpShape::Vec4Rows),
+                (WeightMemory::Storage, MlpShape::Scalar),
+            ],
+            None,
+        );
     }
 }
 
@@ -184,7 +194,7 @@ fn per_latent_noise_is_the_same_on_the_gpu_and_the_cpu() {
         budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
         ..CompressOptions::default()
     };
-    same_step_gradients(&library(), &options, &[WeightMemory::Storage], Some((1.0 / 3.0, 0x5EED_0000_0001, 77)));
+    same_step_gradients(&library(), &options, &[(WeightMemory::Storage, MlpShape::Vec4Rows)], Some((1.0 / 3.0, 0x5EED_0000_0001, 77)));
 }
 
 /// A normal map trained for shading (unit targets, its own loss weight, a lighter z): the GPU's
@@ -207,7 +217,7 @@ fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
         },
         ..CompressOptions::default()
     };
-    same_step_gradients(&set, &options, &[WeightMemory::Storage], None);
+    same_step_gradients(&set, &options, &[(WeightMemory::Storage, MlpShape::Scalar)], None);
 }
 
 /// One step's loss and gradients on the GPU equal the fused CPU kernel's, on the same draws (with
@@ -215,7 +225,7 @@ fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
 fn same_step_gradients(
     set: &texset_core::TextureSet,
     options: &CompressOptions,
-    memories: &[WeightMemory],
+    kernels: &[(WeightMemory, MlpShape)],
     noise: Option<(f32, u64, u32)>,
 ) {
     let (layout, report) = analyse(set, options).unwrap();
@@ -232,16 +242,16 @@ fn same_step_gradients(
             *v = rng.next_f32() - 0.5;
         }
     }
-    for &memory in memories {
+    for &(memory, shape) in kernels {
         let schedule = Schedule::new(options, &layout);
         let mut trainer = GpuTrainer::with_kernels(
             Sampler::new(set, &layout),
             schedule,
             &params,
-            KernelChoice { weight_memory: Some(memory), ..KernelChoice::default() },
+            KernelChoice { weight_memory: Some(memory), mlp_shape: Some(shape), ..KernelChoice::default() },
         )
         .unwrap();
-        assert_eq!(trainer.weight_memory(), memory);
+        assert_eq!((trainer.weight_memory(), trainer.mlp_shape()), (memory, shape));
         let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
         assert!(draws.iter().any(|&(g, _)| g > 0), "several groups drawn");
         let mut batch = Batch::default();
@@ -256,10 +266,11 @@ fn same_step_gradients(
         }
         let (rel, name) = worst_relative(&gpu, &cpu);
         eprintln!(
-            "adapter {}, mip group {}, weights in {} memory: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
+            "adapter {}, mip group {}, weights in {} memory, MLP in {}: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
             trainer.adapter(),
             layout.mip_group,
-            memory.name()
+            memory.name(),
+            shape.name()
         );
         assert!((gpu_loss - cpu_loss).abs() <= 1e-4 * cpu_loss.abs(), "{}: loss {gpu_loss} vs {cpu_loss}", memory.name());
         assert!(rel <= 1e-4, "{}: {name}: relative gradient difference {rel:e}", memory.name());

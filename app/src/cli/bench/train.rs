@@ -7,6 +7,7 @@ use anyhow::Result;
 use std::time::Instant;
 use texset_core::{
     Backend, CompressOptions, analyse,
+    model::wgsl::MlpShape,
     rng::Rng,
     set::load_library,
     train::{Batch, FusedTrainer, GpuTrainer, KernelChoice, STATS_RING, Sampler, Schedule, Trainer, WgradTile, device_for, initial_params},
@@ -55,6 +56,10 @@ pub(crate) struct TrainBenchArgs {
     /// default: the trainer's, 16). `1,16` shows the fixed cost per submission.
     #[arg(long, requires = "gpu", value_delimiter = ',', value_name = "STEPS", value_parser = clap::value_parser!(u32).range(1..=i64::from(STATS_RING)))]
     submit_steps: Vec<u32>,
+    /// With `--gpu`: the code shape of the trainer's MLP, `vec4-rows` or `scalar`, instead of the
+    /// adapter's (`vec4-rows` on a hardware GPU, `scalar` on one the CPU emulates).
+    #[arg(long, requires = "gpu", value_name = "SHAPE", value_parser = parse_shape)]
+    mlp_shape: Option<MlpShape>,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -69,9 +74,18 @@ fn parse_tile(text: &str) -> Result<WgradTile, String> {
     WgradTile::new(side(outputs)?, side(inputs)?, side(texels)?).map_err(|e| e.to_string())
 }
 
+/// `--mlp-shape`'s value.
+fn parse_shape(text: &str) -> Result<MlpShape, String> {
+    match text {
+        "vec4-rows" => Ok(MlpShape::Vec4Rows),
+        "scalar" => Ok(MlpShape::Scalar),
+        _ => Err(format!("{text:?} is not an MLP code shape: vec4-rows or scalar")),
+    }
+}
+
 impl TrainBenchArgs {
     fn kernels(&self) -> KernelChoice {
-        KernelChoice { wgrad_tile: self.wgrad_tile, ..KernelChoice::default() }
+        KernelChoice { wgrad_tile: self.wgrad_tile, mlp_shape: self.mlp_shape, ..KernelChoice::default() }
     }
 
     pub(crate) fn run(self) -> Result<()> {
@@ -133,6 +147,7 @@ impl TrainBenchArgs {
             gpu.finish()?;
             let cost = gpu.step_cost();
             let memory = gpu.weight_memory().name();
+            let shape = gpu.mlp_shape().name();
             let tile = gpu.wgrad_tile().name();
             let dispatches =
                 gpu.profile_steps(PROFILED_STEPS)?.map_or_else(|| "no timestamp queries on this device".to_owned(), |t| dispatch_line(&t));
@@ -148,7 +163,7 @@ impl TrainBenchArgs {
                 Box::new(move |texels_per_sec| {
                     let secs_per_step = batch as f64 / texels_per_sec.max(1e-9);
                     format!(
-                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory, weight-gradient tiles {tile}; GPU time per dispatch: {dispatches}",
+                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory, MLP in {shape}, weight-gradient tiles {tile}; GPU time per dispatch: {dispatches}",
                         1e3 * secs_per_step,
                         cost.dispatches,
                         cost.flop / 1e6,

@@ -3,6 +3,7 @@
 use super::STATS_RING;
 use super::layout::{Shapes, Tables, WeightMemory, f32_bytes, u32_bytes};
 use super::wgsl::WORKGROUP;
+use super::wgsl::mlp_binding;
 use crate::executor::block_on;
 use crate::train::TrainError;
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
@@ -193,7 +194,7 @@ impl Opened {
             // Room for the uniform binding's whole last vec4; a uniform buffer as well.
             fwdw: device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("forward weights"),
-                size: check("forward weights", u64::from(shapes.uniform_vec4s()) * 16)?,
+                size: check("forward weights", u64::from(shapes.packed_vec4s.max(1)) * 16)?,
                 usage: storage | wgpu::BufferUsages::UNIFORM,
                 mapped_at_creation: false,
             }),
@@ -226,8 +227,9 @@ impl Opened {
                     (1, &b.tables),
                     (2, &b.texels),
                     (3, &b.params),
-                    // `wu` (binding 12) or `fwdw`: the same buffer, as the generated `weight` reads it.
-                    (if memory == WeightMemory::Uniform { 12 } else { 4 }, &b.fwdw),
+                    // `fwdw` as the generated `mlp` reads it: bound again as a uniform buffer
+                    // (12) or a read-only storage buffer (14), or copied to workgroup memory (4).
+                    (mlp_binding(memory), &b.fwdw),
                     (5, &b.scratch),
                     (6, &b.grid_grad),
                     (7, &b.stats_part),

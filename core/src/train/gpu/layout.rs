@@ -4,6 +4,8 @@
 
 use super::wgsl::WORKGROUP;
 use crate::model::params::ModelParams;
+pub use crate::model::wgsl::WeightMemory;
+use crate::model::wgsl::{MlpShape, PackedLayer, pack_layout};
 use crate::train::TrainError;
 use crate::train::sampler::{CHUNK_TEXELS, Sampler};
 
@@ -25,6 +27,11 @@ pub(super) struct Shapes {
     pub(super) scratch: u64,
     /// `wgrad`'s tile (the adapter decides; [`WgradTile::SMALL`] until it does).
     pub(super) wgrad_tile: WgradTile,
+    /// The layers as the forward and backward passes read them: the decoder's packed `vec4`
+    /// layout (`model::wgsl::pack_layout`), which `prepare` fills from the flat parameters.
+    pub(super) packed: Vec<PackedLayer>,
+    /// `vec4`s of the packed weights.
+    pub(super) packed_vec4s: u32,
 }
 
 impl Shapes {
@@ -38,7 +45,18 @@ impl Shapes {
         let rows = layers.iter().map(|l| l.1).sum();
         let per_texel: u64 = layers.iter().map(|&(i, o)| u64::from(row_vec4s(i)) + u64::from(row_vec4s(o))).sum();
         let batch = u32::try_from(batch).map_err(|_| too_big("batch texels"))?;
-        Ok(Self { batch, grid_total, layer_total, rows, layers, scratch: per_texel * u64::from(batch), wgrad_tile: WgradTile::SMALL })
+        let (packed, packed_vec4s) = pack_layout(&layers);
+        Ok(Self {
+            batch,
+            grid_total,
+            layer_total,
+            rows,
+            layers,
+            scratch: per_texel * u64::from(batch),
+            wgrad_tile: WgradTile::SMALL,
+            packed,
+            packed_vec4s,
+        })
     }
 
     /// Texels of a chunk, whose weight gradients `wgrad` sums in order (the partial sums of the
@@ -77,11 +95,6 @@ impl Shapes {
     /// `fwd_bwd`'s workgroups: each writes its texels' loss sums to one slot of `stats_part`.
     pub(super) fn fwd_bwd_workgroups(&self) -> u32 {
         self.batch / (WORKGROUP * self.tpi())
-    }
-
-    /// The weights and biases as a uniform buffer's `vec4`s.
-    pub(super) fn uniform_vec4s(&self) -> u32 {
-        self.layer_total.div_ceil(4).max(1)
     }
 }
 
@@ -246,45 +259,32 @@ pub struct KernelChoice {
     pub weight_memory: Option<WeightMemory>,
     /// `wgrad`'s tile.
     pub wgrad_tile: Option<WgradTile>,
+    /// The code shape of the forward and backward passes' MLP.
+    pub mlp_shape: Option<MlpShape>,
 }
 
-/// Where `fwd_bwd` reads the layers' weights from: the fastest memory the adapter fits them in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WeightMemory {
-    /// A uniform buffer (`fwdw` bound again as `wu`): every invocation reads the same weight at
-    /// once, which a GPU's constant path serves best; lavapipe loads a uniform buffer's values
-    /// lane by lane too, but without the branch and bounds check per lane of a storage load
-    /// (with the generated `mlp`, together: the default model's step from 111 to 60 ms).
-    Uniform,
-    /// Workgroup memory, copied from `fwdw` by each workgroup.
-    Workgroup,
-    /// The storage buffer `fwdw`.
-    Storage,
+/// The MLP code shape for an adapter of `device_type`: scalars on a GPU the CPU emulates (lavapipe
+/// runs them fastest, [`MlpShape::Scalar`]), the decoder's `vec4` rows on a hardware GPU.
+pub(super) fn mlp_shape_for_device(device_type: wgpu::DeviceType) -> MlpShape {
+    if device_type == wgpu::DeviceType::Cpu { MlpShape::Scalar } else { MlpShape::Vec4Rows }
 }
 
-impl WeightMemory {
-    /// The fastest memory `limits` let the weights of `shapes` go to.
-    pub(super) fn for_limits(shapes: &Shapes, limits: &wgpu::Limits) -> Self {
-        let uniform_bytes = u64::from(shapes.uniform_vec4s()) * 16;
-        // Beside the loss reduction's workgroup memory.
-        let workgroup_bytes = u64::from(shapes.layer_total) * 4 + u64::from(WORKGROUP) * 16;
-        if uniform_bytes <= limits.max_uniform_buffer_binding_size {
-            Self::Uniform
-        } else if workgroup_bytes <= u64::from(limits.max_compute_workgroup_storage_size) {
-            Self::Workgroup
-        } else {
-            Self::Storage
-        }
-    }
-
-    /// Its name, as the bench prints it.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Uniform => "uniform",
-            Self::Workgroup => "workgroup",
-            Self::Storage => "storage",
-        }
+/// The fastest memory the forward and backward passes can read the weights of `shapes` from on an
+/// adapter of `limits`: a uniform buffer (every invocation reads the same weight at once, which a
+/// GPU's constant path serves best; lavapipe loads a uniform buffer's values lane by lane too, but
+/// without the branch and bounds check per lane of a storage load: with the generated MLP,
+/// together, the default model's step from 111 to 60 ms), else workgroup memory (copied in by
+/// each workgroup), else the storage buffer.
+pub(super) fn fastest_weight_memory(shapes: &Shapes, limits: &wgpu::Limits) -> WeightMemory {
+    let bytes = u64::from(shapes.packed_vec4s) * 16;
+    // Beside the loss reduction's workgroup memory.
+    let workgroup_bytes = bytes + u64::from(WORKGROUP) * 16;
+    if bytes <= limits.max_uniform_buffer_binding_size {
+        WeightMemory::Uniform
+    } else if workgroup_bytes <= u64::from(limits.max_compute_workgroup_storage_size) {
+        WeightMemory::Workgroup
+    } else {
+        WeightMemory::Storage
     }
 }
 

@@ -15,6 +15,7 @@ use crate::io::fault::{self, Fault};
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, WeightFormat};
+use crate::model::wgsl::MlpShape;
 use crate::options::CompressOptions;
 use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::set::TextureSet;
@@ -136,6 +137,8 @@ pub struct GpuTrainer<'a> {
     lost_at_step: Option<u32>,
     /// Where `fwd_bwd` reads the weights from.
     weight_memory: WeightMemory,
+    /// The code shape of `fwd_bwd`'s MLP.
+    mlp_shape: MlpShape,
     /// The uncaptured error the device reported, if any (device lost, out of memory, …).
     error: Arc<Mutex<Option<String>>>,
     /// Timestamps per dispatch while [`GpuTrainer::profile_steps`] runs.
@@ -168,7 +171,7 @@ impl<'a> GpuTrainer<'a> {
         let gpu = Gpu::open(&error)?;
         shapes.wgrad_tile = choice.wgrad_tile.unwrap_or_else(|| WgradTile::for_device(gpu.device_type));
         let limits = gpu.device.limits();
-        let fastest = WeightMemory::for_limits(&shapes, &limits);
+        let fastest = layout::fastest_weight_memory(&shapes, &limits);
         let weight_memory = match memory {
             None => fastest,
             // The variants go from fastest to slowest, and each fits where the one before does.
@@ -176,7 +179,8 @@ impl<'a> GpuTrainer<'a> {
             Some(m) => return Err(TrainError::Gpu(format!("the decoder's weights do not fit {} memory on this adapter", m.name()))),
         };
         let (_, _, adam_row) = spread(shapes.all());
-        let wgsl = specialise(params, &shapes, &tables, weight_memory, adam_row);
+        let mlp_shape = choice.mlp_shape.unwrap_or_else(|| layout::mlp_shape_for_device(gpu.device_type)).for_layers(&shapes.packed);
+        let wgsl = specialise(params, &shapes, &tables, weight_memory, mlp_shape, adam_row);
         let mut flat = Vec::with_capacity(shapes.all() as usize);
         flatten(params, &mut flat);
         let gpu = gpu.build(&wgsl, &tables, &shapes, &flat, weight_memory)?;
@@ -192,6 +196,7 @@ impl<'a> GpuTrainer<'a> {
             pending: None,
             lost_at_step,
             weight_memory,
+            mlp_shape,
             error,
             timing: None,
             steps_per_submission: STATS_RING,
@@ -229,6 +234,12 @@ impl<'a> GpuTrainer<'a> {
     #[must_use]
     pub fn weight_memory(&self) -> WeightMemory {
         self.weight_memory
+    }
+
+    /// The code shape of the forward and backward passes' MLP (the adapter decides).
+    #[must_use]
+    pub fn mlp_shape(&self) -> MlpShape {
+        self.mlp_shape
     }
 
     fn check_device(&self) -> Result<(), TrainError> {
@@ -314,12 +325,24 @@ impl<'a> GpuTrainer<'a> {
     /// fake-quantised values): the parity test's view of `prepare`.
     pub fn fake_quantised_layers(&self, format: WeightFormat) -> Result<Vec<crate::model::params::LayerParams>, TrainError> {
         self.dispatch(&StepUniform { flags: format_flag(format), ..StepUniform::default() }, Until::ForwardWeights, 0);
-        let layers = self.gpu.read_f32(&self.gpu.buffers.fwdw, u64::from(self.shapes.layer_total))?;
+        let packed = self.gpu.read_f32(&self.gpu.buffers.fwdw, 4 * u64::from(self.shapes.packed_vec4s))?;
         self.check_device()?;
-        // `fwdw` starts as the parameters' layer region does: lay it out after empty grids.
-        let mut flat = vec![0.0; self.shapes.grid_total as usize];
-        flat.extend(layers);
-        Ok(unflatten(&self.template, &flat).layers)
+        // `fwdw` holds the packed layout (`model::wgsl::pack_layout`): each row read back from
+        // where `prepare` wrote it.
+        let mut layers = self.template.layers.clone();
+        let last = layers.len().saturating_sub(1);
+        for (l, (layer, place)) in layers.iter_mut().zip(&self.shapes.packed).enumerate() {
+            for o in 0..layer.outputs {
+                let (row, bias) = place.row_and_bias_at(o as u32, l == last);
+                let (row, n) = (row as usize, layer.inputs);
+                let (Some(weights), Some(&b)) = (packed.get(row..row + n), packed.get(bias as usize)) else {
+                    return Err(TrainError::Gpu("the forward weights read back are shorter than their layout".into()));
+                };
+                layer.weights[o * n..(o + 1) * n].copy_from_slice(weights);
+                layer.biases[o] = b;
+            }
+        }
+        Ok(layers)
     }
 
     /// One step's loss and gradients (scaled by `1 / batch`, as [`crate::train::loss_and_grads`])

@@ -5,6 +5,7 @@ use super::layout::{Shapes, Tables, WeightMemory, WgradTile, flatten, unflatten}
 use super::spread;
 use super::wgsl::specialise;
 use crate::model::params::{GridParams, LayerParams, ModelParams};
+use crate::model::wgsl::MlpShape;
 use crate::options::CompressOptions;
 use crate::set::TextureSet;
 use crate::train::sampler::Sampler;
@@ -34,13 +35,18 @@ fn the_specialised_trainer_validates_with_naga() {
         ] {
             shapes.wgrad_tile = tile;
             let (_, _, row) = spread(shapes.all());
-            let source = specialise(&params, &shapes, &tables, memory, row);
-            let what = format!("train.wgsl (mips {mips}, weights in {memory:?} memory, tile {})", tile.name());
-            let module = wgpu::naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&source)));
-            let mut validator =
-                wgpu::naga::valid::Validator::new(wgpu::naga::valid::ValidationFlags::all(), wgpu::naga::valid::Capabilities::default());
-            if let Err(e) = validator.validate(&module) {
-                panic!("{what}: {}", e.emit_to_string(&source));
+            for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
+                let source = specialise(&params, &shapes, &tables, memory, shape, row);
+                let what = format!("train.wgsl (mips {mips}, weights in {memory:?} memory, tile {}, {shape:?})", tile.name());
+                let module =
+                    wgpu::naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&source)));
+                let mut validator = wgpu::naga::valid::Validator::new(
+                    wgpu::naga::valid::ValidationFlags::all(),
+                    wgpu::naga::valid::Capabilities::default(),
+                );
+                if let Err(e) = validator.validate(&module) {
+                    panic!("{what}: {}", e.emit_to_string(&source));
+                }
             }
         }
     }

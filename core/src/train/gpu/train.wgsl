@@ -1,11 +1,12 @@
 // texset's fused GPU trainer: one training step is four dispatches over buffers that stay on the
 // device (train/gpu/mod.rs records them, up to STATS_RING steps to a submission, each step reading
 // its own slot of a ring of `Step` uniforms):
-//   prepare       the decoder's weights as the forward pass reads them (a copy, or in the weight
-//                 fine-tune their values in the bundle's format: int8, fp16, E4M3 or MXINT8)
+//   prepare       the decoder's weights as the forward pass reads them, in the decoder's packed
+//                 `vec4` layout (a copy, or in the weight fine-tune their values in the bundle's
+//                 format: int8, fp16, E4M3 or MXINT8)
 //   fwd_bwd       per texel: draw it (counter-based hash of seed, step, texel), gather the latents
-//                 (bilinear, its mip level, ±½-step QAT noise), MLP forward, loss, backward (`mlp`,
-//                 generated); stores each layer's input and output gradient for `wgrad`, and scatters the
+//                 (bilinear, its mip level, ±½-step QAT noise), MLP forward, loss, backward
+//                 (`mlp_train`, generated); stores each layer's input and output gradient for `wgrad`, and scatters the
 //                 latent gradients into 32.32 fixed-point integer accumulators (integer atomics:
 //                 exact and order-free, so a step is deterministic for a seed on one device)
 //   wgrad         weight and bias gradients summed over fixed chunks of texels, in order, in
@@ -16,9 +17,10 @@
 //                 into a ring the host reads back asynchronously (a sum per lane)
 // The model math is core/src/model/params.rs's; the CPU twin is train/kernel.rs, and the parity
 // tests compare the two. The host prepends the constants below (`const N: u32 = …;`) and the
-// generated functions `weight` (which memory the weights are read from), `load_weights` (their
-// copy to workgroup memory, where they go there), `gather` (the features' layout) and `mlp` (the
-// layers with their shapes), and the `wgrad` entry point.
+// generated `mlp` (the packed weights, in the memory they are read from) and `load_weights`
+// (their copy to workgroup memory, where they go there), `packed_at` (the packed layout),
+// `gather` (the features' layout), `mlp_train` (the layers with their shapes, from the one MLP
+// generator, core/src/model/wgsl.rs), and the `wgrad` entry point.
 
 struct Step {
     step: u32,
@@ -66,10 +68,11 @@ const LOD_INPUT_SCALE: f32 = 0.25;
 @group(0) @binding(9) var<storage, read_write> adam_m: array<f32>;
 @group(0) @binding(10) var<storage, read_write> adam_v: array<f32>;
 @group(0) @binding(11) var<storage, read_write> stats: array<f32>;
-// `fwdw` again, as a uniform buffer where the adapter binds one that large: `mlp` reads every
-// weight at an address uniform across the invocations, the uniform buffer's case (mod.rs
-// `WeightMemory` says what it saves on lavapipe).
-@group(0) @binding(12) var<uniform> wu: array<vec4<f32>, WU_LEN>;
+// `fwdw` again, as the generated `mlp` reads it (wgsl.rs `weights_wgsl`): a uniform buffer
+// (binding 12) where the adapter binds one that large (every weight is read at an address uniform
+// across the invocations, the uniform buffer's case; layout.rs `fastest_weight_memory` says what
+// it saves on lavapipe), else workgroup memory copied from `fwdw`, else a read-only storage buffer
+// (binding 14).
 // `grid_grad` again, as `adam` reads it after `fwd_bwd` has finished: no atomics left to race, so
 // each value's four words are one plain load, and the store that clears them happens only where
 // a texel added to them (most cells of a large grid get none in a step). lavapipe ran
@@ -81,16 +84,11 @@ const LOD_INPUT_SCALE: f32 = 0.25;
 // miscompiled on lavapipe.
 var<private> xa: array<f32, XLEN>;
 var<private> xb: array<f32, XLEN>;
-// Per texel of the invocation, the row the generated `mlp`'s loops write (a layer's outputs or
-// input gradients). A row of its own per texel: lavapipe stores to a private array at an index
-// known only at run time by a select over the whole array.
-var<private> ob: array<array<f32, MAXW>, TPI>;
 // Per texel of the invocation: its group and its texel in the group; where it reads each grid
 // (texel t's grid g at t · GRIDS + g) and its mask row (`gather` writes them, `scatter` reads them).
 var<private> drawn: array<vec2<u32>, TPI>;
 var<private> texel_grids: array<GridAt, TPI_GRIDS>;
 var<private> texel_masks: array<u32, TPI>;
-var<workgroup> wsh: array<f32, WSH_LEN>;
 var<workgroup> red: array<vec3<f32>, WG>;
 
 fn t_u(i: u32) -> u32 {
@@ -99,27 +97,6 @@ fn t_u(i: u32) -> u32 {
 
 fn t_f(i: u32) -> f32 {
     return bitcast<f32>(tables[i]);
-}
-
-// The three places the weights can be read from; the generated `weight` calls one.
-fn weight_uniform(i: u32) -> f32 {
-    return wu[i / 4u][i % 4u];
-}
-
-fn weight_workgroup(i: u32) -> f32 {
-    return wsh[i];
-}
-
-fn weight_storage(i: u32) -> f32 {
-    return fwdw[i];
-}
-
-// The weights into workgroup memory (the generated `load_weights` calls it when they go there).
-fn copy_weights_to_workgroup(lid: u32) {
-    for (var k = lid; k < PL; k += WG) {
-        wsh[k] = fwdw[k];
-    }
-    workgroupBarrier();
 }
 
 // lowbias32 (Chris Wellons): a well-mixed 32-bit hash.
@@ -237,7 +214,7 @@ fn workgroup_sum(lid: u32, value: vec3<f32>) -> vec3<f32> {
 
 // The loss of output `o` with value `y` for the texel's group (`outputs`: its row of the per-group
 // table: data, stride, weight; weight 0: not targeted): adds Σ weight · (y − t)² to `sums` and
-// returns dLoss/dy. Called once per output with a literal `o` by the generated `mlp`.
+// returns dLoss/dy. Called once per output with a literal `o` by the generated `mlp_train`.
 fn loss_grad(outputs: u32, texel: u32, o: u32, y: f32, sums: ptr<function, vec3<f32>>) -> f32 {
     let lw = t_f(outputs + 3u * o + 2u);
     var d = 0.0;
@@ -269,10 +246,13 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
     let nin = t_u(lb);
     let nout = t_u(lb + 1u);
     let o = r - first;
-    let row = t_u(lb + 2u) + o * nin;
+    // The row's weights and bias: `src` and `b` in the flat parameters, `row` and `at.y` in the
+    // packed layout (`packed_at`, generated).
+    let src = GRID_TOTAL + t_u(lb + 2u) + o * nin;
     let b = t_u(lb + 3u) + o;
-    fwdw[b] = params[GRID_TOTAL + b];
-    let src = GRID_TOTAL + row;
+    let at = packed_at(l, o);
+    let row = at.x;
+    fwdw[at.y] = params[GRID_TOTAL + b];
     if (u.flags & (FLAG_INT8 | FLAG_E4M3)) != 0u {
         // One scale per row: its largest magnitude maps to the format's largest code.
         var max_abs = 0.0;
@@ -420,7 +400,8 @@ fn scatter_feature(grid: GridAt, k: u32, d: f32) {
 }
 
 // Every invocation trains TPI consecutive texels (N is a multiple of a workgroup's texels): the
-// generated `mlp` loads each weight once for all of them (mod.rs `mlp_wgsl` says why that pays).
+// generated `mlp_train` loads each weight once for all of them (wgsl.rs `mlp_wgsl` says why that
+// pays).
 @compute @workgroup_size(WG)
 fn fwd_bwd(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -432,10 +413,10 @@ fn fwd_bwd(
     // Draws the TPI texels and gathers their features into xa (generated).
     gather(first);
 
-    // Forward, loss and backward of the TPI texels (`mlp`, generated with the layers' shapes as
+    // Forward, loss and backward of the TPI texels (`mlp_train`, generated with the layers' shapes as
     // literals: each activation a named value, so none is indexed at run time). xb[t · MAXW..][..LC]
     // ends as texel t's latent features' gradient.
-    let sums = mlp(first);
+    let sums = mlp_train(first);
 
     if (u.flags & FLAG_TRAIN_GRIDS) != 0u {
         // The latent gradients of the TPI texels, scattered (generated).

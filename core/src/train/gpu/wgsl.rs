@@ -1,10 +1,12 @@
 //! The GPU trainer's WGSL: `train.wgsl` specialised to a model and library, with the constants,
-//! flags and generated code (`weight`, `load_weights`, `gather`, `scatter`, `mlp` and the `wgrad`
-//! entry point) the host and the shader share.
+//! flags and generated code (the weights' binding `mlp` and `load_weights`, `packed_at`, `gather`,
+//! `scatter`, `mlp_train` and the `wgrad` entry point) the host and the shader share. The MLP's
+//! layers come from the one generator every decoding shader runs (`model::wgsl`).
 
 use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, WeightFormat};
+use crate::model::wgsl::{self as mlp_gen, MlpShape, MlpWgsl, PackedLayer};
 use std::fmt::Write as _;
 
 /// The WGSL of the trainer, before the host's constants are prepended.
@@ -37,7 +39,14 @@ pub(super) fn format_flag(format: WeightFormat) -> u32 {
 
 /// The trainer's WGSL specialised to a model and library: constants and the generated `weight`,
 /// `load_weights` and `mlp` prepended to `train.wgsl`.
-pub(super) fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables, memory: WeightMemory, adam_row: u32) -> String {
+pub(super) fn specialise(
+    params: &ModelParams,
+    shapes: &Shapes,
+    tables: &Tables,
+    memory: WeightMemory,
+    mlp_shape: MlpShape,
+    adam_row: u32,
+) -> String {
     let lc = params.latent_channels() as u32;
     let oc = params.output_channels() as u32;
     let widths = shapes.layers.iter().flat_map(|&(i, o)| [i, o]);
@@ -67,8 +76,7 @@ pub(super) fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables,
         ("GRID_TOTAL", shapes.grid_total),
         ("P_ALL", shapes.all()),
         ("ADAM_ROW", adam_row),
-        ("WSH_LEN", if memory == WeightMemory::Workgroup { shapes.layer_total.max(1) } else { 1 }),
-        ("WU_LEN", shapes.uniform_vec4s()),
+        ("MLP_VEC4S", shapes.packed_vec4s.max(1)),
         ("TPI", shapes.tpi()),
         ("XLEN", maxw * shapes.tpi()),
         ("TPI_GRIDS", shapes.tpi() * params.grids.len().max(1) as u32),
@@ -91,20 +99,16 @@ pub(super) fn specialise(params: &ModelParams, shapes: &Shapes, tables: &Tables,
         let _ = writeln!(text, "const {name}: u32 = {value}u;");
     }
     let _ = writeln!(text, "const E4M3_MAX: f32 = {:?};", quant::E4M3_MAX);
-    // Generated, not a constant's branch: an entry point binds every buffer its code names, even
-    // in a branch never taken, and `fwdw` cannot be bound as storage and as uniform at once.
-    let (read, load) = match memory {
-        WeightMemory::Uniform => ("weight_uniform(i)", ""),
-        WeightMemory::Workgroup => ("weight_workgroup(i)", "copy_weights_to_workgroup(lid);"),
-        WeightMemory::Storage => ("weight_storage(i)", ""),
-    };
-    let _ = writeln!(text, "fn weight(i: u32) -> f32 {{ return {read}; }}");
-    let _ = writeln!(text, "fn load_weights(lid: u32) {{ {load} }}");
+    // The weights' binding as the one MLP generator declares it for `memory`, and their copy
+    // into workgroup memory where they go there. Generated, not a constant's branch: an entry
+    // point binds every buffer its code names, even in a branch never taken.
+    text.push_str(&weights_wgsl(shapes, memory));
+    text.push_str(&packed_at_wgsl(&shapes.packed));
     // The layers with their shapes as literals (the tables' layer rows, in code).
     let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
     let channels: Vec<u32> = params.grids.iter().map(|g| g.channels).collect();
     text.push_str(&gather_wgsl(&channels, params.pe_frequencies, params.pyramid_levels() > 1, shapes.tpi(), maxw));
-    text.push_str(&mlp_wgsl(&rows, lc, oc, shapes.tpi(), maxw));
+    text.push_str(&mlp_wgsl(&shapes.packed, mlp_shape, &rows, lc, oc, shapes.tpi(), maxw));
     text.push_str(&wgrad_wgsl(shapes.wgrad_tile));
     text.push_str(crate::model::MODEL_WGSL);
     text.push_str(TRAIN_WGSL);
@@ -171,99 +175,124 @@ fn gather_wgsl(channels: &[u32], pe: u32, has_lod: bool, tpi: u32, maxw: u32) ->
     t
 }
 
-/// `mlp(first) -> vec3<f32>`: the forward pass of texels `first..first + tpi` from their features
-/// in `xa` (texel t's at t · maxw), their loss (`loss_grad` per texel and output; the loss sums
-/// returned) and backward pass, ending with the latent features' gradient in `xb` (at t · maxw,
-/// `lc` of them); every layer's input row and output-gradient row go to the scratch (`rows`: the
-/// tables' layer rows: inputs, outputs, weights, biases, input rows, gradient rows).
+/// Where `fwd_bwd` binds `fwdw` for the weights in `memory` (train.wgsl's bindings): again as a
+/// uniform buffer (12) or a read-only storage buffer (14) that the generated `mlp` names, or as
+/// itself (4), which `load_weights` copies to the workgroup's `mlp`.
+pub(super) fn mlp_binding(memory: WeightMemory) -> u32 {
+    match memory {
+        WeightMemory::Uniform => 12,
+        WeightMemory::Workgroup => 4,
+        WeightMemory::Storage => 14,
+    }
+}
+
+/// `mlp`, the packed weights as the one MLP generator declares them for `memory`, and
+/// `load_weights(lid)`: their copy from `fwdw` into workgroup memory where they go there (nothing
+/// elsewhere).
+fn weights_wgsl(shapes: &Shapes, memory: WeightMemory) -> String {
+    let declaration =
+        MlpWgsl { layers: &shapes.packed, block: 1, memory, vec4s: shapes.packed_vec4s, group: 0, binding: mlp_binding(memory) }.binding();
+    let copy = if memory == WeightMemory::Workgroup {
+        "    for (var k = lid; k < MLP_VEC4S; k += WG) {
+        mlp[k] = vec4<f32>(fwdw[4u * k], fwdw[4u * k + 1u], fwdw[4u * k + 2u], fwdw[4u * k + 3u]);
+    }
+    workgroupBarrier();
+"
+    } else {
+        ""
+    };
+    format!("{declaration}fn load_weights(lid: u32) {{\n{copy}}}\n")
+}
+
+/// `packed_at(l, o) -> vec2<u32>`: where `prepare` writes row `o` of layer `l` in `fwdw` (the
+/// `f32` index of its first weight, and of its bias), the layers' places as literals.
+fn packed_at_wgsl(layers: &[PackedLayer]) -> String {
+    let mut t = String::from("fn packed_at(l: u32, o: u32) -> vec2<u32> {\n");
+    let last = layers.len().saturating_sub(1);
+    for (l, layer) in layers.iter().enumerate() {
+        let is_last = l == last;
+        let stride = 4 * layer.row_stride(is_last);
+        let (row, bias) = layer.row_and_bias_at(0, is_last);
+        let bias = if is_last { format!("{row}u + o * {stride}u + {}u", 4 * layer.row_vec4s) } else { format!("{bias}u + o") };
+        let _ = writeln!(t, "    if l == {l}u {{\n        return vec2<u32>({row}u + o * {stride}u, {bias});\n    }}");
+    }
+    t.push_str("    return vec2<u32>(0u);\n}\n");
+    t
+}
+
+/// `mlp_train(first) -> vec3<f32>`: the forward pass of texels `first..first + tpi` from their
+/// features in `xa` (texel t's at t · maxw), their loss (`loss_grad` per texel and output; the loss
+/// sums returned) and backward pass, ending with the latent features' gradient in `xb` (at t ·
+/// maxw, `lc` of them); every layer's input row and output-gradient row go to the scratch (`rows`:
+/// the tables' layer rows: inputs, outputs, weights, biases, input rows, gradient rows).
 ///
-/// Every activation is a named value (`x{texel}_{layer}_{index}`, `d{texel}_{layer}_{index}`),
-/// read by its literal name: lavapipe keeps those in registers, where it reads an array indexed at
-/// run time lane by lane. The loops run over one layer's outputs (forward) or inputs (backward),
-/// each iteration loading its weights once (`w{index}`) for one sum per texel, unrolled over the
-/// other side, its result stored to the texel's row of `ob`: the shader compiles in seconds (a
-/// fully unrolled MLP took lavapipe minutes). lavapipe loads a uniform-buffer value at an address
-/// that depends on a loop counter lane by lane (only a constant address is one load, broadcast):
-/// that load, not the multiply-add, is the cost the texels share.
-fn mlp_wgsl(rows: &[&[u32]], lc: u32, oc: u32, tpi: u32, maxw: u32) -> String {
-    let mut t = String::from("fn mlp(first: u32) -> vec3<f32> {\n");
-    let count = rows.len();
+/// The layers are the one MLP generator's (`model::wgsl`: `hidden_layer`, `last_layer`,
+/// `layer_backward`, in the code `shape` asks for), reading the packed `vec4` weights (`packed`)
+/// the decoder reads: every activation and gradient a named `vec4` of four neighbours
+/// (`x{texel}_{layer}_{j}`, `d{texel}_{layer}_{j}`), read by its literal name (lavapipe keeps
+/// those in registers, where it reads an array indexed at run time lane by lane); each loop
+/// iteration loads its weights once for all the invocation's texels.
+fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, rows: &[&[u32]], lc: u32, oc: u32, tpi: u32, maxw: u32) -> String {
+    let mut t = String::from("fn mlp_train(first: u32) -> vec3<f32> {\n");
+    let count = packed.len();
     for p in 0..tpi {
         let _ = writeln!(t, "    let out{p} = TARGET_OFF + drawn[{p}u].x * OC * 3u;\n    let tex{p} = drawn[{p}u].y;");
-        if let Some(first) = rows.first() {
-            for k in 0..first[0] {
-                let _ = writeln!(t, "    let x{p}_0_{k} = xa[{}u];", p * maxw + k);
+        if let Some(first) = packed.first() {
+            for j in 0..first.row_vec4s {
+                let value = |c: u32| if 4 * j + c < first.inputs { format!("xa[{}u]", p * maxw + 4 * j + c) } else { "0.0".into() };
+                let _ = writeln!(t, "    let x{p}_0_{j} = vec4<f32>({}, {}, {}, {});", value(0), value(1), value(2), value(3));
             }
         }
     }
     // Forward: layer l's inputs x*_{l}_*, its outputs x*_{l+1}_* (ReLU but on the last).
-    for (l, r) in rows.iter().enumerate() {
-        let (nin, nout, w, b, act) = (r[0], r[1], r[2], r[3], r[4]);
+    for (l, (layer, r)) in packed.iter().zip(rows).enumerate() {
         for p in 0..tpi {
-            let _ = writeln!(t, "    let act{l}_{p} = {act}u + (first + {p}u) * {}u;", row_vec4s(nin));
-            store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), nin);
+            let _ = writeln!(t, "    let act{l}_{p} = {}u + (first + {p}u) * {}u;", r[4], row_vec4s(layer.inputs));
+            store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), layer.row_vec4s, row_vec4s(layer.inputs));
         }
-        let _ = writeln!(t, "    for (var q = 0u; q < {nout}u; q++) {{\n        let r = {w}u + q * {nin}u;");
-        let _ = writeln!(t, "        let b = weight({b}u + q);");
-        for k in 0..nin {
-            let _ = writeln!(t, "        let w{k} = weight(r + {k}u);");
-        }
-        for p in 0..tpi {
-            let _ = write!(t, "        let s{p} = b");
-            for k in 0..nin {
-                let _ = write!(t, " + w{k} * x{p}_{l}_{k}");
-            }
-            let out = if l + 1 < count { format!("max(s{p}, 0.0)") } else { format!("s{p}") };
-            let _ = writeln!(t, ";\n        ob[{p}u][q] = {out};");
-        }
-        t.push_str("    }\n");
-        for p in 0..tpi {
-            for q in 0..nout {
-                let _ = writeln!(t, "    let x{p}_{}_{q} = ob[{p}u][{q}u];", l + 1);
-            }
+        if l + 1 < count {
+            mlp_gen::hidden_layer(&mut t, layer, l, tpi, shape);
+        } else {
+            mlp_gen::last_layer(&mut t, layer, l, tpi, shape);
         }
     }
-    // Loss: d*_{count-1}_* is dLoss/dy.
+    // Loss: d*_{count-1}_* is dLoss/dy, four outputs to a `vec4`.
     let _ = writeln!(t, "    var sums = vec3<f32>(0.0);");
     for p in 0..tpi {
         for o in 0..oc {
-            let _ = writeln!(t, "    let d{p}_{}_{o} = loss_grad(out{p}, tex{p}, {o}u, x{p}_{count}_{o}, &sums);", count - 1);
+            let _ = writeln!(
+                t,
+                "    let dy{p}_{o} = loss_grad(out{p}, tex{p}, {o}u, x{p}_{count}_{}.{}, &sums);",
+                o / 4,
+                mlp_gen::component(o)
+            );
+        }
+        for g in 0..oc.div_ceil(4) {
+            let value = |c: u32| if 4 * g + c < oc { format!("dy{p}_{}", 4 * g + c) } else { "0.0".into() };
+            let _ = writeln!(t, "    let d{p}_{}_{g} = vec4<f32>({}, {}, {}, {});", count - 1, value(0), value(1), value(2), value(3));
         }
     }
     // Backward: layer l's output gradient d*_{l}_*, its input gradient d*_{l-1}_* (masked where
     // the ReLU input was not positive); the first layer's only for the latent features.
-    for (l, r) in rows.iter().enumerate().rev() {
-        let (nin, nout, w, dz) = (r[0], r[1], r[2], r[5]);
+    for (l, (layer, r)) in packed.iter().zip(rows).enumerate().rev() {
         for p in 0..tpi {
-            let _ = writeln!(t, "    let dz{l}_{p} = {dz}u + (first + {p}u) * {}u;", row_vec4s(nout));
-            store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), nout);
+            let _ = writeln!(t, "    let dz{l}_{p} = {}u + (first + {p}u) * {}u;", r[5], row_vec4s(layer.outputs));
+            store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), layer.outputs.div_ceil(4), row_vec4s(layer.outputs));
         }
-        let inputs = if l == 0 { lc.min(nin) } else { nin };
+        let inputs = if l == 0 { lc.min(layer.inputs) } else { layer.inputs };
         if inputs == 0 {
             continue;
         }
-        let _ = writeln!(t, "    for (var k = 0u; k < {inputs}u; k++) {{");
-        for q in 0..nout {
-            let _ = writeln!(t, "        let w{q} = weight({}u + k);", w + q * nin);
-        }
+        mlp_gen::layer_backward(&mut t, layer, l, tpi, l + 1 == count, inputs, shape);
         for p in 0..tpi {
-            let _ = write!(t, "        ob[{p}u][k] = 0.0");
-            for q in 0..nout {
-                let _ = write!(t, " + w{q} * d{p}_{l}_{q}");
-            }
-            t.push_str(";\n");
-        }
-        t.push_str("    }\n");
-        if l == 0 {
-            for p in 0..tpi {
+            if l == 0 {
                 for k in 0..inputs {
-                    let _ = writeln!(t, "    xb[{}u] = ob[{p}u][{k}u];", p * maxw + k);
+                    let _ = writeln!(t, "    xb[{}u] = gin{p}_0_{}.{};", p * maxw + k, k / 4, mlp_gen::component(k));
                 }
-            }
-        } else {
-            for p in 0..tpi {
-                for k in 0..nin {
-                    let _ = writeln!(t, "    let d{p}_{}_{k} = select(0.0, ob[{p}u][{k}u], x{p}_{l}_{k} > 0.0);", l - 1);
+            } else {
+                for j in 0..inputs.div_ceil(4) {
+                    let _ =
+                        writeln!(t, "    let d{p}_{}_{j} = select(vec4<f32>(0.0), gin{p}_{l}_{j}, x{p}_{l}_{j} > vec4<f32>(0.0));", l - 1);
                 }
             }
         }
@@ -272,12 +301,12 @@ fn mlp_wgsl(rows: &[&[u32]], lc: u32, oc: u32, tpi: u32, maxw: u32) -> String {
     t
 }
 
-/// The statements that store the named values `{name}_0..{name}_{count}` to the scratch row at
-/// `row` ([`row_vec4s`]), four to a `vec4`, the rest zeros.
-fn store_row(t: &mut String, row: &str, name: &str, count: u32) {
-    for j in 0..row_vec4s(count) {
-        let value = |c: u32| if 4 * j + c < count { format!("{name}_{}", 4 * j + c) } else { "0.0".into() };
-        let _ = writeln!(t, "    scratch[{row} + {j}u] = vec4<f32>({}, {}, {}, {});", value(0), value(1), value(2), value(3));
+/// The statements that store the named `vec4`s `{name}_0..{name}_{named}` to the scratch row at
+/// `row`, then zeros to its `width` `vec4`s ([`row_vec4s`]).
+fn store_row(t: &mut String, row: &str, name: &str, named: u32, width: u32) {
+    for j in 0..width {
+        let value = if j < named { format!("{name}_{j}") } else { "vec4<f32>(0.0)".into() };
+        let _ = writeln!(t, "    scratch[{row} + {j}u] = {value};");
     }
 }
 
