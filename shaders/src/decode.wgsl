@@ -265,7 +265,8 @@ fn mlp_output(row: u32, h0: MlpHidden) -> vec4<f32> {
     let w3_1 = mlp[r + 10u];
     let w3_2 = mlp[r + 11u];
     let z0_3 = w3_2.x + (dot(w3_0, h0.h0) + dot(w3_1, h0.h1));
-    return vec4<f32>(z0_0, z0_1, z0_2, z0_3);
+    let z0 = vec4<f32>(z0_0, z0_1, z0_2, z0_3);
+    return z0;
 }
 fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BLOCK> {
     let h0 = h[0u];
@@ -301,7 +302,11 @@ fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BL
     let z1_3 = w3_2.x + (dot(w3_0, h1.h0) + dot(w3_1, h1.h1));
     let z2_3 = w3_2.x + (dot(w3_0, h2.h0) + dot(w3_1, h2.h1));
     let z3_3 = w3_2.x + (dot(w3_0, h3.h0) + dot(w3_1, h3.h1));
-    return array<vec4<f32>, BLOCK>(vec4<f32>(z0_0, z0_1, z0_2, z0_3), vec4<f32>(z1_0, z1_1, z1_2, z1_3), vec4<f32>(z2_0, z2_1, z2_2, z2_3), vec4<f32>(z3_0, z3_1, z3_2, z3_3));
+    let z0 = vec4<f32>(z0_0, z0_1, z0_2, z0_3);
+    let z1 = vec4<f32>(z1_0, z1_1, z1_2, z1_3);
+    let z2 = vec4<f32>(z2_0, z2_1, z2_2, z2_3);
+    let z3 = vec4<f32>(z3_0, z3_1, z3_2, z3_3);
+    return array<vec4<f32>, BLOCK>(z0, z1, z2, z3);
 }
 // texset:specialise:end
 
