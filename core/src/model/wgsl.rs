@@ -318,14 +318,37 @@ pub fn component(i: u32) -> &'static str {
     ["x", "y", "z", "w"][(i % 4) as usize]
 }
 
-/// The sum `first + x.x * w0 + …` of one output over the named inputs `x{texel}_{l}_{j}` (`vec4`s)
-/// and the named scalar weights `w{k}`, `inputs` of them.
-fn scalar_sum(first: &str, p: u32, l: usize, inputs: u32) -> String {
-    let mut sum = first.to_owned();
-    for k in 0..inputs {
-        let _ = write!(sum, " + w{k} * x{p}_{l}_{}.{}", k / 4, component(k));
+/// Layer `l` in the scalar shape ([`MlpShape::Scalar`]) for `texels` texels: a loop over its
+/// outputs, each iteration loading one row's weights a scalar at a time for every texel, stored to
+/// `o{texel}_{l}` (`groups` · 4 scalars, the padding 0) and named `x{texel}_{l + 1}_{j}`. A
+/// hidden layer takes `ReLU` and its bias from the biases' `vec4`s; the last (`is_last`) neither,
+/// its bias in the `vec4` after each row ([`PackedLayer::row_and_bias_at`]).
+fn scalar_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, groups: u32, is_last: bool) {
+    for p in 0..texels {
+        let _ = writeln!(t, "    var o{p}_{l}: array<f32, {}>;", 4 * groups);
     }
-    sum
+    let _ = writeln!(t, "    for (var q = 0u; q < {}u; q++) {{", layer.outputs);
+    let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, layer.row_stride(is_last));
+    if is_last {
+        let _ = writeln!(t, "        let b = mlp[r + {}u].x;", layer.row_vec4s);
+    } else {
+        let _ = writeln!(t, "        let b = mlp[{}u + q / 4u][q % 4u];", layer.biases_at);
+    }
+    for k in 0..layer.inputs {
+        let _ = writeln!(t, "        let w{k} = mlp[r + {}u].{};", k / 4, component(k));
+    }
+    for p in 0..texels {
+        let mut sum = "b".to_owned();
+        for k in 0..layer.inputs {
+            let _ = write!(sum, " + w{k} * x{p}_{l}_{}.{}", k / 4, component(k));
+        }
+        let value = if is_last { sum } else { format!("max({sum}, 0.0)") };
+        let _ = writeln!(t, "        o{p}_{l}[q] = {value};");
+    }
+    t.push_str("    }\n");
+    for p in 0..texels {
+        name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups);
+    }
 }
 
 /// The named `vec4`s `{name}_{j}` of the scalars in the array `{array}`, `groups` of four.
@@ -351,22 +374,7 @@ pub fn hidden_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, 
     let groups = layer.rows / 4;
     let n = layer.row_vec4s;
     if shape == MlpShape::Scalar {
-        for p in 0..texels {
-            let _ = writeln!(t, "    var o{p}_{l}: array<f32, {}>;", 4 * groups);
-        }
-        let _ = writeln!(t, "    for (var q = 0u; q < {}u; q++) {{", layer.outputs);
-        let _ =
-            writeln!(t, "        let r = {}u + q * {n}u;\n        let b = mlp[{}u + q / 4u][q % 4u];", layer.weights_at, layer.biases_at);
-        for k in 0..layer.inputs {
-            let _ = writeln!(t, "        let w{k} = mlp[r + {}u].{};", k / 4, component(k));
-        }
-        for p in 0..texels {
-            let _ = writeln!(t, "        o{p}_{l}[q] = max({}, 0.0);", scalar_sum("b", p, l, layer.inputs));
-        }
-        t.push_str("    }\n");
-        for p in 0..texels {
-            name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups);
-        }
+        scalar_layer(t, layer, l, texels, groups, false);
         return;
     }
     for p in 0..texels {
@@ -394,21 +402,7 @@ pub fn last_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, sh
     let groups = layer.outputs.div_ceil(4);
     let n = layer.row_vec4s;
     if shape == MlpShape::Scalar {
-        for p in 0..texels {
-            let _ = writeln!(t, "    var o{p}_{l}: array<f32, {}>;", 4 * groups);
-        }
-        let _ = writeln!(t, "    for (var q = 0u; q < {}u; q++) {{", layer.outputs);
-        let _ = writeln!(t, "        let r = {}u + q * {}u;\n        let b = mlp[r + {n}u].x;", layer.weights_at, n + 1);
-        for k in 0..layer.inputs {
-            let _ = writeln!(t, "        let w{k} = mlp[r + {}u].{};", k / 4, component(k));
-        }
-        for p in 0..texels {
-            let _ = writeln!(t, "        o{p}_{l}[q] = {};", scalar_sum("b", p, l, layer.inputs));
-        }
-        t.push_str("    }\n");
-        for p in 0..texels {
-            name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups);
-        }
+        scalar_layer(t, layer, l, texels, groups, true);
         return;
     }
     for p in 0..texels {

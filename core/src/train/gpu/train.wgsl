@@ -244,7 +244,6 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let lb = LAYER_OFF + l * 6u;
     let nin = t_u(lb);
-    let nout = t_u(lb + 1u);
     let o = r - first;
     // The row's weights and bias: `src` and `b` in the flat parameters, `row` and `at.y` in the
     // packed layout (`packed_at`, generated).
