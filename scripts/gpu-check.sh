@@ -38,6 +38,20 @@ for bin in "${bins[@]}"; do
   fi
 done
 
+# 1b. The decoder's hidden-layer code shape (decision 032): the portable `vec4` rows (this card's
+#     default) against scalar loads (lavapipe's, 1.6x faster there); then f32 against f16
+#     arithmetic (issue 39 item 3; within one 8-bit step of f32, docs/integration.md).
+if "$candidate" bench decode --help | grep -q -- --mlp-shape; then
+  echo "== bench decode --gpu --mlp-shape scalar: $candidate (sample library)"
+  timeout 120 "$candidate" bench decode --gpu --runs 5 --mlp-shape scalar "${libs[@]}" || echo "FAILED ($?)"
+fi
+if "$candidate" bench decode --help | grep -q -- --precision; then
+  for precision in f32 f16; do
+    echo "== bench decode --gpu --precision $precision: $candidate (sample library)"
+    timeout 120 "$candidate" bench decode --gpu --runs 5 --precision "$precision" "${libs[@]}" || echo "FAILED ($?)"
+  done
+fi
+
 # 2. Training: the fused GPU trainer's wall time per step and each dispatch's GPU time
 #    (timestamp queries) at 8k to 262k texels per step; a base without --batch-sweep runs the
 #    three batches of before.

@@ -135,10 +135,15 @@ pub const FRAGMENT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Floa
 
 impl GpuDecoder {
     /// Lays the bundle out for the GPU ([`GpuModel`]), uploads it and compiles the decoder
-    /// specialised to its shapes.
+    /// specialised to its shapes, with the options for `device` ([`GpuModelOptions::for_device`]).
     pub fn new(device: &wgpu::Device, bundle: &Bundle) -> Result<Self, GpuError> {
+        Self::with_options(device, bundle, GpuModelOptions::for_device(device))
+    }
+
+    /// [`GpuDecoder::new`] with the given options (a benchmark's code shape, say).
+    pub fn with_options(device: &wgpu::Device, bundle: &Bundle, options: GpuModelOptions) -> Result<Self, GpuError> {
         let decoder = Decoder::new(bundle);
-        let model = GpuModel::with_options(bundle, GpuModelOptions::for_device(device))?;
+        let model = GpuModel::with_options(bundle, options)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let buffers = ModelBuffers::upload(device, &model)?;
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {

@@ -8,7 +8,8 @@ use std::sync::mpsc;
 pub use texset_core::block_on;
 
 /// Opens the default adapter (respecting the `WGPU_BACKEND`, `WGPU_ADAPTER_NAME`... environment
-/// variables) and a device with the adapter's own limits, blocking. `Ok(None)` when there is no adapter.
+/// variables) and a device with the adapter's own limits and, where it has it, `SHADER_F16`,
+/// blocking. `Ok(None)` when there is no adapter.
 pub fn request_device() -> Result<Option<(wgpu::Adapter, wgpu::Device, wgpu::Queue)>, GpuError> {
     Ok(open_device(false)?.map(|(_, adapter, device, queue)| (adapter, device, queue)))
 }
@@ -26,7 +27,8 @@ pub(crate) fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, 
     };
     let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("texset device"),
-        required_features: if all_features { adapter.features() } else { wgpu::Features::empty() },
+        // `SHADER_F16` where the adapter has it: the decoder's f16 path (`MlpPrecision::F16`).
+        required_features: if all_features { adapter.features() } else { adapter.features() & wgpu::Features::SHADER_F16 },
         required_limits: adapter.limits(),
         ..Default::default()
     }))?;

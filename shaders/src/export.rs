@@ -7,8 +7,8 @@
 //! when it is installed.
 
 use crate::GpuError;
-use crate::model::{Bindings, GpuModel};
-use texset_core::bundle::Bundle;
+use crate::model::{Bindings, GpuModel, GpuModelOptions};
+use texset_core::{bundle::Bundle, model::wgsl::MlpPrecision};
 
 /// A shading language the decoder can be exported to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +99,9 @@ pub enum ExportError {
     /// `functions_only` was asked of a language other than WGSL.
     #[error("the functions-only form is WGSL (for an engine's own shader to include), not {0:?}")]
     FunctionsOnlyLang(ShaderLang),
+    /// `f16` was asked of GLSL, which naga writes without 16-bit floats.
+    #[error("f16 precision is not available in GLSL (naga's GLSL back end has no 16-bit float type); export it in f32")]
+    F16Glsl,
     /// naga rejected the generated or translated shader (a texset bug: please report it).
     #[error("{stage}: {message}")]
     Naga {
@@ -120,8 +123,12 @@ pub fn validate_wgsl(source: &str) -> Result<(naga::Module, naga::valid::ModuleI
     Ok((module, info))
 }
 
+/// naga's validator with `f16` allowed (the decoder's `MlpPrecision::F16`).
 fn validator() -> naga::valid::Validator {
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default())
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default() | naga::valid::Capabilities::SHADER_FLOAT16,
+    )
 }
 
 /// Where an exported shader binds its buffers, and whether it holds the entry points.
@@ -136,6 +143,10 @@ pub struct ExportOptions {
     /// `decode_texel_linear_lod`, `lod_from_derivatives`, …) with `latents` and `mlp`, for an
     /// engine's own shader to include. WGSL only.
     pub functions_only: bool,
+    /// The MLP's arithmetic: `f32` (the default: portable) or `f16` (the module then begins with
+    /// `enable f16;` and needs a device with `SHADER_F16`; WGSL, HLSL at shader model 6.2 and
+    /// MSL; not GLSL). docs/integration.md says what it trades.
+    pub precision: MlpPrecision,
 }
 
 /// The decoder specialised to `bundle`, in `lang`, validated as the module docs say. `entry`
@@ -146,7 +157,10 @@ pub fn export_shader(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint) -> Re
 
 /// [`export_shader`] with the bindings and form of `options`.
 pub fn export_shader_with(bundle: &Bundle, lang: ShaderLang, entry: EntryPoint, options: ExportOptions) -> Result<String, ExportError> {
-    let model = GpuModel::new(bundle)?;
+    if options.precision == MlpPrecision::F16 && lang == ShaderLang::Glsl {
+        return Err(ExportError::F16Glsl);
+    }
+    let model = GpuModel::with_options(bundle, GpuModelOptions { precision: options.precision, ..GpuModelOptions::default() })?;
     let bindings = Bindings { group: options.bind_group, first: options.first_binding };
     if options.functions_only {
         if lang != ShaderLang::Wgsl {
@@ -197,8 +211,10 @@ fn translate_bound(wgsl: &str, lang: ShaderLang, entry: EntryPoint, bindings: Bi
             Ok(out)
         }
         ShaderLang::Hlsl => {
-            let options =
-                naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V5_1, ..naga::back::hlsl::Options::default() };
+            // 16-bit floats need shader model 6.2 (DXC's `-enable-16bit-types`).
+            let f16 = wgsl.starts_with("enable f16;");
+            let shader_model = if f16 { naga::back::hlsl::ShaderModel::V6_2 } else { naga::back::hlsl::ShaderModel::V5_1 };
+            let options = naga::back::hlsl::Options { shader_model, ..naga::back::hlsl::Options::default() };
             let pipeline = naga::back::hlsl::PipelineOptions::default();
             let mut out = String::new();
             naga::back::hlsl::Writer::new(&mut out, &options, &pipeline)

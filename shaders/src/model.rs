@@ -10,7 +10,7 @@ use texset_core::{
     bundle::{Bundle, Manifest, MapEntry},
     model::{
         MAX_MLP_WIDTH, QuantizedLayer, full_mip_count,
-        wgsl::{MlpWgsl, PORTABLE_UNIFORM_BYTES, WeightMemory, pack_weights},
+        wgsl::{MlpPrecision, MlpShape, MlpWgsl, PORTABLE_UNIFORM_BYTES, WeightMemory, pack_weights},
     },
     set::{ColorSpace, MapKind, NormalConvention},
 };
@@ -33,21 +33,29 @@ pub struct GpuModelOptions {
     pub max_uniform_bytes: u64,
     /// Texels per compute invocation, 1 to 8.
     pub block: u32,
+    /// The hidden layers' code shape: `vec4` rows (portable, and what hardware GPUs are given),
+    /// or scalar loads where the GPU is emulated on the CPU.
+    pub shape: MlpShape,
+    /// The MLP's arithmetic: `f32` (portable, the default) or `f16` (a device with
+    /// `SHADER_F16`; docs/integration.md says what it trades).
+    pub precision: MlpPrecision,
 }
 
 impl Default for GpuModelOptions {
     /// What any WebGPU device runs: weights in a uniform buffer up to WebGPU's guaranteed 64 KiB.
     fn default() -> Self {
-        Self { max_uniform_bytes: PORTABLE_UNIFORM_BYTES, block: DEFAULT_BLOCK }
+        Self { max_uniform_bytes: PORTABLE_UNIFORM_BYTES, block: DEFAULT_BLOCK, shape: MlpShape::Vec4Rows, precision: MlpPrecision::F32 }
     }
 }
 
 impl GpuModelOptions {
-    /// The options for `device`: its uniform buffer limit.
+    /// The options for `device`: its uniform buffer limit, and the code shape its kind of GPU
+    /// runs fastest ([`MlpShape::fastest`]).
     #[cfg(feature = "device")]
     #[must_use]
     pub fn for_device(device: &wgpu::Device) -> Self {
-        Self { max_uniform_bytes: device.limits().max_uniform_buffer_binding_size, ..Self::default() }
+        let software = device.adapter_info().device_type == wgpu::DeviceType::Cpu;
+        Self { max_uniform_bytes: device.limits().max_uniform_buffer_binding_size, shape: MlpShape::fastest(software), ..Self::default() }
     }
 }
 
@@ -69,6 +77,10 @@ pub struct GpuModel {
     pub weight_memory: WeightMemory,
     /// Texels a compute invocation decodes (`BLOCK`).
     pub block: u32,
+    /// The hidden layers' code shape.
+    pub shape: MlpShape,
+    /// The MLP's arithmetic ([`GpuModel::wgsl`] begins with its `enable` directive).
+    pub precision: MlpPrecision,
 }
 
 /// Packs `levels` of `bits` bits LSB-first into 32-bit words (the bundle's bit order, word-sized).
@@ -150,9 +162,21 @@ impl GpuModel {
             vec4s: to_u32("MLP vec4s", packed.vec4s.len())?,
             group: 0,
             binding: 1,
+            shape: options.shape,
+            precision: options.precision,
         };
         constants += &mlp.code();
-        Ok(Self { latent_words, mlp_words, constants, first_map: maps.first_map, weight_memory, block })
+        let shape = options.shape.for_layers(&packed.layers);
+        Ok(Self {
+            latent_words,
+            mlp_words,
+            constants,
+            first_map: maps.first_map,
+            weight_memory,
+            block,
+            shape,
+            precision: options.precision,
+        })
     }
 
     /// The decoder WGSL specialised to this model: the template with its generated block
@@ -160,7 +184,7 @@ impl GpuModel {
     /// ([`texset_core::model::MODEL_WGSL`]).
     #[must_use]
     pub fn wgsl(&self) -> String {
-        format!("{}\n{}", texset_core::model::MODEL_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
+        format!("{}{}\n{}", self.precision.enable(), texset_core::model::MODEL_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
     }
 
     /// The decoder's functions alone, for an engine's own shader to include: [`GpuModel::wgsl`]
@@ -171,7 +195,7 @@ impl GpuModel {
     pub fn functions_wgsl(&self, bindings: Bindings) -> String {
         let full = specialise(crate::DECODE_WGSL, &self.constants);
         let functions = full.find(ENTRY_POINTS_MARKER).map_or(full.as_str(), |end| &full[..end]);
-        format!("{}\n{}", texset_core::model::MODEL_WGSL, bindings.rebind(functions, FUNCTION_BUFFERS))
+        format!("{}{}\n{}", self.precision.enable(), texset_core::model::MODEL_WGSL, bindings.rebind(functions, FUNCTION_BUFFERS))
     }
 
     /// [`GpuModel::wgsl`] with its five buffers bound where `bindings` says (`latents` at its

@@ -7,7 +7,7 @@ use texset_shaders::export::ExternalCheck;
 use texset_shaders::{EntryPoint, ExportOptions, ShaderLang};
 
 use super::common::read_bundle;
-use texset_core::io::write_atomic;
+use texset_core::{io::write_atomic, model::wgsl::MlpPrecision};
 
 // `texset export-shader`.
 #[derive(clap::Args)]
@@ -34,13 +34,22 @@ pub(super) struct ExportShaderArgs {
     /// engine's own WGSL shader to include (WGSL only).
     #[arg(long)]
     functions_only: bool,
+    /// The decoder MLP's arithmetic: f32 (portable) or f16 (needs `SHADER_F16`; not GLSL; within
+    /// one 8-bit step of f32, docs/integration.md).
+    #[arg(long, value_enum, default_value_t = MlpPrecision::F32)]
+    precision: MlpPrecision,
 }
 
 impl ExportShaderArgs {
     pub(super) fn run(self) -> Result<()> {
         let b = read_bundle(&self.bundle)?;
         let (lang, entry, output) = (self.lang, self.entry, &self.output);
-        let options = ExportOptions { bind_group: self.bind_group, first_binding: self.first_binding, functions_only: self.functions_only };
+        let options = ExportOptions {
+            bind_group: self.bind_group,
+            first_binding: self.first_binding,
+            functions_only: self.functions_only,
+            precision: self.precision,
+        };
         let source = texset_shaders::export_shader_with(&b, lang, entry, options)
             .with_context(|| format!("cannot export a shader for {}", self.bundle.display()))?;
         write_atomic(output, source.as_bytes()).with_context(|| format!("cannot write {}", output.display()))?;

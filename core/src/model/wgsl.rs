@@ -189,6 +189,11 @@ pub struct MlpWgsl<'a> {
     pub group: u32,
     /// See `group`.
     pub binding: u32,
+    /// The hidden layers' code shape (the last layer's four outputs are `vec4` rows in both);
+    /// [`MlpShape::for_layers`] is applied.
+    pub shape: MlpShape,
+    /// The layers' arithmetic ([`MlpPrecision`]): the weights stay `f32` in memory either way.
+    pub precision: MlpPrecision,
 }
 
 impl MlpWgsl<'_> {
@@ -209,8 +214,8 @@ impl MlpWgsl<'_> {
     pub fn code(&self) -> String {
         let mut t = self.binding();
         let _ = writeln!(t, "const BLOCK: u32 = {}u;", self.block.max(1));
-        struct_decl(&mut t, "MlpInput", "x", self.input_vec4s());
-        struct_decl(&mut t, "MlpHidden", "h", self.hidden_vec4s());
+        struct_decl(&mut t, "MlpInput", "x", self.input_vec4s(), "vec4<f32>");
+        struct_decl(&mut t, "MlpHidden", "h", self.hidden_vec4s(), self.precision.vec4());
         self.hidden_fn(&mut t, 1);
         self.hidden_fn(&mut t, self.block.max(1));
         self.output_fn(&mut t, 1);
@@ -242,14 +247,16 @@ impl MlpWgsl<'_> {
         } else {
             t.push_str("fn mlp_hidden_block(a: array<MlpInput, BLOCK>) -> array<MlpHidden, BLOCK> {\n");
         }
+        let num = self.precision;
         for p in 0..texels {
             let src = if texels == 1 { "a0".to_owned() } else { format!("a[{p}u]") };
             for j in 0..self.input_vec4s() {
-                let _ = writeln!(t, "    let x{p}_0_{j} = {src}.x{j};");
+                let _ = writeln!(t, "    let x{p}_0_{j} = {};", num.convert4(&format!("{src}.x{j}")));
             }
         }
+        let shape = self.shape.for_layers(self.layers);
         for (l, layer) in hidden.iter().enumerate() {
-            hidden_layer(t, layer, l, texels, MlpShape::Vec4Rows);
+            hidden_layer(t, layer, l, texels, shape, num);
         }
         let depth = hidden.len();
         let fields = |p: u32| -> String {
@@ -274,7 +281,13 @@ impl MlpWgsl<'_> {
             }
         }
         let _ = writeln!(t, "    let r = {}u + row * {}u;", last.weights_at, n + 1);
-        four_outputs(t, n, texels, "    ", &|p, j| format!("h{p}.h{j}"));
+        // The last layer in f32 whatever the precision: its few multiply-adds (4 of the ~7,000 a
+        // texel's decode runs per input) carry the outputs' own rounding, which f16 would add to.
+        let input = |p: u32, j: u32| match self.precision {
+            MlpPrecision::F32 => format!("h{p}.h{j}"),
+            MlpPrecision::F16 => format!("vec4<f32>(h{p}.h{j})"),
+        };
+        four_outputs(t, n, texels, "    ", &input, MlpPrecision::F32);
         return_per_texel(t, "vec4<f32>", texels, |p| format!("z{p}"));
     }
 }
@@ -302,12 +315,91 @@ impl MlpShape {
         if layers.iter().any(|l| l.row_vec4s > WIDE_VEC4S || l.outputs > 4 * WIDE_VEC4S) { Self::Vec4Rows } else { self }
     }
 
+    /// The shape a GPU runs fastest: scalars on one the CPU emulates (`software`: lavapipe), `vec4`
+    /// rows on hardware.
+    #[must_use]
+    pub fn fastest(software: bool) -> Self {
+        if software { Self::Scalar } else { Self::Vec4Rows }
+    }
+
     /// Its name, as the benchmarks print it.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Self::Vec4Rows => "vec4 rows",
             Self::Scalar => "scalar",
+        }
+    }
+}
+
+/// The arithmetic of the generated layers. The weights are `f32` in memory either way (the values
+/// the CPU reference multiplies by); `F16` converts each as it is loaded, shared by the block's
+/// texels, and computes the hidden layers in `f16` (WGSL's `enable f16;`, wgpu's `SHADER_F16`:
+/// the module must begin with [`MlpPrecision::enable`]). `MlpInput`, the last layer (four
+/// outputs, under 2 % of the multiply-adds) and `mlp_output`'s result stay `f32`
+/// (docs/decisions/033-f16-decoder.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum MlpPrecision {
+    /// `f32` throughout: portable, and within 1e-4 of the CPU reference.
+    #[default]
+    F32,
+    /// `f16` hidden activations and multiply-adds: half the registers, and twice the rate where
+    /// the GPU packs two `f16`s per lane; up to about one 8-bit step (4.1e-3) from the CPU
+    /// reference on trained materials (docs/integration.md).
+    F16,
+}
+
+impl MlpPrecision {
+    /// The WGSL type of four values.
+    #[must_use]
+    pub fn vec4(self) -> &'static str {
+        match self {
+            Self::F32 => "vec4<f32>",
+            Self::F16 => "vec4<f16>",
+        }
+    }
+
+    /// The WGSL type of one value.
+    #[must_use]
+    pub fn scalar(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+        }
+    }
+
+    /// The directive the module must begin with: `enable f16;` for `F16`, nothing for `F32`.
+    #[must_use]
+    pub fn enable(self) -> &'static str {
+        match self {
+            Self::F32 => "",
+            Self::F16 => "enable f16;\n",
+        }
+    }
+
+    /// Its name, as the CLI and the benchmarks write it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+        }
+    }
+
+    /// `expr`, a `vec4<f32>`, in this precision.
+    fn convert4(self, expr: &str) -> String {
+        match self {
+            Self::F32 => expr.to_owned(),
+            Self::F16 => format!("vec4<f16>({expr})"),
+        }
+    }
+
+    /// `expr`, an `f32`, in this precision.
+    fn convert1(self, expr: &str) -> String {
+        match self {
+            Self::F32 => expr.to_owned(),
+            Self::F16 => format!("f16({expr})"),
         }
     }
 }
@@ -323,19 +415,19 @@ pub fn component(i: u32) -> &'static str {
 /// `o{texel}_{l}` (`groups` · 4 scalars, the padding 0) and named `x{texel}_{l + 1}_{j}`. A
 /// hidden layer takes `ReLU` and its bias from the biases' `vec4`s; the last (`is_last`) neither,
 /// its bias in the `vec4` after each row ([`PackedLayer::row_and_bias_at`]).
-fn scalar_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, groups: u32, is_last: bool) {
+fn scalar_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, groups: u32, is_last: bool, num: MlpPrecision) {
     for p in 0..texels {
-        let _ = writeln!(t, "    var o{p}_{l}: array<f32, {}>;", 4 * groups);
+        let _ = writeln!(t, "    var o{p}_{l}: array<{}, {}>;", num.scalar(), 4 * groups);
     }
     let _ = writeln!(t, "    for (var q = 0u; q < {}u; q++) {{", layer.outputs);
     let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, layer.row_stride(is_last));
     if is_last {
-        let _ = writeln!(t, "        let b = mlp[r + {}u].x;", layer.row_vec4s);
+        let _ = writeln!(t, "        let b = {};", num.convert1(&format!("mlp[r + {}u].x", layer.row_vec4s)));
     } else {
-        let _ = writeln!(t, "        let b = mlp[{}u + q / 4u][q % 4u];", layer.biases_at);
+        let _ = writeln!(t, "        let b = {};", num.convert1(&format!("mlp[{}u + q / 4u][q % 4u]", layer.biases_at)));
     }
     for k in 0..layer.inputs {
-        let _ = writeln!(t, "        let w{k} = mlp[r + {}u].{};", k / 4, component(k));
+        let _ = writeln!(t, "        let w{k} = {};", num.convert1(&format!("mlp[r + {}u].{}", k / 4, component(k))));
     }
     for p in 0..texels {
         let mut sum = "b".to_owned();
@@ -347,16 +439,17 @@ fn scalar_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, grou
     }
     t.push_str("    }\n");
     for p in 0..texels {
-        name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups);
+        name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups, num);
     }
 }
 
 /// The named `vec4`s `{name}_{j}` of the scalars in the array `{array}`, `groups` of four.
-fn name_groups(t: &mut String, name: &str, array: &str, groups: u32) {
+fn name_groups(t: &mut String, name: &str, array: &str, groups: u32, num: MlpPrecision) {
     for j in 0..groups {
         let _ = writeln!(
             t,
-            "    let {name}_{j} = vec4<f32>({array}[{}u], {array}[{}u], {array}[{}u], {array}[{}u]);",
+            "    let {name}_{j} = {}({array}[{}u], {array}[{}u], {array}[{}u], {array}[{}u]);",
+            num.vec4(),
             4 * j,
             4 * j + 1,
             4 * j + 2,
@@ -370,22 +463,23 @@ fn name_groups(t: &mut String, name: &str, array: &str, groups: u32) {
 /// loop whose iterations load their weights once for every texel (see the module's documentation
 /// and [`MlpShape`]). Also leaves the outputs in `o{texel}_{l}` (an array the loop stores: of
 /// `vec4`s in `Vec4Rows`, of scalars in `Scalar`).
-pub fn hidden_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, shape: MlpShape) {
+pub fn hidden_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, shape: MlpShape, num: MlpPrecision) {
     let groups = layer.rows / 4;
     let n = layer.row_vec4s;
     if shape == MlpShape::Scalar {
-        scalar_layer(t, layer, l, texels, groups, false);
+        scalar_layer(t, layer, l, texels, groups, false, num);
         return;
     }
+    let v4 = num.vec4();
     for p in 0..texels {
-        let _ = writeln!(t, "    var o{p}_{l}: array<vec4<f32>, {groups}>;");
+        let _ = writeln!(t, "    var o{p}_{l}: array<{v4}, {groups}>;");
         if l == 0 && n > WIDE_VEC4S {
             let values: Vec<String> = (0..n).map(|j| format!("x{p}_0_{j}")).collect();
-            let _ = writeln!(t, "    var in{p} = array<vec4<f32>, {n}>({});", values.join(", "));
+            let _ = writeln!(t, "    var in{p} = array<{v4}, {n}>({});", values.join(", "));
         }
     }
     let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
-    group_body(t, layer, l, texels);
+    group_body(t, layer, l, texels, num);
     t.push_str("    }\n");
     for p in 0..texels {
         for j in 0..groups {
@@ -402,7 +496,7 @@ pub fn last_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, sh
     let groups = layer.outputs.div_ceil(4);
     let n = layer.row_vec4s;
     if shape == MlpShape::Scalar {
-        scalar_layer(t, layer, l, texels, groups, true);
+        scalar_layer(t, layer, l, texels, groups, true, MlpPrecision::F32);
         return;
     }
     for p in 0..texels {
@@ -410,7 +504,7 @@ pub fn last_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, sh
     }
     let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
     let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, 4 * (n + 1));
-    four_outputs(t, n, texels, "        ", &|p, j| format!("x{p}_{l}_{j}"));
+    four_outputs(t, n, texels, "        ", &|p, j| format!("x{p}_{l}_{j}"), MlpPrecision::F32);
     for p in 0..texels {
         let _ = writeln!(t, "        o{p}_{l}[q] = z{p};");
     }
@@ -448,7 +542,7 @@ pub fn layer_backward(t: &mut String, layer: &PackedLayer, l: usize, texels: u32
         }
         t.push_str("    }\n");
         for p in 0..texels {
-            name_groups(t, &format!("gin{p}_{l}"), &format!("gs{p}_{l}"), groups);
+            name_groups(t, &format!("gin{p}_{l}"), &format!("gs{p}_{l}"), groups, MlpPrecision::F32);
         }
         return;
     }
@@ -475,29 +569,29 @@ pub fn layer_backward(t: &mut String, layer: &PackedLayer, l: usize, texels: u32
 /// The statements computing `z{texel}`, four consecutive outputs of the last layer (rows `r..r +
 /// 4`, `r` in scope, each row `n` `vec4`s of weights and one holding its bias), from the inputs
 /// `input(texel, j)`, `n` `vec4`s of them; at `indent`.
-fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn Fn(u32, u32) -> String) {
+fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn Fn(u32, u32) -> String, num: MlpPrecision) {
+    let v4 = num.vec4();
     if n > WIDE_VEC4S {
         // A wide layer: the inputs as an array read in a loop.
-        let biases: Vec<String> = (0..4).map(|c| format!("mlp[r + {}u].x", c * (n + 1) + n)).collect();
+        let biases: Vec<String> = (0..4).map(|c| num.convert1(&format!("mlp[r + {}u].x", c * (n + 1) + n))).collect();
         for p in 0..texels {
             let values: Vec<String> = (0..n).map(|j| input(p, j)).collect();
-            let _ = writeln!(t, "{indent}var hh{p} = array<vec4<f32>, {n}>({});", values.join(", "));
-            let _ = writeln!(t, "{indent}var z{p} = vec4<f32>({});", biases.join(", "));
+            let _ = writeln!(t, "{indent}var hh{p} = array<{v4}, {n}>({});", values.join(", "));
+            let _ = writeln!(t, "{indent}var z{p} = {v4}({});", biases.join(", "));
         }
         let _ = writeln!(t, "{indent}for (var j = 0u; j < {n}u; j++) {{");
         for c in 0..4 {
-            let _ = writeln!(t, "{indent}    let w{c} = mlp[r + {}u + j];", c * (n + 1));
+            let _ = writeln!(t, "{indent}    let w{c} = {};", num.convert4(&format!("mlp[r + {}u + j]", c * (n + 1))));
         }
         for p in 0..texels {
-            let _ =
-                writeln!(t, "{indent}    z{p} += vec4<f32>(dot(w0, hh{p}[j]), dot(w1, hh{p}[j]), dot(w2, hh{p}[j]), dot(w3, hh{p}[j]));");
+            let _ = writeln!(t, "{indent}    z{p} += {v4}(dot(w0, hh{p}[j]), dot(w1, hh{p}[j]), dot(w2, hh{p}[j]), dot(w3, hh{p}[j]));");
         }
         let _ = writeln!(t, "{indent}}}");
         return;
     }
     for c in 0..4 {
         for j in 0..=n {
-            let _ = writeln!(t, "{indent}let w{c}_{j} = mlp[r + {}u];", c * (n + 1) + j);
+            let _ = writeln!(t, "{indent}let w{c}_{j} = {};", num.convert4(&format!("mlp[r + {}u]", c * (n + 1) + j)));
         }
         for p in 0..texels {
             let sum: Vec<String> = (0..n).map(|j| format!("dot(w{c}_{j}, {})", input(p, j))).collect();
@@ -505,7 +599,7 @@ fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn F
         }
     }
     for p in 0..texels {
-        let _ = writeln!(t, "{indent}let z{p} = vec4<f32>(z{p}_0, z{p}_1, z{p}_2, z{p}_3);");
+        let _ = writeln!(t, "{indent}let z{p} = {v4}(z{p}_0, z{p}_1, z{p}_2, z{p}_3);");
     }
 }
 
@@ -522,36 +616,37 @@ fn return_per_texel(t: &mut String, ty: &str, texels: u32, value: impl Fn(u32) -
 
 /// The statements of one group of four outputs `q` of hidden layer `l` (`q` in scope), for
 /// `texels` texels: `o{p}_{l}[q]` = `ReLU` of four rows times the inputs.
-fn group_body(t: &mut String, layer: &PackedLayer, l: usize, texels: u32) {
+fn group_body(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, num: MlpPrecision) {
     let n = layer.row_vec4s;
+    let v4 = num.vec4();
     let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, 4 * n);
-    let _ = writeln!(t, "        let b = mlp[{}u + q];", layer.biases_at);
+    let _ = writeln!(t, "        let b = {};", num.convert4(&format!("mlp[{}u + q]", layer.biases_at)));
     if n > WIDE_VEC4S {
         // A wide layer: its inputs as an array read in a loop (each iteration one `vec4` of the
         // four rows), so the code stays small for the compiler.
         for p in 0..texels {
             let source = if l == 0 { format!("in{p}") } else { format!("o{p}_{}", l - 1) };
-            let _ = writeln!(t, "        var s{p} = vec4<f32>(0.0);\n        let from{p} = &{source};");
+            let _ = writeln!(t, "        var s{p} = {v4}(0.0);\n        let from{p} = &{source};");
         }
         let _ = writeln!(t, "        for (var j = 0u; j < {n}u; j++) {{");
         for row in 0..4 {
-            let _ = writeln!(t, "            let w{row} = mlp[r + {}u + j];", row * n);
+            let _ = writeln!(t, "            let w{row} = {};", num.convert4(&format!("mlp[r + {}u + j]", row * n)));
         }
         for p in 0..texels {
             let _ = writeln!(
                 t,
-                "            let x{p} = (*from{p})[j];\n            s{p} += vec4<f32>(dot(w0, x{p}), dot(w1, x{p}), dot(w2, x{p}), dot(w3, x{p}));"
+                "            let x{p} = (*from{p})[j];\n            s{p} += {v4}(dot(w0, x{p}), dot(w1, x{p}), dot(w2, x{p}), dot(w3, x{p}));"
             );
         }
         t.push_str("        }\n");
         for p in 0..texels {
-            let _ = writeln!(t, "        o{p}_{l}[q] = max(b + s{p}, vec4<f32>(0.0));");
+            let _ = writeln!(t, "        o{p}_{l}[q] = max(b + s{p}, {v4}(0.0));");
         }
         return;
     }
     for row in 0..4 {
         for j in 0..n {
-            let _ = writeln!(t, "        let w{row}_{j} = mlp[r + {}u];", row * n + j);
+            let _ = writeln!(t, "        let w{row}_{j} = {};", num.convert4(&format!("mlp[r + {}u]", row * n + j)));
         }
         for p in 0..texels {
             let sum: Vec<String> = (0..n).map(|j| format!("dot(w{row}_{j}, x{p}_{l}_{j})")).collect();
@@ -559,14 +654,14 @@ fn group_body(t: &mut String, layer: &PackedLayer, l: usize, texels: u32) {
         }
     }
     for p in 0..texels {
-        let _ = writeln!(t, "        o{p}_{l}[q] = max(b + vec4<f32>(s{p}_0, s{p}_1, s{p}_2, s{p}_3), vec4<f32>(0.0));");
+        let _ = writeln!(t, "        o{p}_{l}[q] = max(b + {v4}(s{p}_0, s{p}_1, s{p}_2, s{p}_3), {v4}(0.0));");
     }
 }
 
-fn struct_decl(t: &mut String, name: &str, field: &str, count: u32) {
+fn struct_decl(t: &mut String, name: &str, field: &str, count: u32, ty: &str) {
     let _ = writeln!(t, "struct {name} {{");
     for j in 0..count.max(1) {
-        let _ = writeln!(t, "    {field}{j}: vec4<f32>,");
+        let _ = writeln!(t, "    {field}{j}: {ty},");
     }
     t.push_str("}\n");
 }
@@ -624,7 +719,17 @@ mod tests {
         let narrow = [layer(41, 64, 0.3), layer(64, 48, 0.7), layer(48, 9, 1.1)];
         let narrow_packed = pack_weights(&narrow);
         let code = |p: &PackedWeights| {
-            MlpWgsl { layers: &p.layers, block: 4, memory: WeightMemory::Storage, vec4s: p.vec4s.len() as u32, group: 0, binding: 1 }.code()
+            MlpWgsl {
+                layers: &p.layers,
+                block: 4,
+                memory: WeightMemory::Storage,
+                vec4s: p.vec4s.len() as u32,
+                group: 0,
+                binding: 1,
+                shape: MlpShape::Vec4Rows,
+                precision: MlpPrecision::F32,
+            }
+            .code()
         };
         let (wide, narrow) = (code(&packed), code(&narrow_packed));
         assert!(wide.contains("for (var j = 0u; j < 128u; j++)"), "{wide}");
@@ -640,6 +745,40 @@ mod tests {
         assert_eq!(MlpShape::Scalar.for_layers(&narrow.layers), MlpShape::Scalar);
         assert_eq!(MlpShape::Scalar.for_layers(&wide.layers), MlpShape::Vec4Rows);
         assert_eq!(MlpShape::Vec4Rows.for_layers(&narrow.layers), MlpShape::Vec4Rows);
+    }
+
+    /// In `f16` every weight is converted as it is loaded and the layers hold `f16`s; `MlpInput`
+    /// and `mlp_output`'s result stay `f32`, so the decoder around the MLP is the same.
+    #[test]
+    fn f16_code_converts_each_load_and_keeps_f32_at_its_edges() {
+        let packed = pack_weights(&[layer(41, 64, 0.3), layer(64, 48, 0.7), layer(48, 9, 1.1)]);
+        for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
+            let mlp = MlpWgsl {
+                layers: &packed.layers,
+                block: 4,
+                memory: WeightMemory::Uniform,
+                vec4s: packed.vec4s.len() as u32,
+                group: 0,
+                binding: 1,
+                shape,
+                precision: MlpPrecision::F16,
+            };
+            let code = mlp.code();
+            // The hidden layers' loads (the last layer's, in `mlp_output`, stay f32).
+            let hidden = &code[..code.find("fn mlp_output(").expect("mlp_output is generated")];
+            for line in hidden.lines().filter(|l| l.contains("mlp[")) {
+                assert!(line.contains("f16>(mlp[") || line.contains("f16(mlp["), "{shape:?}: an unconverted load: {line}");
+            }
+            assert!(code.contains("x0: vec4<f32>,") && code.contains("h0: vec4<f16>,"), "{code}");
+            assert!(
+                code.contains("fn mlp_output(row: u32, h0: MlpHidden) -> vec4<f32>") && code.contains("dot(w0_0, vec4<f32>(h0.h0))"),
+                "{code}"
+            );
+            let f32_code = MlpWgsl { precision: MlpPrecision::F32, ..mlp }.code();
+            assert!(!f32_code.contains("f16"), "{f32_code}");
+        }
+        assert_eq!(MlpPrecision::F16.enable(), "enable f16;\n");
+        assert_eq!(MlpPrecision::F32.enable(), "");
     }
 
     #[test]
@@ -661,6 +800,8 @@ mod tests {
             vec4s: packed.vec4s.len() as u32,
             group: 0,
             binding: 1,
+            shape: MlpShape::Vec4Rows,
+            precision: MlpPrecision::F32,
         }
         .code();
         // Every `name[index]` outside the weight reads has a literal index, or is the loop's own

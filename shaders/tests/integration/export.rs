@@ -77,7 +77,7 @@ fn the_widest_decoder_training_accepts_exports_and_a_wider_one_is_refused() {
 #[test]
 fn bind_group_and_bindings_move_every_buffer() {
     let bundle = tiny_bundle();
-    let options = ExportOptions { bind_group: 3, first_binding: 100, functions_only: false };
+    let options = ExportOptions { bind_group: 3, first_binding: 100, functions_only: false, ..ExportOptions::default() };
     for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
         let source = export_shader_with(&bundle, lang, EntryPoint::DecodeMap, options).unwrap_or_else(|e| panic!("{lang:?}: {e}"));
         if lang == ShaderLang::Wgsl {
@@ -97,7 +97,7 @@ fn bind_group_and_bindings_move_every_buffer() {
 #[test]
 fn functions_only_form_is_the_decoder_without_entry_points() {
     let bundle = tiny_bundle();
-    let options = ExportOptions { bind_group: 3, first_binding: 100, functions_only: true };
+    let options = ExportOptions { bind_group: 3, first_binding: 100, functions_only: true, ..ExportOptions::default() };
     let source = export_shader_with(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap, options).unwrap();
     for absent in ["@compute", "@fragment", "@vertex", "var<uniform> params", " output:", " samples:", "@group(0)"] {
         assert!(!source.contains(absent), "the functions-only form holds {absent:?}");
@@ -114,4 +114,27 @@ fn functions_only_form_is_the_decoder_without_entry_points() {
     // The form is WGSL: GLSL, HLSL and MSL get a clear refusal.
     let error = export_shader_with(&bundle, ShaderLang::Glsl, EntryPoint::DecodeMap, options).unwrap_err().to_string();
     assert!(error.contains("functions-only form is WGSL"), "{error}");
+}
+
+/// `--precision f16`: WGSL, HLSL (shader model 6.2) and MSL export and validate in 16-bit floats;
+/// GLSL is refused with the reason.
+#[test]
+fn f16_exports_where_the_language_has_it_and_glsl_says_why_not() {
+    use texset_core::model::wgsl::MlpPrecision;
+    let bundle = tiny_bundle();
+    let options = ExportOptions { precision: MlpPrecision::F16, ..ExportOptions::default() };
+    let wgsl = export_shader_with(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap, options).unwrap();
+    assert!(wgsl.starts_with("enable f16;") && wgsl.contains("vec4<f16>"), "{wgsl}");
+    let hlsl = export_shader_with(&bundle, ShaderLang::Hlsl, EntryPoint::DecodeMap, options).unwrap();
+    assert!(hlsl.contains("half"), "{hlsl}");
+    let msl = export_shader_with(&bundle, ShaderLang::Msl, EntryPoint::DecodeMap, options).unwrap();
+    assert!(msl.contains("half"), "{msl}");
+    let functions =
+        export_shader_with(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap, ExportOptions { functions_only: true, ..options }).unwrap();
+    assert!(functions.starts_with("enable f16;"), "{functions}");
+    let error = export_shader_with(&bundle, ShaderLang::Glsl, EntryPoint::DecodeMap, options).unwrap_err().to_string();
+    assert!(error.contains("f16") && error.contains("GLSL"), "{error}");
+    // The default stays portable: no f16 anywhere.
+    let portable = export_shader(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap).unwrap();
+    assert!(!portable.contains("f16"), "the default export uses f16");
 }

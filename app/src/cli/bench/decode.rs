@@ -17,6 +17,14 @@ pub(crate) struct DecodeBenchArgs {
     /// Include GPU decode through the WGSL decoder (any adapter, lavapipe included).
     #[arg(long)]
     gpu: bool,
+    /// With `--gpu`: the code shape of the decoder's hidden layers, `vec4-rows` or `scalar`,
+    /// instead of the adapter's (`vec4-rows` on a hardware GPU, `scalar` on one the CPU emulates).
+    #[arg(long, requires = "gpu", value_name = "SHAPE", value_parser = super::train::parse_shape)]
+    mlp_shape: Option<texset_core::model::wgsl::MlpShape>,
+    /// With `--gpu`: the MLP's arithmetic, `f32` or `f16` (an adapter with `SHADER_F16`), instead
+    /// of the adapter's.
+    #[arg(long, requires = "gpu", value_enum)]
+    precision: Option<texset_core::model::wgsl::MlpPrecision>,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -94,7 +102,7 @@ impl DecodeBenchArgs {
         // GPU decode through the specialised WGSL decoder, after a warm-up, timed by queue sync.
         if gpu {
             if let Some((adapter, device, queue)) = texset_shaders::request_device()? {
-                results.extend(gpu_decode(&adapter, &device, &queue, &bundle, runs)?);
+                results.extend(gpu_decode(&adapter, &device, &queue, &bundle, runs, (self.mlp_shape, self.precision))?);
             } else {
                 eprintln!("SKIPPED: no wgpu adapter; GPU decode not measured");
             }
@@ -142,20 +150,29 @@ fn gpu_decode(
     queue: &wgpu::Queue,
     bundle: &texset_core::bundle::Bundle,
     runs: usize,
+    (mlp_shape, precision): (Option<texset_core::model::wgsl::MlpShape>, Option<texset_core::model::wgsl::MlpPrecision>),
 ) -> Result<Vec<Measurement>> {
     let info = adapter.get_info();
     let device_name = format!("{}, {:?}", info.name, info.backend);
     print_adapter(adapter);
     let mut results = Vec::new();
-    let gpu = texset_shaders::GpuDecoder::new(device, bundle)?;
+    let mut options = texset_shaders::GpuModelOptions::for_device(device);
+    options.shape = mlp_shape.unwrap_or(options.shape);
+    options.precision = precision.unwrap_or(options.precision);
+    if options.precision == texset_core::model::wgsl::MlpPrecision::F16 && !device.features().contains(wgpu::Features::SHADER_F16) {
+        anyhow::bail!("--precision f16: {} has no SHADER_F16", adapter.get_info().name);
+    }
+    let gpu = texset_shaders::GpuDecoder::with_options(device, bundle, options)?;
     let compile = gpu.compile_secs();
     let fragment_secs = if texset_shaders::renders_fragment_format(adapter) { gpu.prepare_fragment(device).ok() } else { None };
     let model = gpu.model();
     println!(
-        "decoder on {device_name}: weights in {} memory, {} texels per compute invocation; compile: cs_decode_map {:.2} s, \
-         cs_decode_samples {:.2} s, fs_decode_map {}",
+        "decoder on {device_name}: weights in {} memory, {} texels per compute invocation, hidden layers in {}, {} \
+         arithmetic; compile: cs_decode_map {:.2} s, cs_decode_samples {:.2} s, fs_decode_map {}",
         model.weight_memory.name(),
         model.block,
+        model.shape.name(),
+        model.precision.name(),
         compile.decode_map,
         compile.decode_samples,
         fragment_secs.map_or_else(|| "n/a (no render target)".to_owned(), |s| format!("{s:.2} s"))

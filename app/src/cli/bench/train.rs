@@ -75,7 +75,7 @@ fn parse_tile(text: &str) -> Result<WgradTile, String> {
 }
 
 /// `--mlp-shape`'s value.
-fn parse_shape(text: &str) -> Result<MlpShape, String> {
+pub(super) fn parse_shape(text: &str) -> Result<MlpShape, String> {
     match text {
         "vec4-rows" => Ok(MlpShape::Vec4Rows),
         "scalar" => Ok(MlpShape::Scalar),

@@ -266,7 +266,7 @@ pub struct KernelChoice {
 /// The MLP code shape for an adapter of `device_type`: scalars on a GPU the CPU emulates (lavapipe
 /// runs them fastest, [`MlpShape::Scalar`]), the decoder's `vec4` rows on a hardware GPU.
 pub(super) fn mlp_shape_for_device(device_type: wgpu::DeviceType) -> MlpShape {
-    if device_type == wgpu::DeviceType::Cpu { MlpShape::Scalar } else { MlpShape::Vec4Rows }
+    MlpShape::fastest(device_type == wgpu::DeviceType::Cpu)
 }
 
 /// The fastest memory the forward and backward passes can read the weights of `shapes` from on an

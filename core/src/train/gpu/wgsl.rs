@@ -6,7 +6,7 @@
 use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, WeightFormat};
-use crate::model::wgsl::{self as mlp_gen, MlpShape, MlpWgsl, PackedLayer};
+use crate::model::wgsl::{self as mlp_gen, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
 use std::fmt::Write as _;
 
 /// The WGSL of the trainer, before the host's constants are prepended.
@@ -190,8 +190,17 @@ pub(super) fn mlp_binding(memory: WeightMemory) -> u32 {
 /// `load_weights(lid)`: their copy from `fwdw` into workgroup memory where they go there (nothing
 /// elsewhere).
 fn weights_wgsl(shapes: &Shapes, memory: WeightMemory) -> String {
-    let declaration =
-        MlpWgsl { layers: &shapes.packed, block: 1, memory, vec4s: shapes.packed_vec4s, group: 0, binding: mlp_binding(memory) }.binding();
+    let declaration = MlpWgsl {
+        layers: &shapes.packed,
+        block: 1,
+        memory,
+        vec4s: shapes.packed_vec4s,
+        group: 0,
+        binding: mlp_binding(memory),
+        shape: MlpShape::Vec4Rows,
+        precision: MlpPrecision::F32,
+    }
+    .binding();
     let copy = if memory == WeightMemory::Workgroup {
         "    for (var k = lid; k < MLP_VEC4S; k += WG) {
         mlp[k] = vec4<f32>(fwdw[4u * k], fwdw[4u * k + 1u], fwdw[4u * k + 2u], fwdw[4u * k + 3u]);
@@ -251,7 +260,7 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, rows: &[&[u32]], lc: u32, o
             store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), layer.row_vec4s, row_vec4s(layer.inputs));
         }
         if l + 1 < count {
-            mlp_gen::hidden_layer(&mut t, layer, l, tpi, shape);
+            mlp_gen::hidden_layer(&mut t, layer, l, tpi, shape, MlpPrecision::F32);
         } else {
             mlp_gen::last_layer(&mut t, layer, l, tpi, shape);
         }
