@@ -80,22 +80,27 @@ fn wide_models_keep_vec4_rows() {
     assert_eq!(MlpShape::Vec4Rows.for_layers(&narrow.layers), MlpShape::Vec4Rows);
 }
 
+/// `packed`'s MLP in uniform memory, four texels a block, `vec4` rows in `f32`.
+fn uniform_mlp(packed: &PackedWeights) -> MlpWgsl<'_> {
+    MlpWgsl {
+        layers: &packed.layers,
+        block: 4,
+        memory: WeightMemory::Uniform,
+        vec4s: packed.vec4s.len() as u32,
+        group: 0,
+        binding: 1,
+        shape: MlpShape::Vec4Rows,
+        precision: MlpPrecision::F32,
+    }
+}
+
 /// In `f16` every weight is converted as it is loaded and the layers hold `f16`s; `MlpInput`
 /// and `mlp_output`'s result stay `f32`, so the decoder around the MLP is the same.
 #[test]
 fn f16_code_converts_each_load_and_keeps_f32_at_its_edges() {
     let packed = pack_weights(&[layer(41, 64, 0.3), layer(64, 48, 0.7), layer(48, 9, 1.1)]);
     for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
-        let mlp = MlpWgsl {
-            layers: &packed.layers,
-            block: 4,
-            memory: WeightMemory::Uniform,
-            vec4s: packed.vec4s.len() as u32,
-            group: 0,
-            binding: 1,
-            shape,
-            precision: MlpPrecision::F16,
-        };
+        let mlp = MlpWgsl { shape, precision: MlpPrecision::F16, ..uniform_mlp(&packed) };
         let code = mlp.code();
         // The hidden layers' loads (the last layer's, in `mlp_output`, stay f32).
         let hidden = &code[..code.find("fn mlp_output(").expect("mlp_output is generated")];
@@ -126,17 +131,7 @@ fn weight_memory_follows_the_limit() {
 fn generated_code_names_its_activations() {
     let layers = [layer(41, 64, 0.3), layer(64, 48, 0.7), layer(48, 32, 0.2), layer(32, 9, 1.1)];
     let packed = pack_weights(&layers);
-    let code = MlpWgsl {
-        layers: &packed.layers,
-        block: 4,
-        memory: WeightMemory::Uniform,
-        vec4s: packed.vec4s.len() as u32,
-        group: 0,
-        binding: 1,
-        shape: MlpShape::Vec4Rows,
-        precision: MlpPrecision::F32,
-    }
-    .code();
+    let code = uniform_mlp(&packed).code();
     // Every `name[index]` outside the weight reads has a literal index, or is the loop's own
     // store of its output group.
     for line in code.lines() {
