@@ -11,7 +11,10 @@ use texset_core::{
     DecodedMap, Decoder,
     bundle::{Bundle, MapEntry},
     decode::DecodeError,
-    model::{level_size, wgsl::WeightMemory},
+    model::{
+        level_size,
+        wgsl::{MlpPrecision, WeightMemory},
+    },
 };
 
 fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode, lod: f32) -> Vec<u8> {
@@ -140,8 +143,13 @@ impl GpuDecoder {
         Self::with_options(device, bundle, GpuModelOptions::for_device(device))
     }
 
-    /// [`GpuDecoder::new`] with the given options (a benchmark's code shape, say).
+    /// [`GpuDecoder::new`] with the given options (a benchmark's code shape, say). `f16`
+    /// ([`GpuModelOptions::precision`]) on a device without `SHADER_F16` is
+    /// [`GpuError::NoShaderF16`].
     pub fn with_options(device: &wgpu::Device, bundle: &Bundle, options: GpuModelOptions) -> Result<Self, GpuError> {
+        if options.precision == MlpPrecision::F16 && !device.features().contains(wgpu::Features::SHADER_F16) {
+            return Err(GpuError::NoShaderF16);
+        }
         let decoder = Decoder::new(bundle);
         let model = GpuModel::with_options(bundle, options)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);

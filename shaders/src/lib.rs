@@ -87,6 +87,9 @@ pub enum GpuError {
         /// The device limit.
         limit: u64,
     },
+    /// `f16` arithmetic was asked of a device without `SHADER_F16`.
+    #[error("f16 arithmetic needs SHADER_F16, which this device was not created with")]
+    NoShaderF16,
     /// The device refused to create a device from the adapter.
     #[cfg(feature = "device")]
     #[error("could not create a wgpu device: {0}")]

@@ -192,7 +192,7 @@ pub struct MlpWgsl<'a> {
     /// The hidden layers' code shape (the last layer's four outputs are `vec4` rows in both);
     /// [`MlpShape::for_layers`] is applied.
     pub shape: MlpShape,
-    /// The layers' arithmetic ([`MlpPrecision`]): the weights stay `f32` in memory either way.
+    /// The hidden layers' arithmetic ([`MlpPrecision`]): the weights stay `f32` in memory either way.
     pub precision: MlpPrecision,
 }
 
@@ -287,7 +287,7 @@ impl MlpWgsl<'_> {
             MlpPrecision::F32 => format!("h{p}.h{j}"),
             MlpPrecision::F16 => format!("vec4<f32>(h{p}.h{j})"),
         };
-        four_outputs(t, n, texels, "    ", &input, MlpPrecision::F32);
+        four_outputs(t, n, texels, "    ", &input);
         return_per_texel(t, "vec4<f32>", texels, |p| format!("z{p}"));
     }
 }
@@ -504,7 +504,7 @@ pub fn last_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, sh
     }
     let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
     let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, 4 * (n + 1));
-    four_outputs(t, n, texels, "        ", &|p, j| format!("x{p}_{l}_{j}"), MlpPrecision::F32);
+    four_outputs(t, n, texels, "        ", &|p, j| format!("x{p}_{l}_{j}"));
     for p in 0..texels {
         let _ = writeln!(t, "        o{p}_{l}[q] = z{p};");
     }
@@ -568,30 +568,31 @@ pub fn layer_backward(t: &mut String, layer: &PackedLayer, l: usize, texels: u32
 
 /// The statements computing `z{texel}`, four consecutive outputs of the last layer (rows `r..r +
 /// 4`, `r` in scope, each row `n` `vec4`s of weights and one holding its bias), from the inputs
-/// `input(texel, j)`, `n` `vec4`s of them; at `indent`.
-fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn Fn(u32, u32) -> String, num: MlpPrecision) {
-    let v4 = num.vec4();
+/// `input(texel, j)`, `n` `vec4`s of them (`vec4<f32>`: the last layer is `f32` in every
+/// [`MlpPrecision`]); at `indent`.
+fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn Fn(u32, u32) -> String) {
     if n > WIDE_VEC4S {
         // A wide layer: the inputs as an array read in a loop.
-        let biases: Vec<String> = (0..4).map(|c| num.convert1(&format!("mlp[r + {}u].x", c * (n + 1) + n))).collect();
+        let biases: Vec<String> = (0..4).map(|c| format!("mlp[r + {}u].x", c * (n + 1) + n)).collect();
         for p in 0..texels {
             let values: Vec<String> = (0..n).map(|j| input(p, j)).collect();
-            let _ = writeln!(t, "{indent}var hh{p} = array<{v4}, {n}>({});", values.join(", "));
-            let _ = writeln!(t, "{indent}var z{p} = {v4}({});", biases.join(", "));
+            let _ = writeln!(t, "{indent}var hh{p} = array<vec4<f32>, {n}>({});", values.join(", "));
+            let _ = writeln!(t, "{indent}var z{p} = vec4<f32>({});", biases.join(", "));
         }
         let _ = writeln!(t, "{indent}for (var j = 0u; j < {n}u; j++) {{");
         for c in 0..4 {
-            let _ = writeln!(t, "{indent}    let w{c} = {};", num.convert4(&format!("mlp[r + {}u + j]", c * (n + 1))));
+            let _ = writeln!(t, "{indent}    let w{c} = mlp[r + {}u + j];", c * (n + 1));
         }
         for p in 0..texels {
-            let _ = writeln!(t, "{indent}    z{p} += {v4}(dot(w0, hh{p}[j]), dot(w1, hh{p}[j]), dot(w2, hh{p}[j]), dot(w3, hh{p}[j]));");
+            let _ =
+                writeln!(t, "{indent}    z{p} += vec4<f32>(dot(w0, hh{p}[j]), dot(w1, hh{p}[j]), dot(w2, hh{p}[j]), dot(w3, hh{p}[j]));");
         }
         let _ = writeln!(t, "{indent}}}");
         return;
     }
     for c in 0..4 {
         for j in 0..=n {
-            let _ = writeln!(t, "{indent}let w{c}_{j} = {};", num.convert4(&format!("mlp[r + {}u]", c * (n + 1) + j)));
+            let _ = writeln!(t, "{indent}let w{c}_{j} = mlp[r + {}u];", c * (n + 1) + j);
         }
         for p in 0..texels {
             let sum: Vec<String> = (0..n).map(|j| format!("dot(w{c}_{j}, {})", input(p, j))).collect();
@@ -599,7 +600,7 @@ fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn F
         }
     }
     for p in 0..texels {
-        let _ = writeln!(t, "{indent}let z{p} = {v4}(z{p}_0, z{p}_1, z{p}_2, z{p}_3);");
+        let _ = writeln!(t, "{indent}let z{p} = vec4<f32>(z{p}_0, z{p}_1, z{p}_2, z{p}_3);");
     }
 }
 

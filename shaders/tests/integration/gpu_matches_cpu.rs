@@ -346,4 +346,9 @@ fn gpu_matches_cpu_in_f16_within_one_step() {
         }
     }
     println!("worst f16 difference: {worst:e}");
+    // A device made without `SHADER_F16` is refused f16 by name, not with a shader error.
+    let (plain, _) = texset_shaders::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).unwrap();
+    let options = GpuModelOptions { precision: MlpPrecision::F16, ..GpuModelOptions::for_device(&plain) };
+    let refused = GpuDecoder::with_options(&plain, &tiny_bundle(), options).err().map(|e| e.to_string());
+    assert!(refused.as_deref().is_some_and(|e| e.contains("SHADER_F16")), "{refused:?}");
 }

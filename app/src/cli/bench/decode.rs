@@ -3,7 +3,7 @@
 //! the median of timed runs after a warm-up. The bundle is the untrained model of the folders'
 //! shape: decode cost does not depend on training.
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use std::time::Instant;
 use texset_core::{CompressOptions, analyse, decode::Decoder, pack, quantise, set::load_library, train::initial_params};
 
@@ -102,7 +102,10 @@ impl DecodeBenchArgs {
         // GPU decode through the specialised WGSL decoder, after a warm-up, timed by queue sync.
         if gpu {
             if let Some((adapter, device, queue)) = texset_shaders::request_device()? {
-                results.extend(gpu_decode(&adapter, &device, &queue, &bundle, runs, (self.mlp_shape, self.precision))?);
+                let mut options = texset_shaders::GpuModelOptions::for_device(&device);
+                options.shape = self.mlp_shape.unwrap_or(options.shape);
+                options.precision = self.precision.unwrap_or(options.precision);
+                results.extend(gpu_decode(&adapter, &device, &queue, &bundle, runs, options)?);
             } else {
                 eprintln!("SKIPPED: no wgpu adapter; GPU decode not measured");
             }
@@ -150,19 +153,14 @@ fn gpu_decode(
     queue: &wgpu::Queue,
     bundle: &texset_core::bundle::Bundle,
     runs: usize,
-    (mlp_shape, precision): (Option<texset_core::model::wgsl::MlpShape>, Option<texset_core::model::wgsl::MlpPrecision>),
+    options: texset_shaders::GpuModelOptions,
 ) -> Result<Vec<Measurement>> {
     let info = adapter.get_info();
     let device_name = format!("{}, {:?}", info.name, info.backend);
     print_adapter(adapter);
     let mut results = Vec::new();
-    let mut options = texset_shaders::GpuModelOptions::for_device(device);
-    options.shape = mlp_shape.unwrap_or(options.shape);
-    options.precision = precision.unwrap_or(options.precision);
-    if options.precision == texset_core::model::wgsl::MlpPrecision::F16 && !device.features().contains(wgpu::Features::SHADER_F16) {
-        anyhow::bail!("--precision f16: {} has no SHADER_F16", adapter.get_info().name);
-    }
-    let gpu = texset_shaders::GpuDecoder::with_options(device, bundle, options)?;
+    let gpu = texset_shaders::GpuDecoder::with_options(device, bundle, options)
+        .with_context(|| format!("the decoder on {device_name} with {} arithmetic", options.precision.name()))?;
     let compile = gpu.compile_secs();
     let fragment_secs = if texset_shaders::renders_fragment_format(adapter) { gpu.prepare_fragment(device).ok() } else { None };
     let model = gpu.model();

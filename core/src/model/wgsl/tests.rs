@@ -12,6 +12,20 @@ fn layer(inputs: usize, outputs: usize, seed: f32) -> LayerParams {
     }
 }
 
+/// `packed`'s MLP in uniform memory, four texels a block, `vec4` rows in `f32`.
+fn uniform_mlp(packed: &PackedWeights) -> MlpWgsl<'_> {
+    MlpWgsl {
+        layers: &packed.layers,
+        block: 4,
+        memory: WeightMemory::Uniform,
+        vec4s: packed.vec4s.len() as u32,
+        group: 0,
+        binding: 1,
+        shape: MlpShape::Vec4Rows,
+        precision: MlpPrecision::F32,
+    }
+}
+
 /// The packed array holds every weight and bias at the place the generated code reads it, and
 /// zeros in the padding.
 #[test]
@@ -51,19 +65,7 @@ fn wide_layers_loop_over_their_inputs() {
     let packed = pack_weights(&layers);
     let narrow = [layer(41, 64, 0.3), layer(64, 48, 0.7), layer(48, 9, 1.1)];
     let narrow_packed = pack_weights(&narrow);
-    let code = |p: &PackedWeights| {
-        MlpWgsl {
-            layers: &p.layers,
-            block: 4,
-            memory: WeightMemory::Storage,
-            vec4s: p.vec4s.len() as u32,
-            group: 0,
-            binding: 1,
-            shape: MlpShape::Vec4Rows,
-            precision: MlpPrecision::F32,
-        }
-        .code()
-    };
+    let code = |p: &PackedWeights| MlpWgsl { memory: WeightMemory::Storage, ..uniform_mlp(p) }.code();
     let (wide, narrow) = (code(&packed), code(&narrow_packed));
     assert!(wide.contains("for (var j = 0u; j < 128u; j++)"), "{wide}");
     assert!(wide.len() < 4 * narrow.len(), "wide {} bytes, narrow {}", wide.len(), narrow.len());
@@ -78,20 +80,6 @@ fn wide_models_keep_vec4_rows() {
     assert_eq!(MlpShape::Scalar.for_layers(&narrow.layers), MlpShape::Scalar);
     assert_eq!(MlpShape::Scalar.for_layers(&wide.layers), MlpShape::Vec4Rows);
     assert_eq!(MlpShape::Vec4Rows.for_layers(&narrow.layers), MlpShape::Vec4Rows);
-}
-
-/// `packed`'s MLP in uniform memory, four texels a block, `vec4` rows in `f32`.
-fn uniform_mlp(packed: &PackedWeights) -> MlpWgsl<'_> {
-    MlpWgsl {
-        layers: &packed.layers,
-        block: 4,
-        memory: WeightMemory::Uniform,
-        vec4s: packed.vec4s.len() as u32,
-        group: 0,
-        binding: 1,
-        shape: MlpShape::Vec4Rows,
-        precision: MlpPrecision::F32,
-    }
 }
 
 /// In `f16` every weight is converted as it is loaded and the layers hold `f16`s; `MlpInput`
