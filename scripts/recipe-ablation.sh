@@ -5,7 +5,8 @@
 #
 # Env: TEXSET (the binary; default target/release/texset), BPPS (default "4"), RUNS (the runs,
 # default "texset ntc" plus "ntc-<piece>" for each piece of --recipe-without; "ntc-a+b" leaves
-# out two), TAG (appended to each run's name, e.g. for the EXTRA flags).
+# out two; "classic", the default before decision 034: the classic recipe, the 64-48-32 decoder,
+# normal maps at loss weight 6), TAG (appended to each run's name, e.g. for the EXTRA flags).
 # Each run compresses on the CPU trainer at the default preset, then `texset eval` scores it;
 # one TSV line per run goes to OUT_DIR/results.tsv: set, bpp, run, bits/texel, pooled PSNR, lit
 # (rendered) PSNR, training seconds, wall seconds of the compress command.
@@ -32,6 +33,7 @@ for set in "${sets[@]}"; do
         for run in $runs; do
             case $run in
                 texset) flags=() ;;
+                classic) flags=(--recipe classic --decoder 64-48-32 --loss-weight normal=6) ;;
                 ntc) flags=(--recipe ntc) ;;
                 ntc-*) flags=(--recipe ntc --recipe-without "$(tr + , <<<"${run#ntc-}")") ;;
                 *) echo "unknown run $run" >&2; exit 2 ;;

@@ -28,7 +28,7 @@ pub(super) struct ModelArgs {
     #[arg(long, value_enum, default_value_t = WeightFormat::Int8)]
     pub weight_format: WeightFormat,
     /// Hidden layer widths of the decoder MLP, input side first, e.g. `96-64-32` (default
-    /// `64-48-32`). A wider decoder reaches higher PSNR at high rates and costs more
+    /// `64-64-64`). A wider decoder reaches higher PSNR at high rates and costs more
     /// multiply-adds per decoded texel; `--bpp` leaves fewer bits to the latents for it.
     #[arg(long)]
     pub decoder: Option<String>,
@@ -77,15 +77,19 @@ pub(super) struct ScheduleArgs {
     /// Random seed (equal seeds give identical bundles).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// The training recipe: `texset`'s schedule, or `ntc`, NVIDIA RTXNTC's (QAT latents with
-    /// noise per latent per step from step 0, frozen at 95 %; learning rates in quantisation
-    /// steps, decayed to 0; Adam β2 0.999 with sparse updates; weights through E4M3 from 96 %,
-    /// their format from 98 %; latents from N(0, 0.5)). The flags below override its choices.
+    /// The training recipe. `texset` (the default): NTC's pieces `freeze`, `rates`, `decay`,
+    /// `adam` and `init`, with texset's quantisation (`--latent-quant auto`, PTQ weights).
+    /// `ntc`: NVIDIA RTXNTC's whole recipe (QAT latents with noise per latent per step from step
+    /// 0, frozen at 95 %; learning rates in quantisation steps, decayed to 0; Adam β2 0.999 with
+    /// sparse updates; weights through E4M3 from 96 %, their format from 98 %; latents from
+    /// N(0, 0.5)). `classic`: texset's schedule before it took NTC's pieces (frozen at 80 %;
+    /// rates 0.02 and 0.004 decayed to 5 %; Adam β2 0.99, dense; latents from uniform ±0.25).
+    /// The flags below override its choices.
     #[arg(long, value_enum, default_value_t = Recipe::Texset)]
     pub recipe: Recipe,
-    /// With `--recipe ntc`: pieces of it to leave at texset's choice, comma separated (one at a
-    /// time measures what each is worth).
-    #[arg(long, value_enum, value_delimiter = ',', requires = "recipe")]
+    /// Pieces of the recipe's to leave at the classic recipe's choice, comma separated (one at
+    /// a time measures what each is worth).
+    #[arg(long, value_enum, value_delimiter = ',')]
     pub recipe_without: Vec<RecipePiece>,
     /// How latents meet their bits: `qat` trains them with ±½-step noise, then rounds and
     /// freezes them and fine-tunes the decoder; `ptq` trains them in float and rounds at pack;
@@ -107,9 +111,9 @@ pub(super) struct ScheduleArgs {
     /// trains on as many texels as without mips).
     #[arg(long, requires = "mips")]
     pub mip_fixed_batch: bool,
-    /// Where the latent grids start: `noise` (the default, uniform in ±0.25), `pca` (the
-    /// principal components of the maps' channels, box-filtered to each grid) or `normal`
-    /// (N(0, 0.5), NTC's).
+    /// Where the latent grids start: `normal` (the default, N(0, 0.5), NTC's), `noise`
+    /// (uniform in ±0.25, the classic recipe's) or `pca` (the principal components of the maps'
+    /// channels, box-filtered to each grid).
     #[arg(long, value_enum)]
     pub latent_init: Option<LatentInit>,
     /// How training draws its texels: `uniform`, every texel alike; `error`, 8×8-texel tiles
@@ -126,13 +130,15 @@ pub(super) struct ScheduleArgs {
     /// uniform again (default 0.9; 1: never).
     #[arg(long)]
     pub sampling_uniform_after: Option<f32>,
-    /// Adam learning rate of the latent grids (default 0.02), decayed along a cosine.
+    /// Adam learning rate of the latent grids, decayed along a cosine (default 1.5 quantisation
+    /// steps of the finest grid's bits, 0.2 at 4 bits; the classic recipe's 0.02).
     #[arg(long, value_parser = parse_learning_rate)]
     pub grid_lr: Option<f32>,
-    /// Adam learning rate of the decoder MLP (default 0.004), decayed along a cosine.
+    /// Adam learning rate of the decoder MLP, decayed along a cosine (default 0.005; the
+    /// classic recipe's 0.004).
     #[arg(long, value_parser = parse_learning_rate)]
     pub mlp_lr: Option<f32>,
-    /// Loss weight per map kind, `kind=W` comma separated (default `normal=6`, 1 for the others),
+    /// Loss weight per map kind, `kind=W` comma separated (default `normal=5`, 1 for the others),
     /// e.g. `normal=3,orm=0.5`.
     #[arg(long, value_parser = parse_loss_weights)]
     pub loss_weight: Option<BTreeMap<String, f32>>,
@@ -143,6 +149,11 @@ pub(super) struct ScheduleArgs {
     /// Loss weight of a normal map's z channel relative to its x and y (default 1).
     #[arg(long)]
     pub normal_z_weight: Option<f32>,
+}
+
+/// A value's name on the command line.
+fn value_name(value: &impl clap::ValueEnum) -> String {
+    value.to_possible_value().map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 /// Parses `kind=W[,kind=W…]` into loss weights per map kind.
@@ -163,8 +174,8 @@ fn parse_loss_weights(text: &str) -> Result<BTreeMap<String, f32>> {
 impl ScheduleArgs {
     /// Writes these flags over `schedule` (a preset's).
     pub(super) fn apply(&self, schedule: &mut ScheduleConfig) -> Result<()> {
-        if self.recipe == Recipe::Texset && !self.recipe_without.is_empty() {
-            bail!("--recipe-without leaves pieces out of NTC's recipe: it needs --recipe ntc");
+        if let Some(piece) = self.recipe_without.iter().find(|p| !self.recipe.pieces().contains(p)) {
+            bail!("--recipe-without {}: the {} recipe has no such piece of NTC's", value_name(piece), value_name(&self.recipe));
         }
         if let Some(steps) = self.steps {
             schedule.steps = steps;
@@ -172,7 +183,7 @@ impl ScheduleArgs {
         if let Some(seed) = self.seed {
             schedule.seed = seed;
         }
-        if self.recipe != Recipe::Texset {
+        if self.recipe != Recipe::Texset || !self.recipe_without.is_empty() {
             schedule.apply_recipe(self.recipe, &self.recipe_without);
         }
         if let Some(mode) = self.latent_quant {

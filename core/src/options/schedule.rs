@@ -14,11 +14,14 @@ pub struct ScheduleConfig {
     pub steps: u32,
     /// Texels per training step. Default 8192.
     pub batch_texels: usize,
-    /// Adam learning rate of the latent grids. Default 0.02.
+    /// Adam learning rate of the latent grids, when `grid_learning_rate_steps` is `None`.
+    /// Default 0.02 (the default schedule gives its rate in quantisation steps instead).
     pub grid_learning_rate: f32,
-    /// Adam learning rate of the MLP. Default 0.004.
+    /// Adam learning rate of the MLP. Default [`NTC_MLP_LEARNING_RATE`], 0.005 (the classic
+    /// recipe's 0.004).
     pub mlp_learning_rate: f32,
-    /// Fraction of the steps after which latents are rounded and frozen. Default 0.8.
+    /// Fraction of the steps after which latents are rounded and frozen. Default 0.95 (the
+    /// classic recipe's 0.8).
     pub freeze_latents_at: f32,
     /// Fraction of the steps after which MLP weights train through int8 fake-quantisation. Default 0.9.
     pub quantize_weights_at: f32,
@@ -54,7 +57,8 @@ pub struct ScheduleConfig {
     /// With `mips`: grow the batch by the chain's draws so level 0 trains on as many texels per
     /// step as without mips (1.6× the texels per step at boost 1.5). Default true.
     pub mip_level0_batch: bool,
-    /// Where the latent grids start. Default [`LatentInit::Noise`].
+    /// Where the latent grids start. Default [`LatentInit::Normal`] (the classic recipe's
+    /// [`LatentInit::Noise`]).
     pub latent_init: LatentInit,
     /// How training draws its texels: [`Sampling::Uniform`], every texel alike, or
     /// error-driven ([`Sampling::Error`], [`Sampling::RmsError`]), tiles of high error more
@@ -79,25 +83,26 @@ pub struct ScheduleConfig {
     /// [`LatentNoise::PerRead`].
     ///
     /// This and the fields after it are the pieces of NTC's recipe ([`Recipe::Ntc`]); each is
-    /// left out of the serialised schedule at its default, so fingerprints written before they
-    /// existed still match.
+    /// left out of the serialised schedule at the classic recipe's value (the default before
+    /// they existed), so fingerprints written before them still match a classic schedule, and
+    /// a checkpoint of the classic default never matches today's.
     #[serde(skip_serializing_if = "is_per_read")]
     pub latent_noise: LatentNoise,
     /// The grids' learning rate in quantisation steps of the finest grid's bits, in place of
     /// `grid_learning_rate` (NTC's 0.1 on latents in [0, 1] at 4 bits is 1.5 steps). Default
-    /// `None`.
+    /// [`NTC_GRID_LEARNING_RATE_STEPS`] (the classic recipe's `None`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grid_learning_rate_steps: Option<f32>,
-    /// Where the learning rates' cosine decay ends, as a fraction of their peak. Default 0.05;
-    /// NTC decays to 0.
+    /// Where the learning rates' cosine decay ends, as a fraction of their peak. Default 0, as
+    /// NTC's (the classic recipe's 0.05).
     #[serde(skip_serializing_if = "is_default_learning_rate_floor")]
     pub learning_rate_floor: f32,
-    /// Adam's β2. Default 0.99; NTC's 0.999.
+    /// Adam's β2. Default 0.999, NTC's (the classic recipe's 0.99).
     #[serde(skip_serializing_if = "is_default_adam_beta2")]
     pub adam_beta2: f32,
     /// Sparse Adam: a parameter whose gradient is exactly zero in a step (a latent no texel of
-    /// the batch read) keeps its value and its moments, as in NTC. Default false: every
-    /// parameter moves every step on its moments.
+    /// the batch read) keeps its value and its moments, as in NTC. Default true (the classic
+    /// recipe's false: every parameter moves every step on its moments).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sparse_updates: bool,
     /// With QAT weights: the fraction of the steps from which the decoder trains through E4M3
@@ -107,10 +112,12 @@ pub struct ScheduleConfig {
     pub fp8_weights_at: Option<f32>,
 }
 
-/// The default of [`ScheduleConfig::learning_rate_floor`].
-pub const DEFAULT_LEARNING_RATE_FLOOR: f32 = 0.05;
-/// The default of [`ScheduleConfig::adam_beta2`].
-pub const DEFAULT_ADAM_BETA2: f32 = 0.99;
+/// [`ScheduleConfig::learning_rate_floor`] in the classic recipe ([`Recipe::Classic`]).
+pub const CLASSIC_LEARNING_RATE_FLOOR: f32 = 0.05;
+/// [`ScheduleConfig::adam_beta2`] in the classic recipe ([`Recipe::Classic`]).
+pub const CLASSIC_ADAM_BETA2: f32 = 0.99;
+/// NTC's Adam β2 ([`RecipePiece::Adam`]).
+pub const NTC_ADAM_BETA2: f32 = 0.999;
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
 fn is_per_read(noise: &LatentNoise) -> bool {
@@ -119,12 +126,12 @@ fn is_per_read(noise: &LatentNoise) -> bool {
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
 fn is_default_learning_rate_floor(floor: &f32) -> bool {
-    floor.to_bits() == DEFAULT_LEARNING_RATE_FLOOR.to_bits()
+    floor.to_bits() == CLASSIC_LEARNING_RATE_FLOOR.to_bits()
 }
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
 fn is_default_adam_beta2(beta2: &f32) -> bool {
-    beta2.to_bits() == DEFAULT_ADAM_BETA2.to_bits()
+    beta2.to_bits() == CLASSIC_ADAM_BETA2.to_bits()
 }
 
 /// How QAT's uniform noise of ±½ step meets the latents ([`ScheduleConfig::latent_noise`]).
@@ -140,32 +147,50 @@ pub enum LatentNoise {
     PerLatent,
 }
 
-/// A training recipe: a named set of schedule choices ([`ScheduleConfig::apply_recipe`]).
+/// A training recipe: a named set of schedule choices ([`ScheduleConfig::apply_recipe`]), each
+/// a set of [`RecipePiece`]s at NTC's value, the others at the classic recipe's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Recipe {
-    /// texset's own schedule, as the presets set it.
+    /// texset's schedule, the default (docs/decisions/034-ntc-recipe-default.md): NTC's
+    /// freeze point, rates, decay, Adam and initialisation; texset's quantisation (`auto`
+    /// latents, PTQ int8 weights), which measured ahead of NTC's noise and staged weight QAT.
     #[default]
     Texset,
     /// NVIDIA RTXNTC v0.9.2's recipe (docs/decisions/028-ntc-recipe.md): every piece of
     /// [`RecipePiece`] at NTC's value.
     Ntc,
+    /// texset's schedule before decision 034: no piece of NTC's (freeze at 80 %, rates 0.02 and
+    /// 0.004 decayed to 5 %, Adam β2 0.99 dense, latents from uniform ±0.25).
+    Classic,
 }
 
-/// One piece of NTC's recipe, to leave out of it one at a time (`--recipe-without`): the run
-/// keeps texset's choice for that piece.
+impl Recipe {
+    /// The pieces this recipe takes at NTC's value.
+    #[must_use]
+    pub fn pieces(self) -> &'static [RecipePiece] {
+        match self {
+            Self::Texset => &[RecipePiece::Freeze, RecipePiece::Rates, RecipePiece::Decay, RecipePiece::Adam, RecipePiece::Init],
+            Self::Ntc => &RecipePiece::ALL,
+            Self::Classic => &[],
+        }
+    }
+}
+
+/// One piece of NTC's recipe, to leave out of a recipe one at a time (`--recipe-without`): the
+/// run takes the classic recipe's choice for that piece.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum RecipePiece {
     /// QAT latents with noise drawn per latent per step ([`LatentNoise::PerLatent`]).
     Noise,
-    /// Latents rounded and frozen at 95 % of the steps (texset: 80 %).
+    /// Latents rounded and frozen at 95 % of the steps (classic: 80 %).
     Freeze,
     /// NTC's learning rates: the grids' 1.5 quantisation steps, the decoder's 0.005.
     Rates,
-    /// The cosine decay down to 0 (texset: to 5 %).
+    /// The cosine decay down to 0 (classic: to 5 %).
     Decay,
     /// Adam with β2 0.999 and sparse updates.
     Adam,
@@ -187,12 +212,43 @@ pub const NTC_GRID_LEARNING_RATE_STEPS: f32 = 1.5;
 pub const NTC_MLP_LEARNING_RATE: f32 = 0.005;
 
 impl ScheduleConfig {
+    /// texset's schedule before decision 034 ([`Recipe::Classic`]): what
+    /// `ScheduleConfig::default()` was, but for the normal maps' loss weight.
+    #[must_use]
+    pub fn classic() -> Self {
+        Self {
+            steps: super::DEFAULT_PRESET_STEPS,
+            batch_texels: 8192,
+            grid_learning_rate: 0.02,
+            mlp_learning_rate: 0.004,
+            freeze_latents_at: 0.8,
+            quantize_weights_at: 0.9,
+            seed: 1,
+            loss_weights: [(crate::set::MapKind::Normal.token().to_owned(), NORMAL_LOSS_WEIGHT)].into(),
+            normal_targets: NormalTargets::Stored,
+            normal_z_weight: 1.0,
+            latent_quantisation: Quantisation::Auto,
+            weight_quantisation: Quantisation::Auto,
+            mip_sample_boost: 1.5,
+            mip_level0_batch: true,
+            latent_init: LatentInit::Noise,
+            sampling: Sampling::Uniform,
+            sampling_mix: DEFAULT_SAMPLING_MIX,
+            sampling_uniform_after: DEFAULT_SAMPLING_UNIFORM_AFTER,
+            latent_noise: LatentNoise::PerRead,
+            grid_learning_rate_steps: None,
+            learning_rate_floor: CLASSIC_LEARNING_RATE_FLOOR,
+            adam_beta2: CLASSIC_ADAM_BETA2,
+            sparse_updates: false,
+            fp8_weights_at: None,
+        }
+    }
+
     /// Sets `recipe`'s choices over this schedule (steps, batch, seed and loss weights stay),
-    /// leaving each piece in `without` at texset's default.
+    /// leaving each piece in `without` at the classic recipe's choice.
     pub fn apply_recipe(&mut self, recipe: Recipe, without: &[RecipePiece]) {
-        let texset = Self::default();
-        let ntc = recipe == Recipe::Ntc;
-        let has = |piece| ntc && !without.contains(&piece);
+        let texset = Self::classic();
+        let has = |piece| recipe.pieces().contains(&piece) && !without.contains(&piece);
         if has(RecipePiece::Noise) {
             self.latent_quantisation = Quantisation::Qat;
             self.latent_noise = LatentNoise::PerLatent;
@@ -210,7 +266,7 @@ impl ScheduleConfig {
             self.mlp_learning_rate = texset.mlp_learning_rate;
         }
         self.learning_rate_floor = if has(RecipePiece::Decay) { 0.0 } else { texset.learning_rate_floor };
-        (self.adam_beta2, self.sparse_updates) = if has(RecipePiece::Adam) { (0.999, true) } else { (texset.adam_beta2, false) };
+        (self.adam_beta2, self.sparse_updates) = if has(RecipePiece::Adam) { (NTC_ADAM_BETA2, true) } else { (texset.adam_beta2, false) };
         if has(RecipePiece::Weights) {
             self.weight_quantisation = Quantisation::Qat;
             self.fp8_weights_at = Some(0.96);
@@ -292,9 +348,11 @@ pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 pub const AUTO_QAT_MIN_BATCH_TEXELS: usize = 65_536;
 
 /// The default loss weight of normal maps ([`ScheduleConfig::loss_weights`]): the renders
-/// (`texset eval`'s lit PSNR) see a normal's error most, and 6 gained the most lit PSNR at about
-/// the same pooled map PSNR (docs/decisions/013-normal-loss-weight.md).
-pub const NORMAL_LOSS_WEIGHT: f32 = 6.0;
+/// (`texset eval`'s lit PSNR) see a normal's error most. 6 gained the most lit PSNR at about
+/// the same pooled map PSNR under the classic recipe (docs/decisions/013-normal-loss-weight.md);
+/// with NTC's rates and the 64-64-64 decoder, 5 gained on both on every set measured
+/// (docs/decisions/028-ntc-recipe.md).
+pub const NORMAL_LOSS_WEIGHT: f32 = 5.0;
 
 /// What a normal map is trained towards ([`ScheduleConfig::normal_targets`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -339,32 +397,10 @@ impl Quantisation {
 }
 
 impl Default for ScheduleConfig {
+    /// The classic schedule with [`Recipe::Texset`]'s pieces of NTC's recipe.
     fn default() -> Self {
-        Self {
-            steps: super::DEFAULT_PRESET_STEPS,
-            batch_texels: 8192,
-            grid_learning_rate: 0.02,
-            mlp_learning_rate: 0.004,
-            freeze_latents_at: 0.8,
-            quantize_weights_at: 0.9,
-            seed: 1,
-            loss_weights: [(crate::set::MapKind::Normal.token().to_owned(), NORMAL_LOSS_WEIGHT)].into(),
-            normal_targets: NormalTargets::Stored,
-            normal_z_weight: 1.0,
-            latent_quantisation: Quantisation::Auto,
-            weight_quantisation: Quantisation::Auto,
-            mip_sample_boost: 1.5,
-            mip_level0_batch: true,
-            latent_init: LatentInit::Noise,
-            sampling: Sampling::Uniform,
-            sampling_mix: DEFAULT_SAMPLING_MIX,
-            sampling_uniform_after: DEFAULT_SAMPLING_UNIFORM_AFTER,
-            latent_noise: LatentNoise::PerRead,
-            grid_learning_rate_steps: None,
-            learning_rate_floor: DEFAULT_LEARNING_RATE_FLOOR,
-            adam_beta2: DEFAULT_ADAM_BETA2,
-            sparse_updates: false,
-            fp8_weights_at: None,
-        }
+        let mut schedule = Self::classic();
+        schedule.apply_recipe(Recipe::Texset, &[]);
+        schedule
     }
 }

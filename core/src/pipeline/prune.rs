@@ -1,4 +1,5 @@
-//! The prune pass: latent channels no texture reads leave the model ([`prune`]), and every
+//! The prune pass: latent channels no texture reads leave the model ([`prune`]), a flat map's
+//! output rows keep only their biases, set to its mean ([`settle_flat_outputs`]), and every
 //! texture's budget before and after training is reported with the reason for a change.
 
 use crate::model::layout::ModelLayout;
@@ -22,6 +23,45 @@ pub struct PruneReport {
     /// bundle, with the reason for a change; in the order of
     /// [`AnalyseReport::budgets`](crate::analyse::AnalyseReport::budgets).
     pub budgets: Vec<BudgetChange>,
+    /// Flat maps (`material/kind`) that read no latent channel and now decode from their mean
+    /// alone: their rows of the last layer zero, their biases the mean.
+    pub flat_outputs: Vec<String>,
+}
+
+/// Sets the last-layer rows of every flat map that reads no latent channel to zero weights and
+/// its mean as bias, so it decodes to that constant exactly, whatever the steps it trained.
+/// Training only approaches this: the row must learn to cancel the positional encoding's and the
+/// other maps' activations, which took the 64-64-64 decoder and NTC's rates 0.74 of an 8-bit step
+/// after 600 steps (docs/decisions/034-ntc-recipe-default.md). Rows are independent outputs, so no
+/// other map changes. Flat: every channel within [`FLAT_PSNR_DB`] of its mean, the analyse pass's
+/// test; a duplicate shares its original's rows, and a normal map trained towards unit normals
+/// keeps its trained row. Returns the maps settled, as `material/kind`.
+pub(crate) fn settle_flat_outputs(set: &TextureSet, layout: &ModelLayout, params: &mut ModelParams) -> Vec<String> {
+    use crate::analyse::content::{FLAT_PSNR_DB, channel_std_devs};
+    let flat_std = 10f32.powf(-FLAT_PSNR_DB / 20.0);
+    let mut settled = Vec::new();
+    let Some(last) = params.layers.last_mut() else { return settled };
+    for (material, slots) in set.materials.iter().zip(&layout.textures) {
+        for (texture, slot) in material.textures.iter().zip(slots) {
+            let flat = channel_std_devs(texture).iter().all(|&s| s <= flat_std);
+            if !flat || !slot.latent_channels.is_empty() || slot.duplicate_of.is_some() || slot.unit_normal_targets {
+                continue;
+            }
+            let channels = texture.channels as usize;
+            let texels = texture.texel_count().max(1) as f64;
+            for c in 0..channels.min(slot.channels) {
+                let o = slot.output_offset + c;
+                if o >= last.outputs {
+                    continue;
+                }
+                let mean = texture.texels.iter().skip(c).step_by(channels).map(|&v| f64::from(v)).sum::<f64>() / texels;
+                last.weights[o * last.inputs..(o + 1) * last.inputs].fill(0.0);
+                last.biases[o] = mean as f32;
+            }
+            settled.push(format!("{}/{}", material.name, texture.kind));
+        }
+    }
+    settled
 }
 
 /// Why a texture's learned budget is what it is: how many of its channels the cut kept and how
@@ -118,7 +158,13 @@ pub(crate) fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout,
     for slot in new_layout.textures.iter_mut().flatten() {
         slot.latent_channels = slot.latent_channels.iter().filter_map(|&c| remap[c as usize]).collect();
     }
-    let report = PruneReport { channels_before: lc, channels_after: next as usize, during_training: None, budgets: Vec::new() };
+    let report = PruneReport {
+        channels_before: lc,
+        channels_after: next as usize,
+        during_training: None,
+        budgets: Vec::new(),
+        flat_outputs: Vec::new(),
+    };
     (new_layout, new_params, report)
 }
 
@@ -145,16 +191,21 @@ pub(super) fn prune_pass(
     if let Some(cut) = &train_report.learned_budgets {
         layout = cut.apply(&layout);
     }
-    let (layout, params, mut prune_report) = prune(&layout, params);
+    let (layout, mut params, mut prune_report) = prune(&layout, params);
     prune_report.during_training = during_training(train_report, options, &budgets_before);
     prune_report.budgets = budget_changes(set, &layout, &budgets_before, train_report, options);
+    prune_report.flat_outputs = settle_flat_outputs(set, &layout, &mut params);
     progress.pass_finished(
         Pass::Prune,
         &format!(
-            "latent channels {} → {}{}",
+            "latent channels {} → {}{}{}",
             prune_report.channels_before,
             prune_report.channels_after,
-            prune_report.during_training.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+            prune_report.during_training.as_deref().map(|d| format!(" ({d})")).unwrap_or_default(),
+            match prune_report.flat_outputs.len() {
+                0 => String::new(),
+                n => format!("; {n} flat map(s) decode from their mean"),
+            }
         ),
     );
     (layout, params, prune_report)

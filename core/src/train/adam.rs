@@ -21,8 +21,8 @@ pub struct Adam {
 }
 
 pub(crate) const ADAM_BETA1: f32 = 0.9;
-/// β2 of the dense default (burn's reference trainer has only this one).
-pub(crate) const ADAM_BETA2: f32 = crate::options::DEFAULT_ADAM_BETA2;
+/// β2 of the classic recipe, which [`Adam::new`] starts with.
+pub(crate) const ADAM_BETA2: f32 = crate::options::CLASSIC_ADAM_BETA2;
 pub(crate) const ADAM_EPS: f32 = 1e-8;
 
 /// One update's constants ([`adam_update`]).

@@ -57,6 +57,12 @@ pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> Mode
 /// Learning rates of a fine-tune (`CompressOptions::init_from`), relative to the options'.
 pub(crate) const FINE_TUNE_LEARNING_RATE_SCALE: f32 = 0.3;
 
+/// The largest grid learning rate of a fine-tune: the classic recipe's 0.02 at
+/// [`FINE_TUNE_LEARNING_RATE_SCALE`]. A fine-tune starts from latents already placed for their
+/// rounding; on `sample_textures/bricks` (400 steps, then 40 from the bundle) NTC's rate at that
+/// scale lost 0.15 dB, this one gained 0.05 dB (docs/decisions/034-ntc-recipe-default.md).
+pub(crate) const FINE_TUNE_MAX_GRID_LEARNING_RATE: f32 = 0.02 * FINE_TUNE_LEARNING_RATE_SCALE;
+
 /// The parameters training starts from: `options.init_from`'s model (dequantised) when given, a
 /// fine-tune, else the seeded initialisation.
 pub fn starting_params(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Result<ModelParams, TrainError> {

@@ -33,8 +33,8 @@ pub struct Capabilities {
     /// Error-driven sampling (`ScheduleConfig::sampling`): its draws come from the shared
     /// [`crate::train::Sampler`] on the CPU.
     pub error_sampling: bool,
-    /// NTC's optimiser pieces ([`crate::options::Recipe::Ntc`]): per-latent noise, Adam's β2
-    /// and sparse updates, the staged FP8 weight QAT.
+    /// The pieces of NTC's recipe ([`crate::options::Recipe::Ntc`]) burn's trainer lacks:
+    /// per-latent noise and the staged FP8 weight QAT.
     pub ntc_optimiser: bool,
 }
 
@@ -68,12 +68,9 @@ impl Capabilities {
         ntc_optimiser: false,
     };
 
-    /// Whether a schedule asks for any of NTC's optimiser pieces.
+    /// Whether a schedule asks for per-latent noise or the FP8 weight stage.
     fn asks_ntc_optimiser(schedule: &crate::options::ScheduleConfig) -> bool {
-        schedule.latent_noise != crate::options::LatentNoise::PerRead
-            || schedule.adam_beta2.to_bits() != crate::options::DEFAULT_ADAM_BETA2.to_bits()
-            || schedule.sparse_updates
-            || schedule.fp8_weights_at.is_some()
+        schedule.latent_noise != crate::options::LatentNoise::PerRead || schedule.fp8_weights_at.is_some()
     }
 
     /// The first thing `options` and the analysed `layout` ask that this trainer cannot train,
@@ -91,8 +88,8 @@ impl Capabilities {
             Some(("error-driven sampling", "this trainer draws its texels uniformly on the device"))
         } else if Self::asks_ntc_optimiser(&options.schedule) && !self.ntc_optimiser {
             Some((
-                "NTC's optimiser (per-latent noise, Adam's β2 and sparse updates, FP8 weight QAT)",
-                "burn's reference trainer has texset's",
+                "NTC's quantisation pieces (per-latent noise, FP8 weight QAT)",
+                "burn's reference trainer draws its noise per read and has no FP8 stage",
             ))
         } else {
             None
@@ -577,20 +574,26 @@ mod tests {
         assert!(message.contains("cannot train error-driven sampling"), "{message}");
     }
 
-    /// burn's reference trainer has texset's optimiser: it refuses NTC's pieces (noise per latent,
-    /// Adam's β2 and sparse updates, FP8 weight QAT) and takes the rest of the recipe (rates,
-    /// freeze point, decay, initialisation); the fused trainers take it all.
+    /// burn's reference trainer refuses NTC's quantisation pieces (noise per latent, FP8 weight
+    /// QAT) and takes the rest of the recipe (rates, freeze point, decay, Adam, initialisation),
+    /// so it trains the default schedule; the fused trainers take it all.
     #[test]
-    fn burn_refuses_ntcs_optimiser_the_fused_trainers_take_it() {
+    fn burn_refuses_ntcs_quantisation_the_fused_trainers_take_it() {
         use crate::options::{Recipe, RecipePiece};
         let set = crate::train::sampler::tests_support::set();
         let mut options = CompressOptions::default();
         let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+        assert_eq!(Capabilities::BURN.missing(&options, &layout), None, "the default schedule");
         options.schedule.apply_recipe(Recipe::Ntc, &[]);
-        assert!(Capabilities::BURN.missing(&options, &layout).is_some_and(|(what, _)| what.starts_with("NTC's optimiser")));
+        assert!(Capabilities::BURN.missing(&options, &layout).is_some_and(|(what, _)| what.starts_with("NTC's quantisation")));
         assert_eq!(Capabilities::FUSED_CPU.missing(&options, &layout), None);
         assert_eq!(Capabilities::FUSED_GPU.missing(&options, &layout), None);
-        options.schedule.apply_recipe(Recipe::Ntc, &[RecipePiece::Noise, RecipePiece::Adam, RecipePiece::Weights]);
+        for piece in [RecipePiece::Noise, RecipePiece::Weights] {
+            let mut one = options.clone();
+            one.schedule.apply_recipe(Recipe::Ntc, &[piece]);
+            assert!(Capabilities::BURN.missing(&one, &layout).is_some(), "NTC without {piece:?}");
+        }
+        options.schedule.apply_recipe(Recipe::Ntc, &[RecipePiece::Noise, RecipePiece::Weights]);
         assert_eq!(Capabilities::BURN.missing(&options, &layout), None);
     }
 
@@ -628,6 +631,7 @@ mod tests {
         options.schedule.sampling = Sampling::Error;
         options.schedule.latent_quantisation = crate::options::Quantisation::Qat;
         options.schedule.weight_quantisation = crate::options::Quantisation::Qat;
+        options.schedule.freeze_latents_at = 0.8;
         let s = Schedule::new(&options, &layout);
         assert_eq!((s.freeze_step, s.int8_step, s.sampling_uniform_step), (800, 900, 900));
         let half = s.with_steps(500, 250).expect("steps left");
@@ -641,11 +645,12 @@ mod tests {
         // The learning rates' decay goes on from where it was, to its end at the new length,
         // across two changes.
         assert!((half.decay(250) - s.decay(250)).abs() < 1e-6);
-        assert!((half.decay(500) - 0.05).abs() < 1e-6);
+        let floor = options.schedule.learning_rate_floor;
+        assert!((half.decay(500) - floor).abs() < 1e-6);
         assert!(half.decay(300) < half.decay(250));
         let again = half.with_steps(700, 400).expect("steps left");
         assert!((again.decay(400) - half.decay(400)).abs() < 1e-6);
-        assert!((again.decay(700) - 0.05).abs() < 1e-6);
+        assert!((again.decay(700) - floor).abs() < 1e-6);
         // PTQ: the latents never freeze in training, whatever the length.
         options.schedule.latent_quantisation = crate::options::Quantisation::Ptq;
         let ptq = Schedule::new(&options, &layout);

@@ -321,28 +321,32 @@ fn run(set: &texset_core::TextureSet, backend: Backend, steps: u32, extra: impl 
     compress(set, &options, &NoProgress, &Cancel::new()).unwrap()
 }
 
-/// The check: 300 steps on the bundled samples, the same seed, within 0.3 dB. (On this
-/// library one seed's PSNR moves by ±0.4 dB from seed to seed on either trainer; the two trainers
-/// draw different texels, so the check is on the default batch, where they agree to 0.02–0.14 dB
-/// over seeds 1–3.)
+/// The check: 300 steps on the bundled samples, within 0.3 dB, as a mean over seeds 1–3.
+/// (On this library one seed's PSNR moves by ±0.4 dB from seed to seed on either trainer, and the
+/// two trainers draw different texels: one seed apart measured 0.02–0.14 dB under the classic
+/// recipe and 0.34 dB under the default of decision 034, seed 1.)
 #[test]
 fn a_gpu_run_scores_within_a_third_of_a_db_of_the_cpu_trainer() {
     if !adapter("a_gpu_run_scores_within_a_third_of_a_db_of_the_cpu_trainer") {
         return;
     }
     let (set, _) = load_library(&texset_testkit::sample_dirs()).unwrap();
-    let options = |backend| CompressOptions {
-        schedule: ScheduleConfig { steps: 300, seed: 1, ..ScheduleConfig::default() },
+    let options = |backend, seed| CompressOptions {
+        schedule: ScheduleConfig { steps: 300, seed, ..ScheduleConfig::default() },
         run: RunOptions { backend, ..RunOptions::default() },
         ..CompressOptions::default()
     };
-    let cpu = compress(&set, &options(Backend::Cpu), &NoProgress, &Cancel::new()).unwrap();
-    let gpu = compress(&set, &options(Backend::Gpu), &NoProgress, &Cancel::new()).unwrap();
-    assert!(gpu.report.train.backend.starts_with("gpu"), "{}", gpu.report.train.backend);
     let psnr = |out: &texset_core::Compressed| evaluate(&set, &Decoder::new(&out.bundle), false).unwrap().pooled_psnr_db;
-    let (c, g) = (psnr(&cpu), psnr(&gpu));
-    eprintln!("300 steps: cpu {c:.2} dB, gpu {g:.2} dB ({})", gpu.report.train.backend);
-    assert!((g - c).abs() <= 0.3, "gpu {g:.2} dB against cpu {c:.2} dB");
+    let (mut c, mut g) = (0.0, 0.0);
+    for seed in 1..=3 {
+        let cpu = compress(&set, &options(Backend::Cpu, seed), &NoProgress, &Cancel::new()).unwrap();
+        let gpu = compress(&set, &options(Backend::Gpu, seed), &NoProgress, &Cancel::new()).unwrap();
+        assert!(gpu.report.train.backend.starts_with("gpu"), "{}", gpu.report.train.backend);
+        let (cs, gs) = (psnr(&cpu), psnr(&gpu));
+        eprintln!("300 steps, seed {seed}: cpu {cs:.2} dB, gpu {gs:.2} dB ({})", gpu.report.train.backend);
+        (c, g) = (c + cs / 3.0, g + gs / 3.0);
+    }
+    assert!((g - c).abs() <= 0.3, "gpu {g:.2} dB against cpu {c:.2} dB, mean of three seeds");
 }
 
 /// Cancels once `step` steps have run (counted through `snapshot_due`, asked after every step).

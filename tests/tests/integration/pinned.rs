@@ -1,6 +1,8 @@
 //! Bundles pinned byte for byte: the same inputs, options and seed give the bundle a build of
-//! 2026-11-26 wrote (tests/data/pinned/), before the engine's modules were reorganised. A change
-//! to any pass that moves a single bit fails here.
+//! 2026-11-28 wrote (tests/data/pinned/), re-pinned when the default schedule took NTC's pieces
+//! and the 64-64-64 decoder (docs/decisions/034-ntc-recipe-default.md); `classic_plain.texset`
+//! is the default's of 2026-11-26, before the engine's modules were reorganised. A change to any
+//! pass that moves a single bit fails here.
 //!
 //! The pinned files come from the fused CPU trainer and burn's `flex` backend on x86-64 with AVX2
 //! and FMA (matrixmultiply picks its kernel by CPU feature; results do not depend on the thread
@@ -69,6 +71,28 @@ fn the_fused_trainer_and_add_write_the_pinned_bundles() {
     };
     let grown = add_materials(&trained.bundle, &extra, &add, &NoProgress, &Cancel::new()).unwrap();
     check("added.texset", &grown.bundle_bytes);
+}
+
+/// The classic recipe, with the decoder and normal loss weight it had, writes the bundle the
+/// default wrote before decision 034 took NTC's pieces (`fused_plain.texset` as pinned before
+/// it): the old default stays one flag set away, and its bundles decode as before.
+#[test]
+fn the_classic_recipe_writes_the_bundle_of_the_old_default() {
+    let base = sample_library(&["bricks", "wood"]);
+    let mut schedule = ScheduleConfig { steps: 100, batch_texels: 1024, ..ScheduleConfig::classic() };
+    schedule.loss_weights.insert("normal".to_owned(), 6.0);
+    let options = CompressOptions {
+        model: ModelConfig { hidden_widths: vec![64, 48, 32], ..Default::default() },
+        schedule,
+        run: RunOptions { backend: Backend::Cpu, ..Default::default() },
+        ..CompressOptions::default()
+    };
+    let out = compress(&base, &options, &NoProgress, &Cancel::new()).unwrap();
+    check("classic_plain.texset", &out.bundle_bytes);
+    let old = texset_core::bundle::Bundle::read(&pinned("classic_plain.texset")).unwrap();
+    assert_eq!(old.layers.iter().map(|l| l.outputs).collect::<Vec<_>>()[..3], [64, 48, 32]);
+    let decoded = texset_core::decode::Decoder::new(&old).decode_map(0, 0).unwrap();
+    assert!(!decoded.values.is_empty() && decoded.values.iter().all(|v| v.is_finite()));
 }
 
 /// burn's autodiff on its `flex` CPU backend, the reference trainer.

@@ -21,6 +21,8 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
             seed: 3,
             latent_quantisation: Quantisation::Qat,
             weight_quantisation: Quantisation::Qat,
+            // The classic freeze point, ahead of the weights' 90 %: every phase has its steps.
+            freeze_latents_at: 0.8,
             ..Default::default()
         },
         run: RunOptions { backend: Backend::Cpu, ..Default::default() },
@@ -59,7 +61,10 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
     let (ptq_bytes, ptq_db, _) = score(&with(Quantisation::Ptq, Quantisation::Qat));
     println!("2-bit latents: QAT {qat_db:.2} dB, PTQ {ptq_db:.2} dB");
     assert_eq!(qat_bytes, ptq_bytes, "the same shape at the same bits");
-    assert!(qat_db > ptq_db + 1.0, "QAT {qat_db:.2} dB, PTQ {ptq_db:.2} dB");
+    // (By 2.9–3.6 dB under the classic recipe, docs/decisions/002-qat-schedules.md; by 0.38 dB
+    // here under the default's NTC rates and decay to 0, which leave latents closer to their
+    // levels.)
+    assert!(qat_db > ptq_db + 0.2, "QAT {qat_db:.2} dB, PTQ {ptq_db:.2} dB");
     // The default (auto) takes QAT's side at 2 bits, and the report says what it trained with.
     let (_, auto_db, report) = score(&with(Quantisation::Auto, Quantisation::Qat));
     assert_eq!(auto_db.to_bits(), qat_db.to_bits(), "auto at 2 bits is QAT: {auto_db} against {qat_db} dB");
@@ -82,7 +87,7 @@ fn auto_quantisation_picks_the_measured_winner() {
     let phases = |o: &CompressOptions| {
         let (layout, _) = analyse(&set, o).unwrap();
         let s = Schedule::new(o, &layout);
-        (s.latent_noise, [0, 799, 800, 899, 900, 999].map(|step| s.phase(step)))
+        (s.latent_noise, [0, 899, 900, 949, 950, 999].map(|step| s.phase(step)))
     };
     // 4 and 8 bits, int8/fp16/MXINT8: PTQ both, float training to the end.
     for bits in [4, 8] {
@@ -92,11 +97,12 @@ fn auto_quantisation_picks_the_measured_winner() {
             assert_eq!(phases(&o), (false, [N; 6]), "{bits} bits, {format:?}");
         }
     }
-    // 2 bits: QAT latents (noise, frozen at 80 %), weights in float to the end.
-    assert_eq!(phases(&with(2, WeightFormat::Int8)), (true, [N, N, F, F, F, F]));
-    // E4M3 weights fine-tune through their format whatever the latents do.
-    assert_eq!(phases(&with(4, WeightFormat::Fp8E4m3)), (false, [N, N, N, N, I, I]));
-    assert_eq!(phases(&with(2, WeightFormat::Fp8E4m3)), (true, [N, N, F, F, I, I]));
+    // 2 bits: QAT latents (noise, frozen at 95 %), weights in float to the end.
+    assert_eq!(phases(&with(2, WeightFormat::Int8)), (true, [N, N, N, N, F, F]));
+    // E4M3 weights fine-tune through their format whatever the latents do: from 90 %, or once
+    // QAT latents froze.
+    assert_eq!(phases(&with(4, WeightFormat::Fp8E4m3)), (false, [N, N, I, I, I, I]));
+    assert_eq!(phases(&with(2, WeightFormat::Fp8E4m3)), (true, [N, N, N, N, I, I]));
     // One grid at 2 bits is enough for QAT latents (one freeze step serves every grid).
     let mut mixed = with(4, WeightFormat::Int8);
     mixed.model.grids[1].bits = 2;
@@ -108,7 +114,7 @@ fn auto_quantisation_picks_the_measured_winner() {
     assert_eq!(max.resolved_latent_quantisation(), Quantisation::Qat);
     let mut large = with(4, WeightFormat::Int8);
     large.schedule.batch_texels = 65_536;
-    assert_eq!(phases(&large), (true, [N, N, F, F, F, F]));
+    assert_eq!(phases(&large), (true, [N, N, N, N, F, F]));
     assert_eq!(CompressOptions::preset(texset_core::Preset::Default).resolved_latent_quantisation(), Quantisation::Ptq);
     // Progress lines say what each phase does under the run's modes.
     let label = |o: &CompressOptions, phase| Schedule::new(o, &analyse(&set, o).unwrap().0).phase_label(phase);

@@ -16,7 +16,7 @@ fn small_space() -> SearchSpace {
         latent_bits: vec![2, 4],
         finest_texels_per_cell: vec![4],
         channel_splits: vec![[12, 16]],
-        hidden_widths: vec![vec![32, 32], vec![64, 48, 32]],
+        hidden_widths: vec![vec![32, 32], vec![64, 64, 64]],
         weight_formats: vec![texset_core::model::WeightFormat::Int8],
     }
 }
@@ -41,7 +41,7 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
     // The grid runs all four points once, the preset's shape first, each at a quarter of the steps.
     assert_eq!(report.trials.len(), 4);
     assert_eq!(report.trials[0].source, Source::Base);
-    assert_eq!(report.trials[0].point.label(), "4b 1/4 12:16 64-48-32");
+    assert_eq!(report.trials[0].point.label(), "4b 1/4 12:16 64-64-64");
     for (i, a) in report.trials.iter().enumerate() {
         assert!(report.trials[..i].iter().all(|b| b.point != a.point), "{} ran twice", a.point.label());
     }
@@ -93,7 +93,7 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
     // A point that cannot fit the rate (a decoder of a quarter megabyte, as wide as training
     // allows) is skipped without training, and said so.
     let mut tight = SearchOptions::new(Strategy::Grid, 3.0, 100);
-    tight.space = SearchSpace { latent_bits: vec![4], hidden_widths: vec![vec![64, 48, 32], vec![512, 512]], ..small_space() };
+    tight.space = SearchSpace { latent_bits: vec![4], hidden_widths: vec![vec![64, 64, 64], vec![512, 512]], ..small_space() };
     tight.short_fraction = 0.05;
     tight.finalists = 0;
     let (_, tight_report) = search_precision(&set, &base, &tight, &NoProgress, &Cancel::new(), &|_| {}, &|_| {}).unwrap();
@@ -125,7 +125,7 @@ fn search_runs_every_point_at_equal_bits_and_keeps_the_best_full_run() {
     let mut same = SearchOptions::new(Strategy::Grid, 3.0, 100);
     same.space = SearchSpace {
         latent_bits: vec![4],
-        hidden_widths: vec![vec![64, 48, 32]],
+        hidden_widths: vec![vec![64, 64, 64]],
         channel_splits: vec![[12, 16], [6, 8]],
         ..small_space()
     };

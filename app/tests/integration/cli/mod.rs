@@ -331,7 +331,7 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
         "--presets",
         "fast",
         "--bpp",
-        "2,6",
+        "3,6",
         "--steps",
         "60",
         "--plot",
@@ -345,7 +345,8 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     assert_eq!(methods, ["texset fast", "texset fast", "BC high", "BC low"]);
     let f = |i: usize, key: &str| points[i][key].as_f64().unwrap();
     // texset lands at (or just under) the rates asked; more bits, more PSNR.
-    assert!(f(0, "bits_per_texel") <= 2.0 && f(1, "bits_per_texel") <= 6.0 && f(1, "bits_per_texel") > 4.0);
+    // (bricks is 256² texels: at 2 bits per texel the 64-64-64 decoder leaves no room for latents.)
+    assert!(f(0, "bits_per_texel") <= 3.0 && f(1, "bits_per_texel") <= 6.0 && f(1, "bits_per_texel") > 4.0);
     assert!(f(1, "pooled_psnr_db") > f(0, "pooled_psnr_db"));
     // bricks: basecolor, normal, roughness, ao, height: BC7 8 + BC5 8 + 3 × BC4 4 = 28 bits per
     // texel; BC1 for colour and normal: 4 + 4 + 12 = 20. BC7 is the better of the two, lit too.
@@ -429,7 +430,8 @@ fn a_one_by_one_constant_map_is_stored_flat_and_decodes_at_the_material_size() {
     let bundle = tmp.path().join("plastic.texset");
     let report = tmp.path().join("report.json");
     let (src_arg, bundle_arg, report_arg) = (src.to_str().unwrap(), bundle.to_str().unwrap(), report.to_str().unwrap());
-    // 600 short steps: a flat map's output row settles within half an 8-bit step.
+    // 600 short steps: training alone left the 16-bit metallic below within 112 of 65,535 (4
+    // under the classic recipe); the prune pass then sets a flat map's row to its mean.
     let out = texset(&["compress", src_arg, "-o", bundle_arg, "--steps", "600", "--no-ssim", "--report", report_arg]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "compress failed: {stderr}");

@@ -58,10 +58,14 @@ fn learning_rates_reach_training_and_bad_ones_are_refused() {
         std::fs::read(&out_path).unwrap()
     };
     let default = compress("default.texset", &[]);
-    // The defaults given as flags train the same model; other rates another.
-    assert_eq!(compress("same.texset", &["--grid-lr", "0.02", "--mlp-lr", "0.004"]), default);
+    // The defaults given as flags train the same model (the grids' default rate is in
+    // quantisation steps, the classic recipe's in units); other rates another.
+    assert_eq!(compress("same.texset", &["--mlp-lr", "0.005"]), default);
+    let classic = compress("classic.texset", &["--recipe", "classic"]);
+    assert_ne!(classic, default);
+    assert_eq!(compress("same-classic.texset", &["--recipe", "classic", "--grid-lr", "0.02", "--mlp-lr", "0.004"]), classic);
     assert_ne!(compress("grid.texset", &["--grid-lr", "0.1"]), default);
-    assert_ne!(compress("mlp.texset", &["--mlp-lr", "0.005"]), default);
+    assert_ne!(compress("mlp.texset", &["--mlp-lr", "0.004"]), default);
     for (flag, value) in [("--grid-lr", "0"), ("--mlp-lr", "-1"), ("--grid-lr", "NaN"), ("--mlp-lr", "2")] {
         let out_path = tmp.path().join("bad.texset");
         let arg = format!("{flag}={value}");
@@ -209,9 +213,9 @@ fn refused(material: &str, cases: &[(&[&str], &str)]) {
     assert!(!path.exists());
 }
 
-/// `--recipe ntc` sets NTC's schedule, `--recipe-without` leaves pieces of it out, and a flag
-/// given beside it wins over it; the report keeps what trained. burn's reference trainer refuses
-/// NTC's optimiser by name.
+/// `--recipe ntc` sets NTC's schedule, `--recipe-without` leaves pieces of it out (of the default
+/// recipe too, but only pieces it has), and a flag given beside it wins over it; the report keeps
+/// what trained. burn's reference trainer refuses NTC's quantisation pieces by name.
 #[test]
 fn the_ntc_recipe_reaches_the_report_and_flags_override_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -230,7 +234,8 @@ fn the_ntc_recipe_reaches_the_report_and_flags_override_it() {
     assert_eq!(schedule["sparse_updates"], true, "{schedule}");
     assert_eq!(schedule["fp8_weights_at"].as_f64().map(|v| (v * 100.0).round()), Some(96.0), "{schedule}");
     assert_eq!(schedule["grid_learning_rate_steps"].as_f64(), Some(1.5), "{schedule}");
-    // Left out: texset's initialisation and decay floor (not serialised at its default).
+    // Left out: the classic recipe's initialisation and decay floor (not serialised at the
+    // classic value).
     assert_eq!(schedule["latent_init"], "noise", "{schedule}");
     assert!(schedule.get("learning_rate_floor").is_none(), "{schedule}");
     // Given beside the recipe: the flag's rate.
@@ -239,9 +244,32 @@ fn the_ntc_recipe_reaches_the_report_and_flags_override_it() {
     refused(
         bricks_arg,
         &[
-            (&["--recipe", "ntc", "--backend", "burn-flex"], "cannot train NTC's optimiser"),
+            (&["--recipe", "ntc", "--backend", "burn-flex"], "cannot train NTC's quantisation pieces"),
             (&["--recipe", "ntc", "--recipe-without", "everything"], "invalid value 'everything'"),
-            (&["--recipe", "texset", "--recipe-without", "noise"], "it needs --recipe ntc"),
+            (&["--recipe", "texset", "--recipe-without", "noise"], "--recipe-without noise: the texset recipe has no such piece"),
+            (&["--recipe-without", "weights"], "--recipe-without weights: the texset recipe has no such piece"),
+            (&["--recipe", "classic", "--recipe-without", "rates"], "the classic recipe has no such piece"),
         ],
     );
+
+    // The default recipe without one of its pieces: the classic choice for it alone.
+    let out = texset(&[
+        "compress",
+        bricks_arg,
+        "-o",
+        bundle_arg,
+        "--report",
+        report_arg,
+        "--steps",
+        "20",
+        "--no-ssim",
+        "--recipe-without",
+        "adam",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let schedule = &json["options"]["schedule"];
+    assert!(schedule.get("adam_beta2").is_none() && schedule.get("sparse_updates").is_none(), "{schedule}");
+    assert_eq!(schedule["latent_init"], "normal", "{schedule}");
+    assert_eq!(schedule["grid_learning_rate_steps"].as_f64(), Some(1.5), "{schedule}");
 }

@@ -524,7 +524,7 @@ mod tests {
     fn the_default_space_holds_the_default_preset() {
         let space = SearchSpace::default();
         let point = SearchPoint::of(&CompressOptions::default()).expect("the default preset is a search point");
-        assert_eq!(point.label(), "4b 1/4 12:16 64-48-32");
+        assert_eq!(point.label(), "4b 1/4 12:16 64-64-64");
         assert!(space.index_of(&point).is_some());
         assert_eq!(space.all().len(), 81);
     }

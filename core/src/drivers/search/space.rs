@@ -28,14 +28,14 @@ pub struct SearchSpace {
 impl Default for SearchSpace {
     /// 81 points around the default preset: latent bits 2/4/8; finest grid 2, 4 or 8 texels per
     /// cell; channel splits 12:16 (the default), 20:8 (finer) and 6:22 (coarser); decoders
-    /// 32-32, 64-48-32 (the default) and 96-64-32; int8 weights (the other formats change a
+    /// 32-32, 64-64-64 (the default) and 96-64-32; int8 weights (the other formats change a
     /// bundle by a few kilobytes and its PSNR by hundredths of a dB: docs/benchmarks.md).
     fn default() -> Self {
         Self {
             latent_bits: vec![2, 4, 8],
             finest_texels_per_cell: vec![2, 4, 8],
             channel_splits: vec![[12, 16], [20, 8], [6, 22]],
-            hidden_widths: vec![vec![32, 32], vec![64, 48, 32], vec![96, 64, 32]],
+            hidden_widths: vec![vec![32, 32], vec![64, 64, 64], vec![96, 64, 32]],
             weight_formats: vec![WeightFormat::Int8],
         }
     }

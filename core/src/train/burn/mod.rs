@@ -19,7 +19,7 @@ use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
-use crate::train::burn::trainer::BurnTrainer;
+use crate::train::burn::trainer::{AdamOptions, BurnTrainer};
 use crate::train::run::{Capabilities, RunState, StepStats, TrainReport, Trainer, train};
 use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
 use crate::train::schedule::{Schedule, finalize, round_grids};
@@ -191,7 +191,8 @@ impl Trainer for BurnRun<'_> {
             if schedule.latent_noise {
                 round_grids(&mut p, &schedule.grid_bits);
             }
-            self.trainer = BurnTrainer::new(&p, &self.device, schedule.grid_learning_rate, schedule.mlp_learning_rate);
+            self.trainer = BurnTrainer::new(&p, &self.device, schedule.grid_learning_rate, schedule.mlp_learning_rate)
+                .with_adam(AdamOptions { beta2: schedule.adam_beta2, sparse: schedule.sparse_updates });
             self.frozen = true;
         }
         let (batch, chunk) = (&mut self.batch, &mut self.chunk);
@@ -257,7 +258,8 @@ fn burn_run<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOpt
     let schedule = Schedule::new(options, layout);
     let device = device_for(options.run.backend);
     BurnRun {
-        trainer: BurnTrainer::new(start, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate),
+        trainer: BurnTrainer::new(start, &device, schedule.grid_learning_rate, schedule.mlp_learning_rate)
+            .with_adam(AdamOptions { beta2: schedule.adam_beta2, sparse: schedule.sparse_updates }),
         amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
         run: RunState::new(Sampler::new(set, layout), schedule),
         backend: options.run.backend,

@@ -282,6 +282,63 @@ fn trainer_lowers_the_loss() {
     assert_ne!(before.layers, after.layers);
 }
 
+/// burn's Adam with the default schedule's β2 0.999 and sparse updates takes the fused trainers'
+/// update (`train::adam`) from the same gradients, and leaves grid cells no texel read (and their
+/// moments: a second step keeps them too) exactly as they were.
+#[test]
+fn sparse_adam_matches_the_fused_update() {
+    use crate::train::adam::{AdamStep, adam_update, corrections};
+    let mut rng = Rng::from_state(6);
+    let mut params = random_params(&mut rng, &[(12, 12, 3), (6, 6, 2)], 2, &[8], 3);
+    // Latents in their range, as training keeps them (burn clamps every value it updates).
+    params.grids.iter_mut().for_each(|g| g.values.iter_mut().for_each(|x| *x = x.clamp(-1.0, 1.0)));
+    let device = Device::flex();
+    let b = 4;
+    let lc = params.latent_channels();
+    let oc = params.output_channels();
+    // Four texels in one corner: most cells of the finer grid are read by none of them.
+    let uv: Vec<f32> = (0..2 * b).map(|_| 0.2 * rng.next_f32()).collect();
+    let mask = vec![1.0; b * lc];
+    let target: Vec<f32> = (0..b * oc).map(|_| rng.next_f32()).collect();
+    let weight = vec![1.0; b * oc];
+    let (grid_lr, mlp_lr) = (0.05, 0.01);
+    let (_, grads) = loss_and_grads(&params, &uv, &mask, &target, &weight, &device);
+    let adam = AdamOptions { beta2: 0.999, sparse: true };
+    let mut trainer = BurnTrainer::new(&params, &device, grid_lr, mlp_lr).with_adam(adam);
+    trainer.step(&uv, &mask, &target, &weight, 1.0, None, true);
+    let burned = trainer.params();
+
+    let (c1, c2) = corrections(adam.beta2, 1);
+    let at = |lr| AdamStep { lr, c1, c2, grad_scale: 1.0, beta2: adam.beta2, sparse: true };
+    let mut expected = params.clone();
+    let update = |theta: &mut Vec<f32>, grad: &[f32], lr, clamp| {
+        let (mut m, mut v) = (vec![0.0; grad.len()], vec![0.0; grad.len()]);
+        adam_update(theta, grad, &mut m, &mut v, at(lr), clamp);
+    };
+    for (g, dg) in expected.grids.iter_mut().zip(&grads.grids) {
+        update(&mut g.values, &dg.values, grid_lr, true);
+    }
+    for (l, dl) in expected.layers.iter_mut().zip(&grads.layers) {
+        update(&mut l.weights, &dl.weights, mlp_lr, false);
+        update(&mut l.biases, &dl.biases, mlp_lr, false);
+    }
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * (1.0 + y.abs()));
+    for (g, e) in burned.grids.iter().zip(&expected.grids) {
+        assert!(close(&g.values, &e.values), "grid {:?} against {:?}", g.values, e.values);
+    }
+    for (l, e) in burned.layers.iter().zip(&expected.layers) {
+        assert!(close(&l.weights, &e.weights) && close(&l.biases, &e.biases));
+    }
+    let unread: Vec<usize> = (0..grads.grids[0].values.len()).filter(|&i| grads.grids[0].values[i] == 0.0).collect();
+    assert!(unread.len() > grads.grids[0].values.len() / 2, "{} cells unread", unread.len());
+    assert!(unread.iter().all(|&i| burned.grids[0].values[i].to_bits() == params.grids[0].values[i].to_bits()));
+    // A second step on the same texels moves the cells they read, and still not the others.
+    trainer.step(&uv, &mask, &target, &weight, 1.0, None, true);
+    let again = trainer.params();
+    assert!(unread.iter().all(|&i| again.grids[0].values[i].to_bits() == params.grids[0].values[i].to_bits()));
+    assert_ne!(again.grids[0].values, burned.grids[0].values);
+}
+
 /// Throughput at the default-ish shapes (run with `--ignored --nocapture`).
 #[test]
 #[ignore = "benchmark"]

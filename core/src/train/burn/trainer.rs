@@ -80,13 +80,29 @@ impl<const D: usize> Moments<D> {
     }
 
     /// One Adam update of `param` with `grad` (`step` counts from 1), the result clamped to
-    /// `range` when given; returns the new leaf.
-    fn update(&mut self, param: &Param<Tensor<D>>, grad: Tensor<D>, lr: f32, step: i32, range: Option<[f32; 2]>) -> Param<Tensor<D>> {
-        let m = self.m.clone().mul_scalar(ADAM_BETA1).add(grad.clone().mul_scalar(1.0 - ADAM_BETA1));
-        let v = self.v.clone().mul_scalar(ADAM_BETA2).add(grad.square().mul_scalar(1.0 - ADAM_BETA2));
+    /// `range` when given; returns the new leaf. With `adam.sparse`, a value whose gradient is
+    /// exactly zero keeps its value and moments, as the fused trainers' sparse updates.
+    fn update(
+        &mut self,
+        param: &Param<Tensor<D>>,
+        grad: Tensor<D>,
+        lr: f32,
+        step: i32,
+        range: Option<[f32; 2]>,
+        adam: AdamOptions,
+    ) -> Param<Tensor<D>> {
+        let beta2 = adam.beta2;
+        let untouched = adam.sparse.then(|| grad.clone().equal_elem(0.0));
+        let mut m = self.m.clone().mul_scalar(ADAM_BETA1).add(grad.clone().mul_scalar(1.0 - ADAM_BETA1));
+        let mut v = self.v.clone().mul_scalar(beta2).add(grad.square().mul_scalar(1.0 - beta2));
         let bias1 = 1.0 - ADAM_BETA1.powi(step);
-        let bias2 = 1.0 - ADAM_BETA2.powi(step);
-        let delta = m.clone().div_scalar(bias1).div(v.clone().div_scalar(bias2).sqrt().add_scalar(ADAM_EPSILON)).mul_scalar(lr);
+        let bias2 = 1.0 - beta2.powi(step);
+        let mut delta = m.clone().div_scalar(bias1).div(v.clone().div_scalar(bias2).sqrt().add_scalar(ADAM_EPSILON)).mul_scalar(lr);
+        if let Some(untouched) = untouched {
+            m = m.mask_where(untouched.clone(), self.m.clone());
+            v = v.mask_where(untouched.clone(), self.v.clone());
+            delta = delta.mask_fill(untouched, 0.0);
+        }
         self.m = m;
         self.v = v;
         param.clone().map(|p| {
@@ -100,10 +116,28 @@ impl<const D: usize> Moments<D> {
     }
 }
 
+/// Adam's β2 and sparse updates ([`crate::options::ScheduleConfig::adam_beta2`],
+/// [`crate::options::ScheduleConfig::sparse_updates`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamOptions {
+    /// β2.
+    pub beta2: f32,
+    /// Whether a value without a gradient keeps its value and moments.
+    pub sparse: bool,
+}
+
+impl Default for AdamOptions {
+    /// The classic recipe's: β2 0.99, dense.
+    fn default() -> Self {
+        Self { beta2: ADAM_BETA2, sparse: false }
+    }
+}
+
 /// Adam trainer of an [`NtcModel`] on one device (Flex or wgpu), with its own learning rates for
 /// the latent grids and the MLP.
 ///
-/// Adam: betas `(0.9, 0.99)`, epsilon `1e-8`, bias-corrected; the grids count their own steps
+/// Adam: β1 0.9, β2 and sparse updates as [`AdamOptions`] (by default 0.99, dense), epsilon
+/// `1e-8`, bias-corrected; the grids count their own steps
 /// (steps with `train_grids == false` neither move them nor advance their Adam state). After each
 /// update grid values are clamped to the latent quantisation range `[-1, 1]`, like the fused CPU
 /// trainer.
@@ -126,6 +160,8 @@ pub struct BurnTrainer {
     grid_steps: i32,
     /// Adam steps taken by the MLP.
     mlp_steps: i32,
+    /// β2 and sparse updates.
+    adam: AdamOptions,
 }
 
 impl BurnTrainer {
@@ -137,7 +173,15 @@ impl BurnTrainer {
         let grid_moments = model.grids.iter().map(|g| Moments::zeros_like(&g.values)).collect();
         let weight_moments = model.layers.iter().map(|l| Moments::zeros_like(&l.weight)).collect();
         let bias_moments = model.layers.iter().map(|l| l.bias.as_ref().map(Moments::zeros_like)).collect();
-        Self { model, device, grid_lr, mlp_lr, grid_moments, weight_moments, bias_moments, grid_steps: 0, mlp_steps: 0 }
+        let adam = AdamOptions::default();
+        Self { model, device, grid_lr, mlp_lr, grid_moments, weight_moments, bias_moments, grid_steps: 0, mlp_steps: 0, adam }
+    }
+
+    /// With Adam's β2 and sparse updates from `adam`.
+    #[must_use]
+    pub fn with_adam(mut self, adam: AdamOptions) -> Self {
+        self.adam = adam;
+        self
     }
 
     /// Changes the base learning rates (e.g. for an MLP schedule).
@@ -192,7 +236,7 @@ impl BurnTrainer {
             let lr = self.grid_lr * grid_lr_scale;
             for (grid, moments) in self.model.grids.iter_mut().zip(&mut self.grid_moments) {
                 if let Some(grad) = grid.values.val().grad_remove(&mut grads) {
-                    grid.values = moments.update(&grid.values, grad, lr, self.grid_steps, Some(LATENT_RANGE));
+                    grid.values = moments.update(&grid.values, grad, lr, self.grid_steps, Some(LATENT_RANGE), self.adam);
                 }
             }
         }
@@ -201,12 +245,12 @@ impl BurnTrainer {
         let moments = self.weight_moments.iter_mut().zip(&mut self.bias_moments);
         for (layer, (weight_moments, bias_moments)) in self.model.layers.iter_mut().zip(moments) {
             if let Some(grad) = layer.weight.val().grad_remove(&mut grads) {
-                layer.weight = weight_moments.update(&layer.weight, grad, lr, self.mlp_steps, None);
+                layer.weight = weight_moments.update(&layer.weight, grad, lr, self.mlp_steps, None, self.adam);
             }
             if let (Some(bias), Some(bias_moments)) = (&layer.bias, bias_moments)
                 && let Some(grad) = bias.val().grad_remove(&mut grads)
             {
-                layer.bias = Some(bias_moments.update(bias, grad, lr, self.mlp_steps, None));
+                layer.bias = Some(bias_moments.update(bias, grad, lr, self.mlp_steps, None, self.adam));
             }
         }
         read_f32(loss).first().copied().unwrap_or(0.0)
