@@ -348,7 +348,7 @@ impl RunArgs {
 
 /// `--decoder`: hidden layer widths separated by `-` or `,` (`96-64-32`), 1 to `MAX_MLP_WIDTH`
 /// each (the layer count is checked with the other options).
-fn parse_decoder_widths(text: &str) -> Result<Vec<usize>> {
+pub(super) fn parse_decoder_widths(text: &str) -> Result<Vec<usize>> {
     text.split(['-', ','])
         .map(|w| match w.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_MLP_WIDTH).contains(&n) => Ok(n),

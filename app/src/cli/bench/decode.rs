@@ -25,6 +25,10 @@ pub(crate) struct DecodeBenchArgs {
     /// of the adapter's.
     #[arg(long, requires = "gpu", value_enum)]
     precision: Option<texset_core::model::wgsl::MlpPrecision>,
+    /// The decoder's hidden widths, e.g. `64-48-32` (the default before decision 034), instead of
+    /// the default's `64-64-64`: decode cost depends on them, so compare builds at equal widths.
+    #[arg(long, value_name = "W-W-W")]
+    decoder: Option<String>,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -33,7 +37,10 @@ impl DecodeBenchArgs {
     pub(crate) fn run(self) -> Result<()> {
         let dirs = self.dirs.or_samples()?;
         let (set, _) = load_library(&dirs)?;
-        let options = CompressOptions::default();
+        let mut options = CompressOptions::default();
+        if let Some(text) = &self.decoder {
+            options.model.hidden_widths = crate::cli::options::parse_decoder_widths(text)?;
+        }
         let (layout, _) = analyse(&set, &options)?;
         let (runs, gpu) = (self.timing.runs.max(1), self.gpu);
         let threads = rayon::current_num_threads();

@@ -273,3 +273,23 @@ fn the_ntc_recipe_reaches_the_report_and_flags_override_it() {
     assert_eq!(schedule["latent_init"], "normal", "{schedule}");
     assert_eq!(schedule["grid_learning_rate_steps"].as_f64(), Some(1.5), "{schedule}");
 }
+
+/// `bench decode --decoder` decodes the widths asked, so builds compare at equal widths: the
+/// classic 64-48-32 against the default 64-64-64 on bricks (40 inputs, 9 outputs), in multiply-adds
+/// counted as two FLOPs each, plus the positional encoding's and the latent fetch's.
+#[test]
+fn bench_decode_takes_the_decoder_widths() {
+    let bricks = samples().join("bricks");
+    let flops = |extra: &[&str]| {
+        let out = texset(&[&["bench", "decode", bricks.to_str().unwrap(), "--runs", "1"][..], extra].concat());
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let at = text.find(" FLOP/texel").unwrap_or_else(|| panic!("{text}"));
+        text[..at].rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+    let (classic, default) = (flops(&["--decoder", "64-48-32"]), flops(&[]));
+    // 2 × (40·64 + 64·64 + 64·64 + 64·9) − 2 × (40·64 + 64·48 + 48·32 + 32·9) = 7,744.
+    assert_eq!(default - classic, 7_744, "{classic} against {default} FLOP/texel");
+    let bad = texset(&["bench", "decode", bricks.to_str().unwrap(), "--runs", "1", "--decoder", "0-3"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("'0' is not a layer width"));
+}
