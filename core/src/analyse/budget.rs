@@ -1,7 +1,9 @@
 //! The per-texture step of the analyse pass: each texture's measurements, whether it repeats an
 //! earlier texture (identical, or a colour variant), and otherwise its channel budget and slot.
 
-use crate::analyse::content::{CONTENT_TARGET_PSNR_DB, FLAT_PSNR_DB, HALF_BUDGET_SHARE, QUARTER_BUDGET_SHARE, channel_std_devs};
+use crate::analyse::content::{
+    CONTENT_TARGET_PSNR_DB, FLAT_PSNR_DB, HALF_BUDGET_SHARE, QUARTER_BUDGET_SHARE, channel_std_devs, is_flat_std_dev,
+};
 use crate::analyse::variants::{AFFINE_PSNR_DB, fit_color_transform, same_data, texel_hash};
 use crate::analyse::{BudgetSource, DuplicateFinding, TextureBudget, channel_priority};
 use crate::model::layout::{GridShape, TextureSlot};
@@ -180,7 +182,7 @@ impl<'a> Budgeter<'a> {
         match overrides.get(&stats.name).or_else(|| overrides.get(t.kind.token())) {
             Some(&k) => (k.min(self.total), BudgetSource::Manual, format!("manual override ({k} requested)")),
             // PSNR of its mean as a constant: -10 log10(variance).
-            None if stats.std_dev <= 10f32.powf(-FLAT_PSNR_DB / 20.0) => (
+            None if is_flat_std_dev(stats.std_dev) => (
                 0,
                 BudgetSource::Flat,
                 format!(

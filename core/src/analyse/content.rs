@@ -5,6 +5,12 @@
 /// of the last layer, nothing else). 48 dB is a per-channel standard deviation of ~1/255.
 pub(crate) const FLAT_PSNR_DB: f32 = 48.0;
 
+/// Whether a channel of this standard deviation counts as flat ([`FLAT_PSNR_DB`] from its mean):
+/// the analyse pass's test, and the prune pass's before it settles a flat map's row.
+pub(crate) fn is_flat_std_dev(std_dev: f32) -> bool {
+    std_dev <= 10f32.powf(-FLAT_PSNR_DB / 20.0)
+}
+
 /// Per channel standard deviations of a texture's values.
 pub(crate) fn channel_std_devs(t: &crate::set::Texture) -> Vec<f32> {
     let ch = t.channels as usize;

@@ -33,17 +33,16 @@ pub struct PruneReport {
 /// Training only approaches this: the row must learn to cancel the positional encoding's and the
 /// other maps' activations, which took the 64-64-64 decoder and NTC's rates 0.74 of an 8-bit step
 /// after 600 steps (docs/decisions/034-ntc-recipe-default.md). Rows are independent outputs, so no
-/// other map changes. Flat: every channel within [`FLAT_PSNR_DB`] of its mean, the analyse pass's
-/// test; a duplicate shares its original's rows, and a normal map trained towards unit normals
-/// keeps its trained row. Returns the maps settled, as `material/kind`.
+/// other map changes. Flat: every channel, by the analyse pass's test
+/// ([`crate::analyse::content::is_flat_std_dev`]); a duplicate shares its original's rows, and a
+/// normal map trained towards unit normals keeps its trained row. Returns the maps settled, as `material/kind`.
 pub(crate) fn settle_flat_outputs(set: &TextureSet, layout: &ModelLayout, params: &mut ModelParams) -> Vec<String> {
-    use crate::analyse::content::{FLAT_PSNR_DB, channel_std_devs};
-    let flat_std = 10f32.powf(-FLAT_PSNR_DB / 20.0);
+    use crate::analyse::content::{channel_std_devs, is_flat_std_dev};
     let mut settled = Vec::new();
     let Some(last) = params.layers.last_mut() else { return settled };
     for (material, slots) in set.materials.iter().zip(&layout.textures) {
         for (texture, slot) in material.textures.iter().zip(slots) {
-            let flat = channel_std_devs(texture).iter().all(|&s| s <= flat_std);
+            let flat = channel_std_devs(texture).into_iter().all(is_flat_std_dev);
             if !flat || !slot.latent_channels.is_empty() || slot.duplicate_of.is_some() || slot.unit_normal_targets {
                 continue;
             }
