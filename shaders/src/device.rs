@@ -201,12 +201,26 @@ pub(crate) fn fullscreen_pipeline(
     fragment_entry: &str,
     format: wgpu::TextureFormat,
 ) -> wgpu::RenderPipeline {
+    triangle_pipeline(device, module, label, [EntryPoint::Fullscreen.name(), fragment_entry], &[format])
+}
+
+/// A pipeline drawing one triangle with the `[vertex, fragment]` entry points of `module` into
+/// colour targets of `formats` (no blending), its layout derived from the shaders.
+pub(crate) fn triangle_pipeline(
+    device: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    label: &str,
+    [vertex_entry, fragment_entry]: [&str; 2],
+    formats: &[wgpu::TextureFormat],
+) -> wgpu::RenderPipeline {
+    let targets: Vec<Option<wgpu::ColorTargetState>> =
+        formats.iter().map(|&format| Some(wgpu::ColorTargetState { format, blend: None, write_mask: wgpu::ColorWrites::ALL })).collect();
     device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
         label: Some(label),
         layout: None,
         vertex: wgpu::VertexState {
             module,
-            entry_point: Some(EntryPoint::Fullscreen.name()),
+            entry_point: Some(vertex_entry),
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             buffers: &[],
         },
@@ -217,7 +231,7 @@ pub(crate) fn fullscreen_pipeline(
             module,
             entry_point: Some(fragment_entry),
             compilation_options: wgpu::PipelineCompilationOptions::default(),
-            targets: &[Some(wgpu::ColorTargetState { format, blend: None, write_mask: wgpu::ColorWrites::ALL })],
+            targets: &targets,
         }),
         multiview_mask: None,
         cache: None,

@@ -1,135 +1,12 @@
-// texset:append-to decode.wgsl
+// texset:append-to decode.wgsl preview_scene.wgsl
 //
-// The studio's PBR preview: a sphere, plane or cube lit by two orbiting lights, its material
-// decoded per pixel from the bundle by `decode_texel` (this file is appended to the specialised
-// decoder), or read from the original maps for comparison. The CPU twin is
-// `texset_shaders::preview::shade` (keep them in step).
-//
-// Camera at (0, 0, 3) looking down -z, vertical field of view 2·atan(0.45); unit-radius shapes.
-// Shading: Lambert diffuse + GGX specular (Smith-Schlick visibility, Schlick Fresnel, F0 0.04
-// for dielectrics) per light, ambient 0.03 · albedo · AO, Reinhard tone map, sRGB encoding when
-// the target is not an sRGB format.
+// The studio's PBR preview, its material pass: the material under each pixel decoded from the
+// bundle by the decoder this file is appended to (after `preview_scene.wgsl`), or read from the
+// original maps. `fs_material` and `fs_material_originals` write it to a G-buffer, which
+// `preview_shade.wgsl` lights (so moving lights cost no decode); `fs_preview` does both in one
+// pass. The CPU twin is `texset_shaders::preview::shade` (keep them in step).
 
-struct Preview {
-    // Library map indices (0xffffffff: the material has no such map):
-    // basecolor, normal, roughness, metallic.
-    maps: vec4<u32>,
-    // ao, orm, emissive, unused.
-    maps2: vec4<u32>,
-    // The same maps' layers in `originals`.
-    layers: vec4<u32>,
-    layers2: vec4<u32>,
-    // Direction towards each light (unit xyz) and its intensity (w).
-    light0: vec4<f32>,
-    light1: vec4<f32>,
-    // x: shape (0 sphere, 1 plane, 2 cube), y: aspect (width / height), z: 1 = shade the original
-    // maps, w: 1 = encode sRGB on output.
-    view: vec4<f32>,
-    // x: viewport height in pixels, y: 1 = filter the decoded maps by level of detail.
-    lod_filter: vec4<f32>,
-}
-
-const NONE: u32 = 0xffffffffu;
-const PI: f32 = 3.14159265;
-
-@group(1) @binding(0) var<uniform> preview: Preview;
 @group(1) @binding(1) var originals: texture_2d_array<f32>;
-
-struct Hit {
-    found: bool,
-    position: vec3<f32>,
-    normal: vec3<f32>,
-    tangent: vec3<f32>,
-    uv: vec2<f32>,
-}
-
-// The cube's rotation (fixed, so all three visible faces show).
-fn cube_rotation() -> mat3x3<f32> {
-    let yaw = 0.6;
-    let pitch = 0.45;
-    let ry = mat3x3<f32>(vec3<f32>(cos(yaw), 0.0, -sin(yaw)), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(sin(yaw), 0.0, cos(yaw)));
-    let rx = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, cos(pitch), sin(pitch)), vec3<f32>(0.0, -sin(pitch), cos(pitch)));
-    return rx * ry;
-}
-
-fn intersect(origin: vec3<f32>, dir: vec3<f32>, shape: u32) -> Hit {
-    var hit: Hit;
-    hit.found = false;
-    if (shape == 0u) {
-        // Sphere: u around +y (seam at the back), v from the north pole down.
-        let b = dot(origin, dir);
-        let c = dot(origin, origin) - 1.0;
-        let disc = b * b - c;
-        if (disc < 0.0) {
-            return hit;
-        }
-        let t = -b - sqrt(disc);
-        let p = origin + t * dir;
-        hit.found = true;
-        hit.position = p;
-        hit.normal = normalize(p);
-        let phi = atan2(p.x, p.z);
-        hit.uv = vec2<f32>(phi / (2.0 * PI) + 0.5, acos(clamp(p.y, -1.0, 1.0)) / PI);
-        hit.tangent = vec3<f32>(cos(phi), 0.0, -sin(phi));
-        return hit;
-    }
-    if (shape == 1u) {
-        // Plane z = 0, |x|, |y| <= 1, facing the camera.
-        if (abs(dir.z) < 1e-6) {
-            return hit;
-        }
-        let t = -origin.z / dir.z;
-        let p = origin + t * dir;
-        if (t <= 0.0 || abs(p.x) > 1.0 || abs(p.y) > 1.0) {
-            return hit;
-        }
-        hit.found = true;
-        hit.position = p;
-        hit.normal = vec3<f32>(0.0, 0.0, 1.0);
-        hit.tangent = vec3<f32>(1.0, 0.0, 0.0);
-        hit.uv = vec2<f32>(p.x * 0.5 + 0.5, 0.5 - p.y * 0.5);
-        return hit;
-    }
-    // Cube of half-size 0.75, rotated: intersect in its own frame (slabs).
-    let r = cube_rotation();
-    let o = transpose(r) * origin;
-    let d = transpose(r) * dir;
-    let size = 0.75;
-    let inv = 1.0 / d;
-    let t0 = (vec3<f32>(-size) - o) * inv;
-    let t1 = (vec3<f32>(size) - o) * inv;
-    let tmin = min(t0, t1);
-    let tmax = max(t0, t1);
-    let near = max(max(tmin.x, tmin.y), tmin.z);
-    let far = min(min(tmax.x, tmax.y), tmax.z);
-    if (near > far || far < 0.0) {
-        return hit;
-    }
-    let p = o + near * d;
-    var n = vec3<f32>(0.0);
-    var tangent = vec3<f32>(0.0);
-    var uv = vec2<f32>(0.0);
-    let q = p / size;
-    if (near == tmin.x) {
-        n = vec3<f32>(sign(q.x), 0.0, 0.0);
-        tangent = vec3<f32>(0.0, 0.0, -sign(q.x));
-        uv = vec2<f32>(-sign(q.x) * q.z, -q.y);
-    } else if (near == tmin.y) {
-        n = vec3<f32>(0.0, sign(q.y), 0.0);
-        tangent = vec3<f32>(1.0, 0.0, 0.0);
-        uv = vec2<f32>(q.x, sign(q.y) * q.z);
-    } else {
-        n = vec3<f32>(0.0, 0.0, sign(q.z));
-        tangent = vec3<f32>(sign(q.z), 0.0, 0.0);
-        uv = vec2<f32>(sign(q.z) * q.x, -q.y);
-    }
-    hit.found = true;
-    hit.position = r * p;
-    hit.normal = r * n;
-    hit.tangent = r * tangent;
-    hit.uv = clamp(uv * 0.5 + 0.5, vec2<f32>(0.0), vec2<f32>(1.0));
-    return hit;
-}
 
 // What `fetch` keeps between the maps of one pixel, one per mip level it filters between: the
 // hidden activations of the last map it decoded at that level, that map's index and the level.
@@ -162,39 +39,15 @@ fn cached_decode(map_index: u32, uv: vec2<f32>, level: u32, second: bool, cache:
     return decode_output(map_index, c.hidden);
 }
 
-// The direction of the camera ray through viewport point `uv` (0..1, y down).
-fn ray_dir(uv: vec2<f32>) -> vec3<f32> {
-    let tan_half = 0.45;
-    let ndc = vec2<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
-    return normalize(vec3<f32>(ndc.x * tan_half * preview.view.y, ndc.y * tan_half, -1.0));
-}
-
-// Texture-space distance between two hits (u wraps around the sphere's seam).
-fn uv_distance(a: vec2<f32>, b: vec2<f32>) -> f32 {
-    let du = abs(a.x - b.x);
-    let d = vec2<f32>(min(du, 1.0 - du), a.y - b.y);
-    return length(d);
-}
-
-// How far in texture space one pixel of the viewport reaches at `uv` (0 with filtering off): the
-// larger of the distances to the hits one pixel right and one pixel down (an analytic stand-in for
-// screen-space derivatives, so the CPU reference computes the same).
-fn pixel_footprint(uv: vec2<f32>, hit_uv: vec2<f32>, shape: u32) -> f32 {
-    if (preview.lod_filter.y < 0.5 || preview.lod_filter.x <= 0.0) {
-        return 0.0;
+// The original map `layer` of `originals` at `uv` (nearest texel), un-mapped as map `map_index`;
+// `fallback` where the material has no such map. No decoder is reached from here.
+fn fetch_original(map_index: u32, layer: u32, uv: vec2<f32>, fallback: vec4<f32>) -> vec4<f32> {
+    if (map_index == NONE) {
+        return fallback;
     }
-    let origin = vec3<f32>(0.0, 0.0, 3.0);
-    let step = 1.0 / preview.lod_filter.x;
-    let hx = intersect(origin, ray_dir(uv + vec2<f32>(step / preview.view.y, 0.0)), shape);
-    let hy = intersect(origin, ray_dir(uv + vec2<f32>(0.0, step)), shape);
-    var footprint = 0.0;
-    if (hx.found) {
-        footprint = uv_distance(hit_uv, hx.uv);
-    }
-    if (hy.found) {
-        footprint = max(footprint, uv_distance(hit_uv, hy.uv));
-    }
-    return footprint;
+    let size = textureDimensions(originals);
+    let texel = min(vec2<u32>(uv * vec2<f32>(size)), size - vec2<u32>(1u));
+    return unmap_texel(map_index, textureLoad(originals, texel, layer, 0));
 }
 
 // The material's map `map_index` (library index) / `layer` (in `originals`) at `uv`, un-mapped
@@ -215,9 +68,7 @@ fn fetch(
         return fallback;
     }
     if (preview.view.z > 0.5) {
-        let size = textureDimensions(originals);
-        let texel = min(vec2<u32>(uv * vec2<f32>(size)), size - vec2<u32>(1u));
-        return unmap_texel(map_index, textureLoad(originals, texel, layer, 0));
+        return fetch_original(map_index, layer, uv, fallback);
     }
     let size = f32(max(MAP_WIDTH[map_index], MAP_HEIGHT[map_index]));
     let top = f32(MAP_MIP_LEVELS[map_index] - 1u);
@@ -237,95 +88,92 @@ fn fetch(
     return unmap_texel(map_index, mixed);
 }
 
-fn light_contribution(n: vec3<f32>, v: vec3<f32>, l: vec3<f32>, intensity: f32, albedo: vec3<f32>, roughness: f32, metallic: f32) -> vec3<f32> {
-    let n_dot_l = dot(n, l);
-    if (n_dot_l <= 0.0) {
-        return vec3<f32>(0.0);
-    }
-    let h = normalize(v + l);
-    let n_dot_v = max(dot(n, v), 1e-4);
-    let n_dot_h = max(dot(n, h), 0.0);
-    let v_dot_h = max(dot(v, h), 0.0);
-    let alpha = max(roughness * roughness, 1e-3);
-    let a2 = alpha * alpha;
-    let denom = n_dot_h * n_dot_h * (a2 - 1.0) + 1.0;
-    let d = a2 / (PI * denom * denom);
-    let k = alpha * 0.5;
-    let vis = 1.0 / ((n_dot_l * (1.0 - k) + k) * (n_dot_v * (1.0 - k) + k) * 4.0);
-    let f0 = mix(vec3<f32>(0.04), albedo, metallic);
-    let fresnel = f0 + (vec3<f32>(1.0) - f0) * pow(1.0 - v_dot_h, 5.0);
-    let specular = d * vis * fresnel;
-    let diffuse = (vec3<f32>(1.0) - fresnel) * (1.0 - metallic) * albedo / PI;
-    return (diffuse + specular) * n_dot_l * intensity;
+// Which map slot `i` of the material reads (library index and layer in `originals`), and what
+// stands in where it has none, in the order base colour, normal, ORM, roughness, metallic, AO,
+// emissive (ORM first of the last four: their fallbacks read it, `orm`).
+struct Slot {
+    map_index: u32,
+    layer: u32,
+    fallback: vec4<f32>,
 }
 
-fn encode_srgb(c: f32) -> f32 {
-    if (c <= 0.0031308) {
-        return c * 12.92;
+fn material_slot(i: u32, orm: vec4<f32>) -> Slot {
+    switch i {
+        case 0u: { return Slot(preview.maps.x, preview.layers.x, vec4<f32>(0.5, 0.5, 0.5, 1.0)); }
+        case 1u: { return Slot(preview.maps.y, preview.layers.y, vec4<f32>(0.0, 0.0, 1.0, 0.0)); }
+        case 2u: { return Slot(preview.maps2.y, preview.layers2.y, vec4<f32>(1.0, 0.5, 0.0, 0.0)); }
+        case 3u: { return Slot(preview.maps.z, preview.layers.z, vec4<f32>(orm.y)); }
+        case 4u: { return Slot(preview.maps.w, preview.layers.w, vec4<f32>(orm.z)); }
+        case 5u: { return Slot(preview.maps2.x, preview.layers2.x, vec4<f32>(orm.x)); }
+        default: { return Slot(preview.maps2.z, preview.layers2.z, vec4<f32>(0.0)); }
     }
-    return 1.055 * pow(c, 1.0 / 2.4) - 0.055;
 }
 
-// One pixel at `uv` in the viewport (0..1, y down).
-fn shade(uv: vec2<f32>) -> vec4<f32> {
-    let dir = ray_dir(uv);
-    let origin = vec3<f32>(0.0, 0.0, 3.0);
-    let shape = u32(preview.view.x + 0.5);
-    let hit = intersect(origin, dir, shape);
-    if (!hit.found) {
-        let g = 0.08 + 0.06 * (1.0 - uv.y);
-        return vec4<f32>(g, g, g * 1.1, 1.0);
-    }
-    let fp = pixel_footprint(uv, hit.uv, shape);
+fn material_of(values: array<vec4<f32>, 7>) -> Material {
+    return Material(values[0].xyz, values[3].x, values[1].xyz, values[4].x, values[6].xyz, values[5].x);
+}
+
+// The material at `hit` decoded by the bundle's MLP (or the originals, with `preview.view.z`),
+// filtered by the pixel's `footprint`.
+fn decoded_material(hit: Hit, footprint: f32) -> Material {
     var c: Cache;
     c.map_index = NONE;
     var c2: Cache;
     c2.map_index = NONE;
-    // One call site of `fetch` (and so of the decoder's MLP) in a loop over the material's maps,
-    // in the order base colour, normal, ORM, roughness, metallic, AO, emissive (ORM first of the
-    // last four: their fallbacks read it). Seven inlined decodes made drivers that compile
-    // shaders on the CPU (lavapipe's LLVM) take minutes; the loop compiles once.
+    // One call site of `fetch` (and so of the decoder's MLP) in a loop over the material's maps.
+    // Seven inlined decodes made drivers that compile shaders on the CPU (lavapipe's LLVM) take
+    // minutes; the loop compiles once.
     var values: array<vec4<f32>, 7>;
     for (var i = 0u; i < 7u; i++) {
-        var map_index = NONE;
-        var layer = NONE;
-        var fallback = vec4<f32>(0.0);
-        let orm = values[2];
-        switch i {
-            case 0u: { map_index = preview.maps.x; layer = preview.layers.x; fallback = vec4<f32>(0.5, 0.5, 0.5, 1.0); }
-            case 1u: { map_index = preview.maps.y; layer = preview.layers.y; fallback = vec4<f32>(0.0, 0.0, 1.0, 0.0); }
-            case 2u: { map_index = preview.maps2.y; layer = preview.layers2.y; fallback = vec4<f32>(1.0, 0.5, 0.0, 0.0); }
-            case 3u: { map_index = preview.maps.z; layer = preview.layers.z; fallback = vec4<f32>(orm.y); }
-            case 4u: { map_index = preview.maps.w; layer = preview.layers.w; fallback = vec4<f32>(orm.z); }
-            case 5u: { map_index = preview.maps2.x; layer = preview.layers2.x; fallback = vec4<f32>(orm.x); }
-            default: { map_index = preview.maps2.z; layer = preview.layers2.z; fallback = vec4<f32>(0.0); }
-        }
-        values[i] = fetch(map_index, layer, hit.uv, fp, fallback, &c, &c2);
+        let slot = material_slot(i, values[2]);
+        values[i] = fetch(slot.map_index, slot.layer, hit.uv, footprint, slot.fallback, &c, &c2);
     }
-    let base = values[0];
-    let normal_ts = values[1];
-    let roughness = values[3].x;
-    let metallic = values[4].x;
-    let ao = values[5].x;
-    let emissive = values[6].xyz;
+    return material_of(values);
+}
 
-    let n_geo = hit.normal;
-    let t = normalize(hit.tangent - n_geo * dot(n_geo, hit.tangent));
-    let b = cross(n_geo, t);
-    let n = normalize(t * normal_ts.x + b * normal_ts.y + n_geo * max(normal_ts.z, 1e-3));
-    let v = -dir;
-    let albedo = base.xyz;
-    var color = 0.03 * albedo * ao + emissive;
-    color += light_contribution(n, v, preview.light0.xyz, preview.light0.w, albedo, clamp(roughness, 0.0, 1.0), clamp(metallic, 0.0, 1.0));
-    color += light_contribution(n, v, preview.light1.xyz, preview.light1.w, albedo, clamp(roughness, 0.0, 1.0), clamp(metallic, 0.0, 1.0));
-    color = color / (vec3<f32>(1.0) + color);
-    if (preview.view.w > 0.5) {
-        color = vec3<f32>(encode_srgb(color.x), encode_srgb(color.y), encode_srgb(color.z));
+// The material at `hit` read from the original maps: the decoder's MLP is not reached, so a
+// pipeline of this alone compiles in a moment even where the decoder takes minutes.
+fn original_material(hit: Hit) -> Material {
+    var values: array<vec4<f32>, 7>;
+    for (var i = 0u; i < 7u; i++) {
+        let slot = material_slot(i, values[2]);
+        values[i] = fetch_original(slot.map_index, slot.layer, hit.uv, slot.fallback);
     }
-    return vec4<f32>(color, 1.0);
+    return material_of(values);
+}
+
+// One pixel at `uv` in the viewport (0..1, y down), decoded and lit in one pass.
+fn shade(uv: vec2<f32>) -> vec4<f32> {
+    let hit = scene_hit(uv);
+    if (!hit.found) {
+        return background(uv);
+    }
+    let footprint = pixel_footprint(uv, hit.uv, u32(preview.view.x + 0.5));
+    return lit(uv, hit, decoded_material(hit, footprint));
 }
 
 @fragment
 fn fs_preview(in: VertexOut) -> @location(0) vec4<f32> {
     return shade(in.uv);
+}
+
+// The G-buffer of the material pass: the decoded material under each pixel (zero off the shape).
+@fragment
+fn fs_material(in: VertexOut) -> GBufferOut {
+    let hit = scene_hit(in.uv);
+    if (!hit.found) {
+        return GBufferOut(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    }
+    let footprint = pixel_footprint(in.uv, hit.uv, u32(preview.view.x + 0.5));
+    return pack_material(decoded_material(hit, footprint));
+}
+
+// The same from the original maps.
+@fragment
+fn fs_material_originals(in: VertexOut) -> GBufferOut {
+    let hit = scene_hit(in.uv);
+    if (!hit.found) {
+        return GBufferOut(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    }
+    return pack_material(original_material(hit));
 }

@@ -15,11 +15,19 @@ use texset_core::{
 };
 
 mod cpu;
+mod deferred;
 
 pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade};
+pub use deferred::{GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred};
 
-/// The preview's WGSL (appended to the specialised decoder).
+/// The preview's material pass (appended to the specialised decoder, after [`PREVIEW_SCENE_WGSL`]).
 pub const PREVIEW_WGSL: &str = include_str!("../preview.wgsl");
+
+/// The preview's scene (shapes, camera, lights, shading), shared by its two programs.
+pub const PREVIEW_SCENE_WGSL: &str = include_str!("../preview_scene.wgsl");
+
+/// The preview's shading pass (after [`PREVIEW_SCENE_WGSL`]; no decoder).
+pub const PREVIEW_SHADE_WGSL: &str = include_str!("../preview_shade.wgsl");
 
 /// Marks a map the material lacks.
 pub const NONE: u32 = u32::MAX;
@@ -279,38 +287,7 @@ impl PreviewRenderer {
 
     /// Uploads the original maps of the material shown (for the comparison side).
     pub fn set_originals(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, originals: &Originals) -> Result<(), GpuError> {
-        let side = u64::from(originals.width.max(originals.height));
-        check_device_limit("the originals' side", side, u64::from(device.limits().max_texture_dimension_2d))?;
-        let texture = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("texset preview originals"),
-            size: wgpu::Extent3d {
-                width: originals.width,
-                height: originals.height,
-                depth_or_array_layers: to_u32("layers", originals.layers.len().max(1))?,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::Rgba8Unorm,
-            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-            view_formats: &[],
-        });
-        for (layer, texels) in originals.layers.iter().enumerate() {
-            let bytes: Vec<u8> = texels.iter().flatten().copied().collect();
-            queue.write_texture(
-                wgpu::TexelCopyTextureInfo {
-                    texture: &texture,
-                    mip_level: 0,
-                    origin: wgpu::Origin3d { x: 0, y: 0, z: to_u32("layer", layer)? },
-                    aspect: wgpu::TextureAspect::All,
-                },
-                &bytes,
-                wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(originals.width * 4), rows_per_image: Some(originals.height) },
-                wgpu::Extent3d { width: originals.width, height: originals.height, depth_or_array_layers: 1 },
-            );
-        }
-        self.originals = texture
-            .create_view(&wgpu::TextureViewDescriptor { dimension: Some(wgpu::TextureViewDimension::D2Array), ..Default::default() });
+        self.originals = originals_view(device, queue, originals)?;
         self.side_groups = side_groups(device, &self.model.pipeline, &self.uniforms, &self.originals);
         Ok(())
     }
@@ -376,16 +353,42 @@ pub fn encode_sides(
     rows: std::ops::Range<u32>,
     clear: bool,
 ) {
+    side_by_side(encoder, "texset preview pass", &[target], size, sides.len(), rows, clear, |pass, side| {
+        let (renderer, slot) = sides[side];
+        renderer.draw(pass, slot);
+    });
+}
+
+/// Records a pass over `targets` (each `size` = width × height) that draws `sides` viewports side
+/// by side, each by `draw(pass, side)`, only within the pixel rows `rows` (the others keep their
+/// contents unless `clear`).
+#[allow(clippy::too_many_arguments, reason = "one pass's description: targets, size, sides, rows, clear and the draw")]
+pub(super) fn side_by_side(
+    encoder: &mut wgpu::CommandEncoder,
+    label: &str,
+    targets: &[&wgpu::TextureView],
+    size: [u32; 2],
+    sides: usize,
+    rows: std::ops::Range<u32>,
+    clear: bool,
+    mut draw: impl FnMut(&mut wgpu::RenderPass<'_>, usize),
+) {
     let [width, height] = size;
     let load = if clear { wgpu::LoadOp::Clear(wgpu::Color::BLACK) } else { wgpu::LoadOp::Load };
+    let attachments: Vec<Option<wgpu::RenderPassColorAttachment<'_>>> = targets
+        .iter()
+        .map(|&view| {
+            Some(wgpu::RenderPassColorAttachment {
+                view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations { load, store: wgpu::StoreOp::Store },
+            })
+        })
+        .collect();
     let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-        label: Some("texset preview pass"),
-        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-            view: target,
-            depth_slice: None,
-            resolve_target: None,
-            ops: wgpu::Operations { load, store: wgpu::StoreOp::Store },
-        })],
+        label: Some(label),
+        color_attachments: &attachments,
         depth_stencil_attachment: None,
         timestamp_writes: None,
         occlusion_query_set: None,
@@ -393,14 +396,14 @@ pub fn encode_sides(
     });
     let first = rows.start.min(height);
     let last = rows.end.clamp(first, height);
-    if last == first || width == 0 || sides.is_empty() {
+    if last == first || width == 0 || sides == 0 {
         return;
     }
     pass.set_scissor_rect(0, first, width, last - first);
-    let side_width = width as f32 / sides.len() as f32;
-    for (side, (renderer, slot)) in sides.iter().enumerate() {
+    let side_width = width as f32 / sides as f32;
+    for side in 0..sides {
         pass.set_viewport(side_width * side as f32, 0.0, side_width, height as f32, 0.0, 1.0);
-        renderer.draw(&mut pass, *slot);
+        draw(&mut pass, side);
     }
 }
 
@@ -412,10 +415,45 @@ pub fn read_rgba8(device: &wgpu::Device, queue: &wgpu::Queue, texture: &wgpu::Te
     crate::read_texture(device, queue, encoder, texture, size, 4, scope)
 }
 
-/// The specialised decoder with the preview appended.
+/// The specialised decoder with the preview's scene and material pass appended.
 #[must_use]
 pub fn preview_wgsl(model: &GpuModel) -> String {
-    format!("{}\n{}", model.wgsl(), PREVIEW_WGSL)
+    format!("{}\n{PREVIEW_SCENE_WGSL}\n{PREVIEW_WGSL}", model.wgsl())
+}
+
+/// `originals` uploaded as a texture array, a layer per map.
+pub(super) fn originals_view(device: &wgpu::Device, queue: &wgpu::Queue, originals: &Originals) -> Result<wgpu::TextureView, GpuError> {
+    let side = u64::from(originals.width.max(originals.height));
+    check_device_limit("the originals' side", side, u64::from(device.limits().max_texture_dimension_2d))?;
+    let texture = device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("texset preview originals"),
+        size: wgpu::Extent3d {
+            width: originals.width,
+            height: originals.height,
+            depth_or_array_layers: to_u32("layers", originals.layers.len().max(1))?,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Rgba8Unorm,
+        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        view_formats: &[],
+    });
+    for (layer, texels) in originals.layers.iter().enumerate() {
+        let bytes: Vec<u8> = texels.iter().flatten().copied().collect();
+        queue.write_texture(
+            wgpu::TexelCopyTextureInfo {
+                texture: &texture,
+                mip_level: 0,
+                origin: wgpu::Origin3d { x: 0, y: 0, z: to_u32("layer", layer)? },
+                aspect: wgpu::TextureAspect::All,
+            },
+            &bytes,
+            wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(originals.width * 4), rows_per_image: Some(originals.height) },
+            wgpu::Extent3d { width: originals.width, height: originals.height, depth_or_array_layers: 1 },
+        );
+    }
+    Ok(texture.create_view(&wgpu::TextureViewDescriptor { dimension: Some(wgpu::TextureViewDimension::D2Array), ..Default::default() }))
 }
 
 fn create_pipeline(device: &wgpu::Device, wgsl: &str, format: wgpu::TextureFormat) -> wgpu::RenderPipeline {
@@ -430,7 +468,7 @@ fn model_bind_group(device: &wgpu::Device, pipeline: &wgpu::RenderPipeline, mode
     Ok(crate::ModelBuffers::upload(device, model)?.bind_group(device, &pipeline.get_bind_group_layout(0), &[]))
 }
 
-fn uniform(device: &wgpu::Device) -> wgpu::Buffer {
+pub(super) fn uniform(device: &wgpu::Device) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("texset preview uniforms"),
         size: UNIFORM_BYTES,
@@ -456,7 +494,7 @@ pub fn empty_originals(device: &wgpu::Device) -> wgpu::TextureView {
     texture.create_view(&wgpu::TextureViewDescriptor { dimension: Some(wgpu::TextureViewDimension::D2Array), ..Default::default() })
 }
 
-fn side_groups(
+pub(super) fn side_groups(
     device: &wgpu::Device,
     pipeline: &wgpu::RenderPipeline,
     uniforms: &[wgpu::Buffer; 2],

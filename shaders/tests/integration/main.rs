@@ -4,4 +4,5 @@
 mod export;
 mod gpu_matches_cpu;
 mod naga_validates;
+mod preview_deferred;
 mod preview_matches_cpu;

@@ -30,16 +30,19 @@ fn naga_validates_every_wgsl() {
     for file in &files {
         let name = file.display();
         let mut source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{name}: {e}"));
-        // A file that extends another (`// texset:append-to decode.wgsl`) is validated appended to it.
-        let mut base_path = file.clone();
-        if let Some(base) = source.lines().next().and_then(|l| l.strip_prefix("// texset:append-to ")) {
-            base_path = file.with_file_name(base.trim());
-            let base_source = std::fs::read_to_string(&base_path).unwrap_or_else(|e| panic!("{}: {e}", base_path.display()));
-            source = format!("{base_source}\n{source}");
+        // A file that extends others (`// texset:append-to decode.wgsl preview_scene.wgsl`) is
+        // validated appended to them, in that order.
+        let mut paths = vec![file.clone()];
+        if let Some(bases) = source.lines().next().and_then(|l| l.strip_prefix("// texset:append-to ")) {
+            let bases: Vec<PathBuf> = bases.split_whitespace().map(|b| file.with_file_name(b)).collect();
+            let base_sources: Vec<String> =
+                bases.iter().map(|b| std::fs::read_to_string(b).unwrap_or_else(|e| panic!("{}: {e}", b.display()))).collect();
+            source = format!("{}\n{source}", base_sources.join("\n"));
+            paths.extend(bases);
         }
         // decode.wgsl (and what extends it) reads grids with texset-core's bilinear.wgsl, which
         // `GpuModel::wgsl` prepends.
-        if base_path.ends_with("src/decode.wgsl") {
+        if paths.iter().any(|p| p.ends_with("src/decode.wgsl")) {
             source = format!("{}\n{source}", texset_core::model::MODEL_WGSL);
         }
         let module =

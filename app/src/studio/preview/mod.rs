@@ -10,11 +10,15 @@
 //! - the thread `texset-preview` renders on a device of its own (from egui's adapter): compiling
 //!   the pipeline, drawing and reading the image back block that thread only; the panel says
 //!   "preparing preview" and keeps the last image meanwhile;
-//! - it draws an image in bands of rows, timing each, and between bands takes in the newest view:
-//!   an image for a view that moved on is dropped when finishing it would take long;
-//! - while the view changes (lights orbiting, a new snapshot), images are drawn at the largest
-//!   scale whose whole image fits [`MOVING_IMAGE_MS`]; once it stops changing, at full
-//!   resolution;
+//! - an image takes two passes (docs/decisions/035-preview-g-buffer.md):
+//!   the material pass decodes every pixel's material into a G-buffer, in bands of rows, timing
+//!   each, taking in the newest view between bands; the shading pass lights it. Lights that move
+//!   only shade again, so while they orbit the image keeps the G-buffer's scale;
+//! - a new material, shape or size is decoded first at the largest scale whose material pass
+//!   fits [`MOVING_IMAGE_MS`]; a new snapshot of the model at the scale on screen (the last one
+//!   shown meanwhile); then the G-buffer climbs a scale at a time, to half the side while the
+//!   lights move and to full resolution once they rest;
+//! - the originals' material pass reaches no decoder, so they light while the decoder compiles;
 //! - it rests as long as it draws (half the time at most), so the UI and training keep their
 //!   share of a machine with few cores.
 

@@ -1,6 +1,11 @@
 //! `texset-preview`, the preview's render thread: it prepares models, uploads the original maps
-//! and draws images in bands of rows on a device of its own, so no frame of the UI waits for it
-//! (the module above says why and how the scale is chosen).
+//! and draws images on a device of its own, so no frame of the UI waits for it (the module above
+//! says why and how the scale is chosen).
+//!
+//! An image takes two passes: the material pass decodes the material under every pixel into a
+//! G-buffer, in bands of rows; the shading pass lights it. Lights that move only shade again, so
+//! the image keeps the G-buffer's scale while they orbit; the G-buffer is decoded anew when the
+//! model, the material, the shape or the size changes, and climbs to full resolution meanwhile.
 
 use super::{BAND_BUDGET_MS, MOVING_IMAGE_MS, ModelInput, Reply, Request, SCALES, SETTLE, Shows, Source, TARGET_FORMAT, View};
 use std::sync::Arc;
@@ -8,16 +13,34 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use texset_core::{bundle::Bundle, snapshot_bundle};
-use texset_shaders::preview::{Originals, PreparedModel, PreviewRenderer, PreviewUniforms, encode_sides, read_rgba8};
+use texset_shaders::preview::{
+    GBuffer, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, ShadePass, encode_material, read_rgba8,
+};
 
-/// The image being drawn on the render thread.
-struct Drawing {
-    shows: Shows,
+/// GPU time the decode of a new snapshot's G-buffer may take (the last one stays on screen
+/// meanwhile, at its scale), milliseconds.
+const SNAPSHOT_DECODE_MS: f64 = 1000.0;
+
+/// The largest scale a G-buffer climbs to while the lights move: the full resolution's decode
+/// (four times this one's) waits until they rest, leaving the cores to training and the UI.
+const MOVING_MAX_SCALE: f32 = 0.5;
+
+/// The least time between two images sent: each is a texture upload on the UI's side, which a
+/// software GPU pays for in the frame (about 2 MB an image at full resolution).
+const IMAGE_INTERVAL: Duration = Duration::from_millis(200);
+
+/// A G-buffer: what it holds (an image's [`Shows`] with the lights left out: see [`unlit`]), at
+/// what scale, and how many of its rows are decoded.
+struct Decoding {
+    holds: Shows,
     scale: f32,
-    size: [u32; 2],
-    texture: wgpu::Texture,
-    view: wgpu::TextureView,
+    gbuffer: GBuffer,
     next_row: u32,
+}
+
+/// What `shows` asks of the material pass: everything but the lights.
+fn unlit(shows: &Shows) -> Shows {
+    Shows { view: View { light_angle: 0.0, light_intensity: 0.0, ..shows.view }, ..*shows }
 }
 
 /// `texset-preview`: prepares models, uploads originals and draws images on its own device.
@@ -27,16 +50,24 @@ pub(super) struct RenderThread {
     replies: Sender<Reply>,
     repaint: Arc<dyn Fn() + Send + Sync>,
     bands: Arc<AtomicU64>,
-    renderers: [Option<PreviewRenderer>; 2],
+    renderers: [Option<MaterialRenderer>; 2],
+    shade: ShadePass,
     models: [Option<(Source, Arc<Bundle>)>; 2],
     originals_of: Option<(usize, usize)>,
     view: Option<View>,
+    /// When the material pass's part of the view (not the lights) last changed.
     view_since: Instant,
+    /// When the view (the lights too) last changed.
+    lights_since: Instant,
     /// What the last image sent shows, and its scale.
     sent: Option<(Shows, f32)>,
-    drawing: Option<Drawing>,
-    /// Measured GPU time per pixel, nanoseconds (moving average).
+    /// The last G-buffer decoded whole, and the one being decoded.
+    front: Option<Decoding>,
+    back: Option<Decoding>,
+    /// Measured GPU time per pixel of the material pass, nanoseconds (moving average).
     ns_per_pixel: f64,
+    /// When the last image was sent.
+    last_image: Instant,
 }
 
 impl RenderThread {
@@ -47,6 +78,8 @@ impl RenderThread {
         repaint: Arc<dyn Fn() + Send + Sync>,
         bands: Arc<AtomicU64>,
     ) -> Self {
+        // No decoder in it: compiled in a moment on any driver.
+        let shade = ShadePass::new(&device, TARGET_FORMAT);
         Self {
             device,
             queue,
@@ -54,14 +87,18 @@ impl RenderThread {
             repaint,
             bands,
             renderers: [None, None],
+            shade,
             models: [None, None],
             originals_of: None,
             view: None,
             view_since: Instant::now(),
+            lights_since: Instant::now(),
             sent: None,
-            drawing: None,
+            front: None,
+            back: None,
             // A first guess (a software GPU's), corrected by the first band.
             ns_per_pixel: 2000.0,
+            last_image: Instant::now(),
         }
     }
 
@@ -75,11 +112,11 @@ impl RenderThread {
     pub(super) fn run(mut self, requests: &Receiver<Request>) {
         loop {
             // Wait for work when there is nothing to draw; otherwise only look.
-            let idle = self.next_image().is_none() && self.drawing.is_none();
+            let idle = self.next_image().is_none() && self.next_decode().is_none() && self.back.is_none();
             // A view still settling wants its full-resolution image once it has rested: when the
             // image at the moving scale finished sooner than that, wake then, not at the next
             // request (which may never come: the lights stopped).
-            let settling = self.view.is_some().then(|| SETTLE.saturating_sub(self.view_since.elapsed())).filter(|d| !d.is_zero());
+            let settling = self.view.is_some().then(|| SETTLE.saturating_sub(self.lights_since.elapsed())).filter(|d| !d.is_zero());
             let first = match (idle, settling) {
                 (false, _) => None,
                 (true, Some(wait)) => match requests.recv_timeout(wait) {
@@ -113,14 +150,14 @@ impl RenderThread {
                         snapshot_bundle(&set, &layout, &layout.zero_params()).map(Arc::new).map_err(|e| e.to_string())
                     }
                 };
-                let reuse = self.renderers[slot].as_ref().map(PreviewRenderer::prepared);
-                let prepared = bundle
-                    .and_then(|b| PreparedModel::new(&self.device, &b, TARGET_FORMAT, reuse).map(|p| (p, b)).map_err(|e| e.to_string()));
+                let reuse = self.renderers[slot].as_ref().map(MaterialRenderer::prepared);
+                let prepared =
+                    bundle.and_then(|b| PreparedMaterial::new(&self.device, &b, reuse).map(|p| (p, b)).map_err(|e| e.to_string()));
                 let result = prepared.map(|(p, bundle)| {
                     if let Some(r) = &mut self.renderers[slot] {
                         r.set_prepared(&self.device, p);
                     } else {
-                        self.renderers[slot] = Some(PreviewRenderer::from_prepared(&self.device, p));
+                        self.renderers[slot] = Some(MaterialRenderer::from_prepared(&self.device, p));
                         if slot == 0 {
                             self.originals_of = None;
                         }
@@ -144,17 +181,22 @@ impl RenderThread {
                 true
             }
             Request::View(view) => {
-                if self.view != Some(view) {
-                    self.view = Some(view);
+                let lights_only =
+                    self.view.is_some_and(|v| View { light_angle: view.light_angle, light_intensity: view.light_intensity, ..v } == view);
+                if !lights_only {
                     self.view_since = Instant::now();
                 }
+                if self.view != Some(view) {
+                    self.lights_since = Instant::now();
+                }
+                self.view = Some(view);
                 true
             }
         }
     }
 
-    /// What the next image should show, and at what scale (`None`: the last one sent will do).
-    fn next_image(&self) -> Option<(Shows, f32)> {
+    /// What the next image should show (`None`: nothing to show yet).
+    fn wanted(&self) -> Option<Shows> {
         let view = self.view?;
         let (_, bundle) = self.models[0].as_ref()?;
         if view.material >= bundle.manifest.materials.len() {
@@ -164,18 +206,41 @@ impl RenderThread {
         let decoded = !matches!(self.models[0], Some((Source::Originals(_), _)));
         let sides = if ab || (decoded && view.show_original) { 2 } else { 1 };
         let sources = [self.models[0].as_ref().map(|m| m.0), if ab { self.models[1].as_ref().map(|m| m.0) } else { None }];
-        let shows = Shows { view: View { ab, ..view }, sources, sides, originals_of: self.originals_of };
-        let moving = self.view_since.elapsed() < SETTLE;
-        let full_pixels = f64::from(view.size[0]) * f64::from(view.size[1]);
-        let scale = if moving {
-            SCALES.iter().copied().find(|s| self.ns_per_pixel * full_pixels * f64::from(s * s) / 1e6 <= MOVING_IMAGE_MS).unwrap_or(0.125)
-        } else {
-            1.0
+        Some(Shows { view: View { ab, ..view }, sources, sides, originals_of: self.originals_of })
+    }
+
+    /// The image to shade next, at the scale of the G-buffer it lights (`None`: no G-buffer holds
+    /// what the view shows, or the last image sent is it).
+    fn next_image(&self) -> Option<(Shows, f32)> {
+        let shows = self.wanted()?;
+        let front = self.front.as_ref().filter(|f| f.holds == unlit(&shows))?;
+        (self.sent != Some((shows, front.scale))).then_some((shows, front.scale))
+    }
+
+    /// The largest scale whose whole material pass fits `budget_ms` by the measured cost.
+    fn scale_within(&self, full_pixels: f64, budget_ms: f64) -> f32 {
+        SCALES.iter().copied().find(|s| self.ns_per_pixel * full_pixels * f64::from(s * s) / 1e6 <= budget_ms).unwrap_or(0.125)
+    }
+
+    /// The G-buffer to decode next, and its scale (`None`: the one on screen is complete at full
+    /// resolution). A new material, shape or size is decoded first at the scale that fits
+    /// [`MOVING_IMAGE_MS`] (full resolution once it has settled); a new snapshot of the model
+    /// shown at the scale on screen, within [`SNAPSHOT_DECODE_MS`]; then each scale above in turn,
+    /// up to [`MOVING_MAX_SCALE`] while the lights move.
+    fn next_decode(&self) -> Option<(Shows, f32)> {
+        let holds = unlit(&self.wanted()?);
+        let full_pixels = f64::from(holds.view.size[0]) * f64::from(holds.view.size[1]);
+        let settled = self.view_since.elapsed() >= SETTLE;
+        let top = if self.lights_since.elapsed() >= SETTLE { 1.0 } else { MOVING_MAX_SCALE };
+        let scale = match &self.front {
+            Some(f) if f.holds == holds => SCALES.iter().rev().copied().find(|&s| s > f.scale).filter(|&s| s <= top)?,
+            Some(f) if Shows { sources: holds.sources, ..f.holds } == holds => {
+                f.scale.min(self.scale_within(full_pixels, SNAPSHOT_DECODE_MS)).max(self.scale_within(full_pixels, MOVING_IMAGE_MS))
+            }
+            _ if settled => 1.0,
+            _ => self.scale_within(full_pixels, MOVING_IMAGE_MS),
         };
-        match &self.sent {
-            Some((s, sc)) if *s == shows && *sc >= scale => None,
-            _ => Some((shows, scale)),
-        }
+        Some((holds, scale))
     }
 
     /// The uniforms of side `side` of `shows`, from the models' manifests.
@@ -194,43 +259,49 @@ impl RenderThread {
         Some(u.with_originals(originals))
     }
 
-    /// Draws one band (starting an image first if needed); false when the UI side is gone.
+    /// Shades one image or decodes one band of a G-buffer; false when the UI side is gone.
     fn step(&mut self) -> bool {
-        // A full-resolution image under way for a view that moved on is dropped if finishing it
-        // would take long; an image drawn at the moving scale always finishes (so a view that
-        // keeps moving still gets images).
-        if let (Some(d), Some((next, next_scale))) = (&self.drawing, self.next_image())
-            && d.shows != next
-            && d.scale > next_scale
-        {
-            let left_pixels = f64::from(d.size[1].saturating_sub(d.next_row)) * f64::from(d.size[0]);
-            if self.ns_per_pixel * left_pixels / 1e6 > MOVING_IMAGE_MS {
-                self.drawing = None;
+        let wait = IMAGE_INTERVAL.saturating_sub(self.last_image.elapsed());
+        if let Some((shows, scale)) = self.next_image() {
+            if wait.is_zero() {
+                return self.shade_image(shows, scale);
+            }
+            if self.back.is_none() && self.next_decode().is_none() {
+                std::thread::sleep(wait);
+                return true;
             }
         }
-        if self.drawing.is_none() {
-            let Some((shows, scale)) = self.next_image() else { return true };
-            self.start(shows, scale);
+        // A G-buffer under way for what the view no longer shows is dropped (one for what it
+        // shows is finished, whatever scale the measured cost now suggests).
+        let next = self.next_decode();
+        if self.back.as_ref().is_some_and(|b| next.is_none_or(|(holds, _)| b.holds != holds)) {
+            self.back = None;
         }
-        let Some(d) = &self.drawing else { return true };
-        let sides: Vec<(&PreviewRenderer, usize)> = if d.shows.view.ab {
+        if self.back.is_none() {
+            let Some((holds, scale)) = next else { return true };
+            if !self.start(holds, scale) {
+                return true;
+            }
+        }
+        let Some(b) = &self.back else { return true };
+        let sides: Vec<(&MaterialRenderer, usize)> = if b.holds.view.ab {
             self.renderers.iter().flatten().map(|r| (r, 0)).collect()
         } else {
-            self.renderers[0].iter().flat_map(|r| [(r, 0), (r, 1)]).take(d.shows.sides).collect()
+            self.renderers[0].iter().flat_map(|r| [(r, 0), (r, 1)]).take(b.holds.sides).collect()
         };
-        if sides.len() != d.shows.sides {
-            self.drawing = None;
+        if sides.len() != b.holds.sides {
+            self.back = None;
             return true;
         }
-        let [width, height] = d.size;
+        let [width, height] = b.gbuffer.size();
         let rows_fit = (BAND_BUDGET_MS * 1e6 / (self.ns_per_pixel * f64::from(width))).floor();
-        let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).min(height - d.next_row);
+        let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).min(height - b.next_row);
         let start = Instant::now();
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview band") });
-        encode_sides(&mut encoder, &d.view, d.size, &sides, d.next_row..d.next_row + rows, d.next_row == 0);
+        encode_material(&mut encoder, &b.gbuffer, &sides, b.next_row..b.next_row + rows);
         let submission = self.queue.submit(Some(encoder.finish()));
         if let Err(e) = self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }) {
-            self.drawing = None;
+            self.back = None;
             return self.reply(Reply::Error(format!("the preview's GPU work failed: {e}")));
         }
         let elapsed = start.elapsed();
@@ -238,20 +309,10 @@ impl RenderThread {
         let ns = elapsed.as_nanos() as f64 / (f64::from(rows) * f64::from(width)).max(1.0);
         self.ns_per_pixel = if self.bands.load(Ordering::Relaxed) == 0 { ns.min(20_000.0) } else { 0.7 * self.ns_per_pixel + 0.3 * ns };
         self.bands.fetch_add(1, Ordering::Relaxed);
-        let finished = {
-            let Some(d) = &mut self.drawing else { return true };
-            d.next_row += rows;
-            d.next_row >= d.size[1]
-        };
-        if finished && let Some(d) = self.drawing.take() {
-            match read_rgba8(&self.device, &self.queue, &d.texture, d.size) {
-                Ok(rgba) => {
-                    self.sent = Some((d.shows, d.scale));
-                    if !self.reply(Reply::Image(d.shows, d.scale, d.size, rgba)) {
-                        return false;
-                    }
-                }
-                Err(e) => return self.reply(Reply::Error(e.to_string())),
+        if let Some(b) = &mut self.back {
+            b.next_row += rows;
+            if b.next_row >= height {
+                self.front = self.back.take();
             }
         }
         // Rest as long as the band took: the UI and training keep half the machine.
@@ -259,19 +320,33 @@ impl RenderThread {
         true
     }
 
-    /// Starts an image of `shows` at `scale`: a target, and the uniforms of its sides.
-    fn start(&mut self, shows: Shows, scale: f32) {
+    /// Starts decoding a G-buffer of `holds` at `scale` (false: a model it needs is missing).
+    fn start(&mut self, holds: Shows, scale: f32) -> bool {
         let size = [
-            ((shows.view.size[0] as f32 * scale).round() as u32).max(shows.sides as u32),
-            ((shows.view.size[1] as f32 * scale).round() as u32).max(1),
+            ((holds.view.size[0] as f32 * scale).round() as u32).max(holds.sides as u32),
+            ((holds.view.size[1] as f32 * scale).round() as u32).max(1),
         ];
-        for side in 0..shows.sides {
-            let Some(u) = self.uniforms(&shows, side) else { return };
-            let (renderer, slot) = if shows.view.ab { (side, 0) } else { (0, side) };
-            if let Some(r) = &self.renderers[renderer] {
+        for side in 0..holds.sides {
+            let Some(u) = self.uniforms(&holds, side) else { return false };
+            let (renderer, slot) = if holds.view.ab { (side, 0) } else { (0, side) };
+            if let Some(r) = &mut self.renderers[renderer] {
                 r.write_uniforms(&self.queue, slot, &u);
             }
         }
+        self.back = Some(Decoding { holds, scale, gbuffer: GBuffer::new(&self.device, size), next_row: 0 });
+        true
+    }
+
+    /// Lights the front G-buffer as `shows` asks and sends the image; false when the UI side is
+    /// gone.
+    fn shade_image(&mut self, shows: Shows, scale: f32) -> bool {
+        let Some(front) = &self.front else { return true };
+        for side in 0..shows.sides {
+            let Some(u) = self.uniforms(&shows, side) else { return true };
+            self.shade.write_uniforms(&self.queue, side, &u);
+        }
+        let size = front.gbuffer.size();
+        let start = Instant::now();
         let texture = self.device.create_texture(&wgpu::TextureDescriptor {
             label: Some("texset preview image"),
             size: wgpu::Extent3d { width: size[0], height: size[1], depth_or_array_layers: 1 },
@@ -283,6 +358,19 @@ impl RenderThread {
             view_formats: &[],
         });
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
-        self.drawing = Some(Drawing { shows, scale, size, texture, view, next_row: 0 });
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview shading") });
+        self.shade.encode(&self.device, &mut encoder, &view, &front.gbuffer, shows.sides);
+        self.queue.submit(Some(encoder.finish()));
+        let sent = match read_rgba8(&self.device, &self.queue, &texture, size) {
+            Ok(rgba) => {
+                self.sent = Some((shows, scale));
+                self.last_image = Instant::now();
+                self.reply(Reply::Image(shows, scale, size, rgba))
+            }
+            Err(e) => self.reply(Reply::Error(e.to_string())),
+        };
+        // Rest as long as shading took, as after a band.
+        std::thread::sleep(start.elapsed().min(Duration::from_millis(100)));
+        sent
     }
 }
