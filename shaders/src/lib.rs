@@ -38,7 +38,7 @@ pub use device::{block_on, render_rgba32f, request_device, request_device_for_tr
 pub(crate) use device::{check_device_limit, fullscreen_pipeline, read_texture, triangle_pipeline};
 #[cfg(feature = "export")]
 pub use export::{EntryPoint, ExportError, ExportOptions, ShaderLang, export_shader, export_shader_with};
-pub use model::{Bindings, GpuModel, GpuModelOptions};
+pub use model::{Bindings, GpuModel, GpuModelOptions, TableStorage};
 
 /// The WGSL template of the decoder ([`model::GpuModel::wgsl`] specialises it to a bundle).
 pub const DECODE_WGSL: &str = include_str!("decode.wgsl");

@@ -39,23 +39,69 @@ pub struct GpuModelOptions {
     /// The MLP's arithmetic: `f32` (portable, the default) or `f16` (a device with
     /// `SHADER_F16`; docs/integration.md says what it trades).
     pub precision: MlpPrecision,
+    /// Where the `MAP_*` and `GRID_*` tables live: WGSL constants (portable, the default) or
+    /// module-scope private arrays, where the GPU is emulated on the CPU.
+    pub tables: TableStorage,
+}
+
+/// Where the generated `MAP_*` and `GRID_*` tables (read with indices known only at run time)
+/// live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TableStorage {
+    /// `const` arrays: what an engine includes, and hardware GPUs' drivers place as they see fit.
+    #[default]
+    Constant,
+    /// `var<private>` arrays with the same values. On lavapipe, a constant array indexed at run
+    /// time is compiled into every read: the studio preview's fragment pipeline took 51.7 s to
+    /// compile cold with constants against 10.7 s with private arrays, and a 256×256 draw once
+    /// compiled 0.389 s against 0.184 s (docs/decisions/035).
+    Private,
+}
+
+impl TableStorage {
+    /// The storage a GPU runs best: private arrays on one the CPU emulates (`software`:
+    /// lavapipe), constants on hardware.
+    #[must_use]
+    pub fn fastest(software: bool) -> Self {
+        if software { Self::Private } else { Self::Constant }
+    }
+
+    /// WGSL declaring table `name` of type `ty` with the items `items`.
+    fn declare(self, name: &str, ty: &str, items: &[String]) -> String {
+        let items = items.join(", ");
+        match self {
+            Self::Constant => format!("const {name} = {ty}({items});\n"),
+            Self::Private => format!("var<private> {name}: {ty} = {ty}({items});\n"),
+        }
+    }
 }
 
 impl Default for GpuModelOptions {
     /// What any WebGPU device runs: weights in a uniform buffer up to WebGPU's guaranteed 64 KiB.
     fn default() -> Self {
-        Self { max_uniform_bytes: PORTABLE_UNIFORM_BYTES, block: DEFAULT_BLOCK, shape: MlpShape::Vec4Rows, precision: MlpPrecision::F32 }
+        Self {
+            max_uniform_bytes: PORTABLE_UNIFORM_BYTES,
+            block: DEFAULT_BLOCK,
+            shape: MlpShape::Vec4Rows,
+            precision: MlpPrecision::F32,
+            tables: TableStorage::Constant,
+        }
     }
 }
 
 impl GpuModelOptions {
-    /// The options for `device`: its uniform buffer limit, and the code shape its kind of GPU
-    /// runs fastest ([`MlpShape::fastest`]).
+    /// The options for `device`: its uniform buffer limit, and the code shape and table storage
+    /// its kind of GPU runs fastest ([`MlpShape::fastest`], [`TableStorage::fastest`]).
     #[cfg(feature = "device")]
     #[must_use]
     pub fn for_device(device: &wgpu::Device) -> Self {
         let software = device.adapter_info().device_type == wgpu::DeviceType::Cpu;
-        Self { max_uniform_bytes: device.limits().max_uniform_buffer_binding_size, shape: MlpShape::fastest(software), ..Self::default() }
+        Self {
+            max_uniform_bytes: device.limits().max_uniform_buffer_binding_size,
+            shape: MlpShape::fastest(software),
+            tables: TableStorage::fastest(software),
+            ..Self::default()
+        }
     }
 }
 
@@ -108,19 +154,19 @@ fn f32_bits(value: f32) -> String {
     format!("{:#010x}u", value.to_bits())
 }
 
-fn u32_array(name: &str, values: &[u32]) -> String {
+fn u32_array(tables: TableStorage, name: &str, values: &[u32]) -> String {
     let items: Vec<String> = values.iter().map(|v| format!("{v}u")).collect();
-    format!("const {name} = array<u32, {}>({});\n", values.len(), items.join(", "))
+    tables.declare(name, &format!("array<u32, {}>", values.len()), &items)
 }
 
-fn f32_array(name: &str, values: &[f32]) -> String {
+fn f32_array(tables: TableStorage, name: &str, values: &[f32]) -> String {
     let items: Vec<String> = values.iter().map(|&v| f32_bits(v)).collect();
-    format!("const {name} = array<u32, {}>({});\n", values.len(), items.join(", "))
+    tables.declare(name, &format!("array<u32, {}>", values.len()), &items)
 }
 
-fn vec4_array(name: &str, values: &[[f32; 4]]) -> String {
+fn vec4_array(tables: TableStorage, name: &str, values: &[[f32; 4]]) -> String {
     let items: Vec<String> = values.iter().map(|v| format!("vec4<u32>({})", v.map(f32_bits).join(", "))).collect();
-    format!("const {name} = array<vec4<u32>, {}>({});\n", values.len(), items.join(", "))
+    tables.declare(name, &format!("array<vec4<u32>, {}>", values.len()), &items)
 }
 
 impl GpuModel {
@@ -150,8 +196,8 @@ impl GpuModel {
         let latent_channels = manifest.latent_channels();
         let mask_words = latent_channels.div_ceil(32).max(1);
         let maps = MapTables::new(manifest, mask_words)?;
-        let mut constants = shape_constants(bundle, max_width, maps.output_offset.len(), mask_words, &grid_word_offset);
-        constants += &maps.constants();
+        let mut constants = shape_constants(bundle, options.tables, [max_width, maps.output_offset.len(), mask_words], &grid_word_offset);
+        constants += &maps.constants(options.tables);
         // The LOD input is there when the first layer has an input for it (`Manifest::mlp_inputs`).
         let lod_input = manifest.mlp_inputs() > latent_channels + 4 * manifest.pe_frequencies as usize;
         constants += &mlp_input_wgsl(&grid_fetches(manifest), mask_words as u32, manifest.pe_frequencies, lod_input);
@@ -291,7 +337,12 @@ fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
 
 /// The model's shape as WGSL constants (`GRID_COUNT` to `MASK_WORDS`) and the grid tables
 /// (`GRID_WIDTH`, `GRID_HEIGHT`, `GRID_WORD_OFFSET`, every pyramid level's grids).
-fn shape_constants(bundle: &Bundle, max_width: usize, map_count: usize, mask_words: usize, grid_word_offset: &[u32]) -> String {
+fn shape_constants(
+    bundle: &Bundle,
+    tables: TableStorage,
+    [max_width, map_count, mask_words]: [usize; 3],
+    grid_word_offset: &[u32],
+) -> String {
     let manifest = &bundle.manifest;
     let mut constants = String::new();
     let all_grids: Vec<_> = manifest.all_grids().collect();
@@ -303,9 +354,9 @@ fn shape_constants(bundle: &Bundle, max_width: usize, map_count: usize, mask_wor
     let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");
     let _ = writeln!(constants, "const MAP_COUNT: u32 = {map_count}u;");
     let _ = writeln!(constants, "const MASK_WORDS: u32 = {mask_words}u;");
-    constants += &u32_array("GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
-    constants += &u32_array("GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
-    constants += &u32_array("GRID_WORD_OFFSET", grid_word_offset);
+    constants += &u32_array(tables, "GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
+    constants += &u32_array(tables, "GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
+    constants += &u32_array(tables, "GRID_WORD_OFFSET", grid_word_offset);
     constants
 }
 
@@ -382,21 +433,22 @@ impl MapTables {
         self.transform_rows.extend(rows);
     }
 
-    /// The tables as WGSL constants, `MAP_OUTPUT_OFFSET` to `MAP_TRANSFORM_BITS`.
-    fn constants(&self) -> String {
+    /// The tables as WGSL constants (or private arrays), `MAP_OUTPUT_OFFSET` to
+    /// `MAP_TRANSFORM_BITS`.
+    fn constants(&self, tables: TableStorage) -> String {
         [
-            u32_array("MAP_OUTPUT_OFFSET", &self.output_offset),
-            u32_array("MAP_CHANNELS", &self.channels),
-            u32_array("MAP_MIP_LEVELS", &self.mip_levels),
-            u32_array("MAP_WIDTH", &self.width),
-            u32_array("MAP_HEIGHT", &self.height),
-            u32_array("MAP_MASK", &self.mask),
-            u32_array("MAP_SRGB", &self.srgb),
-            u32_array("MAP_NORMAL", &self.normal),
-            vec4_array("MAP_RANGE_LOW_BITS", &self.low),
-            vec4_array("MAP_RANGE_SCALE_BITS", &self.scale),
-            u32_array("MAP_TRANSFORM", &self.transform),
-            f32_array("MAP_TRANSFORM_BITS", &self.transform_rows),
+            u32_array(tables, "MAP_OUTPUT_OFFSET", &self.output_offset),
+            u32_array(tables, "MAP_CHANNELS", &self.channels),
+            u32_array(tables, "MAP_MIP_LEVELS", &self.mip_levels),
+            u32_array(tables, "MAP_WIDTH", &self.width),
+            u32_array(tables, "MAP_HEIGHT", &self.height),
+            u32_array(tables, "MAP_MASK", &self.mask),
+            u32_array(tables, "MAP_SRGB", &self.srgb),
+            u32_array(tables, "MAP_NORMAL", &self.normal),
+            vec4_array(tables, "MAP_RANGE_LOW_BITS", &self.low),
+            vec4_array(tables, "MAP_RANGE_SCALE_BITS", &self.scale),
+            u32_array(tables, "MAP_TRANSFORM", &self.transform),
+            f32_array(tables, "MAP_TRANSFORM_BITS", &self.transform_rows),
         ]
         .concat()
     }
@@ -560,6 +612,37 @@ mod tests {
             std::fs::write(&path, &model.constants).unwrap();
             panic!("decode.wgsl's generated block is stale: the new one is in {}", path.display());
         }
+    }
+
+    /// Private tables hold the constants' values, declared as module-scope private arrays, and
+    /// the whole program still validates (naga) with them.
+    #[test]
+    #[allow(clippy::unwrap_used, reason = "a test: a failure is the message")]
+    fn private_tables_hold_the_constants_values() {
+        let bundle = texset_testkit::tiny_bundle_with_mips(3);
+        let constant = GpuModel::new(&bundle).unwrap().wgsl();
+        let options = GpuModelOptions { tables: TableStorage::Private, ..GpuModelOptions::default() };
+        let private = GpuModel::with_options(&bundle, options).unwrap().wgsl();
+        assert!(constant.contains("const MAP_WIDTH = array<u32, ") && !constant.contains("var<private>"));
+        let tables = private.matches("var<private> ").count();
+        assert_eq!(tables, 15, "the twelve MAP_* and three GRID_* tables");
+        // `var<private> NAME: TYPE = TYPE(` → `const NAME = TYPE(`: the constant program.
+        let mut undone = String::new();
+        for line in private.lines() {
+            match line.strip_prefix("var<private> ").and_then(|rest| rest.split_once(": ")) {
+                Some((name, rest)) => {
+                    let (ty, values) = rest.split_once(" = ").unwrap();
+                    assert!(values.starts_with(ty), "{line}");
+                    let _ = writeln!(undone, "const {name} = {values}");
+                }
+                None => {
+                    let _ = writeln!(undone, "{line}");
+                }
+            }
+        }
+        assert_eq!(undone.trim_end(), constant.trim_end());
+        let module = naga::front::wgsl::parse_str(&private).unwrap();
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default()).validate(&module).unwrap();
     }
 
     /// The whole-word latent fetch reads, for every bit depth and record width, the level the
