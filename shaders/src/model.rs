@@ -54,7 +54,7 @@ pub enum TableStorage {
     /// `var<private>` arrays with the same values. On lavapipe, a constant array indexed at run
     /// time is compiled into every read: the studio preview's fragment pipeline took 51.7 s to
     /// compile cold with constants against 10.7 s with private arrays, and a 256×256 draw once
-    /// compiled 0.389 s against 0.184 s (docs/decisions/035).
+    /// compiled 0.389 s against 0.184 s (docs/decisions/036).
     Private,
 }
 

@@ -10,7 +10,7 @@
 //! The G-buffer holds `f32` values, so the two passes give what the one-pass `fs_preview` gives
 //! (tested against it).
 
-use super::{Originals, PreviewUniforms, empty_originals, originals_view, side_by_side, side_groups, uniform};
+use super::{Originals, PreviewUniforms, empty_originals, model_bind_group, originals_view, side_by_side, side_groups, uniform};
 use crate::model::GpuModel;
 use crate::{GpuError, block_on};
 use texset_core::bundle::Bundle;
@@ -89,7 +89,7 @@ impl PreparedMaterial {
                 )
             }
         };
-        let model_group = crate::ModelBuffers::upload(device, &model)?.bind_group(device, &decoded.get_bind_group_layout(0), &[]);
+        let model_group = model_bind_group(device, &decoded, &model)?;
         let no_model_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("texset preview (no model)"),
             layout: &originals.get_bind_group_layout(0),

@@ -1,10 +1,11 @@
 //! The studio's PBR preview: `preview.wgsl` appended to the decoder specialised to a bundle, so the
 //! material is decoded per pixel in the fragment shader; [`shade`] is its CPU reference.
 //!
-//! [`PreviewRenderer`] owns the pipeline and buffers and draws into any render pass whose colour
-//! target has its format (the studio's egui paint callback, or [`PreviewRenderer::render`]
-//! offscreen for tests). Two uniform slots let one frame show the decoded material beside the
-//! original maps.
+//! [`PreviewRenderer`] owns the one-pass pipeline (`fs_preview`) and buffers and draws into any
+//! render pass whose colour target has its format ([`PreviewRenderer::render`] offscreen, for
+//! `bench decode`, the tests and the CPU twin's parity). The studio draws the same image in two
+//! passes through a G-buffer (`deferred.rs`: [`MaterialRenderer`], [`ShadePass`]). Two uniform
+//! slots let one frame show the decoded material beside the original maps.
 
 use crate::model::GpuModel;
 use crate::{GpuError, block_on, check_device_limit, to_u32};
@@ -181,8 +182,8 @@ impl Originals {
 /// bundle's shapes, with `preview.wgsl` appended) and the bundle's data bound to it.
 ///
 /// Making one compiles the pipeline unless `reuse` was made for the same shapes (snapshots of one
-/// training run share them). On a software GPU that compile takes seconds, so the studio makes
-/// these on a thread of its own and hands them to [`PreviewRenderer::set_prepared`].
+/// training run share them); [`PreviewRenderer::set_prepared`] takes one made elsewhere. The
+/// studio's two-pass preview has its own, [`PreparedMaterial`].
 #[derive(Clone)]
 pub struct PreparedModel {
     format: wgpu::TextureFormat,
@@ -464,7 +465,11 @@ fn create_pipeline(device: &wgpu::Device, wgsl: &str, format: wgpu::TextureForma
     crate::fullscreen_pipeline(device, &module, "texset preview pipeline", "fs_preview", format)
 }
 
-fn model_bind_group(device: &wgpu::Device, pipeline: &wgpu::RenderPipeline, model: &GpuModel) -> Result<wgpu::BindGroup, GpuError> {
+pub(super) fn model_bind_group(
+    device: &wgpu::Device,
+    pipeline: &wgpu::RenderPipeline,
+    model: &GpuModel,
+) -> Result<wgpu::BindGroup, GpuError> {
     Ok(crate::ModelBuffers::upload(device, model)?.bind_group(device, &pipeline.get_bind_group_layout(0), &[]))
 }
 

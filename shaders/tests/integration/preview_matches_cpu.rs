@@ -97,9 +97,10 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
     }
 }
 
-/// The studio draws the preview in bands of rows over several frames (`encode_rows`, keeping the
-/// rows drawn before) and, for A/B, each side by its own renderer (`encode_sides`): both give
-/// exactly the image one pass gives.
+/// An image drawn in bands of rows (`encode_rows`, keeping the rows drawn before) and, for A/B,
+/// each side by its own renderer (`encode_sides`) is exactly the image one pass gives. The
+/// studio's material pass (`encode_material`) draws its bands and sides through the same
+/// `side_by_side`.
 #[test]
 fn preview_drawn_in_bands_and_sides_equals_one_pass() {
     let name = "preview_drawn_in_bands_and_sides_equals_one_pass";
