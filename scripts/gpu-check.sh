@@ -17,6 +17,9 @@ exec > >(tee "$log") 2>&1
 
 echo "== $(date -u +%FT%TZ) gpu-check of $(git rev-parse --short HEAD 2>/dev/null || echo 'a copied tree')"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null || true
+# Whether the card runs `dot4I8Packed` (`--precision int8`, decision 037) in hardware: wgpu does
+# not say, Vulkan does.
+vulkaninfo 2>/dev/null | grep -E "integerDotProduct4x8BitPackedSignedAccelerated|deviceName" || true
 time cargo build --release --locked --bin texset
 candidate=target/release/texset
 base="${1:-}"
@@ -47,14 +50,15 @@ if [[ ${#cabinet_args[@]} -gt 0 ]]; then
 fi
 
 # 1b. The decoder's hidden-layer code shape (decision 032): the portable `vec4` rows (this card's
-#     default) against scalar loads (lavapipe's, 1.6x faster there); then f32 against f16
-#     arithmetic (issue 39 item 3; within one 8-bit step of f32, docs/integration.md).
+#     default) against scalar loads (lavapipe's, 1.6x faster there); then f32 against f16 and
+#     packed int8 arithmetic (issue 39 item 3, decisions 033 and 037: what each trades is in
+#     docs/integration.md). A precision the build lacks prints clap's refusal and goes on.
 if "$candidate" bench decode --help | grep -q -- --mlp-shape; then
   echo "== bench decode --gpu --mlp-shape scalar: $candidate (sample library)"
   timeout 120 "$candidate" bench decode --gpu --runs 5 --mlp-shape scalar "${libs[@]}" || echo "FAILED ($?)"
 fi
 if "$candidate" bench decode --help | grep -q -- --precision; then
-  for precision in f32 f16; do
+  for precision in f32 f16 int8; do
     echo "== bench decode --gpu --precision $precision: $candidate (sample library)"
     timeout 120 "$candidate" bench decode --gpu --runs 5 --precision "$precision" "${libs[@]}" || echo "FAILED ($?)"
   done

@@ -8,6 +8,7 @@ use crate::bundle::{Bundle, Manifest, MapEntry};
 use crate::model::batched::{forward_layer, padded_len};
 use crate::model::params::ModelParams;
 use crate::model::reference::{MlpScratch, features_at_level, mlp_forward, srgb_to_linear};
+use crate::model::wgsl::PackedInt8;
 use crate::set::{ColorSpace, MapKind, NormalConvention};
 use rayon::prelude::*;
 
@@ -94,6 +95,8 @@ pub struct Decoder {
     manifest: Manifest,
     params: ModelParams,
     masks: Vec<Vec<Vec<f32>>>,
+    /// The MLP of the GPU's packed-int8 path instead of the reference's ([`Decoder::int8_twin`]).
+    int8: Option<PackedInt8>,
 }
 
 impl Decoder {
@@ -120,7 +123,16 @@ impl Decoder {
                     .collect()
             })
             .collect();
-        Self { manifest: bundle.manifest.clone(), params: bundle.model_params(), masks }
+        Self { manifest: bundle.manifest.clone(), params: bundle.model_params(), masks, int8: None }
+    }
+
+    /// A decoder whose MLP computes as the GPU decoder's packed-int8 path does
+    /// ([`crate::model::wgsl::MlpPrecision::Int8`]: int8 activations, [`PackedInt8::forward`]):
+    /// its CPU twin, to test that path against and to measure what it trades. Slower than
+    /// [`Decoder::new`]: one texel at a time.
+    #[must_use]
+    pub fn int8_twin(bundle: &Bundle) -> Self {
+        Self { int8: Some(PackedInt8::new(&bundle.layers)), ..Self::new(bundle) }
     }
 
     /// The bundle's manifest.
@@ -190,7 +202,14 @@ impl Decoder {
         let mut features = vec![0.0; self.params.mlp_inputs()];
         features_at_level(&self.params, u, v, level, &self.masks[material][map], &mut features);
         let mut scratch = MlpScratch::default();
-        let y = mlp_forward(&self.params, &features, &mut scratch);
+        let int8;
+        let y = match &self.int8 {
+            Some(packed) => {
+                int8 = packed.forward(&features);
+                &int8[..]
+            }
+            None => mlp_forward(&self.params, &features, &mut scratch),
+        };
         let offset = entry.output_offset as usize;
         let mut t = [0.0f32; 4];
         for (o, value) in t.iter_mut().zip(&y[offset..offset + channels]) {
@@ -285,7 +304,7 @@ impl Decoder {
                     for x0 in (0..width).step_by(DECODE_BLOCK_TEXELS) {
                         let count = DECODE_BLOCK_TEXELS.min(width - x0);
                         let texel_u = |i: usize| ((x0 + i) as f32 + 0.5) / width as f32;
-                        let (y_all, np) = block.decode(&self.params, count, texel_u, v, level, mask);
+                        let (y_all, np) = block.decode(&self.params, self.int8.as_ref(), count, texel_u, v, level, mask);
                         for i in 0..count {
                             for (r, &j) in row_out.iter_mut().zip(&members) {
                                 let e = &entries[maps[j]];
@@ -336,10 +355,13 @@ impl BlockScratch {
 
     /// Decodes `count` texels at `(u(i), v)` of pyramid level `level` with channel mask `mask`:
     /// the reference's features ([`features_at_level`], bit-identical), then the MLP through the
-    /// batched kernels. Returns every output channel, unclamped, `[output][np]`, and `np`.
+    /// batched kernels (or, with `int8`, texel by texel through [`PackedInt8::forward`]). Returns
+    /// every output channel, unclamped, `[output][np]`, and `np`.
+    #[expect(clippy::too_many_arguments, reason = "one private helper of the row loop, each argument a different axis")]
     fn decode(
         &mut self,
         params: &ModelParams,
+        int8: Option<&PackedInt8>,
         count: usize,
         u: impl Fn(usize) -> f32,
         v: f32,
@@ -348,6 +370,15 @@ impl BlockScratch {
     ) -> (&[f32], usize) {
         let np = padded_len(count);
         let inputs = params.mlp_inputs();
+        if let (Some(int8), Some(out)) = (int8, self.layers.last_mut()) {
+            for i in 0..count {
+                features_at_level(params, u(i), v, level, mask, &mut self.texel);
+                for (o, y) in int8.forward(&self.texel).into_iter().enumerate() {
+                    out[o * np + i] = y;
+                }
+            }
+            return (&self.layers[self.layers.len() - 1][..], np);
+        }
         let features = &mut self.features[..inputs * np];
         features.fill(0.0);
         for i in 0..count {

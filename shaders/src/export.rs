@@ -143,9 +143,10 @@ pub struct ExportOptions {
     /// `decode_texel_linear_lod`, `lod_from_derivatives`, …) with `latents` and `mlp`, for an
     /// engine's own shader to include. WGSL only.
     pub functions_only: bool,
-    /// The MLP's arithmetic: `f32` (the default: portable) or `f16` (the module then begins with
+    /// The MLP's arithmetic: `f32` (the default: portable), `f16` (the module then begins with
     /// `enable f16;` and needs a device with `SHADER_F16`; WGSL, HLSL at shader model 6.2 and
-    /// MSL; not GLSL). docs/integration.md says what it trades.
+    /// MSL; not GLSL) or `int8` (packed int8 dot products, every language: HLSL at shader model
+    /// 6.4, `dot4add_i8packed`). docs/integration.md says what they trade.
     pub precision: MlpPrecision,
 }
 
@@ -211,9 +212,15 @@ fn translate_bound(wgsl: &str, lang: ShaderLang, entry: EntryPoint, bindings: Bi
             Ok(out)
         }
         ShaderLang::Hlsl => {
-            // 16-bit floats need shader model 6.2 (DXC's `-enable-16bit-types`).
-            let f16 = wgsl.starts_with("enable f16;");
-            let shader_model = if f16 { naga::back::hlsl::ShaderModel::V6_2 } else { naga::back::hlsl::ShaderModel::V5_1 };
+            // 16-bit floats need shader model 6.2 (DXC's `-enable-16bit-types`); packed int8 dot
+            // products are `dot4add_i8packed` from 6.4 (naga writes a polyfill below it).
+            let shader_model = if wgsl.starts_with(MlpPrecision::F16.enable()) {
+                naga::back::hlsl::ShaderModel::V6_2
+            } else if wgsl.starts_with(MlpPrecision::Int8.enable()) {
+                naga::back::hlsl::ShaderModel::V6_4
+            } else {
+                naga::back::hlsl::ShaderModel::V5_1
+            };
             let options = naga::back::hlsl::Options { shader_model, ..naga::back::hlsl::Options::default() };
             let pipeline = naga::back::hlsl::PipelineOptions::default();
             let mut out = String::new();

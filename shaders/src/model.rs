@@ -10,7 +10,7 @@ use texset_core::{
     bundle::{Bundle, Manifest, MapEntry},
     model::{
         MAX_MLP_WIDTH, QuantizedLayer, full_mip_count,
-        wgsl::{MlpPrecision, MlpShape, MlpWgsl, PORTABLE_UNIFORM_BYTES, WeightMemory, pack_weights},
+        wgsl::{MlpPrecision, MlpShape, MlpWgsl, PORTABLE_UNIFORM_BYTES, PackedInt8, WeightMemory, pack_weights},
     },
     set::{ColorSpace, MapKind, NormalConvention},
 };
@@ -36,8 +36,8 @@ pub struct GpuModelOptions {
     /// The hidden layers' code shape: `vec4` rows (portable, and what hardware GPUs are given),
     /// or scalar loads where the GPU is emulated on the CPU.
     pub shape: MlpShape,
-    /// The MLP's arithmetic: `f32` (portable, the default) or `f16` (a device with
-    /// `SHADER_F16`; docs/integration.md says what it trades).
+    /// The MLP's arithmetic: `f32` (portable, the default), `f16` (a device with `SHADER_F16`) or
+    /// packed `int8` (any device); docs/integration.md says what the last two trade.
     pub precision: MlpPrecision,
     /// Where the `MAP_*` and `GRID_*` tables live: WGSL constants (portable, the default) or
     /// module-scope private arrays, where the GPU is emulated on the CPU.
@@ -112,7 +112,8 @@ pub struct GpuModel {
     /// after the last grid, which a whole-word read of the last cell may touch.
     pub latent_words: Vec<u32>,
     /// The `mlp` buffer (uniform or storage, [`GpuModel::weight_memory`]): the dequantised
-    /// weights as f32 bit patterns, four to a `vec4` ([`texset_core::model::wgsl::PackedLayer`]).
+    /// weights as f32 bit patterns, four to a `vec4` ([`texset_core::model::wgsl::PackedLayer`]);
+    /// in int8, [`PackedInt8`]'s words.
     pub mlp_words: Vec<u32>,
     /// The WGSL that replaces the template's block: constants, latent fetch and MLP.
     pub constants: String,
@@ -185,12 +186,20 @@ impl GpuModel {
         let (latent_words, grid_word_offset) = pack_latents(bundle)?;
 
         // MLP: the weights the CPU reference multiplies by (`QuantizedLayer::dequantize`, as
-        // `Bundle::model_params`), dequantised once, here, and packed for the generated code.
-        let layers: Vec<_> = bundle.layers.iter().map(QuantizedLayer::dequantize).collect();
-        let packed = pack_weights(&layers);
-        let mlp_words = packed.words();
-        to_u32("MLP words", mlp_words.len())?;
-        let weight_memory = WeightMemory::for_limit(packed.bytes(), options.max_uniform_bytes);
+        // `Bundle::model_params`), dequantised once, here, and packed for the generated code; in
+        // int8, the hidden layers' codes as they are (`PackedInt8`).
+        let (packed_layers, int8_layers, mlp_words) = if options.precision == MlpPrecision::Int8 {
+            let packed = PackedInt8::new(&bundle.layers);
+            let words = packed.words();
+            (packed.layers, packed.hidden, words)
+        } else {
+            let layers: Vec<_> = bundle.layers.iter().map(QuantizedLayer::dequantize).collect();
+            let packed = pack_weights(&layers);
+            let words = packed.words();
+            (packed.layers, Vec::new(), words)
+        };
+        let mlp_vec4s = to_u32("MLP vec4s", mlp_words.len() / 4)?;
+        let weight_memory = WeightMemory::for_limit(u64::from(mlp_vec4s) * 16, options.max_uniform_bytes);
         let block = options.block.clamp(1, 8);
 
         let latent_channels = manifest.latent_channels();
@@ -202,17 +211,18 @@ impl GpuModel {
         let lod_input = manifest.mlp_inputs() > latent_channels + 4 * manifest.pe_frequencies as usize;
         constants += &mlp_input_wgsl(&grid_fetches(manifest), mask_words as u32, manifest.pe_frequencies, lod_input);
         let mlp = MlpWgsl {
-            layers: &packed.layers,
+            layers: &packed_layers,
             block,
             memory: weight_memory,
-            vec4s: to_u32("MLP vec4s", packed.vec4s.len())?,
+            vec4s: mlp_vec4s,
             group: 0,
             binding: 1,
             shape: options.shape,
             precision: options.precision,
+            int8: &int8_layers,
         };
         constants += &mlp.code();
-        let shape = options.shape.for_layers(&packed.layers);
+        let shape = options.shape.for_layers(&packed_layers);
         Ok(Self {
             latent_words,
             mlp_words,

@@ -27,6 +27,10 @@ pub(super) struct EvalArgs {
     /// shader does) before scoring: what a decoder of x and y alone would give.
     #[arg(long)]
     rebuild_normal_z: bool,
+    /// Score the bundle as the GPU decoder's packed-int8 path decodes it (`--precision int8` of
+    /// `export-shader`: int8 activations), through its CPU twin, one texel at a time.
+    #[arg(long)]
+    int8: bool,
     #[command(flatten)]
     json: JsonArg,
 }
@@ -51,12 +55,13 @@ impl EvalArgs {
         let Some(bundle) = self.paths.pop() else { bail!("eval needs reference folders and a bundle") };
         let b = read_bundle(&bundle)?;
         let (set, _) = load_library(&self.paths)?;
-        let mut decoded = decode_set(&set, &Decoder::new(&b))?;
+        let decoder = if self.int8 { Decoder::int8_twin(&b) } else { Decoder::new(&b) };
+        let mut decoded = decode_set(&set, &decoder)?;
         if self.rebuild_normal_z {
             rebuild_normal_z(&set, &mut decoded);
         }
         let eval = score(&set, &decoded, true);
-        let mips = evaluate_mips(&set, &Decoder::new(&b))?;
+        let mips = evaluate_mips(&set, &decoder)?;
         let rendered = rendered_scores(&set, &b.manifest, &decoded, RENDER_LIGHTS, RENDER_SIZE_PX);
         let by_map = if self.by_map { rendered_by_map(&set, &b.manifest, &decoded, RENDER_LIGHTS, RENDER_SIZE_PX) } else { Vec::new() };
         if self.json.json {

@@ -34,8 +34,9 @@ pub(super) struct ExportShaderArgs {
     /// engine's own WGSL shader to include (WGSL only).
     #[arg(long)]
     functions_only: bool,
-    /// The decoder MLP's arithmetic: f32 (portable) or f16 (needs `SHADER_F16`; not GLSL; within
-    /// one 8-bit step of f32, docs/integration.md).
+    /// The decoder MLP's arithmetic: f32 (portable), f16 (needs `SHADER_F16`; not GLSL; within
+    /// about one 8-bit step of f32) or int8 (packed int8 dot products, `DP4a`; a quarter of the
+    /// weights' bytes; docs/integration.md says what it trades).
     #[arg(long, value_enum, default_value_t = MlpPrecision::F32)]
     precision: MlpPrecision,
 }

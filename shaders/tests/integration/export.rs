@@ -138,3 +138,36 @@ fn f16_exports_where_the_language_has_it_and_glsl_says_why_not() {
     let portable = export_shader(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap).unwrap();
     assert!(!portable.contains("f16"), "the default export uses f16");
 }
+
+/// `--precision int8`: every language exports and validates with packed int8 dot products (HLSL
+/// at shader model 6.4's `dot4add_i8packed`), the WGSL with its `requires` directive, the
+/// weights a `vec4<u32>` array.
+#[test]
+fn int8_exports_in_every_language() {
+    use texset_core::model::wgsl::MlpPrecision;
+    let bundle = tiny_bundle();
+    let options = ExportOptions { precision: MlpPrecision::Int8, ..ExportOptions::default() };
+    let wgsl = export_shader_with(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap, options).unwrap();
+    assert!(wgsl.starts_with(MlpPrecision::Int8.enable()) && wgsl.contains("dot4I8Packed(") && wgsl.contains("array<vec4<u32>"), "{wgsl}");
+    let hlsl = export_shader_with(&bundle, ShaderLang::Hlsl, EntryPoint::DecodeMap, options).unwrap();
+    assert!(hlsl.contains("dot4add_i8packed"), "{hlsl}");
+    let msl = export_shader_with(&bundle, ShaderLang::Msl, EntryPoint::DecodeMap, options).unwrap();
+    assert!(msl.contains("char4"), "{msl}");
+    // GLSL has no packed dot product: naga writes it out byte by byte, and glslang must take it.
+    let dir = tempfile::tempdir().unwrap();
+    for entry in [EntryPoint::DecodeMap, EntryPoint::DecodeSamples, EntryPoint::FragmentDecode] {
+        let glsl = export_shader_with(&bundle, ShaderLang::Glsl, entry, options).unwrap();
+        let path = dir.path().join(format!("{}.{}", entry.name(), entry.glslang_stage()));
+        std::fs::write(&path, &glsl).unwrap();
+        match external_check(&path, ShaderLang::Glsl, entry) {
+            ExternalCheck::Failed(why) => panic!("glslang rejects the int8 GLSL of {}: {why}", entry.name()),
+            other => println!("int8 GLSL {}: {other:?}", entry.name()),
+        }
+    }
+    let functions =
+        export_shader_with(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap, ExportOptions { functions_only: true, ..options }).unwrap();
+    assert!(functions.starts_with(MlpPrecision::Int8.enable()), "{functions}");
+    // The default stays f32.
+    let portable = export_shader(&bundle, ShaderLang::Wgsl, EntryPoint::DecodeMap).unwrap();
+    assert!(!portable.contains("dot4I8Packed"), "the default export uses int8");
+}

@@ -352,3 +352,60 @@ fn gpu_matches_cpu_in_f16_within_one_step() {
     let refused = GpuDecoder::with_options(&plain, &tiny_bundle(), options).err().map(|e| e.to_string());
     assert!(refused.as_deref().is_some_and(|e| e.contains("SHADER_F16")), "{refused:?}");
 }
+
+/// The packed-int8 path (`MlpPrecision::Int8`: int8 activations, `dot4I8Packed`) computes what its
+/// CPU twin (`Decoder::int8_twin`) computes, on every map and mip level, in the adapter's code
+/// shape, on the small hand-built bundles, the pinned trained `fused_mips_learned.texset`, and the
+/// bundles `TEXSET_INT8_BUNDLES` names (colon-separated paths). It prints how far both are from
+/// the `f32` CPU reference: what docs/integration.md says int8 trades.
+#[test]
+fn gpu_matches_its_cpu_twin_in_int8() {
+    use texset_core::model::wgsl::MlpPrecision;
+    const ONE_STEP: f32 = 1.0 / 255.0;
+    // The GPU and the twin round the same activations; they differ by GPU division (2.5 ulp) and
+    // FMA contraction, which now and then moves an activation across a rounding boundary, one
+    // code of 255.
+    const TWIN_TOLERANCE: f32 = 0.25 * ONE_STEP;
+    let test = "gpu_matches_its_cpu_twin_in_int8";
+    let Some((_, device, queue)) = gpu_or_skip(test, request_device().unwrap()) else {
+        return;
+    };
+    let read = |path: &std::path::Path| texset_core::bundle::Bundle::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    let pinned = texset_testkit::repo_root().join("tests/data/pinned/fused_mips_learned.texset");
+    let mut bundles = vec![("tiny".to_owned(), tiny_bundle()), ("tiny with mips".to_owned(), tiny_bundle_with_mips(4))];
+    bundles.push(("fused_mips_learned".to_owned(), read(&pinned)));
+    for path in std::env::var("TEXSET_INT8_BUNDLES").unwrap_or_default().split(':').filter(|p| !p.is_empty()) {
+        bundles.push((path.to_owned(), read(std::path::Path::new(path))));
+    }
+    for (what, bundle) in bundles {
+        let (reference, twin) = (Decoder::new(&bundle), Decoder::int8_twin(&bundle));
+        let options = GpuModelOptions { precision: MlpPrecision::Int8, ..GpuModelOptions::for_device(&device) };
+        let gpu = GpuDecoder::with_options(&device, &bundle, options).unwrap();
+        assert!(gpu.model().wgsl().starts_with(MlpPrecision::Int8.enable()));
+        let (mut from_twin, mut from_f32, mut squares, mut values) = (0.0f32, 0.0f32, 0.0f64, 0usize);
+        for (k, material) in bundle.manifest.materials.iter().enumerate() {
+            for m in 0..material.maps.len() {
+                for level in 0..reference.map_mip_levels(k, m).unwrap() {
+                    let got = gpu.decode_map_level(&device, &queue, k, m, level, DecodeMode::Stored).unwrap();
+                    let want = twin.decode_map_level(k, m, level).unwrap();
+                    let exact = reference.decode_map_level(k, m, level).unwrap();
+                    let channels = want.channels as usize;
+                    from_twin = max_diff_per_channel(&got.values, &want.values, channels).into_iter().fold(from_twin, f32::max);
+                    from_f32 = max_diff_per_channel(&want.values, &exact.values, channels).into_iter().fold(from_f32, f32::max);
+                    squares += want.values.iter().zip(&exact.values).map(|(a, b)| f64::from(a - b).powi(2)).sum::<f64>();
+                    values += want.values.len();
+                }
+            }
+        }
+        let rms = (squares / values.max(1) as f64).sqrt() as f32;
+        println!(
+            "{what}, int8: max |gpu - twin| {from_twin:e} ({:.3} of a step); the twin from f32: max {:.3} steps, RMS {:.3} steps",
+            from_twin / ONE_STEP,
+            from_f32 / ONE_STEP,
+            rms / ONE_STEP
+        );
+        assert!(from_twin <= TWIN_TOLERANCE, "{what}: the int8 GPU decode differs from its CPU twin by {from_twin}");
+        // int8 is not f32: a twin that silently ran in f32 would show no difference at all.
+        assert!(from_f32 > 0.0, "{what}: the int8 twin equals f32 exactly");
+    }
+}

@@ -21,8 +21,8 @@ pub(crate) struct DecodeBenchArgs {
     /// instead of the adapter's (`vec4-rows` on a hardware GPU, `scalar` on one the CPU emulates).
     #[arg(long, requires = "gpu", value_name = "SHAPE", value_parser = super::train::parse_shape)]
     mlp_shape: Option<texset_core::model::wgsl::MlpShape>,
-    /// With `--gpu`: the MLP's arithmetic, `f32` or `f16` (an adapter with `SHADER_F16`), instead
-    /// of the adapter's.
+    /// With `--gpu`: the MLP's arithmetic, `f32`, `f16` (an adapter with `SHADER_F16`) or `int8`
+    /// (packed int8 dot products), instead of the adapter's.
     #[arg(long, requires = "gpu", value_enum)]
     precision: Option<texset_core::model::wgsl::MlpPrecision>,
     /// The decoder's hidden widths, e.g. `64-48-32` (the default before decision 034), instead of
@@ -172,9 +172,10 @@ fn gpu_decode(
     let fragment_secs = if texset_shaders::renders_fragment_format(adapter) { gpu.prepare_fragment(device).ok() } else { None };
     let model = gpu.model();
     println!(
-        "decoder on {device_name}: weights in {} memory, {} texels per compute invocation, hidden layers in {}, {} \
-         arithmetic; compile: cs_decode_map {:.2} s, cs_decode_samples {:.2} s, fs_decode_map {}",
+        "decoder on {device_name}: weights in {} memory ({:.1} KiB), {} texels per compute invocation, hidden layers in {}, \
+         {} arithmetic; compile: cs_decode_map {:.2} s, cs_decode_samples {:.2} s, fs_decode_map {}",
         model.weight_memory.name(),
+        model.mlp_words.len() as f64 * 4.0 / 1024.0,
         model.block,
         model.shape.name(),
         model.precision.name(),

@@ -2,6 +2,7 @@
 //! parity tests are texset-shaders' and the trainer's).
 
 use super::*;
+use crate::model::QuantizedLayer;
 
 fn layer(inputs: usize, outputs: usize, seed: f32) -> LayerParams {
     LayerParams {
@@ -23,6 +24,7 @@ fn uniform_mlp(packed: &PackedWeights) -> MlpWgsl<'_> {
         binding: 1,
         shape: MlpShape::Vec4Rows,
         precision: MlpPrecision::F32,
+        int8: &[],
     }
 }
 
@@ -132,4 +134,124 @@ fn generated_code_names_its_activations() {
     }
     assert!(code.contains("fn mlp_hidden(") && code.contains("fn mlp_hidden_block(") && code.contains("fn mlp_output_block("));
     assert!(code.contains("var<uniform> mlp: array<vec4<f32>, "));
+}
+
+/// A layer of trained-like magnitudes (weights about `1/√inputs`), quantised to int8 as a bundle
+/// stores it.
+fn int8_layer_of(inputs: usize, outputs: usize, seed: f32) -> QuantizedLayer {
+    let mut l = layer(inputs, outputs, seed);
+    let gain = 1.5 / (inputs as f32).sqrt();
+    l.weights.iter_mut().for_each(|w| *w *= gain);
+    l.biases.iter_mut().for_each(|b| *b *= 0.1);
+    QuantizedLayer::quantize(&l)
+}
+
+/// The int8 layout holds the bundle's own codes, scales and biases bit for bit, the zero-point
+/// correction (128 times the row's code sum) of a layer of unsigned inputs, zeros in the padding,
+/// and the last layer's dequantised `f32` rows.
+#[test]
+fn int8_packing_keeps_the_bundles_codes() {
+    let layers = [int8_layer_of(41, 62, 0.3), int8_layer_of(62, 30, 0.7), int8_layer_of(30, 9, 1.1)];
+    let packed = PackedInt8::new(&layers);
+    assert_eq!(packed.hidden.len(), 2);
+    let word = |at: u32, k: usize| packed.vec4s[at as usize + k / 4][k % 4];
+    for (l, (h, layer)) in packed.hidden.iter().zip(&layers).enumerate() {
+        assert_eq!(
+            (h.signed_inputs, h.rows, h.row_vec4s),
+            (l == 0, layer.outputs.div_ceil(4) as u32 * 4, layer.inputs.div_ceil(16) as u32)
+        );
+        for o in 0..h.rows as usize {
+            for i in 0..16 * h.row_vec4s as usize {
+                let w = word(h.weights_at, o * 4 * h.row_vec4s as usize + i / 4);
+                let got = (w >> (8 * (i % 4))) as u8 as i8;
+                let want = if o < layer.outputs && i < layer.inputs { layer.weights[o * layer.inputs + i] } else { 0 };
+                assert_eq!(got, want, "layer {l} row {o} input {i}");
+            }
+            let param = |k: usize| word(h.params_at, 12 * (o / 4) + 4 * k + o % 4);
+            let (scale, bias) = (layer.scales.get(o).copied().unwrap_or(0.0), layer.biases.get(o).copied().unwrap_or(0.0));
+            assert_eq!((param(0), param(2)), (scale.to_bits(), bias.to_bits()), "layer {l} row {o}");
+            let sum: i32 = if o < layer.outputs {
+                layer.weights[o * layer.inputs..(o + 1) * layer.inputs].iter().map(|&c| i32::from(c)).sum()
+            } else {
+                0
+            };
+            assert_eq!(param(1).cast_signed(), if l == 0 { 0 } else { 128 * sum }, "layer {l} row {o}");
+        }
+    }
+    // The last layer: `pack_weights`'s rows, after the hidden layers.
+    let last = packed.layers[2];
+    let f32_last = pack_weights(&[layers[2].dequantize()]).layers[0];
+    assert_eq!((last.rows, last.row_vec4s), (f32_last.rows, f32_last.row_vec4s));
+    let dequantized = layers[2].dequantize();
+    for o in 0..9 {
+        let (row, bias) = last.row_and_bias_at(o, true);
+        for i in 0..30 {
+            assert_eq!(packed.vec4s[(row as usize + i) / 4][(row as usize + i) % 4], dequantized.weights[o as usize * 30 + i].to_bits());
+        }
+        assert_eq!(packed.vec4s[bias as usize / 4][bias as usize % 4], dequantized.biases[o as usize].to_bits());
+    }
+    assert_eq!(packed.bytes(), 16 * packed.vec4s.len() as u64);
+    // A quarter of the f32 layout's bytes for the hidden layers, give or take the padding.
+    let f32_bytes = pack_weights(&layers.iter().map(QuantizedLayer::dequantize).collect::<Vec<_>>()).bytes();
+    assert!(packed.bytes() * 2 < f32_bytes, "int8 {} bytes, f32 {f32_bytes}", packed.bytes());
+}
+
+/// The CPU twin of the int8 path ([`PackedInt8::forward`]) stays within 2 % of the largest output
+/// of the `f32` MLP it approximates (the same int8 weights, dequantised), on inputs like a
+/// decoder's (latents in ±1, a positional encoding), and differs from it: the activations are
+/// rounded.
+#[test]
+fn int8_twin_stays_near_the_reference_it_rounds() {
+    let layers = [int8_layer_of(41, 64, 0.3), int8_layer_of(64, 48, 0.7), int8_layer_of(48, 32, 0.2), int8_layer_of(32, 9, 1.1)];
+    let packed = PackedInt8::new(&layers);
+    let dequantized: Vec<LayerParams> = layers.iter().map(QuantizedLayer::dequantize).collect();
+    let reference = |x: &[f32]| -> Vec<f32> {
+        let mut a = x.to_vec();
+        for (l, layer) in dequantized.iter().enumerate() {
+            a = (0..layer.outputs)
+                .map(|o| {
+                    let z = layer.biases[o] + (0..layer.inputs).map(|i| layer.weights[o * layer.inputs + i] * a[i]).sum::<f32>();
+                    if l + 1 < dequantized.len() { z.max(0.0) } else { z }
+                })
+                .collect();
+        }
+        a
+    };
+    let (mut worst, mut largest) = (0.0f32, 0.0f32);
+    for t in 0..64 {
+        let x: Vec<f32> = (0..41).map(|i| ((i * 7 + t * 13) as f32 * 0.618).sin()).collect();
+        let (want, got) = (reference(&x), packed.forward(&x));
+        assert_eq!(got.len(), 9);
+        for (g, w) in got.iter().zip(&want) {
+            worst = worst.max((g - w).abs());
+            largest = largest.max(w.abs());
+        }
+    }
+    println!("int8 twin: max |int8 - f32| = {worst:e}, largest output {largest:e}");
+    assert!(worst > 0.0, "int8 activations rounded nothing");
+    assert!(worst <= 0.02 * largest, "int8 twin off by {worst} at outputs up to {largest}");
+}
+
+/// The int8 code reads `mlp` as words, sums with `dot4I8Packed`, reads the last layer's `f32`
+/// rows by bit pattern, names its activations, and begins with its `requires` directive.
+#[test]
+fn int8_code_packs_its_dot_products() {
+    let layers = [int8_layer_of(41, 64, 0.3), int8_layer_of(64, 48, 0.7), int8_layer_of(48, 9, 1.1)];
+    let packed = PackedInt8::new(&layers);
+    let mlp = MlpWgsl {
+        precision: MlpPrecision::Int8,
+        int8: &packed.hidden,
+        layers: &packed.layers,
+        vec4s: packed.vec4s.len() as u32,
+        ..uniform_mlp(&pack_weights(&[]))
+    };
+    let code = mlp.code();
+    assert!(code.contains("var<uniform> mlp: array<vec4<u32>, "), "{code}");
+    assert!(code.contains("dot4I8Packed(w0_0.x, c0_0_0)") && code.contains("pack4xI8("), "{code}");
+    let output = &code[code.find("fn mlp_output(").expect("mlp_output is generated")..];
+    for line in output.lines().filter(|l| l.contains("mlp[")) {
+        assert!(line.contains("bitcast<vec4<f32>>(mlp["), "an f32 read of a word: {line}");
+    }
+    assert!(code.contains("x0: vec4<f32>,") && code.contains("h0: vec4<f32>,"), "{code}");
+    assert_eq!(MlpPrecision::Int8.enable(), "requires packed_4x8_integer_dot_product;\n");
 }

@@ -199,6 +199,7 @@ fn weights_wgsl(shapes: &Shapes, memory: WeightMemory) -> String {
         binding: mlp_binding(memory),
         shape: MlpShape::Vec4Rows,
         precision: MlpPrecision::F32,
+        int8: &[],
     }
     .binding();
     let copy = if memory == WeightMemory::Workgroup {

@@ -1,0 +1,255 @@
+//! The decoder's packed-int8 path ([`MlpPrecision::Int8`](super::MlpPrecision::Int8)): the
+//! hidden layers as int8 weights times int8 activations, four to a 32-bit word, summed by WGSL's
+//! `dot4I8Packed` (`DP4a`), as RTXNTC's fallback path does (docs/decisions/037).
+//!
+//! - **Weights** are the bundle's own int8 codes and per-row scales (a bundle of another
+//!   [`crate::model::WeightFormat`] is requantised to int8 per row), packed sixteen to a
+//!   `vec4<u32>`: a quarter of the `f32` layout's bytes.
+//! - **Activations** are quantised per texel and per layer, to the largest magnitude of that
+//!   layer's inputs: the first layer's signed inputs (latents, positional encoding) to ±127, a
+//!   later layer's inputs (`ReLU` outputs, never negative) to 0..255 stored less 128, the weights'
+//!   row sums (`zero`) putting the 128 back. So each layer costs one scale, its
+//!   largest input, and no calibration.
+//! - The last hidden layer's outputs stay `f32` (`MlpHidden`), and so does the last layer: four
+//!   outputs, under 2 % of the multiply-adds.
+//!
+//! [`PackedInt8::forward`] is the CPU twin of the generated code (the same rounding, the same
+//! integer sums), so the GPU path is tested against it to f32 rounding, and against the CPU
+//! reference to what the activations' rounding trades.
+
+use super::{PackedLayer, component, pack_layout};
+use crate::model::quant::{QuantizedLayer, WeightFormat};
+use std::fmt::Write as _;
+
+/// Where one hidden layer lies in [`PackedInt8::vec4s`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Int8Layer {
+    /// Input width.
+    pub inputs: u32,
+    /// Output width.
+    pub outputs: u32,
+    /// Rows stored: the outputs rounded up to four (zero rows, zero scales, zero biases).
+    pub rows: u32,
+    /// `vec4<u32>`s of one row: sixteen int8 codes each, the inputs rounded up to sixteen,
+    /// zero-padded.
+    pub row_vec4s: u32,
+    /// The `vec4` index of row 0.
+    pub weights_at: u32,
+    /// The `vec4` index of the parameters: for every four rows, three `vec4`s: the rows' scales
+    /// (`f32` bits), their zero-point corrections (`i32` bits: 128 times the row's code sum for
+    /// a layer of unsigned inputs, else 0) and their biases (`f32` bits).
+    pub params_at: u32,
+    /// Whether the inputs are quantised signed (±127, the first layer's) or unsigned (0..255,
+    /// stored less 128: `ReLU` outputs).
+    pub signed_inputs: bool,
+}
+
+/// A model's MLP laid out for [`MlpPrecision::Int8`]: the hidden layers' int8 rows and
+/// parameters, then the last layer's `f32` rows as [`super::pack_weights`] lays them out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackedInt8 {
+    /// Every layer's words.
+    pub vec4s: Vec<[u32; 4]>,
+    /// Where each hidden layer lies.
+    pub hidden: Vec<Int8Layer>,
+    /// Every layer's [`PackedLayer`]: the shapes, and the last layer's `f32` rows (its
+    /// `weights_at`, within `vec4s`). The hidden layers' offsets are unused.
+    pub layers: Vec<PackedLayer>,
+}
+
+/// Largest input of a layer, in the largest code it quantises to.
+const SIGNED_LEVELS: f32 = 127.0;
+const UNSIGNED_LEVELS: f32 = 255.0;
+/// What an unsigned code is stored less of, to fit `dot4I8Packed`'s signed bytes.
+const UNSIGNED_OFFSET: i32 = 128;
+
+impl PackedInt8 {
+    /// Lays `layers` (a bundle's, in any weight format) out for the int8 path.
+    #[must_use]
+    pub fn new(layers: &[QuantizedLayer]) -> Self {
+        let shapes: Vec<(u32, u32)> = layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
+        let (mut packed, _) = pack_layout(&shapes);
+        let mut vec4s: Vec<[u32; 4]> = Vec::new();
+        let mut hidden = Vec::new();
+        let last = layers.len().saturating_sub(1);
+        for (l, layer) in layers.iter().enumerate().take(last) {
+            let int8 = match layer.format {
+                WeightFormat::Int8 => layer.clone(),
+                _ => QuantizedLayer::quantize(&layer.dequantize()),
+            };
+            let (inputs, outputs) = (layer.inputs as u32, layer.outputs as u32);
+            let rows = outputs.div_ceil(4) * 4;
+            let row_vec4s = inputs.div_ceil(16);
+            let weights_at = vec4s.len() as u32;
+            let signed_inputs = l == 0;
+            let mut words = vec![0u32; (rows * row_vec4s * 4) as usize];
+            let mut scales = vec![0.0f32; rows as usize];
+            let mut zero = vec![0i32; rows as usize];
+            let mut biases = vec![0.0f32; rows as usize];
+            for o in 0..layer.outputs {
+                let codes = &int8.weights[o * layer.inputs..(o + 1) * layer.inputs];
+                for (i, &code) in codes.iter().enumerate() {
+                    let word = o * (row_vec4s as usize * 4) + i / 4;
+                    words[word] |= u32::from(code.to_le_bytes()[0]) << (8 * (i % 4));
+                }
+                scales[o] = int8.scales.get(o).copied().unwrap_or(0.0);
+                let sum: i32 = codes.iter().map(|&c| i32::from(c)).sum();
+                zero[o] = if signed_inputs { 0 } else { UNSIGNED_OFFSET * sum };
+                biases[o] = layer.biases.get(o).copied().unwrap_or(0.0);
+            }
+            vec4s.extend(words.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]));
+            let params_at = vec4s.len() as u32;
+            for g in 0..(rows / 4) as usize {
+                let four = 4 * g..4 * g + 4;
+                vec4s.push(std::array::from_fn(|c| scales[four.start + c].to_bits()));
+                vec4s.push(std::array::from_fn(|c| zero[four.start + c].cast_unsigned()));
+                vec4s.push(std::array::from_fn(|c| biases[four.start + c].to_bits()));
+            }
+            hidden.push(Int8Layer { inputs, outputs, rows, row_vec4s, weights_at, params_at, signed_inputs });
+        }
+        // The last layer in f32, as `pack_weights` lays it out, after the hidden layers.
+        if let (Some(layer), Some(p)) = (layers.last(), packed.last_mut()) {
+            let dequantized = layer.dequantize();
+            p.weights_at = vec4s.len() as u32;
+            p.biases_at = p.weights_at + p.rows * p.row_stride(true);
+            let mut words = vec![0.0f32; (p.rows * p.row_stride(true) * 4) as usize];
+            for o in 0..layer.outputs {
+                let row = 4 * (o * p.row_stride(true) as usize);
+                words[row..row + layer.inputs].copy_from_slice(&dequantized.weights[o * layer.inputs..(o + 1) * layer.inputs]);
+                words[row + 4 * p.row_vec4s as usize] = dequantized.biases[o];
+            }
+            vec4s.extend(words.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]].map(f32::to_bits)));
+        }
+        Self { vec4s, hidden, layers: packed }
+    }
+
+    /// Bytes of the buffer.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.vec4s.len() as u64 * 16
+    }
+
+    /// The buffer's 32-bit words.
+    #[must_use]
+    pub fn words(&self) -> Vec<u32> {
+        self.vec4s.iter().flatten().copied().collect()
+    }
+
+    fn word(&self, at: usize) -> u32 {
+        self.vec4s.get(at / 4).map_or(0, |v| v[at % 4])
+    }
+
+    /// The MLP's outputs for the inputs `features`, computed as the generated code computes them
+    /// (its CPU twin): every output, before clamping.
+    #[must_use]
+    pub fn forward(&self, features: &[f32]) -> Vec<f32> {
+        let mut x: Vec<f32> = features.to_vec();
+        for layer in &self.hidden {
+            // The padded inputs are 0, as the generated code's are.
+            x.resize(layer.inputs.div_ceil(4) as usize * 4, 0.0);
+            let (codes, scale) = quantize_inputs(&x, layer.signed_inputs);
+            let mut y = Vec::with_capacity(layer.rows as usize);
+            for o in 0..layer.rows as usize {
+                let group = layer.params_at as usize + 3 * (o / 4);
+                let f = |k: usize| self.word(4 * (group + k) + o % 4);
+                let (scale_w, zero, bias) = (f32::from_bits(f(0)), f(1).cast_signed(), f32::from_bits(f(2)));
+                let row = 4 * (layer.weights_at as usize + o * layer.row_vec4s as usize);
+                let mut sum = 0i32;
+                for (w, &c) in codes.iter().enumerate() {
+                    sum += dot4_i8_packed(self.word(row + w), c);
+                }
+                y.push((bias + (sum + zero) as f32 * (scale_w * scale)).max(0.0));
+            }
+            x = y;
+        }
+        let Some(last) = self.layers.last() else {
+            return x;
+        };
+        (0..last.outputs)
+            .map(|o| {
+                let (row, bias) = last.row_and_bias_at(o, true);
+                let weight = |i: usize| f32::from_bits(self.word(row as usize + i));
+                let mut z = f32::from_bits(self.word(bias as usize));
+                for (i, &v) in x.iter().enumerate().take(last.inputs as usize) {
+                    z += weight(i) * v;
+                }
+                z
+            })
+            .collect()
+    }
+}
+
+/// `x` quantised as the generated code quantises a layer's inputs (`x.len()` a multiple of four):
+/// its words of four codes, and the scale of one code.
+fn quantize_inputs(x: &[f32], signed: bool) -> (Vec<u32>, f32) {
+    let (levels, offset) = if signed { (SIGNED_LEVELS, 0) } else { (UNSIGNED_LEVELS, UNSIGNED_OFFSET) };
+    let largest = x.iter().fold(0.0f32, |m, &v| m.max(if signed { v.abs() } else { v }));
+    let inverse = if largest > 0.0 { levels / largest } else { 0.0 };
+    let codes = x
+        .chunks_exact(4)
+        .map(|four| {
+            four.iter().enumerate().fold(0u32, |word, (k, &v)| {
+                let code = (v * inverse).round_ties_even() as i32 - offset;
+                word | (u32::from(code.to_le_bytes()[0]) << (8 * k))
+            })
+        })
+        .collect();
+    (codes, largest / levels)
+}
+
+/// WGSL's `dot4I8Packed`: the sum of the products of the four signed bytes of `a` and `b`.
+fn dot4_i8_packed(a: u32, b: u32) -> i32 {
+    (0..4).map(|k| i32::from(a.to_le_bytes()[k].cast_signed()) * i32::from(b.to_le_bytes()[k].cast_signed())).sum()
+}
+
+/// The statements of hidden layer `layer`'s int8 form (index `l`) for `texels` texels: from the
+/// named `f32` inputs `x{texel}_{l}_{j}` to the named `f32` outputs `x{texel}_{l + 1}_{j}`
+/// (`ReLU`), as [`PackedInt8::forward`] computes them. The weights are read from `mlp`, an array
+/// of `vec4<u32>`.
+pub(super) fn int8_layer(t: &mut String, layer: &Int8Layer, l: usize, texels: u32) {
+    let n4 = layer.inputs.div_ceil(4);
+    let groups = layer.rows / 4;
+    let nv = layer.row_vec4s;
+    let (levels, offset, magnitude) = if layer.signed_inputs { (SIGNED_LEVELS, 0, "abs") } else { (UNSIGNED_LEVELS, UNSIGNED_OFFSET, "") };
+    for p in 0..texels {
+        // The largest input, its scale, and the inputs as codes, four to a word.
+        let mut largest = format!("{magnitude}(x{p}_{l}_0)");
+        for j in 1..n4 {
+            largest = format!("max({largest}, {magnitude}(x{p}_{l}_{j}))");
+        }
+        let _ = writeln!(t, "    let m{p}_{l} = {largest};");
+        let _ = writeln!(t, "    let mx{p}_{l} = max(max(m{p}_{l}.x, m{p}_{l}.y), max(m{p}_{l}.z, m{p}_{l}.w));");
+        let _ = writeln!(t, "    let inv{p}_{l} = select(0.0, {levels:.1} / mx{p}_{l}, mx{p}_{l} > 0.0);");
+        let _ = writeln!(t, "    let xs{p}_{l} = mx{p}_{l} / {levels:.1};");
+        for j in 0..n4 {
+            let _ = writeln!(t, "    let c{p}_{l}_{j} = pack4xI8(vec4<i32>(round(x{p}_{l}_{j} * inv{p}_{l})) - vec4<i32>({offset}));");
+        }
+        let _ = writeln!(t, "    var o{p}_{l}: array<vec4<f32>, {groups}>;");
+    }
+    let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
+    let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, 4 * nv);
+    let _ = writeln!(t, "        let sw = bitcast<vec4<f32>>(mlp[{}u + 3u * q]);", layer.params_at);
+    let _ = writeln!(t, "        let zc = bitcast<vec4<i32>>(mlp[{}u + 3u * q + 1u]);", layer.params_at);
+    let _ = writeln!(t, "        let b = bitcast<vec4<f32>>(mlp[{}u + 3u * q + 2u]);", layer.params_at);
+    for row in 0..4 {
+        for v in 0..nv {
+            let _ = writeln!(t, "        let w{row}_{v} = mlp[r + {}u];", row * nv + v);
+        }
+        for p in 0..texels {
+            let terms: Vec<String> = (0..n4).map(|j| format!("dot4I8Packed(w{row}_{}.{}, c{p}_{l}_{j})", j / 4, component(j))).collect();
+            let _ = writeln!(t, "        let s{p}_{row} = {};", terms.join(" + "));
+        }
+    }
+    for p in 0..texels {
+        let _ = writeln!(
+            t,
+            "        o{p}_{l}[q] = max(b + vec4<f32>(vec4<i32>(s{p}_0, s{p}_1, s{p}_2, s{p}_3) + zc) * (sw * xs{p}_{l}), vec4<f32>(0.0));"
+        );
+    }
+    t.push_str("    }\n");
+    for p in 0..texels {
+        for j in 0..groups {
+            let _ = writeln!(t, "    let x{p}_{}_{j} = o{p}_{l}[{j}u];", l + 1);
+        }
+    }
+}
