@@ -131,7 +131,7 @@ fn run(
             let rendered = rendered_scores(&set, &out.bundle.manifest, &decoded, LIGHTS, RENDER_PX);
             let point = RdPoint {
                 set: name.clone(),
-                method: format!("texset {}", format!("{preset:?}").to_lowercase()),
+                method: texset_method(preset, steps),
                 asked_bits_per_texel: rate,
                 bits_per_texel: out.report.pack.bits_per_texel,
                 pooled_psnr_db: score(&set, &decoded, false).pooled_psnr_db,
@@ -213,11 +213,32 @@ fn merged(lists: Vec<Vec<RdPoint>>) -> Vec<RdPoint> {
     points
 }
 
+/// A texset point's method: `texset <preset>`, and the steps where `--steps` overrode the
+/// preset's (`texset default, 48000 steps`).
+fn texset_method(preset: Preset, steps: Option<u32>) -> String {
+    let name = format!("texset {}", format!("{preset:?}").to_lowercase());
+    steps.map_or_else(|| name.clone(), |s| format!("{name}, {s} steps"))
+}
+
+/// NTC's median PSNR over the 32 materials of RTXNTC's library tests, at 2.5, 3.75, 5 and 10
+/// bits per texel (issue 40 quotes them): the curve the chart draws beside texset's, and the
+/// table's last column. NTC publishes no lit PSNR.
+const NTC_MEDIAN_DB: [(f64, f64); 4] = [(2.5, 36.4), (3.75, 38.5), (5.0, 39.9), (10.0, 44.0)];
+const NTC_METHOD: &str = "NTC median (RTXNTC, 32 materials)";
+
+/// NTC's median PSNR at `bits_per_texel`, linear between its measured rates; none outside them.
+fn ntc_median_db(bits_per_texel: f64) -> Option<f64> {
+    NTC_MEDIAN_DB.windows(2).find(|w| (w[0].0..=w[1].0).contains(&bits_per_texel)).map(|w| {
+        let t = (bits_per_texel - w[0].0) / (w[1].0 - w[0].0);
+        w[0].1 + t * (w[1].1 - w[0].1)
+    })
+}
+
 /// The table's head (nothing under `--json`).
 fn print_header(json: bool) {
     if !json {
-        println!("| set | method | bits/texel | PSNR | rendered PSNR | train s |");
-        println!("|---|---|---|---|---|---|");
+        println!("| set | method | bits/texel | PSNR | rendered PSNR | train s | NTC median there |");
+        println!("|---|---|---|---|---|---|---|");
     }
 }
 
@@ -230,8 +251,12 @@ fn print_point(p: &RdPoint, json: bool) {
         );
     } else {
         let secs = p.train_secs.map_or_else(|| "–".to_owned(), |s| format!("{s:.0}"));
+        let ntc = match ntc_median_db(p.bits_per_texel) {
+            Some(db) if p.method.starts_with("texset") => format!("{db:.2} dB ({:+.2})", p.pooled_psnr_db - db),
+            _ => "–".to_owned(),
+        };
         println!(
-            "| {} | {} | {:.3} | {:.2} dB | {:.2} dB | {secs} |",
+            "| {} | {} | {:.3} | {:.2} dB | {:.2} dB | {secs} | {ntc} |",
             p.set, p.method, p.bits_per_texel, p.pooled_psnr_db, p.rendered_psnr_db
         );
     }
@@ -275,20 +300,46 @@ pub(super) fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
 }
 
 /// The order of methods in tables, charts and legends: texset's presets from the fewest steps,
-/// then the block-compression profiles, then anything else.
+/// then texset at other step counts, NTC's median, the block-compression profiles, then anything
+/// else.
 fn method_rank(method: &str) -> usize {
-    ["texset fast", "texset default", "texset high", "BC high", "BC low"].iter().position(|m| *m == method).unwrap_or(5)
+    let known = ["texset fast", "texset default", "texset high"];
+    if let Some(rank) = known.iter().position(|m| *m == method) {
+        return rank;
+    }
+    if method.starts_with("texset") {
+        return 3;
+    }
+    [NTC_METHOD, "BC high", "BC low"].iter().position(|m| *m == method).map_or(7, |rank| 4 + rank)
 }
 
-/// Method colours, in [`method_rank`] order (texset's presets blue, orange, green; BC high red;
-/// BC low purple; anything else grey).
-const PALETTE: [[u8; 3]; 6] = [[31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189], [127, 127, 127]];
+/// Method colours, in [`method_rank`] order (texset's presets blue, orange, green, other step
+/// counts brown; NTC's median black; BC high red; BC low purple; anything else grey).
+const PALETTE: [[u8; 3]; 8] =
+    [[31, 119, 180], [255, 127, 14], [44, 160, 44], [140, 86, 75], [20, 20, 20], [214, 39, 40], [148, 103, 189], [127, 127, 127]];
 
 /// Two panels per set (PSNR and rendered PSNR against bits per texel), two sets to a row; a
 /// colour per method: each texset preset's rates joined by a line (circles), BC high (squares),
 /// BC low (triangles).
 fn chart(points: &[RdPoint]) -> Result<image::RgbImage> {
     let sets = distinct(points.iter().map(|p| p.set.as_str()));
+    // NTC's median beside every set that has a texset point (its lit panel: none).
+    let reference: Vec<RdPoint> = sets
+        .iter()
+        .filter(|&&set| points.iter().any(|p| p.set == set && p.method.starts_with("texset")))
+        .flat_map(|&set| {
+            NTC_MEDIAN_DB.iter().map(move |&(bits_per_texel, db)| RdPoint {
+                set: set.to_owned(),
+                method: NTC_METHOD.to_owned(),
+                asked_bits_per_texel: None,
+                bits_per_texel,
+                pooled_psnr_db: db,
+                rendered_psnr_db: f64::NAN,
+                train_secs: None,
+            })
+        })
+        .collect();
+    let points: Vec<&RdPoint> = points.iter().chain(&reference).collect();
     let mut methods = distinct(points.iter().map(|p| p.method.as_str()));
     methods.sort_by_key(|m| method_rank(m));
     let style = |method: &str| {
@@ -385,10 +436,24 @@ mod tests {
         assert_eq!(chart.width(), 4 * 560);
         assert!(chart.height() > 2 * 420);
         let count = |c: [u8; 3]| chart.pixels().filter(|p| p.0 == c).count();
-        for rank in [0, 2, 3, 4] {
+        // fast, high, NTC's median (beside set a, which has texset points), BC high, BC low.
+        for rank in [0, 2, 4, 5, 6] {
             assert!(count(PALETTE[rank]) > 50, "method colour {rank}: {}", count(PALETTE[rank]));
         }
-        // No default-preset point: its colour is not drawn, not even in the legend.
-        assert_eq!(count(PALETTE[1]), 0);
+        // No default-preset point, none at other steps: their colours are not drawn, not even in
+        // the legend.
+        assert_eq!((count(PALETTE[1]), count(PALETTE[3])), (0, 0));
+    }
+
+    #[test]
+    fn ntc_median_is_read_between_its_rates_and_steps_name_their_series() {
+        assert_eq!(ntc_median_db(3.75), Some(38.5));
+        let at_4 = ntc_median_db(3.987).unwrap();
+        assert!((at_4 - (38.5 + 0.237 / 1.25 * 1.4)).abs() < 1e-9, "{at_4}");
+        assert_eq!((ntc_median_db(2.0), ntc_median_db(12.0)), (None, None));
+        assert_eq!(texset_method(Preset::Default, None), "texset default");
+        assert_eq!(texset_method(Preset::Default, Some(48_000)), "texset default, 48000 steps");
+        assert_eq!(method_rank("texset default, 48000 steps"), 3);
+        assert!(method_rank(NTC_METHOD) < method_rank("BC high"));
     }
 }
