@@ -224,7 +224,7 @@ fn texset_method(preset: Preset, steps: Option<u32>) -> String {
 /// bits per texel (issue 40 quotes them): the curve the chart draws beside texset's, and the
 /// table's last column. NTC publishes no lit PSNR.
 const NTC_MEDIAN_DB: [(f64, f64); 4] = [(2.5, 36.4), (3.75, 38.5), (5.0, 39.9), (10.0, 44.0)];
-const NTC_METHOD: &str = "NTC median (RTXNTC, 32 materials)";
+const NTC_METHOD: &str = "NTC median (32 materials)";
 
 /// NTC's median PSNR at `bits_per_texel`, linear between its measured rates; none outside them.
 fn ntc_median_db(bits_per_texel: f64) -> Option<f64> {
@@ -300,14 +300,14 @@ pub(super) fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
 }
 
 /// The order of methods in tables, charts and legends: texset's presets from the fewest steps,
-/// then texset at other step counts, NTC's median, the block-compression profiles, then anything
-/// else.
+/// then texset at other step counts (`--steps`), NTC's median, the block-compression profiles,
+/// then anything else (a renamed series, e.g. the classic default).
 fn method_rank(method: &str) -> usize {
     let known = ["texset fast", "texset default", "texset high"];
     if let Some(rank) = known.iter().position(|m| *m == method) {
         return rank;
     }
-    if method.starts_with("texset") {
+    if method.starts_with("texset") && method.ends_with(" steps") {
         return 3;
     }
     [NTC_METHOD, "BC high", "BC low"].iter().position(|m| *m == method).map_or(7, |rank| 4 + rank)
@@ -455,5 +455,6 @@ mod tests {
         assert_eq!(texset_method(Preset::Default, Some(48_000)), "texset default, 48000 steps");
         assert_eq!(method_rank("texset default, 48000 steps"), 3);
         assert!(method_rank(NTC_METHOD) < method_rank("BC high"));
+        assert_eq!(method_rank("texset classic default"), 7);
     }
 }
