@@ -291,6 +291,21 @@ fn gpu_matches_cpu_at_large_pe_angles() {
     assert!(worst <= 1.0 / 255.0, "GPU differs from the CPU reference by {worst} at large angles");
 }
 
+/// The bundles a precision's test decodes: the two small hand-built ones, the pinned trained
+/// `fused_mips_learned.texset` (three materials, a mip chain, learned budgets), and the bundles
+/// the environment variable `env` names (colon-separated paths), e.g. fully trained ones of
+/// ../shared/textures to measure (docs/integration.md).
+fn precision_bundles(env: &str) -> Vec<(String, texset_core::bundle::Bundle)> {
+    let read = |path: &std::path::Path| texset_core::bundle::Bundle::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    let pinned = texset_testkit::repo_root().join("tests/data/pinned/fused_mips_learned.texset");
+    let mut bundles = vec![("tiny".to_owned(), tiny_bundle()), ("tiny with mips".to_owned(), tiny_bundle_with_mips(4))];
+    bundles.push(("fused_mips_learned".to_owned(), read(&pinned)));
+    for path in std::env::var(env).unwrap_or_default().split(':').filter(|p| !p.is_empty()) {
+        bundles.push((path.to_owned(), read(std::path::Path::new(path))));
+    }
+    bundles
+}
+
 /// The `f16` path (`MlpPrecision::F16`, where the adapter has `SHADER_F16`) stays within one 8-bit
 /// step (1/255) of the CPU reference on every map and mip level, in both code shapes: on the
 /// small hand-built bundles and on a trained one of the sample library (the pinned
@@ -311,16 +326,8 @@ fn gpu_matches_cpu_in_f16_within_one_step() {
         texset_testkit::skip(test, &format!("{} has no SHADER_F16", adapter.get_info().name));
         return;
     }
-    let read = |path: &std::path::Path| texset_core::bundle::Bundle::from_bytes(&std::fs::read(path).unwrap()).unwrap();
-    let pinned = texset_testkit::repo_root().join("tests/data/pinned/fused_mips_learned.texset");
-    let mut bundles = vec![("tiny".to_owned(), tiny_bundle()), ("tiny with mips".to_owned(), tiny_bundle_with_mips(4))];
-    bundles.push(("fused_mips_learned".to_owned(), read(&pinned)));
-    // More bundles to measure, e.g. fully trained ones of ../shared/textures (docs/integration.md).
-    for path in std::env::var("TEXSET_F16_BUNDLES").unwrap_or_default().split(':').filter(|p| !p.is_empty()) {
-        bundles.push((path.to_owned(), read(std::path::Path::new(path))));
-    }
     let mut worst = 0.0f32;
-    for (what, bundle) in bundles {
+    for (what, bundle) in precision_bundles("TEXSET_F16_BUNDLES") {
         let cpu = Decoder::new(&bundle);
         for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
             let options = GpuModelOptions { shape, precision: MlpPrecision::F16, ..GpuModelOptions::for_device(&device) };
@@ -370,14 +377,7 @@ fn gpu_matches_its_cpu_twin_in_int8() {
     let Some((_, device, queue)) = gpu_or_skip(test, request_device().unwrap()) else {
         return;
     };
-    let read = |path: &std::path::Path| texset_core::bundle::Bundle::from_bytes(&std::fs::read(path).unwrap()).unwrap();
-    let pinned = texset_testkit::repo_root().join("tests/data/pinned/fused_mips_learned.texset");
-    let mut bundles = vec![("tiny".to_owned(), tiny_bundle()), ("tiny with mips".to_owned(), tiny_bundle_with_mips(4))];
-    bundles.push(("fused_mips_learned".to_owned(), read(&pinned)));
-    for path in std::env::var("TEXSET_INT8_BUNDLES").unwrap_or_default().split(':').filter(|p| !p.is_empty()) {
-        bundles.push((path.to_owned(), read(std::path::Path::new(path))));
-    }
-    for (what, bundle) in bundles {
+    for (what, bundle) in precision_bundles("TEXSET_INT8_BUNDLES") {
         let (reference, twin) = (Decoder::new(&bundle), Decoder::int8_twin(&bundle));
         let options = GpuModelOptions { precision: MlpPrecision::Int8, ..GpuModelOptions::for_device(&device) };
         let gpu = GpuDecoder::with_options(&device, &bundle, options).unwrap();

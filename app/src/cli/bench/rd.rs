@@ -217,7 +217,10 @@ fn merged(lists: Vec<Vec<RdPoint>>) -> Vec<RdPoint> {
 /// preset's (`texset default, 48000 steps`).
 fn texset_method(preset: Preset, steps: Option<u32>) -> String {
     let name = format!("texset {}", format!("{preset:?}").to_lowercase());
-    steps.map_or_else(|| name.clone(), |s| format!("{name}, {s} steps"))
+    match steps {
+        Some(s) => format!("{name}, {s} steps"),
+        None => name,
+    }
 }
 
 /// NTC's median PSNR over the 32 materials of RTXNTC's library tests, at 2.5, 3.75, 5 and 10

@@ -17,7 +17,7 @@
 //! integer sums), so the GPU path is tested against it to f32 rounding, and against the CPU
 //! reference to what the activations' rounding trades.
 
-use super::{PackedLayer, component, pack_layout};
+use super::{PackedLayer, component, pack_layout, pack_weights};
 use crate::model::quant::{QuantizedLayer, WeightFormat};
 use std::fmt::Write as _;
 
@@ -107,18 +107,12 @@ impl PackedInt8 {
             }
             hidden.push(Int8Layer { inputs, outputs, rows, row_vec4s, weights_at, params_at, signed_inputs });
         }
-        // The last layer in f32, as `pack_weights` lays it out, after the hidden layers.
+        // The last layer in f32: `pack_weights`'s layout of it alone, after the hidden layers.
         if let (Some(layer), Some(p)) = (layers.last(), packed.last_mut()) {
-            let dequantized = layer.dequantize();
+            let last = pack_weights(&[layer.dequantize()]);
             p.weights_at = vec4s.len() as u32;
-            p.biases_at = p.weights_at + p.rows * p.row_stride(true);
-            let mut words = vec![0.0f32; (p.rows * p.row_stride(true) * 4) as usize];
-            for o in 0..layer.outputs {
-                let row = 4 * (o * p.row_stride(true) as usize);
-                words[row..row + layer.inputs].copy_from_slice(&dequantized.weights[o * layer.inputs..(o + 1) * layer.inputs]);
-                words[row + 4 * p.row_vec4s as usize] = dequantized.biases[o];
-            }
-            vec4s.extend(words.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]].map(f32::to_bits)));
+            p.biases_at = p.weights_at + last.layers[0].biases_at;
+            vec4s.extend(last.vec4s.iter().map(|v| v.map(f32::to_bits)));
         }
         Self { vec4s, hidden, layers: packed }
     }
