@@ -6,7 +6,7 @@
 # Env: TEXSET (the binary; default target/release/texset), BPPS (default "4"), RUNS (the runs,
 # default "texset ntc" plus "ntc-<piece>" for each piece of --recipe-without; "ntc-a+b" leaves
 # out two; "classic", the default before decision 034: the classic recipe, the 64-48-32 decoder,
-# normal maps at loss weight 6), TAG (appended to each run's name, e.g. for the EXTRA flags).
+# normal maps at loss weight 6, ReLU; "relu", the default before decision 038), TAG (appended to each run's name, e.g. for the EXTRA flags).
 # Each run compresses on the CPU trainer at the default preset, then `texset eval` scores it;
 # one TSV line per run goes to OUT_DIR/results.tsv: set, bpp, run, bits/texel, pooled PSNR, lit
 # (rendered) PSNR, training seconds, wall seconds of the compress command.
@@ -33,7 +33,8 @@ for set in "${sets[@]}"; do
         for run in $runs; do
             case $run in
                 texset) flags=() ;;
-                classic) flags=(--recipe classic --decoder 64-48-32 --loss-weight normal=6) ;;
+                classic) flags=(--recipe classic --decoder 64-48-32 --loss-weight normal=6 --activation relu) ;;
+                relu) flags=(--activation relu) ;;
                 ntc) flags=(--recipe ntc) ;;
                 ntc-*) flags=(--recipe ntc --recipe-without "$(tr + , <<<"${run#ntc-}")") ;;
                 *) echo "unknown run $run" >&2; exit 2 ;;

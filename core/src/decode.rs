@@ -132,7 +132,7 @@ impl Decoder {
     /// [`Decoder::new`]: one texel at a time.
     #[must_use]
     pub fn int8_twin(bundle: &Bundle) -> Self {
-        Self { int8: Some(PackedInt8::new(&bundle.layers)), ..Self::new(bundle) }
+        Self { int8: Some(PackedInt8::new(&bundle.layers, bundle.manifest.activation())), ..Self::new(bundle) }
     }
 
     /// The bundle's manifest.
@@ -391,7 +391,8 @@ impl BlockScratch {
         for (l, layer) in params.layers.iter().enumerate() {
             let (done, rest) = self.layers.split_at_mut(l);
             let input: &[f32] = if l == 0 { &self.features[..inputs * np] } else { &done[l - 1][..layer.inputs * np] };
-            forward_layer(&layer.weights, &layer.biases, layer.inputs, input, np, l != last, &mut rest[0][..layer.outputs * np]);
+            let act = (l != last).then_some(params.activation);
+            forward_layer(&layer.weights, &layer.biases, layer.inputs, input, np, act, None, &mut rest[0][..layer.outputs * np]);
         }
         (self.layers.last().map_or(&[][..], |y| &y[..]), np)
     }

@@ -4,7 +4,10 @@
 //! (whole words, shifts by literals) and the MLP from texset-core's one generator
 //! ([`texset_core::model::wgsl`]). The byte layouts are specified in docs/integration.md.
 
+mod fetch;
+
 use crate::{GpuError, to_u32};
+use fetch::{grid_fetches, mlp_input_wgsl};
 use std::fmt::Write as _;
 use texset_core::{
     bundle::{Bundle, Manifest, MapEntry},
@@ -151,7 +154,7 @@ fn pack_words(levels: &[u8], bits: u32, words: &mut Vec<u32>) {
 
 /// An f32 as its bit pattern, a WGSL u32 literal (the shader reads it with `bitcast<f32>`, so no
 /// decimal rounding can differ between the CPU and a shader compiler).
-fn f32_bits(value: f32) -> String {
+pub(crate) fn f32_bits(value: f32) -> String {
     format!("{:#010x}u", value.to_bits())
 }
 
@@ -189,7 +192,7 @@ impl GpuModel {
         // `Bundle::model_params`), dequantised once, here, and packed for the generated code; in
         // int8, the hidden layers' codes as they are (`PackedInt8`).
         let (packed_layers, int8_layers, mlp_words) = if options.precision == MlpPrecision::Int8 {
-            let packed = PackedInt8::new(&bundle.layers);
+            let packed = PackedInt8::new(&bundle.layers, manifest.activation());
             let words = packed.words();
             (packed.layers, packed.hidden, words)
         } else {
@@ -208,7 +211,7 @@ impl GpuModel {
         let mut constants = shape_constants(bundle, options.tables, [max_width, maps.output_offset.len(), mask_words], &grid_word_offset);
         constants += &maps.constants(options.tables);
         // The LOD input is there when the first layer has an input for it (`Manifest::mlp_inputs`).
-        let lod_input = manifest.mlp_inputs() > latent_channels + 4 * manifest.pe_frequencies as usize;
+        let lod_input = manifest.mlp_inputs() > manifest.latent_features() + 4 * manifest.pe_frequencies as usize;
         constants += &mlp_input_wgsl(&grid_fetches(manifest), mask_words as u32, manifest.pe_frequencies, lod_input);
         let mlp = MlpWgsl {
             layers: &packed_layers,
@@ -220,6 +223,7 @@ impl GpuModel {
             shape: options.shape,
             precision: options.precision,
             int8: &int8_layers,
+            activation: manifest.activation(),
         };
         constants += &mlp.code();
         let shape = options.shape.for_layers(&packed_layers);
@@ -327,22 +331,6 @@ fn pack_latents(bundle: &Bundle) -> Result<(Vec<u32>, Vec<u32>), GpuError> {
     latent_words.push(0);
     to_u32("latent words", latent_words.len())?;
     Ok((latent_words, grid_word_offset))
-}
-
-/// How the generated fetch reads each level-0 grid: its first MLP input, and the dequantisation
-/// step of core's `model::level_value`, evaluated here once.
-fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
-    let mut first = 0u32;
-    manifest
-        .grids
-        .iter()
-        .map(|grid| {
-            let step = (grid.range[1] - grid.range[0]) / ((1u32 << grid.bits) - 1) as f32;
-            let fetch = GridFetch { channels: grid.channels, bits: grid.bits, first, low: grid.range[0], step };
-            first += grid.channels;
-            fetch
-        })
-        .collect()
 }
 
 /// The model's shape as WGSL constants (`GRID_COUNT` to `MASK_WORDS`) and the grid tables
@@ -462,95 +450,6 @@ impl MapTables {
         ]
         .concat()
     }
-}
-
-/// One grid as the generated latent fetch reads it.
-struct GridFetch {
-    channels: u32,
-    bits: u32,
-    /// Its first MLP input.
-    first: u32,
-    low: f32,
-    step: f32,
-}
-
-/// `mlp_input(map_index, uv, level) -> MlpInput`: the first layer's inputs of one texel. Per grid
-/// of the level's pyramid level and per bilinear corner, the cell's record of `channels × bits`
-/// bits is read as whole words (the words it spans plus one, aligned by one funnel shift each),
-/// and every channel is cut from them by shifts by literals; each value is dequantised
-/// (`low + level × step`, as core's `model::level_value`), blended over the corners in
-/// the CPU reference's order, and zeroed outside the map's budget (`MAP_MASK`). Then the
-/// positional encoding (`pe_sin_cos`, model.wgsl) and, with a pyramid, the LOD input.
-fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencies: u32, lod: bool) -> String {
-    let mut t = String::from("fn mlp_input(map_index: u32, uv: vec2<f32>, level: u32) -> MlpInput {\n");
-    t.push_str("    let slot = pyramid_level(level) * GRID_COUNT;\n");
-    for w in 0..mask_words {
-        let _ = writeln!(t, "    let mask{w} = MAP_MASK[map_index * MASK_WORDS + {w}u];");
-    }
-    let mut inputs: Vec<String> = Vec::new();
-    for (g, grid) in grids.iter().enumerate() {
-        let record = grid.channels * grid.bits;
-        let aligned = record.div_ceil(32);
-        let _ = writeln!(t, "    let corners{g} = bilinear_corners(uv, GRID_WIDTH[slot + {g}u], GRID_HEIGHT[slot + {g}u]);");
-        let _ = writeln!(t, "    let base{g} = GRID_WORD_OFFSET[slot + {g}u];");
-        for k in 0..4 {
-            let _ = writeln!(t, "    let bit{g}_{k} = corners{g}.cells[{k}u] * {record}u;");
-            let _ = writeln!(t, "    let at{g}_{k} = base{g} + (bit{g}_{k} >> 5u);");
-            let _ = writeln!(t, "    let s{g}_{k} = bit{g}_{k} & 31u;");
-            for j in 0..=aligned {
-                let _ = writeln!(t, "    let m{g}_{k}_{j} = latents[at{g}_{k} + {j}u];");
-            }
-            // Word j of the record: bits 32j.. from bit s on (the `<< 1u << (31u - s)` pair is 0 at s = 0).
-            for j in 0..aligned {
-                let _ =
-                    writeln!(t, "    let r{g}_{k}_{j} = (m{g}_{k}_{j} >> s{g}_{k}) | ((m{g}_{k}_{} << 1u) << (31u - s{g}_{k}));", j + 1);
-            }
-        }
-        let mask = (1u64 << grid.bits) - 1;
-        for c in 0..grid.channels {
-            let pos = c * grid.bits;
-            let (j, off) = (pos / 32, pos % 32);
-            let level = |k: u32| {
-                if off + grid.bits <= 32 {
-                    format!("f32((r{g}_{k}_{j} >> {off}u) & {mask}u)")
-                } else {
-                    format!("f32(((r{g}_{k}_{j} >> {off}u) | (r{g}_{k}_{} << {}u)) & {mask}u)", j + 1, 32 - off)
-                }
-            };
-            let value = |k: u32| format!("({} + {} * {})", f32_literal(grid.low), level(k), f32_literal(grid.step));
-            let feature = grid.first + c;
-            let _ = writeln!(
-                t,
-                "    let v{feature} = corners{g}.weights.x * {} + corners{g}.weights.y * {} + corners{g}.weights.z * {} + corners{g}.weights.w * {};",
-                value(0),
-                value(1),
-                value(2),
-                value(3)
-            );
-            inputs.push(format!("select(0.0, v{feature}, ((mask{} >> {}u) & 1u) != 0u)", feature / 32, feature % 32));
-        }
-    }
-    if pe_frequencies > 0 {
-        t.push_str("    let px = uv.x * f32(GRID_WIDTH[slot]);\n    let py = uv.y * f32(GRID_HEIGHT[slot]);\n");
-    }
-    for k in 0..pe_frequencies {
-        let _ = writeln!(t, "    let pe{k}x = pe_sin_cos({k}u, px);\n    let pe{k}y = pe_sin_cos({k}u, py);");
-        inputs.extend([format!("pe{k}x.x"), format!("pe{k}x.y"), format!("pe{k}y.x"), format!("pe{k}y.y")]);
-    }
-    if lod {
-        inputs.push("f32(lod_level(level)) * LOD_INPUT_SCALE".into());
-    }
-    while !inputs.len().is_multiple_of(4) || inputs.is_empty() {
-        inputs.push("0.0".into());
-    }
-    let fields: Vec<String> = inputs.chunks(4).map(|c| format!("vec4<f32>({})", c.join(", "))).collect();
-    let _ = writeln!(t, "    return MlpInput({});\n}}", fields.join(", "));
-    t
-}
-
-/// An f32 as a WGSL expression of its exact bits.
-fn f32_literal(value: f32) -> String {
-    format!("bitcast<f32>({})", f32_bits(value))
 }
 
 /// Replaces the constants block of the template (between the marker lines) by `constants`.

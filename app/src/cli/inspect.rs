@@ -89,7 +89,7 @@ fn print_text(path: &Path, bytes: u64, b: &Bundle) {
         WeightFormat::Fp8E4m3 => "E4M3 weights, per-row scales",
         WeightFormat::MxInt8 => "MXINT8 weights, a power-of-two scale per 32 inputs",
     };
-    println!("mlp: {} ({format}), {} positional frequencies", widths.join("-"), m.pe_frequencies);
+    println!("mlp: {} ({format}, {}), {} positional frequencies", widths.join("-"), m.activation().name(), m.pe_frequencies);
     let total = m.latent_channels();
     // The first map writing each output slice; later maps on the same slice are
     // duplicates stored once.

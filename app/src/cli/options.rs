@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::{
     Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig,
-    model::{MAX_MLP_WIDTH, WeightFormat},
+    model::{Activation, MAX_MLP_WIDTH, WeightFormat},
     options::{
         ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation, Recipe,
         RecipePiece, Sampling,
@@ -32,6 +32,15 @@ pub(super) struct ModelArgs {
     /// multiply-adds per decoded texel; `--bpp` leaves fewer bits to the latents for it.
     #[arg(long)]
     pub decoder: Option<String>,
+    /// The decoder's hidden activation: `hgelu` (the default), NVIDIA RTXNTC's `HGELUClamp`
+    /// (`min(x, 3) · clamp(x / 3 + 0.5, 0, 1)`), or `relu` (the default before decision 038).
+    #[arg(long, value_enum)]
+    pub activation: Option<Activation>,
+    /// The decoder reads grid 0's four corners, each times its bilinear weight, as four inputs
+    /// per channel (NTC v0.5–0.7's learned interpolation), starting from the bilinear decoder.
+    /// Trained by the fused CPU trainer; every decoder (CPU, WGSL, exported shaders) reads it.
+    #[arg(long)]
+    pub corner_reads: bool,
     /// Store a full mip chain: a latent pyramid (about a third more latent bits) trained on
     /// every level of box-filtered references, decoded at any level of detail.
     #[arg(long)]
@@ -60,6 +69,10 @@ impl ModelArgs {
         if let Some(text) = &self.decoder {
             model.hidden_widths = parse_decoder_widths(text)?;
         }
+        if let Some(activation) = self.activation {
+            model.activation = activation;
+        }
+        model.corner_reads |= self.corner_reads;
         model.mips = self.mips;
         model.mip_cell_growth = self.mip_growth;
         model.mip_group = self.mip_group;

@@ -392,7 +392,7 @@ fn bundle_cases(root: &Path, bundle: &Path) -> Vec<Case> {
         ("empty bundle".into(), Vec::new(), "truncated"),
         ("bundle with bad magic".into(), [b"NOTABNDL".as_slice(), &good_bytes[8..]].concat(), "bad magic"),
     ];
-    for (version, why) in [(0u32, "earlier"), (6, "later"), (u32::MAX, "much later")] {
+    for (version, why) in [(0u32, "earlier"), (8, "later"), (u32::MAX, "much later")] {
         let mut b = good_bytes.clone();
         b[8..12].copy_from_slice(&version.to_le_bytes());
         broken.push((format!("bundle of {why} version {version}"), b, "not supported"));

@@ -111,7 +111,10 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
     if set.textures().next().is_none() {
         return Err(CompressError::EmptySet);
     }
-    let grids = grid_shapes(set, options);
+    let mut grids = grid_shapes(set, options);
+    if let Some(first) = grids.first_mut() {
+        first.corners = options.model.corner_reads;
+    }
     check_budget_overrides(set, options)?;
     let contents = content_estimates(set, options);
     let mut budgeter = Budgeter::new(set, options, &grids, &contents);
@@ -131,9 +134,10 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
         mip_group: 1,
         mip_grids: Vec::new(),
         weight_format: options.model.weight_format,
+        activation: options.model.activation,
     };
     let layout = if options.model.mips { with_pyramid(layout, set.max_extent(), &options.model) } else { layout };
-    let mut mlp_widths = vec![layout.latent_channels() + 4 * options.model.pe_frequencies as usize + usize::from(layout.mip_levels > 1)];
+    let mut mlp_widths = vec![layout.mlp_inputs()];
     mlp_widths.extend(&options.model.hidden_widths);
     mlp_widths.push(layout.output_channels());
     Ok((layout, AnalyseReport { grids, mlp_widths, budgets, duplicates }))
@@ -148,7 +152,7 @@ fn grid_shapes(set: &TextureSet, options: &CompressOptions) -> Vec<GridShape> {
         .iter()
         .map(|g| {
             let (width, height) = g.cells(extent);
-            GridShape { width, height, channels: g.channels, bits: g.bits }
+            GridShape { width, height, channels: g.channels, bits: g.bits, corners: false }
         })
         .collect()
 }

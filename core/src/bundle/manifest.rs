@@ -2,6 +2,7 @@
 //! fixed limits before the reader allocates anything it sizes.
 
 use crate::bundle::{Bundle, BundleError, limits};
+use crate::model::params::Activation;
 use crate::model::quant::WeightFormat;
 use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
 use serde::{Deserialize, Serialize};
@@ -88,6 +89,10 @@ pub struct GridEntry {
     pub bits: u32,
     /// Value range `[low, high]` the levels span.
     pub range: [f32; 2],
+    /// The MLP reads each channel's four weighted corners, four inputs (format version 7):
+    /// [`crate::model::params::GridParams::corners`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub corners: bool,
 }
 
 /// Shape of one MLP layer.
@@ -99,7 +104,8 @@ pub struct LayerEntry {
     pub outputs: u32,
     /// Storage format.
     pub format: WeightFormat,
-    /// Activation after the layer: "relu" or "linear" (the last).
+    /// Activation after the layer: "relu" or "hgelu" (format version 6) on every hidden layer,
+    /// all the same, and "linear" on the last.
     pub activation: String,
 }
 
@@ -153,17 +159,31 @@ impl Manifest {
         self.mip_levels.max(1).div_ceil(self.mip_group())
     }
 
+    /// The hidden layers' activation (`ReLU` for a bundle without hidden layers; a validated
+    /// manifest names one of [`Activation`]'s).
+    #[must_use]
+    pub fn activation(&self) -> Activation {
+        self.layers.first().filter(|_| self.layers.len() > 1).and_then(|l| Activation::from_name(&l.activation)).unwrap_or_default()
+    }
+
     /// Total latent channels.
     #[must_use]
     pub fn latent_channels(&self) -> usize {
         self.grids.iter().map(|g| g.channels as usize).sum()
     }
 
-    /// Width of the MLP input: latent channels, positional encoding and (with a mip chain) the
-    /// LOD input.
+    /// MLP inputs the latents give: one per channel, four per channel of a grid that reads its
+    /// corners.
+    #[must_use]
+    pub fn latent_features(&self) -> usize {
+        self.grids.iter().map(|g| g.channels as usize * if g.corners { 4 } else { 1 }).sum()
+    }
+
+    /// Width of the MLP input: the latent features, positional encoding and (with a mip chain)
+    /// the LOD input.
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
+        self.latent_features() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
     }
 
     /// Every grid of every pyramid level, level 0 first (the latent section's order).
@@ -253,6 +273,7 @@ fn validate_pyramid(m: &Manifest) -> Result<(), BundleError> {
             || p.height > g.height
             || p.channels != g.channels
             || p.bits != g.bits
+            || p.corners != g.corners
             || !same_range
         {
             return invalid(format!(
@@ -316,9 +337,16 @@ fn validate_layers(m: &Manifest) -> Result<usize, BundleError> {
         if l.outputs == 0 || l.outputs as usize > MAX_LAYER_WIDTH {
             return invalid(format!("MLP layer {i} has {} outputs (1..={MAX_LAYER_WIDTH})", l.outputs));
         }
-        let expected = if i + 1 == m.layers.len() { "linear" } else { "relu" };
-        if l.activation != expected {
-            return invalid(format!("MLP layer {i} activation is {:?}, expected {expected:?}", l.activation));
+        let last = i + 1 == m.layers.len();
+        let hidden = Activation::from_name(&m.layers[0].activation).filter(|_| m.layers.len() > 1);
+        let ok = if last { l.activation == "linear" } else { hidden.is_some_and(|a| a.name() == l.activation) };
+        if !ok {
+            let expected = match hidden {
+                _ if last => "\"linear\"".to_owned(),
+                Some(a) if i > 0 => format!("{:?} (layer 0's)", a.name()),
+                _ => "\"relu\" or \"hgelu\"".to_owned(),
+            };
+            return invalid(format!("MLP layer {i} activation is {:?}, expected {expected}", l.activation));
         }
         width = l.outputs as usize;
     }

@@ -21,9 +21,11 @@ pub const MAGIC: [u8; 8] = *b"TEXSET\0\x1a";
 /// The newest format version this build writes and reads. Version 2 adds per-map colour
 /// transforms, version 3 the mip chain (latent pyramid and LOD input), version 4 decoder weights
 /// in fp16, E4M3 or MXINT8 (not int8), version 5 pyramid levels that serve groups of mip levels
-/// (`Manifest::mip_group`); a bundle is written with the oldest version that holds what it uses,
-/// so older readers read it when they can.
-pub const FORMAT_VERSION: u32 = 5;
+/// (`Manifest::mip_group`), version 6 a hidden activation other than `ReLU` (`"hgelu"`), version 7
+/// grids whose corners the MLP reads (`GridEntry::corners`); a bundle
+/// is written with the oldest version that holds what it uses, so older readers read it when they
+/// can.
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest format version this build reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Section tags, in file order.
@@ -191,7 +193,11 @@ impl Bundle {
         let header_len = 16 + SECTION_ENTRY_BYTES * sections.len() + 4;
         let mut out = Vec::with_capacity(header_len + manifest.len() + latents.len() + weights.len());
         out.extend_from_slice(&MAGIC);
-        let version = if self.manifest.mip_group > 1 {
+        let version = if self.manifest.all_grids().any(|g| g.corners) {
+            7
+        } else if self.manifest.activation() != crate::model::params::Activation::Relu {
+            6
+        } else if self.manifest.mip_group > 1 {
             5
         } else if self.manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
             4
@@ -302,6 +308,7 @@ impl Bundle {
                 height: g.height,
                 channels: g.channels,
                 values: levels.iter().map(|&l| level_value(l, g.bits, g.range)).collect(),
+                corners: g.corners,
             })
             .collect();
         let mip_grids = grids.split_off(self.manifest.grids.len().min(grids.len()));
@@ -311,6 +318,7 @@ impl Bundle {
             layers: self.layers.iter().map(QuantizedLayer::dequantize).collect(),
             mip_grids,
             mip_group: self.manifest.mip_group(),
+            activation: self.manifest.activation(),
         }
     }
 
@@ -427,6 +435,12 @@ fn read_manifest(manifest_bytes: &[u8], version: u32) -> Result<Manifest, Bundle
             "a version {version} bundle cannot hold pyramid levels of {} mip levels (version 5 adds them)",
             manifest.mip_group
         )));
+    }
+    if version < 7 && manifest.all_grids().any(|g| g.corners) {
+        return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold corner reads (version 7 adds them)")));
+    }
+    if version < 6 && manifest.layers.iter().any(|l| l.activation == crate::model::params::Activation::Hgelu.name()) {
+        return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold an hgelu decoder (version 6 adds it)")));
     }
     if version < 4 && manifest.layers.iter().any(|l| l.format != WeightFormat::Int8) {
         return Err(BundleError::Invalid(format!("a version {version} bundle cannot hold weights other than int8 (version 4 adds them)")));

@@ -171,6 +171,12 @@ fn check_addable(manifest: &Manifest, set: &TextureSet, options: &AddOptions) ->
     if manifest.grids.iter().any(|g| g.range != quant::LATENT_RANGE) {
         return Err(CompressError::Unsupported("the bundle's latent range is not the one this build trains with".into()));
     }
+    if manifest.grids.iter().any(|g| g.corners) {
+        return Err(CompressError::Unsupported(
+            "the library's decoder reads grid corners; adding materials to one is not supported yet: compress the whole library again"
+                .into(),
+        ));
+    }
     Ok(())
 }
 
@@ -207,7 +213,7 @@ fn analyse_new_materials(
         .grids
         .iter()
         .zip(&growth.added)
-        .map(|(g, &a)| GridShape { width: g.width, height: g.height, channels: g.channels + a, bits: g.bits })
+        .map(|(g, &a)| GridShape { width: g.width, height: g.height, channels: g.channels + a, bits: g.bits, corners: g.corners })
         .collect();
     let hidden_widths: Vec<usize> = manifest.layers[..manifest.layers.len() - 1].iter().map(|l| l.outputs as usize).collect();
     let layout = ModelLayout {
@@ -219,6 +225,7 @@ fn analyse_new_materials(
         mip_group: 1,
         mip_grids: Vec::new(),
         weight_format: crate::model::quant::WeightFormat::Int8,
+        activation: manifest.activation(),
     };
     let shared_read = if options.read_shared { old_lc } else { 0 };
     let budgets = grown_budgets(&local_report.budgets, old_lc, shared_read);

@@ -18,6 +18,7 @@
 // AVX2 + FMA; an out-of-line call would run them as baseline x86-64 code.
 #![allow(clippy::inline_always)]
 
+use crate::model::params::{Activation, HGELU_MAX};
 use std::array::from_fn;
 
 /// Texels per micro-tile: feature-major buffers hold a multiple of this many texel columns. It is
@@ -43,6 +44,27 @@ trait Lanes: Copy {
     fn mul_add(self, a: Self::T, b: Self::T, c: Self::T) -> Self::T;
     /// `v` where `gate > 0`, else `+0` (NaN gates give 0).
     fn keep_where_positive(self, v: Self::T, gate: Self::T) -> Self::T;
+    /// `act` of every lane: `ReLU` as [`Lanes::keep_where_positive`], the others lane by lane
+    /// through [`Activation::apply`] (inlined into the kernel, so compiled for its instruction
+    /// set; the same bits on every path).
+    #[inline(always)]
+    fn activate(self, v: Self::T, act: Activation) -> Self::T {
+        match act {
+            Activation::Relu => self.keep_where_positive(v, v),
+            Activation::Hgelu => self.hgelu(v),
+        }
+    }
+    /// [`Activation::Hgelu`] of every lane.
+    #[inline(always)]
+    fn hgelu(self, v: Self::T) -> Self::T {
+        self.load(self.store(v).map(|z| Activation::Hgelu.apply(z)))
+    }
+    /// `g` times [`Activation::Hgelu`]'s derivative at `z`, every lane.
+    #[inline(always)]
+    fn hgelu_backward(self, g: Self::T, z: Self::T) -> Self::T {
+        let (g, z) = (self.store(g), self.store(z));
+        self.load(from_fn(|l| g[l] * Activation::Hgelu.derivative(z[l])))
+    }
 }
 
 /// Plain arrays: the path for CPUs without AVX2 + FMA (`f32::mul_add` is exactly rounded
@@ -96,8 +118,45 @@ impl Lanes for pulp::x86::V3 {
     #[inline(always)]
     fn keep_where_positive(self, v: Self::T, gate: Self::T) -> Self::T {
         let zero = self.splat_f32x8(0.0);
-        from_fn(|h| self.select_f32x8(self.cmp_gt_f32x8(gate[h], zero), v[h], zero))
+        let keep = |v, gate| self.select_f32x8(self.cmp_gt_f32x8(gate, zero), v, zero);
+        [keep(v[0], gate[0]), keep(v[1], gate[1])]
     }
+    // The selects, multiplies and adds of `Activation::apply` and `derivative`, in that order.
+    // Each half written out: a closure (`from_fn`) is not compiled for the kernel's instruction
+    // set, and its intrinsics become calls (2.2× slower training, measured).
+    #[inline(always)]
+    fn hgelu(self, v: Self::T) -> Self::T {
+        [hgelu_x8(self, v[0]), hgelu_x8(self, v[1])]
+    }
+    #[inline(always)]
+    fn hgelu_backward(self, g: Self::T, z: Self::T) -> Self::T {
+        [hgelu_backward_x8(self, g[0], z[0]), hgelu_backward_x8(self, g[1], z[1])]
+    }
+}
+
+/// [`Activation::Hgelu`] of eight lanes, as [`Activation::apply`] computes it.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn hgelu_x8(s: pulp::x86::V3, z: pulp::f32x8) -> pulp::f32x8 {
+    use pulp::Simd as _;
+    let (zero, one, top) = (s.splat_f32x8(0.0), s.splat_f32x8(1.0), s.splat_f32x8(HGELU_MAX));
+    let capped = s.select_f32x8(s.cmp_gt_f32x8(z, top), top, z);
+    let gate = s.add_f32s(s.mul_f32s(z, s.splat_f32x8(1.0 / 3.0)), s.splat_f32x8(0.5));
+    let gate = s.select_f32x8(s.cmp_lt_f32x8(gate, zero), zero, gate);
+    let gate = s.select_f32x8(s.cmp_gt_f32x8(gate, one), one, gate);
+    s.mul_f32s(capped, gate)
+}
+
+/// `g` times [`Activation::Hgelu`]'s derivative at `z`, eight lanes, as
+/// [`Activation::derivative`] computes it.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn hgelu_backward_x8(s: pulp::x86::V3, g: pulp::f32x8, z: pulp::f32x8) -> pulp::f32x8 {
+    use pulp::Simd as _;
+    let slope = s.add_f32s(s.mul_f32s(z, s.splat_f32x8(2.0 / 3.0)), s.splat_f32x8(0.5));
+    let d = s.select_f32x8(s.cmp_ge_f32x8(z, s.splat_f32x8(1.5)), s.splat_f32x8(1.0), slope);
+    let flat = s.or_m32s(s.cmp_le_f32x8(z, s.splat_f32x8(-1.5)), s.cmp_ge_f32x8(z, s.splat_f32x8(HGELU_MAX)));
+    s.mul_f32s(g, s.select_f32x8(flat, s.splat_f32x8(0.0), d))
 }
 
 /// Defines a kernel entry point `$name(args)` that runs `$imp::<S>(s, args)` with the best vector
@@ -200,24 +259,45 @@ fn load_tile<S: Lanes>(s: S, src: &[f32], at: usize) -> S::T {
     s.load(from_fn(|l| x[l]))
 }
 
-/// One layer forward on a block: `out[o][i] = bias[o] + Σ_k w[o][k] · a[k][i]` (`ReLU` when
-/// `relu`), `k` in order.
+/// One layer forward on a block: `out[o][i] = act(bias[o] + Σ_k w[o][k] · a[k][i])` (no
+/// activation when `act` is `None`), `k` in order; `pre`, when given, receives the values before
+/// the activation (what a backward pass through a non-`ReLU` activation needs).
 ///
 /// Shapes: `w` `[outputs][inputs]` row-major (as stored), `bias` `[outputs]`, `a` `[inputs][np]`,
-/// `out` `[outputs][np]`; `np` a multiple of [`TILE`].
-pub(crate) fn forward_layer(w: &[f32], bias: &[f32], inputs: usize, a: &[f32], np: usize, relu: bool, out: &mut [f32]) {
+/// `out` and `pre` `[outputs][np]`; `np` a multiple of [`TILE`].
+pub(crate) fn forward_layer(
+    w: &[f32],
+    bias: &[f32],
+    inputs: usize,
+    a: &[f32],
+    np: usize,
+    act: Option<Activation>,
+    pre: Option<&mut [f32]>,
+    out: &mut [f32],
+) {
     let outputs = bias.len();
     assert!(
         w.len() >= outputs * inputs && a.len() >= inputs * np && out.len() >= outputs * np && np.is_multiple_of(TILE),
         "forward_layer shapes"
     );
-    forward_dispatch(w, bias, inputs, a, np, relu, out);
+    assert!(pre.as_ref().is_none_or(|p| p.len() >= outputs * np), "forward_layer shapes");
+    forward_dispatch(w, bias, inputs, a, np, act, pre, out);
 }
 
-dispatched!(fn forward_dispatch => forward_imp(w: &'a [f32], bias: &'a [f32], inputs: usize, a: &'a [f32], np: usize, relu: bool, out: &'a mut [f32]));
+dispatched!(fn forward_dispatch => forward_imp(w: &'a [f32], bias: &'a [f32], inputs: usize, a: &'a [f32], np: usize, act: Option<Activation>, pre: Option<&'a mut [f32]>, out: &'a mut [f32]));
 
 #[inline(always)]
-fn forward_imp<S: Lanes>(s: S, w: &[f32], bias: &[f32], inputs: usize, a: &[f32], np: usize, relu: bool, out: &mut [f32]) {
+fn forward_imp<S: Lanes>(
+    s: S,
+    w: &[f32],
+    bias: &[f32],
+    inputs: usize,
+    a: &[f32],
+    np: usize,
+    act: Option<Activation>,
+    mut pre: Option<&mut [f32]>,
+    out: &mut [f32],
+) {
     let outputs = bias.len();
     {
         for t in 0..np / TILE {
@@ -227,8 +307,15 @@ fn forward_imp<S: Lanes>(s: S, w: &[f32], bias: &[f32], inputs: usize, a: &[f32]
                     let rows: [&[f32]; $R] = from_fn(|r| &w[($r0 + r) * inputs..][..inputs]);
                     let acc = rows_tile::<_, $R>(s, a, np, inputs, t, |j| from_fn(|r| rows[r][j]), from_fn(|r| bias[$r0 + r]));
                     for (r, values) in acc.into_iter().enumerate() {
-                        let values = if relu { s.keep_where_positive(values, values) } else { values };
-                        store_tile(s, values, out, ($r0 + r) * np + i0);
+                        let at = ($r0 + r) * np + i0;
+                        if let Some(pre) = pre.as_deref_mut() {
+                            store_tile(s, values, pre, at);
+                        }
+                        let values = match act {
+                            Some(act) => s.activate(values, act),
+                            None => values,
+                        };
+                        store_tile(s, values, out, at);
                     }
                 }};
             }
@@ -237,11 +324,31 @@ fn forward_imp<S: Lanes>(s: S, w: &[f32], bias: &[f32], inputs: usize, a: &[f32]
     }
 }
 
+/// How [`backward_inputs`] passes its gradient back through the previous layer's activation.
+#[cfg(feature = "train")]
+#[derive(Clone, Copy)]
+pub(crate) enum Gate<'a> {
+    /// `ReLU`: zero where the previous layer's output (this slice) is not positive.
+    Relu(&'a [f32]),
+    /// Times the activation's derivative ([`Activation::derivative`]) at the previous layer's
+    /// values before it (this slice).
+    Derivative(Activation, &'a [f32]),
+}
+
+#[cfg(feature = "train")]
+impl Gate<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Relu(a) | Self::Derivative(_, a) => a.len(),
+        }
+    }
+}
+
 /// One layer backward to its inputs on a block: `da[k][i] = Σ_o w[o][k] · dz[o][i]` for the first
-/// `rows` inputs, `o` in order; where `active` is given, zero where `active[k][i] <= 0` (the
-/// previous layer's `ReLU`: `active` is its output).
+/// `rows` inputs, `o` in order; through `gate` (the previous layer's activation) where given.
 ///
-/// Shapes: `w` `[outputs][inputs]`, `dz` `[outputs][np]`, `active` and `da` `[rows..][np]`.
+/// Shapes: `w` `[outputs][inputs]`, `dz` `[outputs][np]`, the gate's slice and `da`
+/// `[rows..][np]`.
 #[cfg(feature = "train")]
 pub(crate) fn backward_inputs(
     w: &[f32],
@@ -250,19 +357,19 @@ pub(crate) fn backward_inputs(
     dz: &[f32],
     np: usize,
     rows: usize,
-    active: Option<&[f32]>,
+    gate: Option<Gate<'_>>,
     da: &mut [f32],
 ) {
     assert!(
         rows <= inputs && w.len() >= outputs * inputs && dz.len() >= outputs * np && da.len() >= rows * np && np.is_multiple_of(TILE),
         "backward_inputs shapes"
     );
-    assert!(active.is_none_or(|a| a.len() >= rows * np), "backward_inputs shapes");
-    backward_dispatch(w, inputs, outputs, dz, np, rows, active, da);
+    assert!(gate.is_none_or(|g| g.len() >= rows * np), "backward_inputs shapes");
+    backward_dispatch(w, inputs, outputs, dz, np, rows, gate, da);
 }
 
 #[cfg(feature = "train")]
-dispatched!(fn backward_dispatch => backward_imp(w: &'a [f32], inputs: usize, outputs: usize, dz: &'a [f32], np: usize, rows: usize, active: Option<&'a [f32]>, da: &'a mut [f32]));
+dispatched!(fn backward_dispatch => backward_imp(w: &'a [f32], inputs: usize, outputs: usize, dz: &'a [f32], np: usize, rows: usize, gate: Option<Gate<'a>>, da: &'a mut [f32]));
 
 #[inline(always)]
 #[cfg(feature = "train")]
@@ -274,7 +381,7 @@ fn backward_imp<S: Lanes>(
     dz: &[f32],
     np: usize,
     rows: usize,
-    active: Option<&[f32]>,
+    gate: Option<Gate<'_>>,
     da: &mut [f32],
 ) {
     {
@@ -289,8 +396,10 @@ fn backward_imp<S: Lanes>(
                     let acc = rows_tile::<_, $R>(s, dz, np, outputs, t, weight, [0.0; $R]);
                     for (r, values) in acc.into_iter().enumerate() {
                         let at = ($k0 + r) * np + i0;
-                        let values = match active {
-                            Some(active) => s.keep_where_positive(values, load_tile(s, active, at)),
+                        let values = match gate {
+                            Some(Gate::Relu(active)) => s.keep_where_positive(values, load_tile(s, active, at)),
+                            Some(Gate::Derivative(Activation::Hgelu, pre)) => s.hgelu_backward(values, load_tile(s, pre, at)),
+                            Some(Gate::Derivative(Activation::Relu, pre)) => s.keep_where_positive(values, load_tile(s, pre, at)),
                             None => values,
                         };
                         store_tile(s, values, da, at);
@@ -392,7 +501,7 @@ mod tests {
                 }
             }
             let mut z = vec![0.0; outputs * np];
-            forward_layer(&w, &bias, inputs, &a, np, true, &mut z);
+            forward_layer(&w, &bias, inputs, &a, np, Some(Activation::Relu), None, &mut z);
             for o in 0..outputs {
                 for i in 0..n {
                     let want = (bias[o] + (0..inputs).map(|k| w[o * inputs + k] * a[k * np + i]).sum::<f32>()).max(0.0);
@@ -406,7 +515,7 @@ mod tests {
                 }
             }
             let mut da = vec![0.0; inputs * np];
-            backward_inputs(&w, inputs, outputs, &dz, np, inputs, Some(&a), &mut da);
+            backward_inputs(&w, inputs, outputs, &dz, np, inputs, Some(Gate::Relu(&a)), &mut da);
             for k in 0..inputs {
                 for i in 0..n {
                     let sum: f32 = (0..outputs).map(|o| w[o * inputs + k] * dz[o * np + i]).sum();
@@ -418,10 +527,10 @@ mod tests {
             weight_grads(&dz, &a, inputs, np, &mut dw, &mut db);
             // The plain-array path gives the same bits as the one this CPU dispatched to.
             let mut plain = vec![0.0; outputs * np];
-            forward_imp(Plain, &w, &bias, inputs, &a, np, true, &mut plain);
+            forward_imp(Plain, &w, &bias, inputs, &a, np, Some(Activation::Relu), None, &mut plain);
             assert_eq!(plain, z, "forward: plain arrays against the dispatched path");
             let mut plain = vec![0.0; inputs * np];
-            backward_imp(Plain, &w, inputs, outputs, &dz, np, inputs, Some(&a), &mut plain);
+            backward_imp(Plain, &w, inputs, outputs, &dz, np, inputs, Some(Gate::Relu(&a)), &mut plain);
             assert_eq!(plain, da, "backward: plain arrays against the dispatched path");
             let (mut plain_dw, mut plain_db) = (vec![0.0; outputs * inputs], vec![0.0; outputs]);
             grads_imp(Plain, &dz, &a, inputs, np, &mut plain_dw, &mut plain_db);
@@ -435,5 +544,78 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `HGELUClamp` through the kernels: the forward pass (and the values before it) and the
+    /// backward pass through its derivative, against plain loops over [`Activation`]'s scalar
+    /// definitions, and the plain-array path's bits against the dispatched one's.
+    #[test]
+    fn hgelu_kernels_match_plain_loops() {
+        let act = Activation::Hgelu;
+        for (inputs, outputs, n) in [(41, 64, 37), (13, 5, 1)] {
+            let np = padded_len(n);
+            let w: Vec<f32> = values(outputs * inputs, 0.3).iter().map(|v| v * 2.0).collect();
+            let bias = values(outputs, 0.9);
+            let mut a = vec![0.0; inputs * np];
+            for k in 0..inputs {
+                for i in 0..n {
+                    a[k * np + i] = values(1, (k * 131 + i) as f32)[0];
+                }
+            }
+            let (mut z, mut pre) = (vec![0.0; outputs * np], vec![0.0; outputs * np]);
+            forward_layer(&w, &bias, inputs, &a, np, Some(act), Some(&mut pre), &mut z);
+            let mut regions = [0usize; 4];
+            for o in 0..outputs {
+                for i in 0..n {
+                    let want = bias[o] + (0..inputs).map(|k| w[o * inputs + k] * a[k * np + i]).sum::<f32>();
+                    let got = pre[o * np + i];
+                    assert!((got - want).abs() < 1e-4, "pre-activation ({o}, {i})");
+                    assert_eq!(z[o * np + i].to_bits(), act.apply(got).to_bits(), "activation ({o}, {i})");
+                    regions[usize::from(got > -1.5) + usize::from(got > 0.0) + usize::from(got > 1.5)] += 1;
+                }
+            }
+            if n > 1 {
+                assert!(regions.iter().all(|&r| r > 0), "every piece of HGELU is exercised: {regions:?}");
+            }
+            let mut dz = vec![0.0; outputs * np];
+            for o in 0..outputs {
+                for i in 0..n {
+                    dz[o * np + i] = values(1, (o * 17 + i * 3) as f32)[0];
+                }
+            }
+            let gate_pre: Vec<f32> = a.iter().map(|v| v * 4.0 - 1.0).collect();
+            let mut da = vec![0.0; inputs * np];
+            backward_inputs(&w, inputs, outputs, &dz, np, inputs, Some(Gate::Derivative(act, &gate_pre)), &mut da);
+            for k in 0..inputs {
+                for i in 0..n {
+                    let sum: f32 = (0..outputs).map(|o| w[o * inputs + k] * dz[o * np + i]).sum();
+                    let want = sum * act.derivative(gate_pre[k * np + i]);
+                    assert!((da[k * np + i] - want).abs() < 1e-4, "backward ({k}, {i})");
+                }
+            }
+            let (mut plain, mut plain_pre) = (vec![0.0; outputs * np], vec![0.0; outputs * np]);
+            forward_imp(Plain, &w, &bias, inputs, &a, np, Some(act), Some(&mut plain_pre), &mut plain);
+            assert_eq!((plain, plain_pre), (z, pre), "forward: plain arrays against the dispatched path");
+            let mut plain = vec![0.0; inputs * np];
+            backward_imp(Plain, &w, inputs, outputs, &dz, np, inputs, Some(Gate::Derivative(act, &gate_pre)), &mut plain);
+            assert_eq!(plain, da, "backward: plain arrays against the dispatched path");
+        }
+    }
+
+    /// `HGELUClamp`'s derivative is the slope of its definition everywhere but at its kinks.
+    #[test]
+    fn hgelu_derivative_is_its_slope() {
+        let act = Activation::Hgelu;
+        for i in -400..=400 {
+            let z = i as f32 * 0.01 + 0.005;
+            let h = 1e-3f32;
+            let slope = (act.apply(z + h) - act.apply(z - h)) / (2.0 * h);
+            assert!((slope - act.derivative(z)).abs() < 2e-3, "z {z}: slope {slope}, derivative {}", act.derivative(z));
+        }
+        // Exact in f32: the minimum, the zero side (−2 × 0: a negative zero), the identity piece
+        // and the clamp.
+        assert_eq!(act.apply(-0.75).to_bits(), (-3.0f32 / 16.0).to_bits());
+        let bits = |z: f32| act.apply(z).to_bits();
+        assert_eq!((bits(-2.0), bits(2.0), bits(10.0)), ((-0.0f32).to_bits(), 2.0f32.to_bits(), 3.0f32.to_bits()));
     }
 }

@@ -15,6 +15,8 @@ pub struct GridShape {
     pub channels: u32,
     /// Bits per latent value.
     pub bits: u32,
+    /// The MLP reads each channel's four weighted corners ([`crate::model::params::GridParams::corners`]).
+    pub corners: bool,
 }
 
 /// Where one texture (map) sits in the model.
@@ -62,6 +64,8 @@ pub struct ModelLayout {
     pub mip_grids: Vec<GridShape>,
     /// How the decoder's weights are stored (and fake-quantised in training).
     pub weight_format: crate::model::quant::WeightFormat,
+    /// The decoder's hidden activation.
+    pub activation: crate::model::params::Activation,
 }
 
 impl ModelLayout {
@@ -104,21 +108,38 @@ impl ModelLayout {
         mask
     }
 
+    /// Width of the MLP input: the latent features (four per channel of a grid that reads its
+    /// corners), the positional encoding and, with a mip chain, the LOD input.
+    #[must_use]
+    pub fn mlp_inputs(&self) -> usize {
+        let features: usize = self.grids.iter().map(|g| g.channels as usize * if g.corners { 4 } else { 1 }).sum();
+        features + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
+    }
+
     /// Zero-valued parameters of this shape.
     #[must_use]
     pub fn zero_params(&self) -> ModelParams {
         let mut layers = Vec::new();
-        let mut inputs = self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1);
+        let mut inputs = self.mlp_inputs();
         for &w in self.hidden_widths.iter().chain(std::iter::once(&self.output_channels())) {
             layers.push(LayerParams::zeros(inputs, w));
             inputs = w;
         }
         ModelParams {
-            grids: self.grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
+            grids: self
+                .grids
+                .iter()
+                .map(|g| GridParams { corners: g.corners, ..GridParams::zeros(g.width, g.height, g.channels) })
+                .collect(),
             pe_frequencies: self.pe_frequencies,
             layers,
-            mip_grids: self.mip_grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
+            mip_grids: self
+                .mip_grids
+                .iter()
+                .map(|g| GridParams { corners: g.corners, ..GridParams::zeros(g.width, g.height, g.channels) })
+                .collect(),
             mip_group: self.mip_group,
+            activation: self.activation,
         }
     }
 }

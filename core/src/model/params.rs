@@ -10,13 +10,21 @@
 //!    `gx = u * grid.width - 0.5`, `x0 = floor(gx)`, `fx = gx - x0`, `x1 = x0 + 1`, both clamped to
 //!    `[0, width - 1]` (same for `y`), and per channel
 //!    `f = (1-fx)(1-fy)·G[y0][x0] + fx(1-fy)·G[y0][x1] + (1-fx)fy·G[y1][x0] + fx·fy·G[y1][x1]`.
-//!    The features of all grids are concatenated (grid 0 first) into `latent_channels()` values.
-//! 2. **Channel budget.** Feature `i` is multiplied by `mask[i]` (1.0 if texture `t` reads latent
-//!    channel `i`, else 0.0). This is how a texture reads only its subset of the shared channels.
+//!    The features of all grids are concatenated (grid 0 first) into `latent_features()` values.
+//!    A grid that reads its **corners** ([`GridParams::corners`], NTC v0.5–0.7's learned
+//!    interpolation) gives four features per channel instead of one, each corner's value times its
+//!    weight, channel-major: `(1-fx)(1-fy)·G[y0][x0], fx(1-fy)·G[y0][x1], (1-fx)fy·G[y1][x0],
+//!    fx·fy·G[y1][x1]` for channel 0, then channel 1, …; their sum is the bilinear value, so a first
+//!    layer whose four columns of a channel are equal decodes as the bilinear model does.
+//! 2. **Channel budget.** The features of latent channel `i` are multiplied by `mask[i]` (1.0 if
+//!    texture `t` reads latent channel `i`, else 0.0). This is how a texture reads only its subset
+//!    of the shared channels.
 //! 3. **Positional encoding.** With `px = u * grids[0].width`, `py = v * grids[0].height` (in
 //!    grid-0 cells) and for `k in 0..pe_frequencies`, `a = 2π · 2^k / 2`, append
 //!    `sin(a·px), cos(a·px), sin(a·py), cos(a·py)` (in that order), `4 · pe_frequencies` values.
-//! 4. **MLP.** `h = relu(W·h + b)` for every layer but the last, which is linear. `W` is stored
+//! 4. **MLP.** `h = act(W·h + b)` for every layer but the last, which is linear; `act` is the
+//!    model's [`Activation`], `ReLU` (`max(z, 0)`) or NTC's `HGELUClamp`
+//!    (`min(z, 3) · clamp(z / 3 + 0.5, 0, 1)`). `W` is stored
 //!    `[outputs][inputs]` row-major. The output vector has one value per channel of every texture
 //!    of the library (`output_channels`), in library order; texture `t` uses its own slice.
 //! 5. **Output.** Clamp to `[0, 1]`: this is the stored (encoded) value of the channel (sRGB for
@@ -65,13 +73,23 @@ pub struct GridParams {
     pub channels: u32,
     /// `width * height * channels` values, `[y][x][c]` row-major.
     pub values: Vec<f32>,
+    /// The MLP reads each channel's four weighted corners (four inputs) instead of their bilinear
+    /// sum (one); see the module docs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub corners: bool,
 }
 
 impl GridParams {
     /// A grid of zeros.
     #[must_use]
     pub fn zeros(width: u32, height: u32, channels: u32) -> Self {
-        Self { width, height, channels, values: vec![0.0; width as usize * height as usize * channels as usize] }
+        Self { width, height, channels, values: vec![0.0; width as usize * height as usize * channels as usize], corners: false }
+    }
+
+    /// MLP inputs each channel gives: 4 when it reads its corners, else 1.
+    #[must_use]
+    pub fn reads(&self) -> usize {
+        if self.corners { 4 } else { 1 }
     }
 
     /// Number of values (`width * height * channels`).
@@ -108,6 +126,88 @@ impl LayerParams {
     }
 }
 
+/// The activation of every hidden layer (the last layer is linear).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Activation {
+    /// `max(z, 0)`.
+    #[default]
+    Relu,
+    /// NVIDIA RTXNTC's `HGELUClamp`: `min(z, 3) · clamp(z / 3 + 0.5, 0, 1)`, a hard GELU whose
+    /// outputs lie in `[−3/16, 3]` (0 below −1.5, a parabola with its minimum −3/16 at −0.75, `z`
+    /// from 1.5 to 3, then 3).
+    Hgelu,
+}
+
+impl Activation {
+    /// The activation of pre-activation `z`.
+    #[must_use]
+    #[inline]
+    pub fn apply(self, z: f32) -> f32 {
+        match self {
+            Self::Relu => z.max(0.0),
+            Self::Hgelu => {
+                // A comparison, not `min` (which drops a NaN), and `clamp` (which keeps one and
+                // -0.0, as its two comparisons do): the batched kernels' vector selects give these
+                // bits lane for lane (NaN included).
+                let top = if z > HGELU_MAX { HGELU_MAX } else { z };
+                let gate = (z * (1.0 / 3.0) + 0.5).clamp(0.0, 1.0);
+                top * gate
+            }
+        }
+    }
+
+    /// Its derivative at pre-activation `z` (the one-sided value at the kinks: 0 at `z = 0` for
+    /// `ReLU`; at −1.5 and 3 for `HGELUClamp`, the flat side's).
+    #[must_use]
+    #[inline]
+    pub fn derivative(self, z: f32) -> f32 {
+        match self {
+            Self::Relu => {
+                if z > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Self::Hgelu => {
+                if z <= -1.5 || z >= HGELU_MAX {
+                    0.0
+                } else if z >= 1.5 {
+                    1.0
+                } else {
+                    z * (2.0 / 3.0) + 0.5
+                }
+            }
+        }
+    }
+
+    /// Its name in a bundle's manifest (`LayerEntry::activation`) and on the command line.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Relu => "relu",
+            Self::Hgelu => "hgelu",
+        }
+    }
+
+    /// The activation a manifest names (`"relu"`, `"hgelu"`), if any.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Relu, Self::Hgelu].into_iter().find(|a| a.name() == name)
+    }
+
+    /// True for the default (`ReLU`): what serialised parameters leave out.
+    #[must_use]
+    pub fn is_relu(&self) -> bool {
+        *self == Self::Relu
+    }
+}
+
+/// `HGELUClamp`'s upper clamp (NTC's `maxval`).
+pub const HGELU_MAX: f32 = 3.0;
+
 /// Every learned value of a neural texture model, as plain `f32`s.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelParams {
@@ -125,6 +225,10 @@ pub struct ModelParams {
     /// Consecutive mip levels each pyramid level serves (see the module docs); 0 reads as 1.
     #[serde(default)]
     pub mip_group: u32,
+    /// The hidden layers' activation (left out when `ReLU`, so parameters serialised before it
+    /// read back the same).
+    #[serde(default, skip_serializing_if = "Activation::is_relu")]
+    pub activation: Activation,
 }
 
 /// The LOD input of LOD level `l` ([`lod_level`]) is `l ·` this.
@@ -183,11 +287,34 @@ impl ModelParams {
         self.grids.iter().map(|g| g.channels as usize).sum()
     }
 
-    /// Width of the MLP input: latent channels plus positional encoding (plus the LOD input
+    /// MLP inputs the latents give: one per channel, four per channel of a grid that reads its
+    /// corners.
+    #[must_use]
+    pub fn latent_features(&self) -> usize {
+        self.grids.iter().map(|g| g.channels as usize * g.reads()).sum()
+    }
+
+    /// The MLP inputs that read latent channel `c` (one, or a corner grid's four).
+    #[must_use]
+    pub fn channel_inputs(&self, c: usize) -> std::ops::Range<usize> {
+        let (mut channel, mut feature) = (0, 0);
+        for g in &self.grids {
+            let ch = g.channels as usize;
+            if c < channel + ch {
+                let at = feature + (c - channel) * g.reads();
+                return at..at + g.reads();
+            }
+            channel += ch;
+            feature += ch * g.reads();
+        }
+        feature..feature
+    }
+
+    /// Width of the MLP input: the latent features plus positional encoding (plus the LOD input
     /// with a mip chain).
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        self.latent_channels() + 4 * self.pe_frequencies as usize + usize::from(self.pyramid_levels() > 1)
+        self.latent_features() + 4 * self.pe_frequencies as usize + usize::from(self.pyramid_levels() > 1)
     }
 
     /// Levels of the latent pyramid (1 without a mip chain); each serves [`Self::mip_group`] mip
@@ -268,11 +395,20 @@ impl ModelParams {
     #[must_use]
     pub fn zeros_like(&self) -> Self {
         Self {
-            grids: self.grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
+            grids: self
+                .grids
+                .iter()
+                .map(|g| GridParams { corners: g.corners, ..GridParams::zeros(g.width, g.height, g.channels) })
+                .collect(),
             pe_frequencies: self.pe_frequencies,
             layers: self.layers.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect(),
-            mip_grids: self.mip_grids.iter().map(|g| GridParams::zeros(g.width, g.height, g.channels)).collect(),
+            mip_grids: self
+                .mip_grids
+                .iter()
+                .map(|g| GridParams { corners: g.corners, ..GridParams::zeros(g.width, g.height, g.channels) })
+                .collect(),
             mip_group: self.mip_group,
+            activation: self.activation,
         }
     }
 }

@@ -28,21 +28,32 @@ pub(crate) fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usi
 /// ([`ModelParams::lod_level`]).
 pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask: &[f32], features: &mut [f32]) {
     let grids = params.level_grids(params.pyramid_level(level));
-    let mut offset = 0;
+    // `channel`: the grid's first latent channel (the mask's index); `offset`: its first feature.
+    let (mut channel, mut offset) = (0, 0);
     for grid in grids {
         let channels = grid.channels as usize;
         let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
         for c in 0..channels {
-            let mut value = 0.0;
-            for (cell, weight) in cells.iter().zip(weights) {
-                value += weight * grid.values.get(cell * channels + c).copied().unwrap_or(0.0);
-            }
-            let m = mask.get(offset + c).copied().unwrap_or(0.0);
-            if let Some(f) = features.get_mut(offset + c) {
-                *f = value * m;
+            let m = mask.get(channel + c).copied().unwrap_or(0.0);
+            let corner = |k: usize| weights[k] * grid.values.get(cells[k] * channels + c).copied().unwrap_or(0.0);
+            if grid.corners {
+                for k in 0..4 {
+                    if let Some(f) = features.get_mut(offset + 4 * c + k) {
+                        *f = corner(k) * m;
+                    }
+                }
+            } else {
+                let mut value = 0.0;
+                for k in 0..4 {
+                    value += corner(k);
+                }
+                if let Some(f) = features.get_mut(offset + c) {
+                    *f = value * m;
+                }
             }
         }
-        offset += channels;
+        channel += channels;
+        offset += channels * grid.reads();
     }
     let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
     let px = u * w0 as f32;
@@ -85,7 +96,7 @@ pub(crate) fn mlp_forward<'s>(params: &ModelParams, features: &[f32], scratch: &
             for (w, x) in row.iter().zip(&scratch.a) {
                 z += w * x;
             }
-            scratch.b.push(if index == last { z } else { z.max(0.0) });
+            scratch.b.push(if index == last { z } else { params.activation.apply(z) });
         }
         std::mem::swap(&mut scratch.a, &mut scratch.b);
     }

@@ -27,59 +27,20 @@
 //! - `mlp_output(row: u32, h: MlpHidden) -> vec4<f32>` and `mlp_output_block(row, h: array<MlpHidden,
 //!   BLOCK>) -> array<vec4<f32>, BLOCK>`: outputs `row..row + 4` of the last layer, before clamping.
 
-use crate::model::params::LayerParams;
+use crate::model::params::Activation;
 use std::fmt::Write as _;
 
+mod activation;
 mod int8;
+mod pack;
+pub use activation::{activate, activation_backward, activation_functions};
 pub use int8::{Int8Layer, PackedInt8};
+pub use pack::{PackedLayer, PackedWeights, pack_layout, pack_weights};
 
 /// Layers wider than this many `vec4`s (128 inputs) read their inputs in a loop instead of as
 /// named values: with a 512-wide layer's rows unrolled, the widest-decoder parity test took 555 s
 /// on lavapipe, 179 s with the loop.
 pub const WIDE_VEC4S: u32 = 32;
-
-/// Where one layer's dequantised weights lie in the packed `vec4` array ([`pack_weights`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PackedLayer {
-    /// Input width.
-    pub inputs: u32,
-    /// Output width.
-    pub outputs: u32,
-    /// `vec4`s of one row (the inputs rounded up to four, zero-padded).
-    pub row_vec4s: u32,
-    /// Rows stored: a hidden layer's outputs rounded up to four (zero rows, zero biases, so the
-    /// padded activations are 0 after `ReLU`); the last layer's outputs plus three zero rows, so a
-    /// four-row read from any output stays inside the layer.
-    pub rows: u32,
-    /// The `vec4` index of row 0. A hidden layer's rows are `row_vec4s` each; the last layer's are
-    /// `row_vec4s + 1`, the extra `vec4` holding the row's bias in `x`.
-    pub weights_at: u32,
-    /// The `vec4` index of a hidden layer's biases, four to a `vec4` (unused for the last layer).
-    pub biases_at: u32,
-}
-
-/// A model's dequantised MLP laid out for the generated code.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PackedWeights {
-    /// Every layer's rows and biases.
-    pub vec4s: Vec<[f32; 4]>,
-    /// Where each layer lies.
-    pub layers: Vec<PackedLayer>,
-}
-
-impl PackedWeights {
-    /// Bytes of the buffer.
-    #[must_use]
-    pub fn bytes(&self) -> u64 {
-        self.vec4s.len() as u64 * 16
-    }
-
-    /// The buffer's 32-bit words (f32 bit patterns), little-endian order of the `vec4`s.
-    #[must_use]
-    pub fn words(&self) -> Vec<u32> {
-        self.vec4s.iter().flat_map(|v| v.map(f32::to_bits)).collect()
-    }
-}
 
 /// Where the generated code reads its weights from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,67 +78,6 @@ impl WeightMemory {
 /// portable exported shader may assume.
 pub const PORTABLE_UNIFORM_BYTES: u64 = 65_536;
 
-/// Where each layer of an MLP of `shapes` (inputs, outputs per layer) lies in the packed array, and
-/// the array's `vec4`s: [`pack_weights`]'s layout, which the GPU trainer fills on the device.
-#[must_use]
-pub fn pack_layout(shapes: &[(u32, u32)]) -> (Vec<PackedLayer>, u32) {
-    let mut at = 0u32;
-    let last = shapes.len().saturating_sub(1);
-    let layers = shapes
-        .iter()
-        .enumerate()
-        .map(|(l, &(inputs, outputs))| {
-            let row_vec4s = inputs.div_ceil(4);
-            let is_last = l == last;
-            let rows = if is_last { outputs + 3 } else { outputs.div_ceil(4) * 4 };
-            let weights_at = at;
-            at += rows * (row_vec4s + u32::from(is_last));
-            let biases_at = at;
-            if !is_last {
-                at += rows / 4;
-            }
-            PackedLayer { inputs, outputs, row_vec4s, rows, weights_at, biases_at }
-        })
-        .collect();
-    (layers, at)
-}
-
-impl PackedLayer {
-    /// `vec4`s from one row to the next: the last layer's rows hold their bias in one more.
-    #[must_use]
-    pub fn row_stride(&self, is_last: bool) -> u32 {
-        self.row_vec4s + u32::from(is_last)
-    }
-
-    /// The `f32` index (four to a `vec4`) of row `o`'s first weight and of its bias.
-    #[must_use]
-    pub fn row_and_bias_at(&self, o: u32, is_last: bool) -> (u32, u32) {
-        let row = 4 * (self.weights_at + o * self.row_stride(is_last));
-        let bias = if is_last { row + 4 * self.row_vec4s } else { 4 * self.biases_at + o };
-        (row, bias)
-    }
-}
-
-/// Dequantised `layers` (what [`crate::model::reference::mlp_forward`] multiplies by) laid out as
-/// [`PackedLayer`] says ([`pack_layout`]).
-#[must_use]
-pub fn pack_weights(layers: &[LayerParams]) -> PackedWeights {
-    let shapes: Vec<(u32, u32)> = layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
-    let (packed, total) = pack_layout(&shapes);
-    let mut words = vec![0.0f32; total as usize * 4];
-    let last = layers.len().saturating_sub(1);
-    for (l, (layer, p)) in layers.iter().zip(&packed).enumerate() {
-        for o in 0..layer.outputs {
-            let (row, bias) = p.row_and_bias_at(o as u32, l == last);
-            let row = row as usize;
-            words[row..row + layer.inputs].copy_from_slice(&layer.weights[o * layer.inputs..(o + 1) * layer.inputs]);
-            words[bias as usize] = layer.biases[o];
-        }
-    }
-    let vec4s = words.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
-    PackedWeights { vec4s, layers: packed }
-}
-
 /// The generated MLP of one model: what [`MlpWgsl::code`] writes.
 #[derive(Clone, Copy, Debug)]
 pub struct MlpWgsl<'a> {
@@ -201,6 +101,8 @@ pub struct MlpWgsl<'a> {
     pub precision: MlpPrecision,
     /// `Int8`'s hidden layers ([`PackedInt8::hidden`]); empty in the other precisions.
     pub int8: &'a [Int8Layer],
+    /// The hidden layers' activation.
+    pub activation: Activation,
 }
 
 impl MlpWgsl<'_> {
@@ -216,10 +118,12 @@ impl MlpWgsl<'_> {
         self.layers.last().map_or(1, |l| l.row_vec4s)
     }
 
-    /// The WGSL: the `mlp` binding, `BLOCK`, the two structs and the four functions.
+    /// The WGSL: the `mlp` binding, `BLOCK`, the two structs and the four functions (and the
+    /// activation's, [`activation_functions`]).
     #[must_use]
     pub fn code(&self) -> String {
         let mut t = self.binding();
+        t.push_str(&activation_functions(self.activation, self.precision));
         let _ = writeln!(t, "const BLOCK: u32 = {}u;", self.block.max(1));
         struct_decl(&mut t, "MlpInput", "x", self.input_vec4s(), "vec4<f32>");
         struct_decl(&mut t, "MlpHidden", "h", self.hidden_vec4s(), self.precision.vec4());
@@ -265,11 +169,11 @@ impl MlpWgsl<'_> {
         let shape = self.shape.for_layers(self.layers);
         if num == MlpPrecision::Int8 {
             for (l, layer) in self.int8.iter().enumerate() {
-                int8::int8_layer(t, layer, l, texels);
+                int8::int8_layer(t, layer, l, texels, self.activation);
             }
         } else {
             for (l, layer) in hidden.iter().enumerate() {
-                hidden_layer(t, layer, l, texels, shape, num);
+                hidden_layer(t, layer, l, texels, shape, num, HiddenActivation::Inline(self.activation));
             }
         }
         let depth = hidden.len();
@@ -438,9 +342,11 @@ pub fn component(i: u32) -> &'static str {
 /// Layer `l` in the scalar shape ([`MlpShape::Scalar`]) for `texels` texels: a loop over its
 /// outputs, each iteration loading one row's weights a scalar at a time for every texel, stored to
 /// `o{texel}_{l}` (`groups` · 4 scalars, the padding 0) and named `x{texel}_{l + 1}_{j}`. A
-/// hidden layer takes `ReLU` and its bias from the biases' `vec4`s; the last (`is_last`) neither,
+/// hidden layer takes its activation (`last`: `Some`) and its bias from the biases' `vec4`s; the
+/// last (`last`: `None`) neither,
 /// its bias in the `vec4` after each row ([`PackedLayer::row_and_bias_at`]).
-fn scalar_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, groups: u32, is_last: bool, num: MlpPrecision) {
+fn scalar_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, is_last: bool, act: Option<Activation>, num: MlpPrecision) {
+    let groups = if is_last { layer.outputs.div_ceil(4) } else { layer.rows / 4 };
     for p in 0..texels {
         let _ = writeln!(t, "    var o{p}_{l}: array<{}, {}>;", num.scalar(), 4 * groups);
     }
@@ -459,12 +365,16 @@ fn scalar_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, grou
         for k in 0..layer.inputs {
             let _ = write!(sum, " + w{k} * x{p}_{l}_{}.{}", k / 4, component(k));
         }
-        let value = if is_last { sum } else { format!("max({sum}, 0.0)") };
+        let value = match act {
+            None => sum,
+            Some(act) => activate(act, &sum, num.scalar()),
+        };
         let _ = writeln!(t, "        o{p}_{l}[q] = {value};");
     }
     t.push_str("    }\n");
+    let name = if is_last || act.is_some() { "x" } else { "z" };
     for p in 0..texels {
-        name_groups(t, &format!("x{p}_{}", l + 1), &format!("o{p}_{l}"), groups, num);
+        name_groups(t, &format!("{name}{p}_{}", l + 1), &format!("o{p}_{l}"), groups, num);
     }
 }
 
@@ -483,16 +393,21 @@ fn name_groups(t: &mut String, name: &str, array: &str, groups: u32, num: MlpPre
     }
 }
 
-/// The statements of hidden layer `l` (`ReLU`) for `texels` texels: from the named inputs
+/// The statements of hidden layer `l` (activation `act`) for `texels` texels: from the named inputs
 /// `x{texel}_{l}_{j}` (`vec4`s of four inputs) to the named outputs `x{texel}_{l + 1}_{j}`, in a
 /// loop whose iterations load their weights once for every texel (see the module's documentation
 /// and [`MlpShape`]). Also leaves the outputs in `o{texel}_{l}` (an array the loop stores: of
 /// `vec4`s in `Vec4Rows`, of scalars in `Scalar`).
-pub fn hidden_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, shape: MlpShape, num: MlpPrecision) {
+pub fn hidden_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, shape: MlpShape, num: MlpPrecision, act: HiddenActivation) {
     let groups = layer.rows / 4;
     let n = layer.row_vec4s;
+    let (inline, after) = match act {
+        HiddenActivation::Inline(a) => (Some(a), None),
+        HiddenActivation::KeepPre(a) => (None, Some(a)),
+    };
     if shape == MlpShape::Scalar {
-        scalar_layer(t, layer, l, texels, groups, false, num);
+        scalar_layer(t, layer, l, texels, false, inline, num);
+        name_activated(t, l, texels, groups, after, num);
         return;
     }
     let v4 = num.vec4();
@@ -504,11 +419,35 @@ pub fn hidden_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, 
         }
     }
     let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
-    group_body(t, layer, l, texels, num);
+    group_body(t, layer, l, texels, num, inline);
     t.push_str("    }\n");
+    let name = if inline.is_some() { "x" } else { "z" };
     for p in 0..texels {
         for j in 0..groups {
-            let _ = writeln!(t, "    let x{p}_{}_{j} = o{p}_{l}[{j}u];", l + 1);
+            let _ = writeln!(t, "    let {name}{p}_{}_{j} = o{p}_{l}[{j}u];", l + 1);
+        }
+    }
+    name_activated(t, l, texels, groups, after, num);
+}
+
+/// Where a generated hidden layer applies its activation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HiddenActivation {
+    /// In its loop, to each output: the decoder's.
+    Inline(Activation),
+    /// After its loop, to the named outputs, the values before it named `z{texel}_{l + 1}_{j}`:
+    /// the GPU trainer's, whose backward pass takes the activation's derivative at them.
+    KeepPre(Activation),
+}
+
+/// With `after`, the named outputs `x{texel}_{l + 1}_{j}` of hidden layer `l`: `after` of the
+/// named values before it, `z{texel}_{l + 1}_{j}`.
+fn name_activated(t: &mut String, l: usize, texels: u32, groups: u32, after: Option<Activation>, num: MlpPrecision) {
+    let Some(act) = after else { return };
+    for p in 0..texels {
+        for j in 0..groups {
+            let m = l + 1;
+            let _ = writeln!(t, "    let x{p}_{m}_{j} = {};", activate(act, &format!("z{p}_{m}_{j}"), num.vec4()));
         }
     }
 }
@@ -521,7 +460,7 @@ pub fn last_layer(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, sh
     let groups = layer.outputs.div_ceil(4);
     let n = layer.row_vec4s;
     if shape == MlpShape::Scalar {
-        scalar_layer(t, layer, l, texels, groups, true, MlpPrecision::F32);
+        scalar_layer(t, layer, l, texels, true, None, MlpPrecision::F32);
         return;
     }
     for p in 0..texels {
@@ -643,8 +582,9 @@ fn return_per_texel(t: &mut String, ty: &str, texels: u32, value: impl Fn(u32) -
 }
 
 /// The statements of one group of four outputs `q` of hidden layer `l` (`q` in scope), for
-/// `texels` texels: `o{p}_{l}[q]` = `ReLU` of four rows times the inputs.
-fn group_body(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, num: MlpPrecision) {
+/// `texels` texels: `o{p}_{l}[q]` = `act` of four rows times the inputs.
+fn group_body(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, num: MlpPrecision, act: Option<Activation>) {
+    let act_of = |sum: &str| act.map_or_else(|| sum.to_owned(), |a| activate(a, sum, num.vec4()));
     let n = layer.row_vec4s;
     let v4 = num.vec4();
     let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, 4 * n);
@@ -668,7 +608,7 @@ fn group_body(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, num: M
         }
         t.push_str("        }\n");
         for p in 0..texels {
-            let _ = writeln!(t, "        o{p}_{l}[q] = max(b + s{p}, {v4}(0.0));");
+            let _ = writeln!(t, "        o{p}_{l}[q] = {};", act_of(&format!("b + s{p}")));
         }
         return;
     }
@@ -682,7 +622,8 @@ fn group_body(t: &mut String, layer: &PackedLayer, l: usize, texels: u32, num: M
         }
     }
     for p in 0..texels {
-        let _ = writeln!(t, "        o{p}_{l}[q] = max(b + {v4}(s{p}_0, s{p}_1, s{p}_2, s{p}_3), {v4}(0.0));");
+        let sum = format!("b + {v4}(s{p}_0, s{p}_1, s{p}_2, s{p}_3)");
+        let _ = writeln!(t, "        o{p}_{l}[q] = {};", act_of(&sum));
     }
 }
 

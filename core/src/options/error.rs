@@ -26,10 +26,18 @@ pub enum OptionsError {
     #[error("hidden widths must be 1..={MAX_MLP_WIDTH}")]
     HiddenWidth,
     /// More decoder inputs than the GPU decoder takes.
-    #[error("the decoder would take {inputs} inputs (latent channels, 4 per PE frequency, 1 for mips); at most {MAX_MLP_WIDTH}")]
+    #[error(
+        "the decoder would take {inputs} inputs (latent channels, 4 per corner-read channel, 4 per PE frequency, 1 for mips); at most {MAX_MLP_WIDTH}"
+    )]
     DecoderInputs {
         /// Inputs the options ask for.
         inputs: usize,
+    },
+    /// Corner reads asked with a part of training that does not take them yet.
+    #[error("corner reads do not combine with {with} yet")]
+    CornerReads {
+        /// What they were asked with.
+        with: &'static str,
     },
     /// More hidden layers than a bundle stores.
     #[error("{layers} hidden layers; at most {max}")]

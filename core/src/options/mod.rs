@@ -177,6 +177,17 @@ pub struct ModelConfig {
     /// decoder which). With `mip_cell_growth` 2 each pyramid level has half the cells a side of
     /// the one above, so the chain costs about a third more latent bits. Default 2.
     pub mip_group: u32,
+    /// The decoder's hidden activation: NTC's `HGELUClamp` (the default: 0.2–0.7 dB over `ReLU`
+    /// on the six shared sets, docs/decisions/038-hgelu-default.md) or `ReLU`. Left out of the
+    /// serialised options at `ReLU`, and read as `ReLU` where absent: options serialised before it
+    /// (fingerprints, the studio's saved state) keep the decoder they had.
+    #[serde(default, skip_serializing_if = "crate::model::Activation::is_relu")]
+    pub activation: crate::model::Activation,
+    /// The decoder reads grid 0's four corners, each times its bilinear weight, as four inputs
+    /// per channel instead of their sum (NTC v0.5–0.7's learned interpolation), initialised to
+    /// decode as the bilinear model does. Default off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub corner_reads: bool,
 }
 
 /// Which latent channels each texture reads: manual overrides, the analyse pass's graded budgets,
@@ -257,6 +268,8 @@ impl Default for ModelConfig {
             mips: false,
             mip_cell_growth: 2.0,
             mip_group: 2,
+            activation: crate::model::Activation::Hgelu,
+            corner_reads: false,
         }
     }
 }
@@ -352,11 +365,15 @@ impl ModelConfig {
         self.decoder_layers(output_channels, self.mips).map(|(inputs, outputs)| inputs * outputs).sum()
     }
 
-    /// The decoder MLP's layers as `(inputs, outputs)`, first to last: latent channels, positional
-    /// encoding and (`lod_input`) the LOD input in, `output_channels` out.
+    /// The decoder MLP's layers as `(inputs, outputs)`, first to last: latent features (grid 0's
+    /// four per channel with `corner_reads`), positional encoding and (`lod_input`) the LOD input
+    /// in, `output_channels` out.
     fn decoder_layers(&self, output_channels: usize, lod_input: bool) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let first =
-            self.grids.iter().map(|g| g.channels as usize).sum::<usize>() + 4 * self.pe_frequencies as usize + usize::from(lod_input);
+        let corner_extra = if self.corner_reads { 3 * self.grids.first().map_or(0, |g| g.channels as usize) } else { 0 };
+        let first = self.grids.iter().map(|g| g.channels as usize).sum::<usize>()
+            + corner_extra
+            + 4 * self.pe_frequencies as usize
+            + usize::from(lod_input);
         let inputs = std::iter::once(first).chain(self.hidden_widths.iter().copied());
         inputs.zip(self.hidden_widths.iter().copied().chain(std::iter::once(output_channels)))
     }
@@ -512,11 +529,21 @@ impl CompressOptions {
             return Err(OptionsError::HiddenWidth);
         }
         // The decoder's inputs: every latent channel, the positional encoding and the LOD input.
+        let corner_extra = if self.model.corner_reads { 3 * self.model.grids[0].channels as usize } else { 0 };
         let inputs = self.model.grids.iter().map(|g| g.channels as usize).sum::<usize>()
+            + corner_extra
             + 4 * self.model.pe_frequencies as usize
             + usize::from(self.model.mips);
         if inputs > MAX_MLP_WIDTH {
             return Err(OptionsError::DecoderInputs { inputs });
+        }
+        if self.model.corner_reads {
+            if self.budgets.prune.is_some() {
+                return Err(OptionsError::CornerReads { with: "channel pruning" });
+            }
+            if self.budgets.learned.is_some() {
+                return Err(OptionsError::CornerReads { with: "learned budgets" });
+            }
         }
         // The output layer is one of the bundle's layers too.
         let max_hidden = crate::bundle::limits::MAX_LAYERS - 1;
@@ -605,54 +632,4 @@ impl CompressOptions {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uniform_sampling_leaves_the_fingerprint_as_it_was() {
-        let uniform = CompressOptions::default().fingerprint();
-        assert!(!uniform.contains("sampling"), "{uniform}");
-        let mut error = CompressOptions::default();
-        error.schedule.sampling = Sampling::Error;
-        assert!(error.fingerprint().contains("\"sampling\":\"error\""));
-        let json = serde_json::to_string(&error.schedule).expect("a schedule serialises");
-        let back: ScheduleConfig = serde_json::from_str(&json).expect("and reads back");
-        assert_eq!(back, error.schedule);
-    }
-
-    #[test]
-    fn the_default_options_train_the_default_presets_steps() {
-        assert_eq!(CompressOptions::default().schedule.steps, DEFAULT_PRESET_STEPS);
-    }
-
-    #[test]
-    fn presets_train_more_steps_in_their_order() {
-        let steps = |p| CompressOptions::preset(p).schedule.steps;
-        assert_eq!(steps(Preset::Default), DEFAULT_PRESET_STEPS);
-        assert!(steps(Preset::Fast) < steps(Preset::Default));
-        assert!(steps(Preset::Default) < steps(Preset::High));
-        assert!(steps(Preset::High) <= steps(Preset::Max));
-    }
-
-    /// Training takes decoders up to `MAX_MLP_WIDTH` wide, the GPU decoder's limit, in its hidden
-    /// layers and its inputs, and nothing wider.
-    #[test]
-    fn the_decoder_width_limit_is_the_gpu_decoders() {
-        let base = CompressOptions::default();
-        let widest = CompressOptions {
-            model: ModelConfig { hidden_widths: vec![MAX_MLP_WIDTH, MAX_MLP_WIDTH], ..base.model.clone() },
-            ..base.clone()
-        };
-        assert_eq!(widest.validate(), Ok(()));
-        let wider = CompressOptions { model: ModelConfig { hidden_widths: vec![MAX_MLP_WIDTH + 1], ..base.model.clone() }, ..base.clone() };
-        assert!(wider.validate().is_err());
-        // Inputs: the latent channels plus 4 per positional-encoding frequency (plus 1 with mips).
-        let pe = 4 * base.model.pe_frequencies;
-        let fits = vec![
-            GridOptions { texels_per_cell: 4, channels: 256, bits: 4 },
-            GridOptions { texels_per_cell: 8, channels: MAX_MLP_WIDTH as u32 - 256 - pe, bits: 4 },
-        ];
-        assert_eq!(CompressOptions { model: ModelConfig { grids: fits.clone(), ..base.model.clone() }, ..base.clone() }.validate(), Ok(()));
-        assert!(CompressOptions { model: ModelConfig { grids: fits, mips: true, ..base.model }, ..base }.validate().is_err());
-    }
-}
+mod tests;

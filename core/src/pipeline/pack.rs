@@ -40,7 +40,7 @@ pub fn pack(
                 inputs: l.inputs as u32,
                 outputs: l.outputs as u32,
                 format: l.format,
-                activation: if i == last { "linear".into() } else { "relu".into() },
+                activation: if i == last { "linear".into() } else { layout.activation.name().into() },
             })
             .collect(),
         mip_levels: layout.mip_levels,
@@ -87,7 +87,14 @@ pub(crate) fn material_entries(set: &TextureSet, slots: &[Vec<TextureSlot>]) -> 
 pub(crate) fn grid_entries(grids: &[GridShape]) -> Vec<GridEntry> {
     grids
         .iter()
-        .map(|g| GridEntry { width: g.width, height: g.height, channels: g.channels, bits: g.bits, range: quant::LATENT_RANGE })
+        .map(|g| GridEntry {
+            width: g.width,
+            height: g.height,
+            channels: g.channels,
+            bits: g.bits,
+            range: quant::LATENT_RANGE,
+            corners: g.corners,
+        })
         .collect()
 }
 

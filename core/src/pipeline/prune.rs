@@ -133,7 +133,7 @@ pub(crate) fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout,
     for shape in &mut new_layout.grids {
         let ch = shape.channels as usize;
         let kept: Vec<usize> = (0..ch).filter(|c| used[offset + c]).collect();
-        keep_inputs.extend(kept.iter().map(|c| offset + c));
+        keep_inputs.extend(kept.iter().flat_map(|c| params.channel_inputs(offset + c)));
         shape.channels = kept.len() as u32;
         kept_per_grid.push(kept);
         offset += ch;
@@ -149,7 +149,7 @@ pub(crate) fn prune(layout: &ModelLayout, params: &ModelParams) -> (ModelLayout,
         grid.values = (0..cells).flat_map(|cell| kept.iter().map(move |&c| old.values[cell * ch + c])).collect();
         grid.channels = kept.len() as u32;
     }
-    keep_inputs.extend(lc..params.mlp_inputs());
+    keep_inputs.extend(params.latent_features()..params.mlp_inputs());
     if let (Some(first), Some(old)) = (new_params.layers.first_mut(), params.layers.first()) {
         first.inputs = keep_inputs.len();
         first.weights = (0..old.outputs).flat_map(|o| keep_inputs.iter().map(move |&i| old.weights[o * old.inputs + i])).collect();

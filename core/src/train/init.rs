@@ -8,9 +8,50 @@ use crate::set::TextureSet;
 use crate::train::TrainError;
 
 /// Initial parameters: latents uniform in ±0.25, He-uniform weights, output biases at each
-/// channel's mean value.
+/// channel's mean value. A grid that reads its corners starts with the four columns of each of
+/// its channels equal, the column the bilinear model draws: training starts at that model.
 #[must_use]
 pub fn initial_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> ModelParams {
+    let mut bilinear = layout.clone();
+    for g in bilinear.grids.iter_mut().chain(&mut bilinear.mip_grids) {
+        g.corners = false;
+    }
+    with_corner_reads(bilinear_params(set, &bilinear, seed), layout)
+}
+
+/// `params` (a bilinear model's) with the grids of `layout` that read their corners doing so, each
+/// of their channels' first-layer column repeated for its four corners (the same decoded values).
+fn with_corner_reads(mut params: ModelParams, layout: &ModelLayout) -> ModelParams {
+    if !layout.grids.iter().any(|g| g.corners) {
+        return params;
+    }
+    let lc = params.latent_channels();
+    let old_inputs = params.mlp_inputs();
+    for (grid, shape) in params.all_grids_mut().zip(layout.grids.iter().chain(&layout.mip_grids)) {
+        grid.corners = shape.corners;
+    }
+    let (inputs, lf) = (params.mlp_inputs(), params.latent_features());
+    // Each old input's new columns: a channel's one or four, then the positional encoding's and
+    // the LOD input's, moved past the new latent features.
+    let columns: Vec<std::ops::Range<usize>> =
+        (0..old_inputs).map(|i| if i < lc { params.channel_inputs(i) } else { i - lc + lf..i - lc + lf + 1 }).collect();
+    if let Some(first) = params.layers.first_mut() {
+        let mut weights = vec![0.0; first.outputs * inputs];
+        for o in 0..first.outputs {
+            for (i, to) in columns.iter().enumerate() {
+                for j in to.clone() {
+                    weights[o * inputs + j] = first.weights[o * old_inputs + i];
+                }
+            }
+        }
+        first.inputs = inputs;
+        first.weights = weights;
+    }
+    params
+}
+
+/// [`initial_params`] of a layout whose grids all read bilinear values.
+fn bilinear_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> ModelParams {
     let mut params = layout.zero_params();
     let mut rng = Rng::new(seed, 0xA11CE, 0);
     for grid in params.all_grids_mut() {
@@ -261,9 +302,16 @@ mod tests {
             height: side,
             channels: 8,
             values: vec![0.0; 8 * (side * side) as usize],
+            corners: false,
         };
-        let zero =
-            ModelParams { grids: vec![grid(64), grid(33)], pe_frequencies: 0, layers: Vec::new(), mip_grids: Vec::new(), mip_group: 1 };
+        let zero = ModelParams {
+            grids: vec![grid(64), grid(33)],
+            pe_frequencies: 0,
+            layers: Vec::new(),
+            mip_grids: Vec::new(),
+            mip_group: 1,
+            ..ModelParams::default()
+        };
         let mut params = zero.clone();
         normal_latents(&mut params, 3, 0.5);
         let values: Vec<f32> = params.all_grids().flat_map(|g| g.values.iter().copied()).collect();

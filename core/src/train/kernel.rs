@@ -3,8 +3,8 @@
 //! and the bilinear scatter of latent gradients. Gradients are summed in chunk order
 //! (deterministic).
 
-use crate::model::batched::{backward_inputs, forward_layer, padded_len, weight_grads};
-use crate::model::params::{LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
+use crate::model::batched::{Gate, backward_inputs, forward_layer, padded_len, weight_grads};
+use crate::model::params::{Activation, LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::model::reference::bilinear_corners;
 use crate::rng::Rng;
 use crate::train::sampler::Batch;
@@ -64,7 +64,8 @@ pub struct ChunkGrads {
     pub targeted: f64,
     /// Per layer, `d loss / d W` and `d loss / d b` (unscaled by the batch size).
     pub layers: Vec<LayerParams>,
-    /// `[len][latent_channels]` gradient of the masked latent features (unscaled).
+    /// `[len][latent_features]` gradient of the masked latent features (unscaled): one per channel,
+    /// four (its corners') per channel of a grid that reads its corners.
     pub d_features: Vec<f32>,
     /// `[len][grids]` bilinear corner cells and weights of each texel.
     pub corners: Vec<([usize; 4], [f32; 4])>,
@@ -90,7 +91,7 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
     let oc = params.output_channels();
     let gated = batch.gate.len() == n && n > 0;
     let Gathered { x, raw, corners, levels } = gather(params, batch, noise, gated);
-    let activations = forward_layers(mlp, x, np);
+    let Forward { activations, pre } = forward_layers(mlp, params.activation, x, np, true);
 
     // Loss gradient, `[oc][np]` (zero in the padding).
     let y = &activations[mlp.len()];
@@ -111,7 +112,8 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
     }
 
     // Backward. A ReLU layer's output is zero exactly where its pre-activation was ≤ 0, so the
-    // activations themselves gate the gradient.
+    // activations themselves gate the gradient; another activation's derivative needs the values
+    // before it (`pre`).
     let mut layer_grads: Vec<LayerParams> = mlp.iter().map(|l| LayerParams::zeros(l.inputs, l.outputs)).collect();
     let mut d_features = Vec::new();
     let mut gate_grads = Vec::new();
@@ -120,15 +122,19 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
         let grad = &mut layer_grads[l];
         weight_grads(&dz, &activations[l], layer.inputs, np, &mut grad.weights, &mut grad.biases);
         if l == 0 {
-            // Only the latent inputs need a gradient (the positional encoding is fixed).
-            let mut da = vec![0.0f32; lc * np];
-            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, lc, None, &mut da);
-            d_features = vec![0.0f32; n * lc];
-            for (c, column) in da.chunks_exact(np).enumerate() {
+            // Only the latent inputs need a gradient (the positional encoding is fixed): one per
+            // latent feature, through the mask of its channel.
+            let lf = params.latent_features();
+            let mut da = vec![0.0f32; lf * np];
+            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, lf, None, &mut da);
+            d_features = vec![0.0f32; n * lf];
+            for (f, (column, &c)) in da.chunks_exact(np).zip(&feature_channels(params)).enumerate() {
                 for (i, &d) in column[..n].iter().enumerate() {
-                    d_features[i * lc + c] = d * batch.mask[i * lc + c];
+                    d_features[i * lf + f] = d * batch.mask[i * lc + c];
                 }
             }
+            // (Options refuse budget gates with corner reads: a gate's gradient here is the
+            // bilinear feature's.)
             if gated {
                 let slots = batch.gate.iter().max().map_or(0, |&g| g as usize + 1);
                 gate_grads = vec![0.0f32; slots * lc];
@@ -141,11 +147,28 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
             }
         } else {
             let mut da = vec![0.0f32; layer.inputs * np];
-            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, layer.inputs, Some(&activations[l]), &mut da);
+            let gate = match params.activation {
+                Activation::Relu => Gate::Relu(&activations[l]),
+                act @ Activation::Hgelu => Gate::Derivative(act, &pre[l - 1]),
+            };
+            backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, layer.inputs, Some(gate), &mut da);
             dz = da;
         }
     }
     ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels, gate_grads }
+}
+
+/// Per latent feature (MLP input), the latent channel it reads ([`ModelParams::channel_inputs`]).
+fn feature_channels(params: &ModelParams) -> Vec<usize> {
+    let mut channel = 0;
+    let mut out = Vec::with_capacity(params.latent_features());
+    for g in &params.grids {
+        for c in 0..g.channels as usize {
+            out.extend(std::iter::repeat_n(channel + c, g.reads()));
+        }
+        channel += g.channels as usize;
+    }
+    out
 }
 
 /// The gathered first-layer input of a batch: what the forward pass and the backward scatter
@@ -206,7 +229,8 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
     for i in 0..n {
         let (u, v) = (batch.uv[2 * i], batch.uv[2 * i + 1]);
         let mask = &batch.mask[i * lc..(i + 1) * lc];
-        let mut offset = 0;
+        // `channel`: a grid's first latent channel (the mask's index); `offset`: its first feature.
+        let (mut channel, mut offset) = (0, 0);
         let grids = params.level_grids(levels[i]);
         let first_grid = params.grids_level(levels[i]) * grid_count;
         for (gi, (grid, &(cells, weights))) in grids.iter().zip(&corners[i * grid_count..(i + 1) * grid_count]).enumerate() {
@@ -215,6 +239,7 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
             let base = grid_bases.get(first_grid + gi).copied().unwrap_or(0);
             for c in 0..ch {
                 let mut value = 0.0;
+                let m = mask[channel + c];
                 for k in 0..4 {
                     let mut g = corner_values[k][c];
                     match noise.as_mut() {
@@ -226,14 +251,21 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
                         }
                         None => {}
                     }
-                    value += weights[k] * g;
+                    let weighted = weights[k] * g;
+                    if grid.corners {
+                        x[(offset + 4 * c + k) * np + i] = weighted * m;
+                    }
+                    value += weighted;
                 }
-                x[(offset + c) * np + i] = value * mask[offset + c];
-                if let Some(r) = raw.get_mut(i * lc + offset + c) {
+                if !grid.corners {
+                    x[(offset + c) * np + i] = value * m;
+                }
+                if let Some(r) = raw.get_mut(i * lc + channel + c) {
                     *r = value;
                 }
             }
-            offset += ch;
+            channel += ch;
+            offset += ch * grid.reads();
         }
         let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
         let (px, py) = (u * w0 as f32, v * h0 as f32);
@@ -253,19 +285,36 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
     Gathered { x, raw, corners, levels }
 }
 
-/// The forward pass of `mlp` on feature-major `[inputs][np]` features `x`: every layer's
-/// activations, `x` first, each `[outputs][np]`.
-fn forward_layers(mlp: &[LayerParams], x: Vec<f32>, np: usize) -> Vec<Vec<f32>> {
-    // Forward: a_l = relu(W_l · a_{l-1} + b_l), except the last layer (no ReLU).
+/// What [`forward_layers`] computes.
+struct Forward {
+    /// Every layer's activations, the features first, each `[outputs][np]`.
+    activations: Vec<Vec<f32>>,
+    /// Every hidden layer's values before its activation, `[outputs][np]` (empty for `ReLU`,
+    /// whose backward pass gates on its outputs, and unless asked).
+    pre: Vec<Vec<f32>>,
+}
+
+/// The forward pass of `mlp` with `act` on its hidden layers, on feature-major `[inputs][np]`
+/// features `x`; with `keep_pre`, a non-`ReLU` activation's inputs too.
+fn forward_layers(mlp: &[LayerParams], act: Activation, x: Vec<f32>, np: usize, keep_pre: bool) -> Forward {
+    // Forward: a_l = act(W_l · a_{l-1} + b_l), except the last layer (linear).
     let mut activations: Vec<Vec<f32>> = Vec::with_capacity(mlp.len() + 1);
+    let mut pre = Vec::new();
     activations.push(x);
     let last = mlp.len().saturating_sub(1);
     for (l, layer) in mlp.iter().enumerate() {
         let mut z = vec![0.0f32; layer.outputs * np];
-        forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, l != last, &mut z);
+        let hidden = l != last;
+        if hidden && keep_pre && act != Activation::Relu {
+            let mut p = vec![0.0f32; layer.outputs * np];
+            forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, Some(act), Some(&mut p), &mut z);
+            pre.push(p);
+        } else {
+            forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, hidden.then_some(act), None, &mut z);
+        }
         activations.push(z);
     }
-    activations
+    Forward { activations, pre }
 }
 
 /// Per texel of `batch`, its weighted squared error `Σ weight · (y − t)²` over its outputs under
@@ -277,7 +326,7 @@ pub(crate) fn weighted_texel_errors(params: &ModelParams, mlp: &[LayerParams], b
     let np = padded_len(n);
     let oc = params.output_channels();
     let Gathered { x, .. } = gather(params, batch, None, false);
-    let activations = forward_layers(mlp, x, np);
+    let Forward { activations, .. } = forward_layers(mlp, params.activation, x, np, false);
     let Some(y) = activations.last() else { return vec![0.0; n] };
     (0..n)
         .map(|i| {
@@ -302,14 +351,14 @@ const SCATTER_BANDS_PER_THREAD: usize = 2;
 /// after chunk. Each grid's cells are split into bands added in parallel; within a cell the terms
 /// arrive in chunk, texel and corner order, as in a serial scatter (the same bits).
 pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &mut ModelParams) {
-    let lc = params.latent_channels();
+    let lf = params.latent_features();
     let grid_count = params.grids.len();
-    if grid_count == 0 || lc == 0 || chunks.iter().all(|c| c.d_features.is_empty()) {
+    if grid_count == 0 || lf == 0 || chunks.iter().all(|c| c.d_features.is_empty()) {
         return;
     }
     let levels = params.pyramid_levels();
     let bands_per_grid = (rayon::current_num_threads() * SCATTER_BANDS_PER_THREAD).max(2);
-    // (level, grid within the level, its first channel, first cell of the band, the band).
+    // (level, grid within the level, its first feature, first cell of the band, the band).
     let mut bands: Vec<(u32, usize, usize, usize, &mut [f32])> = Vec::new();
     // Every grid of every level, level 0 first (`all_grids_mut`'s order).
     let mut offset = 0;
@@ -319,28 +368,37 @@ pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], gr
             offset = 0;
         }
         let ch = (grid.channels as usize).max(1);
+        let features = grid.channels as usize * grid.reads();
         let cells = grid.values.len() / ch;
         let band_cells = cells.div_ceil(bands_per_grid).max(1);
         for (b, band) in grid.values.chunks_mut(band_cells * ch).enumerate() {
             bands.push((level, g, offset, b * band_cells, band));
         }
-        offset += grid.channels as usize;
+        offset += features;
     }
     bands.par_iter_mut().for_each(|(level, g, offset, first_cell, band)| {
-        let ch = params.level_grids(*level).get(*g).map_or(1, |grid| grid.channels as usize);
+        let (ch, reads) = params.level_grids(*level).get(*g).map_or((1, 1), |grid| (grid.channels as usize, grid.reads()));
         let band_cells = band.len() / ch.max(1);
         for chunk in chunks {
-            let n = chunk.d_features.len() / lc;
+            let n = chunk.d_features.len() / lf;
             for i in 0..n {
                 if chunk.levels.get(i).copied().unwrap_or(0).min(levels - 1) != *level {
                     continue;
                 }
                 let (cells, weights) = chunk.corners[i * grid_count + *g];
-                let d = &chunk.d_features[i * lc + *offset..i * lc + *offset + ch];
+                let d = &chunk.d_features[i * lf + *offset..i * lf + *offset + ch * reads];
                 for k in 0..4 {
                     let Some(local) = cells[k].checked_sub(*first_cell).filter(|&c| c < band_cells) else { continue };
-                    for (value, dv) in band[local * ch..(local + 1) * ch].iter_mut().zip(d) {
-                        *value += weights[k] * dv;
+                    let values = band[local * ch..(local + 1) * ch].iter_mut();
+                    if reads == 4 {
+                        // Corner k's own feature of each channel.
+                        for (value, dv) in values.zip(d.iter().skip(k).step_by(4)) {
+                            *value += weights[k] * dv;
+                        }
+                    } else {
+                        for (value, dv) in values.zip(d) {
+                            *value += weights[k] * dv;
+                        }
                     }
                 }
             }

@@ -2,37 +2,42 @@
 //! GLSL by glslangValidator where it is installed, as in CI).
 #![allow(clippy::unwrap_used)]
 
-use texset_core::model::MAX_MLP_WIDTH;
+use texset_core::model::{Activation, MAX_MLP_WIDTH};
 use texset_shaders::export::{ExternalCheck, external_check};
 use texset_shaders::{EntryPoint, ExportOptions, GpuError, GpuModel, ShaderLang, export_shader, export_shader_with};
-use texset_testkit::{tiny_bundle, tiny_bundle_with_widths};
+use texset_testkit::{tiny_bundle, tiny_bundle_with_activation, tiny_bundle_with_widths};
 
 #[test]
 fn every_language_exports_and_validates() {
-    let bundle = tiny_bundle();
     let dir = tempfile::tempdir().unwrap();
     let mut external = Vec::new();
-    for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
-        // GLSL holds one entry point per file: export each.
-        let entries: &[EntryPoint] = if lang == ShaderLang::Glsl { &EntryPoint::ALL } else { &[EntryPoint::DecodeMap] };
-        for &entry in entries {
-            let source = export_shader(&bundle, lang, entry).unwrap_or_else(|e| panic!("{lang:?} {}: {e}", entry.name()));
-            // (The full-screen vertex shader alone does not decode.)
-            if entry != EntryPoint::Fullscreen {
-                assert!(source.contains("decode_texel"), "{lang:?} export lacks the decode function");
-            }
-            // The bundle's shapes are baked in: grid 1 is 5 cells wide and 3-bit.
-            if lang == ShaderLang::Wgsl {
-                assert!(source.contains("const GRID_WIDTH = array<u32, 2>(9u, 5u);"), "{source}");
-                // Grid 1's cells are records of 2 channels x 3 bits, cut out with a 3-bit mask.
-                assert!(source.contains("let bit1_0 = corners1.cells[0u] * 6u;") && source.contains(") & 7u)"), "{source}");
-                texset_shaders::export::validate_wgsl(&source).unwrap();
-            }
-            let path = dir.path().join(format!("decoder_{}.{}", entry.name(), lang.extension()));
-            std::fs::write(&path, &source).unwrap();
-            match external_check(&path, lang, entry) {
-                ExternalCheck::Failed(why) => panic!("{lang:?} {}: glslangValidator rejected it:\n{why}\n{source}", entry.name()),
-                outcome => external.push(format!("{lang:?} {}: {outcome:?}", entry.name())),
+    // A ReLU decoder, and an HGELUClamp one (its functions in every language).
+    for bundle in [tiny_bundle(), tiny_bundle_with_activation(Activation::Hgelu)] {
+        let hgelu = bundle.manifest.activation() == Activation::Hgelu;
+        for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {
+            // GLSL holds one entry point per file: export each.
+            let entries: &[EntryPoint] = if lang == ShaderLang::Glsl { &EntryPoint::ALL } else { &[EntryPoint::DecodeMap] };
+            for &entry in entries {
+                let source = export_shader(&bundle, lang, entry).unwrap_or_else(|e| panic!("{lang:?} {}: {e}", entry.name()));
+                // (The full-screen vertex shader alone does not decode.)
+                if entry != EntryPoint::Fullscreen {
+                    assert!(source.contains("decode_texel"), "{lang:?} export lacks the decode function");
+                    assert_eq!(source.contains("mlp_hgelu4_f32"), hgelu, "{lang:?}: the activation's function");
+                }
+                // The bundle's shapes are baked in: grid 1 is 5 cells wide and 3-bit.
+                if lang == ShaderLang::Wgsl {
+                    assert!(source.contains("const GRID_WIDTH = array<u32, 2>(9u, 5u);"), "{source}");
+                    // Grid 1's cells are records of 2 channels x 3 bits, cut out with a 3-bit mask.
+                    assert!(source.contains("let bit1_0 = corners1.cells[0u] * 6u;") && source.contains(") & 7u)"), "{source}");
+                    texset_shaders::export::validate_wgsl(&source).unwrap();
+                }
+                let path =
+                    dir.path().join(format!("decoder_{}_{}.{}", entry.name(), bundle.manifest.activation().name(), lang.extension()));
+                std::fs::write(&path, &source).unwrap();
+                match external_check(&path, lang, entry) {
+                    ExternalCheck::Failed(why) => panic!("{lang:?} {}: glslangValidator rejected it:\n{why}\n{source}", entry.name()),
+                    outcome => external.push(format!("{lang:?} {}: {outcome:?}", entry.name())),
+                }
             }
         }
     }

@@ -7,10 +7,13 @@ use texset_core::model::wgsl::MlpShape;
 use texset_core::{
     Decoder,
     decode::unmap,
-    model::{full_mip_count, level_size},
+    model::{Activation, full_mip_count, level_size},
 };
 use texset_shaders::{DecodeMode, GpuDecoder, GpuModelOptions, renders_fragment_format, request_device};
-use texset_testkit::{gpu_or_skip, tiny_bundle, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips};
+use texset_testkit::{
+    gpu_or_skip, tiny_bundle, tiny_bundle_with_activation, tiny_bundle_with_corner_reads, tiny_bundle_with_grouped_mips,
+    tiny_bundle_with_mips,
+};
 
 /// Largest |a - b| per channel over two interleaved maps.
 fn max_diff_per_channel(got: &[f32], want: &[f32], channels: usize) -> Vec<f32> {
@@ -51,6 +54,94 @@ fn gpu_matches_cpu_reference() {
     }
 }
 
+/// An `HGELUClamp` decoder (format version 6) through every path and both code shapes, against
+/// the CPU reference: the activation's functions in the generated code.
+#[test]
+fn gpu_matches_cpu_reference_with_hgelu() {
+    let bundle = tiny_bundle_with_activation(Activation::Hgelu);
+    assert_eq!(bundle.manifest.activation(), Activation::Hgelu);
+    let Some((adapter, device, queue)) = gpu_or_skip("gpu_matches_cpu_reference_with_hgelu", request_device().unwrap()) else {
+        return;
+    };
+    let fragment = renders_fragment_format(&adapter);
+    // The CPU reference of this bundle is not the ReLU one's: the test compares something new.
+    let (relu, hgelu) = (Decoder::new(&tiny_bundle()), Decoder::new(&bundle));
+    assert_ne!(relu.decode_map(0, 0).unwrap().values, hgelu.decode_map(0, 0).unwrap().values);
+    for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
+        let gpu = GpuDecoder::with_options(&device, &bundle, GpuModelOptions { shape, ..GpuModelOptions::for_device(&device) }).unwrap();
+        assert!(gpu.model().constants.contains("mlp_hgelu4_f32("), "the generated MLP applies HGELU");
+        check_reference(&device, &queue, &bundle, &gpu, fragment);
+    }
+}
+
+/// A decoder that reads grid 0's four weighted corners (format version 7), with and without a
+/// mip chain, through every path and both code shapes, against the CPU reference: the generated
+/// fetch gives each corner its own input, masked by its channel's budget bit.
+#[test]
+fn gpu_matches_cpu_reference_with_corner_reads() {
+    let test = "gpu_matches_cpu_reference_with_corner_reads";
+    let Some((adapter, device, queue)) = gpu_or_skip(test, request_device().unwrap()) else {
+        return;
+    };
+    let fragment = renders_fragment_format(&adapter);
+    for mip_levels in [1, 4] {
+        let bundle = tiny_bundle_with_corner_reads(mip_levels);
+        assert!(bundle.manifest.grids[0].corners && !bundle.manifest.grids[1].corners);
+        assert_eq!(bundle.manifest.mlp_inputs(), 4 * 3 + 2 + 8 + usize::from(mip_levels > 1));
+        for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
+            let gpu =
+                GpuDecoder::with_options(&device, &bundle, GpuModelOptions { shape, ..GpuModelOptions::for_device(&device) }).unwrap();
+            assert!(gpu.model().constants.contains("let v0_3 = corners0.weights.w *"), "grid 0's corners are inputs of their own");
+            check_reference(&device, &queue, &bundle, &gpu, fragment);
+        }
+    }
+}
+
+/// A decoder that reads its corners switches corner set where a texel's centre crosses a grid
+/// cell's centre (its fraction wraps from 1 to 0 and each cell moves to another corner's columns),
+/// so it is continuous there only where the four columns agree. A rasterised `uv` can fall an ulp
+/// to either side of a centre the compute path's `(x + 0.5) / w` lands on exactly. Such a texel of
+/// the fragment path (beyond the tolerance, on a centre line of `grid`) must be the CPU
+/// reference's value an ulp-sized nudge to one side, and is then set to the reference's; the
+/// texels off the centre lines stay held to the tolerance.
+fn settle_corner_switches(
+    cpu: &Decoder,
+    (k, m): (usize, usize),
+    got: &mut texset_core::decode::DecodedMap,
+    want: &texset_core::decode::DecodedMap,
+    grid: &texset_core::bundle::GridEntry,
+) {
+    const NUDGE: f32 = 1e-5;
+    let channels = want.channels as usize;
+    let on_centre = |t: f32, cells: u32| {
+        let g = t * cells as f32 - 0.5;
+        (g - g.round()).abs() < 1e-4
+    };
+    let (mut settled, mut on_lines) = (0, 0);
+    for y in 0..want.height {
+        for x in 0..want.width {
+            let (u, v) = ((x as f32 + 0.5) / want.width as f32, (y as f32 + 0.5) / want.height as f32);
+            let at = (y * want.width + x) as usize * channels;
+            let off = (0..channels).any(|c| (got.values[at + c] - want.values[at + c]).abs() > TOLERANCE);
+            let (on_u, on_v) = (on_centre(u, grid.width), on_centre(v, grid.height));
+            on_lines += usize::from(on_u || on_v);
+            if !off {
+                continue;
+            }
+            assert!(on_u || on_v, "texel ({x}, {y}) differs off every grid-cell centre line");
+            let nudged = [-NUDGE, 0.0, NUDGE].iter().flat_map(|&du| [-NUDGE, 0.0, NUDGE].map(move |dv| (du, dv))).any(|(du, dv)| {
+                let mut t = [0.0; 4];
+                cpu.decode_texel(k, m, u + du, v + dv, &mut t).unwrap();
+                (0..channels).all(|c| (got.values[at + c] - t[c]).abs() <= 10.0 * TOLERANCE)
+            });
+            assert!(nudged, "texel ({x}, {y}) on a grid-cell centre line is neither side's decode");
+            got.values[at..at + channels].copy_from_slice(&want.values[at..at + channels]);
+            settled += 1;
+        }
+    }
+    println!("fragment path: {settled} texels on a corner switch settled ({on_lines} on the centre lines)");
+}
+
 /// Every map of `bundle` through every path of `gpu` against the CPU reference.
 fn check_reference(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_core::bundle::Bundle, gpu: &GpuDecoder, fragment: bool) {
     let cpu = Decoder::new(bundle);
@@ -69,8 +160,11 @@ fn check_reference(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_c
                 let error = gpu.decode_map_fragment(device, queue, k, m, DecodeMode::Stored).unwrap_err().to_string();
                 assert!(error.contains("fragment decode path"), "{error}");
             }
-            for (path, got) in paths {
+            for (path, mut got) in paths {
                 assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
+                if path == "fragment" && bundle.manifest.grids[0].corners {
+                    settle_corner_switches(&cpu, (k, m), &mut got, &want, &bundle.manifest.grids[0]);
+                }
                 let diffs = max_diff_per_channel(&got.values, &want.values, channels);
                 println!("{name} {path}: max |gpu - cpu| per channel = {diffs:?}");
                 for d in diffs {
@@ -298,7 +392,13 @@ fn gpu_matches_cpu_at_large_pe_angles() {
 fn precision_bundles(env: &str) -> Vec<(String, texset_core::bundle::Bundle)> {
     let read = |path: &std::path::Path| texset_core::bundle::Bundle::from_bytes(&std::fs::read(path).unwrap()).unwrap();
     let pinned = texset_testkit::repo_root().join("tests/data/pinned/fused_mips_learned.texset");
-    let mut bundles = vec![("tiny".to_owned(), tiny_bundle()), ("tiny with mips".to_owned(), tiny_bundle_with_mips(4))];
+    let mut bundles = vec![
+        ("tiny".to_owned(), tiny_bundle()),
+        ("tiny with mips".to_owned(), tiny_bundle_with_mips(4)),
+        ("tiny, hgelu".to_owned(), tiny_bundle_with_activation(Activation::Hgelu)),
+        ("tiny, corner reads".to_owned(), tiny_bundle_with_corner_reads(1)),
+        ("tiny, corner reads, mips".to_owned(), tiny_bundle_with_corner_reads(4)),
+    ];
     bundles.push(("fused_mips_learned".to_owned(), read(&pinned)));
     for path in std::env::var(env).unwrap_or_default().split(':').filter(|p| !p.is_empty()) {
         bundles.push((path.to_owned(), read(std::path::Path::new(path))));

@@ -2,7 +2,7 @@
 
 use texset_core::{
     bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat},
-    model::{QuantizedLayer, mip_grid_side},
+    model::{Activation, QuantizedLayer, mip_grid_side},
     set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
 };
 
@@ -59,35 +59,42 @@ pub fn tiny_bundle() -> Bundle {
 /// [`tiny_bundle`] with a latent pyramid of `mip_levels` levels (1: none) and the LOD input.
 #[must_use]
 pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
-    build(mip_levels, 1, &[16, 12], 2)
+    build(mip_levels, 1, &[16, 12], 2, false)
 }
 
 /// [`tiny_bundle`] with `frequencies` positional-encoding frequencies: at 10, the highest one's
 /// angle reaches pi * 2^9 * 9 (about 14,500 rad) across grid 0.
 #[must_use]
 pub fn tiny_bundle_with_pe_frequencies(frequencies: u32) -> Bundle {
-    build(1, 1, &[16, 12], frequencies)
+    build(1, 1, &[16, 12], frequencies, false)
 }
 
 /// [`tiny_bundle`] with a chain of `mip_levels` mip levels whose pyramid levels serve `group`
 /// of them each (`ceil(mip_levels / group)` pyramid levels; format version 5).
 #[must_use]
 pub fn tiny_bundle_with_grouped_mips(mip_levels: u32, group: u32) -> Bundle {
-    build(mip_levels, group, &[16, 12], 2)
+    build(mip_levels, group, &[16, 12], 2, false)
 }
 
 /// [`tiny_bundle`] with these hidden layer widths (its own are 16 and 12).
 #[must_use]
 pub fn tiny_bundle_with_widths(hidden_widths: &[u32]) -> Bundle {
-    build(1, 1, hidden_widths, 2)
+    build(1, 1, hidden_widths, 2, false)
 }
 
-fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32) -> Bundle {
+/// [`tiny_bundle`] whose decoder reads grid 0's four weighted corners (format version 7), with a
+/// mip chain of `mip_levels` levels (1: none).
+#[must_use]
+pub fn tiny_bundle_with_corner_reads(mip_levels: u32) -> Bundle {
+    build(mip_levels, 1, &[16, 12], 2, true)
+}
+
+fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32, corners: bool) -> Bundle {
     let mut rng = Rng(0x007E_75E7);
     let grids = vec![
-        GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0] },
+        GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0], corners },
         // 3 bits: levels straddle 32-bit words in the GPU layout.
-        GridEntry { width: 5, height: 4, channels: 2, bits: 3, range: [-0.75, 1.25] },
+        GridEntry { width: 5, height: 4, channels: 2, bits: 3, range: [-0.75, 1.25], corners: false },
     ];
     let mip_grids: Vec<GridEntry> = (1..mip_levels.div_ceil(group))
         .flat_map(|k| {
@@ -108,7 +115,8 @@ fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32
         .collect();
     let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
     // Outputs: m/basecolor 3, m/roughness 1, n/normal 3, n/height 1.
-    let mut widths = vec![latent_channels + 4 * pe_frequencies + u32::from(mip_levels > 1)];
+    let latent_features: u32 = grids.iter().map(|g| g.channels * if g.corners { 4 } else { 1 }).sum();
+    let mut widths = vec![latent_features + 4 * pe_frequencies + u32::from(mip_levels > 1)];
     widths.extend_from_slice(hidden_widths);
     widths.push(8);
     let mut layers = Vec::new();
@@ -175,6 +183,18 @@ fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32
     };
     let bundle = Bundle { manifest, latent_levels, layers };
     // Validates the manifest and the data shapes.
+    bundle.to_bytes().unwrap();
+    bundle
+}
+
+/// The tiny bundle with `activation` on its decoder's hidden layers (`hgelu`: format version 6).
+#[must_use]
+pub fn tiny_bundle_with_activation(activation: Activation) -> Bundle {
+    let mut bundle = tiny_bundle();
+    let hidden = bundle.manifest.layers.len() - 1;
+    for entry in &mut bundle.manifest.layers[..hidden] {
+        activation.name().clone_into(&mut entry.activation);
+    }
     bundle.to_bytes().unwrap();
     bundle
 }

@@ -16,8 +16,8 @@ mod bundle;
 mod set;
 
 pub use bundle::{
-    tiny_bundle, tiny_bundle_in, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_pe_frequencies,
-    tiny_bundle_with_widths,
+    tiny_bundle, tiny_bundle_in, tiny_bundle_with_activation, tiny_bundle_with_corner_reads, tiny_bundle_with_grouped_mips,
+    tiny_bundle_with_mips, tiny_bundle_with_pe_frequencies, tiny_bundle_with_widths,
 };
 #[cfg(feature = "train")]
 pub use set::burn_decode;

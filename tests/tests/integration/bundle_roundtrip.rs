@@ -7,10 +7,15 @@ use texset_core::{
     compress,
 };
 
+/// A small trained bundle with a `ReLU` decoder: format version 1, the version `forge` writes (the
+/// default's HGELU decoder needs version 6: `an_hgelu_decoder_is_written_as_version_6_and_round_trips`).
 fn small_bundle() -> Vec<u8> {
     let set = texset_testkit::small_set(32);
-    let options =
-        CompressOptions { schedule: ScheduleConfig { steps: 20, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
+    let options = CompressOptions {
+        model: ModelConfig { activation: texset_core::model::Activation::Relu, ..Default::default() },
+        schedule: ScheduleConfig { steps: 20, batch_texels: 1024, ..Default::default() },
+        ..CompressOptions::default()
+    };
     compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle_bytes
 }
 
@@ -56,10 +61,10 @@ fn bit_flips_are_detected() {
 fn version_and_magic_are_checked() {
     let bytes = small_bundle();
     let mut b = bytes.clone();
-    b[8] = 6;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 6, supported: 5 })));
+    b[8] = 8;
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 8, supported: 7 })));
     b[8] = 0;
-    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 5 })));
+    assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::UnsupportedVersion { found: 0, supported: 7 })));
     let mut b = bytes;
     b[0] = b'X';
     assert!(matches!(Bundle::from_bytes(&b), Err(BundleError::BadMagic)));
@@ -147,6 +152,20 @@ fn forged_hostile_bundles_are_rejected_by_the_reader() {
     let mut m = bundle.manifest.clone();
     m.materials[0].maps[1].kind = m.materials[0].maps[0].kind;
     cases.push(("two maps of one kind", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
+    let mut m = bundle.manifest.clone();
+    m.layers[0].activation = "tanh".into();
+    cases.push(("unknown activation", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
+    let mut m = bundle.manifest.clone();
+    m.layers[1].activation = "hgelu".into();
+    cases.push(("two hidden activations", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
+    let mut m = bundle.manifest.clone();
+    let hidden = m.layers.len() - 1;
+    m.layers[..hidden].iter_mut().for_each(|l| l.activation = "hgelu".into());
+    // `forge` writes version 1: an hgelu decoder needs version 6.
+    cases.push(("hgelu in a version 1 file", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
+    let mut m = bundle.manifest.clone();
+    m.layers[hidden].activation = "relu".into();
+    cases.push(("an activated last layer", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
     let mut m = bundle.manifest.clone();
     m.materials[0].maps[0].width = 16_384;
     m.materials[0].maps[0].height = 16_384;
@@ -252,6 +271,31 @@ fn mutated_bundles_with_valid_checksums_never_panic() {
     assert!(accepted > 0 && rejected > 0, "the mutations are too weak or too strong: {accepted} read, {rejected} rejected");
 }
 
+/// An `HGELUClamp` decoder trains, packs as format version 6 and round-trips bit-exactly; the
+/// decoder reads its activation back, and decodes otherwise than the same bundle read as `ReLU`.
+#[test]
+fn an_hgelu_decoder_is_written_as_version_6_and_round_trips() {
+    use texset_core::{decode::Decoder, model::Activation};
+    let set = texset_testkit::small_set(32);
+    let options = CompressOptions {
+        model: ModelConfig { activation: Activation::Hgelu, ..Default::default() },
+        schedule: ScheduleConfig { steps: 40, batch_texels: 1024, ..Default::default() },
+        ..CompressOptions::default()
+    };
+    let bytes = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle_bytes;
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 6);
+    let bundle = Bundle::from_bytes(&bytes).unwrap();
+    assert_eq!(bundle.manifest.activation(), Activation::Hgelu);
+    assert_eq!(bundle.model_params().activation, Activation::Hgelu);
+    assert_eq!(bundle.to_bytes().unwrap().0, bytes);
+    let mut as_relu = bundle.clone();
+    let hidden = as_relu.manifest.layers.len() - 1;
+    as_relu.manifest.layers[..hidden].iter_mut().for_each(|l| l.activation = "relu".into());
+    assert_ne!(Decoder::new(&bundle).decode_map(0, 0).unwrap().values, Decoder::new(&as_relu).decode_map(0, 0).unwrap().values);
+    // A ReLU bundle keeps the oldest version that holds it.
+    assert_eq!(u32::from_le_bytes(small_bundle()[8..12].try_into().unwrap()), 1);
+}
+
 #[test]
 fn every_weight_format_trains_packs_and_round_trips() {
     use texset_core::{decode::Decoder, model::WeightFormat};
@@ -259,7 +303,8 @@ fn every_weight_format_trains_packs_and_round_trips() {
     let mut sizes = Vec::new();
     for format in WeightFormat::ALL {
         let options = CompressOptions {
-            model: ModelConfig { weight_format: format, ..Default::default() },
+            // ReLU: the versions below are the formats' own (HGELU's version 6 holds them all).
+            model: ModelConfig { weight_format: format, activation: texset_core::model::Activation::Relu, ..Default::default() },
             schedule: ScheduleConfig { steps: 40, batch_texels: 1024, ..Default::default() },
             ..CompressOptions::default()
         };

@@ -8,7 +8,7 @@ use texset_core::{
     compress,
     eval::evaluate,
     internal_tests::{Noise, WeightMemory, loss_and_grads_with, run as run_loop},
-    model::{ModelParams, WeightFormat, fake_quantize, wgsl::MlpShape},
+    model::{Activation, ModelParams, WeightFormat, fake_quantize, wgsl::MlpShape},
     options::{CheckpointOptions, Recipe},
     rng::Rng,
     set::{MapKind, load_library},
@@ -91,6 +91,49 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
             ],
             None,
         );
+    }
+}
+
+/// An `HGELUClamp` decoder: the generated backward pass takes its derivative at the values before
+/// it, as the fused CPU kernel does, in both code shapes.
+#[test]
+fn one_gpu_step_with_hgelu_has_the_fused_cpu_trainers_gradients() {
+    if !adapter("one_gpu_step_with_hgelu_has_the_fused_cpu_trainers_gradients") {
+        return;
+    }
+    let options = CompressOptions {
+        model: ModelConfig { activation: Activation::Hgelu, ..ModelConfig::default() },
+        schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
+        ..CompressOptions::default()
+    };
+    same_step_gradients(
+        &library(),
+        &options,
+        &[(WeightMemory::Uniform, MlpShape::Vec4Rows), (WeightMemory::Storage, MlpShape::Scalar)],
+        None,
+    );
+}
+
+/// A decoder that reads grid 0's four weighted corners (`--corner-reads`): the generated gather
+/// gives each corner an input of its own and the scatter each corner's gradient to its own cell,
+/// as the fused CPU kernel does: without a mip chain in one code shape, and with one and NTC's
+/// per-latent noise in the other (each pair compiles the trainer on lavapipe: one a case).
+#[test]
+fn one_gpu_step_with_corner_reads_has_the_fused_cpu_trainers_gradients() {
+    if !adapter("one_gpu_step_with_corner_reads_has_the_fused_cpu_trainers_gradients") {
+        return;
+    }
+    let cases =
+        [(false, None, (WeightMemory::Uniform, MlpShape::Vec4Rows)), (true, Some((0.1, 5, 3)), (WeightMemory::Storage, MlpShape::Scalar))];
+    for (mips, noise, kernel) in cases {
+        let options = CompressOptions {
+            model: ModelConfig { corner_reads: true, mips, ..ModelConfig::default() },
+            schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
+            ..CompressOptions::default()
+        };
+        let (layout, _) = analyse(&library(), &options).unwrap();
+        assert!(layout.grids[0].corners && layout.mip_grids.iter().step_by(layout.grids.len()).all(|g| g.corners));
+        same_step_gradients(&library(), &options, &[kernel], noise);
     }
 }
 

@@ -3,6 +3,7 @@
 #![allow(missing_docs)]
 
 mod bundle_roundtrip;
+mod corner_reads;
 mod decode_parity;
 mod gpu_path;
 mod gpu_trainer;

@@ -1,8 +1,10 @@
 //! Bundles pinned byte for byte: the same inputs, options and seed give the bundle a build of
-//! 2026-11-28 wrote (tests/data/pinned/), re-pinned when the default schedule took NTC's pieces
-//! and the 64-64-64 decoder (docs/decisions/034-ntc-recipe-default.md); `classic_plain.texset`
-//! is the default's of 2026-11-26, before the engine's modules were reorganised. A change to any
-//! pass that moves a single bit fails here.
+//! 2026-12-01 wrote (tests/data/pinned/), re-pinned when the default decoder took HGELU
+//! (docs/decisions/038-hgelu-default.md); `relu_plain.texset` is the default's before that, of
+//! 2026-11-28 (re-pinned then when the default schedule took NTC's pieces and the 64-64-64
+//! decoder, docs/decisions/034-ntc-recipe-default.md), and `classic_plain.texset` the default's
+//! of 2026-11-26, before the engine's modules were reorganised. A change to any pass that moves a
+//! single bit fails here.
 //!
 //! The pinned files come from the fused CPU trainer and burn's `flex` backend on x86-64 with AVX2
 //! and FMA (matrixmultiply picks its kernel by CPU feature; results do not depend on the thread
@@ -14,6 +16,7 @@ use std::path::PathBuf;
 use texset_core::{
     BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, TextureSet, compress,
     drivers::{AddOptions, add_materials},
+    model::Activation,
     options::{Backend, LearnedBudgets},
     set::load_library,
 };
@@ -82,7 +85,7 @@ fn the_classic_recipe_writes_the_bundle_of_the_old_default() {
     let mut schedule = ScheduleConfig { steps: 100, batch_texels: 1024, ..ScheduleConfig::classic() };
     schedule.loss_weights.insert("normal".to_owned(), 6.0);
     let options = CompressOptions {
-        model: ModelConfig { hidden_widths: vec![64, 48, 32], ..Default::default() },
+        model: ModelConfig { hidden_widths: vec![64, 48, 32], activation: Activation::Relu, ..Default::default() },
         schedule,
         run: RunOptions { backend: Backend::Cpu, ..Default::default() },
         ..CompressOptions::default()
@@ -93,6 +96,24 @@ fn the_classic_recipe_writes_the_bundle_of_the_old_default() {
     assert_eq!(old.layers.iter().map(|l| l.outputs).collect::<Vec<_>>()[..3], [64, 48, 32]);
     let decoded = texset_core::decode::Decoder::new(&old).decode_map(0, 0).unwrap();
     assert!(!decoded.values.is_empty() && decoded.values.iter().all(|v| v.is_finite()));
+}
+
+/// A `ReLU` decoder writes the bundle the default wrote before decision 038 took HGELU
+/// (`fused_plain.texset` as pinned before it), and decodes as a `ReLU` one.
+#[test]
+fn a_relu_decoder_writes_the_bundle_of_the_default_before_hgelu() {
+    let base = sample_library(&["bricks", "wood"]);
+    let options = CompressOptions {
+        model: ModelConfig { activation: Activation::Relu, ..Default::default() },
+        schedule: ScheduleConfig { steps: 100, batch_texels: 1024, ..Default::default() },
+        run: RunOptions { backend: Backend::Cpu, ..Default::default() },
+        ..CompressOptions::default()
+    };
+    let out = compress(&base, &options, &NoProgress, &Cancel::new()).unwrap();
+    check("relu_plain.texset", &out.bundle_bytes);
+    assert_eq!(out.bundle.manifest.activation(), Activation::Relu);
+    let default = compress(&base, &CompressOptions { model: ModelConfig::default(), ..options }, &NoProgress, &Cancel::new()).unwrap();
+    assert_eq!(default.bundle.manifest.activation(), Activation::Hgelu);
 }
 
 /// burn's autodiff on its `flex` CPU backend, the reference trainer.

@@ -63,8 +63,9 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
     assert_eq!(qat_bytes, ptq_bytes, "the same shape at the same bits");
     // (By 2.9–3.6 dB under the classic recipe, docs/decisions/002-qat-schedules.md; by 0.38 dB
     // here under the default's NTC rates and decay to 0, which leave latents closer to their
-    // levels.)
-    assert!(qat_db > ptq_db + 0.2, "QAT {qat_db:.2} dB, PTQ {ptq_db:.2} dB");
+    // levels, with a `ReLU` decoder; by 0.10 dB with the default's HGELU, decision 038: 40.64
+    // against 40.54 dB. Seeded, so the margin is the same every run.)
+    assert!(qat_db > ptq_db + 0.05, "QAT {qat_db:.2} dB, PTQ {ptq_db:.2} dB");
     // The default (auto) takes QAT's side at 2 bits, and the report says what it trained with.
     let (_, auto_db, report) = score(&with(Quantisation::Auto, Quantisation::Qat));
     assert_eq!(auto_db.to_bits(), qat_db.to_bits(), "auto at 2 bits is QAT: {auto_db} against {qat_db} dB");

@@ -3,12 +3,13 @@
 
 use std::path::PathBuf;
 use texset_core::{
-    BudgetConfig, Cancel, CompressOptions, NoProgress, ScheduleConfig, analyse,
+    BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, ScheduleConfig, analyse,
     bundle::Bundle,
     compress,
     decode::Decoder,
     eval::evaluate,
     internal_tests::material_groups,
+    model::Activation,
     options::{LearnedBudgets, Quantisation},
     set::{MapKind, Material, TextureSet},
 };
@@ -240,7 +241,9 @@ fn a_colour_variant_is_stored_as_its_original_plus_a_transform() {
     assert!(finding.transform_fit_psnr_db.unwrap() >= 45.0, "{finding:?}");
     assert_eq!(layout.output_channels(), 3);
 
-    let out = compress(&set, &options(), &NoProgress, &Cancel::new()).unwrap();
+    // `ReLU`: the version is the transform's own (the default's HGELU needs 6, which holds it too).
+    let relu = CompressOptions { model: ModelConfig { activation: Activation::Relu, ..ModelConfig::default() }, ..options() };
+    let out = compress(&set, &relu, &NoProgress, &Cancel::new()).unwrap();
     let bytes = out.bundle_bytes.clone();
     assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2, "a bundle with a colour transform is format version 2");
     let read = Bundle::from_bytes(&bytes).unwrap();
@@ -265,12 +268,18 @@ fn a_colour_variant_is_stored_as_its_original_plus_a_transform() {
 }
 
 #[test]
-fn bundles_without_transforms_stay_version_1() {
+fn bundles_without_transforms_stay_version_1_under_relu() {
     let set = flat_and_noisy(16);
-    let o =
-        CompressOptions { schedule: ScheduleConfig { steps: 2, batch_texels: 256, ..Default::default() }, ..CompressOptions::default() };
+    let o = CompressOptions {
+        model: ModelConfig { activation: Activation::Relu, ..ModelConfig::default() },
+        schedule: ScheduleConfig { steps: 2, batch_texels: 256, ..Default::default() },
+        ..CompressOptions::default()
+    };
     let out = compress(&set, &o, &NoProgress, &Cancel::new()).unwrap();
     assert_eq!(u32::from_le_bytes(out.bundle_bytes[8..12].try_into().unwrap()), 1);
+    // The default's HGELU decoder: version 6.
+    let hgelu = CompressOptions { model: ModelConfig::default(), ..o };
+    assert_eq!(u32::from_le_bytes(compress(&set, &hgelu, &NoProgress, &Cancel::new()).unwrap().bundle_bytes[8..12].try_into().unwrap()), 6);
 }
 
 #[test]

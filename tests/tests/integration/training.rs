@@ -8,6 +8,7 @@ use texset_core::{
     decode::Decoder,
     eval::evaluate,
     internal_tests::{NtcModel, burn_loss_and_grads, forward_backward, loss_and_grads, starting_params},
+    model::Activation,
     options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod},
     rng::Rng,
     train::{Batch, Sampler, initial_params},
@@ -176,9 +177,17 @@ fn cpu_reference_decoder_matches_the_burn_model() {
 
 #[test]
 fn fused_trainer_gradients_match_burn_autodiff() {
+    for activation in [Activation::Relu, Activation::Hgelu] {
+        fused_trainer_gradients_match_burn_autodiff_with(activation);
+    }
+}
+
+fn fused_trainer_gradients_match_burn_autodiff_with(activation: Activation) {
     let set = texset_testkit::small_set(32);
-    let (layout, _) = analyse(&set, &CompressOptions::default()).unwrap();
+    let options = CompressOptions { model: ModelConfig { activation, ..ModelConfig::default() }, ..CompressOptions::default() };
+    let (layout, _) = analyse(&set, &options).unwrap();
     let params = initial_params(&set, &layout, 3);
+    assert_eq!(params.activation, activation);
     let sampler = Sampler::new(&set, &layout);
     let mut batch = Batch::default();
     sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
@@ -191,7 +200,7 @@ fn fused_trainer_gradients_match_burn_autodiff() {
         assert_eq!(a.len(), b.len(), "{name} length");
         let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-12);
         let worst = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
-        assert!(worst <= 1e-3 * scale, "{name}: max diff {worst} vs scale {scale}");
+        assert!(worst <= 1e-3 * scale, "{activation:?}: {name}: max diff {worst} vs scale {scale}");
     };
     for (i, (g, b)) in grads.grids.iter().zip(&burn_grads.grids).enumerate() {
         check(&format!("grid {i}"), &g.values, &b.values);

@@ -29,6 +29,10 @@ pub(crate) struct DecodeBenchArgs {
     /// the default's `64-64-64`: decode cost depends on them, so compare builds at equal widths.
     #[arg(long, value_name = "W-W-W")]
     decoder: Option<String>,
+    /// The decoder reads grid 0's four weighted corners (`compress --corner-reads`): a wider
+    /// first layer, the same latent reads.
+    #[arg(long)]
+    corner_reads: bool,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -41,6 +45,7 @@ impl DecodeBenchArgs {
         if let Some(text) = &self.decoder {
             options.model.hidden_widths = crate::cli::options::parse_decoder_widths(text)?;
         }
+        options.model.corner_reads = self.corner_reads;
         let (layout, _) = analyse(&set, &options)?;
         let (runs, gpu) = (self.timing.runs.max(1), self.gpu);
         let threads = rayon::current_num_threads();

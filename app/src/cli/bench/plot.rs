@@ -130,7 +130,9 @@ pub(super) fn render_grid(
     let per_row = per_row.clamp(1, panels.len().max(1));
     let rows = panels.len().div_ceil(per_row).max(1) as u32;
     let width = panel_w * per_row as u32;
-    let columns = (width / 240).max(1);
+    // Columns as wide as the longest label (the font is monospaced: about 0.6 em a character).
+    let label_px = legend.iter().map(|e| e.label.chars().count()).max().unwrap_or(0) as f32 * TEXT_PX * 0.62 + 52.0;
+    let columns = (width / (label_px.ceil() as u32).max(240)).max(1);
     let legend_rows = (legend.len() as u32).div_ceil(columns);
     let panels_h = panel_h * rows;
     let height = panels_h + legend_rows * LEGEND_ROW_PX + 12;

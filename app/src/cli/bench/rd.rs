@@ -321,6 +321,25 @@ fn method_rank(method: &str) -> usize {
 const PALETTE: [[u8; 3]; 8] =
     [[31, 119, 180], [255, 127, 14], [44, 160, 44], [140, 86, 75], [20, 20, 20], [214, 39, 40], [148, 103, 189], [127, 127, 127]];
 
+/// Colours of the second and later series that share a rank (several step counts, several
+/// renamed series), in the chart's method order: pink, olive, cyan, then a darker brown and grey.
+const MORE_COLOURS: [[u8; 3]; 5] = [[227, 119, 194], [188, 189, 34], [23, 190, 207], [90, 55, 48], [70, 70, 70]];
+
+/// Each method's colour: its rank's, or for a second method of the same rank one of
+/// [`MORE_COLOURS`], so that no two series of a chart share a colour. `methods` in chart order.
+fn method_colours<'a>(methods: &[&'a str]) -> std::collections::HashMap<&'a str, [u8; 3]> {
+    let mut taken = std::collections::HashSet::new();
+    let mut more = MORE_COLOURS.iter().cycle();
+    methods
+        .iter()
+        .map(|&m| {
+            let rank = method_rank(m);
+            let colour = if taken.insert(rank) { PALETTE[rank] } else { more.next().copied().unwrap_or(PALETTE[rank]) };
+            (m, colour)
+        })
+        .collect()
+}
+
 /// Two panels per set (PSNR and rendered PSNR against bits per texel), two sets to a row; a
 /// colour per method: each texset preset's rates joined by a line (circles), BC high (squares),
 /// BC low (triangles).
@@ -345,13 +364,14 @@ fn chart(points: &[RdPoint]) -> Result<image::RgbImage> {
     let points: Vec<&RdPoint> = points.iter().chain(&reference).collect();
     let mut methods = distinct(points.iter().map(|p| p.method.as_str()));
     methods.sort_by_key(|m| method_rank(m));
+    let colours = method_colours(&methods);
     let style = |method: &str| {
         let marker = match method {
             "BC high" => Marker::Square,
             "BC low" => Marker::Triangle,
             _ => Marker::Circle,
         };
-        (PALETTE[method_rank(method)], marker, marker == Marker::Circle)
+        (colours.get(method).copied().unwrap_or(PALETTE[method_rank(method)]), marker, marker == Marker::Circle)
     };
     let db: Vec<DbPoint<'_>> = points
         .iter()
@@ -446,6 +466,17 @@ mod tests {
         // No default-preset point, none at other steps: their colours are not drawn, not even in
         // the legend.
         assert_eq!((count(PALETTE[1]), count(PALETTE[3])), (0, 0));
+    }
+
+    /// Two series of one rank (two step counts, two renamed series) get colours of their own.
+    #[test]
+    fn series_of_one_rank_get_colours_of_their_own() {
+        let methods = ["texset default", "texset default, 48000 steps", "texset default, 96000 steps", "texset a", "texset b"];
+        let colours = method_colours(&methods);
+        let distinct: std::collections::HashSet<[u8; 3]> = colours.values().copied().collect();
+        assert_eq!(distinct.len(), methods.len(), "{colours:?}");
+        assert_eq!(colours["texset default, 48000 steps"], PALETTE[3]);
+        assert_eq!(colours["texset a"], PALETTE[7]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use anyhow::Result;
 use std::time::Instant;
 use texset_core::{
     Backend, CompressOptions, analyse,
-    model::wgsl::MlpShape,
+    model::{Activation, wgsl::MlpShape},
     rng::Rng,
     set::load_library,
     train::{Batch, FusedTrainer, GpuTrainer, KernelChoice, STATS_RING, Sampler, Schedule, Trainer, WgradTile, device_for, initial_params},
@@ -60,6 +60,10 @@ pub(crate) struct TrainBenchArgs {
     /// adapter's (`vec4-rows` on a hardware GPU, `scalar` on one the CPU emulates).
     #[arg(long, requires = "gpu", value_name = "SHAPE", value_parser = parse_shape)]
     mlp_shape: Option<MlpShape>,
+    /// The decoder's hidden activations to time, each on every trainer timed (comma-separated:
+    /// `relu,hgelu` times both in turn, for their ratio in one run; default the default's, `relu`).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    activation: Vec<Activation>,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -90,7 +94,7 @@ impl TrainBenchArgs {
 
     pub(crate) fn run(self) -> Result<()> {
         let kernels = self.kernels();
-        let dirs = self.dirs.or_samples()?;
+        let dirs = self.dirs.clone().or_samples()?;
         let (set, _) = load_library(&dirs)?;
         if self.batch_sweep {
             return gpu_batch_sweep(&set, kernels, self.timing.runs.max(1), self.timing.json.json);
@@ -99,22 +103,65 @@ impl TrainBenchArgs {
         if let Some(batch) = self.batch {
             options.schedule.batch_texels = batch;
         }
-        let (layout, _) = analyse(&set, &options)?;
+        let activations = if self.activation.is_empty() { vec![options.model.activation] } else { self.activation.clone() };
+        let mut variants = Vec::new();
+        for &activation in &activations {
+            let mut options = options.clone();
+            options.model.activation = activation;
+            let (layout, _) = analyse(&set, &options)?;
+            variants.push((options, layout));
+        }
         let runs = self.timing.runs.max(1);
-        let threads = rayon::current_num_threads();
-        let batch = Schedule::new(&options, &layout).batch_texels;
         // Every trainer is built and warmed up first, then the timed runs go round them in turn,
         // so a ratio between two trainers is measured at the same moments on a shared machine.
         let mut contenders: Vec<Contender<'_>> = Vec::new();
+        let mut batch = options.schedule.batch_texels;
+        for (options, layout) in &variants {
+            batch = Schedule::new(options, layout).batch_texels;
+            // The activation is named where more than one is timed.
+            let tag = if variants.len() > 1 { format!(", {}", options.model.activation.name()) } else { String::new() };
+            self.add_trainers(&set, options, layout, &tag, &mut contenders)?;
+        }
+
+        for _ in 0..runs {
+            for c in &mut contenders {
+                let t = Instant::now();
+                (c.run)(c.steps)?;
+                c.times.push(f64::from(c.steps) * batch as f64 / t.elapsed().as_secs_f64());
+            }
+        }
+        let results: Vec<Measurement> = contenders
+            .into_iter()
+            .map(|c| {
+                let texels_per_sec = median(c.times);
+                Measurement { what: c.what, texels_per_sec, runs, note: (c.note)(texels_per_sec) }
+            })
+            .collect();
+        print_measurements(&results, self.timing.json.json)
+    }
+
+    /// The trainers asked for, built for `options` and `layout` and warmed up, onto `contenders`
+    /// (their names end with `tag`).
+    fn add_trainers<'a>(
+        &self,
+        set: &'a texset_core::TextureSet,
+        options: &'a CompressOptions,
+        layout: &'a texset_core::model::ModelLayout,
+        tag: &str,
+        contenders: &mut Vec<Contender<'a>>,
+    ) -> Result<()> {
+        let kernels = self.kernels();
+        let threads = rayon::current_num_threads();
+        let batch = Schedule::new(options, layout).batch_texels;
 
         // Fused CPU trainer.
-        let params = initial_params(&set, &layout, 1);
+        let params = initial_params(set, layout, 1);
         let flops_per_texel = train_flops_per_texel(&params);
         let (ceiling, how) = flop_ceiling(threads);
-        let mut cpu = FusedTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), params);
+        let mut cpu = FusedTrainer::new(Sampler::new(set, layout), Schedule::new(options, layout), params);
         cpu.run_step();
         contenders.push(Contender::new(
-            format!("train cpu-fused ({threads} threads, batch {batch})"),
+            format!("train cpu-fused ({threads} threads, batch {batch}{tag})"),
             STEPS_PER_RUN,
             Box::new(move |steps| {
                 for _ in 0..steps {
@@ -137,9 +184,9 @@ impl TrainBenchArgs {
         let submissions = if self.submit_steps.is_empty() { vec![STATS_RING] } else { self.submit_steps.clone() };
         for per_submission in if self.gpu { submissions } else { Vec::new() } {
             let mut gpu = GpuTrainer::with_kernels(
-                Sampler::new(&set, &layout),
-                Schedule::new(&options, &layout),
-                &initial_params(&set, &layout, 1),
+                Sampler::new(set, layout),
+                Schedule::new(options, layout),
+                &initial_params(set, layout, 1),
                 kernels,
             )?;
             gpu.set_steps_per_submission(per_submission);
@@ -152,7 +199,7 @@ impl TrainBenchArgs {
             let dispatches =
                 gpu.profile_steps(PROFILED_STEPS)?.map_or_else(|| "no timestamp queries on this device".to_owned(), |t| dispatch_line(&t));
             contenders.push(Contender::new(
-                format!("train gpu-fused on {} (batch {batch}, {per_submission} steps per submission)", gpu.adapter()),
+                format!("train gpu-fused on {} (batch {batch}, {per_submission} steps per submission{tag})", gpu.adapter()),
                 GPU_STEPS_PER_RUN,
                 Box::new(move |steps| {
                     for _ in 0..steps {
@@ -178,16 +225,16 @@ impl TrainBenchArgs {
         // burn backends: a fixed batch (its bare step, without the sampling a run adds).
         let burn_backends = [(self.burn, Backend::Flex), (self.wgpu, Backend::Wgpu)].into_iter().filter_map(|(on, b)| on.then_some(b));
         for backend in burn_backends {
-            let sampler = Sampler::new(&set, &layout);
+            let sampler = Sampler::new(set, layout);
             let device = device_for(backend);
-            let params = initial_params(&set, &layout, 1);
+            let params = initial_params(set, layout, 1);
             let mut trainer = texset_core::train::BurnTrainer::new(&params, &device, 0.01, 0.004);
             let mut b = Batch::default();
             let mut rng = Rng::new(1, 0, 0);
             sampler.fill(&mut rng, batch, &mut b);
             trainer.step(&b.uv, &b.mask, &b.target, &b.weight, 1.0, Some(0.05), true);
             contenders.push(Contender::new(
-                format!("train burn-{backend:?} (batch {batch}, bare step)"),
+                format!("train burn-{backend:?} (batch {batch}, bare step{tag})"),
                 STEPS_PER_RUN,
                 Box::new(move |steps| {
                     for _ in 0..steps {
@@ -199,21 +246,7 @@ impl TrainBenchArgs {
             ));
         }
 
-        for _ in 0..runs {
-            for c in &mut contenders {
-                let t = Instant::now();
-                (c.run)(c.steps)?;
-                c.times.push(f64::from(c.steps) * batch as f64 / t.elapsed().as_secs_f64());
-            }
-        }
-        let results: Vec<Measurement> = contenders
-            .into_iter()
-            .map(|c| {
-                let texels_per_sec = median(c.times);
-                Measurement { what: c.what, texels_per_sec, runs, note: (c.note)(texels_per_sec) }
-            })
-            .collect();
-        print_measurements(&results, self.timing.json.json)
+        Ok(())
     }
 }
 

@@ -8,7 +8,8 @@
 //! - **Activations** are quantised per texel and per layer, to the largest magnitude of that
 //!   layer's inputs: the first layer's signed inputs (latents, positional encoding) to ±127, a
 //!   later layer's inputs (`ReLU` outputs, never negative) to 0..255 stored less 128, the weights'
-//!   row sums (`zero`) putting the 128 back. So each layer costs one scale, its
+//!   row sums (`zero`) putting the 128 back (`HGELUClamp` outputs, down to −3/16, go to ±127 as
+//!   the first layer's). So each layer costs one scale, its
 //!   largest input, and no calibration.
 //! - The last hidden layer's outputs stay `f32` (`MlpHidden`), and so does the last layer: four
 //!   outputs, under 2 % of the multiply-adds.
@@ -17,7 +18,8 @@
 //! integer sums), so the GPU path is tested against it to f32 rounding, and against the CPU
 //! reference to what the activations' rounding trades.
 
-use super::{PackedLayer, component, pack_layout, pack_weights};
+use super::{PackedLayer, activate, component, pack_layout, pack_weights};
+use crate::model::params::Activation;
 use crate::model::quant::{QuantizedLayer, WeightFormat};
 use std::fmt::Write as _;
 
@@ -55,6 +57,8 @@ pub struct PackedInt8 {
     /// Every layer's [`PackedLayer`]: the shapes, and the last layer's `f32` rows (its
     /// `weights_at`, within `vec4s`). The hidden layers' offsets are unused.
     pub layers: Vec<PackedLayer>,
+    /// The hidden layers' activation.
+    pub activation: Activation,
 }
 
 /// Largest input of a layer, in the largest code it quantises to.
@@ -64,9 +68,10 @@ const UNSIGNED_LEVELS: f32 = 255.0;
 const UNSIGNED_OFFSET: i32 = 128;
 
 impl PackedInt8 {
-    /// Lays `layers` (a bundle's, in any weight format) out for the int8 path.
+    /// Lays `layers` (a bundle's, in any weight format) with `activation` on the hidden layers
+    /// out for the int8 path.
     #[must_use]
-    pub fn new(layers: &[QuantizedLayer]) -> Self {
+    pub fn new(layers: &[QuantizedLayer], activation: Activation) -> Self {
         let shapes: Vec<(u32, u32)> = layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
         let (mut packed, _) = pack_layout(&shapes);
         let mut vec4s: Vec<[u32; 4]> = Vec::new();
@@ -81,7 +86,7 @@ impl PackedInt8 {
             let rows = outputs.div_ceil(4) * 4;
             let row_vec4s = inputs.div_ceil(16);
             let weights_at = vec4s.len() as u32;
-            let signed_inputs = l == 0;
+            let signed_inputs = l == 0 || activation != Activation::Relu;
             let mut words = vec![0u32; (rows * row_vec4s * 4) as usize];
             let mut scales = vec![0.0f32; rows as usize];
             let mut zero = vec![0i32; rows as usize];
@@ -114,7 +119,7 @@ impl PackedInt8 {
             p.biases_at = p.weights_at + last.layers[0].biases_at;
             vec4s.extend(last.vec4s.iter().map(|v| v.map(f32::to_bits)));
         }
-        Self { vec4s, hidden, layers: packed }
+        Self { vec4s, hidden, layers: packed, activation }
     }
 
     /// Bytes of the buffer.
@@ -152,7 +157,7 @@ impl PackedInt8 {
                 for (w, &c) in codes.iter().enumerate() {
                     sum += dot4_i8_packed(self.word(row + w), c);
                 }
-                y.push((bias + (sum + zero) as f32 * (scale_w * scale)).max(0.0));
+                y.push(self.activation.apply(bias + (sum + zero) as f32 * (scale_w * scale)));
             }
             x = y;
         }
@@ -198,9 +203,9 @@ fn dot4_i8_packed(a: u32, b: u32) -> i32 {
 
 /// The statements of hidden layer `layer`'s int8 form (index `l`) for `texels` texels: from the
 /// named `f32` inputs `x{texel}_{l}_{j}` to the named `f32` outputs `x{texel}_{l + 1}_{j}`
-/// (`ReLU`), as [`PackedInt8::forward`] computes them. The weights are read from `mlp`, an array
+/// (`act`), as [`PackedInt8::forward`] computes them. The weights are read from `mlp`, an array
 /// of `vec4<u32>`.
-pub(super) fn int8_layer(t: &mut String, layer: &Int8Layer, l: usize, texels: u32) {
+pub(super) fn int8_layer(t: &mut String, layer: &Int8Layer, l: usize, texels: u32, act: Activation) {
     let n4 = layer.inputs.div_ceil(4);
     let groups = layer.rows / 4;
     let nv = layer.row_vec4s;
@@ -235,10 +240,8 @@ pub(super) fn int8_layer(t: &mut String, layer: &Int8Layer, l: usize, texels: u3
         }
     }
     for p in 0..texels {
-        let _ = writeln!(
-            t,
-            "        o{p}_{l}[q] = max(b + vec4<f32>(vec4<i32>(s{p}_0, s{p}_1, s{p}_2, s{p}_3) + zc) * (sw * xs{p}_{l}), vec4<f32>(0.0));"
-        );
+        let z = format!("b + vec4<f32>(vec4<i32>(s{p}_0, s{p}_1, s{p}_2, s{p}_3) + zc) * (sw * xs{p}_{l})");
+        let _ = writeln!(t, "        o{p}_{l}[q] = {};", activate(act, &z, "vec4<f32>"));
     }
     t.push_str("    }\n");
     for p in 0..texels {

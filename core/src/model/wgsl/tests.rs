@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::model::QuantizedLayer;
+use crate::model::params::LayerParams;
 
 fn layer(inputs: usize, outputs: usize, seed: f32) -> LayerParams {
     LayerParams {
@@ -25,6 +26,7 @@ fn uniform_mlp(packed: &PackedWeights) -> MlpWgsl<'_> {
         shape: MlpShape::Vec4Rows,
         precision: MlpPrecision::F32,
         int8: &[],
+        activation: Activation::Relu,
     }
 }
 
@@ -152,7 +154,7 @@ fn int8_layer_of(inputs: usize, outputs: usize, seed: f32) -> QuantizedLayer {
 #[test]
 fn int8_packing_keeps_the_bundles_codes() {
     let layers = [int8_layer_of(41, 62, 0.3), int8_layer_of(62, 30, 0.7), int8_layer_of(30, 9, 1.1)];
-    let packed = PackedInt8::new(&layers);
+    let packed = PackedInt8::new(&layers, Activation::Relu);
     assert_eq!(packed.hidden.len(), 2);
     let word = |at: u32, k: usize| packed.vec4s[at as usize + k / 4][k % 4];
     for (l, (h, layer)) in packed.hidden.iter().zip(&layers).enumerate() {
@@ -203,33 +205,36 @@ fn int8_packing_keeps_the_bundles_codes() {
 #[test]
 fn int8_twin_stays_near_the_reference_it_rounds() {
     let layers = [int8_layer_of(41, 64, 0.3), int8_layer_of(64, 48, 0.7), int8_layer_of(48, 32, 0.2), int8_layer_of(32, 9, 1.1)];
-    let packed = PackedInt8::new(&layers);
-    let dequantized: Vec<LayerParams> = layers.iter().map(QuantizedLayer::dequantize).collect();
-    let reference = |x: &[f32]| -> Vec<f32> {
-        let mut a = x.to_vec();
-        for (l, layer) in dequantized.iter().enumerate() {
-            a = (0..layer.outputs)
-                .map(|o| {
-                    let z = layer.biases[o] + (0..layer.inputs).map(|i| layer.weights[o * layer.inputs + i] * a[i]).sum::<f32>();
-                    if l + 1 < dequantized.len() { z.max(0.0) } else { z }
-                })
-                .collect();
+    for act in [Activation::Relu, Activation::Hgelu] {
+        let packed = PackedInt8::new(&layers, act);
+        assert!(packed.hidden.iter().enumerate().all(|(l, h)| h.signed_inputs == (l == 0 || act == Activation::Hgelu)));
+        let dequantized: Vec<LayerParams> = layers.iter().map(QuantizedLayer::dequantize).collect();
+        let reference = |x: &[f32]| -> Vec<f32> {
+            let mut a = x.to_vec();
+            for (l, layer) in dequantized.iter().enumerate() {
+                a = (0..layer.outputs)
+                    .map(|o| {
+                        let z = layer.biases[o] + (0..layer.inputs).map(|i| layer.weights[o * layer.inputs + i] * a[i]).sum::<f32>();
+                        if l + 1 < dequantized.len() { act.apply(z) } else { z }
+                    })
+                    .collect();
+            }
+            a
+        };
+        let (mut worst, mut largest) = (0.0f32, 0.0f32);
+        for t in 0..64 {
+            let x: Vec<f32> = (0..41).map(|i| ((i * 7 + t * 13) as f32 * 0.618).sin()).collect();
+            let (want, got) = (reference(&x), packed.forward(&x));
+            assert_eq!(got.len(), 9);
+            for (g, w) in got.iter().zip(&want) {
+                worst = worst.max((g - w).abs());
+                largest = largest.max(w.abs());
+            }
         }
-        a
-    };
-    let (mut worst, mut largest) = (0.0f32, 0.0f32);
-    for t in 0..64 {
-        let x: Vec<f32> = (0..41).map(|i| ((i * 7 + t * 13) as f32 * 0.618).sin()).collect();
-        let (want, got) = (reference(&x), packed.forward(&x));
-        assert_eq!(got.len(), 9);
-        for (g, w) in got.iter().zip(&want) {
-            worst = worst.max((g - w).abs());
-            largest = largest.max(w.abs());
-        }
+        println!("int8 twin, {act:?}: max |int8 - f32| = {worst:e}, largest output {largest:e}");
+        assert!(worst > 0.0, "int8 activations rounded nothing");
+        assert!(worst <= 0.02 * largest, "int8 twin off by {worst} at outputs up to {largest} ({act:?})");
     }
-    println!("int8 twin: max |int8 - f32| = {worst:e}, largest output {largest:e}");
-    assert!(worst > 0.0, "int8 activations rounded nothing");
-    assert!(worst <= 0.02 * largest, "int8 twin off by {worst} at outputs up to {largest}");
 }
 
 /// The int8 code reads `mlp` as words, sums with `dot4I8Packed`, reads the last layer's `f32`
@@ -237,7 +242,7 @@ fn int8_twin_stays_near_the_reference_it_rounds() {
 #[test]
 fn int8_code_packs_its_dot_products() {
     let layers = [int8_layer_of(41, 64, 0.3), int8_layer_of(64, 48, 0.7), int8_layer_of(48, 9, 1.1)];
-    let packed = PackedInt8::new(&layers);
+    let packed = PackedInt8::new(&layers, Activation::Relu);
     let mlp = MlpWgsl {
         precision: MlpPrecision::Int8,
         int8: &packed.hidden,

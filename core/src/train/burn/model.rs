@@ -43,7 +43,7 @@ use burn::prelude::*;
 use burn::tensor::Gradients;
 use burn::tensor::activation::relu;
 
-use crate::model::params::{GridParams, LayerParams, ModelParams, pe_angular_frequency};
+use crate::model::params::{Activation, GridParams, HGELU_MAX, LayerParams, ModelParams, pe_angular_frequency};
 
 /// Grid values are kept in the latent quantisation range after every update (the same range as
 /// `crate::model::quant::LATENT_RANGE`, as the fused CPU trainer does).
@@ -116,7 +116,7 @@ impl NtcModelConfig {
         widths.extend(&self.hidden_widths);
         widths.push(self.output_channels);
         let layers = widths.windows(2).map(|w| LinearConfig::new(w[0], w[1]).init(device)).collect();
-        NtcModel { grids, layers, pe_frequencies: self.pe_frequencies }
+        NtcModel { grids, layers, pe_frequencies: self.pe_frequencies, hgelu: false }
     }
 }
 
@@ -204,6 +204,8 @@ pub struct NtcModel {
     pub layers: Vec<Linear>,
     /// Number of positional-encoding frequencies.
     pub pe_frequencies: usize,
+    /// The hidden layers take `HGELUClamp` instead of `ReLU` ([`Activation`]).
+    pub hgelu: bool,
 }
 
 impl NtcModel {
@@ -231,7 +233,7 @@ impl NtcModel {
                 bias: Some(Param::from_data(TensorData::new(l.biases.clone(), [l.outputs]), device)),
             })
             .collect();
-        Self { grids, layers, pe_frequencies: params.pe_frequencies as usize }
+        Self { grids, layers, pe_frequencies: params.pe_frequencies as usize, hgelu: params.activation == Activation::Hgelu }
     }
 
     /// Reads every value back into plain [`ModelParams`] (exact inverse of [`Self::from_params`]).
@@ -250,6 +252,7 @@ impl NtcModel {
                     height: g.height as u32,
                     channels: g.channels() as u32,
                     values: read_f32(g.values.val()),
+                    corners: false,
                 })
                 .collect(),
             pe_frequencies: self.pe_frequencies as u32,
@@ -268,6 +271,7 @@ impl NtcModel {
                 .collect(),
             mip_grids: Vec::new(),
             mip_group: 1,
+            activation: if self.hgelu { Activation::Hgelu } else { Activation::Relu },
         }
     }
 
@@ -329,12 +333,16 @@ impl NtcModel {
             None => latent,
         };
 
-        // 4. MLP, ReLU on all but the last layer.
+        // 4. MLP, ReLU (or HGELUClamp) on all but the last layer.
         let last = self.layers.len() - 1;
         for (i, layer) in self.layers.iter().enumerate() {
             h = layer.forward(h);
             if i < last {
-                h = relu(h);
+                h = if self.hgelu {
+                    h.clone().clamp_max(HGELU_MAX) * h.mul_scalar(1.0 / 3.0).add_scalar(0.5).clamp(0.0, 1.0)
+                } else {
+                    relu(h)
+                };
             }
         }
         h
@@ -395,6 +403,7 @@ impl NtcModel {
                 .collect(),
             mip_grids: Vec::new(),
             mip_group: 1,
+            activation: if self.hgelu { Activation::Hgelu } else { Activation::Relu },
         }
     }
 }

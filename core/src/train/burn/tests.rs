@@ -3,7 +3,7 @@
 
 use burn::prelude::*;
 
-use crate::model::params::{GridParams, LayerParams, ModelParams, pe_angular_frequency};
+use crate::model::params::{Activation, GridParams, LayerParams, ModelParams, pe_angular_frequency};
 use crate::train::burn::model::*;
 use crate::train::burn::trainer::*;
 
@@ -38,7 +38,7 @@ fn random_params(rng: &mut Rng, grids: &[(u32, u32, u32)], pe: u32, hidden: &[us
             l
         })
         .collect();
-    ModelParams { grids, pe_frequencies: pe, layers, mip_grids: Vec::new(), mip_group: 1 }
+    ModelParams { grids, pe_frequencies: pe, layers, mip_grids: Vec::new(), mip_group: 1, ..ModelParams::default() }
 }
 
 fn small_params(rng: &mut Rng) -> ModelParams {
@@ -101,7 +101,11 @@ fn reference(p: &ModelParams, u: f32, v: f32, mask: &[f32], noise: Option<&[Vec<
             for (x, w) in h.iter().zip(&l.weights[o * l.inputs..(o + 1) * l.inputs]) {
                 s += x * f64::from(*w);
             }
-            next.push(if i + 1 < p.layers.len() { s.max(0.0) } else { s });
+            let hidden = match p.activation {
+                Activation::Relu => s.max(0.0),
+                Activation::Hgelu => s.min(3.0) * (s / 3.0 + 0.5).clamp(0.0, 1.0),
+            };
+            next.push(if i + 1 < p.layers.len() { hidden } else { s });
         }
         h = next;
     }
@@ -146,17 +150,22 @@ fn params_round_trip_exactly() {
 
 #[test]
 fn forward_matches_scalar_reference() {
-    let mut rng = Rng::from_state(2);
-    let params = small_params(&mut rng);
+    for activation in [Activation::Relu, Activation::Hgelu] {
+        let mut rng = Rng::from_state(2);
+        forward_matches_scalar_reference_with(&ModelParams { activation, ..small_params(&mut rng) }, &mut rng);
+    }
+}
+
+fn forward_matches_scalar_reference_with(params: &ModelParams, rng: &mut Rng) {
     let device = Device::flex();
-    let model = NtcModel::from_params(&params, &device);
+    let model = NtcModel::from_params(params, &device);
     let b = 40;
     let lc = params.latent_channels();
     let oc = params.output_channels();
-    let uv = random_uv(&mut rng, b);
-    let mask = random_mask(&mut rng, b, lc);
+    let uv = random_uv(rng, b);
+    let mask = random_mask(rng, b, lc);
     assert!(mask.contains(&0.0));
-    let noise: Vec<f32> = (0..4 * b * lc).map(|_| sym(&mut rng, 0.1)).collect();
+    let noise: Vec<f32> = (0..4 * b * lc).map(|_| sym(rng, 0.1)).collect();
 
     for with_noise in [false, true] {
         let noise_tensor = with_noise.then(|| Tensor::<3>::from_data(TensorData::new(noise.clone(), [4, b, lc]), &device));
@@ -166,7 +175,7 @@ fn forward_matches_scalar_reference() {
         let mut max_diff = 0.0f64;
         for i in 0..b {
             let corner_noise: [Vec<f32>; 4] = std::array::from_fn(|k| noise[(k * b + i) * lc..(k * b + i + 1) * lc].to_vec());
-            let expect = reference(&params, uv[2 * i], uv[2 * i + 1], &mask[i * lc..(i + 1) * lc], with_noise.then_some(&corner_noise));
+            let expect = reference(params, uv[2 * i], uv[2 * i + 1], &mask[i * lc..(i + 1) * lc], with_noise.then_some(&corner_noise));
             for o in 0..oc {
                 max_diff = max_diff.max((f64::from(out[i * oc + o]) - expect[o]).abs());
             }
@@ -181,18 +190,23 @@ fn forward_matches_scalar_reference() {
 
 #[test]
 fn loss_and_grads_match_finite_differences() {
-    let mut rng = Rng::from_state(3);
-    let params = small_params(&mut rng);
+    for activation in [Activation::Relu, Activation::Hgelu] {
+        let mut rng = Rng::from_state(3);
+        loss_and_grads_match_finite_differences_with(&ModelParams { activation, ..small_params(&mut rng) }, &mut rng);
+    }
+}
+
+fn loss_and_grads_match_finite_differences_with(params: &ModelParams, rng: &mut Rng) {
     let b = 24;
     let lc = params.latent_channels();
     let oc = params.output_channels();
-    let uv = random_uv(&mut rng, b);
-    let mask = random_mask(&mut rng, b, lc);
+    let uv = random_uv(rng, b);
+    let mask = random_mask(rng, b, lc);
     let target: Vec<f32> = (0..b * oc).map(|_| rng.next_f32()).collect();
     let weight: Vec<f32> = (0..b * oc).map(|_| if rng.next_f32() < 0.2 { 0.0 } else { 0.5 + rng.next_f32() }).collect();
 
-    let (loss_value, grads) = loss_and_grads(&params, &uv, &mask, &target, &weight, &Device::flex());
-    let expect_loss = reference_loss(&params, &uv, &mask, &target, &weight);
+    let (loss_value, grads) = loss_and_grads(params, &uv, &mask, &target, &weight, &Device::flex());
+    let expect_loss = reference_loss(params, &uv, &mask, &target, &weight);
     assert!((f64::from(loss_value) - expect_loss).abs() <= 1e-5 * expect_loss.max(1.0), "loss {loss_value} vs {expect_loss}");
 
     // Central differences of the f64 reference loss, over *every* parameter. The perturbed
@@ -218,7 +232,7 @@ fn loss_and_grads_match_finite_differences() {
     let mut nonzero = 0;
     for gi in 0..params.grids.len() {
         for i in 0..params.grids[gi].values.len() {
-            let n = fd(&params, &|p: &mut ModelParams| &mut p.grids[gi].values[i]);
+            let n = fd(params, &|p: &mut ModelParams| &mut p.grids[gi].values[i]);
             check(format!("grid {gi} value {i}"), grads.grids[gi].values[i], n);
             checked += 1;
             nonzero += usize::from(n != 0.0);
@@ -226,13 +240,13 @@ fn loss_and_grads_match_finite_differences() {
     }
     for li in 0..params.layers.len() {
         for i in 0..params.layers[li].weights.len() {
-            let n = fd(&params, &|p: &mut ModelParams| &mut p.layers[li].weights[i]);
+            let n = fd(params, &|p: &mut ModelParams| &mut p.layers[li].weights[i]);
             check(format!("layer {li} weight {i}"), grads.layers[li].weights[i], n);
             checked += 1;
             nonzero += usize::from(n != 0.0);
         }
         for i in 0..params.layers[li].biases.len() {
-            let n = fd(&params, &|p: &mut ModelParams| &mut p.layers[li].biases[i]);
+            let n = fd(params, &|p: &mut ModelParams| &mut p.layers[li].biases[i]);
             check(format!("layer {li} bias {i}"), grads.layers[li].biases[i], n);
             checked += 1;
             nonzero += usize::from(n != 0.0);

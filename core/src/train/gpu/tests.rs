@@ -52,11 +52,12 @@ fn the_specialised_trainer_validates_with_naga() {
     }
     // The flat order is the checkpoint's: grids of every level, then weights and biases per layer.
     let params = ModelParams {
-        grids: vec![GridParams { width: 2, height: 1, channels: 1, values: vec![1.0, 2.0] }],
+        grids: vec![GridParams { width: 2, height: 1, channels: 1, values: vec![1.0, 2.0], corners: false }],
         pe_frequencies: 0,
         layers: vec![LayerParams { inputs: 1, outputs: 1, weights: vec![3.0], biases: vec![4.0] }],
         mip_grids: Vec::new(),
         mip_group: 1,
+        ..ModelParams::default()
     };
     let mut flat = Vec::new();
     flatten(&params, &mut flat);

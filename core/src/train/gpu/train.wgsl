@@ -381,11 +381,33 @@ fn latent_feature(i: u32, grid: GridAt, k: u32, feature: u32, mask_base: u32) ->
     return value * t_f(mask_base + feature);
 }
 
+// Channel k of `grid` at one of its four corners, times the corner's bilinear weight (a grid whose
+// corners the decoder reads gives the four as inputs of their own), with `latent_feature`'s noise.
+fn latent_corner(i: u32, grid: GridAt, k: u32, corner: u32, channel: u32, mask_base: u32) -> f32 {
+    let j = grid.base + grid.corners.cells[corner] * grid.channels + k;
+    var x = params[j];
+    if (u.flags & FLAG_NOISE) != 0u {
+        if (u.flags & FLAG_NOISE_PER_LATENT) != 0u {
+            x = clamp(x + latent_noise(j) * u.noise_amplitude, -1.0, 1.0);
+        } else {
+            x += (unit(rand(i, 1u + channel * 4u + corner)) * 2.0 - 1.0) * u.noise_amplitude;
+        }
+    }
+    return grid.corners.weights[corner] * x * t_f(mask_base + channel);
+}
+
 // The texel's position in grid 0's cells at its level: the positional encoding's input (model.wgsl's
 // `pe_sin_cos`, the decoder's, with its angle reduction).
 fn pe_position(at: TexelAt) -> vec2<f32> {
     let grid0 = GRID_OFF + GRIDS + at.level * GRIDS * 3u;
     return at.uv * vec2<f32>(f32(t_u(grid0 + 1u)), f32(t_u(grid0 + 2u)));
+}
+
+// Adds the gradient `d` of a corner input (`latent_corner`) to its cell, times the corner's weight.
+fn scatter_corner(grid: GridAt, k: u32, corner: u32, d: f32) {
+    if d != 0.0 {
+        fx_add(grid.base + grid.corners.cells[corner] * grid.channels + k, grid.corners.weights[corner] * d);
+    }
 }
 
 // Adds the gradient `d` of channel k of `grid` to its four corners, each times its bilinear

@@ -4,9 +4,9 @@
 //! layers come from the one generator every decoding shader runs (`model::wgsl`).
 
 use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
-use crate::model::params::ModelParams;
+use crate::model::params::{Activation, ModelParams};
 use crate::model::quant::{self, WeightFormat};
-use crate::model::wgsl::{self as mlp_gen, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
+use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
 use std::fmt::Write as _;
 
 /// The WGSL of the trainer, before the host's constants are prepended.
@@ -48,6 +48,7 @@ pub(super) fn specialise(
     adam_row: u32,
 ) -> String {
     let lc = params.latent_channels() as u32;
+    let lf = params.latent_features() as u32;
     let oc = params.output_channels() as u32;
     let widths = shapes.layers.iter().flat_map(|&(i, o)| [i, o]);
     let maxw = widths.chain([params.mlp_inputs() as u32, 1]).max().unwrap_or(1);
@@ -106,9 +107,11 @@ pub(super) fn specialise(
     text.push_str(&packed_at_wgsl(&shapes.packed));
     // The layers with their shapes as literals (the tables' layer rows, in code).
     let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
-    let channels: Vec<u32> = params.grids.iter().map(|g| g.channels).collect();
-    text.push_str(&gather_wgsl(&channels, params.pe_frequencies, params.pyramid_levels() > 1, shapes.tpi(), maxw));
-    text.push_str(&mlp_wgsl(&shapes.packed, mlp_shape, &rows, lc, oc, shapes.tpi(), maxw));
+    let grids: Vec<(u32, bool)> = params.grids.iter().map(|g| (g.channels, g.corners)).collect();
+    text.push_str(&gather_wgsl(&grids, params.pe_frequencies, params.pyramid_levels() > 1, shapes.tpi(), maxw));
+    text.push_str(&mlp_gen::activation_functions(params.activation, MlpPrecision::F32));
+    let dims = MlpDims { lf, oc, tpi: shapes.tpi(), maxw };
+    text.push_str(&mlp_wgsl(&shapes.packed, mlp_shape, params.activation, &rows, dims));
     text.push_str(&wgrad_wgsl(shapes.wgrad_tile));
     text.push_str(crate::model::MODEL_WGSL);
     text.push_str(TRAIN_WGSL);
@@ -116,29 +119,45 @@ pub(super) fn specialise(
 }
 
 /// `gather(first)`: draws texels `first..first + tpi` (`drawn`) and writes their features to `xa`
-/// (texel t's at t · maxw): per grid (`channels`), its latent features, then the positional
-/// encoding's `pe` frequencies and, with a pyramid, the LOD input; and `scatter()`, which adds the
-/// latent features' gradients (`xb`) to the grid cells they were read from. Every feature is
+/// (texel t's at t · maxw): per grid (`grids`: its channels, and whether the decoder reads its
+/// corners), its latent features (one per channel, or each of the four corners times its weight),
+/// then the positional encoding's `pe` frequencies and, with a pyramid, the LOD input; and
+/// `scatter()`, which adds the latent features' gradients (`xb`) to the grid cells they were read
+/// from (a corner feature's to its own cell). Every feature is
 /// stored and read at a literal index, and each texel's grids are located once for both: lavapipe
 /// stores to a private array at an index known only at run time by a select over the whole array.
 /// Generated, the two took `fwd_bwd` from 340 to 327 ms per 65,536-texel step of the default
 /// model on lavapipe (loops over the grids and channels in the shader before).
-fn gather_wgsl(channels: &[u32], pe: u32, has_lod: bool, tpi: u32, maxw: u32) -> String {
+fn gather_wgsl(grids: &[(u32, bool)], pe: u32, has_lod: bool, tpi: u32, maxw: u32) -> String {
     let mut t = String::from("fn gather(first: u32) {\n");
-    let lc: u32 = channels.iter().sum();
+    let lc: u32 = grids.iter().map(|&(c, corners)| if corners { 4 * c } else { c }).sum();
     for p in 0..tpi {
         let base = p * maxw;
         let _ = writeln!(t, "    let d{p} = draw(first + {p}u);\n    drawn[{p}u] = d{p};\n    let at{p} = texel_at(d{p}.x, d{p}.y);");
         let _ = writeln!(t, "    texel_masks[{p}u] = at{p}.mask_base;");
-        let mut feature = 0;
-        for (gi, &c) in channels.iter().enumerate() {
+        // `channel`: the latent channel (the mask's and the noise's index); `feature`: the input.
+        let (mut channel, mut feature) = (0, 0);
+        for (gi, &(c, corners)) in grids.iter().enumerate() {
             let _ = writeln!(t, "    let g{p}_{gi} = grid_at(at{p}.level, {gi}u, at{p}.uv);");
-            let _ = writeln!(t, "    texel_grids[{}u] = g{p}_{gi};", p as usize * channels.len() + gi);
+            let _ = writeln!(t, "    texel_grids[{}u] = g{p}_{gi};", p as usize * grids.len() + gi);
             for k in 0..c {
-                let f = feature + k;
-                let _ = writeln!(t, "    xa[{}u] = latent_feature(first + {p}u, g{p}_{gi}, {k}u, {f}u, at{p}.mask_base);", base + f);
+                let ch = channel + k;
+                if corners {
+                    for corner in 0..4 {
+                        let _ = writeln!(
+                            t,
+                            "    xa[{}u] = latent_corner(first + {p}u, g{p}_{gi}, {k}u, {corner}u, {ch}u, at{p}.mask_base);",
+                            base + feature
+                        );
+                        feature += 1;
+                    }
+                } else {
+                    let _ =
+                        writeln!(t, "    xa[{}u] = latent_feature(first + {p}u, g{p}_{gi}, {k}u, {ch}u, at{p}.mask_base);", base + feature);
+                    feature += 1;
+                }
             }
-            feature += c;
+            channel += c;
         }
         let _ = writeln!(t, "    let pos{p} = pe_position(at{p});");
         for k in 0..pe {
@@ -161,14 +180,23 @@ fn gather_wgsl(channels: &[u32], pe: u32, has_lod: bool, tpi: u32, maxw: u32) ->
     t.push_str("fn scatter() {\n");
     for p in 0..tpi {
         let _ = writeln!(t, "    let mask{p} = texel_masks[{p}u];");
-        let mut feature = 0;
-        for (gi, &c) in channels.iter().enumerate() {
-            let _ = writeln!(t, "    let g{p}_{gi} = texel_grids[{}u];", p as usize * channels.len() + gi);
+        let (mut channel, mut feature) = (0, 0);
+        for (gi, &(c, corners)) in grids.iter().enumerate() {
+            let _ = writeln!(t, "    let g{p}_{gi} = texel_grids[{}u];", p as usize * grids.len() + gi);
             for k in 0..c {
-                let f = feature + k;
-                let _ = writeln!(t, "    scatter_feature(g{p}_{gi}, {k}u, xb[{}u] * t_f(mask{p} + {f}u));", p * maxw + f);
+                let ch = channel + k;
+                if corners {
+                    for corner in 0..4 {
+                        let at = p * maxw + feature;
+                        let _ = writeln!(t, "    scatter_corner(g{p}_{gi}, {k}u, {corner}u, xb[{at}u] * t_f(mask{p} + {ch}u));");
+                        feature += 1;
+                    }
+                } else {
+                    let _ = writeln!(t, "    scatter_feature(g{p}_{gi}, {k}u, xb[{}u] * t_f(mask{p} + {ch}u));", p * maxw + feature);
+                    feature += 1;
+                }
             }
-            feature += c;
+            channel += c;
         }
     }
     t.push_str("}\n");
@@ -200,6 +228,7 @@ fn weights_wgsl(shapes: &Shapes, memory: WeightMemory) -> String {
         shape: MlpShape::Vec4Rows,
         precision: MlpPrecision::F32,
         int8: &[],
+        activation: Activation::Relu,
     }
     .binding();
     let copy = if memory == WeightMemory::Workgroup {
@@ -230,10 +259,24 @@ fn packed_at_wgsl(layers: &[PackedLayer]) -> String {
     t
 }
 
+/// The widths `mlp_wgsl` generates for.
+#[derive(Clone, Copy)]
+struct MlpDims {
+    /// Latent features (the first layer's inputs that get a gradient: one per latent channel,
+    /// four per channel of a grid whose corners the decoder reads).
+    lf: u32,
+    /// Output channels.
+    oc: u32,
+    /// Texels per invocation.
+    tpi: u32,
+    /// `xa`'s and `xb`'s stride per texel.
+    maxw: u32,
+}
+
 /// `mlp_train(first) -> vec3<f32>`: the forward pass of texels `first..first + tpi` from their
 /// features in `xa` (texel t's at t · maxw), their loss (`loss_grad` per texel and output; the loss
 /// sums returned) and backward pass, ending with the latent features' gradient in `xb` (at t ·
-/// maxw, `lc` of them); every layer's input row and output-gradient row go to the scratch (`rows`:
+/// maxw, `lf` of them); every layer's input row and output-gradient row go to the scratch (`rows`:
 /// the tables' layer rows: inputs, outputs, weights, biases, input rows, gradient rows).
 ///
 /// The layers are the one MLP generator's (`model::wgsl`: `hidden_layer`, `last_layer`,
@@ -242,7 +285,8 @@ fn packed_at_wgsl(layers: &[PackedLayer]) -> String {
 /// (`x{texel}_{layer}_{j}`, `d{texel}_{layer}_{j}`), read by its literal name (lavapipe keeps
 /// those in registers, where it reads an array indexed at run time lane by lane); each loop
 /// iteration loads its weights once for all the invocation's texels.
-fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, rows: &[&[u32]], lc: u32, oc: u32, tpi: u32, maxw: u32) -> String {
+fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[u32]], dims: MlpDims) -> String {
+    let MlpDims { lf, oc, tpi, maxw } = dims;
     let mut t = String::from("fn mlp_train(first: u32) -> vec3<f32> {\n");
     let count = packed.len();
     for p in 0..tpi {
@@ -261,7 +305,10 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, rows: &[&[u32]], lc: u32, o
             store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), layer.row_vec4s, row_vec4s(layer.inputs));
         }
         if l + 1 < count {
-            mlp_gen::hidden_layer(&mut t, layer, l, tpi, shape, MlpPrecision::F32);
+            // `ReLU`'s backward pass gates on its outputs; another activation's reads the values
+            // before it.
+            let hidden = if act == Activation::Relu { HiddenActivation::Inline(act) } else { HiddenActivation::KeepPre(act) };
+            mlp_gen::hidden_layer(&mut t, layer, l, tpi, shape, MlpPrecision::F32, hidden);
         } else {
             mlp_gen::last_layer(&mut t, layer, l, tpi, shape);
         }
@@ -282,14 +329,15 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, rows: &[&[u32]], lc: u32, o
             let _ = writeln!(t, "    let d{p}_{}_{g} = vec4<f32>({}, {}, {}, {});", count - 1, value(0), value(1), value(2), value(3));
         }
     }
-    // Backward: layer l's output gradient d*_{l}_*, its input gradient d*_{l-1}_* (masked where
-    // the ReLU input was not positive); the first layer's only for the latent features.
+    // Backward: layer l's output gradient d*_{l}_*, its input gradient d*_{l-1}_* (through the
+    // activation: masked where ReLU's input was not positive, or times the derivative at the
+    // values before it, z*_{l}_*); the first layer's only for the latent features.
     for (l, (layer, r)) in packed.iter().zip(rows).enumerate().rev() {
         for p in 0..tpi {
             let _ = writeln!(t, "    let dz{l}_{p} = {}u + (first + {p}u) * {}u;", r[5], row_vec4s(layer.outputs));
             store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), layer.outputs.div_ceil(4), row_vec4s(layer.outputs));
         }
-        let inputs = if l == 0 { lc.min(layer.inputs) } else { layer.inputs };
+        let inputs = if l == 0 { lf.min(layer.inputs) } else { layer.inputs };
         if inputs == 0 {
             continue;
         }
@@ -301,8 +349,8 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, rows: &[&[u32]], lc: u32, o
                 }
             } else {
                 for j in 0..inputs.div_ceil(4) {
-                    let _ =
-                        writeln!(t, "    let d{p}_{}_{j} = select(vec4<f32>(0.0), gin{p}_{l}_{j}, x{p}_{l}_{j} > vec4<f32>(0.0));", l - 1);
+                    let (g, z, a) = (format!("gin{p}_{l}_{j}"), format!("z{p}_{l}_{j}"), format!("x{p}_{l}_{j}"));
+                    let _ = writeln!(t, "    let d{p}_{}_{j} = {};", l - 1, mlp_gen::activation_backward(act, &g, &z, &a));
                 }
             }
         }
