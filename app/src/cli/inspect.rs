@@ -66,7 +66,8 @@ fn print_text(path: &Path, bytes: u64, b: &Bundle) {
         m.producer
     );
     for (i, g) in m.grids.iter().enumerate() {
-        println!("grid {i}: {}x{} cells x {} channels @ {} bits", g.width, g.height, g.channels, g.bits);
+        let reads = if g.corners { ", its four corners read as inputs of their own" } else { "" };
+        println!("grid {i}: {}x{} cells x {} channels @ {} bits{reads}", g.width, g.height, g.channels, g.bits);
     }
     if m.mip_levels > 1 {
         let sides: Vec<String> =

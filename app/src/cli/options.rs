@@ -38,7 +38,8 @@ pub(super) struct ModelArgs {
     pub activation: Option<Activation>,
     /// The decoder reads grid 0's four corners, each times its bilinear weight, as four inputs
     /// per channel (NTC v0.5–0.7's learned interpolation), starting from the bilinear decoder.
-    /// Trained by the fused CPU trainer; every decoder (CPU, WGSL, exported shaders) reads it.
+    /// Every trainer and decoder (CPU, WGSL, exported shaders) takes it; pruning and learned
+    /// budgets do not yet.
     #[arg(long)]
     pub corner_reads: bool,
     /// Store a full mip chain: a latent pyramid (about a third more latent bits) trained on

@@ -36,8 +36,6 @@ pub struct Capabilities {
     /// The pieces of NTC's recipe ([`crate::options::Recipe::Ntc`]) burn's trainer lacks:
     /// per-latent noise and the staged FP8 weight QAT.
     pub ntc_optimiser: bool,
-    /// Grids whose corners the decoder reads (`ModelConfig::corner_reads`).
-    pub corner_reads: bool,
 }
 
 impl Capabilities {
@@ -49,7 +47,6 @@ impl Capabilities {
         checkpoints: true,
         error_sampling: true,
         ntc_optimiser: true,
-        corner_reads: true,
     };
     /// The fused GPU trainer (train/gpu): a mip chain and checkpoints, no channel masks that
     /// change in training, and uniform draws only (it draws on the device from the draw table).
@@ -60,7 +57,6 @@ impl Capabilities {
         checkpoints: true,
         error_sampling: false,
         ntc_optimiser: true,
-        corner_reads: true,
     };
     /// burn's autodiff trainer (wgpu or flex).
     pub const BURN: Self = Self {
@@ -70,7 +66,6 @@ impl Capabilities {
         checkpoints: false,
         error_sampling: true,
         ntc_optimiser: false,
-        corner_reads: false,
     };
 
     /// Whether a schedule asks for per-latent noise or the FP8 weight stage.
@@ -91,8 +86,6 @@ impl Capabilities {
             Some(("learned budgets", "this trainer has no budget gates"))
         } else if options.schedule.sampling != Sampling::Uniform && !self.error_sampling {
             Some(("error-driven sampling", "this trainer draws its texels uniformly on the device"))
-        } else if layout.grids.iter().any(|g| g.corners) && !self.corner_reads {
-            Some(("corner reads", "this trainer's gather reads bilinear values only"))
         } else if Self::asks_ntc_optimiser(&options.schedule) && !self.ntc_optimiser {
             Some((
                 "NTC's quantisation pieces (per-latent noise, FP8 weight QAT)",

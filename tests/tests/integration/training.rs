@@ -177,17 +177,24 @@ fn cpu_reference_decoder_matches_the_burn_model() {
 
 #[test]
 fn fused_trainer_gradients_match_burn_autodiff() {
-    for activation in [Activation::Relu, Activation::Hgelu] {
-        fused_trainer_gradients_match_burn_autodiff_with(activation);
+    // Both activations; and the default's with grid 0's corners read (`--corner-reads`).
+    for (activation, corner_reads) in [(Activation::Relu, false), (Activation::Hgelu, false), (Activation::Hgelu, true)] {
+        fused_trainer_gradients_match_burn_autodiff_with(activation, corner_reads);
     }
 }
 
-fn fused_trainer_gradients_match_burn_autodiff_with(activation: Activation) {
+fn fused_trainer_gradients_match_burn_autodiff_with(activation: Activation, corner_reads: bool) {
     let set = texset_testkit::small_set(32);
-    let options = CompressOptions { model: ModelConfig { activation, ..ModelConfig::default() }, ..CompressOptions::default() };
+    let options =
+        CompressOptions { model: ModelConfig { activation, corner_reads, ..ModelConfig::default() }, ..CompressOptions::default() };
     let (layout, _) = analyse(&set, &options).unwrap();
-    let params = initial_params(&set, &layout, 3);
-    assert_eq!(params.activation, activation);
+    let mut params = initial_params(&set, &layout, 3);
+    assert_eq!((params.activation, params.grids[0].corners), (activation, corner_reads));
+    if corner_reads {
+        // Columns that differ per corner (they start equal, the bilinear model).
+        let mut rng = Rng::new(9, 0, 0);
+        params.layers[0].weights.iter_mut().for_each(|w| *w += (rng.next_f32() - 0.5) * 0.1);
+    }
     let sampler = Sampler::new(&set, &layout);
     let mut batch = Batch::default();
     sampler.fill(&mut Rng::new(4, 0, 0), 256, &mut batch);
@@ -200,7 +207,7 @@ fn fused_trainer_gradients_match_burn_autodiff_with(activation: Activation) {
         assert_eq!(a.len(), b.len(), "{name} length");
         let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-12);
         let worst = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
-        assert!(worst <= 1e-3 * scale, "{activation:?}: {name}: max diff {worst} vs scale {scale}");
+        assert!(worst <= 1e-3 * scale, "{activation:?}, corners {corner_reads}: {name}: max diff {worst} vs scale {scale}");
     };
     for (i, (g, b)) in grads.grids.iter().zip(&burn_grads.grids).enumerate() {
         check(&format!("grid {i}"), &g.values, &b.values);

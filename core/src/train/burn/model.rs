@@ -110,6 +110,7 @@ impl NtcModelConfig {
                 values: Initializer::Uniform { min: -amplitude, max: amplitude }.init([g.height * g.width, g.channels], device),
                 width: g.width,
                 height: g.height,
+                corners: false,
             })
             .collect();
         let mut widths = vec![self.mlp_inputs()];
@@ -129,6 +130,9 @@ pub struct LatentGrid {
     pub width: usize,
     /// Cells down.
     pub height: usize,
+    /// The decoder reads each channel's four weighted corners as inputs of their own
+    /// ([`GridParams::corners`]).
+    pub corners: bool,
 }
 
 impl LatentGrid {
@@ -144,7 +148,8 @@ impl LatentGrid {
     /// - `noise`: `[4, B, channels]`, added to the four gathered corners (see the module docs);
     ///   when present the grid values are clamped to `[-1, 1]` first.
     /// - `trainable`: false fetches from a constant copy of the values (no gradient).
-    /// - returns `[B, channels]`.
+    /// - returns `[B, channels]`, or `[B, 4 · channels]` channel-major (each corner's value
+    ///   times its weight) for a grid that reads its corners.
     fn fetch(&self, u: Tensor<2>, v: Tensor<2>, noise: Option<Tensor<3>>, trainable: bool) -> Tensor<2> {
         let [batch, _] = u.dims();
         let (x0, x1, fx) = bilinear_axis(u, self.width);
@@ -164,20 +169,20 @@ impl LatentGrid {
         let weights = [one_fx.clone().mul(one_fy.clone()), fx.clone().mul(one_fy), one_fx.mul(fy.clone()), fx.mul(fy)];
         // Four [B, C] noise tensors, one per corner.
         let mut corner_noise = noise.map(|n| n.chunk(4, 0).into_iter());
-        let mut out: Option<Tensor<2>> = None;
+        let mut terms: Vec<Tensor<2>> = Vec::with_capacity(4);
         for (rows, weight) in rows.into_iter().zip(weights) {
             // `select` records a scatter-add backward: gradients flow back into the grid rows.
             let mut gathered = values.clone().select(0, rows); // [B, C]
             if let Some(n) = corner_noise.as_mut().and_then(Iterator::next) {
                 gathered = gathered + n.squeeze_dim::<2>(0);
             }
-            let term = gathered.mul(weight);
-            out = Some(match out {
-                Some(acc) => acc + term,
-                None => term,
-            });
+            terms.push(gathered.mul(weight));
         }
-        out.unwrap_or_else(|| Tensor::zeros([batch, self.channels()], &self.values.device()))
+        if self.corners {
+            // [B, C, 4] → [B, 4C]: channel c's corner k at 4c + k.
+            return Tensor::stack::<3>(terms, 2).reshape([batch, 4 * self.channels()]);
+        }
+        terms.into_iter().reduce(|acc, term| acc + term).unwrap_or_else(|| Tensor::zeros([batch, self.channels()], &self.values.device()))
     }
 }
 
@@ -223,6 +228,7 @@ impl NtcModel {
                 ),
                 width: g.width as usize,
                 height: g.height as usize,
+                corners: g.corners,
             })
             .collect();
         let layers = params
@@ -252,7 +258,7 @@ impl NtcModel {
                     height: g.height as u32,
                     channels: g.channels() as u32,
                     values: read_f32(g.values.val()),
-                    corners: false,
+                    corners: g.corners,
                 })
                 .collect(),
             pe_frequencies: self.pe_frequencies as u32,
@@ -319,13 +325,16 @@ impl NtcModel {
         // Noise split per grid: [4, B, channels of grid g].
         let sizes = self.grids.iter().map(LatentGrid::channels).collect();
         let mut grid_noise = noise.map(|n| n.split_with_sizes(sizes, 2).into_iter());
+        // 2. Channel budget, per grid: a corner grid's four inputs of a channel take its mask.
+        let [batch, _] = mask.dims();
+        let masks = mask.split_with_sizes(self.grids.iter().map(LatentGrid::channels).collect(), 1);
         let mut features = Vec::with_capacity(self.grids.len());
-        for grid in &self.grids {
+        for (grid, m) in self.grids.iter().zip(masks) {
             let n = grid_noise.as_mut().and_then(Iterator::next);
-            features.push(grid.fetch(u.clone(), v.clone(), n, train_grids));
+            let m = if grid.corners { m.unsqueeze_dim::<3>(2).repeat_dim(2, 4).reshape([batch, 4 * grid.channels()]) } else { m };
+            features.push(grid.fetch(u.clone(), v.clone(), n, train_grids).mul(m));
         }
-        // 2. Channel budget.
-        let latent = Tensor::cat(features, 1).mul(mask);
+        let latent = Tensor::cat(features, 1);
 
         // 3. Positional encoding: [B, 4 · pe_frequencies].
         let mut h = match self.positional_encoding(u, v) {

@@ -188,6 +188,37 @@ fn forward_matches_scalar_reference_with(params: &ModelParams, rng: &mut Rng) {
     assert!(decoded.iter().all(|x| (0.0..=1.0).contains(x)));
 }
 
+/// A grid that reads its corners: burn's forward pass (four weighted inputs a channel, each under
+/// its channel's mask) against the CPU reference's features and MLP.
+#[test]
+fn corner_reads_match_the_cpu_reference() {
+    let mut rng = Rng::from_state(5);
+    let mut params = ModelParams { activation: Activation::Hgelu, ..small_params(&mut rng) };
+    params.grids[0].corners = true;
+    let inputs = params.mlp_inputs();
+    let outputs = params.layers[0].outputs;
+    let mut first = LayerParams::zeros(inputs, outputs);
+    first.weights.iter_mut().for_each(|w| *w = sym(&mut rng, 1.5 / (inputs as f32).sqrt()));
+    params.layers[0] = first;
+    let device = Device::flex();
+    let model = NtcModel::from_params(&params, &device);
+    assert_eq!(model.to_params(), params);
+    let (b, lc, oc) = (40, params.latent_channels(), params.output_channels());
+    let uv = random_uv(&mut rng, b);
+    let mask = random_mask(&mut rng, b, lc);
+    let out = read_f32(model.forward(tensor2(&uv, b, 2, &device), tensor2(&mask, b, lc, &device), None));
+    let (mut features, mut scratch) = (vec![0.0; inputs], crate::model::reference::MlpScratch::default());
+    let mut worst = 0.0f32;
+    for i in 0..b {
+        crate::model::reference::features_at_level(&params, uv[2 * i], uv[2 * i + 1], 0, &mask[i * lc..(i + 1) * lc], &mut features);
+        let want = crate::model::reference::mlp_forward(&params, &features, &mut scratch);
+        for o in 0..oc {
+            worst = worst.max((out[i * oc + o] - want[o]).abs());
+        }
+    }
+    assert!(worst <= 1e-5, "max abs diff {worst}");
+}
+
 #[test]
 fn loss_and_grads_match_finite_differences() {
     for activation in [Activation::Relu, Activation::Hgelu] {
