@@ -176,7 +176,7 @@ impl Manifest {
     /// corners.
     #[must_use]
     pub fn latent_features(&self) -> usize {
-        self.grids.iter().map(|g| g.channels as usize * if g.corners { 4 } else { 1 }).sum()
+        self.grids.iter().map(|g| g.channels as usize * crate::model::inputs_per_channel(g.corners)).sum()
     }
 
     /// Width of the MLP input: the latent features, positional encoding and (with a mip chain)

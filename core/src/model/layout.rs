@@ -112,7 +112,7 @@ impl ModelLayout {
     /// corners), the positional encoding and, with a mip chain, the LOD input.
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        let features: usize = self.grids.iter().map(|g| g.channels as usize * if g.corners { 4 } else { 1 }).sum();
+        let features: usize = self.grids.iter().map(|g| g.channels as usize * crate::model::inputs_per_channel(g.corners)).sum();
         features + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
     }
 

@@ -86,10 +86,10 @@ impl GridParams {
         Self { width, height, channels, values: vec![0.0; width as usize * height as usize * channels as usize], corners: false }
     }
 
-    /// MLP inputs each channel gives: 4 when it reads its corners, else 1.
+    /// MLP inputs each channel gives ([`inputs_per_channel`]).
     #[must_use]
     pub fn reads(&self) -> usize {
-        if self.corners { 4 } else { 1 }
+        inputs_per_channel(self.corners)
     }
 
     /// Number of values (`width * height * channels`).
@@ -203,6 +203,13 @@ impl Activation {
     pub fn is_relu(&self) -> bool {
         *self == Self::Relu
     }
+}
+
+/// MLP inputs each channel of a grid gives: 4 when the grid's corners are read
+/// ([`GridParams::corners`]), else 1. Every layout, manifest and generator counts with it.
+#[must_use]
+pub const fn inputs_per_channel(corners: bool) -> usize {
+    if corners { 4 } else { 1 }
 }
 
 /// `HGELUClamp`'s upper clamp (NTC's `maxval`).

@@ -369,13 +369,20 @@ impl ModelConfig {
     /// four per channel with `corner_reads`), positional encoding and (`lod_input`) the LOD input
     /// in, `output_channels` out.
     fn decoder_layers(&self, output_channels: usize, lod_input: bool) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let corner_extra = if self.corner_reads { 3 * self.grids.first().map_or(0, |g| g.channels as usize) } else { 0 };
-        let first = self.grids.iter().map(|g| g.channels as usize).sum::<usize>()
-            + corner_extra
-            + 4 * self.pe_frequencies as usize
-            + usize::from(lod_input);
-        let inputs = std::iter::once(first).chain(self.hidden_widths.iter().copied());
+        let inputs = std::iter::once(self.decoder_inputs(lod_input)).chain(self.hidden_widths.iter().copied());
         inputs.zip(self.hidden_widths.iter().copied().chain(std::iter::once(output_channels)))
+    }
+
+    /// The decoder's first-layer inputs: every latent channel (grid 0's four with
+    /// `corner_reads`), the positional encoding and (`lod_input`) the LOD input.
+    fn decoder_inputs(&self, lod_input: bool) -> usize {
+        self.grids
+            .iter()
+            .enumerate()
+            .map(|(i, g)| g.channels as usize * crate::model::inputs_per_channel(self.corner_reads && i == 0))
+            .sum::<usize>()
+            + 4 * self.pe_frequencies as usize
+            + usize::from(lod_input)
     }
 }
 
@@ -528,12 +535,7 @@ impl CompressOptions {
         if self.model.hidden_widths.iter().any(|&w| w == 0 || w > MAX_MLP_WIDTH) {
             return Err(OptionsError::HiddenWidth);
         }
-        // The decoder's inputs: every latent channel, the positional encoding and the LOD input.
-        let corner_extra = if self.model.corner_reads { 3 * self.model.grids[0].channels as usize } else { 0 };
-        let inputs = self.model.grids.iter().map(|g| g.channels as usize).sum::<usize>()
-            + corner_extra
-            + 4 * self.model.pe_frequencies as usize
-            + usize::from(self.model.mips);
+        let inputs = self.model.decoder_inputs(self.model.mips);
         if inputs > MAX_MLP_WIDTH {
             return Err(OptionsError::DecoderInputs { inputs });
         }

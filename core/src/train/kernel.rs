@@ -128,9 +128,11 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
             let mut da = vec![0.0f32; lf * np];
             backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, lf, None, &mut da);
             d_features = vec![0.0f32; n * lf];
-            for (f, (column, &c)) in da.chunks_exact(np).zip(&feature_channels(params)).enumerate() {
-                for (i, &d) in column[..n].iter().enumerate() {
-                    d_features[i * lf + f] = d * batch.mask[i * lc + c];
+            for c in 0..lc {
+                for f in params.channel_inputs(c) {
+                    for (i, &d) in da[f * np..f * np + n].iter().enumerate() {
+                        d_features[i * lf + f] = d * batch.mask[i * lc + c];
+                    }
                 }
             }
             // (Options refuse budget gates with corner reads: a gate's gradient here is the
@@ -156,19 +158,6 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
         }
     }
     ChunkGrads { weighted_sq_err, sq_err, targeted, layers: layer_grads, d_features, corners, levels, gate_grads }
-}
-
-/// Per latent feature (MLP input), the latent channel it reads ([`ModelParams::channel_inputs`]).
-fn feature_channels(params: &ModelParams) -> Vec<usize> {
-    let mut channel = 0;
-    let mut out = Vec::with_capacity(params.latent_features());
-    for g in &params.grids {
-        for c in 0..g.channels as usize {
-            out.extend(std::iter::repeat_n(channel + c, g.reads()));
-        }
-        channel += g.channels as usize;
-    }
-    out
 }
 
 /// The gathered first-layer input of a batch: what the forward pass and the backward scatter
@@ -305,13 +294,9 @@ fn forward_layers(mlp: &[LayerParams], act: Activation, x: Vec<f32>, np: usize, 
     for (l, layer) in mlp.iter().enumerate() {
         let mut z = vec![0.0f32; layer.outputs * np];
         let hidden = l != last;
-        if hidden && keep_pre && act != Activation::Relu {
-            let mut p = vec![0.0f32; layer.outputs * np];
-            forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, Some(act), Some(&mut p), &mut z);
-            pre.push(p);
-        } else {
-            forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, hidden.then_some(act), None, &mut z);
-        }
+        let mut p = (hidden && keep_pre && act != Activation::Relu).then(|| vec![0.0f32; layer.outputs * np]);
+        forward_layer(&layer.weights, &layer.biases, layer.inputs, &activations[l], np, hidden.then_some(act), p.as_deref_mut(), &mut z);
+        pre.extend(p);
         activations.push(z);
     }
     Forward { activations, pre }

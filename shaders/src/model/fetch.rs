@@ -4,7 +4,7 @@
 
 use super::f32_bits;
 use std::fmt::Write as _;
-use texset_core::bundle::Manifest;
+use texset_core::{bundle::Manifest, model::inputs_per_channel};
 
 /// One grid as the generated latent fetch reads it.
 pub(super) struct GridFetch {
@@ -32,7 +32,7 @@ pub(super) fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
             let fetch =
                 GridFetch { channels: grid.channels, bits: grid.bits, channel, first, corners: grid.corners, low: grid.range[0], step };
             channel += grid.channels;
-            first += grid.channels * if grid.corners { 4 } else { 1 };
+            first += grid.channels * inputs_per_channel(grid.corners) as u32;
             fetch
         })
         .collect()
@@ -97,7 +97,7 @@ pub(super) fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencie
                 inputs.push(masked(format!("v{channel}")));
             }
         }
-        debug_assert_eq!(inputs.len() as u32, grid.first + grid.channels * if grid.corners { 4 } else { 1 });
+        debug_assert_eq!(inputs.len() as u32, grid.first + grid.channels * inputs_per_channel(grid.corners) as u32);
     }
     if pe_frequencies > 0 {
         t.push_str("    let px = uv.x * f32(GRID_WIDTH[slot]);\n    let py = uv.y * f32(GRID_HEIGHT[slot]);\n");

@@ -2,7 +2,7 @@
 
 use texset_core::{
     bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat},
-    model::{Activation, QuantizedLayer, mip_grid_side},
+    model::{Activation, QuantizedLayer, inputs_per_channel, mip_grid_side},
     set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
 };
 
@@ -115,7 +115,7 @@ fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32
         .collect();
     let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
     // Outputs: m/basecolor 3, m/roughness 1, n/normal 3, n/height 1.
-    let latent_features: u32 = grids.iter().map(|g| g.channels * if g.corners { 4 } else { 1 }).sum();
+    let latent_features: u32 = grids.iter().map(|g| g.channels * inputs_per_channel(g.corners) as u32).sum();
     let mut widths = vec![latent_features + 4 * pe_frequencies + u32::from(mip_levels > 1)];
     widths.extend_from_slice(hidden_widths);
     widths.push(8);

@@ -13,8 +13,8 @@ pub struct PackedLayer {
     /// `vec4`s of one row (the inputs rounded up to four, zero-padded).
     pub row_vec4s: u32,
     /// Rows stored: a hidden layer's outputs rounded up to four (zero rows, zero biases, so the
-    /// padded activations are 0 after `ReLU` or `HGELUClamp`); the last layer's outputs plus three zero rows, so a
-    /// four-row read from any output stays inside the layer.
+    /// padded activations are 0 after `ReLU` or `HGELUClamp`); the last layer's outputs plus three
+    /// zero rows, so a four-row read from any output stays inside the layer.
     pub rows: u32,
     /// The `vec4` index of row 0. A hidden layer's rows are `row_vec4s` each; the last layer's are
     /// `row_vec4s + 1`, the extra `vec4` holding the row's bias in `x`.

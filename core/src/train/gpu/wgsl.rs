@@ -4,7 +4,7 @@
 //! layers come from the one generator every decoding shader runs (`model::wgsl`).
 
 use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
-use crate::model::params::{Activation, ModelParams};
+use crate::model::params::{Activation, ModelParams, inputs_per_channel};
 use crate::model::quant::{self, WeightFormat};
 use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
 use std::fmt::Write as _;
@@ -130,7 +130,7 @@ pub(super) fn specialise(
 /// model on lavapipe (loops over the grids and channels in the shader before).
 fn gather_wgsl(grids: &[(u32, bool)], pe: u32, has_lod: bool, tpi: u32, maxw: u32) -> String {
     let mut t = String::from("fn gather(first: u32) {\n");
-    let lc: u32 = grids.iter().map(|&(c, corners)| if corners { 4 * c } else { c }).sum();
+    let lc: u32 = grids.iter().map(|&(c, corners)| c * inputs_per_channel(corners) as u32).sum();
     for p in 0..tpi {
         let base = p * maxw;
         let _ = writeln!(t, "    let d{p} = draw(first + {p}u);\n    drawn[{p}u] = d{p};\n    let at{p} = texel_at(d{p}.x, d{p}.y);");
