@@ -78,10 +78,16 @@ for bin in "${bins[@]}"; do
   fi
 done
 
-# 2b. The weight-gradient tile on this card: the hardware default (8x8x256) against the software
-#     GPU's (16x32x1024) and one between, at NTC's batch (`wgrad` and `adam` are the dispatches
-#     that change; the tiles of 256 texels give the same bits).
-if "$candidate" bench train --help | grep -q -- --wgrad-tile; then
+# 2b. How the weight gradients are summed on this card, at NTC's batch: in `fwd_bwd`'s workgroup
+#     (`fused`, the hardware default since decision 040, rounds of 32 and 64 texels) against the
+#     `wgrad` pass's tiles (8x8x256, the hardware default before; 16x32x1024, the software GPU's).
+#     `fwd_bwd`, `wgrad` and `adam` are the dispatches that change.
+if "$candidate" bench train --help | grep -q -- '--wgrad '; then
+  for pass in fused fused-64 8x8x256 16x32x1024; do
+    echo "== bench train --gpu --batch 65536 --wgrad $pass: $candidate"
+    timeout 120 "$candidate" bench train --gpu --batch 65536 --runs 3 --wgrad "$pass" "${libs[@]}" || echo "FAILED ($?)"
+  done
+elif "$candidate" bench train --help | grep -q -- --wgrad-tile; then
   for tile in 8x8x256 16x16x256 16x32x1024; do
     echo "== bench train --gpu --batch 65536 --wgrad-tile $tile: $candidate"
     timeout 120 "$candidate" bench train --gpu --batch 65536 --runs 3 --wgrad-tile "$tile" "${libs[@]}" || echo "FAILED ($?)"

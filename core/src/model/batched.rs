@@ -60,6 +60,7 @@ trait Lanes: Copy {
         self.load(self.store(v).map(|z| Activation::Hgelu.apply(z)))
     }
     /// `g` times [`Activation::Hgelu`]'s derivative at `z`, every lane.
+    #[cfg(feature = "train")]
     #[inline(always)]
     fn hgelu_backward(self, g: Self::T, z: Self::T) -> Self::T {
         let (g, z) = (self.store(g), self.store(z));
@@ -128,6 +129,7 @@ impl Lanes for pulp::x86::V3 {
     fn hgelu(self, v: Self::T) -> Self::T {
         [hgelu_x8(self, v[0]), hgelu_x8(self, v[1])]
     }
+    #[cfg(feature = "train")]
     #[inline(always)]
     fn hgelu_backward(self, g: Self::T, z: Self::T) -> Self::T {
         [hgelu_backward_x8(self, g[0], z[0]), hgelu_backward_x8(self, g[1], z[1])]
@@ -149,6 +151,7 @@ fn hgelu_x8(s: pulp::x86::V3, z: pulp::f32x8) -> pulp::f32x8 {
 
 /// `g` times [`Activation::Hgelu`]'s derivative at `z`, eight lanes, as
 /// [`Activation::derivative`] computes it.
+#[cfg(feature = "train")]
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn hgelu_backward_x8(s: pulp::x86::V3, g: pulp::f32x8, z: pulp::f32x8) -> pulp::f32x8 {

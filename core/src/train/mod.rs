@@ -32,7 +32,7 @@ pub use backend::{Unsupported, resolve_auto};
 pub use burn::trainer::BurnTrainer;
 pub use burn::{AdapterSummary, adapters, device_for, share_wgpu_device};
 pub use fused::FusedTrainer;
-pub use gpu::{DispatchTimes, GpuTrainer, KernelChoice, STATS_RING, WgradTile, share_device};
+pub use gpu::{DispatchTimes, FUSED_BUDGET_BYTES, GpuTrainer, KernelChoice, STATS_RING, WgradPass, WgradTile, share_device};
 pub use init::initial_params;
 pub use run::{TrainReport, Trainer};
 pub use sampler::{Batch, Sampler};

@@ -12,7 +12,7 @@ use texset_core::{
     options::{CheckpointOptions, Recipe},
     rng::Rng,
     set::{MapKind, load_library},
-    train::{Batch, GpuTrainer, KernelChoice, Sampler, Schedule, Trainer as _, WgradTile, adapters, initial_params},
+    train::{Batch, GpuTrainer, KernelChoice, Sampler, Schedule, Trainer as _, WgradPass, WgradTile, adapters, initial_params},
 };
 use texset_testkit::gpu_or_skip;
 
@@ -84,10 +84,14 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
             &library(),
             &options,
             &[
-                (WeightMemory::Uniform, MlpShape::Vec4Rows),
-                (WeightMemory::Uniform, MlpShape::Scalar),
-                (WeightMemory::Workgroup, MlpShape::Vec4Rows),
-                (WeightMemory::Storage, MlpShape::Scalar),
+                kernel(WeightMemory::Uniform, MlpShape::Vec4Rows),
+                kernel(WeightMemory::Uniform, MlpShape::Scalar),
+                kernel(WeightMemory::Workgroup, MlpShape::Vec4Rows),
+                kernel(WeightMemory::Storage, MlpShape::Scalar),
+                // The weight gradients summed in the workgroup (workgroup memory holds this
+                // decoder's weights or the rows, not both: the narrow decoder's test below).
+                fused(WeightMemory::Uniform, MlpShape::Vec4Rows),
+                fused(WeightMemory::Storage, MlpShape::Scalar),
             ],
             None,
         );
@@ -109,7 +113,11 @@ fn one_gpu_step_with_hgelu_has_the_fused_cpu_trainers_gradients() {
     same_step_gradients(
         &library(),
         &options,
-        &[(WeightMemory::Uniform, MlpShape::Vec4Rows), (WeightMemory::Storage, MlpShape::Scalar)],
+        &[
+            kernel(WeightMemory::Uniform, MlpShape::Vec4Rows),
+            kernel(WeightMemory::Storage, MlpShape::Scalar),
+            fused(WeightMemory::Uniform, MlpShape::Scalar),
+        ],
         None,
     );
 }
@@ -123,8 +131,10 @@ fn one_gpu_step_with_corner_reads_has_the_fused_cpu_trainers_gradients() {
     if !adapter("one_gpu_step_with_corner_reads_has_the_fused_cpu_trainers_gradients") {
         return;
     }
-    let cases =
-        [(false, None, (WeightMemory::Uniform, MlpShape::Vec4Rows)), (true, Some((0.1, 5, 3)), (WeightMemory::Storage, MlpShape::Scalar))];
+    let cases = [
+        (false, None, kernel(WeightMemory::Uniform, MlpShape::Vec4Rows)),
+        (true, Some((0.1, 5, 3)), fused(WeightMemory::Storage, MlpShape::Scalar)),
+    ];
     for (mips, noise, kernel) in cases {
         let options = CompressOptions {
             model: ModelConfig { corner_reads: true, mips, ..ModelConfig::default() },
@@ -138,9 +148,10 @@ fn one_gpu_step_with_corner_reads_has_the_fused_cpu_trainers_gradients() {
 }
 
 /// Every weight-gradient tile of as many texels sums each weight over the same texels in the same
-/// order, so the tile changes no bit: a hardware GPU's 8×8, a software GPU's 16×32, and 12×20,
-/// whose edges fall inside every layer of the model (its padding and the next rows read, none of
-/// them stored). Chunks of other sizes sum in another order: within rounding of the others.
+/// order, so the tile changes no bit: the 8×8 tile, a software GPU's 16×32, and 12×20, whose
+/// edges fall inside every layer of the model (its padding and the next rows read, none of them
+/// stored). Chunks of other sizes, and the weight gradients summed in `fwd_bwd`'s workgroups
+/// (rounds of 32, 16 and 4 texels), sum in another order: within rounding of the others.
 #[test]
 fn every_weight_gradient_tile_gives_the_same_bits() {
     if !adapter("every_weight_gradient_tile_gives_the_same_bits") {
@@ -156,14 +167,25 @@ fn every_weight_gradient_tile_gives_the_same_bits() {
     let params = initial_params(&set, &layout, 7);
     let mut first: Option<(WgradTile, Vec<u32>, ModelParams)> = None;
     let software = WgradTile { texels: WgradTile::SMALL.texels, ..WgradTile::LARGE };
-    for tile in [WgradTile::SMALL, software, WgradTile::new(12, 20, 256).unwrap(), WgradTile::LARGE] {
-        let choice = KernelChoice { wgrad_tile: Some(tile), ..KernelChoice::default() };
+    let tiles = [WgradTile::SMALL, software, WgradTile::new(12, 20, 256).unwrap(), WgradTile::LARGE].map(WgradPass::Tiles);
+    let fused = [32, 16, 4].map(|n| WgradPass::Fused { round_texels: Some(n) });
+    for pass in tiles.into_iter().chain(fused) {
+        let choice = KernelChoice { wgrad: Some(pass), ..KernelChoice::default() };
         let mut trainer = GpuTrainer::with_kernels(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params, choice).unwrap();
-        assert_eq!(trainer.wgrad_tile(), tile);
+        assert_eq!(trainer.wgrad_pass(), pass);
         let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
         let (_, grads) = trainer.gradients_for(&draws, None).unwrap();
         let bits: Vec<u32> = grads.layers.iter().flat_map(|l| l.weights.iter().chain(&l.biases)).map(|v| v.to_bits()).collect();
-        assert!(bits.iter().filter(|&&b| b != 0).count() > bits.len() / 2, "{}: most weight gradients are not zero", tile.name());
+        assert!(bits.iter().filter(|&&b| b != 0).count() > bits.len() / 2, "{}: most weight gradients are not zero", pass.name());
+        let tile = match pass {
+            WgradPass::Tiles(tile) => tile,
+            WgradPass::Fused { .. } => {
+                let (_, _, expected) = first.as_ref().unwrap();
+                let (rel, name) = worst_relative(&grads, expected);
+                assert!(rel <= 1e-5, "{} against the tiles: {name} differs by {rel:e}", pass.name());
+                continue;
+            }
+        };
         match &first {
             None => first = Some((tile, bits, grads)),
             Some((base, expected, _)) if base.texels == tile.texels => {
@@ -179,6 +201,63 @@ fn every_weight_gradient_tile_gives_the_same_bits() {
     for (o, i, t) in [(6, 8, 256), (8, 68, 256), (8, 8, 128), (8, 8, 768)] {
         assert!(WgradTile::new(o, i, t).is_err(), "{o}×{i}×{t} is refused");
     }
+}
+
+/// The weight gradients summed in the workgroup beside the weights in workgroup memory (a narrow
+/// decoder, whose weights leave room for the rows): the CPU's gradients; and the default decoder,
+/// whose weights leave too little, is refused with the reason, not run.
+#[test]
+fn fused_weight_gradients_beside_workgroup_weights() {
+    if !adapter("fused_weight_gradients_beside_workgroup_weights") {
+        return;
+    }
+    let narrow = CompressOptions {
+        model: ModelConfig { hidden_widths: vec![32, 32], ..ModelConfig::default() },
+        schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
+        ..CompressOptions::default()
+    };
+    same_step_gradients(&library(), &narrow, &[fused(WeightMemory::Workgroup, MlpShape::Scalar)], None);
+    let options = CompressOptions { schedule: narrow.schedule.clone(), ..CompressOptions::default() };
+    let set = library();
+    let (layout, _) = analyse(&set, &options).unwrap();
+    let wide = GpuTrainer::with_kernels(
+        Sampler::new(&set, &layout),
+        Schedule::new(&options, &layout),
+        &initial_params(&set, &layout, 1),
+        fused(WeightMemory::Workgroup, MlpShape::Scalar),
+    );
+    match wide {
+        Ok(trainer) => eprintln!("this adapter holds the default decoder's weights and rows: {}", trainer.wgrad_pass().name()),
+        Err(e) => assert!(e.to_string().contains("does not fit"), "{e}"),
+    }
+}
+
+/// The weight gradients summed in the workgroup train deterministically: the same seed gives the
+/// same model twice, through the freeze and the weight fine-tune.
+#[test]
+fn fused_weight_gradients_give_the_same_bits_twice() {
+    if !adapter("fused_weight_gradients_give_the_same_bits_twice") {
+        return;
+    }
+    let set = library();
+    let mut options = CompressOptions {
+        schedule: ScheduleConfig { steps: 40, batch_texels: 1024, ..ScheduleConfig::default() },
+        ..CompressOptions::default()
+    };
+    options.schedule.apply_recipe(Recipe::Ntc, &[]);
+    let (layout, _) = analyse(&set, &options).unwrap();
+    let params = initial_params(&set, &layout, 5);
+    let run = || {
+        let choice = KernelChoice { wgrad: Some(WgradPass::Fused { round_texels: None }), ..KernelChoice::default() };
+        let mut trainer = GpuTrainer::with_kernels(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params, choice).unwrap();
+        for _ in 0..40 {
+            trainer.run_step().unwrap();
+        }
+        model_bits(&trainer.params().unwrap())
+    };
+    let first = run();
+    assert!(first.1 != model_bits(&params).1, "the weights trained");
+    assert_eq!(first, run(), "the same seed gave another model");
 }
 
 /// Steps go to the device up to 16 to a submission, each reading its own slot of the uniform
@@ -237,7 +316,12 @@ fn per_latent_noise_is_the_same_on_the_gpu_and_the_cpu() {
         budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
         ..CompressOptions::default()
     };
-    same_step_gradients(&library(), &options, &[(WeightMemory::Storage, MlpShape::Vec4Rows)], Some((1.0 / 3.0, 0x5EED_0000_0001, 77)));
+    same_step_gradients(
+        &library(),
+        &options,
+        &[kernel(WeightMemory::Storage, MlpShape::Vec4Rows)],
+        Some((1.0 / 3.0, 0x5EED_0000_0001, 77)),
+    );
 }
 
 /// A normal map trained for shading (unit targets, its own loss weight, a lighter z): the GPU's
@@ -260,17 +344,22 @@ fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
         },
         ..CompressOptions::default()
     };
-    same_step_gradients(&set, &options, &[(WeightMemory::Storage, MlpShape::Scalar)], None);
+    same_step_gradients(&set, &options, &[kernel(WeightMemory::Storage, MlpShape::Scalar)], None);
+}
+
+/// The trainer with its weights in `memory` and its MLP in `shape`, the adapter's weight gradients.
+fn kernel(memory: WeightMemory, shape: MlpShape) -> KernelChoice {
+    KernelChoice { weight_memory: Some(memory), mlp_shape: Some(shape), ..KernelChoice::default() }
+}
+
+/// The same with the weight gradients summed in `fwd_bwd`'s workgroup (`fused.rs`).
+fn fused(memory: WeightMemory, shape: MlpShape) -> KernelChoice {
+    KernelChoice { wgrad: Some(WgradPass::Fused { round_texels: None }), ..kernel(memory, shape) }
 }
 
 /// One step's loss and gradients on the GPU equal the fused CPU kernel's, on the same draws (with
 /// per-latent noise of `(amplitude, seed, step)` when given).
-fn same_step_gradients(
-    set: &texset_core::TextureSet,
-    options: &CompressOptions,
-    kernels: &[(WeightMemory, MlpShape)],
-    noise: Option<(f32, u64, u32)>,
-) {
+fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions, kernels: &[KernelChoice], noise: Option<(f32, u64, u32)>) {
     let (layout, report) = analyse(set, options).unwrap();
     assert_eq!(layout.mip_levels > 1, options.model.mips, "a mip chain with mips");
     if options.model.mips {
@@ -285,16 +374,14 @@ fn same_step_gradients(
             *v = rng.next_f32() - 0.5;
         }
     }
-    for &(memory, shape) in kernels {
+    for &choice in kernels {
         let schedule = Schedule::new(options, &layout);
-        let mut trainer = GpuTrainer::with_kernels(
-            Sampler::new(set, &layout),
-            schedule,
-            &params,
-            KernelChoice { weight_memory: Some(memory), mlp_shape: Some(shape), ..KernelChoice::default() },
-        )
-        .unwrap();
-        assert_eq!((trainer.weight_memory(), trainer.mlp_shape()), (memory, shape));
+        let mut trainer = GpuTrainer::with_kernels(Sampler::new(set, &layout), schedule, &params, choice).unwrap();
+        let (memory, shape) = (trainer.weight_memory(), trainer.mlp_shape());
+        assert_eq!((Some(memory), Some(shape)), (choice.weight_memory, choice.mlp_shape));
+        if let Some(WgradPass::Fused { .. }) = choice.wgrad {
+            assert!(matches!(trainer.wgrad_pass(), WgradPass::Fused { round_texels: Some(_) }), "{:?}", trainer.wgrad_pass());
+        }
         let draws = trainer.sampler().draw(&mut Rng::new(11, 0, 0), 1024);
         assert!(draws.iter().any(|&(g, _)| g > 0), "several groups drawn");
         let mut batch = Batch::default();
@@ -309,11 +396,12 @@ fn same_step_gradients(
         }
         let (rel, name) = worst_relative(&gpu, &cpu);
         eprintln!(
-            "adapter {}, mip group {}, weights in {} memory, MLP in {}: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
+            "adapter {}, mip group {}, weights in {} memory, MLP in {}, weight gradients {}: loss cpu {cpu_loss} gpu {gpu_loss}; worst {name} {rel:e}",
             trainer.adapter(),
             layout.mip_group,
             memory.name(),
-            shape.name()
+            shape.name(),
+            trainer.wgrad_pass().name()
         );
         assert!((gpu_loss - cpu_loss).abs() <= 1e-4 * cpu_loss.abs(), "{}: loss {gpu_loss} vs {cpu_loss}", memory.name());
         assert!(rel <= 1e-4, "{}: {name}: relative gradient difference {rel:e}", memory.name());

@@ -10,7 +10,10 @@ use texset_core::{
     model::{Activation, wgsl::MlpShape},
     rng::Rng,
     set::load_library,
-    train::{Batch, FusedTrainer, GpuTrainer, KernelChoice, STATS_RING, Sampler, Schedule, Trainer, WgradTile, device_for, initial_params},
+    train::{
+        Batch, FusedTrainer, GpuTrainer, KernelChoice, STATS_RING, Sampler, Schedule, Trainer, WgradPass, WgradTile, device_for,
+        initial_params,
+    },
 };
 
 use super::decode::flop_ceiling;
@@ -48,10 +51,12 @@ pub(crate) struct TrainBenchArgs {
     /// adapter has them).
     #[arg(long, requires = "gpu")]
     batch_sweep: bool,
-    /// With `--gpu`: the weight-gradient tile, `OUTPUTSxINPUTSxTEXELS` (e.g. `8x8x256`), instead of
-    /// the adapter's (`8x8x256` on a hardware GPU, `16x32x1024` on one the CPU emulates).
-    #[arg(long, requires = "gpu", value_name = "OUTxINxTEXELS", value_parser = parse_tile)]
-    wgrad_tile: Option<WgradTile>,
+    /// With `--gpu`: how the weight gradients are summed, instead of the adapter's way (`fused` on
+    /// a hardware GPU, `16x32x1024` on one the CPU emulates): `fused` (in `fwd_bwd`'s workgroup,
+    /// rounds of as many texels as fit 16 KiB), `fused-N` (rounds of N texels), or a `wgrad` pass
+    /// of tiles `OUTPUTSxINPUTSxTEXELS` (e.g. `8x8x256`).
+    #[arg(long, alias = "wgrad-tile", requires = "gpu", value_name = "PASS", value_parser = parse_wgrad)]
+    wgrad: Option<WgradPass>,
     /// With `--gpu`: steps per submission, a GPU trainer timed for each (comma-separated, 1 to 16;
     /// default: the trainer's, 16). `1,16` shows the fixed cost per submission.
     #[arg(long, requires = "gpu", value_delimiter = ',', value_name = "STEPS", value_parser = clap::value_parser!(u32).range(1..=i64::from(STATS_RING)))]
@@ -68,14 +73,21 @@ pub(crate) struct TrainBenchArgs {
     timing: TimingArgs,
 }
 
-/// `--wgrad-tile`'s value: `OUTPUTSxINPUTSxTEXELS`.
-fn parse_tile(text: &str) -> Result<WgradTile, String> {
+/// `--wgrad`'s value: `fused`, `fused-N` or `OUTPUTSxINPUTSxTEXELS`.
+fn parse_wgrad(text: &str) -> Result<WgradPass, String> {
+    if text == "fused" {
+        return Ok(WgradPass::Fused { round_texels: None });
+    }
+    if let Some(n) = text.strip_prefix("fused-") {
+        let n = n.parse::<u32>().map_err(|e| format!("{n:?} in {text:?}: {e}"))?;
+        return Ok(WgradPass::Fused { round_texels: Some(n) });
+    }
     let sides: Vec<&str> = text.split(['x', '×']).collect();
     let [outputs, inputs, texels] = sides[..] else {
-        return Err(format!("{text:?} is not OUTPUTSxINPUTSxTEXELS, e.g. 8x8x256"));
+        return Err(format!("{text:?} is not fused, fused-N or OUTPUTSxINPUTSxTEXELS, e.g. 8x8x256"));
     };
     let side = |s: &str| s.trim().parse::<u32>().map_err(|e| format!("{s:?} in {text:?}: {e}"));
-    WgradTile::new(side(outputs)?, side(inputs)?, side(texels)?).map_err(|e| e.to_string())
+    WgradTile::new(side(outputs)?, side(inputs)?, side(texels)?).map(WgradPass::Tiles).map_err(|e| e.to_string())
 }
 
 /// `--mlp-shape`'s value.
@@ -89,7 +101,7 @@ pub(super) fn parse_shape(text: &str) -> Result<MlpShape, String> {
 
 impl TrainBenchArgs {
     fn kernels(&self) -> KernelChoice {
-        KernelChoice { wgrad_tile: self.wgrad_tile, mlp_shape: self.mlp_shape, ..KernelChoice::default() }
+        KernelChoice { wgrad: self.wgrad, mlp_shape: self.mlp_shape, ..KernelChoice::default() }
     }
 
     pub(crate) fn run(self) -> Result<()> {
@@ -195,7 +207,7 @@ impl TrainBenchArgs {
             let cost = gpu.step_cost();
             let memory = gpu.weight_memory().name();
             let shape = gpu.mlp_shape().name();
-            let tile = gpu.wgrad_tile().name();
+            let wgrad = gpu.wgrad_pass().name();
             let dispatches =
                 gpu.profile_steps(PROFILED_STEPS)?.map_or_else(|| "no timestamp queries on this device".to_owned(), |t| dispatch_line(&t));
             contenders.push(Contender::new(
@@ -210,7 +222,7 @@ impl TrainBenchArgs {
                 Box::new(move |texels_per_sec| {
                     let secs_per_step = batch as f64 / texels_per_sec.max(1e-9);
                     format!(
-                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory, MLP in {shape}, weight-gradient tiles {tile}; GPU time per dispatch: {dispatches}",
+                        "{:.2} ms per step; per step {} dispatches, {:.1} MFLOP, at least {:.1} MB moved (counted): {:.2} GFLOP/s, {:.2} GB/s; weights in {memory} memory, MLP in {shape}, weight gradients {wgrad}; GPU time per dispatch: {dispatches}",
                         1e3 * secs_per_step,
                         cost.dispatches,
                         cost.flop / 1e6,
@@ -327,7 +339,7 @@ fn gpu_batch_sweep(set: &texset_core::TextureSet, kernels: KernelChoice, runs: u
             ),
             None => format!("{wall_ms:.2} ms per step; no timestamp queries on this device"),
         };
-        let what = format!("train gpu-fused sweep on {} (batch {batch})", gpu.adapter());
+        let what = format!("train gpu-fused sweep on {} (batch {batch}, weight gradients {})", gpu.adapter(), gpu.wgrad_pass().name());
         if !json {
             eprintln!("{what}: {note}");
         }

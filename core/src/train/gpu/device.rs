@@ -50,7 +50,8 @@ impl Stage {
 pub(super) struct Pipelines {
     pub prepare: Stage,
     pub fwd_bwd: Stage,
-    pub wgrad: Stage,
+    /// None where `fwd_bwd` sums the weight gradients itself.
+    pub wgrad: Option<Stage>,
     pub adam: Stage,
 }
 
@@ -147,6 +148,7 @@ impl Opened {
         memory: WeightMemory,
     ) -> Result<Gpu, TrainError> {
         let Self { device, queue, adapter_name, .. } = self;
+        let fused = shapes.wgrad_tile().is_none();
         let limits = device.limits();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -230,12 +232,13 @@ impl Opened {
                     // `fwdw` as the generated `mlp` reads it: bound again as a uniform buffer
                     // (12) or a read-only storage buffer (14), or copied to workgroup memory (4).
                     (mlp_binding(memory), &b.fwdw),
-                    (5, &b.scratch),
+                    // The per-texel rows, or where the weight gradients are fused, their sums.
+                    if fused { (8, &b.wpart) } else { (5, &b.scratch) },
                     (6, &b.grid_grad),
                     (7, &b.stats_part),
                 ],
             ),
-            wgrad: pipeline("wgrad", &[(1, &b.tables), (5, &b.scratch), (8, &b.wpart)]),
+            wgrad: (!fused).then(|| pipeline("wgrad", &[(1, &b.tables), (5, &b.scratch), (8, &b.wpart)])),
             adam: pipeline(
                 "adam",
                 &[

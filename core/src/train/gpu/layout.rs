@@ -2,6 +2,7 @@
 //! parameter array, the tables the shader reads, the memory the weights go to, and the flat order
 //! (the checkpoint's) values travel in.
 
+use super::fused::FusedPlan;
 use super::wgsl::WORKGROUP;
 use crate::model::params::ModelParams;
 pub use crate::model::wgsl::WeightMemory;
@@ -23,10 +24,11 @@ pub(super) struct Shapes {
     pub(super) rows: u32,
     /// Per layer (inputs, outputs).
     pub(super) layers: Vec<(u32, u32)>,
-    /// `vec4`s of the per-texel scratch.
+    /// `vec4`s of the per-texel scratch (none when the weight gradients are fused).
     pub(super) scratch: u64,
-    /// `wgrad`'s tile (the adapter decides; [`WgradTile::SMALL`] until it does).
-    pub(super) wgrad_tile: WgradTile,
+    /// How the weight gradients are summed (the adapter decides; [`WgradTile::SMALL`]'s pass
+    /// until it does): [`Shapes::set_wgrad`].
+    pub(super) wgrad: Wgrad,
     /// The layers as the forward and backward passes read them: the decoder's packed `vec4`
     /// layout (`model::wgsl::pack_layout`), which `prepare` fills from the flat parameters.
     pub(super) packed: Vec<PackedLayer>,
@@ -53,17 +55,36 @@ impl Shapes {
             rows,
             layers,
             scratch: per_texel * u64::from(batch),
-            wgrad_tile: WgradTile::SMALL,
+            wgrad: Wgrad::Tiles(WgradTile::SMALL),
             packed,
             packed_vec4s,
         })
     }
 
-    /// Texels of a chunk, whose weight gradients `wgrad` sums in order (the partial sums of the
-    /// chunks are then summed in order): the tile's, or the largest power of two below it that
-    /// divides the batch, down to [`CHUNK_TEXELS`].
+    /// Sums the weight gradients as `wgrad` says, with no scratch where they are fused.
+    pub(super) fn set_wgrad(&mut self, wgrad: Wgrad) {
+        let per_texel = u64::from(super::fused::scratch_vec4s(&self.layers));
+        self.scratch = if matches!(wgrad, Wgrad::Fused(_)) { 0 } else { per_texel * u64::from(self.batch) };
+        self.wgrad = wgrad;
+    }
+
+    /// The `wgrad` pass's tile, or `None` where `fwd_bwd` sums the weight gradients itself.
+    pub(super) fn wgrad_tile(&self) -> Option<WgradTile> {
+        match self.wgrad {
+            Wgrad::Tiles(tile) => Some(tile),
+            Wgrad::Fused(_) => None,
+        }
+    }
+
+    /// Texels of a chunk, whose weight gradients are summed in order (the partial sums of the
+    /// chunks are then summed in order): a `fwd_bwd` workgroup's where they are fused; else the
+    /// tile's, or the largest power of two below it that divides the batch, down to
+    /// [`CHUNK_TEXELS`].
     pub(super) fn chunk_texels(&self) -> u32 {
-        let mut texels = self.wgrad_tile.texels;
+        let Wgrad::Tiles(tile) = self.wgrad else {
+            return WORKGROUP * self.tpi();
+        };
+        let mut texels = tile.texels;
         while texels > CHUNK_TEXELS as u32 && !self.batch.is_multiple_of(texels) {
             texels /= 2;
         }
@@ -77,7 +98,9 @@ impl Shapes {
     /// `wgrad`'s invocations per chunk: per layer, its weights in tiles (the first column's also
     /// sum the biases).
     pub(super) fn tiles(&self) -> u32 {
-        let WgradTile { outputs, inputs, .. } = self.wgrad_tile;
+        let Some(WgradTile { outputs, inputs, .. }) = self.wgrad_tile() else {
+            return 0;
+        };
         self.layers.iter().map(|&(i, o)| o.div_ceil(outputs) * i.div_ceil(inputs)).sum()
     }
 
@@ -225,11 +248,6 @@ impl WgradTile {
     /// longer for no clear gain.
     pub const LARGE: Self = Self { outputs: 16, inputs: 32, texels: 1024 };
 
-    /// The tile for an adapter of `device_type`.
-    pub(super) fn for_device(device_type: wgpu::DeviceType) -> Self {
-        if device_type == wgpu::DeviceType::Cpu { Self::LARGE } else { Self::SMALL }
-    }
-
     /// A tile of `outputs × inputs` sums over chunks of `texels`: an error unless both sides
     /// are multiples of 4 in 4..=64 and `texels` a power of two in 256..=65,536.
     pub fn new(outputs: u32, inputs: u32, texels: u32) -> Result<Self, TrainError> {
@@ -251,14 +269,97 @@ impl WgradTile {
     }
 }
 
+/// How a step sums the weight gradients over its texels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WgradPass {
+    /// A `wgrad` pass of its own, over the per-texel rows `fwd_bwd` stores in device memory.
+    Tiles(WgradTile),
+    /// Inside `fwd_bwd`'s workgroup, from the rows of `round_texels` texels at a time in
+    /// workgroup memory (`None`: the most whose rows fit [`FUSED_BUDGET_BYTES`] and the adapter's
+    /// limit, or the limit alone); no scratch, no `wgrad` pass (`fused.rs`).
+    Fused {
+        /// Texels a round holds: 4 to 64, a power of two.
+        round_texels: Option<u32>,
+    },
+}
+
+impl WgradPass {
+    /// The pass for an adapter of `device_type`: tiles of [`WgradTile::LARGE`] on a GPU the CPU
+    /// emulates; fused on a hardware GPU.
+    pub(super) fn for_device(device_type: wgpu::DeviceType) -> Self {
+        if device_type == wgpu::DeviceType::Cpu { Self::Tiles(WgradTile::LARGE) } else { Self::Fused { round_texels: None } }
+    }
+
+    /// Its name, as the bench prints it: `tiles 16×32×1024` or `fused, rounds of 32 texels`.
+    #[must_use]
+    pub fn name(self) -> String {
+        match self {
+            Self::Tiles(tile) => format!("tiles {}", tile.name()),
+            Self::Fused { round_texels: Some(n) } => format!("fused, rounds of {n} texels"),
+            Self::Fused { round_texels: None } => "fused".to_owned(),
+        }
+    }
+}
+
+/// Workgroup memory the fused weight gradient's rows take at most by default (32 texels of a
+/// 64-wide layer): WebGPU's guaranteed `maxComputeWorkgroupStorageSize`, so a hardware GPU keeps
+/// several workgroups per core.
+pub const FUSED_BUDGET_BYTES: u64 = 16_384;
+
+/// How the shapes sum the weight gradients, resolved for the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Wgrad {
+    Tiles(WgradTile),
+    Fused(FusedPlan),
+}
+
+impl Wgrad {
+    /// `pass` for `shapes` on an adapter of `limits`, with `other_bytes` of workgroup memory in
+    /// use beside it: an error when the fused rows fit no round the adapter allows, or the model
+    /// has a layer wider than its tiles cover.
+    pub(super) fn resolve(pass: WgradPass, shapes: &Shapes, limits: &wgpu::Limits, other_bytes: u64) -> Result<Self, TrainError> {
+        let limit = u64::from(limits.max_compute_workgroup_storage_size);
+        let room = limit.saturating_sub(other_bytes);
+        match pass {
+            WgradPass::Tiles(tile) => Ok(Self::Tiles(tile)),
+            WgradPass::Fused { round_texels: None } => FusedPlan::fitting(&shapes.layers, room.min(FUSED_BUDGET_BYTES))
+                .or_else(|| FusedPlan::fitting(&shapes.layers, room))
+                .map(Self::Fused)
+                .ok_or_else(|| TrainError::Gpu("the fused weight gradient does not fit this model on this adapter".into())),
+            WgradPass::Fused { round_texels: Some(n) } => {
+                let plan = FusedPlan::new(&shapes.layers, n).ok_or_else(|| {
+                    TrainError::Backend(format!(
+                        "fused rounds of {n} texels: a power of two from 4 to {WORKGROUP}, and layers of at most 256 outputs"
+                    ))
+                })?;
+                if plan.workgroup_bytes() + other_bytes > limit {
+                    return Err(TrainError::Gpu(format!(
+                        "fused rounds of {n} texels take {} bytes of workgroup memory, beside {other_bytes}; this adapter has {limit}",
+                        plan.workgroup_bytes()
+                    )));
+                }
+                Ok(Self::Fused(plan))
+            }
+        }
+    }
+
+    /// What it is, as [`WgradPass`] words it.
+    pub(super) fn pass(&self) -> WgradPass {
+        match self {
+            Self::Tiles(tile) => WgradPass::Tiles(*tile),
+            Self::Fused(plan) => WgradPass::Fused { round_texels: Some(plan.texels) },
+        }
+    }
+}
+
 /// The kernel variants a [`super::GpuTrainer`] runs; `None`: what suits the adapter best. Every
 /// choice trains the same model: the parity tests run each on one adapter.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KernelChoice {
     /// Where the forward and backward passes read the weights from.
     pub weight_memory: Option<WeightMemory>,
-    /// `wgrad`'s tile.
-    pub wgrad_tile: Option<WgradTile>,
+    /// How the weight gradients are summed.
+    pub wgrad: Option<WgradPass>,
     /// The code shape of the forward and backward passes' MLP.
     pub mlp_shape: Option<MlpShape>,
 }

@@ -27,14 +27,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 
 mod device;
+mod fused;
 mod layout;
 mod profile;
 mod wgsl;
 
 use device::Gpu;
 pub use device::share_device;
-pub use layout::{KernelChoice, WeightMemory, WgradTile};
-use layout::{Shapes, Tables, f32_bytes, flatten, u32_bytes, unflatten};
+pub use layout::{FUSED_BUDGET_BYTES, KernelChoice, WeightMemory, WgradPass, WgradTile};
+use layout::{Shapes, Tables, Wgrad, f32_bytes, flatten, u32_bytes, unflatten};
 pub use profile::{DispatchTimes, STAGES};
 use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_NOISE_PER_LATENT, FLAG_SPARSE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
 
@@ -169,7 +170,6 @@ impl<'a> GpuTrainer<'a> {
         let tables = Tables::new(&sampler, params, &shapes)?;
         let error = Arc::new(Mutex::new(None));
         let gpu = Gpu::open(&error)?;
-        shapes.wgrad_tile = choice.wgrad_tile.unwrap_or_else(|| WgradTile::for_device(gpu.device_type));
         let limits = gpu.device.limits();
         let fastest = layout::fastest_weight_memory(&shapes, &limits);
         let weight_memory = match memory {
@@ -178,6 +178,16 @@ impl<'a> GpuTrainer<'a> {
             Some(m) if m as u8 >= fastest as u8 => m,
             Some(m) => return Err(TrainError::Gpu(format!("the decoder's weights do not fit {} memory on this adapter", m.name()))),
         };
+        // Workgroup memory beside the fused rows: the loss reduction's, and the weights' there.
+        let other_bytes =
+            u64::from(WORKGROUP) * 16 + if weight_memory == WeightMemory::Workgroup { u64::from(shapes.packed_vec4s) * 16 } else { 0 };
+        let wgrad = match choice.wgrad {
+            Some(pass) => Wgrad::resolve(pass, &shapes, &limits, other_bytes)?,
+            // The adapter's pass, or where fused rows fit no round of it, the hardware GPU's tiles.
+            None => Wgrad::resolve(WgradPass::for_device(gpu.device_type), &shapes, &limits, other_bytes)
+                .unwrap_or(Wgrad::Tiles(WgradTile::SMALL)),
+        };
+        shapes.set_wgrad(wgrad);
         let (_, _, adam_row) = spread(shapes.all());
         let mlp_shape = choice.mlp_shape.unwrap_or_else(|| layout::mlp_shape_for_device(gpu.device_type)).for_layers(&shapes.packed);
         let wgsl = specialise(params, &shapes, &tables, weight_memory, mlp_shape, adam_row);
@@ -223,10 +233,10 @@ impl<'a> GpuTrainer<'a> {
         self.gpu.adapter_name.clone()
     }
 
-    /// The tile of weight gradients each `wgrad` invocation sums (the adapter decides).
+    /// How the step sums the weight gradients (the adapter decides).
     #[must_use]
-    pub fn wgrad_tile(&self) -> WgradTile {
-        self.shapes.wgrad_tile
+    pub fn wgrad_pass(&self) -> WgradPass {
+        self.shapes.wgrad.pass()
     }
 
     /// Where the forward and backward passes read the layers' weights from (the adapter's limits
@@ -278,28 +288,29 @@ impl<'a> GpuTrainer<'a> {
         }
         let offset = u64::from(slot % STATS_RING) * self.gpu.uniform_stride;
         self.gpu.queue.write_buffer(&self.gpu.buffers.uniform, offset, &uniform.bytes());
-        let count = match until {
-            Until::ForwardWeights => 1,
-            Until::Gradients => 3,
-            Until::Update => 4,
-        };
         let p = &self.gpu.pipelines;
         let (rx, ry, _) = spread(self.shapes.rows);
         // While the grids are frozen, Adam's invocations start past them.
         let (ax, ay, _) = spread(self.shapes.all() - uniform.adam_first);
-        let stages = [
-            (&p.prepare, (rx, ry)),
-            (&p.fwd_bwd, (self.shapes.fwd_bwd_workgroups(), 1)),
-            (&p.wgrad, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())),
-            (&p.adam, (ax, ay)),
-        ];
+        let wgrad = p.wgrad.as_ref().map(|s| (s, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())));
+        let stages: Vec<_> =
+            [Some((&p.prepare, (rx, ry))), Some((&p.fwd_bwd, (self.shapes.fwd_bwd_workgroups(), 1))), wgrad, Some((&p.adam, (ax, ay)))]
+                .into_iter()
+                .flatten()
+                .collect();
+        let count = match until {
+            Until::ForwardWeights => 1,
+            Until::Gradients => stages.len() - 1,
+            Until::Update => stages.len(),
+        };
+        let names = self.stage_names();
         let steps = self.gpu.record(|encoder| {
             let stages = stages.into_iter().take(count);
             if let Some(timing) = &self.timing {
                 for (i, (stage, (x, y))) in (0u32..).zip(stages) {
                     let timestamp_writes = Some(timing.writes(i));
                     let mut pass =
-                        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(STAGES[i as usize]), timestamp_writes });
+                        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(names[i as usize]), timestamp_writes });
                     pass.set_pipeline(&stage.pipeline);
                     pass.set_bind_group(0, stage.group(slot), &[]);
                     pass.dispatch_workgroups(x, y, 1);
@@ -319,6 +330,11 @@ impl<'a> GpuTrainer<'a> {
             self.gpu.flush();
         }
         steps
+    }
+
+    /// The step's dispatches, in order: `wgrad` only where the weight gradients are not fused.
+    pub(super) fn stage_names(&self) -> Vec<&'static str> {
+        STAGES.into_iter().filter(|&s| s != "wgrad" || self.gpu.pipelines.wgrad.is_some()).collect()
     }
 
     /// The layers as the forward pass of the weight fine-tune reads them in `format` (their
@@ -535,11 +551,14 @@ impl<'a> GpuTrainer<'a> {
         // and the scatter: 4 corners × 2 FLOP per latent channel each.
         let flop = n * (6.0 * macs + 16.0 * lc);
         // Per texel: its rows of the scratch written once and read back (backward reads the
-        // inputs, `wgrad` both), its latent corners (4 × f32 read, 4 × u32 atomic read-and-write), its
-        // targets; per step: the weight partials written and read, Adam's 5 arrays.
-        let per_texel = 4.0 * (widths + inputs + widths) + 4.0 * lc * (4.0 + 8.0) + 4.0 * oc;
+        // inputs, `wgrad` both; none where the weight gradients are fused), its latent corners
+        // (4 × f32 read, 4 × u32 atomic read-and-write), its targets; per step: the weight
+        // partials written and read, Adam's 5 arrays.
+        let fused = self.shapes.wgrad_tile().is_none();
+        let scratch = if fused { 0.0 } else { 4.0 * (widths + inputs + widths) };
+        let per_texel = scratch + 4.0 * lc * (4.0 + 8.0) + 4.0 * oc;
         let bytes = n * per_texel + chunks * layer_total * 8.0 + all * 4.0 * 5.0;
-        StepCost { dispatches: 4, flop, bytes }
+        StepCost { dispatches: self.stage_names().len() as u32, flop, bytes }
     }
 
     /// The sampler (its draws feed [`GpuTrainer::gradients_for`]).

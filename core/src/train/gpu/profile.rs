@@ -7,7 +7,8 @@ use super::GpuTrainer;
 use crate::train::TrainError;
 use serde::Serialize;
 
-/// The step's dispatches, in order (`train.wgsl` says what each does; `adam` sums the loss too).
+/// The step's dispatches, in order (`train.wgsl` says what each does; `adam` sums the loss too;
+/// there is no `wgrad` where `fwd_bwd` sums the weight gradients itself).
 pub const STAGES: [&str; 4] = ["prepare", "fwd_bwd", "wgrad", "adam"];
 
 /// The timestamp queries of one step and the buffer they resolve into (read back as any other
@@ -88,7 +89,8 @@ impl GpuTrainer<'_> {
         let timing = Timing::new(&self.gpu.device);
         let period_ns = f64::from(self.gpu.queue.get_timestamp_period());
         self.timing = Some(timing);
-        let mut sums = vec![0u64; STAGES.len()];
+        let names = self.stage_names();
+        let mut sums = vec![0u64; names.len()];
         let result = (|| {
             for _ in 0..steps {
                 self.step_once()?;
@@ -101,11 +103,8 @@ impl GpuTrainer<'_> {
         })();
         self.timing = None;
         result?;
-        let stage_ms = STAGES
-            .iter()
-            .zip(&sums)
-            .map(|(name, &ticks)| ((*name).to_owned(), ticks as f64 * period_ns / 1e6 / f64::from(steps)))
-            .collect();
+        let stage_ms =
+            names.iter().zip(&sums).map(|(name, &ticks)| ((*name).to_owned(), ticks as f64 * period_ns / 1e6 / f64::from(steps))).collect();
         Ok(Some(DispatchTimes { steps, stage_ms }))
     }
 }

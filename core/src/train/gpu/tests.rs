@@ -1,7 +1,8 @@
 //! The trainer's WGSL, specialised as the trainer specialises it, passes naga's validator (no
 //! adapter needed); the GPU runs are in `tests/tests/integration/gpu_trainer.rs`.
 
-use super::layout::{Shapes, Tables, WeightMemory, WgradTile, flatten, unflatten};
+use super::fused::FusedPlan;
+use super::layout::{Shapes, Tables, WeightMemory, Wgrad, WgradTile, flatten, unflatten};
 use super::spread;
 use super::wgsl::specialise;
 use crate::model::params::{GridParams, LayerParams, ModelParams};
@@ -26,18 +27,22 @@ fn the_specialised_trainer_validates_with_naga() {
         let mut shapes = Shapes::new(&params, 512).expect("shapes");
         let sampler = Sampler::new(&set, &layout);
         let tables = Tables::new(&sampler, &params, &shapes).expect("tables");
-        let odd = WgradTile::new(12, 20, 256).expect("a tile");
-        for (memory, tile) in [
-            (WeightMemory::Uniform, WgradTile::SMALL),
-            (WeightMemory::Workgroup, WgradTile::LARGE),
+        let odd = Wgrad::Tiles(WgradTile::new(12, 20, 256).expect("a tile"));
+        let fused = |texels| Wgrad::Fused(FusedPlan::new(&shapes.layers, texels).expect("a plan"));
+        for (memory, wgrad) in [
+            (WeightMemory::Uniform, Wgrad::Tiles(WgradTile::SMALL)),
+            (WeightMemory::Workgroup, Wgrad::Tiles(WgradTile::LARGE)),
             (WeightMemory::Storage, odd),
-            (WeightMemory::Uniform, WgradTile::LARGE),
+            (WeightMemory::Uniform, Wgrad::Tiles(WgradTile::LARGE)),
+            (WeightMemory::Uniform, fused(32)),
+            (WeightMemory::Workgroup, fused(8)),
+            (WeightMemory::Storage, fused(64)),
         ] {
-            shapes.wgrad_tile = tile;
+            shapes.set_wgrad(wgrad);
             let (_, _, row) = spread(shapes.all());
             for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
                 let source = specialise(&params, &shapes, &tables, memory, shape, row);
-                let what = format!("train.wgsl (mips {mips}, weights in {memory:?} memory, tile {}, {shape:?})", tile.name());
+                let what = format!("train.wgsl (mips {mips}, weights in {memory:?} memory, {}, {shape:?})", shapes.wgrad.pass().name());
                 let module =
                     wgpu::naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&source)));
                 let mut validator = wgpu::naga::valid::Validator::new(
@@ -74,7 +79,12 @@ fn chunks_divide_the_batch() {
     let params = crate::train::initial_params(&set, &layout, 1);
     for (batch, texels, chunk) in [(65_536, 1024, 1024), (1024, 1024, 1024), (1536, 1024, 512), (768, 1024, 256), (8192, 256, 256)] {
         let mut shapes = Shapes::new(&params, batch).expect("shapes");
-        shapes.wgrad_tile = WgradTile::new(8, 8, texels).expect("a tile");
+        shapes.set_wgrad(Wgrad::Tiles(WgradTile::new(8, 8, texels).expect("a tile")));
         assert_eq!((shapes.chunk_texels(), shapes.chunks()), (chunk, batch as u32 / chunk), "batch {batch}, tile of {texels} texels");
+        assert!(shapes.scratch > 0 && shapes.tiles() > 0);
+        // Fused: a chunk per `fwd_bwd` workgroup, and no scratch.
+        shapes.set_wgrad(Wgrad::Fused(FusedPlan::new(&shapes.layers, 32).expect("a plan")));
+        assert_eq!(shapes.chunks(), shapes.fwd_bwd_workgroups(), "batch {batch}, fused");
+        assert_eq!((shapes.scratch, shapes.tiles()), (0, 0));
     }
 }

@@ -1,16 +1,18 @@
-// texset's fused GPU trainer: one training step is four dispatches over buffers that stay on the
-// device (train/gpu/mod.rs records them, up to STATS_RING steps to a submission, each step reading
-// its own slot of a ring of `Step` uniforms):
+// texset's fused GPU trainer: one training step is four dispatches (three where the weight
+// gradients are fused) over buffers that stay on the device (train/gpu/mod.rs records them, up to
+// STATS_RING steps to a submission, each step reading its own slot of a ring of `Step` uniforms):
 //   prepare       the decoder's weights as the forward pass reads them, in the decoder's packed
 //                 `vec4` layout (a copy, or in the weight fine-tune their values in the bundle's
 //                 format: int8, fp16, E4M3 or MXINT8)
 //   fwd_bwd       per texel: draw it (counter-based hash of seed, step, texel), gather the latents
 //                 (bilinear, its mip level, ±½-step QAT noise), MLP forward, loss, backward
-//                 (`mlp_train`, generated); stores each layer's input and output gradient for `wgrad`, and scatters the
-//                 latent gradients into 32.32 fixed-point integer accumulators (integer atomics:
-//                 exact and order-free, so a step is deterministic for a seed on one device)
+//                 (`mlp_train`, generated); stores each layer's input and output gradient for `wgrad`
+//                 (or, fused, sums the weight gradients over its workgroup's texels in workgroup
+//                 memory and stores the workgroup's partial: fused.rs), and scatters the latent
+//                 gradients into 32.32 fixed-point integer accumulators (integer atomics: exact
+//                 and order-free, so a step is deterministic for a seed on one device)
 //   wgrad         weight and bias gradients summed over fixed chunks of texels, in order, in
-//                 tiles of the adapter's size (generated: wgsl.rs `wgrad_wgsl`)
+//                 tiles of the adapter's size (generated: wgsl.rs `wgrad_wgsl`); not there when fused
 //   adam          one Adam update of every parameter (grid gradients read from fixed point and
 //                 cleared, weight gradients summed over the chunks in order; while the grids are
 //                 frozen, of the weights alone); its first workgroup also sums the step's loss
@@ -437,7 +439,7 @@ fn fwd_bwd(
     // Forward, loss and backward of the TPI texels (`mlp_train`, generated with the layers' shapes as
     // literals: each activation a named value, so none is indexed at run time). xb[t · MAXW..][..LC]
     // ends as texel t's latent features' gradient.
-    let sums = mlp_train(first);
+    let sums = mlp_train(first, lid, wid.x);
 
     if (u.flags & FLAG_TRAIN_GRIDS) != 0u {
         // The latent gradients of the TPI texels, scattered (generated).

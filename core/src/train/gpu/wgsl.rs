@@ -3,7 +3,8 @@
 //! `scatter`, `mlp_train` and the `wgrad` entry point) the host and the shader share. The MLP's
 //! layers come from the one generator every decoding shader runs (`model::wgsl`).
 
-use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
+use super::fused::FusedPlan;
+use super::layout::{Shapes, Tables, WeightMemory, Wgrad, WgradTile, row_vec4s};
 use crate::model::params::{Activation, ModelParams, inputs_per_channel};
 use crate::model::quant::{self, WeightFormat};
 use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
@@ -111,8 +112,17 @@ pub(super) fn specialise(
     text.push_str(&gather_wgsl(&grids, params.pe_frequencies, params.pyramid_levels() > 1, shapes.tpi(), maxw));
     text.push_str(&mlp_gen::activation_functions(params.activation, MlpPrecision::F32));
     let dims = MlpDims { lf, oc, tpi: shapes.tpi(), maxw };
-    text.push_str(&mlp_wgsl(&shapes.packed, mlp_shape, params.activation, &rows, dims));
-    text.push_str(&wgrad_wgsl(shapes.wgrad_tile));
+    let fused = match &shapes.wgrad {
+        Wgrad::Fused(plan) => Some(plan),
+        Wgrad::Tiles(_) => None,
+    };
+    if let Some(plan) = fused {
+        text.push_str(&plan.declaration());
+    }
+    text.push_str(&mlp_wgsl(&shapes.packed, mlp_shape, params.activation, &rows, dims, fused));
+    if let Some(tile) = shapes.wgrad_tile() {
+        text.push_str(&wgrad_wgsl(tile));
+    }
     text.push_str(crate::model::MODEL_WGSL);
     text.push_str(TRAIN_WGSL);
     text
@@ -273,11 +283,13 @@ struct MlpDims {
     maxw: u32,
 }
 
-/// `mlp_train(first) -> vec3<f32>`: the forward pass of texels `first..first + tpi` from their
-/// features in `xa` (texel t's at t · maxw), their loss (`loss_grad` per texel and output; the loss
-/// sums returned) and backward pass, ending with the latent features' gradient in `xb` (at t ·
-/// maxw, `lf` of them); every layer's input row and output-gradient row go to the scratch (`rows`:
-/// the tables' layer rows: inputs, outputs, weights, biases, input rows, gradient rows).
+/// `mlp_train(first, lid, chunk) -> vec3<f32>`: the forward pass of texels `first..first + tpi`
+/// from their features in `xa` (texel t's at t · maxw), their loss (`loss_grad` per texel and
+/// output; the loss sums returned) and backward pass, ending with the latent features' gradient in
+/// `xb` (at t · maxw, `lf` of them); every layer's input row and output-gradient row go to the
+/// scratch (`rows`: the tables' layer rows: inputs, outputs, weights, biases, input rows, gradient
+/// rows), or with a `fused` plan, each layer's weight gradient over the workgroup (invocation
+/// `lid`) goes to its chunk `chunk` of `wpart` instead (`FusedPlan::layer_gradient`).
 ///
 /// The layers are the one MLP generator's (`model::wgsl`: `hidden_layer`, `last_layer`,
 /// `layer_backward`, in the code `shape` asks for), reading the packed `vec4` weights (`packed`)
@@ -285,9 +297,9 @@ struct MlpDims {
 /// (`x{texel}_{layer}_{j}`, `d{texel}_{layer}_{j}`), read by its literal name (lavapipe keeps
 /// those in registers, where it reads an array indexed at run time lane by lane); each loop
 /// iteration loads its weights once for all the invocation's texels.
-fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[u32]], dims: MlpDims) -> String {
+fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[u32]], dims: MlpDims, fused: Option<&FusedPlan>) -> String {
     let MlpDims { lf, oc, tpi, maxw } = dims;
-    let mut t = String::from("fn mlp_train(first: u32) -> vec3<f32> {\n");
+    let mut t = String::from("fn mlp_train(first: u32, lid: u32, chunk: u32) -> vec3<f32> {\n");
     let count = packed.len();
     for p in 0..tpi {
         let _ = writeln!(t, "    let out{p} = TARGET_OFF + drawn[{p}u].x * OC * 3u;\n    let tex{p} = drawn[{p}u].y;");
@@ -300,7 +312,7 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[
     }
     // Forward: layer l's inputs x*_{l}_*, its outputs x*_{l+1}_* (ReLU but on the last).
     for (l, (layer, r)) in packed.iter().zip(rows).enumerate() {
-        for p in 0..tpi {
+        for p in (0..tpi).filter(|_| fused.is_none()) {
             let _ = writeln!(t, "    let act{l}_{p} = {}u + (first + {p}u) * {}u;", r[4], row_vec4s(layer.inputs));
             store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), layer.row_vec4s, row_vec4s(layer.inputs));
         }
@@ -333,7 +345,10 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[
     // activation: masked where ReLU's input was not positive, or times the derivative at the
     // values before it, z*_{l}_*); the first layer's only for the latent features.
     for (l, (layer, r)) in packed.iter().zip(rows).enumerate().rev() {
-        for p in 0..tpi {
+        if let Some(plan) = fused {
+            plan.layer_gradient(&mut t, l, layer.row_vec4s, tpi, r[2], r[3]);
+        }
+        for p in (0..tpi).filter(|_| fused.is_none()) {
             let _ = writeln!(t, "    let dz{l}_{p} = {}u + (first + {p}u) * {}u;", r[5], row_vec4s(layer.outputs));
             store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), layer.outputs.div_ceil(4), row_vec4s(layer.outputs));
         }
