@@ -580,7 +580,10 @@ fn profiled_steps_time_every_dispatch_and_train_as_plain_steps() {
     };
     eprintln!("{times:?}");
     let names: Vec<&str> = times.stage_ms.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, texset_core::internal_tests::STAGES);
+    // Every dispatch of the step: no `wgrad` where the adapter's weight gradients are fused.
+    let tiles = matches!(profiled.wgrad_pass(), WgradPass::Tiles(_));
+    let expected: Vec<&str> = texset_core::internal_tests::STAGES.into_iter().filter(|&s| tiles || s != "wgrad").collect();
+    assert_eq!(names, expected);
     assert_eq!(times.steps, 3);
     assert!(times.stage_ms.iter().all(|(_, ms)| ms.is_finite() && *ms >= 0.0), "{times:?}");
     assert!(times.total_ms() > 0.0, "{times:?}");
