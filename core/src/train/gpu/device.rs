@@ -148,7 +148,7 @@ impl Opened {
         memory: WeightMemory,
     ) -> Result<Gpu, TrainError> {
         let Self { device, queue, adapter_name, .. } = self;
-        let fused = shapes.wgrad_tile().is_none();
+        let fused = shapes.fused().is_some();
         let limits = device.limits();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -200,7 +200,7 @@ impl Opened {
                 usage: storage | wgpu::BufferUsages::UNIFORM,
                 mapped_at_creation: false,
             }),
-            scratch: zeroed("per-texel activations", shapes.scratch * 16)?,
+            scratch: zeroed("per-texel activations", shapes.scratch() * 16)?,
             grid_grad: zeroed("latent gradients", u64::from(shapes.grid_total) * 16)?,
             stats_part: zeroed("loss sums", u64::from(shapes.batch / 64) * 12)?,
             wpart: zeroed("weight gradients", u64::from(shapes.chunks()) * u64::from(shapes.layer_total) * 4)?,

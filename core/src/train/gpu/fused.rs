@@ -12,7 +12,6 @@
 //! decoder: 23.7 MB): the bytes `step_cost` counts fall from 408.7 to 154.0 MB (decision 040). The
 //! multiply-adds are `wgrad`'s, from workgroup memory instead of device memory.
 
-use super::layout::row_vec4s;
 use super::wgsl::WORKGROUP;
 use std::fmt::Write as _;
 
@@ -171,12 +170,6 @@ impl FusedPlan {
         }
         t.push_str("    }\n");
     }
-}
-
-/// `vec4`s of the per-texel scratch rows a layer of `inputs` × `outputs` stores when the weight
-/// gradients are not fused: what the fused plan saves, for the step's cost.
-pub(super) fn scratch_vec4s(layers: &[(u32, u32)]) -> u32 {
-    layers.iter().map(|&(i, o)| row_vec4s(i) + row_vec4s(o)).sum()
 }
 
 #[cfg(test)]

@@ -24,10 +24,8 @@ pub(super) struct Shapes {
     pub(super) rows: u32,
     /// Per layer (inputs, outputs).
     pub(super) layers: Vec<(u32, u32)>,
-    /// `vec4`s of the per-texel scratch (none when the weight gradients are fused).
-    pub(super) scratch: u64,
     /// How the weight gradients are summed (the adapter decides; [`WgradTile::SMALL`]'s pass
-    /// until it does): [`Shapes::set_wgrad`].
+    /// until it does).
     pub(super) wgrad: Wgrad,
     /// The layers as the forward and backward passes read them: the decoder's packed `vec4`
     /// layout (`model::wgsl::pack_layout`), which `prepare` fills from the flat parameters.
@@ -45,27 +43,19 @@ impl Shapes {
             u32::try_from(params.layers.iter().map(|l| l.weights.len() + l.biases.len()).sum::<usize>()).map_err(|_| too_big("layers"))?;
         let layers: Vec<(u32, u32)> = params.layers.iter().map(|l| (l.inputs as u32, l.outputs as u32)).collect();
         let rows = layers.iter().map(|l| l.1).sum();
-        let per_texel: u64 = layers.iter().map(|&(i, o)| u64::from(row_vec4s(i)) + u64::from(row_vec4s(o))).sum();
         let batch = u32::try_from(batch).map_err(|_| too_big("batch texels"))?;
         let (packed, packed_vec4s) = pack_layout(&layers);
-        Ok(Self {
-            batch,
-            grid_total,
-            layer_total,
-            rows,
-            layers,
-            scratch: per_texel * u64::from(batch),
-            wgrad: Wgrad::Tiles(WgradTile::SMALL),
-            packed,
-            packed_vec4s,
-        })
+        Ok(Self { batch, grid_total, layer_total, rows, layers, wgrad: Wgrad::Tiles(WgradTile::SMALL), packed, packed_vec4s })
     }
 
-    /// Sums the weight gradients as `wgrad` says, with no scratch where they are fused.
-    pub(super) fn set_wgrad(&mut self, wgrad: Wgrad) {
-        let per_texel = u64::from(super::fused::scratch_vec4s(&self.layers));
-        self.scratch = if matches!(wgrad, Wgrad::Fused(_)) { 0 } else { per_texel * u64::from(self.batch) };
-        self.wgrad = wgrad;
+    /// `vec4`s of the per-texel scratch: every texel's input and output-gradient rows of every
+    /// layer ([`row_vec4s`]), or none where the weight gradients are fused.
+    pub(super) fn scratch(&self) -> u64 {
+        if self.fused().is_some() {
+            return 0;
+        }
+        let per_texel: u64 = self.layers.iter().map(|&(i, o)| u64::from(row_vec4s(i)) + u64::from(row_vec4s(o))).sum();
+        per_texel * u64::from(self.batch)
     }
 
     /// The `wgrad` pass's tile, or `None` where `fwd_bwd` sums the weight gradients itself.
@@ -73,6 +63,14 @@ impl Shapes {
         match self.wgrad {
             Wgrad::Tiles(tile) => Some(tile),
             Wgrad::Fused(_) => None,
+        }
+    }
+
+    /// The plan of the weight gradients `fwd_bwd` sums itself, or `None` where a `wgrad` pass does.
+    pub(super) fn fused(&self) -> Option<&FusedPlan> {
+        match &self.wgrad {
+            Wgrad::Fused(plan) => Some(plan),
+            Wgrad::Tiles(_) => None,
         }
     }
 
@@ -314,11 +312,13 @@ pub(super) enum Wgrad {
 }
 
 impl Wgrad {
-    /// `pass` for `shapes` on an adapter of `limits`, with `other_bytes` of workgroup memory in
-    /// use beside it: an error when the fused rows fit no round the adapter allows, or the model
-    /// has a layer wider than its tiles cover.
-    pub(super) fn resolve(pass: WgradPass, shapes: &Shapes, limits: &wgpu::Limits, other_bytes: u64) -> Result<Self, TrainError> {
+    /// `pass` for `shapes` on an adapter of `limits`, beside the other workgroup memory of
+    /// `fwd_bwd` with its weights in `memory` ([`workgroup_bytes_beside_rows`]): an error when the
+    /// fused rows fit no round the adapter allows, or the model has a layer wider than its tiles
+    /// cover.
+    pub(super) fn resolve(pass: WgradPass, shapes: &Shapes, limits: &wgpu::Limits, memory: WeightMemory) -> Result<Self, TrainError> {
         let limit = u64::from(limits.max_compute_workgroup_storage_size);
+        let other_bytes = workgroup_bytes_beside_rows(shapes, memory);
         let room = limit.saturating_sub(other_bytes);
         match pass {
             WgradPass::Tiles(tile) => Ok(Self::Tiles(tile)),
@@ -332,7 +332,7 @@ impl Wgrad {
                         "fused rounds of {n} texels: a power of two from 4 to {WORKGROUP}, and layers of at most 256 outputs"
                     ))
                 })?;
-                if plan.workgroup_bytes() + other_bytes > limit {
+                if plan.workgroup_bytes() > room {
                     return Err(TrainError::Gpu(format!(
                         "fused rounds of {n} texels take {} bytes of workgroup memory, beside {other_bytes}; this adapter has {limit}",
                         plan.workgroup_bytes()
@@ -378,15 +378,21 @@ pub(super) fn mlp_shape_for_device(device_type: wgpu::DeviceType) -> MlpShape {
 /// each workgroup), else the storage buffer.
 pub(super) fn fastest_weight_memory(shapes: &Shapes, limits: &wgpu::Limits) -> WeightMemory {
     let bytes = u64::from(shapes.packed_vec4s) * 16;
-    // Beside the loss reduction's workgroup memory.
-    let workgroup_bytes = bytes + u64::from(WORKGROUP) * 16;
     if bytes <= limits.max_uniform_buffer_binding_size {
         WeightMemory::Uniform
-    } else if workgroup_bytes <= u64::from(limits.max_compute_workgroup_storage_size) {
+    } else if workgroup_bytes_beside_rows(shapes, WeightMemory::Workgroup) <= u64::from(limits.max_compute_workgroup_storage_size) {
         WeightMemory::Workgroup
     } else {
         WeightMemory::Storage
     }
+}
+
+/// Workgroup memory `fwd_bwd` takes besides the fused weight gradient's rows, with its weights in
+/// `memory`: the loss reduction's (`red`, a `vec3` of 16 bytes per invocation), and the weights
+/// where they are copied to workgroup memory.
+pub(super) fn workgroup_bytes_beside_rows(shapes: &Shapes, memory: WeightMemory) -> u64 {
+    let weights = if memory == WeightMemory::Workgroup { u64::from(shapes.packed_vec4s) * 16 } else { 0 };
+    u64::from(WORKGROUP) * 16 + weights
 }
 
 /// `vec4`s of a scratch row of `width` values: whole pairs, zero-padded, so a row is stored and

@@ -178,16 +178,12 @@ impl<'a> GpuTrainer<'a> {
             Some(m) if m as u8 >= fastest as u8 => m,
             Some(m) => return Err(TrainError::Gpu(format!("the decoder's weights do not fit {} memory on this adapter", m.name()))),
         };
-        // Workgroup memory beside the fused rows: the loss reduction's, and the weights' there.
-        let other_bytes =
-            u64::from(WORKGROUP) * 16 + if weight_memory == WeightMemory::Workgroup { u64::from(shapes.packed_vec4s) * 16 } else { 0 };
-        let wgrad = match choice.wgrad {
-            Some(pass) => Wgrad::resolve(pass, &shapes, &limits, other_bytes)?,
+        shapes.wgrad = match choice.wgrad {
+            Some(pass) => Wgrad::resolve(pass, &shapes, &limits, weight_memory)?,
             // The adapter's pass, or where fused rows fit no round of it, the hardware GPU's tiles.
-            None => Wgrad::resolve(WgradPass::for_device(gpu.device_type), &shapes, &limits, other_bytes)
+            None => Wgrad::resolve(WgradPass::for_device(gpu.device_type), &shapes, &limits, weight_memory)
                 .unwrap_or(Wgrad::Tiles(WgradTile::SMALL)),
         };
-        shapes.set_wgrad(wgrad);
         let (_, _, adam_row) = spread(shapes.all());
         let mlp_shape = choice.mlp_shape.unwrap_or_else(|| layout::mlp_shape_for_device(gpu.device_type)).for_layers(&shapes.packed);
         let wgsl = specialise(params, &shapes, &tables, weight_memory, mlp_shape, adam_row);
@@ -293,20 +289,18 @@ impl<'a> GpuTrainer<'a> {
         // While the grids are frozen, Adam's invocations start past them.
         let (ax, ay, _) = spread(self.shapes.all() - uniform.adam_first);
         let wgrad = p.wgrad.as_ref().map(|s| (s, (self.shapes.tiles().div_ceil(WORKGROUP), self.shapes.chunks())));
-        let stages: Vec<_> =
-            [Some((&p.prepare, (rx, ry))), Some((&p.fwd_bwd, (self.shapes.fwd_bwd_workgroups(), 1))), wgrad, Some((&p.adam, (ax, ay)))]
-                .into_iter()
-                .flatten()
-                .collect();
+        let all = 3 + usize::from(wgrad.is_some());
         let count = match until {
             Until::ForwardWeights => 1,
-            Until::Gradients => stages.len() - 1,
-            Until::Update => stages.len(),
+            Until::Gradients => all - 1,
+            Until::Update => all,
         };
-        let names = self.stage_names();
+        let stages =
+            [Some((&p.prepare, (rx, ry))), Some((&p.fwd_bwd, (self.shapes.fwd_bwd_workgroups(), 1))), wgrad, Some((&p.adam, (ax, ay)))];
         let steps = self.gpu.record(|encoder| {
-            let stages = stages.into_iter().take(count);
+            let stages = stages.into_iter().flatten().take(count);
             if let Some(timing) = &self.timing {
+                let names = self.stage_names();
                 for (i, (stage, (x, y))) in (0u32..).zip(stages) {
                     let timestamp_writes = Some(timing.writes(i));
                     let mut pass =
@@ -554,8 +548,7 @@ impl<'a> GpuTrainer<'a> {
         // inputs, `wgrad` both; none where the weight gradients are fused), its latent corners
         // (4 × f32 read, 4 × u32 atomic read-and-write), its targets; per step: the weight
         // partials written and read, Adam's 5 arrays.
-        let fused = self.shapes.wgrad_tile().is_none();
-        let scratch = if fused { 0.0 } else { 4.0 * (widths + inputs + widths) };
+        let scratch = if self.shapes.fused().is_some() { 0.0 } else { 4.0 * (widths + inputs + widths) };
         let per_texel = scratch + 4.0 * lc * (4.0 + 8.0) + 4.0 * oc;
         let bytes = n * per_texel + chunks * layer_total * 8.0 + all * 4.0 * 5.0;
         StepCost { dispatches: self.stage_names().len() as u32, flop, bytes }

@@ -38,7 +38,7 @@ fn the_specialised_trainer_validates_with_naga() {
             (WeightMemory::Workgroup, fused(8)),
             (WeightMemory::Storage, fused(64)),
         ] {
-            shapes.set_wgrad(wgrad);
+            shapes.wgrad = wgrad;
             let (_, _, row) = spread(shapes.all());
             for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
                 let source = specialise(&params, &shapes, &tables, memory, shape, row);
@@ -79,12 +79,12 @@ fn chunks_divide_the_batch() {
     let params = crate::train::initial_params(&set, &layout, 1);
     for (batch, texels, chunk) in [(65_536, 1024, 1024), (1024, 1024, 1024), (1536, 1024, 512), (768, 1024, 256), (8192, 256, 256)] {
         let mut shapes = Shapes::new(&params, batch).expect("shapes");
-        shapes.set_wgrad(Wgrad::Tiles(WgradTile::new(8, 8, texels).expect("a tile")));
+        shapes.wgrad = Wgrad::Tiles(WgradTile::new(8, 8, texels).expect("a tile"));
         assert_eq!((shapes.chunk_texels(), shapes.chunks()), (chunk, batch as u32 / chunk), "batch {batch}, tile of {texels} texels");
-        assert!(shapes.scratch > 0 && shapes.tiles() > 0);
+        assert!(shapes.scratch() > 0 && shapes.tiles() > 0);
         // Fused: a chunk per `fwd_bwd` workgroup, and no scratch.
-        shapes.set_wgrad(Wgrad::Fused(FusedPlan::new(&shapes.layers, 32).expect("a plan")));
+        shapes.wgrad = Wgrad::Fused(FusedPlan::new(&shapes.layers, 32).expect("a plan"));
         assert_eq!(shapes.chunks(), shapes.fwd_bwd_workgroups(), "batch {batch}, fused");
-        assert_eq!((shapes.scratch, shapes.tiles()), (0, 0));
+        assert_eq!((shapes.scratch(), shapes.tiles()), (0, 0));
     }
 }

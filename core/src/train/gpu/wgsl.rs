@@ -4,7 +4,7 @@
 //! layers come from the one generator every decoding shader runs (`model::wgsl`).
 
 use super::fused::FusedPlan;
-use super::layout::{Shapes, Tables, WeightMemory, Wgrad, WgradTile, row_vec4s};
+use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
 use crate::model::params::{Activation, ModelParams, inputs_per_channel};
 use crate::model::quant::{self, WeightFormat};
 use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
@@ -112,10 +112,7 @@ pub(super) fn specialise(
     text.push_str(&gather_wgsl(&grids, params.pe_frequencies, params.pyramid_levels() > 1, shapes.tpi(), maxw));
     text.push_str(&mlp_gen::activation_functions(params.activation, MlpPrecision::F32));
     let dims = MlpDims { lf, oc, tpi: shapes.tpi(), maxw };
-    let fused = match &shapes.wgrad {
-        Wgrad::Fused(plan) => Some(plan),
-        Wgrad::Tiles(_) => None,
-    };
+    let fused = shapes.fused();
     if let Some(plan) = fused {
         text.push_str(&plan.declaration());
     }
