@@ -112,15 +112,6 @@ if "$candidate" bench train --help | grep -q -- --mlp-shape; then
   done
 fi
 
-# 2e. RTXNTC's coherent rows (decision 041): uniform draws against rows of 32, and rows with the
-#     latent gradients summed per subgroup against per-lane atomics, alternated in one run at
-#     NTC's batch; `fwd_bwd` changes (the latent reads and the atomics).
-if "$candidate" bench train --help | grep -q -- --subgroup-scatter; then
-  echo "== bench train --gpu --batch 65536 --sampling uniform,rows --subgroup-scatter true,false: $candidate"
-  timeout 150 "$candidate" bench train --gpu --batch 65536 --runs 3 --sampling uniform,rows --subgroup-scatter true,false \
-    "${libs[@]}" || echo "FAILED ($?)"
-fi
-
 # 3. The studio's frame times with the preview open (needs a display: Xvfb where installed).
 if command -v xvfb-run >/dev/null 2>&1; then
   echo "== bench ui: $candidate"

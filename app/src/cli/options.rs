@@ -133,10 +133,7 @@ pub(super) struct ScheduleArgs {
     /// How training draws its texels: `uniform`, every texel alike; `error`, 8×8-texel tiles
     /// of high error more often (by a mix of their share and their weighted squared error,
     /// measured every 5 % of the steps), each draw's loss weight scaled so the expected loss is
-    /// the uniform one; `rms-error`, by the square root of that error (CPU and burn trainers);
-    /// `rows`, RTXNTC's coherent rows of 32 neighbours, each row's first texel drawn as
-    /// `uniform` draws (every trainer; on a GPU with subgroups the latent gradients are summed
-    /// per subgroup before their atomics).
+    /// the uniform one; `rms-error`, by the square root of that error. CPU and burn trainers.
     #[arg(long, value_enum)]
     pub sampling: Option<Sampling>,
     /// With `--sampling error|rms-error`: the share of the draws that follow the error map, 0

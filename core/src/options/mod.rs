@@ -9,7 +9,7 @@ pub use error::OptionsError;
 pub use schedule::{
     AUTO_QAT_MAX_LATENT_BITS, AUTO_QAT_MIN_BATCH_TEXELS, CLASSIC_ADAM_BETA2, CLASSIC_LEARNING_RATE_FLOOR, LatentInit, LatentNoise,
     MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NTC_ADAM_BETA2, NTC_GRID_LEARNING_RATE_STEPS, NTC_MLP_LEARNING_RATE, NormalTargets, Quantisation,
-    ROW_TEXELS, Recipe, RecipePiece, Sampling, ScheduleConfig,
+    Recipe, RecipePiece, Sampling, ScheduleConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

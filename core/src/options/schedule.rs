@@ -60,11 +60,10 @@ pub struct ScheduleConfig {
     /// Where the latent grids start. Default [`LatentInit::Normal`] (the classic recipe's
     /// [`LatentInit::Noise`]).
     pub latent_init: LatentInit,
-    /// How training draws its texels: [`Sampling::Uniform`], every texel alike;
+    /// How training draws its texels: [`Sampling::Uniform`], every texel alike, or
     /// error-driven ([`Sampling::Error`], [`Sampling::RmsError`]), tiles of high error more
-    /// often, each draw's loss weight scaled so that the expected loss stays the uniform one; or
-    /// in rows of 32 neighbours ([`Sampling::Rows`]). Default [`Sampling::Uniform`]
-    /// (docs/decisions/003-error-driven-sampling.md, 041-coherent-rows.md).
+    /// often, each draw's loss weight scaled so that the expected loss stays the uniform one.
+    /// Default [`Sampling::Uniform`] (docs/decisions/003-error-driven-sampling.md).
     ///
     /// This and the two fields after it are left out of the serialised schedule at their
     /// defaults, so fingerprints (checkpoints, `--batch`'s unchanged materials) written before
@@ -319,23 +318,6 @@ pub enum Sampling {
     /// As [`Sampling::Error`], by the square root of each tile's mean weighted squared error
     /// (its RMS error): a milder emphasis.
     RmsError,
-    /// RTXNTC's coherent rows: each run of 32 draws ([`ROW_TEXELS`]) takes one texel drawn as
-    /// [`Sampling::Uniform`] draws it and the 31 after it along its row, wrapping at the row's
-    /// end. Every texel is as likely as under `Uniform`; neighbours train together, so a
-    /// hardware GPU's latent reads and gradient additions meet in the same cells
-    /// (docs/decisions/041-coherent-rows.md).
-    Rows,
-}
-
-/// Texels per row of [`Sampling::Rows`]: a warp of 32 lanes, as RTXNTC's 32×1 rows.
-pub const ROW_TEXELS: u32 = 32;
-
-impl Sampling {
-    /// Whether the draws follow an error map ([`Sampling::Error`], [`Sampling::RmsError`]).
-    #[must_use]
-    pub fn is_error_driven(self) -> bool {
-        matches!(self, Self::Error | Self::RmsError)
-    }
 }
 
 /// How the latent grids are initialised.

@@ -84,7 +84,7 @@ impl Capabilities {
             Some(("channel pruning", "this trainer has no channel masks"))
         } else if options.budgets.learned.is_some() && !self.learned_budgets {
             Some(("learned budgets", "this trainer has no budget gates"))
-        } else if options.schedule.sampling.is_error_driven() && !self.error_sampling {
+        } else if options.schedule.sampling != Sampling::Uniform && !self.error_sampling {
             Some(("error-driven sampling", "this trainer draws its texels uniformly on the device"))
         } else if Self::asks_ntc_optimiser(&options.schedule) && !self.ntc_optimiser {
             Some((
@@ -182,8 +182,7 @@ impl<'a> RunState<'a> {
     /// A run of `schedule` drawing from `sampler`, at step 0.
     #[must_use]
     pub fn new(sampler: Sampler<'a>, schedule: Schedule) -> Self {
-        let rows = schedule.sampling == Sampling::Rows;
-        Self { sampler: sampler.with_rows(rows), schedule, step: 0 }
+        Self { sampler, schedule, step: 0 }
     }
 
     /// [`Trainer::refit_steps`] of a trainer that reads its schedule step by step (the device

@@ -135,7 +135,7 @@ impl Schedule {
     /// first step after a resume, whose error map was not saved, so it is measured again.
     #[must_use]
     pub fn sampling_change(&self, step: u32, resumed: bool) -> Option<SamplingChange> {
-        if !self.sampling.is_error_driven() || step == 0 || step > self.sampling_uniform_step {
+        if self.sampling == Sampling::Uniform || step == 0 || step > self.sampling_uniform_step {
             return None;
         }
         if step == self.sampling_uniform_step {

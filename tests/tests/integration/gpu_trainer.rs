@@ -16,13 +16,13 @@ use texset_core::{
 };
 use texset_testkit::gpu_or_skip;
 
-pub(crate) fn adapter(test: &str) -> bool {
+fn adapter(test: &str) -> bool {
     gpu_or_skip(test, adapters().first()).is_some()
 }
 
 /// Two materials: the small synthetic one, and a copy whose base colour is a colour-shifted
 /// variant of it (an affine transform) with a roughness of its own.
-pub(crate) fn library() -> texset_core::TextureSet {
+fn library() -> texset_core::TextureSet {
     let mut set = texset_testkit::small_set(32);
     let mut second = set.materials[0].clone();
     second.name = "shifted".into();
@@ -42,7 +42,7 @@ pub(crate) fn library() -> texset_core::TextureSet {
 }
 
 /// `‖a − b‖ / ‖b‖` over every value of two gradients, per array, the worst.
-pub(crate) fn worst_relative(a: &ModelParams, b: &ModelParams) -> (f64, String) {
+fn worst_relative(a: &ModelParams, b: &ModelParams) -> (f64, String) {
     let mut arrays: Vec<(String, &[f32], &[f32])> = Vec::new();
     for (i, (x, y)) in a.all_grids().zip(b.all_grids()).enumerate() {
         arrays.push((format!("grid {i}"), &x.values, &y.values));
@@ -296,7 +296,7 @@ fn steps_per_submission_change_no_bit() {
 }
 
 /// The bits of a model's latents and of its weights and biases.
-pub(crate) fn model_bits(p: &ModelParams) -> (Vec<u32>, Vec<u32>) {
+fn model_bits(p: &ModelParams) -> (Vec<u32>, Vec<u32>) {
     let grids: Vec<u32> = p.all_grids().flat_map(|g| g.values.iter().map(|v| v.to_bits())).collect();
     let layers: Vec<u32> = p.layers.iter().flat_map(|l| l.weights.iter().chain(&l.biases)).map(|v| v.to_bits()).collect();
     (grids, layers)

@@ -7,7 +7,6 @@ mod corner_reads;
 mod decode_parity;
 mod gpu_path;
 mod gpu_trainer;
-mod gpu_trainer_rows;
 mod ingest;
 mod library_add;
 mod lit_quad;

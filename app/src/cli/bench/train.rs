@@ -8,7 +8,6 @@ use std::time::Instant;
 use texset_core::{
     Backend, CompressOptions, analyse,
     model::{Activation, wgsl::MlpShape},
-    options::Sampling,
     rng::Rng,
     set::load_library,
     train::{
@@ -70,16 +69,6 @@ pub(crate) struct TrainBenchArgs {
     /// `relu,hgelu` times both in turn, for their ratio in one run; default the default's, `relu`).
     #[arg(long, value_enum, value_delimiter = ',')]
     activation: Vec<Activation>,
-    /// How the trainers draw their texels, each timed on every trainer (comma-separated:
-    /// `uniform,rows` times both in turn; default `uniform`). Error-driven draws are not timed:
-    /// their error map is refreshed by a run, not a bare step.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    sampling: Vec<Sampling>,
-    /// With `--gpu`: whether the latent gradients are summed per subgroup before their atomics,
-    /// a GPU trainer timed for each (comma-separated: `true,false`; default the trainer's, on
-    /// where the device has subgroups and the draws come in rows).
-    #[arg(long, requires = "gpu", value_delimiter = ',', value_name = "BOOL")]
-    subgroup_scatter: Vec<bool>,
     #[command(flatten)]
     timing: TimingArgs,
 }
@@ -127,19 +116,12 @@ impl TrainBenchArgs {
             options.schedule.batch_texels = batch;
         }
         let activations = if self.activation.is_empty() { vec![options.model.activation] } else { self.activation.clone() };
-        let samplings = if self.sampling.is_empty() { vec![options.schedule.sampling] } else { self.sampling.clone() };
-        if let Some(s) = samplings.iter().find(|s| s.is_error_driven()) {
-            anyhow::bail!("--sampling {s:?}: error-driven draws follow an error map a run refreshes; the bench times bare steps");
-        }
         let mut variants = Vec::new();
         for &activation in &activations {
-            for &sampling in &samplings {
-                let mut options = options.clone();
-                options.model.activation = activation;
-                options.schedule.sampling = sampling;
-                let (layout, _) = analyse(&set, &options)?;
-                variants.push((options, layout));
-            }
+            let mut options = options.clone();
+            options.model.activation = activation;
+            let (layout, _) = analyse(&set, &options)?;
+            variants.push((options, layout));
         }
         let runs = self.timing.runs.max(1);
         // Every trainer is built and warmed up first, then the timed runs go round them in turn,
@@ -148,14 +130,8 @@ impl TrainBenchArgs {
         let mut batch = options.schedule.batch_texels;
         for (options, layout) in &variants {
             batch = Schedule::new(options, layout).batch_texels;
-            // The activation and the draws are named where more than one is timed.
-            let mut tag = String::new();
-            if activations.len() > 1 {
-                tag.push_str(&format!(", {}", options.model.activation.name()));
-            }
-            if samplings.len() > 1 {
-                tag.push_str(&format!(", {:?} draws", options.schedule.sampling).to_lowercase());
-            }
+            // The activation is named where more than one is timed.
+            let tag = if variants.len() > 1 { format!(", {}", options.model.activation.name()) } else { String::new() };
             self.add_trainers(&set, options, layout, &tag, &mut contenders)?;
         }
 
@@ -218,18 +194,13 @@ impl TrainBenchArgs {
         // The fused GPU trainer: its steps queue on the device, so each timed run ends waiting
         // for the last. One per `--submit-steps` value.
         let submissions = if self.submit_steps.is_empty() { vec![STATS_RING] } else { self.submit_steps.clone() };
-        let scatters: Vec<Option<bool>> =
-            if self.subgroup_scatter.is_empty() { vec![None] } else { self.subgroup_scatter.iter().copied().map(Some).collect() };
-        let gpus = if self.gpu { submissions.iter().flat_map(|&s| scatters.iter().map(move |&c| (s, c))).collect() } else { Vec::new() };
-        for (per_submission, subgroup_scatter) in gpus {
-            let kernels = KernelChoice { subgroup_scatter, ..kernels };
+        for per_submission in if self.gpu { submissions } else { Vec::new() } {
             let mut gpu = GpuTrainer::with_kernels(
                 Sampler::new(set, layout),
                 Schedule::new(options, layout),
                 &initial_params(set, layout, 1),
                 kernels,
             )?;
-            let scatter = if gpu.subgroup_scatter() { ", latent gradients summed per subgroup" } else { "" };
             gpu.set_steps_per_submission(per_submission);
             gpu.run_step()?;
             gpu.finish()?;
@@ -240,7 +211,7 @@ impl TrainBenchArgs {
             let dispatches =
                 gpu.profile_steps(PROFILED_STEPS)?.map_or_else(|| "no timestamp queries on this device".to_owned(), |t| dispatch_line(&t));
             contenders.push(Contender::new(
-                format!("train gpu-fused on {} (batch {batch}, {per_submission} steps per submission{tag}{scatter})", gpu.adapter()),
+                format!("train gpu-fused on {} (batch {batch}, {per_submission} steps per submission{tag})", gpu.adapter()),
                 GPU_STEPS_PER_RUN,
                 Box::new(move |steps| {
                     for _ in 0..steps {

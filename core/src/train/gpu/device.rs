@@ -121,9 +121,8 @@ impl Gpu {
         let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("texset trainer"),
             // Timestamps where the adapter has them: `GpuTrainer::profile_steps` times each
-            // dispatch with them (training itself writes none). Subgroups where it has them: the
-            // latent gradients of rows are summed per subgroup (scatter_subgroup.wgsl).
-            required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP),
+            // dispatch with them (training itself writes none).
+            required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
             required_limits: adapter.limits(),
             ..Default::default()
         }))

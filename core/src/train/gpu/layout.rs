@@ -32,9 +32,6 @@ pub(super) struct Shapes {
     pub(super) packed: Vec<PackedLayer>,
     /// `vec4`s of the packed weights.
     pub(super) packed_vec4s: u32,
-    /// Whether `scatter` sums the latent gradients per subgroup before their atomics
-    /// (scatter_subgroup.wgsl: the device has subgroups and the draws come in rows).
-    pub(super) subgroup_scatter: bool,
 }
 
 impl Shapes {
@@ -48,17 +45,7 @@ impl Shapes {
         let rows = layers.iter().map(|l| l.1).sum();
         let batch = u32::try_from(batch).map_err(|_| too_big("batch texels"))?;
         let (packed, packed_vec4s) = pack_layout(&layers);
-        Ok(Self {
-            batch,
-            grid_total,
-            layer_total,
-            rows,
-            layers,
-            wgrad: Wgrad::Tiles(WgradTile::SMALL),
-            packed,
-            packed_vec4s,
-            subgroup_scatter: false,
-        })
+        Ok(Self { batch, grid_total, layer_total, rows, layers, wgrad: Wgrad::Tiles(WgradTile::SMALL), packed, packed_vec4s })
     }
 
     /// `vec4`s of the per-texel scratch: every texel's input and output-gradient rows of every
@@ -375,10 +362,6 @@ pub struct KernelChoice {
     pub wgrad: Option<WgradPass>,
     /// The code shape of the forward and backward passes' MLP.
     pub mlp_shape: Option<MlpShape>,
-    /// Whether the latent gradients are summed per subgroup before their atomics (the default:
-    /// where the device has subgroups and the draws come in rows; asking for it on a device
-    /// without subgroups is an error).
-    pub subgroup_scatter: Option<bool>,
 }
 
 /// The MLP code shape for an adapter of `device_type`: scalars on a GPU the CPU emulates (lavapipe

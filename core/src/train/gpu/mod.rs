@@ -16,7 +16,7 @@ use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, WeightFormat};
 use crate::model::wgsl::MlpShape;
-use crate::options::{CompressOptions, Sampling};
+use crate::options::CompressOptions;
 use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::set::TextureSet;
 use crate::train::TrainError;
@@ -37,9 +37,7 @@ pub use device::share_device;
 pub use layout::{FUSED_BUDGET_BYTES, KernelChoice, WeightMemory, WgradPass, WgradTile};
 use layout::{Shapes, Tables, Wgrad, f32_bytes, flatten, u32_bytes, unflatten};
 pub use profile::{DispatchTimes, STAGES};
-use wgsl::{
-    FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_NOISE_PER_LATENT, FLAG_ROWS, FLAG_SPARSE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise,
-};
+use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_NOISE_PER_LATENT, FLAG_SPARSE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};
 
 /// Steps whose loss sums one asynchronous read-back brings, and the most steps a submission
 /// holds (the uniform ring's slots).
@@ -186,12 +184,6 @@ impl<'a> GpuTrainer<'a> {
             None => Wgrad::resolve(WgradPass::for_device(gpu.device_type), &shapes, &limits, weight_memory)
                 .unwrap_or(Wgrad::Tiles(WgradTile::SMALL)),
         };
-        let subgroups = gpu.device.features().contains(wgpu::Features::SUBGROUP);
-        shapes.subgroup_scatter = match choice.subgroup_scatter {
-            Some(true) if !subgroups => return Err(TrainError::Gpu("this device has no subgroups to sum latent gradients in".into())),
-            Some(on) => on,
-            None => subgroups && schedule.sampling == Sampling::Rows,
-        };
         let (_, _, adam_row) = spread(shapes.all());
         let mlp_shape = choice.mlp_shape.unwrap_or_else(|| layout::mlp_shape_for_device(gpu.device_type)).for_layers(&shapes.packed);
         let wgsl = specialise(params, &shapes, &tables, weight_memory, mlp_shape, adam_row);
@@ -241,13 +233,6 @@ impl<'a> GpuTrainer<'a> {
     #[must_use]
     pub fn wgrad_pass(&self) -> WgradPass {
         self.shapes.wgrad.pass()
-    }
-
-    /// Whether the latent gradients are summed per subgroup before their atomics
-    /// ([`KernelChoice::subgroup_scatter`]).
-    #[must_use]
-    pub fn subgroup_scatter(&self) -> bool {
-        self.shapes.subgroup_scatter
     }
 
     /// Where the forward and backward passes read the layers' weights from (the adapter's limits
@@ -382,12 +367,10 @@ impl<'a> GpuTrainer<'a> {
         let words: Vec<u32> = draws.iter().flat_map(|&(g, t)| [g, t]).collect();
         let offset = 4 * u64::from(self.gpu.samples_off);
         self.gpu.write(&self.gpu.buffers.tables, offset, &u32_bytes(&words));
-        // With rows, the draws are dealt to the lanes as a step's are (`draw_index`).
-        let rows = if self.run.schedule.sampling == Sampling::Rows { FLAG_ROWS } else { 0 };
         let uniform = match latent_noise {
-            None => StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS | rows, ..StepUniform::default() },
+            None => StepUniform { flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS, ..StepUniform::default() },
             Some((noise_amplitude, seed, step)) => StepUniform {
-                flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS | FLAG_NOISE | FLAG_NOISE_PER_LATENT | rows,
+                flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS | FLAG_NOISE | FLAG_NOISE_PER_LATENT,
                 noise_amplitude,
                 seed,
                 step,
@@ -498,9 +481,6 @@ impl<'a> GpuTrainer<'a> {
         }
         if schedule.sparse_updates {
             flags |= FLAG_SPARSE;
-        }
-        if schedule.sampling == Sampling::Rows {
-            flags |= FLAG_ROWS;
         }
         let t = self.adam_t + 1;
         let (c1, c2) = crate::train::adam::corrections(schedule.adam_beta2, t);

@@ -40,19 +40,15 @@ fn the_specialised_trainer_validates_with_naga() {
         ] {
             shapes.wgrad = wgrad;
             let (_, _, row) = spread(shapes.all());
-            // With the latent gradients summed per subgroup, and without.
-            for (shape, subgroup) in [MlpShape::Vec4Rows, MlpShape::Scalar].into_iter().flat_map(|s| [(s, false), (s, true)]) {
-                shapes.subgroup_scatter = subgroup;
+            for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
                 let source = specialise(&params, &shapes, &tables, memory, shape, row);
-                let what = format!(
-                    "train.wgsl (mips {mips}, weights in {memory:?} memory, {}, {shape:?}, subgroup scatter {subgroup})",
-                    shapes.wgrad.pass().name()
-                );
+                let what = format!("train.wgsl (mips {mips}, weights in {memory:?} memory, {}, {shape:?})", shapes.wgrad.pass().name());
                 let module =
                     wgpu::naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&source)));
-                let capabilities =
-                    if subgroup { wgpu::naga::valid::Capabilities::SUBGROUP } else { wgpu::naga::valid::Capabilities::default() };
-                let mut validator = wgpu::naga::valid::Validator::new(wgpu::naga::valid::ValidationFlags::all(), capabilities);
+                let mut validator = wgpu::naga::valid::Validator::new(
+                    wgpu::naga::valid::ValidationFlags::all(),
+                    wgpu::naga::valid::Capabilities::default(),
+                );
                 if let Err(e) = validator.validate(&module) {
                     panic!("{what}: {}", e.emit_to_string(&source));
                 }

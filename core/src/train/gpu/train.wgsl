@@ -299,36 +299,11 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 // Draws texel i of the step: a group by its share of the draws, then a texel of it; (group,
-// texel). With FLAG_ROWS, ROW_TEXELS draws in a row share one such draw, the row's first texel,
-// and walk along x from it, wrapping at the row's end (the CPU sampler's rows, with this
-// generator). A parity test gives them instead.
+// texel). A parity test gives them instead.
 fn draw(i: u32) -> vec2<u32> {
     if (u.flags & FLAG_GIVEN_SAMPLES) != 0u {
         return vec2<u32>(t_u(SAMPLES_OFF + 2u * i), t_u(SAMPLES_OFF + 2u * i + 1u));
     }
-    if (u.flags & FLAG_ROWS) != 0u {
-        let first = draw_uniform(i / ROW_TEXELS);
-        let width = t_u(GROUP_OFF + first.x * 4u);
-        let x = first.y % width;
-        return vec2<u32>(first.x, first.y - x + (x + i % ROW_TEXELS) % width);
-    }
-    return draw_uniform(i);
-}
-
-// The draw of texel slot p of the invocation whose first slot is `first` (texel first + p): the
-// same, or with FLAG_ROWS and TPI slots the workgroup's draws dealt so that each slot's lanes
-// hold consecutive draws, so a subgroup's lanes hold a row's neighbours in every slot (what
-// scatter_subgroup.wgsl sums).
-fn draw_index(first: u32, p: u32) -> u32 {
-    if (u.flags & FLAG_ROWS) == 0u || TPI == 1u {
-        return first + p;
-    }
-    let invocation = first / TPI;
-    return ((invocation / WG) * TPI + p) * WG + invocation % WG;
-}
-
-// Draw i of the uniform draws: (group, texel).
-fn draw_uniform(i: u32) -> vec2<u32> {
     let r = mulhi(rand(i, 0u), TOTAL_DRAWS);
     var lo = 0u;
     var hi = GROUPS;

@@ -8,13 +8,10 @@ use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
 use crate::model::params::{Activation, ModelParams, inputs_per_channel};
 use crate::model::quant::{self, WeightFormat};
 use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
-use crate::options::ROW_TEXELS;
 use std::fmt::Write as _;
 
 /// The WGSL of the trainer, before the host's constants are prepended.
 pub(crate) const TRAIN_WGSL: &str = include_str!("train.wgsl");
-/// The latent gradients summed per subgroup before their atomics ([`Shapes::subgroup_scatter`]).
-const SCATTER_SUBGROUP_WGSL: &str = include_str!("scatter_subgroup.wgsl");
 
 /// Invocations per workgroup of every entry point.
 pub(super) const WORKGROUP: u32 = 64;
@@ -30,8 +27,6 @@ const FLAG_MXINT8: u32 = 64;
 pub(super) const FLAG_NOISE_PER_LATENT: u32 = 128;
 /// Sparse Adam: a parameter with a zero gradient keeps its value and moments.
 pub(super) const FLAG_SPARSE: u32 = 256;
-/// Draws in rows of [`ROW_TEXELS`] ([`Sampling::Rows`](crate::options::Sampling::Rows)).
-pub(super) const FLAG_ROWS: u32 = 512;
 
 /// The `prepare` kernel's flag that fake-quantises the weights in `format`.
 pub(super) fn format_flag(format: WeightFormat) -> u32 {
@@ -98,13 +93,9 @@ pub(super) fn specialise(
         ("FLAG_MXINT8", FLAG_MXINT8),
         ("FLAG_NOISE_PER_LATENT", FLAG_NOISE_PER_LATENT),
         ("FLAG_SPARSE", FLAG_SPARSE),
-        ("FLAG_ROWS", FLAG_ROWS),
-        ("ROW_TEXELS", ROW_TEXELS),
         ("MX_BLOCK", quant::MX_BLOCK as u32),
         ("MIP_GROUP", params.mip_group()),
     ];
-    // With the subgroup scatter, naga 30 takes the subgroup functions without WGSL's `enable
-    // subgroups;` (which it refuses as not yet implemented): the device's feature allows them.
     let mut text = String::from("// Specialised by texset (core/src/train/gpu/wgsl.rs).\n");
     for (name, value) in consts {
         let _ = writeln!(text, "const {name}: u32 = {value}u;");
@@ -118,8 +109,7 @@ pub(super) fn specialise(
     // The layers with their shapes as literals (the tables' layer rows, in code).
     let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
     let grids: Vec<(u32, bool)> = params.grids.iter().map(|g| (g.channels, g.corners)).collect();
-    let features = Features { grids: &grids, pe: params.pe_frequencies, has_lod: params.pyramid_levels() > 1 };
-    text.push_str(&gather_wgsl(&features, shapes.tpi(), maxw, shapes.subgroup_scatter));
+    text.push_str(&gather_wgsl(&grids, params.pe_frequencies, params.pyramid_levels() > 1, shapes.tpi(), maxw));
     text.push_str(&mlp_gen::activation_functions(params.activation, MlpPrecision::F32));
     let dims = MlpDims { lf, oc, tpi: shapes.tpi(), maxw };
     let fused = shapes.fused();
@@ -132,41 +122,25 @@ pub(super) fn specialise(
     }
     text.push_str(crate::model::MODEL_WGSL);
     text.push_str(TRAIN_WGSL);
-    if shapes.subgroup_scatter {
-        text.push_str(SCATTER_SUBGROUP_WGSL);
-    }
     text
 }
 
-/// What `gather` reads per texel: per grid its channels and whether the decoder reads its
-/// corners, the positional encoding's frequencies, and whether the LOD is an input.
-struct Features<'a> {
-    grids: &'a [(u32, bool)],
-    pe: u32,
-    has_lod: bool,
-}
-
 /// `gather(first)`: draws texels `first..first + tpi` (`drawn`) and writes their features to `xa`
-/// (texel t's at t · maxw): per grid (`features.grids`: its channels, and whether the decoder
-/// reads its corners), its latent features (one per channel, or each of the four corners times
-/// its weight), then the positional encoding's frequencies and, with a pyramid, the LOD input;
-/// and `scatter()`, which adds the latent features' gradients (`xb`) to the grid cells they were
-/// read from (a corner feature's to its own cell; with `subgroup`, summed per subgroup first:
-/// scatter_subgroup.wgsl). Every feature is
+/// (texel t's at t · maxw): per grid (`grids`: its channels, and whether the decoder reads its
+/// corners), its latent features (one per channel, or each of the four corners times its weight),
+/// then the positional encoding's `pe` frequencies and, with a pyramid, the LOD input; and
+/// `scatter()`, which adds the latent features' gradients (`xb`) to the grid cells they were read
+/// from (a corner feature's to its own cell). Every feature is
 /// stored and read at a literal index, and each texel's grids are located once for both: lavapipe
 /// stores to a private array at an index known only at run time by a select over the whole array.
 /// Generated, the two took `fwd_bwd` from 340 to 327 ms per 65,536-texel step of the default
 /// model on lavapipe (loops over the grids and channels in the shader before).
-fn gather_wgsl(features: &Features<'_>, tpi: u32, maxw: u32, subgroup: bool) -> String {
-    let Features { grids, pe, has_lod } = *features;
+fn gather_wgsl(grids: &[(u32, bool)], pe: u32, has_lod: bool, tpi: u32, maxw: u32) -> String {
     let mut t = String::from("fn gather(first: u32) {\n");
     let lc: u32 = grids.iter().map(|&(c, corners)| c * inputs_per_channel(corners) as u32).sum();
     for p in 0..tpi {
         let base = p * maxw;
-        let _ = writeln!(
-            t,
-            "    let d{p} = draw(draw_index(first, {p}u));\n    drawn[{p}u] = d{p};\n    let at{p} = texel_at(d{p}.x, d{p}.y);"
-        );
+        let _ = writeln!(t, "    let d{p} = draw(first + {p}u);\n    drawn[{p}u] = d{p};\n    let at{p} = texel_at(d{p}.x, d{p}.y);");
         let _ = writeln!(t, "    texel_masks[{p}u] = at{p}.mask_base;");
         // `channel`: the latent channel (the mask's and the noise's index); `feature`: the input.
         let (mut channel, mut feature) = (0, 0);
@@ -211,12 +185,6 @@ fn gather_wgsl(features: &Features<'_>, tpi: u32, maxw: u32, subgroup: bool) -> 
     t.push_str("}\n");
     // The latent features' gradients (`xb`, as `mlp` leaves them) to the grids they were read from.
     t.push_str("fn scatter() {\n");
-    let suffix = if subgroup {
-        t.push_str("    lanes_init();\n");
-        "_subgroup"
-    } else {
-        ""
-    };
     for p in 0..tpi {
         let _ = writeln!(t, "    let mask{p} = texel_masks[{p}u];");
         let (mut channel, mut feature) = (0, 0);
@@ -227,12 +195,11 @@ fn gather_wgsl(features: &Features<'_>, tpi: u32, maxw: u32, subgroup: bool) -> 
                 if corners {
                     for corner in 0..4 {
                         let at = p * maxw + feature;
-                        let _ = writeln!(t, "    scatter_corner{suffix}(g{p}_{gi}, {k}u, {corner}u, xb[{at}u] * t_f(mask{p} + {ch}u));");
+                        let _ = writeln!(t, "    scatter_corner(g{p}_{gi}, {k}u, {corner}u, xb[{at}u] * t_f(mask{p} + {ch}u));");
                         feature += 1;
                     }
                 } else {
-                    let _ =
-                        writeln!(t, "    scatter_feature{suffix}(g{p}_{gi}, {k}u, xb[{}u] * t_f(mask{p} + {ch}u));", p * maxw + feature);
+                    let _ = writeln!(t, "    scatter_feature(g{p}_{gi}, {k}u, xb[{}u] * t_f(mask{p} + {ch}u));", p * maxw + feature);
                     feature += 1;
                 }
             }

@@ -113,8 +113,8 @@ impl Sampler<'_> {
     /// now on draws by it ([`Sampling::Error`]: by each tile's mean weighted squared error;
     /// [`Sampling::RmsError`]: by its square root), `mix` of the draws by the error and the rest
     /// uniformly. The probes come from generators seeded by `(seed, step, chunk)`: the map does
-    /// not depend on the thread count. A sampling that is not error-driven, or a model without
-    /// error, draws as without a map again.
+    /// not depend on the thread count. [`Sampling::Uniform`], or a model without error, draws
+    /// uniformly again.
     pub fn refresh_importance(
         &mut self,
         params: &ModelParams,
@@ -124,7 +124,7 @@ impl Sampler<'_> {
         step: u32,
     ) -> Option<ImportanceStats> {
         self.importance = None;
-        if !sampling.is_error_driven() || self.groups.is_empty() {
+        if sampling == Sampling::Uniform || self.groups.is_empty() {
             return None;
         }
         let mut first_tile = Vec::with_capacity(self.groups.len() + 1);

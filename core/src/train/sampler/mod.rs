@@ -9,7 +9,6 @@
 mod importance;
 
 use crate::model::layout::ModelLayout;
-use crate::options::ROW_TEXELS;
 use crate::rng::Rng;
 use crate::set::TextureSet;
 use importance::Importance;
@@ -108,8 +107,6 @@ pub struct Sampler<'a> {
     level_boost: f32,
     /// The error map the draws follow (`None`: uniform draws).
     importance: Option<Importance>,
-    /// Uniform draws in rows of [`ROW_TEXELS`] ([`Sampling::Rows`](crate::options::Sampling::Rows)).
-    rows: bool,
 }
 
 /// Draws per texel of mip level `level` with `boost` ([`Sampler::with_level_boost`]): 16 ×
@@ -224,7 +221,6 @@ impl<'a> Sampler<'a> {
             output_channels: layout.output_channels(),
             level_boost: 1.0,
             importance: None,
-            rows: false,
         };
         sampler.weigh_levels(1.0);
         sampler
@@ -370,41 +366,15 @@ impl<'a> Sampler<'a> {
         if let Some(importance) = &self.importance {
             return (0..len).map(|_| self.draw_by_error(importance, rng)).collect();
         }
-        let uniform = |rng: &mut Rng| {
-            let r = rng.below(total);
-            // r < total: a group always holds it.
-            let g = self.cumulative_texels.partition_point(|&c| c <= r).min(self.groups.len() - 1);
-            let start = if g == 0 { 0 } else { self.cumulative_texels[g - 1] };
-            (g as u32, ((r - start) / self.repeats[g]) as u32)
-        };
-        if !self.rows {
-            return (0..len).map(|_| uniform(rng)).collect();
-        }
-        // A row's start drawn as a uniform draw, then the texels after it along its row (the GPU
-        // trainer's `draw` in train.wgsl, with its own generator).
-        let mut draws = Vec::with_capacity(len);
-        while draws.len() < len {
-            let (g, texel) = uniform(rng);
-            let width = self.groups[g as usize].width.max(1);
-            let (row, x) = (texel - texel % width, texel % width);
-            let n = (len - draws.len()).min(ROW_TEXELS as usize) as u32;
-            draws.extend((0..n).map(|k| (g, row + (x + k) % width)));
-        }
-        draws
-    }
-
-    /// Draws in rows of [`ROW_TEXELS`] neighbours ([`Sampling::Rows`](crate::options::Sampling::Rows))
-    /// or one texel at a time; without an error map.
-    #[must_use]
-    pub fn with_rows(mut self, rows: bool) -> Self {
-        self.rows = rows;
-        self
-    }
-
-    /// Whether the draws come in rows ([`Sampler::with_rows`]).
-    #[must_use]
-    pub fn rows(&self) -> bool {
-        self.rows
+        (0..len)
+            .map(|_| {
+                let r = rng.below(total);
+                // r < total: a group always holds it.
+                let g = self.cumulative_texels.partition_point(|&c| c <= r).min(self.groups.len() - 1);
+                let start = if g == 0 { 0 } else { self.cumulative_texels[g - 1] };
+                (g as u32, ((r - start) / self.repeats[g]) as u32)
+            })
+            .collect()
     }
 
     /// Fills `batch` with `len` random texels.
@@ -485,52 +455,5 @@ pub(crate) mod tests_support {
             })
             .collect();
         crate::set::test_sets::one_colour_map(width, height, texels)
-    }
-}
-
-#[cfg(test)]
-mod rows_tests {
-    use super::*;
-    use crate::options::CompressOptions;
-
-    /// Rows of 32: each run shares a group and a row and walks along x, wrapping at the row's end
-    /// (the test map is 20 wide); every texel is drawn about as often as uniform draws draw it.
-    #[test]
-    fn rows_walk_along_x_and_keep_the_uniform_share() {
-        let set = tests_support::set();
-        let (layout, _) = crate::analyse::analyse(&set, &CompressOptions::default()).expect("layout");
-        let uniform = Sampler::new(&set, &layout);
-        let rows = Sampler::new(&set, &layout).with_rows(true);
-        assert!(rows.rows() && !uniform.rows());
-        let draws = rows.draw(&mut Rng::new(5, 0, 0), 1000);
-        assert_eq!(draws.len(), 1000, "a partial last row");
-        let mut wrapped = false;
-        for run in draws.chunks(ROW_TEXELS as usize) {
-            let (g, first) = run[0];
-            let width = rows.groups[g as usize].width;
-            for (k, &(gk, texel)) in run.iter().enumerate() {
-                assert_eq!(gk, g);
-                assert_eq!(texel / width, first / width, "one row");
-                assert_eq!(texel % width, (first % width + k as u32) % width, "along x");
-                wrapped |= texel % width < first % width;
-            }
-        }
-        assert!(wrapped, "some row wraps at its end");
-        let n = 320_000;
-        let count = |sampler: &Sampler<'_>, seed| {
-            let mut counts = vec![0u32; 20 * 12];
-            for (g, texel) in sampler.draw(&mut Rng::new(seed, 0, 0), n) {
-                if g == 0 {
-                    counts[texel as usize] += 1;
-                }
-            }
-            counts
-        };
-        let (a, b) = (count(&uniform, 1), count(&rows, 2));
-        let (sum_a, sum_b) = (a.iter().sum::<u32>(), b.iter().sum::<u32>());
-        assert!((f64::from(sum_a) / f64::from(sum_b) - 1.0).abs() < 0.03, "level 0's share: {sum_a} vs {sum_b}");
-        let mean = f64::from(sum_b) / b.len() as f64;
-        let worst = b.iter().map(|&c| (f64::from(c) / mean - 1.0).abs()).fold(0.0, f64::max);
-        assert!(worst < 0.25, "a texel drawn {worst:.3} off its uniform share");
     }
 }
