@@ -1,9 +1,29 @@
 #!/usr/bin/env bash
-# texset-bevy in CI (called by .ci/run after the root workspace's tests): its versions, format,
-# lints, headless render tests on lavapipe and the example under Xvfb.
+# texset-bevy in CI: its versions, format, lints, headless render tests on lavapipe and the
+# example under Xvfb.
+# Usage: scripts/bevy-check.sh [build|run|all]   (default all)
+# - build: the checks that need no GPU, and every build (tests and example), linted;
+# - run: the render tests and the example, on what `build` made (nothing is rebuilt).
+# .ci/run starts `build` in the background, at a low priority, beside the root workspace's build
+# (whose single-crate stretches leave a core idle), and `run` after the root's tests.
 set -euo pipefail
+phase="${1:-all}"
+case "$phase" in build | run | all) ;; *) echo "usage: $0 [build|run|all]" >&2; exit 2 ;; esac
+step() { echo "== bevy-check step at +${SECONDS}s ($(date -u +%T)): $*"; }
 cd "$(dirname "$0")/../integrations/bevy"
 
+# clippy lints this workspace inside its own builds, as .ci/run does for the root's: every cargo
+# command below compiles texset-bevy with clippy-driver and `-D warnings` (the test build covers
+# the library, its tests and the example), so Bevy is compiled once, not also checked. Both
+# phases set the same, so `run` finds `build`'s artifacts current.
+if cargo clippy --version >/dev/null 2>&1 && clippy_driver="$(command -v clippy-driver)"; then
+  export RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
+else
+  echo "WARNING: clippy is not installed; texset-bevy's lint check skipped"
+fi
+
+if [ "$phase" != run ]; then
+step "versions, format, build (linted by clippy)"
 # One wgpu in this tree, Bevy's: texset-core and texset-shaders come in without wgpu 30.
 versions="$(cargo tree --locked -e normal --prefix none | grep -oE '^(bevy|wgpu) v[0-9.]+' | sort -u | tr '\n' ' ')"
 echo "texset-bevy: ${versions}"
@@ -15,10 +35,13 @@ fi
 if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt -- --check
 fi
-if cargo clippy --version >/dev/null 2>&1; then
-  cargo clippy --locked --all-targets -- -D warnings
+cargo test --locked --no-run
+cargo build --locked --example bevy_material
+step "built"
 fi
+[ "$phase" = build ] && exit 0
 
+step "tests"
 # Each render test runs a whole Bevy app: one at a time.
 log="$(mktemp)"
 cargo test --locked -- --test-threads=1 2>&1 | tee "$log"
@@ -29,7 +52,7 @@ awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += 
 # xdotool once the spheres are shown, switches them to the per-pixel material and back: the log
 # and the window's title must say so each time.
 if command -v xvfb-run >/dev/null 2>&1 && command -v xdotool >/dev/null 2>&1; then
-  cargo build --locked --example bevy_material
+  step "example"
   example_log="$(mktemp)"
   TEXSET_BEVY_EXIT_AFTER_SECS=60 xvfb-run -a bash -c '
     set -u

@@ -2,8 +2,8 @@
 //! random-access samples.
 
 use crate::device::{
-    block_on, buffer_init, check_device_limit, compute_pass, fullscreen_pipeline, output_buffer, read_back, render_rgba32f, storage_buffer,
-    submit, uniform_buffer,
+    block_on, buffer_init, check_device_limit, compute_pass, compute_pipeline, fullscreen_pipeline, output_buffer, read_back,
+    render_rgba32f, storage_buffer, submit, uniform_buffer,
 };
 use crate::model::GpuModelOptions;
 use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, PARAMS_BYTES, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model, to_u32};
@@ -81,24 +81,27 @@ pub struct GpuDecoder {
     model: GpuModel,
     buffers: ModelBuffers,
     map_pipeline: wgpu::ComputePipeline,
-    samples_pipeline: wgpu::ComputePipeline,
+    /// Made on the first samples decode ([`GpuDecoder::prepare_samples`]): most users decode
+    /// whole maps only, and a driver compiles each entry point in full (on lavapipe the widest
+    /// decoder's took minutes).
+    samples_pipeline: std::sync::OnceLock<wgpu::ComputePipeline>,
     /// The specialised decoder, kept for the fragment pipeline.
     module: wgpu::ShaderModule,
     /// Made on the first [`GpuDecoder::decode_map_fragment`]: an adapter that cannot render to
     /// [`FRAGMENT_FORMAT`] (GL ones such as llvmpipe) still decodes through compute.
     render_pipeline: std::sync::OnceLock<wgpu::RenderPipeline>,
-    /// Seconds each compute pipeline took to create (the driver's compile), in
-    /// [`GpuDecoder::compile_secs`]'s order.
-    compute_compile_secs: [f64; 2],
+    /// Seconds the map pipeline took to create (the driver's compile).
+    map_compile_secs: f64,
 }
 
-/// Seconds the driver took to compile each entry point of a [`GpuDecoder`] (pipeline creation,
-/// timed on the host: Vulkan, Metal and DX12 drivers compile there).
+/// Seconds the driver took to compile each compute entry point of a [`GpuDecoder`] (pipeline
+/// creation, timed on the host: Vulkan, Metal and DX12 drivers compile there).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CompileSecs {
-    /// `cs_decode_map`.
+    /// `cs_decode_map`, made by [`GpuDecoder::new`].
     pub decode_map: f64,
-    /// `cs_decode_samples`.
+    /// `cs_decode_samples`, made by [`GpuDecoder::prepare_samples`] or the first samples decode;
+    /// 0 when it was made before.
     pub decode_samples: f64,
 }
 
@@ -158,20 +161,9 @@ impl GpuDecoder {
             label: Some("texset decode.wgsl (specialised)"),
             source: wgpu::ShaderSource::Wgsl(model.wgsl().into()),
         });
-        let compute = |label: &'static str, entry: EntryPoint| {
-            let start = std::time::Instant::now();
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(label),
-                layout: None,
-                module: &module,
-                entry_point: Some(entry.name()),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                cache: None,
-            });
-            (pipeline, start.elapsed().as_secs_f64())
-        };
-        let (map_pipeline, map_secs) = compute("texset decode map pipeline", EntryPoint::DecodeMap);
-        let (samples_pipeline, samples_secs) = compute("texset decode samples pipeline", EntryPoint::DecodeSamples);
+        let start = std::time::Instant::now();
+        let map_pipeline = compute_pipeline(device, &module, "texset decode map pipeline", EntryPoint::DecodeMap);
+        let map_compile_secs = start.elapsed().as_secs_f64();
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
@@ -180,17 +172,39 @@ impl GpuDecoder {
             model,
             buffers,
             map_pipeline,
-            samples_pipeline,
+            samples_pipeline: std::sync::OnceLock::new(),
             module,
             render_pipeline: std::sync::OnceLock::new(),
-            compute_compile_secs: [map_secs, samples_secs],
+            map_compile_secs,
         })
     }
 
-    /// Seconds the compute entry points took to compile.
-    #[must_use]
-    pub fn compile_secs(&self) -> CompileSecs {
-        CompileSecs { decode_map: self.compute_compile_secs[0], decode_samples: self.compute_compile_secs[1] }
+    /// Seconds the map pipeline took to compile, and the samples pipeline with it (made now
+    /// where no samples decode made it before; its 0 then means made earlier).
+    pub fn compile_secs(&self, device: &wgpu::Device) -> Result<CompileSecs, GpuError> {
+        Ok(CompileSecs { decode_map: self.map_compile_secs, decode_samples: self.prepare_samples(device)? })
+    }
+
+    /// Compiles the samples entry point now (else the first samples decode does) and returns the
+    /// seconds it took (0 when it was already compiled).
+    pub fn prepare_samples(&self, device: &wgpu::Device) -> Result<f64, GpuError> {
+        let start = std::time::Instant::now();
+        let compiled = self.samples_pipeline.get().is_some();
+        self.samples_pipeline(device)?;
+        Ok(if compiled { 0.0 } else { start.elapsed().as_secs_f64() })
+    }
+
+    /// The samples decode pipeline, made on first use.
+    fn samples_pipeline(&self, device: &wgpu::Device) -> Result<&wgpu::ComputePipeline, GpuError> {
+        if let Some(pipeline) = self.samples_pipeline.get() {
+            return Ok(pipeline);
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = compute_pipeline(device, &self.module, "texset decode samples pipeline", EntryPoint::DecodeSamples);
+        if let Some(error) = block_on(scope.pop()) {
+            return Err(GpuError::Wgpu(error.to_string()));
+        }
+        Ok(self.samples_pipeline.get_or_init(|| pipeline))
     }
 
     /// Compiles the fragment entry point now (else the first [`Self::decode_map_fragment`] does)
@@ -362,14 +376,12 @@ impl GpuDecoder {
         read: bool,
     ) -> Result<Vec<[f32; 4]>, GpuError> {
         let (map_index, entry) = self.map_index(material, map)?;
+        let pipeline = self.samples_pipeline(device)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, batch.count, mode, lod));
-        let bind_group = self.bind_group(
-            device,
-            &self.samples_pipeline.get_bind_group_layout(0),
-            &[(2, &params), (3, &batch.output), (4, &batch.samples)],
-        );
-        let encoder = compute_pass(device, "texset decode samples", &self.samples_pipeline, &bind_group, batch.groups);
+        let bind_group =
+            self.bind_group(device, &pipeline.get_bind_group_layout(0), &[(2, &params), (3, &batch.output), (4, &batch.samples)]);
+        let encoder = compute_pass(device, "texset decode samples", pipeline, &bind_group, batch.groups);
         if !read {
             let submission = submit(queue, encoder, scope)?;
             device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })?;

@@ -35,6 +35,23 @@ pub(crate) fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, 
     Ok(Some((instance, adapter, device, queue)))
 }
 
+/// The compute pipeline of `module`'s `entry` (its layout derived from the code), labelled.
+pub(crate) fn compute_pipeline(
+    device: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    label: &str,
+    entry: crate::EntryPoint,
+) -> wgpu::ComputePipeline {
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(label),
+        layout: None,
+        module,
+        entry_point: Some(entry.name()),
+        compilation_options: wgpu::PipelineCompilationOptions::default(),
+        cache: None,
+    })
+}
+
 /// An encoder holding one compute pass: `pipeline` with `bind_group` at group 0, `groups`
 /// workgroups in x and y. `label` names the encoder and the pass.
 pub(crate) fn compute_pass(

@@ -190,7 +190,6 @@ impl StudioApp {
     fn drive_capture(&mut self, ui: &egui::Ui) {
         let preview_converged = self.preview.as_ref().is_none_or(preview::PreviewGpu::converged);
         let Some(capture) = &mut self.capture else { return };
-        ui.ctx().request_repaint();
         let session = &mut self.session;
         if session.run.state == session::RunState::Idle && !session.library.set.materials.is_empty() && !session.is_training() {
             session.apply(Command::StartTraining);
@@ -203,8 +202,14 @@ impl StudioApp {
             return;
         }
         if !ready || session.is_training() {
+            // The studio repaints every 250 ms while it is busy, as without `--capture`: a frame
+            // on every vsync here would take a software GPU's cores from the training it waits
+            // for (the trainer runs below the UI's priority: decision 020).
             return;
         }
+        // From here on each frame moves a shot on (the view settles, the preview draws
+        // progressively), so frames follow one another.
+        ui.ctx().request_repaint();
         while let Ok(message) = capture.arrived.1.try_recv() {
             eprintln!("texset: capture: {message}");
             capture.pending = false;

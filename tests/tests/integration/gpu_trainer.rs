@@ -273,6 +273,7 @@ fn steps_per_submission_change_no_bit() {
     let steps = 48;
     let mut options = CompressOptions {
         schedule: ScheduleConfig { steps, batch_texels: 1024, ..ScheduleConfig::default() },
+        model: small_decoder(),
         ..CompressOptions::default()
     };
     options.schedule.apply_recipe(Recipe::Ntc, &[]);
@@ -442,6 +443,14 @@ fn the_gpu_fake_quantises_weights_as_the_cpu_does() {
     }
 }
 
+/// A 16-16 decoder for the tests of the trainer's run logic (submission, profiling, checkpoints,
+/// deadlines), which no decoder shape changes: lavapipe compiles its `fwd_bwd` several times
+/// faster than the default 64-64-64 one's, which took most of each such test's minute. The
+/// gradient-parity and quality tests keep the default decoder.
+fn small_decoder() -> ModelConfig {
+    ModelConfig { hidden_widths: vec![16, 16], ..ModelConfig::default() }
+}
+
 fn run(set: &texset_core::TextureSet, backend: Backend, steps: u32, extra: impl FnOnce(&mut CompressOptions)) -> texset_core::Compressed {
     let mut options = CompressOptions {
         schedule: ScheduleConfig { steps, batch_texels: 2048, ..ScheduleConfig::default() },
@@ -507,9 +516,14 @@ fn a_resumed_gpu_run_gives_the_uninterrupted_bundle() {
     for recipe in [Recipe::Texset, Recipe::Ntc] {
         let dir = tempfile::tempdir().unwrap();
         let checkpoint = dir.path().join("gpu.ckpt");
-        let straight = run(&set, Backend::Gpu, 120, |o| o.schedule.apply_recipe(recipe, &[])).bundle_bytes;
+        let straight = run(&set, Backend::Gpu, 120, |o| {
+            o.schedule.apply_recipe(recipe, &[]);
+            o.model = small_decoder();
+        })
+        .bundle_bytes;
         let mut options = CompressOptions {
             schedule: ScheduleConfig { steps: 120, batch_texels: 2048, ..ScheduleConfig::default() },
+            model: small_decoder(),
             run: RunOptions {
                 backend: Backend::Gpu,
                 checkpoint: Some(CheckpointOptions { path: checkpoint.clone(), every_secs: 0.0 }),
@@ -539,6 +553,7 @@ fn a_gpu_run_past_its_deadline_ends_at_its_first_look() {
     let set = texset_testkit::small_set(16);
     let options = CompressOptions {
         schedule: ScheduleConfig { steps: 40, batch_texels: 256, ..ScheduleConfig::default() },
+        model: small_decoder(),
         ..CompressOptions::default()
     };
     let (layout, _) = analyse(&set, &options).unwrap();
@@ -565,7 +580,7 @@ fn profiled_steps_time_every_dispatch_and_train_as_plain_steps() {
         return;
     }
     let set = library();
-    let options = CompressOptions::default();
+    let options = CompressOptions { model: small_decoder(), ..CompressOptions::default() };
     let (layout, _) = analyse(&set, &options).unwrap();
     let params = initial_params(&set, &layout, 5);
     let trainer = || GpuTrainer::new(Sampler::new(&set, &layout), Schedule::new(&options, &layout), &params).unwrap();

@@ -173,7 +173,7 @@ fn gpu_decode(
     let mut results = Vec::new();
     let gpu = texset_shaders::GpuDecoder::with_options(device, bundle, options)
         .with_context(|| format!("the decoder on {device_name} with {} arithmetic", options.precision.name()))?;
-    let compile = gpu.compile_secs();
+    let compile = gpu.compile_secs(device)?;
     let fragment_secs = if texset_shaders::renders_fragment_format(adapter) { gpu.prepare_fragment(device).ok() } else { None };
     let model = gpu.model();
     println!(
