@@ -74,6 +74,34 @@ impl ModelBuffers {
     }
 }
 
+/// The pipeline in `cell`, made by `make` on first use inside a validation scope; a validation
+/// error becomes `refused`'s error, and the cell stays empty.
+fn made_once<'a, T>(
+    cell: &'a std::sync::OnceLock<T>,
+    device: &wgpu::Device,
+    make: impl FnOnce() -> T,
+    refused: impl FnOnce(String) -> GpuError,
+) -> Result<&'a T, GpuError> {
+    if let Some(made) = cell.get() {
+        return Ok(made);
+    }
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let made = make();
+    if let Some(error) = block_on(scope.pop()) {
+        return Err(refused(error.to_string()));
+    }
+    Ok(cell.get_or_init(|| made))
+}
+
+/// Runs `make` (which fills `cell`) and returns the seconds it took, or 0 where `cell` was
+/// already full.
+fn secs_to_make<T>(cell: &std::sync::OnceLock<T>, make: impl FnOnce() -> Result<(), GpuError>) -> Result<f64, GpuError> {
+    let start = std::time::Instant::now();
+    let made_before = cell.get().is_some();
+    make()?;
+    Ok(if made_before { 0.0 } else { start.elapsed().as_secs_f64() })
+}
+
 /// A bundle's model resident on the GPU (bit-packed latents as the bundle stores them, weights
 /// dequantised once), with the pipelines of the decoder specialised to it.
 pub struct GpuDecoder {
@@ -188,51 +216,41 @@ impl GpuDecoder {
     /// Compiles the samples entry point now (else the first samples decode does) and returns the
     /// seconds it took (0 when it was already compiled).
     pub fn prepare_samples(&self, device: &wgpu::Device) -> Result<f64, GpuError> {
-        let start = std::time::Instant::now();
-        let compiled = self.samples_pipeline.get().is_some();
-        self.samples_pipeline(device)?;
-        Ok(if compiled { 0.0 } else { start.elapsed().as_secs_f64() })
+        secs_to_make(&self.samples_pipeline, || self.samples_pipeline(device).map(drop))
     }
 
     /// The samples decode pipeline, made on first use.
     fn samples_pipeline(&self, device: &wgpu::Device) -> Result<&wgpu::ComputePipeline, GpuError> {
-        if let Some(pipeline) = self.samples_pipeline.get() {
-            return Ok(pipeline);
-        }
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let pipeline = compute_pipeline(device, &self.module, "texset decode samples pipeline", EntryPoint::DecodeSamples);
-        if let Some(error) = block_on(scope.pop()) {
-            return Err(GpuError::Wgpu(error.to_string()));
-        }
-        Ok(self.samples_pipeline.get_or_init(|| pipeline))
+        made_once(
+            &self.samples_pipeline,
+            device,
+            || compute_pipeline(device, &self.module, "texset decode samples pipeline", EntryPoint::DecodeSamples),
+            GpuError::Wgpu,
+        )
     }
 
     /// Compiles the fragment entry point now (else the first [`Self::decode_map_fragment`] does)
     /// and returns the seconds it took (0 when it was already compiled).
     pub fn prepare_fragment(&self, device: &wgpu::Device) -> Result<f64, GpuError> {
-        let start = std::time::Instant::now();
-        let compiled = self.render_pipeline.get().is_some();
-        self.render_pipeline(device)?;
-        Ok(if compiled { 0.0 } else { start.elapsed().as_secs_f64() })
+        secs_to_make(&self.render_pipeline, || self.render_pipeline(device).map(drop))
     }
 
     /// The fragment decode pipeline, made on first use.
     fn render_pipeline(&self, device: &wgpu::Device) -> Result<&wgpu::RenderPipeline, GpuError> {
-        if let Some(pipeline) = self.render_pipeline.get() {
-            return Ok(pipeline);
-        }
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let pipeline = fullscreen_pipeline(
+        made_once(
+            &self.render_pipeline,
             device,
-            &self.module,
-            "texset fragment decode pipeline",
-            EntryPoint::FragmentDecode.name(),
-            FRAGMENT_FORMAT,
-        );
-        if let Some(error) = block_on(scope.pop()) {
-            return Err(GpuError::Wgpu(format!("the fragment decode path cannot run on this device: {error}")));
-        }
-        Ok(self.render_pipeline.get_or_init(|| pipeline))
+            || {
+                fullscreen_pipeline(
+                    device,
+                    &self.module,
+                    "texset fragment decode pipeline",
+                    EntryPoint::FragmentDecode.name(),
+                    FRAGMENT_FORMAT,
+                )
+            },
+            |error| GpuError::Wgpu(format!("the fragment decode path cannot run on this device: {error}")),
+        )
     }
 
     /// The CPU decoder of the same bundle (manifest and dequantised parameters).
