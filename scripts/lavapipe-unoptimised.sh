@@ -1,0 +1,8 @@
+#!/bin/sh
+# nextest setup script (.config/nextest.toml): the tests it is scoped to run with lavapipe's LLVM
+# optimisation passes off (Mesa's GALLIVM_PERF=nopt). Those tests are compile-bound: lavapipe
+# spends minutes optimising the specialised decoders and trainers they build, which then run for
+# seconds. The tests that run shaders for minutes (the GPU trainer's quality run, the studio
+# windows) keep the optimiser. Only llvmpipe and lavapipe read the variable; a hardware GPU's
+# driver ignores it.
+echo "GALLIVM_PERF=nopt" >>"$NEXTEST_ENV"
