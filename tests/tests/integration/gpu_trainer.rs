@@ -85,11 +85,14 @@ fn one_gpu_step_has_the_fused_cpu_trainers_gradients() {
     // level 0's grids with its own LOD input) in both code shapes, per-texel and fused. The
     // grouping only picks the pyramid level the gather reads (train.wgsl's `pyramid_level`), and
     // meets no weight read: the two memory variants left out there (uniform scalar, workgroup vec4
-    // rows) cost a trainer compile each on lavapipe, about 30 s.
+    // rows) cost a trainer compile each on lavapipe, about 30 s. Nor does it depend on the
+    // decoder's widths: the grouped pass trains the 16-16 decoder, which lavapipe compiles
+    // several times faster than the default one (`small_decoder`).
     let grouped = [every_memory[0], every_memory[3], every_memory[4], every_memory[5]];
-    for (mip_group, kernels) in [(1, &every_memory[..]), (2, &grouped[..])] {
+    let default_widths = ModelConfig::default().hidden_widths;
+    for (mip_group, kernels, hidden_widths) in [(1, &every_memory[..], default_widths), (2, &grouped[..], small_decoder().hidden_widths)] {
         let options = CompressOptions {
-            model: ModelConfig { mips: true, mip_group, ..ModelConfig::default() },
+            model: ModelConfig { mips: true, mip_group, hidden_widths, ..ModelConfig::default() },
             schedule: ScheduleConfig { steps: 10, batch_texels: 1024, ..ScheduleConfig::default() },
             budgets: BudgetConfig { auto: true, ..BudgetConfig::default() },
             ..CompressOptions::default()
