@@ -92,7 +92,7 @@ fn time_training(
     mut frame: impl FnMut(&mut StudioApp) -> anyhow::Result<f64>,
 ) -> anyhow::Result<UiBench> {
     let start = Instant::now();
-    while app.session.library.set.materials.is_empty() || app.session.analysis.is_none() {
+    while app.session.library.set.materials.is_empty() || app.session.library.analysis.is_none() {
         if app.session.library.set.materials.is_empty()
             && let Some(problem) = app.session.library.problems.first()
         {
@@ -113,14 +113,14 @@ fn time_training(
         if said.elapsed() > Duration::from_secs(10) {
             said = Instant::now();
             let slowest = times.iter().rev().take(600).copied().fold(0.0, f64::max);
-            let step = app.session.run.status.as_ref().map_or(0, |s| s.step);
+            let step = app.session.training.run.status.as_ref().map_or(0, |s| s.step);
             let preview = app
                 .preview
                 .as_ref()
                 .map_or_else(String::new, |p| format!(", preview {} images in {} bands", p.images_completed, p.bands_drawn()));
             eprintln!("ui bench: {} frames, step {step}{preview}, slowest recent frame {slowest:.1} ms", times.len());
         }
-        if let Some(t) = &app.session.trained
+        if let Some(t) = &app.session.shown.trained
             && t.generation != last_generation
         {
             last_generation = t.generation;
@@ -128,9 +128,9 @@ fn time_training(
         }
         std::thread::sleep(Duration::from_millis(16));
     }
-    let train_steps = app.session.run.status.as_ref().map_or(0, |s| s.step);
+    let train_steps = app.session.training.run.status.as_ref().map_or(0, |s| s.step);
     let train_secs = training_start.elapsed().as_secs_f64();
-    let finished = app.session.run.state == RunState::Finished;
+    let finished = app.session.training.run.state == RunState::Finished;
     app.session.apply(Command::CancelTraining);
     anyhow::ensure!(!times.is_empty(), "training ended before any frame was measured");
     eprintln!("ui bench: training {} after {train_steps} steps", if finished { "finished" } else { "stopped at the time limit" });

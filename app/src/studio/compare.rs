@@ -44,7 +44,7 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
     };
     let material = &set.materials[view.material];
     toolbar_ui(ui, session, view, material, texture);
-    let bcn = session.bcn.get(&(view.material, view.map)).map(AsRef::as_ref);
+    let bcn = session.compare.bcn.get(&(view.material, view.map)).map(AsRef::as_ref);
     if view.bcn {
         bcn_line_ui(ui, session, view, material, texture, bcn, commands);
     }
@@ -88,7 +88,7 @@ fn toolbar_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, mat
 
 /// The latest decode's score of this map.
 fn map_score<'s>(session: &'s Session, material: &Material, texture: &Texture) -> Option<&'s texset_core::eval::MapScore> {
-    let scores = session.decoded.as_ref()?.scores.as_ref()?;
+    let scores = session.shown.decoded.as_ref()?.scores.as_ref()?;
     scores.maps.iter().find(|m| m.material == material.name && m.map == texture.kind.token())
 }
 
@@ -109,6 +109,7 @@ fn bcn_line_ui(
         return;
     };
     let bundle_bpt = session
+        .shown
         .trained
         .as_ref()
         .and_then(|t| t.bytes.as_ref())
@@ -133,7 +134,7 @@ fn sides<'a>(
     let key = (view.material, view.map);
     // A/B: two runs of the experiment log instead of original and decoded.
     let ab = view.ab.and_then(|[a, b]| {
-        let map_of = |id: u64| session.loaded_runs.get(&id).and_then(|r| r.maps.get(key.0)?.get(key.1)).map(|m| (id, m));
+        let map_of = |id: u64| session.compare.loaded_runs.get(&id).and_then(|r| r.maps.get(key.0)?.get(key.1)).map(|m| (id, m));
         Some((map_of(a)?, map_of(b)?))
     });
     if view.ab.is_some() && ab.is_none() {
@@ -143,7 +144,7 @@ fn sides<'a>(
         Some(((a, map), _)) => textures.run(ui.ctx(), key, a, MapRef::from(map)),
         None => textures.original(ui.ctx(), view.material, view.map, texture),
     };
-    let decoded = session.decoded.as_ref().and_then(|d| d.maps.get(view.material)?.get(view.map).map(|m| (d.generation, m)));
+    let decoded = session.shown.decoded.as_ref().and_then(|d| d.maps.get(view.material)?.get(view.map).map(|m| (d.generation, m)));
     // BCn results of a library never change: generation u64::MAX keys them apart from decodes.
     let right_map = if let Some((_, (b, map))) = ab {
         // Generations count up from 1 and BCn takes u64::MAX: runs key below that.

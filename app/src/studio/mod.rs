@@ -2,7 +2,10 @@
 //!
 //! - [`state`]: what is persisted (folders, settings, budgets, views) and the commands panels emit.
 //! - [`session`]: the runtime (library, training run, bundle on screen), changed only by commands.
-//! - [`worker`]: training (`compress`) and decoding on named threads; the UI never blocks on them.
+//! - [`store`]: what the data folder keeps apart from `app.ron`: the experiment log, run bundles,
+//!   the lock one studio holds.
+//! - [`task`]: the one shape of background work; [`worker`]: training (`compress`) and decoding on
+//!   it. The UI never blocks on them.
 //! - [`panels`], [`preview`]: the `*_ui` functions; the preview draws with wgpu in a paint callback.
 
 pub mod bench_ui;
@@ -14,6 +17,8 @@ pub mod runs;
 pub mod session;
 pub mod shortcuts;
 pub mod state;
+pub mod store;
+pub mod task;
 pub mod textures;
 pub mod worker;
 
@@ -47,6 +52,9 @@ pub struct StudioApp {
     capture: Option<Capture>,
     /// The keyboard shortcut overlay is open.
     show_help: bool,
+    /// The data folder's lock ([`store::lock`]), held while the studio runs; `None`: no data
+    /// folder, or another studio holds it (then this one writes nothing there).
+    data_lock: Option<std::fs::File>,
 }
 
 /// `texset studio --capture DIR`: train, screenshot the real window (compare view, the PBR preview
@@ -165,7 +173,17 @@ impl StudioApp {
         } else {
             device
         };
-        let session = Session::new(settings, device, data_dir, repaint, background)?;
+        // One studio writes a data folder at a time: a second one shows its log and keeps nothing.
+        let (data_lock, lock_problem) = match data_dir.as_deref().map(store::lock) {
+            None => (None, None),
+            Some(Ok(lock)) => (Some(lock), None),
+            Some(Err(e)) => (None, Some(e)),
+        };
+        let read_only = lock_problem.is_some();
+        let mut session = Session::new(settings, device, data_dir, repaint, background, read_only);
+        if let Some(problem) = lock_problem {
+            session.say(true, problem.to_string());
+        }
         Ok(Self {
             session,
             textures: textures::Textures::default(),
@@ -177,6 +195,7 @@ impl StudioApp {
             allow_close: false,
             capture: None,
             show_help: false,
+            data_lock,
         })
     }
 
@@ -191,13 +210,14 @@ impl StudioApp {
         let preview_converged = self.preview.as_ref().is_none_or(preview::PreviewGpu::converged);
         let Some(capture) = &mut self.capture else { return };
         let session = &mut self.session;
-        if session.run.state == session::RunState::Idle && !session.library.set.materials.is_empty() && !session.is_training() {
+        if session.training.run.state == session::RunState::Idle && !session.library.set.materials.is_empty() && !session.is_training() {
             session.apply(Command::StartTraining);
             return;
         }
-        let ready = session.run.state == session::RunState::Finished && session.current_decoded().is_some_and(|d| d.scores.is_some());
-        if session.run.state == session::RunState::Failed {
-            eprintln!("texset: capture: training failed: {:?}", session.run.lines.last());
+        let ready =
+            session.training.run.state == session::RunState::Finished && session.current_decoded().is_some_and(|d| d.scores.is_some());
+        if session.training.run.state == session::RunState::Failed {
+            eprintln!("texset: capture: training failed: {:?}", session.training.run.lines.last());
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         }
@@ -223,7 +243,7 @@ impl StudioApp {
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         };
-        let runs = session.settings.runs.len();
+        let runs = session.log.runs.len();
         if runs < shot.after_run {
             // The next run: another rate, so the experiment log and its chart have two points.
             session.apply(Command::SetBitsPerTexel(Some(CAPTURE_SECOND_RUN_BITS_PER_TEXEL)));
@@ -236,19 +256,20 @@ impl StudioApp {
         view.light_angle = shot.light_angle;
         view.bcn = shot.bcn;
         view.difference = shot.bcn;
-        let first_and_last = session.settings.runs.first().zip(session.settings.runs.last()).map(|(a, b)| [a.id, b.id]);
+        let first_and_last = session.log.runs.first().zip(session.log.runs.last()).map(|(a, b)| [a.id, b.id]);
         view.ab = if shot.ab { first_and_last } else { None };
         capture.scroll_to_runs = shot.runs;
         capture.wait_frames += 1;
         // Each wait is bounded: a shot is taken anyway after it (the log says what it shows).
-        let waiting_for_bcn = shot.bcn && !session.bcn.contains_key(&(view.material, view.map)) && capture.wait_frames < 600;
+        let waiting_for_bcn = shot.bcn && !session.compare.bcn.contains_key(&(view.material, view.map)) && capture.wait_frames < 600;
         // The preview draws progressively: wait until it shows this view at full resolution.
         let waiting_for_preview = shot.central == CentralView::Preview && !preview_converged && capture.wait_frames < 6000;
         let waiting_for_runs = shot.runs
-            && (session.bc_baselines.is_none() || session.settings.runs.iter().any(|r| r.psnr_db.is_none()))
+            && (session.compare.bc_baselines.is_none() || session.log.runs.iter().any(|r| r.psnr_db.is_none()))
             && capture.wait_frames < 6000;
-        let waiting_for_ab =
-            shot.ab && view.ab.is_some_and(|ab| ab.iter().any(|id| !session.loaded_runs.contains_key(id))) && capture.wait_frames < 6000;
+        let waiting_for_ab = shot.ab
+            && view.ab.is_some_and(|ab| ab.iter().any(|id| !session.compare.loaded_runs.contains_key(id)))
+            && capture.wait_frames < 6000;
         if capture.wait_frames >= 2 && !waiting_for_bcn && !waiting_for_preview && !waiting_for_runs && !waiting_for_ab {
             capture.pending = true;
             let path = capture.dir.join(shot.name);
@@ -374,7 +395,7 @@ impl StudioApp {
     ) {
         use shortcuts::Action;
         match action {
-            Action::ToggleTraining => commands.push(match (self.session.is_training(), self.session.run.state) {
+            Action::ToggleTraining => commands.push(match (self.session.is_training(), self.session.training.run.state) {
                 (false, _) => Command::StartTraining,
                 (true, session::RunState::Paused) => Command::ResumeTraining,
                 (true, _) => Command::PauseTraining,
@@ -475,7 +496,10 @@ impl eframe::App for StudioApp {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        eframe::set_value(storage, STORAGE_KEY, &self.session.settings);
+        // A studio without the data folder's lock leaves the settings to the one that has it.
+        if self.data_lock.is_some() {
+            eframe::set_value(storage, STORAGE_KEY, &self.session.settings);
+        }
     }
 }
 
@@ -506,6 +530,12 @@ pub fn run(folders: Vec<PathBuf>, capture: Option<PathBuf>, steps: Option<u32>) 
         Some(dir) => Some(dir.join("data")),
         None => eframe::storage_dir("texset"),
     };
+    // eframe starts from defaults when its app.ron does not parse, and later overwrites it: an
+    // unreadable one is set aside first and said in the window.
+    let state_problem = match (&capture, &data_dir) {
+        (None, Some(dir)) => store::check_app_state(dir, STORAGE_KEY),
+        _ => None,
+    };
     eframe::run_native(
         "texset",
         options,
@@ -517,6 +547,9 @@ pub fn run(folders: Vec<PathBuf>, capture: Option<PathBuf>, steps: Option<u32>) 
                 settings.steps = steps;
             }
             let mut app = StudioApp::new(settings, folders, cc.wgpu_render_state.as_ref(), data_dir, &cc.egui_ctx)?;
+            if let Some(problem) = state_problem {
+                app.session.say(true, format!("{problem}; the studio starts from its defaults"));
+            }
             if let Some(dir) = capture {
                 app.capture_to(dir);
             }

@@ -141,8 +141,8 @@ pub fn menu_ui(ui: &mut egui::Ui, session: &Session, dialogs: &mut Vec<Dialog>) 
                 dialogs.push(Dialog::OpenFolders);
                 ui.close();
             }
-            let finished = session.trained.as_ref().is_some_and(|t| t.bytes.is_some());
-            let any = session.trained.is_some();
+            let finished = session.shown.trained.as_ref().is_some_and(|t| t.bytes.is_some());
+            let any = session.shown.trained.is_some();
             if ui.add_enabled(finished, egui::Button::new("Export bundle…")).clicked() {
                 dialogs.push(Dialog::SaveBundle);
                 ui.close();
@@ -157,7 +157,7 @@ pub fn menu_ui(ui: &mut egui::Ui, session: &Session, dialogs: &mut Vec<Dialog>) 
             }
         });
         ui.separator();
-        ui.label(RichText::new(format!("device: {}", session.device)).weak());
+        ui.label(RichText::new(format!("device: {}", session.status.device)).weak());
     });
 }
 
@@ -279,7 +279,7 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
         }
     });
     ui.horizontal(|ui| {
-        match session.run.state {
+        match session.training.run.state {
             RunState::Running => {
                 if ui.button("Pause").clicked() {
                     commands.push(Command::PauseTraining);
@@ -301,7 +301,7 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
             commands.push(Command::CancelTraining);
         }
     });
-    let run = &session.run;
+    let run = &session.training.run;
     let state = match run.state {
         RunState::Idle => "idle",
         RunState::Running => "running",
@@ -348,10 +348,10 @@ pub fn training_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comm
 /// The rows the budget panel shows: from the bundle on screen, else from the analyse pass.
 #[must_use]
 pub fn budget_rows(session: &Session) -> Vec<BudgetRow> {
-    if let Some(trained) = &session.trained {
+    if let Some(trained) = &session.shown.trained {
         return BudgetInput::from_manifest(&trained.bundle.manifest).rows();
     }
-    if let Some(Ok(analysis)) = &session.analysis {
+    if let Some(Ok(analysis)) = &session.library.analysis {
         let names: Vec<(String, Vec<String>)> = session
             .library
             .set
@@ -372,16 +372,16 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
         ui.label("Load a library to see its budgets.");
         return;
     }
-    if let Some(Err(e)) = &session.analysis {
+    if let Some(Err(e)) = &session.library.analysis {
         ui.label(RichText::new(plain(e)).color(Color32::from_rgb(230, 120, 90)));
     }
     let total_bits: f64 = rows.iter().map(|r| r.bits).sum::<f64>().max(1.0);
-    let mut reasons: std::collections::BTreeMap<&str, String> = match &session.analysis {
+    let mut reasons: std::collections::BTreeMap<&str, String> = match &session.library.analysis {
         Some(Ok(a)) => a.report.budgets.iter().map(|b| (b.texture.as_str(), b.reason.clone())).collect(),
         _ => std::collections::BTreeMap::new(),
     };
     // After a run: what training made of each budget (learned or pruned), below the analysis's.
-    if let Some(report) = session.trained.as_ref().and_then(|t| t.report.as_ref()) {
+    if let Some(report) = session.shown.trained.as_ref().and_then(|t| t.report.as_ref()) {
         for change in &report.prune.budgets {
             if let Some(reason) = reasons.get_mut(change.texture.as_str()) {
                 *reason = format!("{reason}\nin the bundle: {} channels; {}", change.after, change.reason);
@@ -416,7 +416,7 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
             ui.end_row();
         }
     });
-    if !session.settings.budgets.is_empty() && session.trained.is_some() {
+    if !session.settings.budgets.is_empty() && session.shown.trained.is_some() {
         ui.label(RichText::new("Budgets changed: Start training to retrain with them.").weak());
     }
 }
@@ -424,8 +424,8 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
 /// Right panel, part 3: scores of the bundle on screen.
 pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
     ui.heading("Quality");
-    let Some(decoded) = &session.decoded else {
-        ui.label(if session.trained.is_some() { "decoding…" } else { "Train to see scores." });
+    let Some(decoded) = &session.shown.decoded else {
+        ui.label(if session.shown.trained.is_some() { "decoding…" } else { "Train to see scores." });
         return;
     };
     let Some(scores) = &decoded.scores else { return };
@@ -435,7 +435,7 @@ pub fn scores_ui(ui: &mut egui::Ui, session: &Session) {
         ui.label(format!("decoding the new bundle… (previous: pooled {:.2} dB)", scores.pooled_psnr_db));
         return;
     }
-    let trained = session.trained.as_ref();
+    let trained = session.shown.trained.as_ref();
     let bytes = trained.and_then(|t| t.bytes.as_ref()).map(|b| b.len());
     let texels = session.library.set.texel_count().max(1);
     match bytes {
@@ -479,7 +479,7 @@ pub fn status_ui(ui: &mut egui::Ui, session: &Session) {
         if session.is_busy() {
             ui.spinner();
         }
-        if let Some(m) = session.messages.last() {
+        if let Some(m) = session.status.messages.last() {
             let color = if m.is_error { Color32::from_rgb(230, 120, 90) } else { ui.visuals().text_color() };
             ui.label(RichText::new(plain(&m.text)).color(color));
         }

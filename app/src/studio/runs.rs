@@ -1,6 +1,6 @@
 //! The experiment log: every training run that finished, with the settings it ran with, its
 //! size and scores; its bundle is kept in the studio's data folder (`runs/run-N.texset`). The log
-//! is persisted with the session ([`super::state::Settings::runs`]). Any run can be shown,
+//! is a file of its own there ([`super::store::ExperimentLog`]). Any run can be shown,
 //! exported, have its settings restored, or be put beside another (A/B) in Compare and in the
 //! PBR preview.
 
@@ -158,8 +158,8 @@ pub fn runs_dir(data_dir: &std::path::Path) -> PathBuf {
 /// buttons to show it, put it on the A or B side, restore its settings, export or delete it.
 pub fn runs_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, commands: &mut Vec<Command>, dialogs: &mut Vec<Dialog>) {
     ui.heading("Runs");
-    let runs: Vec<&RunRecord> = session.settings.runs.iter().rev().filter(|r| session.run_matches_library(r)).collect();
-    let other = session.settings.runs.len() - runs.len();
+    let runs: Vec<&RunRecord> = session.log.runs.iter().rev().filter(|r| session.run_matches_library(r)).collect();
+    let other = session.log.runs.len() - runs.len();
     if runs.is_empty() {
         ui.label("Every finished training run is kept here, with its settings and scores.");
     }
@@ -219,7 +219,7 @@ pub fn runs_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, co
     // Both sides of an A/B view must be loaded (and decoded) first.
     if let Some(ab) = view.ab {
         for id in ab {
-            if !session.loaded_runs.contains_key(&id) {
+            if !session.compare.loaded_runs.contains_key(&id) {
                 commands.push(Command::LoadRun(id));
             }
         }
@@ -233,13 +233,13 @@ fn rd_chart_ui(ui: &mut egui::Ui, session: &Session, runs: &[&RunRecord], comman
     if session.library.set.materials.is_empty() {
         return;
     }
-    if session.bc_baselines.is_none() {
+    if session.compare.bc_baselines.is_none() {
         commands.push(Command::ComputeBcBaselines);
     }
     let points: Vec<[f64; 2]> = runs.iter().filter_map(|r| Some([r.bits_per_texel, r.psnr_db?])).collect();
     // A margin of 2 dB above and below every point, so no marker sits on the frame; the legend in
     // the lower right, where BC's points (higher rates, higher PSNR) are not.
-    let psnrs = points.iter().map(|p| p[1]).chain(session.bc_baselines.iter().flatten().map(|b| b.pooled_psnr_db));
+    let psnrs = points.iter().map(|p| p[1]).chain(session.compare.bc_baselines.iter().flatten().map(|b| b.pooled_psnr_db));
     let (low_db, high_db) = psnrs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), db| (lo.min(db), hi.max(db)));
     let mut plot = egui_plot::Plot::new("runs_rd")
         .height(170.0)
@@ -259,7 +259,7 @@ fn rd_chart_ui(ui: &mut egui::Ui, session: &Session, runs: &[&RunRecord], comman
                 plot.text(egui_plot::Text::new("run ids", egui_plot::PlotPoint::new(r.bits_per_texel, db + 0.4), r.name()));
             }
         }
-        if let Some([high, low]) = &session.bc_baselines {
+        if let Some([high, low]) = &session.compare.bc_baselines {
             for (baseline, name, color) in
                 [(high, "BC7/BC5/BC4", egui::Color32::from_rgb(240, 150, 60)), (low, "BC1/BC5/BC4", egui::Color32::from_rgb(200, 90, 90))]
             {
@@ -272,7 +272,7 @@ fn rd_chart_ui(ui: &mut egui::Ui, session: &Session, runs: &[&RunRecord], comman
             }
         }
     });
-    if session.bc_baselines.is_none() {
+    if session.compare.bc_baselines.is_none() {
         ui.label(RichText::new("block-compressing the library for the BC points…").weak());
     }
 }

@@ -45,7 +45,9 @@ pub struct Settings {
     pub export_dir: Option<PathBuf>,
     /// Views.
     pub view: ViewSettings,
-    /// The experiment log: every run that finished, oldest first.
+    /// Runs an older studio kept here: read once, they move into the experiment log
+    /// ([`super::store::ExperimentLog`], a file of its own), and are never written here again.
+    #[serde(skip_serializing)]
     pub runs: Vec<super::runs::RunRecord>,
 }
 

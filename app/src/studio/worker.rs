@@ -1,22 +1,24 @@
 //! Long work off the UI thread: training (the engine's `compress` front door) on the named thread
-//! `texset-train`, decoding and scoring previews on `texset-decode`. Both report through channels
-//! the UI drains once a frame; neither ever blocks a frame.
+//! `texset-train`, which streams its progress, and decoding and scoring previews, one
+//! [`Task`] per bundle on `texset-decode`. The UI drains both once a frame; neither ever blocks a
+//! frame.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use super::task::{Repaint, Task, TaskError};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use texset_core::{
-    CompressOptions, Compressed, TextureSet,
+    CompressError, CompressOptions, Compressed, TextureSet,
     bundle::Bundle,
     compress,
     decode::{DecodedMap, Decoder},
-    drivers::{RateTarget, compress_to_psnr},
+    drivers::{RateError, RateTarget, compress_to_psnr},
     eval::{EvalReport, decode_set, score},
     model::{ModelLayout, ModelParams},
     progress::{Cancel, Pass, Progress, TrainStatus},
     snapshot_bundle,
+    train::TrainError,
 };
 
 /// How far below the UI thread the studio's background threads run: the `nice` value Linux gives
@@ -143,7 +145,43 @@ pub enum TrainEvent {
     /// The model as it stands, packed (sent every `snapshot_every`).
     Snapshot(Arc<Bundle>),
     /// The run ended: the bundle, or why not (cancelled included).
-    Finished(Box<Result<Compressed, String>>),
+    Finished(Box<Result<Compressed, TrainFailure>>),
+}
+
+/// Why a training run gave no bundle, typed: the panels tell a cancellation from a failure by
+/// its variant.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainFailure {
+    /// The artist cancelled it.
+    #[error("training was cancelled")]
+    Cancelled,
+    /// The engine refused or failed.
+    #[error(transparent)]
+    Compress(CompressError),
+    /// Rate control failed (a bad target, or scoring a trial).
+    #[error(transparent)]
+    Rate(RateError),
+    /// The training thread died (a bug).
+    #[error(transparent)]
+    Died(TaskError),
+}
+
+impl From<CompressError> for TrainFailure {
+    fn from(error: CompressError) -> Self {
+        match error {
+            CompressError::Train(TrainError::Cancelled) => Self::Cancelled,
+            other => Self::Compress(other),
+        }
+    }
+}
+
+impl From<RateError> for TrainFailure {
+    fn from(error: RateError) -> Self {
+        match error {
+            RateError::Compress(compress) => compress.into(),
+            other => Self::Rate(other),
+        }
+    }
 }
 
 /// Sends the engine's progress to the UI (pausing is the training loop's, through [`Cancel`]).
@@ -206,7 +244,7 @@ impl TrainJob {
         options: CompressOptions,
         target: impl FnOnce(&TextureSet) -> Option<RateTarget> + Send + 'static,
         snapshot_every: Duration,
-        repaint: Arc<dyn Fn() + Send + Sync>,
+        repaint: Repaint,
         background: &Background,
     ) -> std::io::Result<Self> {
         let background = background.clone();
@@ -222,9 +260,9 @@ impl TrainJob {
         let thread_cancel = cancel.clone();
         let thread = spawn_background("texset-train", move || {
             // Measuring a target (block-compressing the set for `--match-bc`) is work for this
-            // thread too, not the UI's.
-            let result = background.run(|| match &target(&set) {
-                None => compress(&set, &options, &progress, &thread_cancel).map_err(|e| e.to_string()),
+            // thread too, not the UI's. A panic is caught and reported as the run's failure.
+            let run = || match &target(&set) {
+                None => compress(&set, &options, &progress, &thread_cancel).map_err(TrainFailure::from),
                 Some(target) => {
                     let on_trial = |t: &texset_core::drivers::RateTrial| {
                         progress.send(TrainEvent::Note(format!(
@@ -244,8 +282,11 @@ impl TrainJob {
                             )));
                             compressed
                         })
-                        .map_err(|e| e.to_string())
+                        .map_err(TrainFailure::from)
                 }
+            };
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| background.run(run))).unwrap_or_else(|panic| {
+                Err(TrainFailure::Died(TaskError::Died { task: "texset-train", message: super::task::panic_message(&*panic) }))
             });
             progress.send(TrainEvent::Finished(Box::new(result)));
         })?;
@@ -277,7 +318,7 @@ impl TrainJob {
     pub fn is_paused(&self) -> bool {
         self.cancel.is_paused()
     }
-    /// Asks it to stop; it reports `Finished(Err("cancelled"))`.
+    /// Asks it to stop; it reports `Finished(Err(TrainFailure::Cancelled))`.
     pub fn cancel(&self) {
         self.cancel.cancel();
     }
@@ -305,60 +346,62 @@ pub struct Decoded {
     pub rendered: Vec<crate::rendered::RenderedScore>,
 }
 
-/// Decodes bundles on the thread `texset-decode`, one at a time; a bundle sent while one decodes
-/// waits, and only the newest waiting one is decoded.
-pub struct DecodeWorker {
-    requests: Sender<(u64, Arc<Bundle>, Arc<TextureSet>, bool)>,
-    results: Receiver<Result<Decoded, String>>,
-    busy: Arc<AtomicBool>,
+/// One bundle to decode and score.
+struct DecodeRequest {
+    generation: u64,
+    bundle: Arc<Bundle>,
+    set: Arc<TextureSet>,
+    with_ssim: bool,
 }
 
-impl DecodeWorker {
-    /// Starts the thread.
-    pub fn start(repaint: Arc<dyn Fn() + Send + Sync>, background: &Background) -> std::io::Result<Self> {
-        let background = background.clone();
-        let (requests, inbox) = channel::<(u64, Arc<Bundle>, Arc<TextureSet>, bool)>();
-        let (outbox, results) = channel();
-        let busy = Arc::new(AtomicBool::new(false));
-        let thread_busy = Arc::clone(&busy);
-        spawn_background("texset-decode", move || {
-            while let Ok(mut request) = inbox.recv() {
-                // Skip to the newest request.
-                while let Ok(newer) = inbox.try_recv() {
-                    request = newer;
-                }
-                thread_busy.store(true, Ordering::Relaxed);
-                let (generation, bundle, set, with_ssim) = request;
-                let result = background.run(|| decode_and_score(generation, &bundle, &set, with_ssim));
-                thread_busy.store(false, Ordering::Relaxed);
-                if outbox.send(result).is_err() {
-                    return;
-                }
-                repaint();
-            }
-        })?;
-        Ok(Self { requests, results, busy })
-    }
+/// Decodes bundles one at a time, each on a [`Task`] (`texset-decode`); a bundle sent while one
+/// decodes waits, and only the newest waiting one is decoded.
+#[derive(Default)]
+pub struct DecodeQueue {
+    running: Option<Task<Result<Decoded, String>>>,
+    waiting: Option<DecodeRequest>,
+    background: Background,
+    repaint: Option<Repaint>,
+}
 
-    /// Queues a bundle.
-    pub fn request(&self, generation: u64, bundle: Arc<Bundle>, set: Arc<TextureSet>, with_ssim: bool) {
-        let _ = self.requests.send((generation, bundle, set, with_ssim));
-    }
-
-    /// The newest finished result, if any.
+impl DecodeQueue {
+    /// A queue whose tasks run their parallel parts on `background` and wake the UI with `repaint`.
     #[must_use]
-    pub fn poll(&self) -> Option<Result<Decoded, String>> {
-        let mut newest = None;
-        while let Ok(r) = self.results.try_recv() {
-            newest = Some(r);
-        }
-        newest
+    pub fn new(repaint: Repaint, background: Background) -> Self {
+        Self { running: None, waiting: None, background, repaint: Some(repaint) }
     }
 
-    /// Whether a decode is running.
+    /// Queues a bundle (replacing one still waiting).
+    pub fn request(&mut self, generation: u64, bundle: Arc<Bundle>, set: Arc<TextureSet>, with_ssim: bool) {
+        self.waiting = Some(DecodeRequest { generation, bundle, set, with_ssim });
+        self.start_next();
+    }
+
+    fn start_next(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        let Some(request) = self.waiting.take() else { return };
+        let background = self.background.clone();
+        let repaint = self.repaint.clone().unwrap_or_else(|| Arc::new(|| {}));
+        self.running = Some(Task::spawn("texset-decode", repaint, move || {
+            let DecodeRequest { generation, bundle, set, with_ssim } = request;
+            background.run(|| decode_and_score(generation, &bundle, &set, with_ssim))
+        }));
+    }
+
+    /// The finished result, if any (a task that died is an `Err` naming it); starts the next
+    /// waiting bundle.
+    pub fn poll(&mut self) -> Option<Result<Decoded, String>> {
+        let result = super::task::take_finished(&mut self.running).map(|r| r.unwrap_or_else(|died| Err(died.to_string())));
+        self.start_next();
+        result
+    }
+
+    /// Whether a decode is running or waiting.
     #[must_use]
     pub fn is_busy(&self) -> bool {
-        self.busy.load(Ordering::Relaxed)
+        self.running.is_some() || self.waiting.is_some()
     }
 }
 

@@ -38,7 +38,7 @@ fn new_harness(app: StudioApp) -> Harness<'static, StudioApp> {
 fn step_until(harness: &mut Harness<'_, StudioApp>, what: &str, limit: Duration, done: impl Fn(&StudioApp) -> bool) {
     let start = Instant::now();
     while !done(harness.state()) {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}; messages: {:?}", harness.state().session.messages);
+        assert!(start.elapsed() < limit, "timed out waiting for {what}; messages: {:?}", harness.state().session.status.messages);
         harness.step();
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -64,7 +64,7 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     harness.get_by_label("bricks");
     assert!(harness.query_all_by_label_contains("basecolor").count() >= folders.len());
     // Budgets are shown before training (from the analyse pass).
-    step_until(&mut harness, "the analysis", Duration::from_mins(1), |a| matches!(a.session.analysis, Some(Ok(_))));
+    step_until(&mut harness, "the analysis", Duration::from_mins(1), |a| matches!(a.session.library.analysis, Some(Ok(_))));
     // The training panel's "Learn budgets" reaches the options (and is persisted); off again
     // for the runs below.
     harness.get_by_label("Learn budgets").click();
@@ -79,14 +79,14 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     harness.get_by_label("Start training").click();
     harness.step();
     assert!(harness.state().session.is_training());
-    step_until(&mut harness, "training to finish", Duration::from_mins(10), |a| a.session.run.state == RunState::Finished);
+    step_until(&mut harness, "training to finish", Duration::from_mins(10), |a| a.session.training.run.state == RunState::Finished);
     // The final bundle's decode, not a snapshot's that may still be on screen when training ends.
     step_until(&mut harness, "the decoded maps", Duration::from_mins(2), |a| {
         a.session.current_decoded().is_some_and(|d| d.scores.is_some())
     });
     let first_psnr = harness.state().session.current_decoded().unwrap().scores.as_ref().unwrap().pooled_psnr_db;
     assert!(first_psnr > 20.0, "pooled PSNR {first_psnr:.2} dB after the short run");
-    assert!(!harness.state().session.run.psnr.is_empty(), "the PSNR curve has points");
+    assert!(!harness.state().session.training.run.psnr.is_empty(), "the PSNR curve has points");
     // The final bundle's slow metrics: FLIP per map and the rendered error per material.
     step_until(&mut harness, "the rendered error", Duration::from_mins(2), |a| {
         a.session.current_decoded().is_some_and(|d| !d.rendered.is_empty())
@@ -99,13 +99,13 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     }
     harness.step();
     harness.get_by_label_contains("Rendered (preview plane");
-    let first_bytes = harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap();
+    let first_bytes = harness.state().session.shown.trained.as_ref().unwrap().bytes.clone().unwrap();
 
     // The BCn side: tick the checkbox; the selected map (the first material's first map) is
     // block-compressed on its thread and shown with its format, cost and PSNR.
     harness.get_by_label("BCn").click();
-    step_until(&mut harness, "the BCn round trip", Duration::from_mins(1), |a| a.session.bcn.contains_key(&(0, 0)));
-    let bcn = Arc::clone(&harness.state().session.bcn[&(0, 0)]);
+    step_until(&mut harness, "the BCn round trip", Duration::from_mins(1), |a| a.session.compare.bcn.contains_key(&(0, 0)));
+    let bcn = Arc::clone(&harness.state().session.compare.bcn[&(0, 0)]);
     let first = &set.materials[0].textures[0];
     assert_eq!(bcn.format, texset_core::eval::bcn::BcFormat::for_map(first.kind, first.channels));
     assert!(bcn.psnr_db > 25.0, "{:?} at {:.2} dB", bcn.format, bcn.psnr_db);
@@ -118,9 +118,9 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     harness.get_by_label("Start training").click();
     harness.step();
     step_until(&mut harness, "the retrain", Duration::from_mins(10), |a| {
-        a.session.run.state == RunState::Finished && !a.session.is_training()
+        a.session.training.run.state == RunState::Finished && !a.session.is_training()
     });
-    let trained = harness.state().session.trained.as_ref().unwrap();
+    let trained = harness.state().session.shown.trained.as_ref().unwrap();
     let bricks = trained.bundle.manifest.materials.iter().find(|m| m.name == "bricks").unwrap();
     let roughness = bricks.maps.iter().find(|e| e.kind.token() == "roughness").unwrap();
     assert_eq!(roughness.latent_channels.len(), 4, "the artist's budget reached the bundle");
@@ -134,10 +134,10 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     let exported = Bundle::read(&bundle_path).unwrap();
     assert_eq!(exported.manifest.materials.len(), folders.len());
     harness.state_mut().session.apply(Command::ExportImages(out_dir.path().join("decoded")));
-    assert!(out_dir.path().join("decoded/bricks/bricks_roughness.png").is_file(), "{:?}", harness.state().session.messages);
+    assert!(out_dir.path().join("decoded/bricks/bricks_roughness.png").is_file(), "{:?}", harness.state().session.status.messages);
     harness.state_mut().session.apply(Command::ExportShaders(out_dir.path().join("shaders")));
     for name in ["decoder.wgsl", "decoder.hlsl", "decoder.metal", "decoder_fs_decode_map.glsl"] {
-        assert!(out_dir.path().join("shaders").join(name).is_file(), "{name}: {:?}", harness.state().session.messages);
+        assert!(out_dir.path().join("shaders").join(name).is_file(), "{name}: {:?}", harness.state().session.status.messages);
     }
 
     // Restore: a new studio from the saved settings shows the same trained bundle.
@@ -146,9 +146,9 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     drop(harness);
     let app = StudioApp::with_repaint(saved, Vec::new(), None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
     let mut harness = new_harness(app);
-    step_until(&mut harness, "the restored bundle", Duration::from_mins(1), |a| a.session.trained.is_some());
-    assert_eq!(*harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap(), *bytes);
-    assert_eq!(harness.state().session.run.state, RunState::Finished);
+    step_until(&mut harness, "the restored bundle", Duration::from_mins(1), |a| a.session.shown.trained.is_some());
+    assert_eq!(*harness.state().session.shown.trained.as_ref().unwrap().bytes.clone().unwrap(), *bytes);
+    assert_eq!(harness.state().session.training.run.state, RunState::Finished);
 
     // The sources were only read.
     assert_eq!(snapshot(&folders), before, "source folders changed");
@@ -190,9 +190,9 @@ fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
     harness.get_by_label("Start training").click();
     harness.step();
     step_until(&mut harness, "training", Duration::from_mins(10), |a| {
-        a.session.run.state == RunState::Finished && a.session.settings.trained_bundle.is_some()
+        a.session.training.run.state == RunState::Finished && a.session.settings.trained_bundle.is_some()
     });
-    let before = harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap();
+    let before = harness.state().session.shown.trained.as_ref().unwrap().bytes.clone().unwrap();
     let old_set = Arc::clone(&harness.state().session.library.set);
 
     // The artist darkens the roughness map in their painting tool and saves it.
@@ -205,9 +205,9 @@ fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
 
     step_until(&mut harness, "the fine-tune to start", Duration::from_mins(1), |a| a.session.is_training());
     assert!(
-        harness.state().session.run.lines.iter().any(|l| l.contains("fine-tuning") && l.contains("bricks_roughness.png")),
+        harness.state().session.training.run.lines.iter().any(|l| l.contains("fine-tuning") && l.contains("bricks_roughness.png")),
         "{:?}",
-        harness.state().session.run.lines
+        harness.state().session.training.run.lines
     );
     let new_set = Arc::clone(&harness.state().session.library.set);
     assert!(!Arc::ptr_eq(&old_set, &new_set), "the library was re-imported");
@@ -219,9 +219,9 @@ fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
         })
         .into();
     assert!(new_mean < old_mean * 0.6, "the re-imported roughness is the edited one ({new_mean} vs {old_mean})");
-    step_until(&mut harness, "the fine-tune to finish", Duration::from_mins(10), |a| a.session.run.state == RunState::Finished);
+    step_until(&mut harness, "the fine-tune to finish", Duration::from_mins(10), |a| a.session.training.run.state == RunState::Finished);
     step_until(&mut harness, "the scores", Duration::from_mins(2), |a| a.session.current_decoded().is_some_and(|d| d.scores.is_some()));
-    let after = harness.state().session.trained.as_ref().unwrap().bytes.clone().unwrap();
+    let after = harness.state().session.shown.trained.as_ref().unwrap().bytes.clone().unwrap();
     assert_ne!(*after, *before);
     let score = harness.state().session.current_decoded().unwrap().scores.as_ref().unwrap();
     let map = score.maps.iter().find(|m| m.map == "roughness").unwrap();
@@ -241,12 +241,12 @@ fn pause_holds_training_and_resume_continues_it() {
     step_until(&mut harness, "the library to load", Duration::from_mins(1), |a| !a.session.library.set.materials.is_empty());
     harness.get_by_label("Start training").click();
     step_until(&mut harness, "the first training status", Duration::from_mins(2), |a| {
-        a.session.run.status.as_ref().is_some_and(|s| s.step > 0)
+        a.session.training.run.status.as_ref().is_some_and(|s| s.step > 0)
     });
 
     harness.get_by_label("Pause").click();
     harness.step();
-    assert_eq!(harness.state().session.run.state, RunState::Paused);
+    assert_eq!(harness.state().session.training.run.state, RunState::Paused);
     // The trainer stops at its next status report (at most half a second away); after that the
     // step count holds.
     let settle = Instant::now();
@@ -254,22 +254,22 @@ fn pause_holds_training_and_resume_continues_it() {
         harness.step();
         std::thread::sleep(Duration::from_millis(20));
     }
-    let held = harness.state().session.run.status.as_ref().unwrap().step;
+    let held = harness.state().session.training.run.status.as_ref().unwrap().step;
     let hold = Instant::now();
     while hold.elapsed() < Duration::from_millis(1500) {
         harness.step();
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(harness.state().session.run.status.as_ref().unwrap().step, held, "training went on while paused");
+    assert_eq!(harness.state().session.training.run.status.as_ref().unwrap().step, held, "training went on while paused");
     harness.get_by_label("Resume").click();
     harness.step();
-    assert_eq!(harness.state().session.run.state, RunState::Running);
+    assert_eq!(harness.state().session.training.run.state, RunState::Running);
     step_until(&mut harness, "training to go on after Resume", Duration::from_mins(1), |a| {
-        a.session.run.status.as_ref().is_some_and(|s| s.step > held)
+        a.session.training.run.status.as_ref().is_some_and(|s| s.step > held)
     });
 
     harness.get_by_label("Cancel").click();
-    step_until(&mut harness, "the run to be cancelled", Duration::from_mins(1), |a| a.session.run.state == RunState::Cancelled);
+    step_until(&mut harness, "the run to be cancelled", Duration::from_mins(1), |a| a.session.training.run.state == RunState::Cancelled);
     assert!(!harness.state().session.is_training());
 }
 
@@ -280,7 +280,7 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
     let settings = Settings { preset: Preset::Fast, steps: Some(40), ..Settings::default() };
     let app = StudioApp::with_repaint(settings, folders, None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
     let mut harness = new_harness(app);
-    step_until(&mut harness, "the analysis", Duration::from_mins(1), |a| matches!(a.session.analysis, Some(Ok(_))));
+    step_until(&mut harness, "the analysis", Duration::from_mins(1), |a| matches!(a.session.library.analysis, Some(Ok(_))));
 
     // The help overlay lists every shortcut; `?` and F1 open and close it.
     harness.key_press(egui::Key::F1);
@@ -314,18 +314,18 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
     assert!(harness.state().session.is_training(), "Space did not start training");
     harness.key_press(egui::Key::Space);
     harness.step();
-    assert_eq!(harness.state().session.run.state, RunState::Paused);
+    assert_eq!(harness.state().session.training.run.state, RunState::Paused);
     harness.key_press(egui::Key::Space);
     harness.step();
-    assert_eq!(harness.state().session.run.state, RunState::Running);
-    let scored = |a: &StudioApp| a.session.settings.runs.last().is_some_and(|r| r.psnr_db.is_some() && r.rendered_psnr_db.is_some());
+    assert_eq!(harness.state().session.training.run.state, RunState::Running);
+    let scored = |a: &StudioApp| a.session.log.runs.last().is_some_and(|r| r.psnr_db.is_some() && r.rendered_psnr_db.is_some());
     step_until(&mut harness, "the first run and its scores", Duration::from_mins(3), scored);
 
     // A second run with other settings; both are in the log with their bundles kept.
     harness.state_mut().session.apply(Command::SetSteps(Some(80)));
     harness.state_mut().session.apply(Command::StartTraining);
-    step_until(&mut harness, "the second run", Duration::from_mins(3), |a| a.session.settings.runs.len() == 2 && scored(a));
-    let runs = harness.state().session.settings.runs.clone();
+    step_until(&mut harness, "the second run", Duration::from_mins(3), |a| a.session.log.runs.len() == 2 && scored(a));
+    let runs = harness.state().session.log.runs.clone();
     assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
     assert_eq!((runs[0].settings.steps, runs[1].settings.steps), (Some(40), Some(80)));
     for run in &runs {
@@ -344,7 +344,7 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
 
     // A/B: both runs load and decode; Compare shows A left and B right.
     harness.state_mut().session.settings.view.ab = Some([1, 2]);
-    step_until(&mut harness, "both A/B runs to load", Duration::from_mins(1), |a| a.session.loaded_runs.len() == 2);
+    step_until(&mut harness, "both A/B runs to load", Duration::from_mins(1), |a| a.session.compare.loaded_runs.len() == 2);
     harness.get_by_label_contains("A/B: #1 left, #2 right");
 
     // Restore puts run 1's settings back; export writes its bundle atomically.
@@ -354,10 +354,29 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
     harness.state_mut().session.apply(Command::ExportRun(1, out.clone()));
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&runs[0].bundle).unwrap());
 
-    // The log is part of the persisted settings.
+    // The log is a file of its own in the data folder, not part of the persisted settings.
     let saved = serde_json::to_string(&harness.state().session.settings).unwrap();
-    let restored: Settings = serde_json::from_str(&saved).unwrap();
-    assert_eq!(restored.runs, runs);
+    assert!(!saved.contains("run-1.texset"), "{saved}");
+    let (kept, problems) = texset::studio::store::ExperimentLog::open(Some(data_dir.path()), Vec::new());
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(kept.runs, runs);
+}
+
+/// Two studios on one data folder: the second says so and keeps nothing, so that it cannot
+/// overwrite the first's runs (at e9a7c80 both wrote the log and `runs/run-N.texset`).
+#[test]
+fn a_second_studio_on_the_same_data_folder_keeps_nothing_and_says_so() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let open =
+        || StudioApp::with_repaint(Settings::default(), Vec::new(), None, Some(data_dir.path().to_path_buf()), Arc::new(|| {})).unwrap();
+    let first = open();
+    let second = open();
+    assert!(first.session.log.keeps_runs());
+    assert!(!second.session.log.keeps_runs());
+    let said = &second.session.status.messages;
+    assert!(said.iter().any(|m| m.is_error && m.text.contains("another texset studio")), "{said:?}");
+    drop((first, second));
+    assert!(open().session.log.keeps_runs(), "the lock goes with the studio that held it");
 }
 
 #[test]

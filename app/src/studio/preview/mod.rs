@@ -315,19 +315,19 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     gpu.take_replies(ui.ctx());
     let library = Arc::as_ptr(&session.library.set) as usize;
     // A/B: two runs of the experiment log, each by its own renderer.
-    let ab = view.ab.and_then(|[a, b]| Some(((a, session.loaded_runs.get(&a)?), (b, session.loaded_runs.get(&b)?))));
+    let ab = view.ab.and_then(|[a, b]| Some(((a, session.compare.loaded_runs.get(&a)?), (b, session.compare.loaded_runs.get(&b)?))));
     if let Some(((a, run_a), (b, run_b))) = ab {
         gpu.want_model(0, Source::Run(a), || Some(ModelInput::Bundle(Arc::clone(&run_a.bundle))));
         gpu.want_model(1, Source::Run(b), || Some(ModelInput::Bundle(Arc::clone(&run_b.bundle))));
     } else {
         // Renderer 1 serves A/B only: asked again when A/B comes back.
         gpu.asked[1] = None;
-        if let Some(t) = session.trained.as_ref().filter(|t| view.material < t.bundle.manifest.materials.len()) {
+        if let Some(t) = session.shown.trained.as_ref().filter(|t| view.material < t.bundle.manifest.materials.len()) {
             // The decoded bundle when there is one.
             gpu.want_model(0, Source::Decoded(t.generation), || Some(ModelInput::Bundle(Arc::clone(&t.bundle))));
         } else {
             // Before that, the original maps lit.
-            let analysis = session.analysis.as_ref().and_then(|a| a.as_ref().ok());
+            let analysis = session.library.analysis.as_ref().and_then(|a| a.as_ref().ok());
             let Some(analysis) = analysis.filter(|_| view.material < session.library.set.materials.len()) else {
                 ui.label("Load a material folder to see it lit.");
                 return;
@@ -348,7 +348,7 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
             None => ui.ctx().request_repaint(),
         }
     }
-    let two_sides = ab.is_some() || (view.show_original && (session.trained.is_some()));
+    let two_sides = ab.is_some() || (view.show_original && (session.shown.trained.is_some()));
     let sides = if two_sides { 2 } else { 1 };
     let available = ui.available_size().min(ui.clip_rect().size()).max(egui::Vec2::splat(64.0));
     let side = (available.x / sides as f32).min(available.y).min(MAX_SIDE_POINTS);

@@ -1,48 +1,75 @@
-//! The block-compressed baselines the studio compares against, computed on named threads.
+//! What the views compare against, computed on background tasks: the block-compressed maps and
+//! baselines, and runs of the experiment log loaded for A/B.
 
 use super::Session;
+use crate::studio::task::{Task, take_finished};
 use std::sync::Arc;
-use std::sync::mpsc::channel;
 use texset_core::eval::bcn::round_trip;
 
 impl Session {
-    /// Block-compresses the library with both profiles on the thread `texset-bc-baseline` (for the
+    /// Block-compresses the library with both profiles on the task `texset-bc-baseline` (for the
     /// runs' rate–distortion chart), once per library.
     pub(super) fn compute_bc_baselines(&mut self) {
-        if self.bc_baselines.is_some() || self.bc_baselines_pending.is_some() || self.library.set.materials.is_empty() {
+        let compare = &self.compare;
+        if compare.bc_baselines.is_some() || compare.bc_baselines_task.is_some() || self.library.set.materials.is_empty() {
             return;
         }
         let set = Arc::clone(&self.library.set);
-        let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
-        let background = self.background.clone();
-        let spawned = crate::studio::worker::spawn_background("texset-bc-baseline", move || {
+        let background = self.env.background.clone();
+        self.compare.bc_baselines_task = Some(Task::spawn("texset-bc-baseline", Arc::clone(&self.env.repaint), move || {
             use texset_core::eval::bcn::{Profile, baseline};
-            let _ = sender.send(background.run(|| [baseline(&set, Profile::High), baseline(&set, Profile::Low)]));
-            repaint();
-        });
-        if spawned.is_ok() {
-            self.bc_baselines_pending = Some(receiver);
-        }
+            background.run(|| [baseline(&set, Profile::High), baseline(&set, Profile::Low)])
+        }));
     }
 
-    /// Starts block-compressing a map on the thread `texset-bcn` (one at a time).
+    /// Starts block-compressing a map on the task `texset-bcn` (one at a time).
     pub(super) fn compute_bcn(&mut self, material: usize, map: usize) {
-        if self.bcn.contains_key(&(material, map)) || self.bcn_pending.is_some() {
+        if self.compare.bcn.contains_key(&(material, map)) || self.compare.bcn_task.is_some() {
             return;
         }
         let Some(texture) = self.library.set.materials.get(material).and_then(|m| m.textures.get(map)) else { return };
         let set = Arc::clone(&self.library.set);
-        let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
         let format = texset_core::eval::bcn::BcFormat::for_map(texture.kind, texture.channels);
-        let spawned = crate::studio::worker::spawn_background("texset-bcn", move || {
-            let texture = &set.materials[material].textures[map];
-            let _ = sender.send(round_trip(texture, format));
-            repaint();
-        });
-        if spawned.is_ok() {
-            self.bcn_pending = Some(((material, map), receiver));
+        let task =
+            Task::spawn("texset-bcn", Arc::clone(&self.env.repaint), move || round_trip(&set.materials[material].textures[map], format));
+        self.compare.bcn_task = Some(((material, map), task));
+    }
+
+    /// Takes in finished comparisons: a block-compressed map, the baselines, a loaded run.
+    pub(super) fn poll_comparisons(&mut self) {
+        if let Some((key, task)) = &mut self.compare.bcn_task
+            && let Some(result) = task.poll()
+        {
+            let key = *key;
+            self.compare.bcn_task = None;
+            match result {
+                Ok(blocks) => {
+                    self.compare.bcn.insert(key, Arc::new(blocks));
+                }
+                Err(died) => self.report_death(&died),
+            }
+        }
+        match take_finished(&mut self.compare.bc_baselines_task) {
+            Some(Ok(baselines)) => self.compare.bc_baselines = Some(baselines),
+            Some(Err(died)) => self.report_death(&died),
+            None => {}
+        }
+        if let Some((id, task)) = &mut self.compare.run_task
+            && let Some(result) = task.poll()
+        {
+            let id = *id;
+            self.compare.run_task = None;
+            match result.map_err(|died| died.to_string()).and_then(|loaded| loaded) {
+                Ok(run) => {
+                    self.compare.loaded_runs.insert(id, Arc::new(run));
+                }
+                Err(e) => {
+                    self.say(true, format!("run #{id}: {e}"));
+                    if self.settings.view.ab.is_some_and(|ab| ab.contains(&id)) {
+                        self.settings.view.ab = None;
+                    }
+                }
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ impl Session {
     }
 
     pub(super) fn export_bundle(&self, path: &Path) -> Result<String, String> {
-        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        let trained = self.shown.trained.as_ref().ok_or("nothing to export: train first")?;
         let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
         write_atomic(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let texels = self.library.set.texel_count().max(1);
@@ -33,7 +33,7 @@ impl Session {
     }
 
     pub(super) fn export_images(&self, dir: &Path) -> Result<String, String> {
-        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        let trained = self.shown.trained.as_ref().ok_or("nothing to export: train first")?;
         let decoder = texset_core::Decoder::new(&trained.bundle);
         let written = decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
         Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
@@ -41,7 +41,7 @@ impl Session {
 
     pub(super) fn export_shaders(&self, dir: &Path) -> Result<String, String> {
         use texset_shaders::export::{EntryPoint, ShaderLang, export_shader};
-        let trained = self.trained.as_ref().ok_or("nothing to export: train first")?;
+        let trained = self.shown.trained.as_ref().ok_or("nothing to export: train first")?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut files = 0;
         for lang in [ShaderLang::Wgsl, ShaderLang::Glsl, ShaderLang::Hlsl, ShaderLang::Msl] {

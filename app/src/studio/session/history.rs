@@ -1,15 +1,15 @@
 //! The experiment log: finished runs kept as bundles, shown, loaded and decoded for comparison.
 
 use super::{LoadedRun, Session};
+use crate::studio::task::Task;
 use std::sync::Arc;
-use std::sync::mpsc::channel;
 use texset_core::{CompressReport, bundle::Bundle, eval::decode_set, io::write_atomic};
 
 impl Session {
     /// The run with this id.
     #[must_use]
     pub fn run_record(&self, id: u64) -> Option<&crate::studio::runs::RunRecord> {
-        self.settings.runs.iter().find(|r| r.id == id)
+        self.log.get(id)
     }
 
     /// Whether a run was made from the library loaded now (the others are listed, not compared).
@@ -37,44 +37,49 @@ impl Session {
         }
     }
 
-    /// Loads and decodes a run's bundle on the thread `texset-run-load` (one at a time).
+    /// Loads and decodes a run's bundle on the task `texset-run-load` (one at a time).
     pub(super) fn load_run(&mut self, id: u64) {
-        if self.loaded_runs.contains_key(&id) || self.run_loading.is_some() {
+        if self.compare.loaded_runs.contains_key(&id) || self.compare.run_task.is_some() {
             return;
         }
         let Some(run) = self.run_record(id) else { return };
         let path = run.bundle.clone();
         let set = Arc::clone(&self.library.set);
-        let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
-        let spawned = crate::studio::worker::spawn_background("texset-run-load", move || {
-            let loaded = std::fs::read(&path)
+        let task = Task::spawn("texset-run-load", Arc::clone(&self.env.repaint), move || {
+            std::fs::read(&path)
                 .map_err(|e| e.to_string())
                 .and_then(|b| Bundle::from_bytes(&b).map_err(|e| e.to_string()))
                 .and_then(|bundle| {
                     let maps = decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| e.to_string())?;
                     Ok(LoadedRun { bundle: Arc::new(bundle), maps })
                 })
-                .map_err(|e| format!("{}: {e}", path.display()));
-            let _ = sender.send(loaded);
-            repaint();
+                .map_err(|e| format!("{}: {e}", path.display()))
         });
-        if spawned.is_ok() {
-            self.run_loading = Some((id, receiver));
-        }
+        self.compare.run_task = Some((id, task));
     }
 
-    /// Adds a finished run to the experiment log, keeping its bundle in the data folder.
+    /// Adds a finished run to the experiment log: its id and bundle file taken exclusively, the
+    /// bundle written atomically, then the log.
     pub(super) fn record_run(&mut self, bytes: &[u8], report: &CompressReport) -> Option<u64> {
-        let dir = crate::studio::runs::runs_dir(self.data_dir.as_ref()?);
-        let id = self.settings.runs.iter().map(|r| r.id).max().unwrap_or(0) + 1;
-        let path = dir.join(format!("run-{id}.texset"));
-        let written = std::fs::create_dir_all(&dir).and_then(|()| write_atomic(&path, bytes));
-        if let Err(e) = written {
+        if !self.log.keeps_runs() {
+            if self.env.read_only {
+                self.say(true, "this run is not kept in the experiment log: another studio is using the data folder");
+            }
+            return None;
+        }
+        let (id, path) = match self.log.allocate() {
+            Ok(taken) => taken,
+            Err(e) => {
+                self.say(true, format!("the run was not kept in the log: {e}"));
+                return None;
+            }
+        };
+        if let Err(e) = write_atomic(&path, bytes) {
+            let _ = std::fs::remove_file(&path);
             self.say(true, format!("{}: the run was not kept in the log: {e}", path.display()));
             return None;
         }
-        self.settings.runs.push(crate::studio::runs::RunRecord {
+        self.log.runs.push(crate::studio::runs::RunRecord {
             id,
             folders: self.settings.folders.clone(),
             settings: crate::studio::runs::RunSettings::of(&self.settings),
@@ -85,6 +90,27 @@ impl Session {
             train_secs: report.train.train_secs,
             bundle: path,
         });
+        if let Err(e) = self.log.save() {
+            self.say(true, format!("the experiment log was not saved: {e}"));
+        }
         Some(id)
+    }
+
+    /// Removes a run from the log, and its kept bundle.
+    pub(super) fn delete_run(&mut self, id: u64) {
+        let Some(i) = self.log.runs.iter().position(|r| r.id == id) else { return };
+        let run = self.log.runs.remove(i);
+        if let Err(e) = self.log.save() {
+            self.say(true, format!("the experiment log was not saved: {e}"));
+        }
+        // The shown bundle's own file (last_trained) is separate: only the run's copy goes. The id
+        // stays taken: the next run gets a higher one even after its file is gone.
+        if self.log.keeps_runs() {
+            let _ = std::fs::remove_file(&run.bundle);
+        }
+        self.compare.loaded_runs.remove(&id);
+        if self.settings.view.ab.is_some_and(|ab| ab.contains(&id)) {
+            self.settings.view.ab = None;
+        }
     }
 }

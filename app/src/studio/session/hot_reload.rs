@@ -15,7 +15,7 @@ impl Session {
     pub(super) fn watch_folders(&mut self) {
         use notify::Watcher;
         let (sender, receiver) = channel();
-        let repaint = Arc::clone(&self.repaint);
+        let repaint = Arc::clone(&self.env.repaint);
         let handler = move |event: notify::Result<notify::Event>| {
             let _ = sender.send(event);
             repaint();
@@ -31,8 +31,8 @@ impl Session {
                 for f in failed {
                     self.say(true, format!("not watching for changes: {f}"));
                 }
-                self.watcher = Some(watcher);
-                self.fs_events = Some(receiver);
+                self.hot_reload.watcher = Some(watcher);
+                self.hot_reload.events = Some(receiver);
             }
             Err(e) => self.say(true, format!("hot reload is off: {e}")),
         }
@@ -41,7 +41,7 @@ impl Session {
     /// Takes in file-system events: changed source images start a re-import (and, with a
     /// trained bundle kept, a fine-tune from it) once the folder is quiet.
     pub(super) fn poll_hot_reload(&mut self) {
-        if let Some(events) = &self.fs_events {
+        if let Some(events) = &self.hot_reload.events {
             while let Ok(event) = events.try_recv() {
                 let Ok(event) = event else { continue };
                 if !(event.kind.is_modify() || event.kind.is_create() || event.kind.is_remove()) {
@@ -51,27 +51,27 @@ impl Session {
                 if images.is_empty() {
                     continue;
                 }
-                let (_, paths) = self.changed.get_or_insert_with(|| (Instant::now(), Vec::new()));
+                let (_, paths) = self.hot_reload.changed.get_or_insert_with(|| (Instant::now(), Vec::new()));
                 for p in images {
                     if !paths.contains(&p) {
                         paths.push(p);
                     }
                 }
-                if let Some((when, _)) = &mut self.changed {
+                if let Some((when, _)) = &mut self.hot_reload.changed {
                     *when = Instant::now();
                 }
             }
         }
-        let quiet = self.changed.as_ref().is_some_and(|(when, _)| when.elapsed() >= HOT_RELOAD_QUIET);
-        if !quiet || self.loading.is_some() || self.job.is_some() {
+        let quiet = self.hot_reload.changed.as_ref().is_some_and(|(when, _)| when.elapsed() >= HOT_RELOAD_QUIET);
+        if !quiet || self.library.loading.is_some() || self.training.job.is_some() {
             return;
         }
-        let Some((_, paths)) = self.changed.take() else { return };
+        let Some((_, paths)) = self.hot_reload.changed.take() else { return };
         let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         self.say(false, format!("changed on disk: {}; re-importing", names.join(", ")));
-        let kept =
-            self.trained.as_ref().is_some_and(|t| t.bytes.is_some()) && self.settings.trained_bundle.as_ref().is_some_and(|p| p.is_file());
-        self.fine_tune_after_load = kept.then_some(paths);
+        let kept = self.shown.trained.as_ref().is_some_and(|t| t.bytes.is_some())
+            && self.settings.trained_bundle.as_ref().is_some_and(|p| p.is_file());
+        self.hot_reload.fine_tune_after_load = kept.then_some(paths);
         self.reload();
     }
 
@@ -87,10 +87,10 @@ impl Session {
         };
         options.schedule.steps = (options.schedule.steps / FINE_TUNE_STEP_FRACTION).max(50);
         options.run.init_from = Some(path);
-        self.job = None;
+        self.training.job = None;
         let names: Vec<String> = changed.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
-        self.run = RunLog { state: RunState::Running, ..RunLog::default() };
-        self.run.lines.push(format!(
+        self.training.run = RunLog { state: RunState::Running, ..RunLog::default() };
+        self.training.run.lines.push(format!(
             "fine-tuning from the current model ({} steps) after {} changed",
             options.schedule.steps,
             names.join(", ")
@@ -100,15 +100,15 @@ impl Session {
             options,
             |_: &TextureSet| None,
             SNAPSHOT_EVERY,
-            Arc::clone(&self.repaint),
-            &self.background,
+            Arc::clone(&self.env.repaint),
+            &self.env.background,
         ) {
             Ok(job) => {
                 self.say(false, format!("fine-tuning after {} changed", names.join(", ")));
-                self.job = Some(job);
+                self.training.job = Some(job);
             }
             Err(e) => {
-                self.run.state = RunState::Failed;
+                self.training.run.state = RunState::Failed;
                 self.say(true, format!("could not start the fine-tune: {e}"));
             }
         }

@@ -1,0 +1,117 @@
+//! The library: its folders loaded and analysed on background tasks, the results taken in.
+
+use super::{Analysis, Loaded, Message, Problem, Session};
+use crate::studio::task::{Task, take_finished};
+use std::path::PathBuf;
+use std::sync::Arc;
+use texset_core::{CompressOptions, TextureSet, analyse, set::load_material};
+
+/// A library as ingest made it: the materials that loaded and what did not.
+#[derive(Clone, Default)]
+pub struct LoadedLibrary {
+    /// Materials that loaded.
+    pub set: Arc<TextureSet>,
+    /// Folders that did not load, and files left out of folders that did.
+    pub problems: Vec<Problem>,
+}
+
+impl Session {
+    /// Loads the settings' folders again (on the task `texset-ingest`), then analyses them.
+    pub(super) fn reload(&mut self) {
+        self.watch_folders();
+        let folders = self.settings.folders.clone();
+        let options = self.options_and_target();
+        self.library.loading = Some(Task::spawn("texset-ingest", Arc::clone(&self.env.repaint), move || {
+            let library = load_folders(&folders);
+            let analysis = (!library.set.materials.is_empty()).then(|| analyse_library(&library.set, options));
+            (library, analysis)
+        }));
+    }
+
+    /// The options for a library not loaded yet (the bits-per-texel fit happens in `analyse`).
+    fn options_and_target(&self) -> (CompressOptions, Option<f64>) {
+        (self.options(), self.settings.bits_per_texel)
+    }
+
+    /// Options with the bits-per-texel target applied for this library.
+    pub(super) fn fitted_options(&self) -> Result<CompressOptions, String> {
+        fit(&self.library.set, (self.options(), self.settings.bits_per_texel))
+    }
+
+    /// Re-runs the analyse pass (on the task `texset-analyse`) after a settings change.
+    pub(super) fn reanalyse(&mut self) {
+        if self.library.set.materials.is_empty() {
+            return;
+        }
+        let set = Arc::clone(&self.library.set);
+        let options = self.options_and_target();
+        self.library.analysing = Some(Task::spawn("texset-analyse", Arc::clone(&self.env.repaint), move || analyse_library(&set, options)));
+    }
+
+    /// Takes in a finished load or analysis.
+    pub(super) fn poll_library(&mut self) {
+        match take_finished(&mut self.library.loading) {
+            Some(Ok(loaded)) => self.take_loaded(loaded),
+            Some(Err(died)) => self.report_death(&died),
+            None => {}
+        }
+        match take_finished(&mut self.library.analysing) {
+            Some(Ok(analysis)) => self.library.analysis = Some(analysis),
+            Some(Err(died)) => {
+                self.library.analysis = Some(Err(died.to_string()));
+                self.report_death(&died);
+            }
+            None => {}
+        }
+    }
+
+    fn take_loaded(&mut self, (library, analysis): Loaded) {
+        let loaded = library.set.materials.len();
+        for p in &library.problems {
+            self.status.messages.push(Message { is_error: true, text: format!("{}: {}", p.path.display(), p.message) });
+        }
+        self.library.set = library.set;
+        self.library.problems = library.problems;
+        self.library.analysis = analysis;
+        self.compare = super::Comparisons::default();
+        self.say(false, format!("loaded {loaded} material(s)"));
+        self.restore_trained();
+        if let Some(changed) = self.hot_reload.fine_tune_after_load.take() {
+            self.start_fine_tune(&changed);
+        }
+    }
+}
+
+/// Loads each folder on its own: one bad folder is a problem listed, not a failed library.
+#[must_use]
+pub fn load_folders(folders: &[PathBuf]) -> LoadedLibrary {
+    let mut set = TextureSet::default();
+    let mut problems = Vec::new();
+    for folder in folders {
+        let mut report = texset_core::set::IngestReport::default();
+        match load_material(folder, &mut report) {
+            Ok(material) if set.materials.iter().any(|m| m.name == material.name) => problems.push(Problem {
+                path: folder.clone(),
+                message: format!("a material named '{}' is already loaded; rename one folder (or set name in texset.toml)", material.name),
+            }),
+            Ok(material) => set.materials.push(material),
+            Err(e) => problems.push(Problem { path: folder.clone(), message: e.to_string() }),
+        }
+        problems.extend(report.skipped.into_iter().map(|s| Problem { path: s.path, message: format!("left out: {}", s.reason) }));
+    }
+    LoadedLibrary { set: Arc::new(set), problems }
+}
+
+/// The analyse pass for the studio's budget panel (bits-per-texel target applied first).
+fn analyse_library(set: &TextureSet, options: (CompressOptions, Option<f64>)) -> Result<Analysis, String> {
+    let options = fit(set, options)?;
+    analyse(set, &options).map(|(layout, report)| Analysis { layout, report }).map_err(|e| e.to_string())
+}
+
+/// `options` with the bits-per-texel target (if any) fitted to `set`.
+fn fit(set: &TextureSet, (mut options, bpp): (CompressOptions, Option<f64>)) -> Result<CompressOptions, String> {
+    if let Some(bpp) = bpp {
+        options.fit_bits_per_texel_for(bpp, set).map_err(|e| format!("{bpp} bits per texel: {e}"))?;
+    }
+    Ok(options)
+}
