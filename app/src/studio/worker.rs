@@ -356,19 +356,18 @@ struct DecodeRequest {
 
 /// Decodes bundles one at a time, each on a [`Task`] (`texset-decode`); a bundle sent while one
 /// decodes waits, and only the newest waiting one is decoded.
-#[derive(Default)]
 pub struct DecodeQueue {
     running: Option<Task<Result<Decoded, String>>>,
     waiting: Option<DecodeRequest>,
     background: Background,
-    repaint: Option<Repaint>,
+    repaint: Repaint,
 }
 
 impl DecodeQueue {
     /// A queue whose tasks run their parallel parts on `background` and wake the UI with `repaint`.
     #[must_use]
     pub fn new(repaint: Repaint, background: Background) -> Self {
-        Self { running: None, waiting: None, background, repaint: Some(repaint) }
+        Self { running: None, waiting: None, background, repaint }
     }
 
     /// Queues a bundle (replacing one still waiting).
@@ -383,8 +382,7 @@ impl DecodeQueue {
         }
         let Some(request) = self.waiting.take() else { return };
         let background = self.background.clone();
-        let repaint = self.repaint.clone().unwrap_or_else(|| Arc::new(|| {}));
-        self.running = Some(Task::spawn("texset-decode", repaint, move || {
+        self.running = Some(Task::spawn("texset-decode", Arc::clone(&self.repaint), move || {
             let DecodeRequest { generation, bundle, set, with_ssim } = request;
             background.run(|| decode_and_score(generation, &bundle, &set, with_ssim))
         }));

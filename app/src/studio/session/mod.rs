@@ -170,7 +170,6 @@ pub struct Training {
 }
 
 /// The bundle on screen, and its decoded maps and scores.
-#[derive(Default)]
 pub struct Shown {
     /// What is on screen.
     pub trained: Option<Trained>,
