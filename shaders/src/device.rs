@@ -14,10 +14,20 @@ pub fn request_device() -> Result<Option<(wgpu::Adapter, wgpu::Device, wgpu::Que
     Ok(open_device(false)?.map(|(_, adapter, device, queue)| (adapter, device, queue)))
 }
 
-/// As [`request_device`], with every feature the adapter has enabled too (what burn's training
-/// kernels need on a device shared with them, as the studio's is), and the instance.
+/// As [`request_device`], with every stable feature the adapter has ([`stable_features`]) enabled
+/// too (what burn's training kernels need on a device shared with them, as the studio's is), and
+/// the instance.
 pub fn request_device_for_training() -> Result<Option<(wgpu::Instance, wgpu::Adapter, wgpu::Device, wgpu::Queue)>, GpuError> {
     open_device(true)
+}
+
+/// Every feature `adapter` has but the experimental ones (mesh shaders, ray tracing, cooperative
+/// matrices), which wgpu refuses unless a device opts into them unsafely: what burn's training
+/// kernels are given on a device shared with them. Lavapipe from Mesa 25 has such features, as
+/// recent hardware drivers do; asking for all of `adapter.features()` failed there.
+#[must_use]
+pub fn stable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+    adapter.features().difference(wgpu::Features::all_experimental_mask())
 }
 
 pub(crate) fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, wgpu::Adapter, wgpu::Device, wgpu::Queue)>, GpuError> {
@@ -28,7 +38,7 @@ pub(crate) fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, 
     let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("texset device"),
         // `SHADER_F16` where the adapter has it: the decoder's f16 path (`MlpPrecision::F16`).
-        required_features: if all_features { adapter.features() } else { adapter.features() & wgpu::Features::SHADER_F16 },
+        required_features: if all_features { stable_features(&adapter) } else { adapter.features() & wgpu::Features::SHADER_F16 },
         required_limits: adapter.limits(),
         ..Default::default()
     }))?;

@@ -33,7 +33,7 @@ pub mod preview;
 #[cfg(feature = "device")]
 pub use decoder::{CompileSecs, FRAGMENT_FORMAT, GpuDecoder, ModelBuffers, SampleBatch, renders_fragment_format};
 #[cfg(feature = "device")]
-pub use device::{block_on, render_rgba32f, request_device, request_device_for_training};
+pub use device::{block_on, render_rgba32f, request_device, request_device_for_training, stable_features};
 #[cfg(feature = "device")]
 pub(crate) use device::{check_device_limit, fullscreen_pipeline, read_texture, triangle_pipeline};
 #[cfg(feature = "export")]

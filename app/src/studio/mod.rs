@@ -509,10 +509,10 @@ impl eframe::App for StudioApp {
 pub fn run(folders: Vec<PathBuf>, capture: Option<PathBuf>, steps: Option<u32>) -> anyhow::Result<()> {
     let wgpu_setup = eframe::egui_wgpu::WgpuSetup::CreateNew(eframe::egui_wgpu::WgpuSetupCreateNew {
         // Burn's kernels (training on this device) need the adapter's own features and limits,
-        // not egui's defaults (../shared/DEPENDENCIES.md).
+        // not egui's defaults (../shared/DEPENDENCIES.md); its experimental ones wgpu refuses.
         device_descriptor: Arc::new(|adapter: &wgpu::Adapter| wgpu::DeviceDescriptor {
             label: Some("texset studio device"),
-            required_features: adapter.features(),
+            required_features: texset_shaders::stable_features(adapter),
             required_limits: adapter.limits(),
             ..Default::default()
         }),
