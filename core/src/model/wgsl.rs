@@ -127,10 +127,10 @@ impl MlpWgsl<'_> {
         let _ = writeln!(t, "const BLOCK: u32 = {}u;", self.block.max(1));
         struct_decl(&mut t, "MlpInput", "x", self.input_vec4s(), "vec4<f32>");
         struct_decl(&mut t, "MlpHidden", "h", self.hidden_vec4s(), self.precision.vec4());
-        self.hidden_fn(&mut t, 1);
-        self.hidden_fn(&mut t, self.block.max(1));
-        self.output_fn(&mut t, 1);
-        self.output_fn(&mut t, self.block.max(1));
+        self.hidden_fn(&mut t, Form::Single);
+        self.hidden_fn(&mut t, Form::Block(self.block.max(1)));
+        self.output_fn(&mut t, Form::Single);
+        self.output_fn(&mut t, Form::Block(self.block.max(1)));
         t
     }
 
@@ -151,17 +151,18 @@ impl MlpWgsl<'_> {
         t
     }
 
-    /// `mlp_hidden` (one texel) or `mlp_hidden_block` (`texels`).
-    fn hidden_fn(&self, t: &mut String, texels: u32) {
+    /// `mlp_hidden` (one texel) or `mlp_hidden_block` (`BLOCK` texels).
+    fn hidden_fn(&self, t: &mut String, form: Form) {
         let hidden = self.layers.split_last().map_or(&[][..], |(_, h)| h);
-        if texels == 1 {
+        let texels = form.texels();
+        if form == Form::Single {
             t.push_str("fn mlp_hidden(a0: MlpInput) -> MlpHidden {\n");
         } else {
             t.push_str("fn mlp_hidden_block(a: array<MlpInput, BLOCK>) -> array<MlpHidden, BLOCK> {\n");
         }
         let num = self.precision;
         for p in 0..texels {
-            let src = if texels == 1 { "a0".to_owned() } else { format!("a[{p}u]") };
+            let src = if form == Form::Single { "a0".to_owned() } else { format!("a[{p}u]") };
             for j in 0..self.input_vec4s() {
                 let _ = writeln!(t, "    let x{p}_0_{j} = {};", num.convert4(&format!("{src}.x{j}")));
             }
@@ -181,16 +182,17 @@ impl MlpWgsl<'_> {
             let values: Vec<String> = (0..self.hidden_vec4s()).map(|j| format!("x{p}_{depth}_{j}")).collect();
             format!("MlpHidden({})", values.join(", "))
         };
-        return_per_texel(t, "MlpHidden", texels, fields);
+        return_per_texel(t, "MlpHidden", form, fields);
     }
 
-    /// `mlp_output` (one texel) or `mlp_output_block` (`texels`).
-    fn output_fn(&self, t: &mut String, texels: u32) {
+    /// `mlp_output` (one texel) or `mlp_output_block` (`BLOCK` texels).
+    fn output_fn(&self, t: &mut String, form: Form) {
         let Some(last) = self.layers.last() else {
             return;
         };
         let n = last.row_vec4s;
-        if texels == 1 {
+        let texels = form.texels();
+        if form == Form::Single {
             t.push_str("fn mlp_output(row: u32, h0: MlpHidden) -> vec4<f32> {\n");
         } else {
             t.push_str("fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BLOCK> {\n");
@@ -206,7 +208,24 @@ impl MlpWgsl<'_> {
             MlpPrecision::F16 => format!("vec4<f32>(h{p}.h{j})"),
         };
         four_outputs(t, n, texels, "    ", &input, self.precision == MlpPrecision::Int8);
-        return_per_texel(t, "vec4<f32>", texels, |p| format!("z{p}"));
+        return_per_texel(t, "vec4<f32>", form, |p| format!("z{p}"));
+    }
+}
+
+/// Which of a generated function's two forms: one texel (`mlp_hidden`), or `BLOCK` texels
+/// sharing each weight load (`mlp_hidden_block`; `BLOCK` may be 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    Single,
+    Block(u32),
+}
+
+impl Form {
+    fn texels(self) -> u32 {
+        match self {
+            Form::Single => 1,
+            Form::Block(texels) => texels,
+        }
     }
 }
 
@@ -572,11 +591,11 @@ fn four_outputs(t: &mut String, n: u32, texels: u32, indent: &str, input: &dyn F
 
 /// The end of a generated function: texel 0's `value` alone (one texel), or every texel's as an
 /// `array<ty, BLOCK>`; then the closing brace.
-fn return_per_texel(t: &mut String, ty: &str, texels: u32, value: impl Fn(u32) -> String) {
-    if texels == 1 {
+fn return_per_texel(t: &mut String, ty: &str, form: Form, value: impl Fn(u32) -> String) {
+    if form == Form::Single {
         let _ = writeln!(t, "    return {};\n}}", value(0));
     } else {
-        let all: Vec<String> = (0..texels).map(value).collect();
+        let all: Vec<String> = (0..form.texels()).map(value).collect();
         let _ = writeln!(t, "    return array<{ty}, BLOCK>({});\n}}", all.join(", "));
     }
 }
