@@ -50,7 +50,7 @@ awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += 
 
 # The example opens a window (Xvfb here) and renders the sample library; Space, pressed through
 # xdotool once the spheres are shown, switches them to the per-pixel material and back: the log
-# and the window's title must say so each time.
+# and the window's title must say so each time. Escape then quits it.
 if command -v xvfb-run >/dev/null 2>&1 && command -v xdotool >/dev/null 2>&1; then
   step "example"
   example_log="$(mktemp)"
@@ -69,17 +69,17 @@ if command -v xvfb-run >/dev/null 2>&1 && command -v xdotool >/dev/null 2>&1; th
       cat "$log" >&2
       return 1
     }
-    press_space() {
+    press() {
       window="$(xdotool search --name "texset in Bevy" | head -1)"
       # No window manager: the pointer over the window gives it the keyboard.
       xdotool mousemove 640 360
       xdotool windowfocus --sync "$window"
-      xdotool key space
+      xdotool key "$1"
     }
     status=0
     wait_for 1 45 "materials shown" || status=1
     if [ "$status" = 0 ]; then
-      press_space
+      press space
       wait_for 1 20 "decoded per pixel (Space" || status=1
       # The title changes with a later frame than the log line: up to 20 s of frames.
       title=""
@@ -91,9 +91,15 @@ if command -v xvfb-run >/dev/null 2>&1 && command -v xdotool >/dev/null 2>&1; th
       case "$title" in *"per pixel (Space"*) ;; *) echo "texset-bevy: the title 20 s after Space: $title" >&2; status=1 ;; esac
     fi
     if [ "$status" = 0 ]; then
-      press_space
+      press space
       # The first such line came when the spheres were shown.
       wait_for 2 20 "decoded on load (Space" || status=1
+    fi
+    # Every check has passed or failed: Escape quits (TEXSET_BEVY_EXIT_AFTER_SECS is the cap, for
+    # a window that no longer takes keys).
+    if [ "$status" = 0 ]; then
+      press Escape
+      wait_for 1 20 "Escape: quitting" || status=1
     fi
     wait "$app" || status=1
     exit "$status"

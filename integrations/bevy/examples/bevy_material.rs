@@ -1,6 +1,6 @@
 //! The sample library in Bevy: one sphere per material on a wooden floor, under two moving
 //! lights. Space switches every mesh between the decode-on-load `StandardMaterial` and the
-//! per-pixel `TexsetMaterial` (the window's title says which is on).
+//! per-pixel `TexsetMaterial` (the window's title says which is on). Escape quits.
 //!
 //! `cargo run --example bevy_material` (in integrations/bevy). On a software Vulkan driver
 //! (lavapipe) the first switch to per-pixel compiles one shader per material, which takes minutes.
@@ -21,7 +21,7 @@ fn main() {
     ))
     .insert_resource(Mode::OnLoad)
     .add_systems(Startup, setup)
-    .add_systems(Update, (spawn_when_loaded, move_lights, switch_mode));
+    .add_systems(Update, (spawn_when_loaded, move_lights, switch_mode, quit_on_escape));
     if let Some(secs) = std::env::var("TEXSET_BEVY_EXIT_AFTER_SECS").ok().and_then(|s| s.parse::<f64>().ok()) {
         app.insert_resource(ExitAfter(Duration::from_secs_f64(secs))).add_systems(Update, exit_after);
     }
@@ -135,6 +135,15 @@ fn switch_mode(
         window.title = title(*mode);
     }
     info!("{}", title(*mode));
+}
+
+/// Escape: quit (CI presses it once its checks have passed, instead of waiting out
+/// `TEXSET_BEVY_EXIT_AFTER_SECS`).
+fn quit_on_escape(keys: Res<ButtonInput<KeyCode>>, mut exit: MessageWriter<AppExit>) {
+    if keys.just_pressed(KeyCode::Escape) {
+        info!("Escape: quitting");
+        exit.write(AppExit::Success);
+    }
 }
 
 /// Wall-clock seconds: a frame stalled by a shader compile (minutes on lavapipe) counts in full,
