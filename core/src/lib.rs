@@ -84,6 +84,6 @@ pub use pipeline::{
 };
 #[cfg(feature = "train")]
 pub use progress::{Cancel, NoProgress, Pass, Progress, TrainPhase, TrainStatus};
-pub use set::{MapKind, Material, TextureSet};
+pub use set::{MapKind, Material, MaterialConstants, TextureSet};
 #[cfg(feature = "ingest")]
 pub use set::{load_library, load_material};

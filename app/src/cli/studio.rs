@@ -6,7 +6,7 @@ use std::path::PathBuf;
 // `texset studio`.
 #[derive(clap::Args)]
 pub(super) struct StudioArgs {
-    /// Material folders.
+    /// Material folders and glTF 2.0 assets (`.gltf`, `.glb`: each textured material).
     dirs: Vec<PathBuf>,
     /// Training steps (default: the preset's).
     #[arg(long)]

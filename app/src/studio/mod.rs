@@ -422,6 +422,7 @@ impl StudioApp {
             }
             let command = match dialog {
                 Dialog::OpenFolders => picker.pick_folders().map(Command::AddPaths),
+                Dialog::OpenAssets => picker.add_filter("glTF 2.0 asset", &["gltf", "glb"]).pick_files().map(Command::AddPaths),
                 Dialog::SaveBundle => {
                     picker.add_filter("texset bundle", &["texset"]).set_file_name("library.texset").save_file().map(Command::ExportBundle)
                 }

@@ -11,6 +11,8 @@ use texset_core::{Preset, model::WeightFormat, options::Quantisation};
 pub enum Dialog {
     /// Pick material folders to add.
     OpenFolders,
+    /// Pick glTF assets (`.gltf`, `.glb`) to add.
+    OpenAssets,
     /// Pick where the bundle goes.
     SaveBundle,
     /// Pick a folder for decoded images.
@@ -141,6 +143,10 @@ pub fn menu_ui(ui: &mut egui::Ui, session: &Session, dialogs: &mut Vec<Dialog>) 
                 dialogs.push(Dialog::OpenFolders);
                 ui.close();
             }
+            if ui.button("Open glTF asset…").clicked() {
+                dialogs.push(Dialog::OpenAssets);
+                ui.close();
+            }
             let finished = session.shown.trained.as_ref().is_some_and(|t| t.bytes.is_some());
             let any = session.shown.trained.is_some();
             if ui.add_enabled(finished, egui::Button::new("Export bundle…")).clicked() {
@@ -164,7 +170,7 @@ pub fn menu_ui(ui: &mut egui::Ui, session: &Session, dialogs: &mut Vec<Dialog>) 
 /// Left panel: the materials and their maps, with ingest problems in plain words.
 pub fn library_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, commands: &mut Vec<Command>) {
     ui.heading("Library");
-    ui.label(RichText::new("Drop material folders (or files) here, or File > Open folder.").weak());
+    ui.label(RichText::new("Drop material folders or glTF assets (.gltf, .glb) here, or use the File menu.").weak());
     ui.separator();
     let set = &session.library.set;
     egui::ScrollArea::vertical().id_salt("library").show(ui, |ui| {

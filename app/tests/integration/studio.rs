@@ -395,3 +395,56 @@ fn a_one_by_one_constant_map_loads_at_the_material_size() {
     assert_eq!((roughness.width, roughness.height), (32, 16));
     assert!(roughness.texels.iter().all(|v| v.to_bits() == (77.0f32 / 255.0).to_bits()));
 }
+
+#[test]
+fn a_gltf_asset_loads_beside_folders_and_a_clashing_material_is_left_out_with_its_mesh() {
+    use serde_json::json;
+    use texset_testkit::gltf::{quad_bytes, quad_document, write_json, write_png};
+    let dir = tempfile::tempdir().unwrap();
+    // A material folder named `painted`.
+    let folder = dir.path().join("painted");
+    std::fs::create_dir(&folder).unwrap();
+    image::RgbImage::from_fn(8, 8, |x, y| image::Rgb([(x * 30) as u8, (y * 30) as u8, 9]))
+        .save(folder.join("painted_basecolor.png"))
+        .unwrap();
+    // An asset whose quad is drawn twice: once with `painted` (taken by the folder), once with `oak`.
+    let asset_dir = dir.path().join("asset");
+    std::fs::create_dir(&asset_dir).unwrap();
+    std::fs::write(asset_dir.join("quad.bin"), quad_bytes()).unwrap();
+    write_png(&asset_dir.join("base.png"), 0, 3);
+    write_png(&asset_dir.join("oak.png"), 40, 3);
+    let mut document = quad_document(
+        &json!({"uri": "quad.bin", "byteLength": 140}),
+        &json!([
+            {"name": "painted", "pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}},
+            {"name": "oak", "pbrMetallicRoughness": {"baseColorTexture": {"index": 1}, "metallicFactor": 0.0}}
+        ]),
+        &json!([{"source": 0}, {"source": 1}]),
+        &json!([{"uri": "base.png"}, {"uri": "oak.png"}]),
+    );
+    let mut second = document["meshes"][0].clone();
+    second["primitives"][0]["material"] = json!(1);
+    document["meshes"] = json!([document["meshes"][0].clone(), second]);
+    document["nodes"] = json!([{"mesh": 0, "name": "a"}, {"mesh": 1, "name": "b"}]);
+    document["scenes"] = json!([{"nodes": [0, 1]}]);
+    let asset = write_json(&asset_dir, "asset.gltf", &document);
+
+    let library = texset::studio::session::load_folders(&[folder, asset.clone()]);
+    let names: Vec<&str> = library.set.materials.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["painted", "oak"]);
+    assert_eq!(library.set.materials[1].source_dir, asset);
+    assert_eq!(library.set.materials[1].constants.metallic_factor.to_bits(), 0.0f32.to_bits());
+    // The clash is a problem naming the asset; the mesh drawn with it is left out, and the other
+    // mesh points at `oak`'s index in the library.
+    assert_eq!(library.problems.len(), 1, "{:?}", library.problems.iter().map(|p| &p.message).collect::<Vec<_>>());
+    assert_eq!(library.problems[0].path, asset);
+    assert!(library.problems[0].message.contains("'painted' is already loaded"), "{}", library.problems[0].message);
+    assert_eq!(library.meshes.len(), 1);
+    assert_eq!((library.meshes[0].name.as_str(), library.meshes[0].material), ("b", 1));
+
+    // A broken asset is a problem naming its fault; the folder still loads.
+    std::fs::remove_file(asset_dir.join("quad.bin")).unwrap();
+    let library = texset::studio::session::load_folders(&[dir.path().join("painted"), asset.clone()]);
+    assert_eq!(library.set.materials.len(), 1);
+    assert!(library.problems.iter().any(|p| p.path == asset && p.message.contains("quad.bin")), "{:?}", library.problems.len());
+}

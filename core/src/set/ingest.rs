@@ -1,8 +1,9 @@
 //! Ingest: texture folders (materials) into a [`TextureSet`], with every failure a typed error
 //! naming the file. Source files are only ever opened for reading.
 
+use crate::set::gltf::{GltfFault, is_gltf_path, load_gltf};
 use crate::set::naming::parse_map_name;
-use crate::set::{MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
+use crate::set::{MapKind, Material, MaterialConstants, NormalConvention, SampleFormat, Texture, TextureSet};
 use image::{DynamicImage, ImageReader};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -153,6 +154,26 @@ pub enum IngestError {
     /// No folder was given.
     #[error("no texture folders given")]
     NothingGiven,
+    /// A glTF asset that cannot be loaded as a whole: malformed, unsafe or unsupported.
+    #[error("glTF asset {path:?}: {fault}")]
+    Gltf {
+        /// The `.gltf` or `.glb` file.
+        path: PathBuf,
+        /// What is wrong.
+        fault: GltfFault,
+    },
+    /// A glTF material that cannot be one texset material (its maps would need two UV layouts).
+    #[error("glTF asset {path:?}, material {material:?} (index {index}): {fault}")]
+    GltfMaterial {
+        /// The `.gltf` or `.glb` file.
+        path: PathBuf,
+        /// The material's name in the file (empty when it has none).
+        material: String,
+        /// Its index in the file's `materials`.
+        index: usize,
+        /// What is wrong.
+        fault: GltfFault,
+    },
 }
 
 /// A file that was looked at and left out, with the reason in plain words.
@@ -232,19 +253,32 @@ fn parse_convention(text: &str, config_path: &Path) -> Result<NormalConvention, 
     }
 }
 
-/// Loads several material folders as one library, in the order given.
-pub fn load_library(dirs: &[PathBuf]) -> Result<(TextureSet, IngestReport), IngestError> {
-    if dirs.is_empty() {
+/// Loads several material folders and glTF 2.0 assets (a `.gltf` or `.glb` path: every textured
+/// material of it, as [`crate::set::load_gltf`] reads it; its meshes are left out) as one library, in the
+/// order given. Material names must be unique across the library.
+pub fn load_library(paths: &[PathBuf]) -> Result<(TextureSet, IngestReport), IngestError> {
+    if paths.is_empty() {
         return Err(IngestError::NothingGiven);
     }
     let mut set = TextureSet::default();
     let mut report = IngestReport::default();
-    for dir in dirs {
-        let material = load_material(dir, &mut report)?;
-        if let Some(other) = set.materials.iter().find(|m| m.name == material.name) {
-            return Err(IngestError::DuplicateMaterial { name: material.name, first: other.source_dir.clone(), second: dir.clone() });
+    for path in paths {
+        let materials = if is_gltf_path(path) {
+            let asset = load_gltf(path)?;
+            report.skipped.extend(asset.report.skipped);
+            report.constants.extend(asset.report.constants);
+            report.maps.extend(asset.report.maps);
+            asset.materials
+        } else {
+            vec![load_material(path, &mut report)?]
+        };
+        for material in materials {
+            if let Some(other) = set.materials.iter().find(|m| m.name == material.name) {
+                let (first, second) = (other.source_dir.clone(), material.source_dir.clone());
+                return Err(IngestError::DuplicateMaterial { name: material.name, first, second });
+            }
+            set.materials.push(material);
         }
-        set.materials.push(material);
     }
     Ok((set, report))
 }
@@ -282,7 +316,7 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
     }
     let resized = resize_constant_maps(&mut textures)?;
     report_maps(&name, &textures, &resized, report);
-    Ok(Material { name, source_dir: dir.to_path_buf(), textures })
+    Ok(Material { name, source_dir: dir.to_path_buf(), textures, constants: MaterialConstants::default() })
 }
 
 /// The map files of folder `dir`, in name order, each kind from `config`'s `[maps]` or the file
@@ -381,7 +415,7 @@ fn material_name(dir: &Path, config: &FolderConfig, config_path: PathBuf) -> Res
 
 /// Adds the maps of material `name` to `report.maps`, and those given the material's resolution
 /// (`resized`: per texture, its size in the file) to `report.constants`.
-fn report_maps(name: &str, textures: &[Texture], resized: &[Option<(u32, u32)>], report: &mut IngestReport) {
+pub(crate) fn report_maps(name: &str, textures: &[Texture], resized: &[Option<(u32, u32)>], report: &mut IngestReport) {
     for (i, texture) in textures.iter().enumerate() {
         let constant = match resized.get(i).copied().flatten() {
             Some((width, height)) => {
@@ -571,7 +605,7 @@ pub(crate) fn material_resolution(textures: &[Texture]) -> Option<(u32, u32)> {
 /// ([`Texture::constant_value`]): a constant decodes, exports and compares at the size of the
 /// material's other maps, and the analyse pass finds it flat (no latent channels). Maps that vary
 /// keep their own size. Returns, per texture, the file's size when it was resized.
-fn resize_constant_maps(textures: &mut [Texture]) -> Result<Vec<Option<(u32, u32)>>, IngestError> {
+pub(crate) fn resize_constant_maps(textures: &mut [Texture]) -> Result<Vec<Option<(u32, u32)>>, IngestError> {
     let Some((width, height)) = material_resolution(textures) else { return Ok(Vec::new()) };
     let target_texels = width as usize * height as usize;
     let mut resized = Vec::with_capacity(textures.len());

@@ -1,10 +1,15 @@
 //! The set: a library of materials, each a set of maps (textures), in memory; how maps are named
-//! ([`naming`]); and reading folders of image files into it ([`ingest`]).
+//! ([`naming`]); and reading folders of image files and glTF 2.0 assets into it ([`ingest`],
+//! [`gltf`]).
 
+#[cfg(feature = "ingest")]
+pub(crate) mod gltf;
 #[cfg(feature = "ingest")]
 pub(crate) mod ingest;
 pub(crate) mod naming;
 
+#[cfg(feature = "ingest")]
+pub use gltf::{GltfAsset, GltfFault, GltfMesh, GltfVariant, is_gltf_path, load_gltf};
 #[cfg(feature = "ingest")]
 pub use ingest::{IMAGE_EXTENSIONS, IngestError, IngestReport, decode_texture, load_library, load_material};
 
@@ -221,15 +226,105 @@ impl Texture {
     }
 }
 
+/// How a material's alpha is read (glTF's `alphaMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AlphaMode {
+    /// Alpha is ignored: fully opaque (the default).
+    #[default]
+    Opaque,
+    /// Alpha below [`MaterialConstants::alpha_cutoff`] is fully transparent, the rest opaque.
+    Mask,
+    /// Alpha blends the surface over what is behind it.
+    Blend,
+}
+
+/// A UV transform every map of a material is sampled through (glTF's `KHR_texture_transform`):
+/// `uv' = translate(offset) · rotate(rotation_rad) · scale(scale) · uv`, in the extension's
+/// conventions. The default is the identity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UvTransform {
+    /// Added after rotation and scale, in UV units. Default `[0, 0]`.
+    pub offset: [f32; 2],
+    /// Counter-clockwise rotation of the UVs, in radians. Default 0.
+    pub rotation_rad: f32,
+    /// Multiplies the UVs first. Default `[1, 1]`.
+    pub scale: [f32; 2],
+}
+
+impl Default for UvTransform {
+    fn default() -> Self {
+        Self { offset: [0.0, 0.0], rotation_rad: 0.0, scale: [1.0, 1.0] }
+    }
+}
+
+impl UvTransform {
+    /// Whether this is the identity (no transform).
+    #[must_use]
+    pub fn is_identity(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// What a material says besides its maps: the glTF 2.0 factors and render state, kept as
+/// constants (never baked into the maps). [`Default`] is glTF's default for every field, which is
+/// what a material folder gets. Note glTF's `emissive_factor` default is black: a renderer that
+/// applies these constants to a folder's emissive map must treat the folder's default as unset.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MaterialConstants {
+    /// Multiplies the base colour map (linear RGBA). Default `[1, 1, 1, 1]`.
+    pub base_color_factor: [f32; 4],
+    /// Multiplies the metallic map (or the ORM map's B). Default 1.
+    pub metallic_factor: f32,
+    /// Multiplies the roughness map (or the ORM map's G). Default 1.
+    pub roughness_factor: f32,
+    /// Multiplies the emissive map (linear RGB). Default `[0, 0, 0]`.
+    pub emissive_factor: [f32; 3],
+    /// How strongly the occlusion map (or the ORM map's R) applies, 0 to 1. Default 1.
+    pub occlusion_strength: f32,
+    /// Scales the normal map's X and Y. Default 1.
+    pub normal_scale: f32,
+    /// How alpha is read. Default [`AlphaMode::Opaque`].
+    pub alpha_mode: AlphaMode,
+    /// The alpha below which a [`AlphaMode::Mask`] surface is cut away. Default 0.5.
+    pub alpha_cutoff: f32,
+    /// Whether back faces are drawn (and lit with the flipped normal). Default false.
+    pub double_sided: bool,
+    /// The mesh UV set (`TEXCOORD_n`) every map is sampled with. Default 0.
+    pub uv_set: u32,
+    /// The UV transform every map is sampled through. Default: the identity.
+    pub uv_transform: UvTransform,
+}
+
+impl Default for MaterialConstants {
+    fn default() -> Self {
+        Self {
+            base_color_factor: [1.0; 4],
+            metallic_factor: 1.0,
+            roughness_factor: 1.0,
+            emissive_factor: [0.0; 3],
+            occlusion_strength: 1.0,
+            normal_scale: 1.0,
+            alpha_mode: AlphaMode::Opaque,
+            alpha_cutoff: 0.5,
+            double_sided: false,
+            uv_set: 0,
+            uv_transform: UvTransform::default(),
+        }
+    }
+}
+
 /// A material: a named set of maps that share one UV layout.
 #[derive(Clone, Debug)]
 pub struct Material {
-    /// Material name (the folder name).
+    /// Material name (the folder name; for a glTF asset, its variant's, its own or the file's,
+    /// made unique: `load_gltf` says how).
     pub name: String,
-    /// Where it was read from.
+    /// Where it was read from: the folder, or the glTF asset file.
     pub source_dir: PathBuf,
     /// Its maps, sorted by kind.
     pub textures: Vec<Texture>,
+    /// Its factors and render state (glTF's; a folder gets [`MaterialConstants::default`]).
+    pub constants: MaterialConstants,
 }
 
 impl Material {
@@ -295,6 +390,13 @@ pub(crate) mod test_sets {
             channel_ranges: vec![[0.0, 1.0]; 3],
             texels,
         };
-        TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![texture] }] }
+        TextureSet {
+            materials: vec![Material {
+                name: "m".into(),
+                source_dir: PathBuf::from("m"),
+                textures: vec![texture],
+                constants: super::MaterialConstants::default(),
+            }],
+        }
     }
 }

@@ -13,6 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)] // Test helpers: a broken fixture fails the test loudly.
 
 mod bundle;
+pub mod gltf;
 mod set;
 
 pub use bundle::{

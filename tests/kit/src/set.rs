@@ -1,7 +1,7 @@
 //! Synthetic texture sets for tests that train.
 
 use std::path::PathBuf;
-use texset_core::set::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
+use texset_core::set::{ColorSpace, MapKind, Material, MaterialConstants, NormalConvention, SampleFormat, Texture, TextureSet};
 
 /// A synthetic texture from a function of (x, y, c).
 pub fn texture(kind: MapKind, width: u32, height: u32, channels: u32, f: impl Fn(u32, u32, u32) -> f32) -> Texture {
@@ -41,7 +41,12 @@ pub fn small_set(size: u32) -> TextureSet {
         0.4 + 0.3 * (u * 5.0 + v * 3.0).sin()
     });
     TextureSet {
-        materials: vec![Material { name: "synthetic".into(), source_dir: PathBuf::from("synthetic"), textures: vec![base, rough] }],
+        materials: vec![Material {
+            name: "synthetic".into(),
+            source_dir: PathBuf::from("synthetic"),
+            textures: vec![base, rough],
+            constants: MaterialConstants::default(),
+        }],
     }
 }
 

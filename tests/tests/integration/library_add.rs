@@ -11,7 +11,7 @@ use texset_core::{
     drivers::{AddOptions, add_materials},
     eval::evaluate,
     io::encode_png,
-    set::{MapKind, Material, TextureSet},
+    set::{MapKind, Material, MaterialConstants, TextureSet},
 };
 
 fn material(name: &str, size: u32, phase: f32, tint: f32) -> Material {
@@ -24,7 +24,7 @@ fn material(name: &str, size: u32, phase: f32, tint: f32) -> Material {
         let (u, v) = (x as f32 / s, y as f32 / s);
         0.5 + 0.3 * (u * 4.0 - v * 6.0 + phase).sin()
     });
-    Material { name: name.into(), source_dir: PathBuf::from(name), textures: vec![base, rough] }
+    Material { name: name.into(), source_dir: PathBuf::from(name), textures: vec![base, rough], constants: MaterialConstants::default() }
 }
 
 /// Every map of a material as PNG bytes, as `texset decode` writes them.

@@ -14,7 +14,7 @@ use texset_core::{
     internal_tests::{box_chain, quantize_to_format},
     model::full_mip_count,
     options::Backend,
-    set::{MapKind, Material, TextureSet, load_library},
+    set::{MapKind, Material, MaterialConstants, TextureSet, load_library},
 };
 use texset_testkit::texture;
 
@@ -38,7 +38,14 @@ fn busy_set(size: u32) -> TextureSet {
     });
     let half = size / 2;
     let rough = texture(MapKind::Roughness, half, half, 1, |x, y, _| 0.5 + 0.3 * (x as f32 * 0.6).sin() * (y as f32 * 0.4).cos());
-    TextureSet { materials: vec![Material { name: "busy".into(), source_dir: PathBuf::from("busy"), textures: vec![base, normal, rough] }] }
+    TextureSet {
+        materials: vec![Material {
+            name: "busy".into(),
+            source_dir: PathBuf::from("busy"),
+            textures: vec![base, normal, rough],
+            constants: MaterialConstants::default(),
+        }],
+    }
 }
 
 fn options(mips: bool) -> CompressOptions {

@@ -11,7 +11,7 @@ use texset_core::{
     internal_tests::material_groups,
     model::Activation,
     options::{LearnedBudgets, Quantisation},
-    set::{MapKind, Material, TextureSet},
+    set::{MapKind, Material, MaterialConstants, TextureSet},
 };
 
 fn options() -> CompressOptions {
@@ -38,8 +38,12 @@ fn colourways(size: u32) -> TextureSet {
             (0.3 + 0.2 * (u * 6.0 + v * 4.0 + 3.0 * tint).sin()) * (1.0 + tint * (c as f32 - 1.0))
         })
     };
-    let material =
-        |name: &str, tint: f32| Material { name: name.into(), source_dir: PathBuf::from(name), textures: vec![base(tint), normal()] };
+    let material = |name: &str, tint: f32| Material {
+        name: name.into(),
+        source_dir: PathBuf::from(name),
+        textures: vec![base(tint), normal()],
+        constants: MaterialConstants::default(),
+    };
     TextureSet { materials: vec![material("red", 0.4), material("blue", -0.4)] }
 }
 
@@ -88,7 +92,14 @@ fn flat_and_noisy(size: u32) -> TextureSet {
     let noise: Vec<f32> = (0..size * size * 3).map(|_| rng.next_f32()).collect();
     let base = texset_testkit::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
     let metal = texset_testkit::texture(MapKind::Metallic, size, size, 1, |_, _, _| 0.8);
-    TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![base, metal] }] }
+    TextureSet {
+        materials: vec![Material {
+            name: "m".into(),
+            source_dir: PathBuf::from("m"),
+            textures: vec![base, metal],
+            constants: MaterialConstants::default(),
+        }],
+    }
 }
 
 #[test]
@@ -129,7 +140,14 @@ fn near_flat_and_noisy(size: u32) -> TextureSet {
     let grain: Vec<f32> = (0..size * size).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let base = texset_testkit::texture(MapKind::Basecolor, size, size, 3, |x, y, c| noise[((y * size + x) * 3 + c) as usize]);
     let rough = texset_testkit::texture(MapKind::Roughness, size, size, 1, |x, y, _| 0.6 + grain[(y * size + x) as usize] * 3.0 / 255.0);
-    TextureSet { materials: vec![Material { name: "m".into(), source_dir: PathBuf::from("m"), textures: vec![base, rough] }] }
+    TextureSet {
+        materials: vec![Material {
+            name: "m".into(),
+            source_dir: PathBuf::from("m"),
+            textures: vec![base, rough],
+            constants: MaterialConstants::default(),
+        }],
+    }
 }
 
 #[test]
@@ -226,7 +244,12 @@ fn affine_colourways(size: u32) -> TextureSet {
             _ => 0.7 * b + 0.2 * r + 0.1,
         }
     });
-    let material = |name: &str, base| Material { name: name.into(), source_dir: PathBuf::from(name), textures: vec![base] };
+    let material = |name: &str, base| Material {
+        name: name.into(),
+        source_dir: PathBuf::from(name),
+        textures: vec![base],
+        constants: MaterialConstants::default(),
+    };
     TextureSet { materials: vec![material("red", red), material("blue", blue)] }
 }
 

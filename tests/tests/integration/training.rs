@@ -479,13 +479,18 @@ fn a_time_budget_sets_the_steps_from_a_timed_probe() {
 fn pca_latents_start_on_the_contents_principal_direction() {
     use texset_core::{
         options::LatentInit,
-        set::{MapKind, Material},
+        set::{MapKind, Material, MaterialConstants},
     };
     let ramp = |x: u32| x as f32 / 63.0;
     let base = texset_testkit::texture(MapKind::Basecolor, 64, 64, 3, |x, _, c| 0.2 + 0.6 * ramp(x) * (1.0 - 0.2 * c as f32));
     let rough = texset_testkit::texture(MapKind::Roughness, 64, 64, 1, |x, _, _| 0.9 - 0.7 * ramp(x));
     let set = texset_core::TextureSet {
-        materials: vec![Material { name: "ramp".into(), source_dir: "ramp".into(), textures: vec![base, rough] }],
+        materials: vec![Material {
+            name: "ramp".into(),
+            source_dir: "ramp".into(),
+            textures: vec![base, rough],
+            constants: MaterialConstants::default(),
+        }],
     };
     // PCA's other channels start as the uniform noise initialisation's (the classic recipe's).
     let mut options = CompressOptions::default();

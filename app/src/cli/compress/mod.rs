@@ -23,7 +23,8 @@ use super::search::SearchArgs;
 // `texset compress`.
 #[derive(clap::Args)]
 pub(super) struct CompressArgs {
-    /// Material folders (each a folder of maps).
+    /// Material folders (each a folder of maps) and glTF 2.0 assets (`.gltf`, `.glb`: each
+    /// textured material, its `KHR_materials_variants` variants as materials of one library).
     #[arg(required_unless_present = "batch")]
     dirs: Vec<PathBuf>,
     /// Output bundle (.texset); with `--batch`, the output folder.

@@ -24,7 +24,13 @@ impl Session {
             Ok(mut watcher) => {
                 let mut failed = Vec::new();
                 for folder in &self.settings.folders {
-                    if let Err(e) = watcher.watch(folder, notify::RecursiveMode::NonRecursive) {
+                    // A glTF asset's images may sit in folders below its own.
+                    let (folder, mode) = if texset_core::set::is_gltf_path(folder) {
+                        (folder.parent().unwrap_or(folder), notify::RecursiveMode::Recursive)
+                    } else {
+                        (folder.as_path(), notify::RecursiveMode::NonRecursive)
+                    };
+                    if let Err(e) = watcher.watch(folder, mode) {
                         failed.push(format!("{}: {e}", folder.display()));
                     }
                 }

@@ -4,15 +4,18 @@ use super::{Analysis, Loaded, Message, Problem, Session};
 use crate::studio::task::{Task, take_finished};
 use std::path::PathBuf;
 use std::sync::Arc;
-use texset_core::{CompressOptions, TextureSet, analyse, set::load_material};
+use texset_core::set::{GltfMesh, Material, is_gltf_path, load_gltf, load_material};
+use texset_core::{CompressOptions, TextureSet, analyse};
 
 /// A library as ingest made it: the materials that loaded and what did not.
 #[derive(Clone, Default)]
 pub struct LoadedLibrary {
     /// Materials that loaded.
     pub set: Arc<TextureSet>,
-    /// Folders that did not load, and files left out of folders that did.
+    /// Folders and assets that did not load, and what was left out of those that did.
     pub problems: Vec<Problem>,
+    /// The glTF assets' triangle meshes, each's `material` an index into `set.materials`.
+    pub meshes: Arc<Vec<GltfMesh>>,
 }
 
 impl Session {
@@ -82,24 +85,69 @@ impl Session {
     }
 }
 
-/// Loads each folder on its own: one bad folder is a problem listed, not a failed library.
+/// Loads each material folder and glTF asset (`.gltf`, `.glb`) on its own: one that fails is a
+/// problem listed, not a failed library. An asset's materials come with its meshes; a material
+/// whose name is taken is left out, and so are the meshes that use it.
 #[must_use]
-pub fn load_folders(folders: &[PathBuf]) -> LoadedLibrary {
+pub fn load_folders(paths: &[PathBuf]) -> LoadedLibrary {
     let mut set = TextureSet::default();
     let mut problems = Vec::new();
-    for folder in folders {
+    let mut meshes = Vec::new();
+    for path in paths {
         let mut report = texset_core::set::IngestReport::default();
-        match load_material(folder, &mut report) {
-            Ok(material) if set.materials.iter().any(|m| m.name == material.name) => problems.push(Problem {
-                path: folder.clone(),
-                message: format!("a material named '{}' is already loaded; rename one folder (or set name in texset.toml)", material.name),
-            }),
-            Ok(material) => set.materials.push(material),
-            Err(e) => problems.push(Problem { path: folder.clone(), message: e.to_string() }),
-        }
+        let (materials, asset_meshes) = if is_gltf_path(path) {
+            match load_gltf(path) {
+                Ok(asset) => {
+                    report = asset.report;
+                    (asset.materials, asset.meshes)
+                }
+                Err(e) => {
+                    problems.push(Problem { path: path.clone(), message: e.to_string() });
+                    (Vec::new(), Vec::new())
+                }
+            }
+        } else {
+            match load_material(path, &mut report) {
+                Ok(material) => (vec![material], Vec::new()),
+                Err(e) => {
+                    problems.push(Problem { path: path.clone(), message: e.to_string() });
+                    (Vec::new(), Vec::new())
+                }
+            }
+        };
+        let index = add_materials(&mut set, materials, path, &mut problems);
+        meshes.extend(asset_meshes.into_iter().filter_map(|mut mesh| {
+            mesh.material = index.get(mesh.material).copied().flatten()?;
+            Some(mesh)
+        }));
         problems.extend(report.skipped.into_iter().map(|s| Problem { path: s.path, message: format!("left out: {}", s.reason) }));
     }
-    LoadedLibrary { set: Arc::new(set), problems }
+    LoadedLibrary { set: Arc::new(set), problems, meshes: Arc::new(meshes) }
+}
+
+/// Adds `materials` (read from `path`) to `set`, leaving out, as a problem, each whose name is
+/// taken. Returns, per material given, its index in `set` (`None`: left out).
+fn add_materials(
+    set: &mut TextureSet,
+    materials: Vec<Material>,
+    path: &std::path::Path,
+    problems: &mut Vec<Problem>,
+) -> Vec<Option<usize>> {
+    materials
+        .into_iter()
+        .map(|material| {
+            if set.materials.iter().any(|m| m.name == material.name) {
+                let message = format!(
+                    "a material named '{}' is already loaded; rename one (a folder's texset.toml `name`, or the glTF material)",
+                    material.name
+                );
+                problems.push(Problem { path: path.to_path_buf(), message });
+                return None;
+            }
+            set.materials.push(material);
+            Some(set.materials.len() - 1)
+        })
+        .collect()
 }
 
 /// The analyse pass for the studio's budget panel (bits-per-texel target applied first).

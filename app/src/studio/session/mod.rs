@@ -398,8 +398,13 @@ impl Session {
     fn add_paths(&mut self, paths: Vec<PathBuf>) {
         let mut added = 0;
         for path in paths {
-            // A file adds the folder it is in: a material is a folder of maps.
-            let folder = if path.is_file() { path.parent().map(Path::to_path_buf).unwrap_or(path) } else { path };
+            // A glTF asset is added as the file; any other file adds the folder it is in (a
+            // material is a folder of maps).
+            let folder = if path.is_file() && !texset_core::set::is_gltf_path(&path) {
+                path.parent().map(Path::to_path_buf).unwrap_or(path)
+            } else {
+                path
+            };
             if !self.settings.folders.contains(&folder) {
                 self.settings.folders.push(folder);
                 added += 1;
