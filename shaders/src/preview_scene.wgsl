@@ -2,7 +2,7 @@
 // to the decoder specialised to a bundle) and the shading pass (`preview_shade.wgsl`, no decoder).
 // The CPU twin is `texset_shaders::preview::shade` (keep them in step).
 //
-// Camera at (0, 0, 3) looking down -z, vertical field of view 2·atan(0.45); unit-radius shapes.
+// A pinhole camera (`texset_shaders::preview::Camera`); shapes of unit radius about the origin.
 // Shading: Lambert diffuse + GGX specular (Smith-Schlick visibility, Schlick Fresnel, F0 0.04
 // for dielectrics) per light, ambient 0.03 · albedo · AO, Reinhard tone map, sRGB encoding when
 // the target is not an sRGB format.
@@ -24,6 +24,11 @@ struct Preview {
     view: vec4<f32>,
     // x: viewport height in pixels, y: 1 = filter the decoded maps by level of detail.
     lod_filter: vec4<f32>,
+    // The camera: eye (xyz) and tan(vertical fov / 2) (w); unit right, up and forward (xyz).
+    camera_eye: vec4<f32>,
+    camera_right: vec4<f32>,
+    camera_up: vec4<f32>,
+    camera_forward: vec4<f32>,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -129,9 +134,10 @@ fn intersect(origin: vec3<f32>, dir: vec3<f32>, shape: u32) -> Hit {
 
 // The direction of the camera ray through viewport point `uv` (0..1, y down).
 fn ray_dir(uv: vec2<f32>) -> vec3<f32> {
-    let tan_half = 0.45;
+    let tan_half = preview.camera_eye.w;
     let ndc = vec2<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
-    return normalize(vec3<f32>(ndc.x * tan_half * preview.view.y, ndc.y * tan_half, -1.0));
+    let d = preview.camera_forward.xyz + ndc.x * tan_half * preview.view.y * preview.camera_right.xyz + ndc.y * tan_half * preview.camera_up.xyz;
+    return normalize(d);
 }
 
 // Texture-space distance between two hits (u wraps around the sphere's seam).
@@ -148,7 +154,7 @@ fn pixel_footprint(uv: vec2<f32>, hit_uv: vec2<f32>, shape: u32) -> f32 {
     if (preview.lod_filter.y < 0.5 || preview.lod_filter.x <= 0.0) {
         return 0.0;
     }
-    let origin = vec3<f32>(0.0, 0.0, 3.0);
+    let origin = preview.camera_eye.xyz;
     let step = 1.0 / preview.lod_filter.x;
     let hx = intersect(origin, ray_dir(uv + vec2<f32>(step / preview.view.y, 0.0)), shape);
     let hy = intersect(origin, ray_dir(uv + vec2<f32>(0.0, step)), shape);
@@ -219,7 +225,7 @@ fn unpack_material(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>) -> Material {
 
 // The shape under viewport point `uv` (0..1, y down).
 fn scene_hit(uv: vec2<f32>) -> Hit {
-    return intersect(vec3<f32>(0.0, 0.0, 3.0), ray_dir(uv), u32(preview.view.x + 0.5));
+    return intersect(preview.camera_eye.xyz, ray_dir(uv), u32(preview.view.x + 0.5));
 }
 
 // What a pixel that misses the shape shows.

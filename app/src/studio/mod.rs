@@ -26,7 +26,7 @@ use eframe::egui;
 use eframe::egui_wgpu::RenderState;
 use panels::Dialog;
 use session::Session;
-use state::{CentralView, Command, STORAGE_KEY, Settings};
+use state::{CameraSettings, CentralView, Command, STORAGE_KEY, Settings};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -405,6 +405,9 @@ impl StudioApp {
             Action::ToggleDifference => view.difference = !view.difference,
             Action::ToggleBcn => view.bcn = !view.bcn,
             Action::ToggleOrbit => view.lights_orbit = !view.lights_orbit,
+            Action::FrameView => preview::frame_view(view),
+            Action::ResetView => view.camera = CameraSettings::default(),
+            Action::ToggleTurntable => view.turntable = !view.turntable,
             Action::OpenFolder => dialogs.push(Dialog::OpenFolders),
             Action::Export => dialogs.push(Dialog::SaveBundle),
             Action::ToggleHelp => self.show_help = !self.show_help,

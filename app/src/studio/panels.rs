@@ -512,6 +512,14 @@ pub fn preview_controls_ui(ui: &mut egui::Ui, view: &mut ViewSettings) {
         ui.add(egui::Slider::new(&mut view.light_intensity, 0.0..=10.0).text("intensity"));
         ui.add(egui::Slider::new(&mut view.light_angle, 0.0..=std::f32::consts::TAU).text("angle"));
         ui.checkbox(&mut view.show_original, "original beside");
+        ui.separator();
+        ui.checkbox(&mut view.turntable, "turntable").on_hover_text("T: the camera turns about the vertical at 20°/s");
+        if ui.button("frame").on_hover_text("F (or double-click the view); drag: orbit, right/Shift-drag: pan, wheel: zoom").clicked() {
+            super::preview::frame_view(view);
+        }
+        if ui.button("reset").on_hover_text("R: the camera where a new view starts").clicked() {
+            view.camera = super::state::CameraSettings::default();
+        }
     });
 }
 

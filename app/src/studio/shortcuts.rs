@@ -18,6 +18,12 @@ pub enum Action {
     ToggleBcn,
     /// Preview: lights orbit on / off.
     ToggleOrbit,
+    /// Preview: frame the shape (or asset) in view.
+    FrameView,
+    /// Preview: the camera back to where a new view starts.
+    ResetView,
+    /// Preview: turntable on / off.
+    ToggleTurntable,
     /// Open material folders.
     OpenFolder,
     /// Export the bundle.
@@ -41,7 +47,7 @@ pub struct Shortcut {
 }
 
 /// Every shortcut of the studio.
-pub const SHORTCUTS: [Shortcut; 10] = [
+pub const SHORTCUTS: [Shortcut; 13] = [
     Shortcut {
         modifiers: Modifiers::NONE,
         key: Key::Space,
@@ -60,6 +66,9 @@ pub const SHORTCUTS: [Shortcut; 10] = [
     },
     Shortcut { modifiers: Modifiers::NONE, key: Key::B, keys: "B", description: "BCn side on / off", action: Action::ToggleBcn },
     Shortcut { modifiers: Modifiers::NONE, key: Key::L, keys: "L", description: "lights orbit on / off", action: Action::ToggleOrbit },
+    Shortcut { modifiers: Modifiers::NONE, key: Key::F, keys: "F", description: "frame the view", action: Action::FrameView },
+    Shortcut { modifiers: Modifiers::NONE, key: Key::R, keys: "R", description: "reset the camera", action: Action::ResetView },
+    Shortcut { modifiers: Modifiers::NONE, key: Key::T, keys: "T", description: "turntable on / off", action: Action::ToggleTurntable },
     Shortcut {
         modifiers: Modifiers::COMMAND,
         key: Key::O,

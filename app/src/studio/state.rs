@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::{Preset, model::WeightFormat, options::Quantisation};
+use texset_shaders::preview::OrbitCamera;
 
 /// Key under which the settings are stored in eframe's storage.
 pub const STORAGE_KEY: &str = "texset-studio";
@@ -110,6 +111,10 @@ pub struct ViewSettings {
     pub light_angle: f32,
     /// Preview: show the original maps' render beside the decoded one.
     pub show_original: bool,
+    /// Preview: where the camera is (the mouse orbits, pans and zooms it; F frames, R resets).
+    pub camera: CameraSettings,
+    /// Preview: the turntable turns the camera about +Y (20°/s).
+    pub turntable: bool,
     /// Which panel the central area shows.
     pub central: CentralView,
     /// Two runs of the experiment log (ids) side by side, A left and B right, in Compare and in
@@ -134,9 +139,54 @@ impl Default for ViewSettings {
             light_intensity: 3.0,
             light_angle: 0.0,
             show_original: true,
+            camera: CameraSettings::default(),
+            turntable: false,
             central: CentralView::Compare,
             ab: None,
         }
+    }
+}
+
+/// The preview's orbit camera as saved with the session (`texset_shaders::preview::OrbitCamera`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CameraSettings {
+    /// The point it looks at.
+    pub target: [f32; 3],
+    /// Angle about +Y, radians.
+    pub yaw_rad: f32,
+    /// Angle above the horizontal, radians.
+    pub pitch_rad: f32,
+    /// Distance from the target, world units.
+    pub distance: f32,
+}
+
+impl Default for CameraSettings {
+    fn default() -> Self {
+        Self::from_orbit(&OrbitCamera::default())
+    }
+}
+
+impl CameraSettings {
+    /// The orbit camera these settings describe (the field of view is the default's; a value
+    /// that is not finite, as a hand-edited file may hold, is the default's too).
+    #[must_use]
+    pub fn orbit(&self) -> OrbitCamera {
+        let default = OrbitCamera::default();
+        let or = |value: f32, fallback: f32| if value.is_finite() { value } else { fallback };
+        OrbitCamera {
+            target: if self.target.iter().all(|v| v.is_finite()) { self.target } else { default.target },
+            yaw_rad: or(self.yaw_rad, default.yaw_rad),
+            pitch_rad: or(self.pitch_rad, default.pitch_rad),
+            distance: if self.distance.is_finite() && self.distance > 0.0 { self.distance } else { default.distance },
+            ..default
+        }
+    }
+
+    /// Settings that describe `orbit`.
+    #[must_use]
+    pub fn from_orbit(orbit: &OrbitCamera) -> Self {
+        Self { target: orbit.target, yaw_rad: orbit.yaw_rad, pitch_rad: orbit.pitch_rad, distance: orbit.distance }
     }
 }
 

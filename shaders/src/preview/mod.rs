@@ -15,9 +15,11 @@ use texset_core::{
     set::MapKind,
 };
 
+mod camera;
 mod cpu;
 mod deferred;
 
+pub use camera::{Camera, DEFAULT_DISTANCE, DEFAULT_FOV_Y_DEG, OrbitCamera, TURNTABLE_DEG_PER_S};
 pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade};
 pub use deferred::{GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred};
 
@@ -34,7 +36,7 @@ pub const PREVIEW_SHADE_WGSL: &str = include_str!("../preview_shade.wgsl");
 pub const NONE: u32 = u32::MAX;
 
 /// Bytes of [`PreviewUniforms`] as the WGSL `Preview` struct lays them out.
-const UNIFORM_BYTES: u64 = 128;
+const UNIFORM_BYTES: u64 = 192;
 
 /// The `Preview` uniform of `preview.wgsl` (same layout).
 #[repr(C)]
@@ -52,6 +54,8 @@ pub struct PreviewUniforms {
     pub view: [f32; 4],
     /// Viewport height in pixels, filter decoded maps by level of detail (1), unused, unused.
     pub lod_filter: [f32; 4],
+    /// The camera ([`Camera::words`]): eye and tan(fov/2), right, up, forward.
+    pub camera: [[f32; 4]; 4],
 }
 
 /// Shapes (the `view.x` values).
@@ -99,6 +103,27 @@ impl PreviewUniforms {
             light1: [l1[0], l1[1], l1[2], intensity * 0.4],
             view: [shape as u32 as f32, aspect, 0.0, 0.0],
             lod_filter: [0.0; 4],
+            camera: Camera::default().words(),
+        }
+    }
+
+    /// Looks through `camera` (the default: [`Camera::default`]).
+    #[must_use]
+    pub fn with_camera(mut self, camera: &Camera) -> Self {
+        self.camera = camera.words();
+        self
+    }
+
+    /// The camera the uniforms hold.
+    #[must_use]
+    pub fn camera(&self) -> Camera {
+        let [e, r, u, f] = self.camera;
+        Camera {
+            eye: [e[0], e[1], e[2]],
+            right: [r[0], r[1], r[2]],
+            up: [u[0], u[1], u[2]],
+            forward: [f[0], f[1], f[2]],
+            tan_half_fov_y: e[3],
         }
     }
 
@@ -131,9 +156,10 @@ impl PreviewUniforms {
         for v in self.maps.iter().chain(&self.layers) {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        for v in self.light0.iter().chain(&self.light1).chain(&self.view).chain(&self.lod_filter) {
+        for v in self.light0.iter().chain(&self.light1).chain(&self.view).chain(&self.lod_filter).chain(self.camera.iter().flatten()) {
             out.extend_from_slice(&v.to_le_bytes());
         }
+        debug_assert_eq!(out.len() as u64, UNIFORM_BYTES);
         out
     }
 }

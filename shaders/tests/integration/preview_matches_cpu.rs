@@ -1,10 +1,11 @@
 //! The studio's PBR preview shader (preview.wgsl, decoding the material per pixel) matches its
-//! CPU reference `texset_shaders::preview::shade`, for every shape and both materials of the
-//! tiny library; the image is not blank and changes as the lights move.
+//! CPU reference `texset_shaders::preview::shade`, for every shape, from the default camera and an
+//! orbited, panned and zoomed one, and both materials of the tiny library; the image is not
+//! blank and changes as the lights move.
 #![allow(clippy::unwrap_used)]
 
 use texset_core::{Decoder, decode::unmap};
-use texset_shaders::preview::{PreviewRenderer, PreviewUniforms, Shape, map_lod, shade};
+use texset_shaders::preview::{OrbitCamera, PreviewRenderer, PreviewUniforms, Shape, map_lod, shade};
 use texset_shaders::request_device;
 use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle, tiny_bundle_with_mips};
 
@@ -47,8 +48,15 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
             cpu.decode_texel_lod(material, i, uv[0], uv[1], lod, &mut t).unwrap();
             Some(unmap(&maps[i], t))
         };
-        for shape in [Shape::Sphere, Shape::Plane, Shape::Cube] {
-            let mut uniforms = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, shape, aspect).with_srgb_encoding(true);
+        let mut orbited = OrbitCamera::default();
+        orbited.orbit(0.9, 0.5);
+        orbited.pan(0.1, -0.05);
+        orbited.zoom(0.8, 1.0);
+        let shapes = [Shape::Sphere, Shape::Plane, Shape::Cube];
+        for (shape, camera) in shapes.iter().flat_map(|&s| [(s, OrbitCamera::default()), (s, orbited)]) {
+            let camera = camera.camera(aspect);
+            let mut uniforms =
+                PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, shape, aspect).with_camera(&camera).with_srgb_encoding(true);
             if lod_filter {
                 uniforms = uniforms.with_lod_filter(height as f32);
             }
@@ -66,7 +74,11 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
             let off = diffs.iter().filter(|&&d| d > 2e-3).count();
             diffs.sort_by(f32::total_cmp);
             let median = diffs[diffs.len() / 2];
-            println!("material {material} {shape:?}: median |gpu - cpu| {median:.2e}, {off} of {} pixels above 2e-3", diffs.len());
+            println!(
+                "material {material} {shape:?} from {:?}: median |gpu - cpu| {median:.2e}, {off} of {} pixels above 2e-3",
+                camera.eye,
+                diffs.len()
+            );
             assert!(median < 1e-4, "median difference {median}");
             assert!(off * 50 <= diffs.len(), "{off} pixels differ");
 
@@ -74,7 +86,8 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
             let mean = lum.iter().sum::<f32>() / lum.len() as f32;
             let var = lum.iter().map(|l| (l - mean).powi(2)).sum::<f32>() / lum.len() as f32;
             assert!(var > 1e-4, "the render is flat (variance {var})");
-            let mut moved = PreviewUniforms::new(&bundle.manifest, material, 2.2, 3.0, shape, aspect).with_srgb_encoding(true);
+            let mut moved =
+                PreviewUniforms::new(&bundle.manifest, material, 2.2, 3.0, shape, aspect).with_camera(&camera).with_srgb_encoding(true);
             moved.lod_filter = uniforms.lod_filter;
             renderer.write_uniforms(&queue, 0, &moved);
             let after = renderer.render(&device, &queue, width, height).unwrap();

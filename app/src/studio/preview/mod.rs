@@ -25,7 +25,7 @@
 mod render;
 
 use super::session::Session;
-use super::state::{PreviewShape, ViewSettings};
+use super::state::{CameraSettings, PreviewShape, ViewSettings};
 use eframe::egui;
 use eframe::egui_wgpu::RenderState;
 use std::sync::Arc;
@@ -34,10 +34,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use texset_core::{TextureSet, bundle::Bundle, model::ModelLayout};
-use texset_shaders::preview::Shape;
-
-/// Largest side of one preview square, in points.
-const MAX_SIDE_POINTS: f32 = 520.0;
+use texset_shaders::preview::{Camera, Shape};
 
 /// GPU time one band of rows may take, milliseconds: how long a newer view waits at most.
 pub const BAND_BUDGET_MS: f64 = 25.0;
@@ -87,8 +84,10 @@ struct View {
     show_original: bool,
     /// Side 0 is renderer 0's model, side 1 renderer 1's.
     ab: bool,
-    /// Full-resolution size in pixels.
+    /// Full-resolution size in pixels (of every side together, side by side).
     size: [u32; 2],
+    /// Where the camera looks from (every side the same).
+    camera: Camera,
 }
 
 /// Messages to `texset-preview`.
@@ -350,9 +349,19 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     }
     let two_sides = ab.is_some() || (view.show_original && (session.shown.trained.is_some()));
     let sides = if two_sides { 2 } else { 1 };
+    // The viewport fills what the panel has left.
     let available = ui.available_size().min(ui.clip_rect().size()).max(egui::Vec2::splat(64.0));
-    let side = (available.x / sides as f32).min(available.y).min(MAX_SIDE_POINTS);
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(side * sides as f32, side), egui::Sense::hover());
+    let (rect, response) = ui.allocate_exact_size(available, egui::Sense::click_and_drag());
+    camera_input(ui, &response, rect, sides, view);
+    if view.turntable {
+        let mut orbit = view.camera.orbit();
+        orbit.turn(ui.input(|i| i.stable_dt).min(0.1));
+        view.camera = CameraSettings::from_orbit(&orbit);
+        match orbit_pause(gpu.software, ui.input(|i| i.unstable_dt)) {
+            Some(pause) => ui.ctx().request_repaint_after(pause),
+            None => ui.ctx().request_repaint(),
+        }
+    }
     let pixels = ui.ctx().pixels_per_point();
     let size = [((rect.width() * pixels).round() as u32).max(sides as u32), ((rect.height() * pixels).round() as u32).max(1)];
     let shape = match view.shape {
@@ -368,6 +377,7 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
         show_original: view.show_original,
         ab: ab.is_some(),
         size,
+        camera: view.camera.orbit().camera(size[0] as f32 / sides as f32 / size[1] as f32),
     };
     if gpu.last_view != Some(wanted) {
         gpu.last_view = Some(wanted);
@@ -410,6 +420,56 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
         // Images arrive from the render thread (which asks for a repaint); look again soon too.
         ui.ctx().request_repaint_after(Duration::from_millis(50));
     }
+}
+
+/// The mouse on the viewport `rect` (of `sides` views side by side) drives the camera: a drag
+/// orbits it (across one view's width: half a turn), a right, middle or Shift drag pans, the
+/// wheel zooms, a double click frames the view.
+fn camera_input(ui: &egui::Ui, response: &egui::Response, rect: egui::Rect, sides: usize, view: &mut ViewSettings) {
+    let mut orbit = view.camera.orbit();
+    let before = orbit;
+    let height = rect.height().max(1.0);
+    let width = (rect.width() / sides as f32).max(1.0);
+    let delta = response.drag_delta();
+    let shift = ui.input(|i| i.modifiers.shift);
+    if response.dragged_by(egui::PointerButton::Secondary)
+        || response.dragged_by(egui::PointerButton::Middle)
+        || (shift && response.dragged_by(egui::PointerButton::Primary))
+    {
+        orbit.pan(-delta.x / height, delta.y / height);
+    } else if response.dragged_by(egui::PointerButton::Primary) {
+        let pi = std::f32::consts::PI;
+        orbit.orbit(-delta.x / width * pi, delta.y / height * pi);
+    }
+    if response.hovered() {
+        let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+        if scroll != 0.0 {
+            orbit.zoom((-scroll * 0.002).exp(), framed_radius(view.shape));
+        }
+    }
+    if orbit != before {
+        view.camera = CameraSettings::from_orbit(&orbit);
+    }
+    if response.double_clicked() {
+        frame_view(view);
+    }
+}
+
+/// The radius of the sphere about the origin that holds `shape`.
+fn framed_radius(shape: PreviewShape) -> f32 {
+    match shape {
+        PreviewShape::Sphere => 1.0,
+        PreviewShape::Plane => std::f32::consts::SQRT_2,
+        PreviewShape::Cube => 0.75 * 3f32.sqrt(),
+    }
+}
+
+/// Frames what the view shows (F, or a double click): the camera keeps its direction and looks
+/// at it from where it fills the image's height.
+pub fn frame_view(view: &mut ViewSettings) {
+    let mut orbit = view.camera.orbit();
+    orbit.frame([0.0; 3], framed_radius(view.shape));
+    view.camera = CameraSettings::from_orbit(&orbit);
 }
 
 /// How long orbiting lights wait before asking for the next frame, given the last frame's

@@ -248,10 +248,13 @@ impl RenderThread {
         let v = shows.view;
         let slot = if shows.view.ab { side } else { 0 };
         let (_, bundle) = self.models[slot].as_ref()?;
-        let mut u =
-            PreviewUniforms::new(&bundle.manifest, v.material, v.light_angle, v.light_intensity, v.shape, 1.0).with_srgb_encoding(true);
+        // The sides share the image's width.
+        let aspect = v.size[0] as f32 / shows.sides.max(1) as f32 / v.size[1].max(1) as f32;
+        let mut u = PreviewUniforms::new(&bundle.manifest, v.material, v.light_angle, v.light_intensity, v.shape, aspect)
+            .with_camera(&v.camera)
+            .with_srgb_encoding(true);
         if bundle.manifest.mip_levels > 1 {
-            // Each side is a square of `size[1]` pixels: filter by level of detail so a shape that
+            // Each side is `size[1]` pixels high: filter by level of detail so a shape that
             // shows the texture smaller than its texels does not shimmer.
             u = u.with_lod_filter(v.size[1] as f32);
         }
