@@ -350,6 +350,10 @@ fn validate_layers(m: &Manifest) -> Result<usize, BundleError> {
         }
         width = l.outputs as usize;
     }
+    let macs: u64 = m.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
+    if macs > limits::MAX_MLP_MACS_PER_TEXEL {
+        return invalid(format!("an MLP of {macs} multiply-adds per texel (limit {})", limits::MAX_MLP_MACS_PER_TEXEL));
+    }
     Ok(width)
 }
 
@@ -388,13 +392,14 @@ impl<'a> OutputClaims<'a> {
 
 /// The materials: their count, names, maps and outputs. Returns the outputs the maps claim.
 fn validate_materials(m: &Manifest) -> Result<usize, BundleError> {
-    use limits::{MAX_MAP_VALUES, MAX_MATERIAL_VALUES, MAX_MATERIALS};
+    use limits::{MAX_LIBRARY_VALUES, MAX_MAP_VALUES, MAX_MATERIAL_VALUES, MAX_MATERIALS};
     if m.materials.is_empty() || m.materials.len() > MAX_MATERIALS {
         return invalid(format!("{} materials (1..={MAX_MATERIALS})", m.materials.len()));
     }
     let latent_channels = m.latent_channels();
     let mut outputs = OutputClaims::default();
     let mut names = BTreeSet::new();
+    let mut library_values = 0u64;
     for mat in &m.materials {
         if let Err(why) = check_name(&mat.name) {
             return invalid(format!("material name {:?}: {why}", mat.name));
@@ -413,6 +418,13 @@ fn validate_materials(m: &Manifest) -> Result<usize, BundleError> {
             }
             let values = u64::from(map.width) * u64::from(map.height) * u64::from(map.channels);
             material_values += values;
+            library_values += values;
+            if library_values > MAX_LIBRARY_VALUES {
+                return invalid(format!(
+                    "the library decodes to more than the limit of {MAX_LIBRARY_VALUES} values (reached at material '{}')",
+                    mat.name
+                ));
+            }
             if values > MAX_MAP_VALUES || material_values > MAX_MATERIAL_VALUES {
                 return invalid(format!(
                     "material '{}' decodes to more than the limit of {MAX_MAP_VALUES} values per map / {MAX_MATERIAL_VALUES} per material",

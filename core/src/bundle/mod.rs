@@ -55,6 +55,12 @@ pub mod limits {
     pub const MAX_MAP_VALUES: u64 = 1 << 28;
     /// Most decoded values of one material's maps together (decoded at once).
     pub const MAX_MATERIAL_VALUES: u64 = 1 << 29;
+    /// Most decoded values of the whole library (every map's level 0; 2^32: 16 GiB of f32), so
+    /// that many materials at the per-material limit cannot add up to hours of decoding.
+    pub const MAX_LIBRARY_VALUES: u64 = 1 << 32;
+    /// Most multiply-adds the MLP may take per decoded texel (the sum over its layers of inputs ×
+    /// outputs; 2^20, where texset's widest preset takes under 2^16).
+    pub const MAX_MLP_MACS_PER_TEXEL: u64 = 1 << 20;
     /// Longest material name, in bytes.
     pub const MAX_NAME_BYTES: usize = 255;
     /// Most MLP layers.

@@ -187,6 +187,59 @@ fn forged_hostile_bundles_are_rejected_by_the_reader() {
     }
 }
 
+/// Limits on the whole library's decode cost (issue 67): a few KB may not ask for hours of
+/// decoding. Many materials each within the per-material limit add past the library's, and an MLP
+/// of legal layer widths whose multiply-adds per texel pass the limit: both refused by name.
+#[test]
+fn a_small_bundle_asking_for_hours_of_decoding_is_refused() {
+    use texset_core::bundle::limits::{MAX_LIBRARY_VALUES, MAX_MLP_MACS_PER_TEXEL};
+    let bytes = small_bundle();
+    let bundle = Bundle::from_bytes(&bytes).unwrap();
+    let sections = sections_of(&bytes);
+    let (latents, weights) = (&sections[1], &sections[2]);
+    let with_copies = |copies: usize| {
+        let mut m = bundle.manifest.clone();
+        for map in &mut m.materials[0].maps {
+            (map.width, map.height) = (4096, 4096);
+        }
+        let first = m.materials[0].clone();
+        for i in 1..copies {
+            let mut copy = first.clone();
+            copy.name = format!("copy{i}");
+            m.materials.push(copy);
+        }
+        let per_material: u64 = first.maps.iter().map(|e| 4096 * 4096 * u64::from(e.channels)).sum();
+        (forge(&serde_json::to_vec(&m).unwrap(), latents, weights), per_material * copies as u64)
+    };
+    // Few copies: accepted (the maps' size alone is legal).
+    let (few, values) = with_copies(2);
+    assert!(values <= MAX_LIBRARY_VALUES);
+    Bundle::from_bytes(&few).unwrap();
+    // Enough to pass the library's limit, in a file of a few KB.
+    let copies = (MAX_LIBRARY_VALUES / (values / 2) + 1) as usize;
+    let (many, values) = with_copies(copies);
+    assert!(values > MAX_LIBRARY_VALUES && many.len() < 64 << 10, "{values} values in {} bytes", many.len());
+    let start = std::time::Instant::now();
+    let message = Bundle::from_bytes(&many).unwrap_err().to_string();
+    assert!(message.contains("the library decodes to more than"), "{message}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(1));
+
+    // An MLP within the layer limits (width ≤ 4096) but of 2048-wide hidden layers.
+    let mut m = bundle.manifest.clone();
+    let last = m.layers.len() - 1;
+    m.layers[0].outputs = 2048;
+    for layer in &mut m.layers[1..] {
+        layer.inputs = 2048;
+    }
+    for layer in &mut m.layers[1..last] {
+        layer.outputs = 2048;
+    }
+    let macs: u64 = m.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
+    assert!(macs > MAX_MLP_MACS_PER_TEXEL);
+    let message = Bundle::from_bytes(&forge(&serde_json::to_vec(&m).unwrap(), latents, weights)).unwrap_err().to_string();
+    assert!(message.contains("multiply-adds per texel"), "{message}");
+}
+
 /// The sections of a real bundle, by tag.
 fn sections_of(bytes: &[u8]) -> Vec<Vec<u8>> {
     let n = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
