@@ -59,8 +59,10 @@ pub mod limits {
     /// that many materials at the per-material limit cannot add up to hours of decoding.
     pub const MAX_LIBRARY_VALUES: u64 = 1 << 32;
     /// Most multiply-adds the MLP may take per decoded texel (the sum over its layers of inputs ×
-    /// outputs; 2^20, where texset's widest preset takes under 2^16).
-    pub const MAX_MLP_MACS_PER_TEXEL: u64 = 1 << 20;
+    /// outputs; 2^23). The widest decoder training accepts (15 hidden layers of 512, an output
+    /// layer of up to 4096) takes 6.0 M; texset's presets under 2^16. The layer limits alone
+    /// would allow 2^28.
+    pub const MAX_MLP_MACS_PER_TEXEL: u64 = 1 << 23;
     /// Longest material name, in bytes.
     pub const MAX_NAME_BYTES: usize = 255;
     /// Most MLP layers.

@@ -47,6 +47,17 @@ fn presets_train_more_steps_in_their_order() {
 
 /// Training takes decoders up to `MAX_MLP_WIDTH` wide, the GPU decoder's limit, in its hidden
 /// layers and its inputs, and nothing wider.
+/// Every decoder `validate` lets training make is one the bundle reader accepts: at most
+/// `MAX_LAYERS − 1` hidden layers of `MAX_MLP_WIDTH` (inputs too), and an output layer of at most
+/// `MAX_LAYER_WIDTH` channels, within the reader's multiply-adds per texel.
+#[test]
+fn the_costliest_decoder_training_accepts_is_within_the_readers_limit() {
+    use crate::bundle::limits::{MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MLP_MACS_PER_TEXEL};
+    let width = MAX_MLP_WIDTH as u64;
+    let macs = width * width * (MAX_LAYERS as u64 - 1) + width * MAX_LAYER_WIDTH as u64;
+    assert!(macs <= MAX_MLP_MACS_PER_TEXEL, "{macs} > {MAX_MLP_MACS_PER_TEXEL}");
+}
+
 #[test]
 fn the_decoder_width_limit_is_the_gpu_decoders() {
     let base = CompressOptions::default();

@@ -224,15 +224,15 @@ fn a_small_bundle_asking_for_hours_of_decoding_is_refused() {
     assert!(message.contains("the library decodes to more than"), "{message}");
     assert!(start.elapsed() < std::time::Duration::from_secs(1));
 
-    // An MLP within the layer limits (width ≤ 4096) but of 2048-wide hidden layers.
+    // An MLP within the layer limits (width ≤ 4096) but of 4096-wide hidden layers.
     let mut m = bundle.manifest.clone();
     let last = m.layers.len() - 1;
-    m.layers[0].outputs = 2048;
+    m.layers[0].outputs = 4096;
     for layer in &mut m.layers[1..] {
-        layer.inputs = 2048;
+        layer.inputs = 4096;
     }
     for layer in &mut m.layers[1..last] {
-        layer.outputs = 2048;
+        layer.outputs = 4096;
     }
     let macs: u64 = m.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
     assert!(macs > MAX_MLP_MACS_PER_TEXEL);
