@@ -14,8 +14,12 @@
 //! The library never creates a GPU device: callers pass theirs. [`request_device`] is a blocking
 //! helper for tests and the CLI.
 //!
-//! Features: `device` (default: wgpu, [`GpuDecoder`] and [`preview`]) and `export` (default:
-//! naga, [`export`]). Without them the crate is the generator and the data layout alone
+//! [`environment`] prepares an HDR environment for the viewport's image-based lighting (specular
+//! cube, irradiance SH, split-sum table, a content-keyed cache) and holds the tone mappers, on the
+//! CPU and as WGSL.
+//!
+//! Features: `device` (default: wgpu, [`GpuDecoder`] and [`preview`]), `export` (default:
+//! naga, [`export`]) and `environment` (default: image, rayon, sha2; [`environment`]). Without them the crate is the generator and the data layout alone
 //! ([`GpuModel`], [`GpuModel::functions_wgsl`]), for an engine on its own wgpu (texset-bevy).
 
 use texset_core::decode::DecodeError;
@@ -24,6 +28,8 @@ use texset_core::decode::DecodeError;
 mod decoder;
 #[cfg(feature = "device")]
 mod device;
+#[cfg(feature = "environment")]
+pub mod environment;
 #[cfg(feature = "export")]
 pub mod export;
 pub mod model;

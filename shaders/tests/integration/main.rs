@@ -1,6 +1,7 @@
 //! The shader crate's integration tests, one binary (see app/tests/integration/main.rs for why).
 #![allow(missing_docs)]
 
+mod environment;
 mod export;
 mod gpu_matches_cpu;
 mod naga_validates;
