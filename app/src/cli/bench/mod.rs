@@ -1,8 +1,10 @@
 //! `texset bench`: one subcommand per measurement. `train` and `decode` time the engine's hot
 //! loops; `ui` the studio's frame time; `rd`, `time`, `quantisation` and `search` compare settings
-//! by whole compressions; `load` watches memory under sustained work.
+//! by whole compressions; `load` watches memory under sustained work; `ibl` times the viewport's
+//! lighting preparation.
 
 mod decode;
+mod ibl;
 mod load;
 mod plot;
 mod quantisation;
@@ -57,6 +59,11 @@ pub(super) enum BenchCommand {
     /// Compresses generated materials one after another, then decodes random texels through the
     /// runtime API at a fixed rate; reports RSS at the start and end of each.
     Load(load::LoadArgs),
+    /// Image-based lighting preparation: load an environment, then prepare it.
+    ///
+    /// Loading (or generating the studio environment), then the specular cube, SH9 and
+    /// split-sum table at the default options, alternating; min and median ms of each.
+    Ibl(ibl::IblBenchArgs),
 }
 
 impl BenchCommand {
@@ -70,6 +77,7 @@ impl BenchCommand {
             Self::Quantisation(args) => args.run(),
             Self::Search(args) => args.run(),
             Self::Load(args) => args.run(),
+            Self::Ibl(args) => args.run(),
         }
     }
 }
