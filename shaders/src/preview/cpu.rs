@@ -151,7 +151,7 @@ fn light(n: V3, v: V3, l: V3, intensity: f32, albedo: V3, roughness: f32, metall
 }
 
 fn ray_dir(uniforms: &PreviewUniforms, uv: [f32; 2]) -> V3 {
-    uniforms.camera().ray_dir(uv, uniforms.view[1])
+    uniforms.camera.ray_dir(uv, uniforms.view[1])
 }
 
 fn uv_distance(a: [f32; 2], b: [f32; 2]) -> f32 {
@@ -171,7 +171,7 @@ pub fn pixel_footprint(uniforms: &PreviewUniforms, uv: [f32; 2], hit_uv: [f32; 2
     }
     let shape = (uniforms.view[0] + 0.5) as u32;
     let step = 1.0 / uniforms.lod_filter[0];
-    let origin = uniforms.camera().eye;
+    let origin = uniforms.camera.eye;
     let hx = intersect(origin, ray_dir(uniforms, [uv[0] + step / uniforms.view[1], uv[1]]), shape);
     let hy = intersect(origin, ray_dir(uniforms, [uv[0], uv[1] + step]), shape);
     let fx = hx.map_or(0.0, |h| uv_distance(hit_uv, h.uv));
@@ -193,7 +193,7 @@ pub fn map_lod(footprint: f32, entry: &texset_core::bundle::MapEntry) -> f32 {
 /// [`pixel_footprint`] (0 unless the LOD filter is on), for [`map_lod`].
 pub fn shade(uniforms: &PreviewUniforms, uv: [f32; 2], fetch: &dyn Fn(usize, [f32; 2], f32) -> Option<[f32; 4]>) -> [f32; 4] {
     let dir = ray_dir(uniforms, uv);
-    let Some(hit) = intersect(uniforms.camera().eye, dir, (uniforms.view[0] + 0.5) as u32) else {
+    let Some(hit) = intersect(uniforms.camera.eye, dir, (uniforms.view[0] + 0.5) as u32) else {
         let g = 0.08 + 0.06 * (1.0 - uv[1]);
         return [g, g, g * 1.1, 1.0];
     };

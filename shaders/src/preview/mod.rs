@@ -54,8 +54,8 @@ pub struct PreviewUniforms {
     pub view: [f32; 4],
     /// Viewport height in pixels, filter decoded maps by level of detail (1), unused, unused.
     pub lod_filter: [f32; 4],
-    /// The camera ([`Camera::words`]): eye and tan(fov/2), right, up, forward.
-    pub camera: [[f32; 4]; 4],
+    /// The camera (laid out as [`Camera::words`]: eye and tan(fov/2), right, up, forward).
+    pub camera: Camera,
 }
 
 /// Shapes (the `view.x` values).
@@ -103,28 +103,15 @@ impl PreviewUniforms {
             light1: [l1[0], l1[1], l1[2], intensity * 0.4],
             view: [shape as u32 as f32, aspect, 0.0, 0.0],
             lod_filter: [0.0; 4],
-            camera: Camera::default().words(),
+            camera: Camera::default(),
         }
     }
 
     /// Looks through `camera` (the default: [`Camera::default`]).
     #[must_use]
     pub fn with_camera(mut self, camera: &Camera) -> Self {
-        self.camera = camera.words();
+        self.camera = *camera;
         self
-    }
-
-    /// The camera the uniforms hold.
-    #[must_use]
-    pub fn camera(&self) -> Camera {
-        let [e, r, u, f] = self.camera;
-        Camera {
-            eye: [e[0], e[1], e[2]],
-            right: [r[0], r[1], r[2]],
-            up: [u[0], u[1], u[2]],
-            forward: [f[0], f[1], f[2]],
-            tan_half_fov_y: e[3],
-        }
     }
 
     /// Filters the decoded maps by level of detail for a viewport `height_px` pixels high: each
@@ -156,7 +143,9 @@ impl PreviewUniforms {
         for v in self.maps.iter().chain(&self.layers) {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        for v in self.light0.iter().chain(&self.light1).chain(&self.view).chain(&self.lod_filter).chain(self.camera.iter().flatten()) {
+        for v in
+            self.light0.iter().chain(&self.light1).chain(&self.view).chain(&self.lod_filter).chain(self.camera.words().iter().flatten())
+        {
             out.extend_from_slice(&v.to_le_bytes());
         }
         debug_assert_eq!(out.len() as u64, UNIFORM_BYTES);

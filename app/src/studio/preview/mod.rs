@@ -339,13 +339,9 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
         gpu.originals_asked = Some((library, view.material));
         let _ = gpu.requests.send(Request::Originals((library, view.material), Arc::clone(&session.library.set)));
     }
+    let dt = ui.input(|i| i.stable_dt).min(0.1);
     if view.lights_orbit {
-        let dt = ui.input(|i| i.stable_dt).min(0.1);
         view.light_angle = (view.light_angle + dt * view.light_speed).rem_euclid(std::f32::consts::TAU);
-        match orbit_pause(gpu.software, ui.input(|i| i.unstable_dt)) {
-            Some(pause) => ui.ctx().request_repaint_after(pause),
-            None => ui.ctx().request_repaint(),
-        }
     }
     let two_sides = ab.is_some() || (view.show_original && (session.shown.trained.is_some()));
     let sides = if two_sides { 2 } else { 1 };
@@ -355,8 +351,12 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     camera_input(ui, &response, rect, sides, view);
     if view.turntable {
         let mut orbit = view.camera.orbit();
-        orbit.turn(ui.input(|i| i.stable_dt).min(0.1));
+        orbit.turn(dt);
         view.camera = CameraSettings::from_orbit(&orbit);
+    }
+    // Orbiting lights and the turntable animate: the next frame comes after the pause a software
+    // GPU needs.
+    if view.lights_orbit || view.turntable {
         match orbit_pause(gpu.software, ui.input(|i| i.unstable_dt)) {
             Some(pause) => ui.ctx().request_repaint_after(pause),
             None => ui.ctx().request_repaint(),

@@ -170,7 +170,7 @@ enum Resolved {
 /// reference, percent-decoded and with `..` resolved lexically, to a file that must canonicalise
 /// inside `folder`. Other schemes and absolute paths point outside the folder.
 fn resolve_uri(folder: &Path, uri: &str) -> Result<Resolved, GltfFault> {
-    if uri.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("data:")) {
+    if is_data_uri(uri) {
         return decode_data_uri(uri).map(Resolved::Data);
     }
     let outside = || GltfFault::OutsideFolder { uri: uri.to_owned() };
@@ -185,6 +185,11 @@ fn resolve_uri(folder: &Path, uri: &str) -> Result<Resolved, GltfFault> {
         return Err(outside());
     }
     Ok(Resolved::File(path))
+}
+
+/// Whether `uri` is a `data:` URI (any case).
+fn is_data_uri(uri: &str) -> bool {
+    uri.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("data:"))
 }
 
 /// A [`GltfFault::BadUri`], the URI cut after 60 characters (a `data:` URI can be megabytes).
@@ -246,7 +251,7 @@ pub(super) fn image_key(asset: &LoadedAsset, index: usize) -> Result<ImageKey, G
     let image = asset.document.as_json().images.get(index).ok_or_else(|| GltfFault::Invalid(format!("no image {index}")))?;
     match (&image.uri, image.buffer_view) {
         (_, Some(_)) => Ok(ImageKey::Embedded(index)),
-        (Some(uri), None) if uri.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("data:")) => Ok(ImageKey::Embedded(index)),
+        (Some(uri), None) if is_data_uri(uri) => Ok(ImageKey::Embedded(index)),
         (Some(uri), None) => match resolve_uri(&asset.folder, uri)? {
             Resolved::File(path) => Ok(ImageKey::File(path)),
             Resolved::Data(_) => Ok(ImageKey::Embedded(index)),
