@@ -20,13 +20,18 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null
 # Whether the card runs `dot4I8Packed` (`--precision int8`, decision 037) in hardware: wgpu does
 # not say, Vulkan does.
 vulkaninfo 2>/dev/null | grep -E "integerDotProduct4x8BitPackedSignedAccelerated|deviceName" || true
-time cargo build --release --locked --bin texset
+# A lent machine may have no Rust toolchain and no registry: build here and carry
+# target/release/texset (the device tool's `carry`); the script builds only where cargo exists.
+if command -v cargo >/dev/null 2>&1; then
+  time cargo build --release --locked --bin texset
+fi
 candidate=target/release/texset
+[[ -x "$candidate" ]] || { echo "no $candidate: build it (cargo build --release --bin texset) and carry it"; exit 1; }
 base="${1:-}"
 bins=("$candidate")
 [[ -n "$base" ]] && bins=("$base" "$candidate" "$base" "$candidate")
 
-cabinet="../shared/textures/painted_wooden_cabinet"
+cabinet="${TEXSET_CABINET:-../shared/textures/painted_wooden_cabinet}"
 libs=(sample_textures/*)
 [[ -d "$cabinet" ]] && cabinet_args=("$cabinet") || cabinet_args=()
 

@@ -2,6 +2,7 @@
 //! `texset` binary (src/main.rs) opens it, or runs the CLI (src/cli/).
 
 pub mod decode;
+pub mod render;
 pub mod rendered;
 pub mod studio;
 pub mod synth;

@@ -41,7 +41,7 @@ pub use decoder::{CompileSecs, FRAGMENT_FORMAT, GpuDecoder, ModelBuffers, Sample
 #[cfg(feature = "device")]
 pub use device::{block_on, render_rgba32f, request_device, request_device_for_training, stable_features};
 #[cfg(feature = "device")]
-pub(crate) use device::{check_device_limit, fullscreen_pipeline, read_texture, triangle_pipeline};
+pub(crate) use device::{buffer_init, check_device_limit, fullscreen_pipeline, read_texture, triangle_pipeline};
 #[cfg(feature = "export")]
 pub use export::{EntryPoint, ExportError, ExportOptions, ShaderLang, export_shader, export_shader_with};
 pub use model::{Bindings, GpuModel, GpuModelOptions, TableStorage};

@@ -7,6 +7,8 @@
 // pass. The CPU twin is `texset_shaders::preview::shade` (keep them in step).
 
 @group(1) @binding(1) var originals: texture_2d_array<f32>;
+// The surface pass's first target (uv, footprint, coverage: `SurfaceOut`), for the material pass.
+@group(2) @binding(0) var surface_uv: texture_2d<f32>;
 
 // What `fetch` keeps between the maps of one pixel, one per mip level it filters between: the
 // hidden activations of the last map it decoded at that level, that map's index and the level.
@@ -157,23 +159,33 @@ fn fs_preview(in: VertexOut) -> @location(0) vec4<f32> {
     return shade(in.uv);
 }
 
-// The G-buffer of the material pass: the decoded material under each pixel (zero off the shape).
+// The G-buffer of the material pass: the decoded material on the surface under each pixel (the
+// surface pass's uv and footprint; zero off the surface, clay on another material's).
 @fragment
 fn fs_material(in: VertexOut) -> GBufferOut {
-    let hit = scene_hit(in.uv);
-    if (!hit.found) {
+    let surface = textureLoad(surface_uv, vec2<i32>(in.position.xy), 0);
+    if (surface.w < 0.25) {
         return GBufferOut(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     }
-    let footprint = pixel_footprint(in.uv, hit.uv, u32(preview.view.x + 0.5));
-    return pack_material(decoded_material(hit, footprint));
+    if (is_clay(surface.w)) {
+        return pack_material(clay_material());
+    }
+    var hit: Hit;
+    hit.uv = surface.xy;
+    return pack_material(decoded_material(hit, surface.z));
 }
 
 // The same from the original maps.
 @fragment
 fn fs_material_originals(in: VertexOut) -> GBufferOut {
-    let hit = scene_hit(in.uv);
-    if (!hit.found) {
+    let surface = textureLoad(surface_uv, vec2<i32>(in.position.xy), 0);
+    if (surface.w < 0.25) {
         return GBufferOut(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     }
+    if (is_clay(surface.w)) {
+        return pack_material(clay_material());
+    }
+    var hit: Hit;
+    hit.uv = surface.xy;
     return pack_material(original_material(hit));
 }

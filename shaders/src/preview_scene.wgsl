@@ -29,6 +29,9 @@ struct Preview {
     camera_right: vec4<f32>,
     camera_up: vec4<f32>,
     camera_forward: vec4<f32>,
+    // The surface pass: x: the mesh pass's near plane (world units), y: the surface's height in
+    // pixels (a mesh's footprint is a full-resolution pixel's, as the shapes' is), zw unused.
+    surface: vec4<f32>,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -42,6 +45,9 @@ struct Hit {
     normal: vec3<f32>,
     tangent: vec3<f32>,
     uv: vec2<f32>,
+    // glTF's tangent.w: the bitangent is cross(normal, tangent) times its sign (0 reads as +1,
+    // what the shapes' frames have).
+    bitangent_sign: f32,
 }
 
 // The cube's rotation (fixed, so all three visible faces show).
@@ -223,6 +229,43 @@ fn unpack_material(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>) -> Material {
     return Material(a.xyz, a.w, b.xyz, b.w, c.xyz, c.w);
 }
 
+// The surface under each pixel, as the surface pass (`preview_surface.wgsl`) writes it for the
+// other two passes to read: three `Rgba32Float` targets holding
+// a: uv, the pixel's footprint in texture space, coverage (0 nothing, 0.5 another material's
+//    surface, drawn in clay, 1 the material shown);
+// b: the unit geometric normal, the bitangent sign; c: the unit tangent, unused.
+struct SurfaceOut {
+    @location(0) a: vec4<f32>,
+    @location(1) b: vec4<f32>,
+    @location(2) c: vec4<f32>,
+}
+
+fn pack_surface(hit: Hit, footprint: f32, coverage: f32) -> SurfaceOut {
+    let sign = select(1.0, -1.0, hit.bitangent_sign < 0.0);
+    return SurfaceOut(vec4<f32>(hit.uv, footprint, coverage), vec4<f32>(hit.normal, sign), vec4<f32>(hit.tangent, 0.0));
+}
+
+// The hit a surface texel describes (`found` where its coverage is above 0).
+fn unpack_surface(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>) -> Hit {
+    var hit: Hit;
+    hit.found = a.w > 0.25;
+    hit.uv = a.xy;
+    hit.normal = b.xyz;
+    hit.bitangent_sign = b.w;
+    hit.tangent = c.xyz;
+    return hit;
+}
+
+// Whether a surface texel of coverage `a.w` shows another material (drawn in clay).
+fn is_clay(coverage: f32) -> bool {
+    return coverage > 0.25 && coverage < 0.75;
+}
+
+// What a surface of another material than the one shown looks like: matte grey clay.
+fn clay_material() -> Material {
+    return Material(vec3<f32>(0.5), 0.6, vec3<f32>(0.0, 0.0, 1.0), 0.0, vec3<f32>(0.0), 1.0);
+}
+
 // The shape under viewport point `uv` (0..1, y down).
 fn scene_hit(uv: vec2<f32>) -> Hit {
     return intersect(preview.camera_eye.xyz, ray_dir(uv), u32(preview.view.x + 0.5));
@@ -239,7 +282,7 @@ fn lit(uv: vec2<f32>, hit: Hit, m: Material) -> vec4<f32> {
     let normal_ts = m.normal_ts;
     let n_geo = hit.normal;
     let t = normalize(hit.tangent - n_geo * dot(n_geo, hit.tangent));
-    let b = cross(n_geo, t);
+    let b = cross(n_geo, t) * select(1.0, -1.0, hit.bitangent_sign < 0.0);
     let n = normalize(t * normal_ts.x + b * normal_ts.y + n_geo * max(normal_ts.z, 1e-3));
     let v = -ray_dir(uv);
     let albedo = m.base;

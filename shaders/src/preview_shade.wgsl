@@ -1,12 +1,41 @@
-// texset:append-to preview_scene.wgsl
+// texset:append-to preview_scene.wgsl environment/tonemap.wgsl
 //
 // The studio's PBR preview, its shading pass: lights the G-buffer the material pass
-// (`preview.wgsl`) wrote, pixel for pixel (the G-buffer has the target's size). No decoder: the
-// lights move at the cost of this pass alone, and the pipeline is the same for every bundle.
+// (`preview.wgsl`) wrote on the surface the surface pass (`preview_surface.wgsl`) found, pixel for
+// pixel (both have the target's size). No decoder: the lights and the environment move at the
+// cost of this pass alone, and the pipeline is the same for every bundle.
+//
+// Two ways to light: the two point lights of `lit` (Reinhard, what the one-pass `fs_preview`
+// draws), or split-sum image-based lighting from an environment (`texset_shaders::environment`:
+// a GGX-prefiltered specular cube, nine SH coefficients of irradiance/π, the split-sum table),
+// the point lights optionally added, exposed and tone mapped (`tonemap.wgsl`). The CPU twin is
+// `texset_shaders::preview::shade_environment` (keep them in step).
 
 @group(0) @binding(0) var gbuffer_a: texture_2d<f32>;
 @group(0) @binding(1) var gbuffer_b: texture_2d<f32>;
 @group(0) @binding(2) var gbuffer_c: texture_2d<f32>;
+@group(0) @binding(3) var surface_a: texture_2d<f32>;
+@group(0) @binding(4) var surface_b: texture_2d<f32>;
+@group(0) @binding(5) var surface_c: texture_2d<f32>;
+
+// The environment and how it lights (`EnvironmentLighting` on the Rust side, same layout).
+struct Lighting {
+    // Irradiance/π as nine SH coefficients (rgb; w unused), in `sh9_basis` order.
+    sh: array<vec4<f32>, 9>,
+    // x: 1 = light by the environment (0: the point lights alone, as `lit`), y: 1 = add the point
+    // lights, z: exposure in EV, w: the tone mapper (`ToneMapper::wgsl_id`).
+    mode: vec4<f32>,
+    // x, y: cos and sin of the environment's rotation about +Y; z: the specular cube's last mip
+    // level; w: the background (0 the environment, 1 blurred, 2 a solid colour).
+    environment: vec4<f32>,
+    // The solid background's linear colour (rgb); w: the mip level the blurred background reads.
+    background: vec4<f32>,
+}
+
+@group(2) @binding(0) var<uniform> lighting: Lighting;
+@group(2) @binding(1) var env_specular: texture_cube<f32>;
+@group(2) @binding(2) var env_brdf: texture_2d<f32>;
+@group(2) @binding(3) var env_sampler: sampler;
 
 struct ShadeIn {
     @builtin(position) position: vec4<f32>,
@@ -20,13 +49,99 @@ fn vs_shade(@builtin(vertex_index) vertex: u32) -> ShadeIn {
     return ShadeIn(vec4<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0, 0.0, 1.0), uv);
 }
 
+// A world direction turned into the environment's frame: the environment turns by the rotation
+// about +Y, so a lookup turns the other way.
+fn environment_dir(d: vec3<f32>) -> vec3<f32> {
+    let c = lighting.environment.x;
+    let s = lighting.environment.y;
+    return vec3<f32>(c * d.x - s * d.z, d.y, s * d.x + c * d.z);
+}
+
+// Irradiance/π at a surface facing `n` (unit, world), clamped at 0.
+fn environment_irradiance(n: vec3<f32>) -> vec3<f32> {
+    let d = environment_dir(n);
+    let basis = array<f32, 9>(
+        0.282095,
+        0.488603 * d.y,
+        0.488603 * d.z,
+        0.488603 * d.x,
+        1.092548 * d.x * d.y,
+        1.092548 * d.y * d.z,
+        0.315392 * (3.0 * d.z * d.z - 1.0),
+        1.092548 * d.x * d.z,
+        0.546274 * (d.x * d.x - d.y * d.y),
+    );
+    var out = vec3<f32>(0.0);
+    for (var i = 0u; i < 9u; i++) {
+        out += lighting.sh[i].xyz * basis[i];
+    }
+    return max(out, vec3<f32>(0.0));
+}
+
+// The prefiltered radiance towards `d` (world) at perceptual `roughness`.
+fn environment_specular(d: vec3<f32>, roughness: f32) -> vec3<f32> {
+    return textureSampleLevel(env_specular, env_sampler, environment_dir(d), roughness * lighting.environment.z).rgb;
+}
+
+// The linear radiance of material `m` on `hit` seen along the camera ray through `uv`, lit by the
+// environment (split sum) and, when asked, the point lights.
+fn environment_radiance(uv: vec2<f32>, hit: Hit, m: Material) -> vec3<f32> {
+    let n_geo = hit.normal;
+    let t = normalize(hit.tangent - n_geo * dot(n_geo, hit.tangent));
+    let b = cross(n_geo, t) * select(1.0, -1.0, hit.bitangent_sign < 0.0);
+    let n = normalize(t * m.normal_ts.x + b * m.normal_ts.y + n_geo * max(m.normal_ts.z, 1e-3));
+    let v = -ray_dir(uv);
+    let albedo = m.base;
+    let roughness = clamp(m.roughness, 0.0, 1.0);
+    let metallic = clamp(m.metallic, 0.0, 1.0);
+    let n_dot_v = clamp(dot(n, v), 1e-4, 1.0);
+    let f0 = mix(vec3<f32>(0.04), albedo, metallic);
+    let split = textureSampleLevel(env_brdf, env_sampler, vec2<f32>(n_dot_v, roughness), 0.0).xy;
+    let r = reflect(-v, n);
+    let specular = environment_specular(r, roughness) * (f0 * split.x + split.y);
+    let diffuse = environment_irradiance(n) * albedo * (1.0 - metallic);
+    var color = (diffuse + specular) * m.ao + m.emissive;
+    if (lighting.mode.y > 0.5) {
+        color += light_contribution(n, v, preview.light0.xyz, preview.light0.w, albedo, roughness, metallic);
+        color += light_contribution(n, v, preview.light1.xyz, preview.light1.w, albedo, roughness, metallic);
+    }
+    return color;
+}
+
+// What a pixel off the surface shows under the environment: the environment itself, blurred, or
+// a solid colour, through the same exposure and tone mapper.
+fn environment_background(uv: vec2<f32>) -> vec3<f32> {
+    let mode = u32(lighting.environment.w + 0.5);
+    if (mode == 2u) {
+        return lighting.background.rgb;
+    }
+    let level = select(0.0, lighting.background.w, mode == 1u);
+    return textureSampleLevel(env_specular, env_sampler, environment_dir(ray_dir(uv)), level).rgb;
+}
+
+// Exposed, tone mapped and (for targets that are not sRGB) encoded.
+fn display(linear: vec3<f32>) -> vec4<f32> {
+    var color = tonemap(linear, u32(lighting.mode.w + 0.5), lighting.mode.z);
+    if (preview.view.w > 0.5) {
+        color = vec3<f32>(encode_srgb(color.x), encode_srgb(color.y), encode_srgb(color.z));
+    }
+    return vec4<f32>(color, 1.0);
+}
+
 @fragment
 fn fs_shade(in: ShadeIn) -> @location(0) vec4<f32> {
-    let hit = scene_hit(in.uv);
+    let texel = vec2<i32>(in.position.xy);
+    let hit = unpack_surface(textureLoad(surface_a, texel, 0), textureLoad(surface_b, texel, 0), textureLoad(surface_c, texel, 0));
+    let by_environment = lighting.mode.x > 0.5;
     if (!hit.found) {
+        if (by_environment) {
+            return display(environment_background(in.uv));
+        }
         return background(in.uv);
     }
-    let texel = vec2<i32>(in.position.xy);
     let m = unpack_material(textureLoad(gbuffer_a, texel, 0), textureLoad(gbuffer_b, texel, 0), textureLoad(gbuffer_c, texel, 0));
+    if (by_environment) {
+        return display(environment_radiance(in.uv, hit, m));
+    }
     return lit(in.uv, hit, m);
 }

@@ -13,6 +13,7 @@ mod export_shader;
 mod gen_samples;
 mod inspect;
 mod options;
+mod render;
 mod search;
 mod studio;
 mod transcode;
@@ -75,6 +76,9 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Score a bundle against the original folders (PSNR, SSIM per map).
     Eval(eval::EvalArgs),
+    /// Draw a material of a glTF asset or folder as the studio's viewport does (lit by an
+    /// environment; decoded from a bundle or the original maps) into a PNG.
+    Render(render::RenderArgs),
     /// Measure throughput, frame time, rate–distortion, settings compared or memory under load.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -104,6 +108,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
         Command::ExportShader(args) => args.run(),
         Command::Inspect(args) => args.run(),
         Command::Eval(args) => args.run(),
+        Command::Render(args) => args.run(),
         Command::Bench(command) => command.run(),
         Command::GenSamples(args) => args.run(),
     }

@@ -254,6 +254,8 @@ impl StudioApp {
         view.central = shot.central;
         view.lights_orbit = false;
         view.light_angle = shot.light_angle;
+        // The environment lights the preview, the point lights added so that moving them shows.
+        view.lighting.point_lights = true;
         view.bcn = shot.bcn;
         view.difference = shot.bcn;
         let first_and_last = session.log.runs.first().zip(session.log.runs.last()).map(|(a, b)| [a.id, b.id]);
@@ -263,7 +265,9 @@ impl StudioApp {
         // Each wait is bounded: a shot is taken anyway after it (the log says what it shows).
         let waiting_for_bcn = shot.bcn && !session.compare.bcn.contains_key(&(view.material, view.map)) && capture.wait_frames < 600;
         // The preview draws progressively: wait until it shows this view at full resolution.
-        let waiting_for_preview = shot.central == CentralView::Preview && !preview_converged && capture.wait_frames < 6000;
+        let waiting_for_preview = shot.central == CentralView::Preview
+            && (!preview_converged || (view.lighting.environment && session.environment.prepared.is_none()))
+            && capture.wait_frames < 6000;
         let waiting_for_runs = shot.runs
             && (session.compare.bc_baselines.is_none() || session.log.runs.iter().any(|r| r.psnr_db.is_none()))
             && capture.wait_frames < 6000;
@@ -354,7 +358,12 @@ impl StudioApp {
             panels::central_tabs_ui(ui, &mut view);
             match view.central {
                 CentralView::Compare => compare::compare_ui(ui, &self.session, &mut self.textures, &mut view, &mut commands),
-                CentralView::Preview => preview::preview_ui(ui, &self.session, &mut view, self.preview.as_mut()),
+                CentralView::Preview => {
+                    if view.lighting.environment {
+                        self.session.want_environment();
+                    }
+                    preview::preview_ui(ui, &self.session, &mut view, self.preview.as_mut(), &mut commands);
+                }
             }
         });
         shortcuts::help_ui(ui.ctx(), &mut self.show_help);
@@ -405,7 +414,7 @@ impl StudioApp {
             Action::ToggleDifference => view.difference = !view.difference,
             Action::ToggleBcn => view.bcn = !view.bcn,
             Action::ToggleOrbit => view.lights_orbit = !view.lights_orbit,
-            Action::FrameView => preview::frame_view(view),
+            Action::FrameView => preview::frame_view(view, self.session.library.mesh_bounds),
             Action::ResetView => view.camera = CameraSettings::default(),
             Action::ToggleTurntable => view.turntable = !view.turntable,
             Action::OpenFolder => dialogs.push(Dialog::OpenFolders),
@@ -426,6 +435,9 @@ impl StudioApp {
             let command = match dialog {
                 Dialog::OpenFolders => picker.pick_folders().map(Command::AddPaths),
                 Dialog::OpenAssets => picker.add_filter("glTF 2.0 asset", &["gltf", "glb"]).pick_files().map(Command::AddPaths),
+                Dialog::OpenEnvironment => {
+                    picker.add_filter("HDR environment", &["hdr", "exr"]).pick_file().map(|p| Command::SetEnvironment(Some(p)))
+                }
                 Dialog::SaveBundle => {
                     picker.add_filter("texset bundle", &["texset"]).set_file_name("library.texset").save_file().map(Command::ExportBundle)
                 }

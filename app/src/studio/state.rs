@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::{Preset, model::WeightFormat, options::Quantisation};
-use texset_shaders::preview::OrbitCamera;
+use texset_shaders::preview::{Background, Lighting, OrbitCamera};
 
 /// Key under which the settings are stored in eframe's storage.
 pub const STORAGE_KEY: &str = "texset-studio";
@@ -44,6 +44,8 @@ pub struct Settings {
     pub trained_bundle: Option<PathBuf>,
     /// Last folder exported to.
     pub export_dir: Option<PathBuf>,
+    /// The HDR environment (`.hdr`, `.exr`) the viewport is lit by (`None`: the procedural studio).
+    pub environment: Option<PathBuf>,
     /// Views.
     pub view: ViewSettings,
     /// Runs an older studio kept here: read once, they move into the experiment log
@@ -69,6 +71,7 @@ impl Default for Settings {
             weight_format: WeightFormat::Int8,
             trained_bundle: None,
             export_dir: None,
+            environment: None,
             view: ViewSettings::default(),
             runs: Vec::new(),
         }
@@ -115,6 +118,8 @@ pub struct ViewSettings {
     pub camera: CameraSettings,
     /// Preview: the turntable turns the camera about +Y (20°/s).
     pub turntable: bool,
+    /// Preview: how it lights (the environment, exposure, tone mapper, background).
+    pub lighting: LightingSettings,
     /// Which panel the central area shows.
     pub central: CentralView,
     /// Two runs of the experiment log (ids) side by side, A left and B right, in Compare and in
@@ -141,10 +146,101 @@ impl Default for ViewSettings {
             show_original: true,
             camera: CameraSettings::default(),
             turntable: false,
+            lighting: LightingSettings::default(),
             central: CentralView::Compare,
             ab: None,
         }
     }
+}
+
+/// How the viewport lights, as saved with the session (`texset_shaders::preview::Lighting`;
+/// the environment's file is [`Settings::environment`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LightingSettings {
+    /// Light by the environment (false: the two point lights alone, as before IBL).
+    pub environment: bool,
+    /// With the environment, add the two point lights.
+    pub point_lights: bool,
+    /// Exposure, EV.
+    pub exposure_ev: f32,
+    /// The environment's rotation about the vertical, degrees.
+    pub rotation_deg: f32,
+    /// The tone mapper.
+    pub tone_mapper: ToneMapperSetting,
+    /// What the viewport shows behind the asset.
+    pub background: BackgroundSetting,
+}
+
+impl Default for LightingSettings {
+    fn default() -> Self {
+        // The glTF Sample Viewer's defaults: the environment, and punctual lights with it (here
+        // the two orbiting ones, as the studio had before).
+        Self {
+            environment: true,
+            point_lights: true,
+            exposure_ev: 0.0,
+            rotation_deg: 0.0,
+            tone_mapper: ToneMapperSetting::PbrNeutral,
+            background: BackgroundSetting::Blurred,
+        }
+    }
+}
+
+/// Exposure is kept within ±this many EV (a hand-edited file may say anything).
+pub const MAX_EXPOSURE_EV: f32 = 10.0;
+
+/// The solid background's linear grey.
+const SOLID_BACKGROUND: [f32; 3] = [0.18; 3];
+
+impl LightingSettings {
+    /// What the shading pass is told (values that are not finite read as the defaults').
+    #[must_use]
+    pub fn lighting(&self) -> Lighting {
+        use texset_shaders::environment::ToneMapper;
+        let finite = |v: f32, fallback: f32| if v.is_finite() { v } else { fallback };
+        Lighting {
+            environment: self.environment,
+            point_lights: self.point_lights,
+            exposure_ev: finite(self.exposure_ev, 0.0).clamp(-MAX_EXPOSURE_EV, MAX_EXPOSURE_EV),
+            tone_mapper: match self.tone_mapper {
+                ToneMapperSetting::PbrNeutral => ToneMapper::PbrNeutral,
+                ToneMapperSetting::Agx => ToneMapper::Agx,
+                ToneMapperSetting::Aces => ToneMapper::AcesHill,
+                ToneMapperSetting::None => ToneMapper::None,
+            },
+            rotation_rad: finite(self.rotation_deg, 0.0).rem_euclid(360.0).to_radians(),
+            background: match self.background {
+                BackgroundSetting::Environment => Background::Environment,
+                BackgroundSetting::Blurred => Background::Blurred,
+                BackgroundSetting::Solid => Background::Solid(SOLID_BACKGROUND),
+            },
+        }
+    }
+}
+
+/// The tone mappers (`texset_shaders::environment::ToneMapper`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToneMapperSetting {
+    /// Khronos PBR Neutral: keeps base colours (the default).
+    PbrNeutral,
+    /// `AgX`.
+    Agx,
+    /// ACES (Stephen Hill's fit).
+    Aces,
+    /// None: clamped.
+    None,
+}
+
+/// What the viewport shows behind the asset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackgroundSetting {
+    /// The environment, sharp.
+    Environment,
+    /// The environment, blurred.
+    Blurred,
+    /// A solid grey.
+    Solid,
 }
 
 /// The preview's orbit camera as saved with the session (`texset_shaders::preview::OrbitCamera`).
@@ -213,6 +309,9 @@ pub enum PreviewShape {
     Plane,
     /// A cube.
     Cube,
+    /// The library's glTF meshes (its assets), each primitive of the material shown decoded and
+    /// the others in clay; the sphere where the library has none.
+    Asset,
 }
 
 /// The central area's content.
@@ -229,6 +328,8 @@ pub enum CentralView {
 pub enum Command {
     /// Add material folders (a file adds the folder it is in).
     AddPaths(Vec<PathBuf>),
+    /// Light the viewport by this HDR environment (`.hdr`, `.exr`; `None`: the studio).
+    SetEnvironment(Option<PathBuf>),
     /// Remove a material from the library.
     RemoveMaterial(usize),
     /// Start training from scratch with the current settings and budgets.

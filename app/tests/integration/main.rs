@@ -7,6 +7,7 @@ mod batch;
 mod cli;
 mod crash;
 mod gpu_fallback;
+mod render;
 mod studio;
 mod studio_window;
 mod transcode;

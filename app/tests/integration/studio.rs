@@ -441,10 +441,40 @@ fn a_gltf_asset_loads_beside_folders_and_a_clashing_material_is_left_out_with_it
     assert!(library.problems[0].message.contains("'painted' is already loaded"), "{}", library.problems[0].message);
     assert_eq!(library.meshes.len(), 1);
     assert_eq!((library.meshes[0].name.as_str(), library.meshes[0].material), ("b", 1));
+    // It wears `oak` alone (no variants), and the viewport frames the unit quad about its centre.
+    assert_eq!(*library.mesh_materials, [vec![1]]);
+    let bounds = library.mesh_bounds.unwrap();
+    assert!(bounds.center.iter().zip([0.5, 0.5, 0.0]).all(|(a, b)| (a - b).abs() < 1e-6), "{bounds:?}");
+    assert!((bounds.radius - 0.5f32.sqrt()).abs() < 1e-6, "{bounds:?}");
 
     // A broken asset is a problem naming its fault; the folder still loads.
     std::fs::remove_file(asset_dir.join("quad.bin")).unwrap();
     let library = texset::studio::session::load_folders(&[dir.path().join("painted"), asset.clone()]);
     assert_eq!(library.set.materials.len(), 1);
     assert!(library.problems.iter().any(|p| p.path == asset && p.message.contains("quad.bin")), "{:?}", library.problems.len());
+}
+
+#[test]
+fn the_shoes_meshes_wear_each_colourway_in_the_viewport() {
+    let test = "the_shoes_meshes_wear_each_colourway_in_the_viewport";
+    let Some(shared) = texset_testkit::repo_root().parent().map(|p| p.join("shared/gltf/MaterialsVariantsShoe/MaterialsVariantsShoe.gltf"))
+    else {
+        return;
+    };
+    if !shared.is_file() {
+        texset_testkit::skip(test, &format!("{} is absent", shared.display()));
+        return;
+    }
+    let library = texset::studio::session::load_folders(&[shared]);
+    assert!(library.problems.is_empty(), "{:?}", library.problems.iter().map(|p| &p.message).collect::<Vec<_>>());
+    let names: Vec<&str> = library.set.materials.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(!library.meshes.is_empty());
+    // Whichever colourway is selected, the shoe wears it (the viewport decodes it on the mesh).
+    for wears in library.mesh_materials.iter() {
+        let mut sorted = wears.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2], "{names:?}");
+    }
+    assert!(library.mesh_bounds.is_some_and(|b| b.radius > 0.0 && b.radius.is_finite()));
 }

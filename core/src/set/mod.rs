@@ -6,12 +6,14 @@
 pub(crate) mod gltf;
 #[cfg(feature = "ingest")]
 pub(crate) mod ingest;
+mod mesh;
 pub(crate) mod naming;
 
 #[cfg(feature = "ingest")]
-pub use gltf::{GltfAsset, GltfFault, GltfMesh, GltfVariant, is_gltf_path, load_gltf};
+pub use gltf::{GltfAsset, GltfFault, GltfVariant, is_gltf_path, load_gltf};
 #[cfg(feature = "ingest")]
 pub use ingest::{IMAGE_EXTENSIONS, IngestError, IngestReport, decode_texture, load_library, load_material};
+pub use mesh::GltfMesh;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -262,6 +264,16 @@ impl UvTransform {
     #[must_use]
     pub fn is_identity(&self) -> bool {
         *self == Self::default()
+    }
+
+    /// `uv` transformed: scaled, rotated, then offset, as the extension's matrix
+    /// `translation · rotation · scale` with its rotation `mat3(cos, sin, 0, −sin, cos, 0, 0, 0, 1)`
+    /// (GLSL's column-major order).
+    #[must_use]
+    pub fn apply(&self, uv: [f32; 2]) -> [f32; 2] {
+        let (sin, cos) = self.rotation_rad.sin_cos();
+        let [x, y] = [uv[0] * self.scale[0], uv[1] * self.scale[1]];
+        [cos * x - sin * y + self.offset[0], sin * x + cos * y + self.offset[1]]
     }
 }
 

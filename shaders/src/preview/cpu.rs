@@ -1,7 +1,9 @@
 //! The preview's CPU reference, the twin of `preview.wgsl`: a ray per pixel against the preview
 //! shapes, GGX + Lambert under the lights, and the rendered error `texset eval` reports.
 
+use super::lighting::{Background, Lighting, blurred_level};
 use super::{Manifest, NONE, PreviewUniforms, Shape};
+use crate::environment::{PreparedEnvironment, tonemap::tonemap};
 use texset_core::{decode::unmap, model::linear_to_srgb};
 
 type V3 = [f32; 3];
@@ -150,6 +152,12 @@ fn light(n: V3, v: V3, l: V3, intensity: f32, albedo: V3, roughness: f32, metall
     out
 }
 
+/// A world direction in the environment's frame (`environment_dir` in `preview_shade.wgsl`).
+fn environment_dir(lighting: &Lighting, d: V3) -> V3 {
+    let (sin, cos) = lighting.rotation_rad.sin_cos();
+    [cos * d[0] - sin * d[2], d[1], sin * d[0] + cos * d[2]]
+}
+
 fn ray_dir(uniforms: &PreviewUniforms, uv: [f32; 2]) -> V3 {
     uniforms.camera.ray_dir(uv, uniforms.view[1])
 }
@@ -192,8 +200,43 @@ pub fn map_lod(footprint: f32, entry: &texset_core::bundle::MapEntry) -> f32 {
 /// orm 5, emissive 6), or `None` when the material has none; `footprint` is
 /// [`pixel_footprint`] (0 unless the LOD filter is on), for [`map_lod`].
 pub fn shade(uniforms: &PreviewUniforms, uv: [f32; 2], fetch: &dyn Fn(usize, [f32; 2], f32) -> Option<[f32; 4]>) -> [f32; 4] {
+    shade_environment(uniforms, None, uv, fetch)
+}
+
+/// CPU reference of the shading pass (`fs_shade` in `preview_shade.wgsl`) on a shape: [`shade`]
+/// where `environment` is `None` or its [`Lighting`] asks for the point lights alone; else the
+/// pixel lit by the prepared environment (split sum, as [`PreparedEnvironment::specular`],
+/// [`PreparedEnvironment::irradiance`] and [`PreparedEnvironment::brdf`] look it up), the point
+/// lights added when asked, exposed and tone mapped, and the environment or a colour behind.
+pub fn shade_environment(
+    uniforms: &PreviewUniforms,
+    environment: Option<(&Lighting, &PreparedEnvironment)>,
+    uv: [f32; 2],
+    fetch: &dyn Fn(usize, [f32; 2], f32) -> Option<[f32; 4]>,
+) -> [f32; 4] {
+    let environment = environment.filter(|(lighting, _)| lighting.environment);
+    let encode = |linear: [f32; 3], lighting: &Lighting| {
+        let mapped = tonemap(linear, lighting.tone_mapper, lighting.exposure_ev);
+        let mut out = [0.0, 0.0, 0.0, 1.0];
+        for c in 0..3 {
+            out[c] = if uniforms.view[3] > 0.5 { linear_to_srgb(mapped[c]) } else { mapped[c] };
+        }
+        out
+    };
     let dir = ray_dir(uniforms, uv);
     let Some(hit) = intersect(uniforms.camera.eye, dir, (uniforms.view[0] + 0.5) as u32) else {
+        if let Some((lighting, prepared)) = environment {
+            let last = prepared.specular_levels().len().saturating_sub(1) as f32;
+            let behind = match lighting.background {
+                Background::Solid(c) => c,
+                Background::Environment => prepared.specular(environment_dir(lighting, dir), 0.0),
+                Background::Blurred => {
+                    let roughness = if last > 0.0 { blurred_level(last) / last } else { 0.0 };
+                    prepared.specular(environment_dir(lighting, dir), roughness)
+                }
+            };
+            return encode(behind, lighting);
+        }
         let g = 0.08 + 0.06 * (1.0 - uv[1]);
         return [g, g, g * 1.1, 1.0];
     };
@@ -215,11 +258,32 @@ pub fn shade(uniforms: &PreviewUniforms, uv: [f32; 2], fetch: &dyn Fn(usize, [f3
     let v = mul(dir, -1.0);
     let albedo = [base[0], base[1], base[2]];
     let (roughness, metallic) = (roughness.clamp(0.0, 1.0), metallic.clamp(0.0, 1.0));
-    let mut color = add(mul(albedo, 0.03 * ao), [emissive[0], emissive[1], emissive[2]]);
+    let emissive = [emissive[0], emissive[1], emissive[2]];
     let l0 = [uniforms.light0[0], uniforms.light0[1], uniforms.light0[2]];
     let l1 = [uniforms.light1[0], uniforms.light1[1], uniforms.light1[2]];
-    color = add(color, light(n, v, l0, uniforms.light0[3], albedo, roughness, metallic));
-    color = add(color, light(n, v, l1, uniforms.light1[3], albedo, roughness, metallic));
+    let lights = |color: V3| {
+        let color = add(color, light(n, v, l0, uniforms.light0[3], albedo, roughness, metallic));
+        add(color, light(n, v, l1, uniforms.light1[3], albedo, roughness, metallic))
+    };
+    if let Some((lighting, prepared)) = environment {
+        let n_dot_v = dot(n, v).clamp(1e-4, 1.0);
+        let split = prepared.brdf(n_dot_v, roughness);
+        let r = sub(mul(n, 2.0 * dot(n, v)), v);
+        let prefiltered = prepared.specular(environment_dir(lighting, r), roughness);
+        let irradiance = prepared.irradiance(environment_dir(lighting, n));
+        let mut color = [0.0; 3];
+        for c in 0..3 {
+            let f0 = 0.04 + (albedo[c] - 0.04) * metallic;
+            let specular = prefiltered[c] * (f0 * split[0] + split[1]);
+            let diffuse = irradiance[c] * albedo[c] * (1.0 - metallic);
+            color[c] = (diffuse + specular) * ao + emissive[c];
+        }
+        if lighting.point_lights {
+            color = lights(color);
+        }
+        return encode(color, lighting);
+    }
+    let color = lights(add(mul(albedo, 0.03 * ao), emissive));
     let mut out = [0.0, 0.0, 0.0, 1.0];
     for c in 0..3 {
         let mapped = color[c] / (1.0 + color[c]);

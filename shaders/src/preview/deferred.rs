@@ -1,16 +1,23 @@
-//! The preview in two passes, for lights that move without decoding anything:
+//! The preview in three passes, for lights that move without decoding anything:
 //!
+//! - the **surface pass** ([`super::SurfacePass`], `preview_surface.wgsl`) finds the surface
+//!   under every pixel (a shape ray-cast, or a glTF mesh rasterised) and its texture footprint;
 //! - the **material pass** ([`MaterialRenderer`], `fs_material` of `preview.wgsl` appended to the
-//!   specialised decoder) decodes the material under every pixel into a [`GBuffer`]; from the
+//!   specialised decoder) decodes the material on that surface into a [`GBuffer`]; from the
 //!   original maps it runs `fs_material_originals`, a pipeline that reaches no decoder, so the
 //!   originals light at once even where the decoder's compile takes minutes;
 //! - the **shading pass** ([`ShadePass`], `preview_shade.wgsl`, one pipeline for every bundle)
 //!   lights a G-buffer pixel for pixel.
 //!
-//! The G-buffer holds `f32` values, so the two passes give what the one-pass `fs_preview` gives
-//! (tested against it).
+//! The G-buffer holds `f32` values, so on a shape the three passes give what the one-pass
+//! `fs_preview` gives (tested against it).
 
-use super::{Originals, PreviewUniforms, empty_originals, model_bind_group, originals_view, side_by_side, side_groups, uniform};
+use super::lighting::{EnvironmentTextures, LIGHTING_BYTES, Lighting};
+use super::surface::{DEPTH_FORMAT, SURFACE_FORMAT};
+use super::{
+    GpuMesh, Originals, PreviewUniforms, SurfacePass, empty_originals, model_bind_group, originals_view, side_by_side, side_groups, uniform,
+};
+use crate::environment::PreparedEnvironment;
 use crate::model::GpuModel;
 use crate::{GpuError, block_on};
 use texset_core::bundle::Bundle;
@@ -19,31 +26,43 @@ use texset_core::bundle::Bundle;
 const GBUFFER_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
 const GBUFFER_FORMATS: [wgpu::TextureFormat; 3] = [GBUFFER_FORMAT; 3];
 
-/// The material under every pixel of an image (its size): what the shading pass lights.
+/// The surface and the material under every pixel of an image (its size): what the surface pass
+/// writes, the material pass decodes and the shading pass lights.
 pub struct GBuffer {
     size: [u32; 2],
     views: [wgpu::TextureView; 3],
+    /// The surface targets (`SurfaceOut` in `preview_scene.wgsl`).
+    pub(super) surface: [wgpu::TextureView; 3],
+    /// The mesh pass's depth.
+    pub(super) depth: wgpu::TextureView,
 }
 
 impl GBuffer {
     /// A G-buffer for images of `size` = width × height pixels.
     #[must_use]
     pub fn new(device: &wgpu::Device, size: [u32; 2]) -> Self {
-        let view = |i: usize| {
+        let view = |label: &str, format: wgpu::TextureFormat| {
             device
                 .create_texture(&wgpu::TextureDescriptor {
-                    label: Some(["texset preview g-buffer a", "texset preview g-buffer b", "texset preview g-buffer c"][i]),
+                    label: Some(label),
                     size: wgpu::Extent3d { width: size[0].max(1), height: size[1].max(1), depth_or_array_layers: 1 },
                     mip_level_count: 1,
                     sample_count: 1,
                     dimension: wgpu::TextureDimension::D2,
-                    format: GBUFFER_FORMAT,
+                    format,
                     usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING,
                     view_formats: &[],
                 })
                 .create_view(&wgpu::TextureViewDescriptor::default())
         };
-        Self { size, views: [view(0), view(1), view(2)] }
+        let material = |label| view(label, GBUFFER_FORMAT);
+        let surface = |label| view(label, SURFACE_FORMAT);
+        Self {
+            size,
+            views: [material("texset preview g-buffer a"), material("texset preview g-buffer b"), material("texset preview g-buffer c")],
+            surface: [surface("texset preview surface a"), surface("texset preview surface b"), surface("texset preview surface c")],
+            depth: view("texset preview depth", DEPTH_FORMAT),
+        }
     }
 
     /// Its width × height in pixels.
@@ -164,7 +183,13 @@ impl MaterialRenderer {
         queue.write_buffer(&self.uniforms[side], 0, &uniforms.bytes());
     }
 
-    fn draw(&self, pass: &mut wgpu::RenderPass<'_>, side: usize) {
+    /// The pipeline slot `side` draws with.
+    fn pipeline(&self, side: usize) -> &wgpu::RenderPipeline {
+        if self.from_originals[side.min(1)] { &self.model.originals } else { &self.model.decoded }
+    }
+
+    /// Draws slot `side`, reading the surface through `surface` (group 2 of its pipeline).
+    fn draw(&self, pass: &mut wgpu::RenderPass<'_>, side: usize, surface: &wgpu::BindGroup) {
         let side = side.min(1);
         if self.from_originals[side] {
             pass.set_pipeline(&self.model.originals);
@@ -175,31 +200,47 @@ impl MaterialRenderer {
             pass.set_bind_group(0, &self.model.model_group, &[]);
             pass.set_bind_group(1, &self.side_groups[0][side], &[]);
         }
+        pass.set_bind_group(2, surface, &[]);
         pass.draw(0..3, 0..1);
     }
 }
 
-/// Records the material pass into `gbuffer`: one viewport per entry of `sides` (that renderer's
-/// uniform slot), side by side, only the pixel rows `rows` (so an image's decode can be spread
-/// over bands); the other rows keep what they hold.
+/// Records the material pass into `gbuffer`, on the surface its surface pass wrote: one viewport
+/// per entry of `sides` (that renderer's uniform slot), side by side, only the pixel rows `rows`
+/// (so an image's decode can be spread over bands); the other rows keep what they hold.
 pub fn encode_material(
+    device: &wgpu::Device,
     encoder: &mut wgpu::CommandEncoder,
     gbuffer: &GBuffer,
     sides: &[(&MaterialRenderer, usize)],
     rows: std::ops::Range<u32>,
 ) {
+    let surfaces: Vec<wgpu::BindGroup> = sides
+        .iter()
+        .map(|&(renderer, slot)| {
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("texset preview material pass surface"),
+                layout: &renderer.pipeline(slot).get_bind_group_layout(2),
+                entries: &[wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(&gbuffer.surface[0]) }],
+            })
+        })
+        .collect();
     let targets: Vec<&wgpu::TextureView> = gbuffer.views.iter().collect();
     side_by_side(encoder, "texset preview material pass", &targets, gbuffer.size, sides.len(), rows, false, |pass, side| {
         let (renderer, slot) = sides[side];
-        renderer.draw(pass, slot);
+        renderer.draw(pass, slot, &surfaces[side]);
     });
 }
 
-/// The shading pass for targets of one format: its pipeline (the same for every bundle) and
-/// two uniform slots (the lights of the moment; the G-buffer's material, shape and view).
+/// The shading pass for targets of one format: its pipeline (the same for every bundle), two
+/// uniform slots (the lights of the moment; the G-buffer's material, shape and view), and how it
+/// lights ([`Lighting`], the environment set on it).
 pub struct ShadePass {
     pipeline: wgpu::RenderPipeline,
     uniforms: [wgpu::Buffer; 2],
+    lighting: Lighting,
+    lighting_uniform: wgpu::Buffer,
+    environment: EnvironmentTextures,
 }
 
 impl ShadePass {
@@ -208,10 +249,42 @@ impl ShadePass {
     pub fn new(device: &wgpu::Device, format: wgpu::TextureFormat) -> Self {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("texset preview_shade.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(format!("{}\n{}", super::PREVIEW_SCENE_WGSL, super::PREVIEW_SHADE_WGSL).into()),
+            source: wgpu::ShaderSource::Wgsl(
+                format!("{}\n{}\n{}", super::PREVIEW_SCENE_WGSL, crate::environment::TONEMAP_WGSL, super::PREVIEW_SHADE_WGSL).into(),
+            ),
         });
         let pipeline = crate::triangle_pipeline(device, &module, "texset preview shading pass", ["vs_shade", "fs_shade"], &[format]);
-        Self { pipeline, uniforms: [uniform(device), uniform(device)] }
+        let lighting = Lighting::point_lights_only();
+        let environment = EnvironmentTextures::none(device);
+        let bytes = lighting.bytes(&environment);
+        debug_assert_eq!(bytes.len() as u64, LIGHTING_BYTES);
+        let usage = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        let lighting_uniform = crate::buffer_init(device, "texset preview lighting", &bytes, usage);
+        Self { pipeline, uniforms: [uniform(device), uniform(device)], lighting, lighting_uniform, environment }
+    }
+
+    /// Lights by `environment` from now on (uploaded here), as [`Self::set_lighting`] says.
+    pub fn set_environment(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        environment: &PreparedEnvironment,
+    ) -> Result<(), GpuError> {
+        self.environment = EnvironmentTextures::new(device, queue, environment)?;
+        queue.write_buffer(&self.lighting_uniform, 0, &self.lighting.bytes(&self.environment));
+        Ok(())
+    }
+
+    /// How to light from now on (the default: the point lights alone, as the one-pass preview).
+    pub fn set_lighting(&mut self, queue: &wgpu::Queue, lighting: Lighting) {
+        self.lighting = lighting;
+        queue.write_buffer(&self.lighting_uniform, 0, &self.lighting.bytes(&self.environment));
+    }
+
+    /// How it lights.
+    #[must_use]
+    pub fn lighting(&self) -> Lighting {
+        self.lighting
     }
 
     /// Sets the uniforms of slot `side` (0 or 1): those the G-buffer was decoded with, and the
@@ -231,6 +304,16 @@ impl ShadePass {
         gbuffer: &GBuffer,
         sides: usize,
     ) {
+        let lighting = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("texset preview lighting"),
+            layout: &self.pipeline.get_bind_group_layout(2),
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: self.lighting_uniform.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::TextureView(&self.environment.specular) },
+                wgpu::BindGroupEntry { binding: 2, resource: wgpu::BindingResource::TextureView(&self.environment.brdf) },
+                wgpu::BindGroupEntry { binding: 3, resource: wgpu::BindingResource::Sampler(&self.environment.sampler) },
+            ],
+        });
         let textures = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("texset preview g-buffer"),
             layout: &self.pipeline.get_bind_group_layout(0),
@@ -238,6 +321,9 @@ impl ShadePass {
                 wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(&gbuffer.views[0]) },
                 wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::TextureView(&gbuffer.views[1]) },
                 wgpu::BindGroupEntry { binding: 2, resource: wgpu::BindingResource::TextureView(&gbuffer.views[2]) },
+                wgpu::BindGroupEntry { binding: 3, resource: wgpu::BindingResource::TextureView(&gbuffer.surface[0]) },
+                wgpu::BindGroupEntry { binding: 4, resource: wgpu::BindingResource::TextureView(&gbuffer.surface[1]) },
+                wgpu::BindGroupEntry { binding: 5, resource: wgpu::BindingResource::TextureView(&gbuffer.surface[2]) },
             ],
         });
         let layout = self.pipeline.get_bind_group_layout(1);
@@ -257,27 +343,30 @@ impl ShadePass {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &textures, &[]);
             pass.set_bind_group(1, &slots[side], &[]);
+            pass.set_bind_group(2, &lighting, &[]);
             pass.draw(0..3, 0..1);
         });
     }
 }
 
-/// Renders slot 0 of `material` offscreen through both passes (`width × height`, `Rgba32Float`)
-/// and reads it back as RGBA f32, rows top to bottom: the two-pass twin of
-/// [`super::PreviewRenderer::render`] (`shade` must be made for `Rgba32Float`, with slot 0's
-/// uniforms written to both).
+/// Renders slot 0 of `material` offscreen through the three passes (`size` = width × height,
+/// `Rgba32Float`), of `mesh` where given, and reads it back as RGBA f32, rows top to bottom: the
+/// three-pass twin of [`super::PreviewRenderer::render`] (`shade` must be made for
+/// `Rgba32Float`, and slot 0's uniforms written to all three).
 pub fn render_deferred(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     material: &MaterialRenderer,
-    shade: &ShadePass,
-    width: u32,
-    height: u32,
+    (surface, shade): (&SurfacePass, &ShadePass),
+    mesh: Option<&GpuMesh>,
+    size: [u32; 2],
 ) -> Result<Vec<f32>, GpuError> {
-    let gbuffer = GBuffer::new(device, [width, height]);
+    let [width, height] = size;
+    let gbuffer = GBuffer::new(device, size);
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    crate::render_rgba32f(device, queue, "texset preview (two passes)", width, height, scope, |encoder, view| {
-        encode_material(encoder, &gbuffer, &[(material, 0)], 0..height);
+    crate::render_rgba32f(device, queue, "texset preview (three passes)", width, height, scope, |encoder, view| {
+        surface.encode(device, encoder, &gbuffer, 1, mesh);
+        encode_material(device, encoder, &gbuffer, &[(material, 0)], 0..height);
         shade.encode(device, encoder, view, &gbuffer, 1);
     })
 }

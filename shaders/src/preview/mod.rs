@@ -3,9 +3,11 @@
 //!
 //! [`PreviewRenderer`] owns the one-pass pipeline (`fs_preview`) and buffers and draws into any
 //! render pass whose colour target has its format ([`PreviewRenderer::render`] offscreen, for
-//! `bench decode`, the tests and the CPU twin's parity). The studio draws the same image in two
-//! passes through a G-buffer (`deferred.rs`: [`MaterialRenderer`], [`ShadePass`]). Two uniform
-//! slots let one frame show the decoded material beside the original maps.
+//! `bench decode`, the tests and the CPU twin's parity). The studio draws the same image in three
+//! passes through a G-buffer: the surface under each pixel (`surface.rs`: [`SurfacePass`], a
+//! shape ray-cast or a glTF mesh rasterised), the material on it (`deferred.rs`:
+//! [`MaterialRenderer`]) and its lighting ([`ShadePass`]). Two uniform slots let one frame show
+//! the decoded material beside the original maps.
 
 use crate::model::GpuModel;
 use crate::{GpuError, block_on, check_device_limit, to_u32};
@@ -18,16 +20,23 @@ use texset_core::{
 mod camera;
 mod cpu;
 mod deferred;
+mod lighting;
+mod surface;
 
 pub use camera::{Camera, DEFAULT_DISTANCE, DEFAULT_FOV_Y_DEG, OrbitCamera, TURNTABLE_DEG_PER_S};
-pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade};
+pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade, shade_environment};
 pub use deferred::{GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred};
+pub use lighting::{Background, EnvironmentTextures, Lighting};
+pub use surface::{GpuMesh, MeshBounds, SurfacePass, mesh_bounds};
 
 /// The preview's material pass (appended to the specialised decoder, after [`PREVIEW_SCENE_WGSL`]).
 pub const PREVIEW_WGSL: &str = include_str!("../preview.wgsl");
 
 /// The preview's scene (shapes, camera, lights, shading), shared by its two programs.
 pub const PREVIEW_SCENE_WGSL: &str = include_str!("../preview_scene.wgsl");
+
+/// The preview's surface pass (after [`PREVIEW_SCENE_WGSL`]; no decoder).
+pub const PREVIEW_SURFACE_WGSL: &str = include_str!("../preview_surface.wgsl");
 
 /// The preview's shading pass (after [`PREVIEW_SCENE_WGSL`]; no decoder).
 pub const PREVIEW_SHADE_WGSL: &str = include_str!("../preview_shade.wgsl");
@@ -36,7 +45,10 @@ pub const PREVIEW_SHADE_WGSL: &str = include_str!("../preview_shade.wgsl");
 pub const NONE: u32 = u32::MAX;
 
 /// Bytes of [`PreviewUniforms`] as the WGSL `Preview` struct lays them out.
-const UNIFORM_BYTES: u64 = 192;
+const UNIFORM_BYTES: u64 = 208;
+
+/// The mesh pass's near plane where [`PreviewUniforms::with_surface`] sets none, world units.
+pub const DEFAULT_NEAR_PLANE: f32 = 0.01;
 
 /// The `Preview` uniform of `preview.wgsl` (same layout).
 #[repr(C)]
@@ -56,6 +68,9 @@ pub struct PreviewUniforms {
     pub lod_filter: [f32; 4],
     /// The camera (laid out as [`Camera::words`]: eye and tan(fov/2), right, up, forward).
     pub camera: Camera,
+    /// The surface pass: the mesh pass's near plane (world units), the surface's height in pixels
+    /// (0: the viewport's), unused, unused.
+    pub surface: [f32; 4],
 }
 
 /// Shapes (the `view.x` values).
@@ -67,6 +82,20 @@ pub enum Shape {
     Plane = 1,
     /// Rotated cube.
     Cube = 2,
+}
+
+impl Shape {
+    /// The radius of the sphere about the origin that holds the shape (what a camera frames).
+    #[must_use]
+    pub fn bounding_radius(self) -> f32 {
+        match self {
+            Self::Sphere => 1.0,
+            // The plane's corners are at (±1, ±1, 0).
+            Self::Plane => std::f32::consts::SQRT_2,
+            // The cube's half-size is 0.75.
+            Self::Cube => 0.75 * 3f32.sqrt(),
+        }
+    }
 }
 
 /// The kinds in `maps` order.
@@ -104,7 +133,19 @@ impl PreviewUniforms {
             view: [shape as u32 as f32, aspect, 0.0, 0.0],
             lod_filter: [0.0; 4],
             camera: Camera::default(),
+            surface: [DEFAULT_NEAR_PLANE, 0.0, 0.0, 0.0],
         }
+    }
+
+    /// Sets the mesh pass's `near_plane` (world units: a small fraction of what the camera frames)
+    /// and the `height_px` of the surface it draws, so a mesh's texture footprint is that of a
+    /// pixel [`Self::with_lod_filter`]'s height high, as the shapes' is, whatever scale the surface
+    /// is drawn at.
+    #[must_use]
+    pub fn with_surface(mut self, near_plane: f32, height_px: u32) -> Self {
+        let near = if near_plane.is_finite() && near_plane > 0.0 { near_plane } else { DEFAULT_NEAR_PLANE };
+        self.surface = [near, height_px as f32, 0.0, 0.0];
+        self
     }
 
     /// Looks through `camera` (the default: [`Camera::default`]).
@@ -143,8 +184,14 @@ impl PreviewUniforms {
         for v in self.maps.iter().chain(&self.layers) {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        for v in
-            self.light0.iter().chain(&self.light1).chain(&self.view).chain(&self.lod_filter).chain(self.camera.words().iter().flatten())
+        for v in self
+            .light0
+            .iter()
+            .chain(&self.light1)
+            .chain(&self.view)
+            .chain(&self.lod_filter)
+            .chain(self.camera.words().iter().flatten())
+            .chain(&self.surface)
         {
             out.extend_from_slice(&v.to_le_bytes());
         }

@@ -6,4 +6,6 @@ mod export;
 mod gpu_matches_cpu;
 mod naga_validates;
 mod preview_deferred;
+mod preview_environment;
 mod preview_matches_cpu;
+mod preview_mesh;

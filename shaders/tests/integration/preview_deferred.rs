@@ -1,4 +1,5 @@
-//! The preview's two passes (material into a G-buffer, then shading; what the studio draws) give
+//! The preview's three passes (surface, material into a G-buffer, then shading; what the studio
+//! draws) give
 //! the one-pass `fs_preview`'s image, for every shape, both materials of the tiny library, the
 //! LOD filter and the original maps; and lights moved after the material pass (the G-buffer kept)
 //! give the one-pass image under the moved lights. The originals' material pass reaches no
@@ -8,13 +9,14 @@
 use texset_core::bundle::Bundle;
 use texset_shaders::model::GpuModel;
 use texset_shaders::preview::{
-    MaterialRenderer, Originals, PreparedMaterial, PreviewRenderer, PreviewUniforms, ShadePass, Shape, preview_wgsl, render_deferred,
+    MaterialRenderer, Originals, PreparedMaterial, PreviewRenderer, PreviewUniforms, ShadePass, Shape, SurfacePass, preview_wgsl,
+    render_deferred,
 };
 use texset_shaders::request_device;
 use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle, tiny_bundle_with_mips};
 
 /// Original maps for material `m` of `bundle`: a pattern per map at its size.
-fn originals_of(bundle: &Bundle, m: usize) -> Originals {
+pub(crate) fn originals_of(bundle: &Bundle, m: usize) -> Originals {
     let data: Vec<(u32, u32, u32, Vec<f32>)> = bundle.manifest.materials[m]
         .maps
         .iter()
@@ -41,6 +43,7 @@ fn two_pass_preview_equals_one_pass_and_relights_its_g_buffer() {
     }
     let format = wgpu::TextureFormat::Rgba32Float;
     let shade = ShadePass::new(&device, format);
+    let surface = SurfacePass::new(&device);
     let (width, height) = (40, 32);
     let mut checked = 0;
     for (bundle, lod_filter) in [(tiny_bundle(), false), (tiny_bundle_with_mips(3), true)] {
@@ -66,8 +69,9 @@ fn two_pass_preview_equals_one_pass_and_relights_its_g_buffer() {
                     let want = one.render(&device, &queue, width, height).unwrap();
                     // The G-buffer decoded under the first lights, shaded under the second.
                     two.write_uniforms(&queue, 0, &before);
+                    surface.write_uniforms(&queue, 0, &before);
                     shade.write_uniforms(&queue, 0, &after);
-                    let got = render_deferred(&device, &queue, &two, &shade, width, height).unwrap();
+                    let got = render_deferred(&device, &queue, &two, (&surface, &shade), None, [width, height]).unwrap();
                     let worst = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
                     println!("material {material} {shape:?} originals {from_originals} lod {lod_filter}: max |two - one| {worst:.2e}");
                     assert!(worst <= 1e-5, "material {material} {shape:?} (originals {from_originals}): the passes differ by {worst}");

@@ -33,8 +33,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use texset_core::set::{GltfMesh, UvTransform};
 use texset_core::{TextureSet, bundle::Bundle, model::ModelLayout};
-use texset_shaders::preview::{Camera, Shape};
+use texset_shaders::environment::PreparedEnvironment;
+use texset_shaders::preview::{Camera, Lighting, MeshBounds, Shape};
 
 /// GPU time one band of rows may take, milliseconds: how long a newer view waits at most.
 pub const BAND_BUDGET_MS: f64 = 25.0;
@@ -88,12 +90,26 @@ struct View {
     size: [u32; 2],
     /// Where the camera looks from (every side the same).
     camera: Camera,
+    /// The surface is the library's meshes (`shape` otherwise).
+    asset: bool,
+    /// The mesh pass's near plane, world units.
+    near_plane: f32,
+    /// How the shading pass lights.
+    lighting: Lighting,
+    /// Which environment it lights by (`EnvironmentState::generation` sent; 0: none yet), so an
+    /// image lit before the environment arrived is not taken for the view's.
+    environment: u64,
 }
 
 /// Messages to `texset-preview`.
 enum Request {
     Model(usize, Source, ModelInput),
     Originals((usize, usize), Arc<TextureSet>),
+    /// The library's meshes (their materials' UV transforms applied), and the materials each
+    /// can wear.
+    Meshes(Arc<Vec<GltfMesh>>, Vec<UvTransform>, Arc<Vec<Vec<usize>>>),
+    /// The environment the shading pass lights by.
+    Environment(Arc<PreparedEnvironment>),
     View(View),
 }
 
@@ -123,6 +139,10 @@ pub struct PreviewGpu {
     /// Models asked for, per renderer, and whether each is ready.
     asked: [Option<(Source, bool)>; 2],
     originals_asked: Option<(usize, usize)>,
+    /// The meshes sent to the render thread (their `Arc`'s address).
+    meshes_sent: Option<usize>,
+    /// The environment sent to the render thread (`EnvironmentState::generation`).
+    environment_sent: u64,
     last_view: Option<View>,
     /// The last image: what it shows, its scale, and its egui texture.
     shown: Option<(Shows, f32, egui::TextureHandle)>,
@@ -186,6 +206,8 @@ impl PreviewGpu {
             replies,
             asked: [None, None],
             originals_asked: None,
+            meshes_sent: None,
+            environment_sent: 0,
             last_view: None,
             shown: None,
             error: None,
@@ -236,6 +258,26 @@ impl PreviewGpu {
             && self.requests.send(Request::Model(slot, source, input)).is_ok()
         {
             self.asked[slot] = Some((source, false));
+        }
+    }
+
+    /// Sends the library's meshes to the render thread when they changed. A library that brings an
+    /// asset (framed by `asset`) shows it, framed; one without shows a shape.
+    fn want_meshes(&mut self, session: &Session, view: &mut ViewSettings, asset: Option<MeshBounds>) {
+        let meshes = Arc::as_ptr(&session.library.meshes) as usize;
+        if self.meshes_sent == Some(meshes) {
+            return;
+        }
+        self.meshes_sent = Some(meshes);
+        let transforms = session.library.set.materials.iter().map(|m| m.constants.uv_transform).collect();
+        let request = Request::Meshes(Arc::clone(&session.library.meshes), transforms, Arc::clone(&session.library.mesh_materials));
+        let _ = self.requests.send(request);
+        if asset.is_some() && view.shape != PreviewShape::Asset {
+            view.shape = PreviewShape::Asset;
+            frame_view(view, asset);
+        } else if asset.is_none() && view.shape == PreviewShape::Asset {
+            view.shape = PreviewShape::Sphere;
+            frame_view(view, None);
         }
     }
 
@@ -304,8 +346,15 @@ impl PreviewStats {
 }
 
 /// The preview panel.
-pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, preview: Option<&mut PreviewGpu>) {
-    super::panels::preview_controls_ui(ui, view);
+pub fn preview_ui(
+    ui: &mut egui::Ui,
+    session: &Session,
+    view: &mut ViewSettings,
+    preview: Option<&mut PreviewGpu>,
+    commands: &mut Vec<super::state::Command>,
+) {
+    let asset = session.library.mesh_bounds.filter(|_| !session.library.meshes.is_empty());
+    super::panels::preview_controls_ui(ui, session, view, asset, commands);
     let Some(gpu) = preview else {
         ui.label("The PBR preview needs the wgpu renderer; this window has none.");
         return;
@@ -335,12 +384,22 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
             gpu.want_model(0, Source::Originals(library), || Some(ModelInput::Placeholder(set, Box::new(analysis.layout.clone()))));
         }
     }
+    gpu.want_meshes(session, view, asset);
+    if let Some((_, prepared)) = &session.environment.prepared
+        && gpu.environment_sent != session.environment.generation
+    {
+        gpu.environment_sent = session.environment.generation;
+        let _ = gpu.requests.send(Request::Environment(Arc::clone(prepared)));
+    }
     if gpu.originals_asked != Some((library, view.material)) {
         gpu.originals_asked = Some((library, view.material));
         let _ = gpu.requests.send(Request::Originals((library, view.material), Arc::clone(&session.library.set)));
     }
     let dt = ui.input(|i| i.stable_dt).min(0.1);
-    if view.lights_orbit {
+    let lighting = view.lighting.lighting();
+    // The point lights show without the environment, or added to it.
+    let lights_shown = !lighting.environment || lighting.point_lights;
+    if view.lights_orbit && lights_shown {
         view.light_angle = (view.light_angle + dt * view.light_speed).rem_euclid(std::f32::consts::TAU);
     }
     let two_sides = ab.is_some() || (view.show_original && (session.shown.trained.is_some()));
@@ -348,7 +407,7 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     // The viewport fills what the panel has left.
     let available = ui.available_size().min(ui.clip_rect().size()).max(egui::Vec2::splat(64.0));
     let (rect, response) = ui.allocate_exact_size(available, egui::Sense::click_and_drag());
-    camera_input(ui, &response, rect, sides, view);
+    camera_input(ui, &response, rect, sides, view, asset);
     if view.turntable {
         let mut orbit = view.camera.orbit();
         orbit.turn(dt);
@@ -356,7 +415,7 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     }
     // Orbiting lights and the turntable animate: the next frame comes after the pause a software
     // GPU needs.
-    if view.lights_orbit || view.turntable {
+    if (view.lights_orbit && lights_shown) || view.turntable {
         match orbit_pause(gpu.software, ui.input(|i| i.unstable_dt)) {
             Some(pause) => ui.ctx().request_repaint_after(pause),
             None => ui.ctx().request_repaint(),
@@ -365,10 +424,11 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
     let pixels = ui.ctx().pixels_per_point();
     let size = [((rect.width() * pixels).round() as u32).max(sides as u32), ((rect.height() * pixels).round() as u32).max(1)];
     let shape = match view.shape {
-        PreviewShape::Sphere => Shape::Sphere,
+        PreviewShape::Sphere | PreviewShape::Asset => Shape::Sphere,
         PreviewShape::Plane => Shape::Plane,
         PreviewShape::Cube => Shape::Cube,
     };
+    let on_asset = view.shape == PreviewShape::Asset && asset.is_some();
     let wanted = View {
         material: view.material,
         light_angle: view.light_angle,
@@ -378,11 +438,25 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
         ab: ab.is_some(),
         size,
         camera: view.camera.orbit().camera(size[0] as f32 / sides as f32 / size[1] as f32),
+        asset: on_asset,
+        near_plane: NEAR_PLANE_OF_RADIUS * framed_radius(view.shape, asset),
+        lighting,
+        environment: if lighting.environment { gpu.environment_sent } else { 0 },
     };
     if gpu.last_view != Some(wanted) {
         gpu.last_view = Some(wanted);
         let _ = gpu.requests.send(Request::View(wanted));
     }
+    paint_image(ui, gpu, rect);
+    if !gpu.converged() {
+        // Images arrive from the render thread (which asks for a repaint); look again soon too.
+        ui.ctx().request_repaint_after(Duration::from_millis(50));
+    }
+}
+
+/// Paints the last image into `rect`, with what each side shows, and the notes on its scale and
+/// on a model being prepared.
+fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect) {
     if let Some(e) = &gpu.error {
         ui.colored_label(egui::Color32::from_rgb(230, 120, 90), format!("preview: {e}"));
     }
@@ -416,16 +490,19 @@ pub fn preview_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
         let note = "preparing preview… (compiling the decoder for this GPU)";
         ui.painter().text(rect.center(), egui::Align2::CENTER_CENTER, note, font, egui::Color32::WHITE);
     }
-    if !gpu.converged() {
-        // Images arrive from the render thread (which asks for a repaint); look again soon too.
-        ui.ctx().request_repaint_after(Duration::from_millis(50));
-    }
 }
 
 /// The mouse on the viewport `rect` (of `sides` views side by side) drives the camera: a drag
 /// orbits it (across one view's width: half a turn), a right, middle or Shift drag pans, the
 /// wheel zooms, a double click frames the view.
-fn camera_input(ui: &egui::Ui, response: &egui::Response, rect: egui::Rect, sides: usize, view: &mut ViewSettings) {
+fn camera_input(
+    ui: &egui::Ui,
+    response: &egui::Response,
+    rect: egui::Rect,
+    sides: usize,
+    view: &mut ViewSettings,
+    asset: Option<MeshBounds>,
+) {
     let mut orbit = view.camera.orbit();
     let before = orbit;
     let height = rect.height().max(1.0);
@@ -444,31 +521,41 @@ fn camera_input(ui: &egui::Ui, response: &egui::Response, rect: egui::Rect, side
     if response.hovered() {
         let scroll = ui.input(|i| i.smooth_scroll_delta.y);
         if scroll != 0.0 {
-            orbit.zoom((-scroll * 0.002).exp(), framed_radius(view.shape));
+            orbit.zoom((-scroll * 0.002).exp(), framed_radius(view.shape, asset));
         }
     }
     if orbit != before {
         view.camera = CameraSettings::from_orbit(&orbit);
     }
     if response.double_clicked() {
-        frame_view(view);
+        frame_view(view, asset);
     }
 }
 
-/// The radius of the sphere about the origin that holds `shape`.
-fn framed_radius(shape: PreviewShape) -> f32 {
-    match shape {
-        PreviewShape::Sphere => 1.0,
-        PreviewShape::Plane => std::f32::consts::SQRT_2,
-        PreviewShape::Cube => 0.75 * 3f32.sqrt(),
+/// The mesh pass's near plane as a fraction of the framed radius: the camera comes no closer than
+/// 0.05 of it (`OrbitCamera::zoom`), and reversed depth keeps precision far beyond.
+const NEAR_PLANE_OF_RADIUS: f32 = 1e-3;
+
+/// The radius of the sphere that holds `shape` (about the origin, or the asset's `bounds`).
+fn framed_radius(shape: PreviewShape, asset: Option<MeshBounds>) -> f32 {
+    match (shape, asset) {
+        (PreviewShape::Asset, Some(bounds)) if bounds.radius > 0.0 => bounds.radius,
+        (PreviewShape::Sphere | PreviewShape::Asset, _) => Shape::Sphere.bounding_radius(),
+        (PreviewShape::Plane, _) => Shape::Plane.bounding_radius(),
+        (PreviewShape::Cube, _) => Shape::Cube.bounding_radius(),
     }
 }
 
 /// Frames what the view shows (F, or a double click): the camera keeps its direction and looks
-/// at it from where it fills the image's height.
-pub fn frame_view(view: &mut ViewSettings) {
+/// at it (the asset where the library has one, given by its `asset` bounds) from where it fills
+/// the image's height.
+pub fn frame_view(view: &mut ViewSettings, asset: Option<MeshBounds>) {
     let mut orbit = view.camera.orbit();
-    orbit.frame([0.0; 3], framed_radius(view.shape));
+    let center = match (view.shape, asset) {
+        (PreviewShape::Asset, Some(bounds)) => bounds.center,
+        _ => [0.0; 3],
+    };
+    orbit.frame(center, framed_radius(view.shape, asset));
     view.camera = CameraSettings::from_orbit(&orbit);
 }
 

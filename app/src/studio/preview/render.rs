@@ -2,10 +2,12 @@
 //! and draws images on a device of its own, so no frame of the UI waits for it (the module above
 //! says why and how the scale is chosen).
 //!
-//! An image takes two passes: the material pass decodes the material under every pixel into a
-//! G-buffer, in bands of rows; the shading pass lights it. Lights that move only shade again, so
-//! the image keeps the G-buffer's scale while they orbit; the G-buffer is decoded anew when the
-//! model, the material, the shape or the size changes, and climbs to full resolution meanwhile.
+//! An image takes three passes: the surface pass finds the surface under every pixel (a shape
+//! ray-cast, or the library's meshes rasterised); the material pass decodes the material on it
+//! into a G-buffer, in bands of rows; the shading pass lights it. Lights that move only shade
+//! again, so the image keeps the G-buffer's scale while they orbit; the G-buffer is drawn anew
+//! when the model, the material, the shape, the camera or the size changes, and climbs to full
+//! resolution meanwhile.
 
 use super::{BAND_BUDGET_MS, MOVING_IMAGE_MS, ModelInput, Reply, Request, SCALES, SETTLE, Shows, Source, TARGET_FORMAT, View};
 use std::sync::Arc;
@@ -14,7 +16,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use texset_core::{bundle::Bundle, snapshot_bundle};
 use texset_shaders::preview::{
-    GBuffer, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, ShadePass, encode_material, read_rgba8,
+    GBuffer, GpuMesh, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, ShadePass, SurfacePass, encode_material,
+    read_rgba8,
 };
 
 /// GPU time the decode of a new snapshot's G-buffer may take (the last one stays on screen
@@ -38,9 +41,14 @@ struct Decoding {
     next_row: u32,
 }
 
-/// What `shows` asks of the material pass: everything but the lights.
+/// What `shows` asks of the surface and material passes: everything but the lighting.
 fn unlit(shows: &Shows) -> Shows {
-    Shows { view: View { light_angle: 0.0, light_intensity: 0.0, ..shows.view }, ..*shows }
+    Shows { view: lights_left_out(&shows.view), ..*shows }
+}
+
+/// `view` with what only the shading pass reads (the lights, the environment's lighting) left out.
+fn lights_left_out(view: &View) -> View {
+    View { light_angle: 0.0, light_intensity: 0.0, lighting: Lighting::default(), environment: 0, ..*view }
 }
 
 /// `texset-preview`: prepares models, uploads originals and draws images on its own device.
@@ -51,7 +59,10 @@ pub(super) struct RenderThread {
     repaint: Arc<dyn Fn() + Send + Sync>,
     bands: Arc<AtomicU64>,
     renderers: [Option<MaterialRenderer>; 2],
+    surface: SurfacePass,
     shade: ShadePass,
+    /// The library's meshes on this device, and the materials each can wear.
+    mesh: Option<(GpuMesh, Arc<Vec<Vec<usize>>>)>,
     models: [Option<(Source, Arc<Bundle>)>; 2],
     originals_of: Option<(usize, usize)>,
     view: Option<View>,
@@ -80,6 +91,7 @@ impl RenderThread {
     ) -> Self {
         // No decoder in it: compiled in a moment on any driver.
         let shade = ShadePass::new(&device, TARGET_FORMAT);
+        let surface = SurfacePass::new(&device);
         Self {
             device,
             queue,
@@ -87,7 +99,9 @@ impl RenderThread {
             repaint,
             bands,
             renderers: [None, None],
+            surface,
             shade,
+            mesh: None,
             models: [None, None],
             originals_of: None,
             view: None,
@@ -180,9 +194,29 @@ impl RenderThread {
                 }
                 true
             }
+            Request::Meshes(meshes, transforms, wears) => {
+                // Whatever was drawn of the meshes before is stale.
+                (self.front, self.back, self.sent) = (None, None, None);
+                self.mesh = None;
+                if meshes.is_empty() {
+                    return true;
+                }
+                match GpuMesh::new(&self.device, &meshes, &transforms) {
+                    Ok(mesh) => self.mesh = Some((mesh, wears)),
+                    Err(e) => return self.reply(Reply::Error(format!("the asset's meshes: {e}"))),
+                }
+                true
+            }
+            Request::Environment(prepared) => {
+                if let Err(e) = self.shade.set_environment(&self.device, &self.queue, &prepared) {
+                    return self.reply(Reply::Error(format!("the environment: {e}")));
+                }
+                // The image on screen was lit by the last one.
+                self.sent = None;
+                true
+            }
             Request::View(view) => {
-                let lights_only =
-                    self.view.is_some_and(|v| View { light_angle: view.light_angle, light_intensity: view.light_intensity, ..v } == view);
+                let lights_only = self.view.is_some_and(|v| lights_left_out(&v) == lights_left_out(&view));
                 if !lights_only {
                     self.view_since = Instant::now();
                 }
@@ -301,7 +335,7 @@ impl RenderThread {
         let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).min(height - b.next_row);
         let start = Instant::now();
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview band") });
-        encode_material(&mut encoder, &b.gbuffer, &sides, b.next_row..b.next_row + rows);
+        encode_material(&self.device, &mut encoder, &b.gbuffer, &sides, b.next_row..b.next_row + rows);
         let submission = self.queue.submit(Some(encoder.finish()));
         if let Err(e) = self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }) {
             self.back = None;
@@ -331,12 +365,24 @@ impl RenderThread {
         ];
         for side in 0..holds.sides {
             let Some(u) = self.uniforms(&holds, side) else { return false };
+            let u = u.with_surface(holds.view.near_plane, size[1]);
             let (renderer, slot) = if holds.view.ab { (side, 0) } else { (0, side) };
             if let Some(r) = &mut self.renderers[renderer] {
                 r.write_uniforms(&self.queue, slot, &u);
             }
+            self.surface.write_uniforms(&self.queue, side, &u);
         }
-        self.back = Some(Decoding { holds, scale, gbuffer: GBuffer::new(&self.device, size), next_row: 0 });
+        let gbuffer = GBuffer::new(&self.device, size);
+        // The surface first (cheap: no decoder), whole; the material's bands read it.
+        let mesh = self.mesh.as_ref().filter(|_| holds.view.asset).map(|(mesh, wears)| {
+            let shown: Vec<bool> = wears.iter().map(|w| w.contains(&holds.view.material)).collect();
+            mesh.show(&self.queue, &shown);
+            mesh
+        });
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview surface") });
+        self.surface.encode(&self.device, &mut encoder, &gbuffer, holds.sides, mesh);
+        self.queue.submit(Some(encoder.finish()));
+        self.back = Some(Decoding { holds, scale, gbuffer, next_row: 0 });
         true
     }
 
@@ -348,6 +394,7 @@ impl RenderThread {
             let Some(u) = self.uniforms(&shows, side) else { return true };
             self.shade.write_uniforms(&self.queue, side, &u);
         }
+        self.shade.set_lighting(&self.queue, shows.view.lighting);
         let size = front.gbuffer.size();
         let start = Instant::now();
         let texture = self.device.create_texture(&wgpu::TextureDescriptor {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use texset_core::set::{GltfMesh, Material, is_gltf_path, load_gltf, load_material};
 use texset_core::{CompressOptions, TextureSet, analyse};
+use texset_shaders::preview::{MeshBounds, mesh_bounds};
 
 /// A library as ingest made it: the materials that loaded and what did not.
 #[derive(Clone, Default)]
@@ -16,6 +17,11 @@ pub struct LoadedLibrary {
     pub problems: Vec<Problem>,
     /// The glTF assets' triangle meshes, each's `material` an index into `set.materials`.
     pub meshes: Arc<Vec<GltfMesh>>,
+    /// Per mesh, the materials (`set.materials` indices) it can wear: its own, then those its
+    /// asset's `KHR_materials_variants` variants give it (the shoe wears each colourway).
+    pub mesh_materials: Arc<Vec<Vec<usize>>>,
+    /// What the viewport frames (`None`: no mesh).
+    pub mesh_bounds: Option<MeshBounds>,
 }
 
 impl Session {
@@ -75,6 +81,9 @@ impl Session {
         }
         self.library.set = library.set;
         self.library.problems = library.problems;
+        self.library.meshes = library.meshes;
+        self.library.mesh_materials = library.mesh_materials;
+        self.library.mesh_bounds = library.mesh_bounds;
         self.library.analysis = analysis;
         self.compare = super::Comparisons::default();
         self.say(false, format!("loaded {loaded} material(s)"));
@@ -93,36 +102,48 @@ pub fn load_folders(paths: &[PathBuf]) -> LoadedLibrary {
     let mut set = TextureSet::default();
     let mut problems = Vec::new();
     let mut meshes = Vec::new();
+    let mut mesh_materials = Vec::new();
     for path in paths {
         let mut report = texset_core::set::IngestReport::default();
-        let (materials, asset_meshes) = if is_gltf_path(path) {
+        let (materials, asset_meshes, variants) = if is_gltf_path(path) {
             match load_gltf(path) {
                 Ok(asset) => {
                     report = asset.report;
-                    (asset.materials, asset.meshes)
+                    (asset.materials, asset.meshes, asset.variants)
                 }
                 Err(e) => {
                     problems.push(Problem { path: path.clone(), message: e.to_string() });
-                    (Vec::new(), Vec::new())
+                    (Vec::new(), Vec::new(), Vec::new())
                 }
             }
         } else {
             match load_material(path, &mut report) {
-                Ok(material) => (vec![material], Vec::new()),
+                Ok(material) => (vec![material], Vec::new(), Vec::new()),
                 Err(e) => {
                     problems.push(Problem { path: path.clone(), message: e.to_string() });
-                    (Vec::new(), Vec::new())
+                    (Vec::new(), Vec::new(), Vec::new())
                 }
             }
         };
         let index = add_materials(&mut set, materials, path, &mut problems);
-        meshes.extend(asset_meshes.into_iter().filter_map(|mut mesh| {
-            mesh.material = index.get(mesh.material).copied().flatten()?;
-            Some(mesh)
-        }));
+        let library_material = |m: usize| index.get(m).copied().flatten();
+        for (i, mut mesh) in asset_meshes.into_iter().enumerate() {
+            let Some(material) = library_material(mesh.material) else { continue };
+            mesh.material = material;
+            let mut wears = vec![material];
+            let given = variants.iter().flat_map(|v| &v.mesh_materials).filter(|&&(m, _)| m == i).filter_map(|&(_, w)| library_material(w));
+            for w in given {
+                if !wears.contains(&w) {
+                    wears.push(w);
+                }
+            }
+            meshes.push(mesh);
+            mesh_materials.push(wears);
+        }
         problems.extend(report.skipped.into_iter().map(|s| Problem { path: s.path, message: format!("left out: {}", s.reason) }));
     }
-    LoadedLibrary { set: Arc::new(set), problems, meshes: Arc::new(meshes) }
+    let mesh_bounds = mesh_bounds(&meshes);
+    LoadedLibrary { set: Arc::new(set), problems, meshes: Arc::new(meshes), mesh_materials: Arc::new(mesh_materials), mesh_bounds }
 }
 
 /// Adds `materials` (read from `path`) to `set`, leaving out, as a problem, each whose name is

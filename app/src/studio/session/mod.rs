@@ -4,12 +4,14 @@
 //! preview owns its resources).
 
 mod baselines;
+mod environment;
 mod export;
 mod history;
 mod hot_reload;
 mod library;
 mod training;
 
+pub use environment::{EnvironmentSource, EnvironmentState};
 pub use library::{LoadedLibrary, load_folders};
 
 use super::state::{Command, Settings};
@@ -142,6 +144,8 @@ pub struct Session {
     pub compare: Comparisons,
     /// The status bar: messages and the device.
     pub status: Status,
+    /// The environment the viewport is lit by.
+    pub environment: EnvironmentState,
     hot_reload: HotReload,
     env: Env,
 }
@@ -155,6 +159,13 @@ pub struct Library {
     pub problems: Vec<Problem>,
     /// Budgets the analyse pass chose for the current settings (before training).
     pub analysis: Option<Result<Analysis, String>>,
+    /// The glTF assets' meshes, the materials each can wear, and what frames them (see
+    /// [`library::LoadedLibrary`]).
+    pub meshes: Arc<Vec<texset_core::set::GltfMesh>>,
+    /// Per mesh, the materials it can wear.
+    pub mesh_materials: Arc<Vec<Vec<usize>>>,
+    /// What the viewport frames (`None`: no mesh).
+    pub mesh_bounds: Option<texset_shaders::preview::MeshBounds>,
     loading: Option<Task<Loaded>>,
     analysing: Option<Task<Result<Analysis, String>>>,
 }
@@ -253,6 +264,7 @@ impl Session {
             shown: Shown { trained: None, decoded: None, decoder, generation: 0 },
             compare: Comparisons::default(),
             status: Status { messages: Vec::new(), device },
+            environment: EnvironmentState::default(),
             hot_reload: HotReload::default(),
             env: Env { data_dir, read_only, background, repaint },
         };
@@ -290,6 +302,7 @@ impl Session {
             || self.compare.run_task.is_some()
             || self.compare.bc_baselines_task.is_some()
             || self.shown.decoder.is_busy()
+            || self.preparing_environment()
     }
 
     /// The decoded maps and scores of the bundle on screen: `None` while that bundle decodes
@@ -319,6 +332,7 @@ impl Session {
     pub fn apply(&mut self, command: Command) {
         match command {
             Command::AddPaths(paths) => self.add_paths(paths),
+            Command::SetEnvironment(path) => self.set_environment(path),
             Command::RemoveMaterial(index) => {
                 if index < self.settings.folders.len() {
                     self.settings.folders.remove(index);
@@ -398,6 +412,11 @@ impl Session {
     fn add_paths(&mut self, paths: Vec<PathBuf>) {
         let mut added = 0;
         for path in paths {
+            // An HDR image lights the viewport.
+            if path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("hdr") || e.eq_ignore_ascii_case("exr")) {
+                self.set_environment(Some(path));
+                continue;
+            }
             // A glTF asset is added as the file; any other file adds the folder it is in (a
             // material is a folder of maps).
             let folder = if path.is_file() && !texset_core::set::is_gltf_path(&path) {
@@ -429,6 +448,15 @@ impl Session {
         self.poll_library();
         self.poll_comparisons();
         self.poll_training();
+        self.poll_environment();
+    }
+
+    /// Starts preparing the environment if none is ready or being prepared: the viewport asks
+    /// when it first shows, so a session that never opens it prepares nothing.
+    pub fn want_environment(&mut self) {
+        if self.environment.prepared.is_none() && !self.preparing_environment() {
+            self.prepare_environment();
+        }
     }
 
     /// Says a background task's death once, in the status bar.

@@ -66,8 +66,8 @@ mod tangents;
 #[cfg(test)]
 mod tests;
 
-use crate::set::Material;
 use crate::set::ingest::{IngestError, IngestReport};
+use crate::set::{GltfMesh, Material};
 
 #[cfg(doc)]
 use crate::set::{MapKind, MaterialConstants};
@@ -96,26 +96,6 @@ pub struct GltfAsset {
     pub image_sources: Vec<PathBuf>,
     /// The maps read, constants resized, and what was left out (bindings, materials, primitives).
     pub report: IngestReport,
-}
-
-/// One triangle primitive of a glTF mesh, in the asset's world space (node transforms applied).
-#[derive(Clone, Debug, PartialEq)]
-pub struct GltfMesh {
-    /// The node's name, else the mesh's, else `node<N>`; `.<P>` added for primitive P of a mesh
-    /// of several.
-    pub name: String,
-    /// Index into [`GltfAsset::materials`] (the library's materials for this asset).
-    pub material: usize,
-    /// Vertex positions.
-    pub positions: Vec<[f32; 3]>,
-    /// Unit vertex normals.
-    pub normals: Vec<[f32; 3]>,
-    /// Unit tangents with the bitangent sign in `w` (glTF's convention).
-    pub tangents: Vec<[f32; 4]>,
-    /// UVs of the set the material reads ([`MaterialConstants::uv_set`]).
-    pub uvs: Vec<[f32; 2]>,
-    /// Three indices per triangle, counter-clockwise front faces.
-    pub indices: Vec<u32>,
 }
 
 /// A `KHR_materials_variants` variant: a name and the materials it puts on meshes.

@@ -236,3 +236,19 @@ fn load_library_takes_gltf_assets_beside_folders() {
     let err = crate::set::load_library(&[path.clone(), path]).unwrap_err();
     assert!(matches!(err, IngestError::DuplicateMaterial { ref name, .. } if name == "painted"), "{err}");
 }
+
+#[test]
+fn a_texture_transform_scales_then_rotates_then_offsets() {
+    let close = |a: [f32; 2], b: [f32; 2]| (a[0] - b[0]).abs() < 1e-6 && (a[1] - b[1]).abs() < 1e-6;
+    assert!(close(UvTransform::default().apply([0.3, 0.7]), [0.3, 0.7]));
+    // The extension's example: offsets (0.5, 0) move (0, 0) to (0.5, 0); scale 1.5 then.
+    let t = UvTransform { offset: [0.5, 0.0], rotation_rad: 0.0, scale: [1.5, 1.0] };
+    assert!(close(t.apply([0.0, 0.0]), [0.5, 0.0]) && close(t.apply([1.0, 1.0]), [2.0, 1.0]));
+    // A quarter turn takes (1, 0) to (cos, sin) = (0, 1) and (0, 1) to (-1, 0): the matrix's
+    // columns are (cos, sin) and (-sin, cos).
+    let quarter = UvTransform { rotation_rad: std::f32::consts::FRAC_PI_2, ..UvTransform::default() };
+    assert!(close(quarter.apply([1.0, 0.0]), [0.0, 1.0]) && close(quarter.apply([0.0, 1.0]), [-1.0, 0.0]));
+    // Scale is applied before the rotation, the offset after it.
+    let all = UvTransform { offset: [0.25, 0.5], rotation_rad: std::f32::consts::FRAC_PI_2, scale: [2.0, 3.0] };
+    assert!(close(all.apply([1.0, 1.0]), [0.25 - 3.0, 0.5 + 2.0]));
+}

@@ -1,0 +1,115 @@
+//! `texset render`: a glTF asset's mesh drawn headless as the studio's viewport draws it (on
+//! lavapipe in CI), its material's `KHR_texture_transform` honoured, a material folder on a
+//! shape, and bad requests refused by name.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use texset_testkit::gltf::{quad_bytes, quad_document, write_json};
+
+fn texset(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_texset")).args(args).output().unwrap()
+}
+
+/// Whether `texset render` found no GPU (the test is then skipped, loudly, or fails where one is
+/// required).
+fn no_gpu(test: &str, output: &Output) -> bool {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stderr.contains("no GPU adapter") {
+        texset_testkit::skip_gpu(test, &stderr);
+        return true;
+    }
+    false
+}
+
+/// A quad (the unit square facing +z) whose base colour is an image red on its left half and blue
+/// on its right, with `transform` as the binding's `KHR_texture_transform` (none: `null`).
+fn quad_asset(dir: &Path, transform: &serde_json::Value) -> PathBuf {
+    std::fs::write(dir.join("quad.bin"), quad_bytes()).unwrap();
+    let image = image::RgbImage::from_fn(16, 16, |x, _| if x < 8 { image::Rgb([220, 30, 30]) } else { image::Rgb([30, 30, 220]) });
+    image.save(dir.join("halves.png")).unwrap();
+    let mut base = json!({"index": 0});
+    if !transform.is_null() {
+        base["extensions"] = json!({"KHR_texture_transform": transform});
+    }
+    let mut document = quad_document(
+        &json!({"uri": "quad.bin", "byteLength": 140}),
+        &json!([{"name": "halves", "pbrMetallicRoughness": {"baseColorTexture": base, "metallicFactor": 0.0}, "doubleSided": true}]),
+        &json!([{"source": 0}]),
+        &json!([{"uri": "halves.png"}]),
+    );
+    if !transform.is_null() {
+        document["extensionsUsed"] = json!(["KHR_texture_transform"]);
+    }
+    write_json(dir, "quad.gltf", &document)
+}
+
+fn pixel(image: &image::RgbaImage, x: u32, y: u32) -> [u8; 4] {
+    image.get_pixel(x, y).0
+}
+
+#[test]
+fn render_draws_the_assets_mesh_with_its_texture_transform() {
+    let test = "render_draws_the_assets_mesh_with_its_texture_transform";
+    let dir = tempfile::tempdir().unwrap();
+    let plain_dir = dir.path().join("plain");
+    let moved_dir = dir.path().join("moved");
+    std::fs::create_dir_all(&plain_dir).unwrap();
+    std::fs::create_dir_all(&moved_dir).unwrap();
+    let plain = quad_asset(&plain_dir, &serde_json::Value::Null);
+    // Scale 0.5 and offset 0.5 in u: the whole quad reads the image's blue right half.
+    let moved = quad_asset(&moved_dir, &json!({"offset": [0.5, 0.0], "scale": [0.5, 1.0]}));
+    let mut images = Vec::new();
+    for asset in [&plain, &moved] {
+        let out = asset.with_extension("png");
+        // Face on (yaw 0, pitch 0), a grey background, 64² pixels.
+        let args = ["render", asset.to_str().unwrap(), "--camera", "0,0", "--background", "grey", "--size", "64x64", "-o"];
+        let output = texset(&[&args[..], &[out.to_str().unwrap()]].concat());
+        if no_gpu(test, &output) {
+            return;
+        }
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(String::from_utf8_lossy(&output.stderr).contains("halves on the asset's meshes"), "{output:?}");
+        images.push(image::open(&out).unwrap().into_rgba8());
+    }
+    let (plain, moved) = (&images[0], &images[1]);
+    assert_eq!(plain.dimensions(), (64, 64));
+    // The framed quad spans about x 13..51 of the image: its left quarter near x 22, its right
+    // quarter near x 42; the corner is background.
+    let [left, right, corner] = [pixel(plain, 22, 32), pixel(plain, 42, 32), pixel(plain, 1, 1)];
+    println!("plain: left {left:?}, right {right:?}, corner {corner:?}; moved: left {:?}", pixel(moved, 22, 32));
+    assert!(left[0] > left[2] + 40, "the quad's left is not the image's red half: {left:?}");
+    assert!(right[2] > right[0] + 40, "the quad's right is not the image's blue half: {right:?}");
+    assert!(corner[0].abs_diff(corner[2]) < 8, "the corner is not the grey background: {corner:?}");
+    let moved_left = pixel(moved, 22, 32);
+    assert!(moved_left[2] > moved_left[0] + 40, "KHR_texture_transform was not applied: {moved_left:?}");
+}
+
+#[test]
+fn render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name() {
+    let test = "render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name";
+    let dir = tempfile::tempdir().unwrap();
+    let folder = texset_testkit::repo_root().join("sample_textures").join("bricks");
+    let out = dir.path().join("bricks.png");
+    let output = texset(&["render", folder.to_str().unwrap(), "--shape", "cube", "--size", "48x32", "-o", out.to_str().unwrap()]);
+    if no_gpu(test, &output) {
+        return;
+    }
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(image::open(&out).unwrap().into_rgba8().dimensions(), (48, 32));
+    // A material it does not have, a size out of range, a camera it cannot read: each named.
+    let cases: [(&[&str], &str); 3] = [
+        (&["--material", "marble"], "no material named \"marble\""),
+        (&["--size", "0x10"], "--size 0x10"),
+        (&["--camera", "up"], "--camera \"up\""),
+    ];
+    for (extra, expected) in cases {
+        let bad = dir.path().join("bad.png");
+        let args = [&["render", folder.to_str().unwrap(), "-o", bad.to_str().unwrap()], extra].concat();
+        let output = texset(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(expected), "{extra:?}: {stderr}");
+        assert!(!bad.exists(), "{extra:?} wrote an image");
+    }
+}
