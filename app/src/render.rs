@@ -136,5 +136,6 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     let rgba = linear.iter().map(|&v| unorm8(v)).collect();
     let surface_name = if on_mesh { "the asset's meshes".to_owned() } else { format!("a {shape:?}").to_lowercase() };
     let source = if decoded { "decoded from the bundle" } else { "the original maps" };
-    Ok(Rendered { size: request.size, rgba, description: format!("{name} on {surface_name}, {source}") })
+    let view = request.lighting.view.name();
+    Ok(Rendered { size: request.size, rgba, description: format!("{name} on {surface_name}, {source}, {view}") })
 }

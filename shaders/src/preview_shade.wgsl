@@ -30,6 +30,9 @@ struct Lighting {
     environment: vec4<f32>,
     // The solid background's linear colour (rgb); w: the mip level the blurred background reads.
     background: vec4<f32>,
+    // x: what is shown (`ViewMode::wgsl_id`: 0 lit, 1 base colour, 2 normal, 3 roughness,
+    // 4 metallic, 5 occlusion, 6 emissive, 7 uv); y: the channel views' background grey.
+    view: vec4<f32>,
 }
 
 @group(2) @binding(0) var<uniform> lighting: Lighting;
@@ -128,10 +131,40 @@ fn display(linear: vec3<f32>) -> vec4<f32> {
     return vec4<f32>(color, 1.0);
 }
 
+// Encoded as sRGB where the target is not an sRGB format (colours); data is shown as stored.
+fn shown_colour(c: vec3<f32>) -> vec3<f32> {
+    let clamped = clamp(c, vec3<f32>(0.0), vec3<f32>(1.0));
+    if (preview.view.w > 0.5) {
+        return vec3<f32>(encode_srgb(clamped.x), encode_srgb(clamped.y), encode_srgb(clamped.z));
+    }
+    return clamped;
+}
+
+// Channel view `view` (1 to 7) of material `m` on `hit`, unlit.
+fn channel_view(view: u32, hit: Hit, m: Material) -> vec3<f32> {
+    switch view {
+        case 1u: { return shown_colour(m.base); }
+        case 2u: { return clamp(m.normal_ts * 0.5 + 0.5, vec3<f32>(0.0), vec3<f32>(1.0)); }
+        case 3u: { return vec3<f32>(clamp(m.roughness, 0.0, 1.0)); }
+        case 4u: { return vec3<f32>(clamp(m.metallic, 0.0, 1.0)); }
+        case 5u: { return vec3<f32>(clamp(m.ao, 0.0, 1.0)); }
+        case 6u: { return shown_colour(m.emissive); }
+        default: { return vec3<f32>(fract(hit.uv), 0.0); }
+    }
+}
+
 @fragment
 fn fs_shade(in: ShadeIn) -> @location(0) vec4<f32> {
     let texel = vec2<i32>(in.position.xy);
     let hit = unpack_surface(textureLoad(surface_a, texel, 0), textureLoad(surface_b, texel, 0), textureLoad(surface_c, texel, 0));
+    let view = u32(lighting.view.x + 0.5);
+    if (view != 0u) {
+        if (!hit.found) {
+            return vec4<f32>(shown_colour(vec3<f32>(lighting.view.y)), 1.0);
+        }
+        let m = unpack_material(textureLoad(gbuffer_a, texel, 0), textureLoad(gbuffer_b, texel, 0), textureLoad(gbuffer_c, texel, 0));
+        return vec4<f32>(channel_view(view, hit, m), 1.0);
+    }
     let by_environment = lighting.mode.x > 0.5;
     if (!hit.found) {
         if (by_environment) {

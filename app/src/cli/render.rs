@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use texset::render::{RenderRequest, render};
 use texset_core::io::write_atomic;
 use texset_shaders::environment::ToneMapper;
-use texset_shaders::preview::{Background, Lighting, Shape};
+use texset_shaders::preview::{Background, Lighting, Shape, ViewMode};
 
 // `texset render`.
 #[derive(clap::Args)]
@@ -40,6 +40,9 @@ pub(super) struct RenderArgs {
     /// Add the two point lights to the environment's light.
     #[arg(long)]
     point_lights: bool,
+    /// Lit, or one channel unlit, as the decoded (or original) maps hold it.
+    #[arg(long, value_enum, default_value_t = ViewArg::Lit)]
+    view: ViewArg,
     /// The camera: yaw and pitch in degrees about what it frames, and (optionally) its distance
     /// as a multiple of the framing one, e.g. `30,15` or `30,15,0.5`.
     #[arg(long, default_value = "30,15", allow_hyphen_values = true)]
@@ -68,6 +71,18 @@ enum ToneMapArg {
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
+enum ViewArg {
+    Lit,
+    Basecolor,
+    Normal,
+    Roughness,
+    Metallic,
+    Ao,
+    Emissive,
+    Uv,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
 enum BackgroundArg {
     Environment,
     Blurred,
@@ -93,6 +108,16 @@ impl RenderArgs {
                 BackgroundArg::Environment => Background::Environment,
                 BackgroundArg::Blurred => Background::Blurred,
                 BackgroundArg::Grey => Background::Solid([0.18; 3]),
+            },
+            view: match self.view {
+                ViewArg::Lit => ViewMode::Lit,
+                ViewArg::Basecolor => ViewMode::BaseColor,
+                ViewArg::Normal => ViewMode::Normal,
+                ViewArg::Roughness => ViewMode::Roughness,
+                ViewArg::Metallic => ViewMode::Metallic,
+                ViewArg::Ao => ViewMode::Occlusion,
+                ViewArg::Emissive => ViewMode::Emissive,
+                ViewArg::Uv => ViewMode::Uv,
             },
         };
         let request = RenderRequest {

@@ -417,6 +417,8 @@ impl StudioApp {
             Action::FrameView => preview::frame_view(view, self.session.library.mesh_bounds),
             Action::ResetView => view.camera = CameraSettings::default(),
             Action::ToggleTurntable => view.turntable = !view.turntable,
+            Action::CycleChannel => view.channel = view.channel.next(),
+            Action::ShowLit => view.channel = texset_shaders::preview::ViewMode::Lit,
             Action::OpenFolder => dialogs.push(Dialog::OpenFolders),
             Action::Export => dialogs.push(Dialog::SaveBundle),
             Action::ToggleHelp => self.show_help = !self.show_help,

@@ -532,6 +532,12 @@ pub fn preview_controls_ui(
         }
         ui.separator();
         ui.checkbox(&mut view.show_original, "original beside");
+        ui.separator();
+        egui::ComboBox::from_id_salt("channel view").selected_text(view.channel.name()).show_ui(ui, |ui| {
+            for mode in texset_shaders::preview::ViewMode::ALL {
+                ui.selectable_value(&mut view.channel, mode, mode.name());
+            }
+        });
     });
     ui.horizontal_wrapped(|ui| lighting_controls_ui(ui, session, view, commands));
 }

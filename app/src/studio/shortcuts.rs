@@ -24,6 +24,10 @@ pub enum Action {
     ResetView,
     /// Preview: turntable on / off.
     ToggleTurntable,
+    /// Preview: the next channel view, unlit (base colour, normal, roughness, …).
+    CycleChannel,
+    /// Preview: back to the lit material.
+    ShowLit,
     /// Open material folders.
     OpenFolder,
     /// Export the bundle.
@@ -47,7 +51,7 @@ pub struct Shortcut {
 }
 
 /// Every shortcut of the studio.
-pub const SHORTCUTS: [Shortcut; 13] = [
+pub const SHORTCUTS: [Shortcut; 15] = [
     Shortcut {
         modifiers: Modifiers::NONE,
         key: Key::Space,
@@ -69,6 +73,14 @@ pub const SHORTCUTS: [Shortcut; 13] = [
     Shortcut { modifiers: Modifiers::NONE, key: Key::F, keys: "F", description: "frame the view", action: Action::FrameView },
     Shortcut { modifiers: Modifiers::NONE, key: Key::R, keys: "R", description: "reset the camera", action: Action::ResetView },
     Shortcut { modifiers: Modifiers::NONE, key: Key::T, keys: "T", description: "turntable on / off", action: Action::ToggleTurntable },
+    Shortcut {
+        modifiers: Modifiers::NONE,
+        key: Key::C,
+        keys: "C",
+        description: "next channel, unlit (base colour, normal, roughness, metallic, AO, emissive, UV)",
+        action: Action::CycleChannel,
+    },
+    Shortcut { modifiers: Modifiers::NONE, key: Key::M, keys: "M", description: "the lit material", action: Action::ShowLit },
     Shortcut {
         modifiers: Modifiers::COMMAND,
         key: Key::O,

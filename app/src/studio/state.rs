@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::{Preset, model::WeightFormat, options::Quantisation};
-use texset_shaders::preview::{Background, Lighting, OrbitCamera};
+use texset_shaders::preview::{Background, Lighting, OrbitCamera, ViewMode};
 
 /// Key under which the settings are stored in eframe's storage.
 pub const STORAGE_KEY: &str = "texset-studio";
@@ -120,6 +120,9 @@ pub struct ViewSettings {
     pub turntable: bool,
     /// Preview: how it lights (the environment, exposure, tone mapper, background).
     pub lighting: LightingSettings,
+    /// Preview: lit, or one channel unlit (`C` cycles, `M` returns to lit; not saved).
+    #[serde(skip)]
+    pub channel: ViewMode,
     /// Which panel the central area shows.
     pub central: CentralView,
     /// Two runs of the experiment log (ids) side by side, A left and B right, in Compare and in
@@ -147,6 +150,7 @@ impl Default for ViewSettings {
             camera: CameraSettings::default(),
             turntable: false,
             lighting: LightingSettings::default(),
+            channel: ViewMode::Lit,
             central: CentralView::Compare,
             ab: None,
         }
@@ -215,6 +219,7 @@ impl LightingSettings {
                 BackgroundSetting::Blurred => Background::Blurred,
                 BackgroundSetting::Solid => Background::Solid(SOLID_BACKGROUND),
             },
+            view: ViewMode::Lit,
         }
     }
 }

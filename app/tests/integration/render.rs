@@ -84,6 +84,17 @@ fn render_draws_the_assets_mesh_with_its_texture_transform() {
     assert!(corner[0].abs_diff(corner[2]) < 8, "the corner is not the grey background: {corner:?}");
     let moved_left = pixel(moved, 22, 32);
     assert!(moved_left[2] > moved_left[0] + 40, "KHR_texture_transform was not applied: {moved_left:?}");
+    // The UV view, unlit: u across in red, v down in green (the quad's UVs run 0..1 across it).
+    let out = dir.path().join("uv.png");
+    let quad = plain_dir.join("quad.gltf");
+    let args = ["render", quad.to_str().unwrap(), "--camera", "0,0", "--view", "uv", "--size", "64x64", "-o"];
+    let output = texset(&[&args[..], &[out.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let uv = image::open(&out).unwrap().into_rgba8();
+    let [centre, left] = [pixel(&uv, 32, 32), pixel(&uv, 22, 32)];
+    println!("uv view: centre {centre:?}, left {left:?}");
+    assert!(centre[0].abs_diff(128) <= 8 && centre[1].abs_diff(128) <= 8 && centre[2] == 0, "{centre:?}");
+    assert!(left[0].abs_diff(64) <= 12 && left[1].abs_diff(128) <= 8, "{left:?}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The preview's CPU reference, the twin of `preview.wgsl`: a ray per pixel against the preview
 //! shapes, GGX + Lambert under the lights, and the rendered error `texset eval` reports.
 
-use super::lighting::{Background, Lighting, blurred_level};
+use super::lighting::{Background, CHANNEL_BACKGROUND, Lighting, ViewMode, blurred_level};
 use super::{Manifest, NONE, PreviewUniforms, Shape};
 use crate::environment::{PreparedEnvironment, tonemap::tonemap};
 use texset_core::{decode::unmap, model::linear_to_srgb};
@@ -214,7 +214,14 @@ pub fn shade_environment(
     uv: [f32; 2],
     fetch: &dyn Fn(usize, [f32; 2], f32) -> Option<[f32; 4]>,
 ) -> [f32; 4] {
+    let view = environment.map_or(ViewMode::Lit, |(lighting, _)| lighting.view);
     let environment = environment.filter(|(lighting, _)| lighting.environment);
+    // Colours are encoded for a target that is not sRGB; data is shown as stored.
+    let shown_colour = |c: V3| {
+        let c = c.map(|v| v.clamp(0.0, 1.0));
+        if uniforms.view[3] > 0.5 { c.map(linear_to_srgb) } else { c }
+    };
+    let unlit = |c: V3| [c[0], c[1], c[2], 1.0];
     let encode = |linear: [f32; 3], lighting: &Lighting| {
         let mapped = tonemap(linear, lighting.tone_mapper, lighting.exposure_ev);
         let mut out = [0.0, 0.0, 0.0, 1.0];
@@ -225,6 +232,9 @@ pub fn shade_environment(
     };
     let dir = ray_dir(uniforms, uv);
     let Some(hit) = intersect(uniforms.camera.eye, dir, (uniforms.view[0] + 0.5) as u32) else {
+        if view != ViewMode::Lit {
+            return unlit(shown_colour([CHANNEL_BACKGROUND; 3]));
+        }
         if let Some((lighting, prepared)) = environment {
             let last = prepared.specular_levels().len().saturating_sub(1) as f32;
             let behind = match lighting.background {
@@ -251,6 +261,17 @@ pub fn shade_environment(
     let metallic = get(3, [orm[2]; 4])[0];
     let ao = get(4, [orm[0]; 4])[0];
     let emissive = get(6, [0.0; 4]);
+    let data = |v: f32| unlit([v.clamp(0.0, 1.0); 3]);
+    match view {
+        ViewMode::Lit => {}
+        ViewMode::BaseColor => return unlit(shown_colour([base[0], base[1], base[2]])),
+        ViewMode::Normal => return unlit(std::array::from_fn(|c| (normal_ts[c] * 0.5 + 0.5).clamp(0.0, 1.0))),
+        ViewMode::Roughness => return data(roughness),
+        ViewMode::Metallic => return data(metallic),
+        ViewMode::Occlusion => return data(ao),
+        ViewMode::Emissive => return unlit(shown_colour([emissive[0], emissive[1], emissive[2]])),
+        ViewMode::Uv => return unlit([hit.uv[0].fract(), hit.uv[1].fract(), 0.0]),
+    }
     let n_geo = hit.normal;
     let t = normalize(sub(hit.tangent, mul(n_geo, dot(n_geo, hit.tangent))));
     let b = cross(n_geo, t);

@@ -6,8 +6,67 @@
 use crate::environment::{PreparedEnvironment, ToneMapper};
 use crate::{GpuError, check_device_limit, to_u32};
 
-/// Bytes of the `Lighting` uniform (nine SH `vec4`s and three more).
-pub(super) const LIGHTING_BYTES: u64 = 12 * 16;
+/// Bytes of the `Lighting` uniform (nine SH `vec4`s and four more).
+pub(super) const LIGHTING_BYTES: u64 = 13 * 16;
+
+/// What the shading pass shows: the material lit, or one of its channels unlit (Substance's
+/// "solo", glTF Sample Viewer's debug views), as the G-buffer holds it after un-mapping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ViewMode {
+    /// Lit.
+    #[default]
+    Lit,
+    /// Base colour, sRGB-encoded for display.
+    BaseColor,
+    /// The tangent-space normal as a normal map stores it (`n · 0.5 + 0.5`).
+    Normal,
+    /// Roughness, as stored (grey).
+    Roughness,
+    /// Metallic, as stored (grey).
+    Metallic,
+    /// Ambient occlusion, as stored (grey).
+    Occlusion,
+    /// Emissive, sRGB-encoded.
+    Emissive,
+    /// The texture coordinates (fractional part) in red and green.
+    Uv,
+}
+
+impl ViewMode {
+    /// Every view, in the order `C` cycles them (`Lit` first).
+    pub const ALL: [Self; 8] =
+        [Self::Lit, Self::BaseColor, Self::Normal, Self::Roughness, Self::Metallic, Self::Occlusion, Self::Emissive, Self::Uv];
+
+    /// The id `preview_shade.wgsl` reads (`Lighting::view.x`).
+    #[must_use]
+    pub fn wgsl_id(self) -> u32 {
+        Self::ALL.iter().position(|&v| v == self).unwrap_or(0) as u32
+    }
+
+    /// The next view `C` shows.
+    #[must_use]
+    pub fn next(self) -> Self {
+        Self::ALL[(self.wgsl_id() as usize + 1) % Self::ALL.len()]
+    }
+
+    /// Its name, lower case.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lit => "lit",
+            Self::BaseColor => "base colour",
+            Self::Normal => "normal",
+            Self::Roughness => "roughness",
+            Self::Metallic => "metallic",
+            Self::Occlusion => "occlusion",
+            Self::Emissive => "emissive",
+            Self::Uv => "uv",
+        }
+    }
+}
+
+/// What a channel view shows off the surface: a dark linear grey.
+pub(super) const CHANNEL_BACKGROUND: f32 = 0.1;
 
 /// What a pixel off the surface shows when the environment lights.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -37,6 +96,8 @@ pub struct Lighting {
     pub rotation_rad: f32,
     /// What pixels off the surface show.
     pub background: Background,
+    /// Lit, or one channel unlit.
+    pub view: ViewMode,
 }
 
 impl Default for Lighting {
@@ -50,6 +111,7 @@ impl Default for Lighting {
             tone_mapper: ToneMapper::PbrNeutral,
             rotation_rad: 0.0,
             background: Background::Blurred,
+            view: ViewMode::Lit,
         }
     }
 }
@@ -80,6 +142,7 @@ impl Lighting {
         let (sin, cos) = self.rotation_rad.sin_cos();
         words.extend_from_slice(&[cos, sin, last_level, background]);
         words.extend_from_slice(&[solid[0], solid[1], solid[2], blurred_level(last_level)]);
+        words.extend_from_slice(&[self.view.wgsl_id() as f32, CHANNEL_BACKGROUND, 0.0, 0.0]);
         debug_assert_eq!(words.len() * 4, LIGHTING_BYTES as usize);
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }

@@ -26,7 +26,7 @@ mod surface;
 pub use camera::{Camera, DEFAULT_DISTANCE, DEFAULT_FOV_Y_DEG, OrbitCamera, TURNTABLE_DEG_PER_S};
 pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade, shade_environment};
 pub use deferred::{GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred};
-pub use lighting::{Background, EnvironmentTextures, Lighting};
+pub use lighting::{Background, EnvironmentTextures, Lighting, ViewMode};
 pub use surface::{GpuMesh, MeshBounds, SurfacePass, mesh_bounds};
 
 /// The preview's material pass (appended to the specialised decoder, after [`PREVIEW_SCENE_WGSL`]).

@@ -8,7 +8,7 @@ use super::preview_deferred::originals_of;
 use texset_core::{decode::unmap, eval::flip_mean};
 use texset_shaders::environment::{Environment, PrepareOptions, ToneMapper, equirect_uv_to_direction, prepare};
 use texset_shaders::preview::{
-    Background, Lighting, MaterialRenderer, PreparedMaterial, PreviewUniforms, ShadePass, Shape, SurfacePass, render_deferred,
+    Background, Lighting, MaterialRenderer, PreparedMaterial, PreviewUniforms, ShadePass, Shape, SurfacePass, ViewMode, render_deferred,
     shade_environment,
 };
 use texset_shaders::request_device;
@@ -114,6 +114,40 @@ fn the_shading_pass_lit_by_an_environment_matches_its_cpu_reference() {
             assert!(mean > 1e-3, "two settings drew the same image ({mean})");
         }
     }
+    // The channel views, unlit, against the CPU: within 1/255 but where the two round a uv to
+    // different texels (the nearest texel on a texel's edge).
+    for view in ViewMode::ALL.into_iter().filter(|&v| v != ViewMode::Lit) {
+        let lighting = Lighting { view, ..Lighting::default() };
+        let u = PreviewUniforms::new(&bundle.manifest, 0, 0.7, 3.0, Shape::Sphere, 1.0).with_srgb_encoding(true).with_originals(true);
+        material.write_uniforms(&queue, 0, &u);
+        surface.write_uniforms(&queue, 0, &u);
+        shade.write_uniforms(&queue, 0, &u);
+        shade.set_lighting(&queue, lighting);
+        let gpu = render_deferred(&device, &queue, &material, (&surface, &shade), None, size).unwrap();
+        let fetch = |slot: usize, uv: [f32; 2], _footprint: f32| -> Option<[f32; 4]> {
+            let layer = *u.layers.get(slot)? as usize;
+            let (texels, entry) = (originals.layers.get(layer)?, entries.get(layer)?);
+            let x = ((uv[0] * originals.width as f32) as u32).min(originals.width - 1);
+            let y = ((uv[1] * originals.height as f32) as u32).min(originals.height - 1);
+            let t = texels[(y * originals.width + x) as usize].map(|b| f32::from(b) / 255.0);
+            Some(unmap(entry, t))
+        };
+        let mut beyond = 0usize;
+        let mut values = 0usize;
+        for y in 0..size[1] {
+            for x in 0..size[0] {
+                let uv = [(x as f32 + 0.5) / size[0] as f32, (y as f32 + 0.5) / size[1] as f32];
+                let cpu = shade_environment(&u, Some((&lighting, &prepared)), uv, &fetch);
+                let at = ((y * size[0] + x) * 4) as usize;
+                beyond += (0..3).filter(|&c| (cpu[c] - gpu[at + c]).abs() > 1.0 / 255.0).count();
+                values += 3;
+            }
+        }
+        let share = beyond as f64 / values as f64;
+        println!("{}: {beyond} of {values} values beyond 1/255 ({:.3} %)", view.name(), share * 100.0);
+        assert!(share <= 0.001, "{}: {:.3} % of values beyond 1/255 of the CPU reference", view.name(), share * 100.0);
+    }
+
     // Without an environment's lighting asked for, the pass draws the point lights as before.
     shade.set_lighting(&queue, Lighting::point_lights_only());
     let u = PreviewUniforms::new(&bundle.manifest, 0, 0.7, 3.0, Shape::Sphere, 1.0).with_srgb_encoding(true).with_originals(true);

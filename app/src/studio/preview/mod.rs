@@ -396,7 +396,7 @@ pub fn preview_ui(
         let _ = gpu.requests.send(Request::Originals((library, view.material), Arc::clone(&session.library.set)));
     }
     let dt = ui.input(|i| i.stable_dt).min(0.1);
-    let lighting = view.lighting.lighting();
+    let lighting = Lighting { view: view.channel, ..view.lighting.lighting() };
     // The point lights show without the environment, or added to it.
     let lights_shown = !lighting.environment || lighting.point_lights;
     if view.lights_orbit && lights_shown {
@@ -475,6 +475,12 @@ fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect) {
             if shows.sides == 2 {
                 let at = rect.center_top() + egui::vec2(6.0, 4.0);
                 ui.painter().text(at, egui::Align2::LEFT_TOP, right, font.clone(), egui::Color32::WHITE);
+            }
+            let channel = shows.view.lighting.view;
+            if channel != texset_shaders::preview::ViewMode::Lit {
+                let note = format!("{} (unlit; C: next channel, M: lit)", channel.name());
+                let at = rect.right_top() + egui::vec2(-6.0, 4.0);
+                ui.painter().text(at, egui::Align2::RIGHT_TOP, note, font.clone(), egui::Color32::YELLOW);
             }
             if *scale < 1.0 {
                 let note = format!("{:.0}% resolution while moving", scale * 100.0);
