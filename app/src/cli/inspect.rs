@@ -63,7 +63,8 @@ fn print_text(path: &Path, bytes: u64, b: &Bundle) {
         path.display(),
         bytes,
         bytes as f64 * 8.0 / b.texel_count().max(1) as f64,
-        m.producer
+        // The file says what made it: escaped, so a bundle cannot send a terminal escape.
+        m.producer.escape_debug()
     );
     for (i, g) in m.grids.iter().enumerate() {
         let reads = if g.corners { ", its four corners read as inputs of their own" } else { "" };

@@ -299,6 +299,9 @@ fn folder_cases(root: &Path, out: &Path) -> Vec<Case> {
     let d = material(root, "fifo", &[]);
     assert!(Command::new("mkfifo").arg(d.join("m_roughness.png")).status().unwrap().success());
     cases.push(compress(&d, &["m_roughness.png", "not a regular file"], "FIFO named like a map"));
+    let d = material(root, "fifo_toml", &[("m_roughness.png", png(16, 16))]);
+    assert!(Command::new("mkfifo").arg(d.join("texset.toml")).status().unwrap().success());
+    cases.push(compress(&d, &["texset.toml", "not a regular file"], "texset.toml that is a FIFO"));
     let d = root.join(OsString::from_vec(b"non_utf8_file".to_vec()));
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join(OsString::from_vec(b"m_basecolor\xff.png".to_vec())), png(16, 16)).unwrap();
@@ -438,7 +441,13 @@ fn bundle_cases(root: &Path, bundle: &Path) -> Vec<Case> {
         let expect: Vec<&str> = [name.as_str(), expect].into_iter().filter(|s| !s.is_empty()).collect();
         cases.push(case(&what, args, &expect));
     }
-    cases.push(case("bundle path that is a folder", &[&"inspect", &root.to_path_buf()], &["is a directory"]));
+    cases.push(case("bundle path that is a folder", &[&"inspect", &root.to_path_buf()], &["not a regular file"]));
+    // Not opened at all: opening a FIFO blocks until a writer comes, /dev/zero never ends.
+    cases.push(case("bundle path that is a device", &[&"inspect", &"/dev/zero"], &["/dev/zero", "not a regular file"]));
+    let fifo = root.join("fifo.texset");
+    if Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()) {
+        cases.push(case("bundle path that is a FIFO", &[&"inspect", &fifo], &["fifo.texset", "not a regular file"]));
+    }
     cases.push(case("missing bundle", &[&"inspect", &root.join("nowhere.texset")], &["nowhere.texset", "no such file"]));
 
     cases
@@ -485,4 +494,19 @@ fn output_cases(root: &Path, good_dir: &Path, bundle: &Path) -> Vec<Case> {
     cases.push(case("bench ui on a folder that is not there", &[&"bench", &"ui", &missing], &["no_such_material", "did not load"]));
 
     cases
+}
+
+#[test]
+fn inspect_prints_a_bundles_producer_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bundle = texset_testkit::tiny_bundle();
+    bundle.manifest.producer = "evil \u{1b}[2J\u{7} tool".into();
+    let path = dir.path().join("evil.texset");
+    bundle.write(&path).unwrap();
+    let output = texset().arg("inspect").arg(&path).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    // The escape sequence and the bell arrive as text, not as control characters.
+    assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{7}'), "{stdout:?}");
+    assert!(stdout.contains("evil \\u{1b}[2J\\u{7} tool"), "{stdout}");
 }

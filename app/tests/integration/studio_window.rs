@@ -129,10 +129,11 @@ fn studio_window_renders_the_preview_and_the_lights_move_it() {
 }
 
 /// The studio as an artist drives it: the real window on Xvfb and whatever Vulkan/GL driver
-/// there is (lavapipe in CI), input only through synthetic key events (xdotool). Space starts
-/// training, 2 opens the PBR preview; screenshots of the whole screen 5 s apart for 30 s must
-/// each differ from the last (the UI is alive), one of them broadly (the lights move), and the
-/// log holds no panic.
+/// there is (lavapipe in CI), input only through synthetic key and mouse events (xdotool). Space
+/// starts training, 2 opens the PBR preview; screenshots of the whole screen 5 s apart for 30 s
+/// must each differ from the last (the UI is alive), one of them broadly (the lights move); then
+/// a mouse drag orbits the camera, the wheel zooms, F frames, C shows a channel and M the lit
+/// material, each changing the viewport; and the log holds no panic.
 /// The screenshots are kept in `target/ci-artifacts/studio-live/`.
 #[test]
 fn studio_stays_alive_with_the_preview_open_while_it_trains() {
@@ -257,6 +258,65 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
         last = shot;
     }
     assert!(largest > 0.02, "no 5 s interval changed more than {:.2}% of the screen: the lights did not move", 100.0 * largest);
+
+    drive_camera_and_views(&xdotool, &screenshot, &mut assert_alive);
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     assert!(!log.contains("panicked"), "the studio's log holds a panic:\n{log}");
+}
+
+/// The camera and the views, as an artist drives them: the lights stop (L), then a drag across the
+/// viewport orbits the camera, the wheel zooms in, F frames the view again, C shows the first
+/// channel unlit and M the lit material. Each must change the preview (the centre of the window
+/// lies in it). The screenshots are kept beside the others.
+fn drive_camera_and_views(
+    xdotool: &dyn Fn(&[&str]) -> std::process::Output,
+    screenshot: &dyn Fn(&str) -> image::RgbaImage,
+    assert_alive: &mut dyn FnMut(),
+) {
+    let settle = || std::thread::sleep(Duration::from_secs(6));
+    let mut step = |name: &str, act: &dyn Fn()| {
+        let before = screenshot(&format!("{name}_before.png"));
+        act();
+        settle();
+        let after = screenshot(&format!("{name}.png"));
+        let (w, h) = after.dimensions();
+        let region =
+            |image: &image::RgbaImage| image::imageops::crop_imm(image, w * 35 / 100, h * 35 / 100, w * 30 / 100, h * 40 / 100).to_image();
+        let changed = region(&before)
+            .pixels()
+            .zip(region(&after).pixels())
+            .filter(|(p, q)| p.0.iter().zip(q.0).any(|(x, y)| x.abs_diff(y) > 8))
+            .count();
+        let fraction = changed as f64 / f64::from((w * 30 / 100) * (h * 40 / 100)).max(1.0);
+        println!("{name}: {:.1}% of the viewport's centre changed", 100.0 * fraction);
+        assert_alive();
+        assert!(fraction > 0.05, "{name} changed only {:.2}% of the viewport's centre", 100.0 * fraction);
+    };
+    xdotool(&["key", "l"]);
+    settle();
+    step("camera_orbit", &|| {
+        xdotool(&["mousemove", "800", "500"]);
+        xdotool(&["mousedown", "1"]);
+        for x in [830, 860, 890, 920, 950] {
+            std::thread::sleep(Duration::from_millis(150));
+            xdotool(&["mousemove", &x.to_string(), "520"]);
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        xdotool(&["mouseup", "1"]);
+    });
+    step("camera_zoom", &|| {
+        for _ in 0..8 {
+            xdotool(&["click", "4"]);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    step("camera_frame_f", &|| {
+        xdotool(&["key", "f"]);
+    });
+    step("channel_c", &|| {
+        xdotool(&["key", "c"]);
+    });
+    step("lit_m", &|| {
+        xdotool(&["key", "m"]);
+    });
 }

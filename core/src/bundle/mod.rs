@@ -39,6 +39,9 @@ pub const SECTION_WEIGHTS: [u8; 4] = *b"MLPW";
 pub mod limits {
     /// Largest manifest, in bytes.
     pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+    /// Largest bundle file read, in bytes (the limits below keep a valid one far smaller:
+    /// 2^26 latents of at most 8 bits, a decoder of at most 2^23 multiply-adds a texel).
+    pub const MAX_BUNDLE_BYTES: u64 = 1 << 30;
     /// Most sections in a file.
     pub const MAX_SECTIONS: u32 = 16;
     /// Most latent grids (of level 0).
@@ -293,7 +296,8 @@ impl Bundle {
 
     /// Reads and validates a bundle file.
     pub fn read(path: &Path) -> Result<Self, BundleError> {
-        let bytes = std::fs::read(path).map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
+        let bytes = crate::io::read_regular(path, limits::MAX_BUNDLE_BYTES)
+            .map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
         Self::from_bytes(&bytes)
     }
 

@@ -1,5 +1,6 @@
 //! Files in and out besides bundles: decoded maps as PNG/EXR ([`export`]), BCn/KTX2/DDS transcode
-//! ([`transcode`]), atomic writes ([`fsutil`]) and test-only fault injection ([`fault`]).
+//! ([`transcode`]), atomic writes and bounded reads ([`fsutil`]) and test-only fault injection
+//! ([`fault`]).
 
 #[cfg(feature = "train")]
 pub(crate) mod export;
@@ -10,6 +11,6 @@ pub(crate) mod transcode;
 
 #[cfg(feature = "train")]
 pub use export::{ExportError, decode_to_folder, encode_png, write_folder};
-pub use fsutil::write_atomic;
+pub use fsutil::{read_regular, read_regular_text, write_atomic};
 #[cfg(feature = "transcode")]
 pub use transcode::{Container, Profile, dds_bytes, ktx2_bytes, mip_chain, transcode_chain, vk_format};

@@ -228,9 +228,12 @@ struct FolderConfig {
     maps: BTreeMap<String, String>,
 }
 
+/// Largest `texset.toml` read, in bytes.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 fn read_config(dir: &Path) -> Result<Option<FolderConfig>, IngestError> {
     let path = dir.join(CONFIG_FILE_NAME);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::io::read_regular_text(&path, MAX_CONFIG_BYTES) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(IngestError::Io { path, source }),

@@ -132,7 +132,9 @@ pub(crate) fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_
 /// Reads a checkpoint of a run of `steps` steps whose parameters have `shape`'s shapes.
 pub(crate) fn load_state(path: &Path, fingerprint: &str, steps: u32, shape: &ModelParams) -> Result<CheckpointState, TrainError> {
     let err = |message: String| TrainError::Checkpoint { path: path.to_path_buf(), message };
-    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    // Parameters and both Adam moments as f32: three times the largest model the bundle limits
+    // allow is well under this.
+    let bytes = crate::io::read_regular(path, 4 << 30).map_err(|e| err(e.to_string()))?;
     if bytes.len() < 16 || &bytes[..8] != MAGIC {
         return Err(err("not a texset checkpoint".into()));
     }

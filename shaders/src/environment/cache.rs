@@ -20,6 +20,11 @@
 use super::{BrdfTable, CubeLevel, PrepareOptions, PreparedEnvironment};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use texset_core::io::{read_regular, write_atomic};
+
+/// Largest environment file read whole for its cache key, in bytes (its texels are bounded again
+/// when it is decoded: [`super::MAX_WIDTH_PX`] × [`super::MAX_HEIGHT_PX`]).
+pub const MAX_SOURCE_FILE_BYTES: u64 = 1 << 30;
 
 /// The file's first bytes.
 const MAGIC: [u8; 8] = *b"TXSETIBL";
@@ -79,6 +84,13 @@ impl PreparedEnvironment {
         })
     }
 
+    /// [`Self::cache_key`] of the file at `path`, read whole: a regular file of at most
+    /// [`MAX_SOURCE_FILE_BYTES`] (a FIFO or device is refused, not read). The error does not name
+    /// the file; the caller does.
+    pub fn file_cache_key(path: &Path, options: &PrepareOptions) -> std::io::Result<String> {
+        Ok(Self::cache_key(&read_regular(path, MAX_SOURCE_FILE_BYTES)?, options))
+    }
+
     /// Writes the cache file `path` atomically (a temporary file in the same folder, synced, then
     /// renamed over `path`).
     pub fn write_cache(&self, path: &Path) -> Result<(), CacheError> {
@@ -99,7 +111,7 @@ impl PreparedEnvironment {
         }
         let checksum = Sha256::digest(&bytes);
         bytes.extend_from_slice(&checksum);
-        texset_core::io::write_atomic(path, &bytes).map_err(|source| CacheError::Io { path: path.to_path_buf(), source })
+        write_atomic(path, &bytes).map_err(|source| CacheError::Io { path: path.to_path_buf(), source })
     }
 
     /// Reads a cache file written by [`PreparedEnvironment::write_cache`]. A missing, truncated,
@@ -108,6 +120,10 @@ impl PreparedEnvironment {
         use std::io::Read;
         let invalid = |reason: String| CacheError::Invalid { path: path.to_path_buf(), reason };
         let io = |source| CacheError::Io { path: path.to_path_buf(), source };
+        // A FIFO or device is not opened: opening a FIFO blocks until something writes to it.
+        if !std::fs::metadata(path).map_err(io)?.is_file() {
+            return Err(invalid("not a regular file".into()));
+        }
         let mut file = std::fs::File::open(path).map_err(io)?;
         let file_len = file.metadata().map_err(io)?.len();
         let mut header = [0u8; HEADER_BYTES];

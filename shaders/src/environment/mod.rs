@@ -33,7 +33,7 @@ pub mod tonemap;
 use std::path::PathBuf;
 
 pub use brdf::BrdfTable;
-pub use cache::CacheError;
+pub use cache::{CacheError, MAX_SOURCE_FILE_BYTES};
 pub use cube::{CUBE_FACES, CubeLevel, cube_direction, cube_face_uv};
 pub use sh::sh9_basis;
 pub use tonemap::{TONEMAP_WGSL, ToneMapper};

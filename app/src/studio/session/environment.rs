@@ -14,9 +14,6 @@ use texset_shaders::environment::{Environment, PrepareOptions, PreparedEnvironme
 /// Width of the procedural studio environment, texels (half as tall).
 const STUDIO_WIDTH_PX: u32 = 1024;
 
-/// The largest environment file read (its texels are bounded again when decoded).
-const MAX_ENVIRONMENT_FILE_BYTES: u64 = 1 << 30;
-
 /// The environment the viewport is lit by, and the task preparing the next one.
 #[derive(Default)]
 pub struct EnvironmentState {
@@ -108,12 +105,8 @@ fn prepare_cached(source: &EnvironmentSource, cache: Option<&Path>) -> Result<Pr
             (None, PreparedEnvironment::cache_key(key.as_bytes(), &options))
         }
         EnvironmentSource::File(path) => {
-            let size = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.len();
-            if size > MAX_ENVIRONMENT_FILE_BYTES {
-                return Err(format!("{}: {size} bytes, more than the {MAX_ENVIRONMENT_FILE_BYTES} read", path.display()));
-            }
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            (Some(path), PreparedEnvironment::cache_key(&bytes, &options))
+            let key = PreparedEnvironment::file_cache_key(path, &options).map_err(|e| format!("{}: {e}", path.display()))?;
+            (Some(path), key)
         }
     };
     let cached = cache.map(|dir| dir.join(format!("{key}.txibl")));

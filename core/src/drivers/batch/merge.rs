@@ -143,7 +143,7 @@ fn manifest(merged: &Merged) -> Manifest {
 
 /// Why a material has no up-to-date bundle.
 fn why_not(record_path: &Path, bundle: &Path, input_sha256: &str) -> String {
-    let Ok(bytes) = std::fs::read(record_path) else { return "not compressed: no record".to_owned() };
+    let Ok(bytes) = crate::io::read_regular(record_path, super::MAX_RECORD_BYTES) else { return "not compressed: no record".to_owned() };
     let Ok(record) = serde_json::from_slice::<UnitRecord>(&bytes) else { return "its record does not read".to_owned() };
     if let Some(error) = record.error {
         return format!("failed: {error}");
@@ -151,7 +151,7 @@ fn why_not(record_path: &Path, bundle: &Path, input_sha256: &str) -> String {
     if record.input_sha256 != input_sha256 {
         return "stale: its files or the options changed since it was compressed".to_owned();
     }
-    match std::fs::read(bundle) {
+    match crate::io::read_regular(bundle, crate::bundle::limits::MAX_BUNDLE_BYTES) {
         Err(e) => format!("no bundle {}: {e}", bundle.display()),
         Ok(_) => "its bundle is not the one its record names".to_owned(),
     }
@@ -167,7 +167,9 @@ fn runs_seen(out_dir: &Path) -> Result<Vec<RunSeen>, BatchError> {
         if !(file.starts_with("summary") && path.extension().is_some_and(|e| e == "json")) {
             continue;
         }
-        let Ok(summary) = std::fs::read(&path).map_err(|_| ()).and_then(|b| serde_json::from_slice::<BatchSummary>(&b).map_err(|_| ()))
+        let Ok(summary) = crate::io::read_regular(&path, super::MAX_RECORD_BYTES)
+            .map_err(|_| ())
+            .and_then(|b| serde_json::from_slice::<BatchSummary>(&b).map_err(|_| ()))
         else {
             continue;
         };

@@ -268,6 +268,9 @@ pub fn input_hash(folder: &Path, options: &CompressOptions, bits_per_texel: Opti
     Ok(hex(&hasher.finalize()))
 }
 
+/// Largest record or summary (JSON) read, in bytes.
+pub(crate) const MAX_RECORD_BYTES: u64 = 16 << 20;
+
 /// Paths of one material's outputs.
 struct Outputs {
     bundle: PathBuf,
@@ -284,12 +287,12 @@ impl Outputs {
 /// `input_sha256`, a bundle was made, and the bundle at `bundle` is the one it names (byte for
 /// byte, by SHA-256).
 fn finished(record: &Path, bundle: &Path, input_sha256: &str) -> Option<(UnitRecord, Vec<u8>)> {
-    let record: UnitRecord = serde_json::from_slice(&std::fs::read(record).ok()?).ok()?;
+    let record: UnitRecord = serde_json::from_slice(&crate::io::read_regular(record, MAX_RECORD_BYTES).ok()?).ok()?;
     let made = matches!(record.status, UnitStatus::Compressed | UnitStatus::Cached);
     if !made || record.input_sha256 != input_sha256 || record.bundle_sha256.is_empty() {
         return None;
     }
-    let bytes = std::fs::read(bundle).ok()?;
+    let bytes = crate::io::read_regular(bundle, crate::bundle::limits::MAX_BUNDLE_BYTES).ok()?;
     (sha256_hex(&bytes) == record.bundle_sha256).then_some((record, bytes))
 }
 

@@ -82,7 +82,7 @@ impl SearchCache {
     /// Reads `path`; a missing file is an empty cache.
     pub fn read(path: &Path) -> Result<Self, SearchError> {
         let cache_error = |message: String| SearchError::Cache { path: path.to_owned(), message };
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::io::read_regular_text(path, 64 << 20) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self { version: 1, searches: Vec::new() }),
             Err(e) => return Err(cache_error(e.to_string())),
