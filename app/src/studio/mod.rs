@@ -52,6 +52,8 @@ pub struct StudioApp {
     capture: Option<Capture>,
     /// The keyboard shortcut overlay is open.
     show_help: bool,
+    /// The library's meshes last seen (their `Arc`'s address: [`Self::open_on_asset`]).
+    meshes_seen: usize,
     /// The data folder's lock ([`store::lock`]), held while the studio runs; `None`: no data
     /// folder, or another studio holds it (then this one writes nothing there).
     data_lock: Option<std::fs::File>,
@@ -194,6 +196,7 @@ impl StudioApp {
             confirm_close: false,
             allow_close: false,
             capture: None,
+            meshes_seen: 0,
             show_help: false,
             data_lock,
         })
@@ -336,24 +339,10 @@ impl StudioApp {
         let central = egui::Frame::central_panel(ui.style()).fill(egui::Color32::TRANSPARENT);
         egui::Panel::top("menu").frame(side).show(ui, |ui| panels::menu_ui(ui, &self.session, &mut dialogs));
         egui::Panel::bottom("status").frame(side).show(ui, |ui| panels::status_ui(ui, &self.session));
-        egui::Panel::left("library")
-            .frame(side)
-            .default_size(300.0)
-            .show(ui, |ui| panels::library_ui(ui, &self.session, &mut view, &mut commands));
-        egui::Panel::right("training").frame(side).default_size(380.0).show(ui, |ui| {
-            egui::ScrollArea::vertical().id_salt("right").show(ui, |ui| {
-                panels::training_ui(ui, &self.session, &mut commands);
-                ui.separator();
-                panels::budgets_ui(ui, &self.session, &mut commands);
-                ui.separator();
-                panels::scores_ui(ui, &self.session);
-                ui.separator();
-                runs::runs_ui(ui, &self.session, &mut view, &mut commands, &mut dialogs);
-                if self.capture.as_ref().is_some_and(|c| c.scroll_to_runs) {
-                    ui.scroll_to_cursor(Some(egui::Align::BOTTOM));
-                }
-            });
-        });
+        self.open_on_asset(&mut view);
+        if view.side_panels {
+            self.side_panels_ui(ui, side, &mut view, &mut commands, &mut dialogs);
+        }
         egui::CentralPanel::default().frame(central).show(ui, |ui| {
             panels::central_tabs_ui(ui, &mut view);
             match view.central {
@@ -394,6 +383,46 @@ impl StudioApp {
         }
     }
 
+    /// The library (left) and training (right) panels.
+    fn side_panels_ui(
+        &self,
+        ui: &mut egui::Ui,
+        side: egui::Frame,
+        view: &mut state::ViewSettings,
+        commands: &mut Vec<Command>,
+        dialogs: &mut Vec<Dialog>,
+    ) {
+        egui::Panel::left("library").frame(side).default_size(300.0).show(ui, |ui| panels::library_ui(ui, &self.session, view, commands));
+        egui::Panel::right("training").frame(side).default_size(380.0).show(ui, |ui| {
+            egui::ScrollArea::vertical().id_salt("right").show(ui, |ui| {
+                panels::training_ui(ui, &self.session, commands);
+                ui.separator();
+                panels::budgets_ui(ui, &self.session, commands);
+                ui.separator();
+                panels::scores_ui(ui, &self.session);
+                ui.separator();
+                runs::runs_ui(ui, &self.session, view, commands, dialogs);
+                if self.capture.as_ref().is_some_and(|c| c.scroll_to_runs) {
+                    ui.scroll_to_cursor(Some(egui::Align::BOTTOM));
+                }
+            });
+        });
+    }
+
+    /// A library that brings a glTF asset opens on it: the lit viewport, the side panels hidden
+    /// (`P` brings them back), once per library loaded. The capture keeps its own layout.
+    fn open_on_asset(&mut self, view: &mut state::ViewSettings) {
+        let meshes = Arc::as_ptr(&self.session.library.meshes) as usize;
+        if self.meshes_seen == meshes {
+            return;
+        }
+        self.meshes_seen = meshes;
+        if !self.session.library.meshes.is_empty() && self.capture.is_none() {
+            view.central = CentralView::Preview;
+            view.side_panels = false;
+        }
+    }
+
     /// Carries out a keyboard shortcut ([`shortcuts::SHORTCUTS`]).
     fn shortcut(
         &mut self,
@@ -419,6 +448,7 @@ impl StudioApp {
             Action::ToggleTurntable => view.turntable = !view.turntable,
             Action::CycleChannel => view.channel = view.channel.next(),
             Action::ShowLit => view.channel = texset_shaders::preview::ViewMode::Lit,
+            Action::ToggleSidePanels => view.side_panels = !view.side_panels,
             Action::OpenFolder => dialogs.push(Dialog::OpenFolders),
             Action::Export => dialogs.push(Dialog::SaveBundle),
             Action::ToggleHelp => self.show_help = !self.show_help,

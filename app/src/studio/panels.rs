@@ -504,6 +504,8 @@ pub fn central_tabs_ui(ui: &mut egui::Ui, view: &mut ViewSettings) {
     ui.horizontal(|ui| {
         ui.selectable_value(&mut view.central, CentralView::Compare, "Compare");
         ui.selectable_value(&mut view.central, CentralView::Preview, "PBR preview");
+        ui.separator();
+        ui.checkbox(&mut view.side_panels, "side panels").on_hover_text("P: hide them and the view takes the window");
     });
 }
 

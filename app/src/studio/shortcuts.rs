@@ -28,6 +28,8 @@ pub enum Action {
     CycleChannel,
     /// Preview: back to the lit material.
     ShowLit,
+    /// Hide or show the side panels (the central view takes the window).
+    ToggleSidePanels,
     /// Open material folders.
     OpenFolder,
     /// Export the bundle.
@@ -51,7 +53,7 @@ pub struct Shortcut {
 }
 
 /// Every shortcut of the studio.
-pub const SHORTCUTS: [Shortcut; 15] = [
+pub const SHORTCUTS: [Shortcut; 16] = [
     Shortcut {
         modifiers: Modifiers::NONE,
         key: Key::Space,
@@ -81,6 +83,13 @@ pub const SHORTCUTS: [Shortcut; 15] = [
         action: Action::CycleChannel,
     },
     Shortcut { modifiers: Modifiers::NONE, key: Key::M, keys: "M", description: "the lit material", action: Action::ShowLit },
+    Shortcut {
+        modifiers: Modifiers::NONE,
+        key: Key::P,
+        keys: "P",
+        description: "hide / show the side panels",
+        action: Action::ToggleSidePanels,
+    },
     Shortcut {
         modifiers: Modifiers::COMMAND,
         key: Key::O,

@@ -120,6 +120,9 @@ pub struct ViewSettings {
     pub turntable: bool,
     /// Preview: how it lights (the environment, exposure, tone mapper, background).
     pub lighting: LightingSettings,
+    /// The library (left) and training (right) panels are shown (`P` hides them, so the central
+    /// view takes the window).
+    pub side_panels: bool,
     /// Preview: lit, or one channel unlit (`C` cycles, `M` returns to lit; not saved).
     #[serde(skip)]
     pub channel: ViewMode,
@@ -151,6 +154,7 @@ impl Default for ViewSettings {
             turntable: false,
             lighting: LightingSettings::default(),
             channel: ViewMode::Lit,
+            side_panels: true,
             central: CentralView::Compare,
             ab: None,
         }

@@ -108,7 +108,23 @@ fn render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name() {
         return;
     }
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    assert_eq!(image::open(&out).unwrap().into_rgba8().dimensions(), (48, 32));
+    let originals = image::open(&out).unwrap().into_rgba8();
+    assert_eq!(originals.dimensions(), (48, 32));
+    // Decoded from a bundle of the folder, trained briefly: the same picture, roughly (the
+    // decoder's error, not another material or a blank image).
+    let bundle = dir.path().join("bricks.texset");
+    let output = texset(&["compress", folder.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "40", "--no-ssim"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let decoded_png = dir.path().join("bricks_decoded.png");
+    let args = ["render", folder.to_str().unwrap(), "--bundle", bundle.to_str().unwrap(), "--shape", "cube", "--size", "48x32", "-o"];
+    let output = texset(&[&args[..], &[decoded_png.to_str().unwrap()]].concat());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success() && stderr.contains("decoded from the bundle"), "{stderr}");
+    let decoded = image::open(&decoded_png).unwrap().into_rgba8();
+    let mean = decoded.pixels().zip(originals.pixels()).map(|(a, b)| f64::from(a.0[0].abs_diff(b.0[0]))).sum::<f64>() / (48.0 * 32.0);
+    println!("decoded against originals: mean |red difference| {mean:.1} of 255");
+    assert!(mean < 25.0, "the decoded render is far from the originals' ({mean:.1} of 255)");
+    assert_ne!(decoded, originals, "the bundle's render is the originals' image");
     // A material it does not have, a size out of range, a camera it cannot read: each named.
     let cases: [(&[&str], &str); 3] = [
         (&["--material", "marble"], "no material named \"marble\""),

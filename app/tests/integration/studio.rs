@@ -478,3 +478,32 @@ fn the_shoes_meshes_wear_each_colourway_in_the_viewport() {
     }
     assert!(library.mesh_bounds.is_some_and(|b| b.radius > 0.0 && b.radius.is_finite()));
 }
+
+#[test]
+fn a_gltf_asset_opens_on_its_lit_viewport_with_the_side_panels_hidden() {
+    use serde_json::json;
+    use texset_testkit::gltf::{quad_bytes, quad_document, write_json, write_png};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("quad.bin"), quad_bytes()).unwrap();
+    write_png(&dir.path().join("base.png"), 0, 3);
+    let document = quad_document(
+        &json!({"uri": "quad.bin", "byteLength": 140}),
+        &json!([{"name": "tile", "pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}]),
+        &json!([{"source": 0}]),
+        &json!([{"uri": "base.png"}]),
+    );
+    let asset = write_json(dir.path(), "quad.gltf", &document);
+    let app = StudioApp::with_repaint(Settings::default(), vec![asset], None, None, Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+    step_until(&mut harness, "the asset to load", Duration::from_mins(1), |a| !a.session.library.meshes.is_empty());
+    harness.step();
+    let view = &harness.state().session.settings.view;
+    assert_eq!(view.central, CentralView::Preview, "the studio did not open on the viewport");
+    assert!(!view.side_panels, "the side panels still take the window");
+    assert!(harness.query_by_label("Library").is_none() && harness.query_by_label("Training").is_none());
+    // P brings the panels back.
+    harness.key_press(egui::Key::P);
+    harness.step();
+    assert!(harness.state().session.settings.view.side_panels);
+    harness.get_by_label("Library");
+}
