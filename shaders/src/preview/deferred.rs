@@ -15,7 +15,8 @@
 use super::lighting::{EnvironmentTextures, LIGHTING_BYTES, Lighting};
 use super::surface::{DEPTH_FORMAT, SURFACE_FORMAT};
 use super::{
-    GpuMesh, Originals, PreviewUniforms, SurfacePass, empty_originals, model_bind_group, originals_view, side_by_side, side_groups, uniform,
+    GpuMesh, Originals, PreviewUniforms, SurfacePass, empty_originals, model_bind_group, originals_view, side_by_side, side_groups,
+    slot_groups, uniform,
 };
 use crate::environment::PreparedEnvironment;
 use crate::model::GpuModel;
@@ -326,18 +327,7 @@ impl ShadePass {
                 wgpu::BindGroupEntry { binding: 5, resource: wgpu::BindingResource::TextureView(&gbuffer.surface[2]) },
             ],
         });
-        let layout = self.pipeline.get_bind_group_layout(1);
-        let slots: Vec<wgpu::BindGroup> = self
-            .uniforms
-            .iter()
-            .map(|buffer| {
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("texset preview shading side"),
-                    layout: &layout,
-                    entries: &[wgpu::BindGroupEntry { binding: 0, resource: buffer.as_entire_binding() }],
-                })
-            })
-            .collect();
+        let slots = slot_groups(device, "texset preview shading side", &self.pipeline.get_bind_group_layout(1), &self.uniforms);
         let sides = sides.clamp(1, 2);
         side_by_side(encoder, "texset preview shading pass", &[target], gbuffer.size, sides, 0..gbuffer.size[1], true, |pass, side| {
             pass.set_pipeline(&self.pipeline);

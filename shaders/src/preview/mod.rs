@@ -438,17 +438,7 @@ pub(super) fn side_by_side(
 ) {
     let [width, height] = size;
     let load = if clear { wgpu::LoadOp::Clear(wgpu::Color::BLACK) } else { wgpu::LoadOp::Load };
-    let attachments: Vec<Option<wgpu::RenderPassColorAttachment<'_>>> = targets
-        .iter()
-        .map(|&view| {
-            Some(wgpu::RenderPassColorAttachment {
-                view,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations { load, store: wgpu::StoreOp::Store },
-            })
-        })
-        .collect();
+    let attachments = color_attachments(targets, load);
     let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
         label: Some(label),
         color_attachments: &attachments,
@@ -468,6 +458,44 @@ pub(super) fn side_by_side(
         pass.set_viewport(side_width * side as f32, 0.0, side_width, height as f32, 0.0, 1.0);
         draw(&mut pass, side);
     }
+}
+
+/// One stored colour attachment per view of `targets`, each loaded with `load`.
+pub(super) fn color_attachments<'a>(
+    targets: &[&'a wgpu::TextureView],
+    load: wgpu::LoadOp<wgpu::Color>,
+) -> Vec<Option<wgpu::RenderPassColorAttachment<'a>>> {
+    targets
+        .iter()
+        .map(|&view| {
+            Some(wgpu::RenderPassColorAttachment {
+                view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations { load, store: wgpu::StoreOp::Store },
+            })
+        })
+        .collect()
+}
+
+/// A bind group per uniform slot, each binding its buffer at binding 0 of `layout` (a pass's
+/// group of per-side uniforms).
+pub(super) fn slot_groups(
+    device: &wgpu::Device,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    uniforms: &[wgpu::Buffer; 2],
+) -> Vec<wgpu::BindGroup> {
+    uniforms
+        .iter()
+        .map(|buffer| {
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(label),
+                layout,
+                entries: &[wgpu::BindGroupEntry { binding: 0, resource: buffer.as_entire_binding() }],
+            })
+        })
+        .collect()
 }
 
 /// Reads an `Rgba8Unorm` texture of `size` (made with `COPY_SRC`) back as tightly packed RGBA8

@@ -4,7 +4,7 @@
 //! asset's meshes ([`GpuMesh`]) are rasterised with depth, each primitive of the material shown
 //! decoded and the others drawn in clay. No decoder is reached: one pipeline pair per device.
 
-use super::{GBuffer, PreviewUniforms, side_by_side, uniform};
+use super::{GBuffer, PreviewUniforms, color_attachments, side_by_side, slot_groups, uniform};
 use crate::{GpuError, buffer_init, check_device_limit, to_u32};
 use texset_core::set::{GltfMesh, UvTransform};
 
@@ -240,18 +240,7 @@ impl SurfacePass {
         mesh: Option<&GpuMesh>,
     ) {
         let pipeline = if mesh.is_some() { &self.mesh } else { &self.shape };
-        let layout = pipeline.get_bind_group_layout(1);
-        let slots: Vec<wgpu::BindGroup> = self
-            .uniforms
-            .iter()
-            .map(|buffer| {
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("texset preview surface side"),
-                    layout: &layout,
-                    entries: &[wgpu::BindGroupEntry { binding: 0, resource: buffer.as_entire_binding() }],
-                })
-            })
-            .collect();
+        let slots = slot_groups(device, "texset preview surface side", &pipeline.get_bind_group_layout(1), &self.uniforms);
         let sides = sides.clamp(1, 2);
         let targets: Vec<&wgpu::TextureView> = gbuffer.surface.iter().collect();
         let Some(mesh) = mesh else {
@@ -272,17 +261,7 @@ impl SurfacePass {
             );
             return;
         };
-        let attachments: Vec<Option<wgpu::RenderPassColorAttachment<'_>>> = targets
-            .iter()
-            .map(|&view| {
-                Some(wgpu::RenderPassColorAttachment {
-                    view,
-                    depth_slice: None,
-                    resolve_target: None,
-                    ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::TRANSPARENT), store: wgpu::StoreOp::Store },
-                })
-            })
-            .collect();
+        let attachments = color_attachments(&targets, wgpu::LoadOp::Clear(wgpu::Color::TRANSPARENT));
         let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("texset preview surface pass (meshes)"),
             color_attachments: &attachments,

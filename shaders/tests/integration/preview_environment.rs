@@ -5,11 +5,11 @@
 #![allow(clippy::unwrap_used)]
 
 use super::preview_deferred::originals_of;
-use texset_core::{decode::unmap, eval::flip_mean};
+use texset_core::{bundle::MapEntry, decode::unmap, eval::flip_mean};
 use texset_shaders::environment::{Environment, PrepareOptions, ToneMapper, equirect_uv_to_direction, prepare};
 use texset_shaders::preview::{
-    Background, Lighting, MaterialRenderer, PreparedMaterial, PreviewUniforms, ShadePass, Shape, SurfacePass, ViewMode, render_deferred,
-    shade_environment,
+    Background, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, ShadePass, Shape, SurfacePass, ViewMode,
+    render_deferred, shade_environment,
 };
 use texset_shaders::request_device;
 use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle};
@@ -32,6 +32,17 @@ fn coloured_environment() -> Environment {
         })
         .collect();
     Environment::new(width, height, texels).unwrap()
+}
+
+/// Map slot `slot` of `u` at `uv` as the material pass reads the originals: the nearest texel,
+/// un-mapped (`None` where the material has no such map).
+fn original_texel(u: &PreviewUniforms, originals: &Originals, entries: &[MapEntry], slot: usize, uv: [f32; 2]) -> Option<[f32; 4]> {
+    let layer = *u.layers.get(slot)? as usize;
+    let (texels, entry) = (originals.layers.get(layer)?, entries.get(layer)?);
+    let x = ((uv[0] * originals.width as f32) as u32).min(originals.width - 1);
+    let y = ((uv[1] * originals.height as f32) as u32).min(originals.height - 1);
+    let t = texels[(y * originals.width + x) as usize].map(|b| f32::from(b) / 255.0);
+    Some(unmap(entry, t))
 }
 
 #[test]
@@ -82,15 +93,7 @@ fn the_shading_pass_lit_by_an_environment_matches_its_cpu_reference() {
             shade.write_uniforms(&queue, 0, &u);
             shade.set_lighting(&queue, lighting);
             let gpu = render_deferred(&device, &queue, &material, (&surface, &shade), None, size).unwrap();
-            // The originals as the material pass reads them: the nearest texel, un-mapped.
-            let fetch = |slot: usize, uv: [f32; 2], _footprint: f32| -> Option<[f32; 4]> {
-                let layer = *u.layers.get(slot)? as usize;
-                let (texels, entry) = (originals.layers.get(layer)?, entries.get(layer)?);
-                let x = ((uv[0] * originals.width as f32) as u32).min(originals.width - 1);
-                let y = ((uv[1] * originals.height as f32) as u32).min(originals.height - 1);
-                let t = texels[(y * originals.width + x) as usize].map(|b| f32::from(b) / 255.0);
-                Some(unmap(entry, t))
-            };
+            let fetch = |slot: usize, uv: [f32; 2], _footprint: f32| original_texel(&u, &originals, entries, slot, uv);
             let mut cpu = Vec::with_capacity(gpu.len());
             for y in 0..size[1] {
                 for x in 0..size[0] {
@@ -124,14 +127,7 @@ fn the_shading_pass_lit_by_an_environment_matches_its_cpu_reference() {
         shade.write_uniforms(&queue, 0, &u);
         shade.set_lighting(&queue, lighting);
         let gpu = render_deferred(&device, &queue, &material, (&surface, &shade), None, size).unwrap();
-        let fetch = |slot: usize, uv: [f32; 2], _footprint: f32| -> Option<[f32; 4]> {
-            let layer = *u.layers.get(slot)? as usize;
-            let (texels, entry) = (originals.layers.get(layer)?, entries.get(layer)?);
-            let x = ((uv[0] * originals.width as f32) as u32).min(originals.width - 1);
-            let y = ((uv[1] * originals.height as f32) as u32).min(originals.height - 1);
-            let t = texels[(y * originals.width + x) as usize].map(|b| f32::from(b) / 255.0);
-            Some(unmap(entry, t))
-        };
+        let fetch = |slot: usize, uv: [f32; 2], _footprint: f32| original_texel(&u, &originals, entries, slot, uv);
         let mut beyond = 0usize;
         let mut values = 0usize;
         for y in 0..size[1] {
