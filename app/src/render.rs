@@ -1,23 +1,50 @@
 //! The studio's viewport, headless: a material of a library (a glTF asset's meshes, or a preview
 //! shape) drawn through the same three passes (`texset_shaders::preview`: surface, material,
-//! shading), lit by an environment, into an image. `texset render` writes it as a PNG, for review
-//! sheets, bug reports and golden-image tests.
+//! shading), lit by an environment, into an image: one side, or two compared through one camera
+//! as a wipe (the original maps, the bundle decoded in the shader, the maps block-compressed as
+//! engines ship them). `texset render` writes it as a PNG, for review sheets, bug reports and
+//! golden-image tests.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use texset_core::{CompressOptions, analyse, bundle::Bundle, decode::unorm8, snapshot_bundle};
+use texset_core::eval::bcn::{BcFormat, round_trip};
+use texset_core::{CompressOptions, analyse, bundle::Bundle, decode::unorm8, set::MapKind, snapshot_bundle};
 use texset_shaders::environment::{Environment, PrepareOptions, prepare};
 use texset_shaders::preview::{
-    GpuMesh, Lighting, MaterialRenderer, OrbitCamera, Originals, PreparedMaterial, PreviewUniforms, ShadePass, Shape, SurfacePass,
-    render_deferred,
+    GpuMesh, Layout, Lighting, MaterialRenderer, OrbitCamera, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, Shape,
+    SurfacePass, render_sides,
 };
 
 /// The largest side `texset render` draws, pixels.
 pub const MAX_SIDE_PX: u32 = 8192;
 
+/// The most frames a turntable draws.
+pub const MAX_FRAMES: u32 = 720;
+
 /// Width of the procedural studio environment, texels (as the studio's).
 const STUDIO_WIDTH_PX: u32 = 1024;
+
+/// What a side of the image shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RenderSide {
+    /// The original maps.
+    Original,
+    /// The bundle, decoded per pixel in the shader.
+    Decoded,
+    /// The original maps block-compressed as engines ship them (BC7, BC5, BC4).
+    Bcn,
+}
+
+impl RenderSide {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Original => "the original maps",
+            Self::Decoded => "decoded from the bundle",
+            Self::Bcn => "block-compressed (BC7/BC5/BC4)",
+        }
+    }
+}
 
 /// What to draw and how.
 #[derive(Clone, Debug)]
@@ -32,23 +59,38 @@ pub struct RenderRequest {
     pub shape: Option<Shape>,
     /// An equirectangular `.hdr` or `.exr` (`None`: the procedural studio).
     pub environment: Option<PathBuf>,
-    /// How the shading pass lights.
+    /// How the shading pass lights, and what it shows.
     pub lighting: Lighting,
+    /// The error view's map (`None`: pooled over the material's maps).
+    pub error_map: Option<MapKind>,
+    /// Two sides (left, right) as a wipe divided at a fraction of the width from the left
+    /// (`None`: one side, decoded with a bundle, else the original maps).
+    pub ab: Option<([RenderSide; 2], f32)>,
     /// The camera's yaw and pitch about what it frames, degrees, and its distance as a multiple
     /// of the framing distance.
     pub camera: [f32; 3],
+    /// Frames of a turntable: the camera turns a full circle in this many steps (1: one image).
+    pub frames: u32,
     /// Width × height, pixels.
     pub size: [u32; 2],
 }
 
-/// The image drawn: RGBA8 rows, sRGB-encoded, and what it shows.
+/// The images drawn: RGBA8 rows, sRGB-encoded, and what they show.
 pub struct Rendered {
     /// Width × height.
     pub size: [u32; 2],
-    /// RGBA8 rows, top to bottom.
-    pub rgba: Vec<u8>,
+    /// Each frame's RGBA8 rows, top to bottom.
+    pub frames: Vec<Vec<u8>>,
     /// The material drawn, the surface, and where its maps came from, in words.
     pub description: String,
+}
+
+/// One side's renderer, ready to draw.
+struct Side {
+    source: RenderSide,
+    renderer: MaterialRenderer,
+    /// Where the originals start in its texture (the error view's reference).
+    reference_offset: u32,
 }
 
 /// Draws `request` on the first GPU adapter.
@@ -56,6 +98,9 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     let [width, height] = request.size;
     if !(1..=MAX_SIDE_PX).contains(&width) || !(1..=MAX_SIDE_PX).contains(&height) {
         bail!("--size {width}x{height}: each side must be 1 to {MAX_SIDE_PX} pixels");
+    }
+    if !(1..=MAX_FRAMES).contains(&request.frames) {
+        bail!("--turntable {}: 1 to {MAX_FRAMES} frames", request.frames);
     }
     let library = crate::studio::session::load_folders(std::slice::from_ref(&request.asset));
     if library.set.materials.is_empty() {
@@ -69,13 +114,21 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
             format!("{}: no material named {name:?} (it has {names:?})", request.asset.display())
         })?,
     };
-    let (bundle, decoded) = if let Some(path) = &request.bundle {
-        (Arc::new(Bundle::read(path)?), true)
+    let decoded = if request.bundle.is_some() { RenderSide::Decoded } else { RenderSide::Original };
+    let (sources, layout) = match request.ab {
+        Some((sides, split)) => (sides.to_vec(), Layout::Wipe(split.clamp(0.0, 1.0))),
+        None => (vec![decoded], Layout::One),
+    };
+    let bundle = if let Some(path) = &request.bundle {
+        Arc::new(Bundle::read(path)?)
     } else {
+        if sources.contains(&RenderSide::Decoded) {
+            bail!("--ab decoded needs --bundle: a bundle of the asset's library to decode");
+        }
         // The original maps, through a placeholder model of the library's layout (its weights
         // unused: the originals' material pass reaches no decoder).
         let (layout, _) = analyse(&library.set, &CompressOptions::default())?;
-        (Arc::new(snapshot_bundle(&library.set, &layout, &layout.zero_params())?), false)
+        Arc::new(snapshot_bundle(&library.set, &layout, &layout.zero_params())?)
     };
     let name = &library.set.materials[material].name;
     let in_bundle = bundle.manifest.materials.iter().position(|m| &m.name == name).with_context(|| {
@@ -87,11 +140,10 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     if !texset_shaders::renders_fragment_format(&adapter) {
         bail!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name);
     }
-    let mut renderer = MaterialRenderer::from_prepared(&device, PreparedMaterial::new(&device, &bundle, None)?);
-    if !decoded {
-        let m = &library.set.materials[material];
-        let maps: Vec<(u32, u32, u32, &[f32])> = m.textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())).collect();
-        renderer.set_originals(&device, &queue, &Originals::from_maps(&maps))?;
+    let prepared = PreparedMaterial::new(&device, &bundle, None)?;
+    let mut sides = Vec::with_capacity(sources.len());
+    for &source in &sources {
+        sides.push(prepare_side(&device, &queue, &prepared, &library.set.materials[material].textures, source)?);
     }
     let environment = match &request.environment {
         Some(path) => Environment::load(path)?,
@@ -116,26 +168,81 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
         Some(b) => (b.center, b.radius.max(1e-6)),
         None => ([0.0; 3], shape.bounding_radius()),
     };
-    let mut orbit = OrbitCamera::default();
-    orbit.frame(center, radius);
-    orbit.orbit(request.camera[0].to_radians(), request.camera[1].to_radians());
-    orbit.distance *= if request.camera[2].is_finite() && request.camera[2] > 0.0 { request.camera[2] } else { 1.0 };
-    let aspect = width as f32 / height as f32;
-    let mut uniforms = PreviewUniforms::new(&bundle.manifest, in_bundle, 0.7, 3.0, shape, aspect)
-        .with_camera(&orbit.camera(aspect))
-        .with_srgb_encoding(true)
-        .with_originals(!decoded)
-        .with_surface(radius * 1e-3, height);
-    if bundle.manifest.mip_levels > 1 {
-        uniforms = uniforms.with_lod_filter(height as f32);
+    let aspect = layout.aspect(request.size);
+    let probe = request.lighting.view.probe(request.error_map, 0);
+    let mut frames = Vec::with_capacity(request.frames as usize);
+    for frame in 0..request.frames {
+        let mut orbit = OrbitCamera::default();
+        orbit.frame(center, radius);
+        let yaw = request.camera[0] + 360.0 * frame as f32 / request.frames as f32;
+        orbit.orbit(yaw.to_radians(), request.camera[1].to_radians());
+        orbit.distance *= if request.camera[2].is_finite() && request.camera[2] > 0.0 { request.camera[2] } else { 1.0 };
+        for (i, side) in sides.iter_mut().enumerate() {
+            let probe = match probe {
+                Probe::Error { map, .. } => Probe::Error { map, reference_offset: side.reference_offset },
+                other => other,
+            };
+            let uniforms = PreviewUniforms::new(&bundle.manifest, in_bundle, 0.7, 3.0, shape, aspect)
+                .with_camera(&orbit.camera(aspect))
+                .with_srgb_encoding(true)
+                .with_originals(side.source != RenderSide::Decoded)
+                .with_surface(radius * 1e-3, height)
+                .with_lod_filter(height as f32)
+                .with_probe(probe);
+            side.renderer.write_uniforms(&queue, 0, &uniforms);
+            surface.write_uniforms(&queue, i, &uniforms);
+            shade.write_uniforms(&queue, i, &uniforms);
+        }
+        let renderers: Vec<(&MaterialRenderer, usize)> = sides.iter().map(|s| (&s.renderer, 0)).collect();
+        let linear = render_sides(&device, &queue, (&renderers, layout), (&surface, &shade), mesh.as_ref(), request.size)?;
+        let mut rgba: Vec<u8> = linear.iter().map(|&v| unorm8(v)).collect();
+        draw_divider(&mut rgba, request.size, layout);
+        frames.push(rgba);
     }
-    renderer.write_uniforms(&queue, 0, &uniforms);
-    surface.write_uniforms(&queue, 0, &uniforms);
-    shade.write_uniforms(&queue, 0, &uniforms);
-    let linear = render_deferred(&device, &queue, &renderer, (&surface, &shade), mesh.as_ref(), request.size)?;
-    let rgba = linear.iter().map(|&v| unorm8(v)).collect();
     let surface_name = if on_mesh { "the asset's meshes".to_owned() } else { format!("a {shape:?}").to_lowercase() };
-    let source = if decoded { "decoded from the bundle" } else { "the original maps" };
+    let shows = match sources.as_slice() {
+        [left, right] => format!("{} left, {} right", left.name(), right.name()),
+        _ => sources.first().map_or("", |s| s.name()).to_owned(),
+    };
     let view = request.lighting.view.name();
-    Ok(Rendered { size: request.size, rgba, description: format!("{name} on {surface_name}, {source}, {view}") })
+    Ok(Rendered { size: request.size, frames, description: format!("{name} on {surface_name}, {shows}, {view}") })
+}
+
+/// Side `source`'s renderer: `prepared`'s pipelines, its texture the material's `textures` (a
+/// block-compressed side: their round trips, then the originals as the error view's reference).
+fn prepare_side(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    prepared: &PreparedMaterial,
+    textures: &[texset_core::set::Texture],
+    source: RenderSide,
+) -> Result<Side> {
+    let mut renderer = MaterialRenderer::from_prepared(device, prepared.clone());
+    let originals: Vec<(u32, u32, u32, &[f32])> = textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())).collect();
+    let mut reference_offset = 0;
+    if source == RenderSide::Bcn {
+        let compressed: Vec<Vec<f32>> = textures.iter().map(|t| round_trip(t, BcFormat::for_map(t.kind, t.channels)).values).collect();
+        let mut maps: Vec<(u32, u32, u32, &[f32])> =
+            textures.iter().zip(&compressed).map(|(t, v)| (t.width, t.height, t.channels, v.as_slice())).collect();
+        maps.extend_from_slice(&originals);
+        renderer.set_originals(device, queue, &Originals::from_maps(&maps))?;
+        reference_offset = textures.len() as u32;
+    } else {
+        renderer.set_originals(device, queue, &Originals::from_maps(&originals))?;
+    }
+    Ok(Side { source, renderer, reference_offset })
+}
+
+/// A wipe's divider drawn into `rgba` (of `size`): a white line two pixels wide at the split.
+fn draw_divider(rgba: &mut [u8], size: [u32; 2], layout: Layout) {
+    let Some(split) = layout.split_px(size[0]) else { return };
+    let [width, height] = size.map(|v| v as usize);
+    for x in [split.saturating_sub(1) as usize, split as usize].into_iter().filter(|&x| x < width) {
+        for y in 0..height {
+            let at = (y * width + x) * 4;
+            if let Some(px) = rgba.get_mut(at..at + 4) {
+                px.copy_from_slice(&[255, 255, 255, 255]);
+            }
+        }
+    }
 }

@@ -11,7 +11,7 @@ struct Preview {
     // Library map indices (0xffffffff: the material has no such map):
     // basecolor, normal, roughness, metallic.
     maps: vec4<u32>,
-    // ao, orm, emissive, unused.
+    // ao, orm, emissive, height (only a probe reads it).
     maps2: vec4<u32>,
     // The same maps' layers in `originals`.
     layers: vec4<u32>,
@@ -22,7 +22,8 @@ struct Preview {
     // x: shape (0 sphere, 1 plane, 2 cube), y: aspect (width / height), z: 1 = shade the original
     // maps, w: 1 = encode sRGB on output.
     view: vec4<f32>,
-    // x: viewport height in pixels, y: 1 = filter the decoded maps by level of detail.
+    // x: viewport height in pixels, y: 1 = filter the decoded maps by level of detail, z: the
+    // material's largest map side in texels (the mip view's level of detail), w unused.
     lod_filter: vec4<f32>,
     // The camera: eye (xyz) and tan(vertical fov / 2) (w); unit right, up and forward (xyz).
     camera_eye: vec4<f32>,
@@ -32,6 +33,11 @@ struct Preview {
     // The surface pass: x: the mesh pass's near plane (world units), y: the surface's height in
     // pixels (a mesh's footprint is a full-resolution pixel's, as the shapes' is), zw unused.
     surface: vec4<f32>,
+    // What the material pass writes (`Probe` on the Rust side): x: 0 the material, 1 the error
+    // against the reference, 2 a map's stored value; y: the map probed (library index; NONE: the
+    // error pooled over the material's maps); z: the reference's layer offset in `originals`
+    // (0: the original maps themselves), w unused.
+    probe: vec4<u32>,
 }
 
 const NONE: u32 = 0xffffffffu;

@@ -31,7 +31,9 @@ struct Lighting {
     // The solid background's linear colour (rgb); w: the mip level the blurred background reads.
     background: vec4<f32>,
     // x: what is shown (`ViewMode::wgsl_id`: 0 lit, 1 base colour, 2 normal, 3 roughness,
-    // 4 metallic, 5 occlusion, 6 emissive, 7 uv); y: the channel views' background grey.
+    // 4 metallic, 5 occlusion, 6 height, 7 emissive, 8 uv, 9 uv checker, 10 mip level, 11 error);
+    // y: the channel views' background grey; z: the error that reads as the top of the heat
+    // ramp; w unused.
     view: vec4<f32>,
 }
 
@@ -140,30 +142,85 @@ fn shown_colour(c: vec3<f32>) -> vec3<f32> {
     return clamped;
 }
 
-// Channel view `view` (1 to 7) of material `m` on `hit`, unlit.
-fn channel_view(view: u32, hit: Hit, m: Material) -> vec3<f32> {
+// The heat ramp (`preview::HEAT_RAMP`, the legend's colours; keep them in step) at `t` in 0..1:
+// display values, shown as they are.
+fn heat(t: f32) -> vec3<f32> {
+    let stops = array<vec3<f32>, 5>(
+        vec3<f32>(0.05, 0.03, 0.20),
+        vec3<f32>(0.10, 0.35, 0.85),
+        vec3<f32>(0.15, 0.80, 0.55),
+        vec3<f32>(0.95, 0.80, 0.15),
+        vec3<f32>(0.85, 0.10, 0.05),
+    );
+    let x = clamp(t, 0.0, 1.0) * 4.0;
+    let i = min(u32(x), 3u);
+    return mix(stops[i], stops[i + 1u], x - f32(i));
+}
+
+// Where a probe found no map (the material has none): grey stripes in texture space.
+fn no_map(uv: vec2<f32>) -> vec3<f32> {
+    return vec3<f32>(select(0.2, 0.3, fract((uv.x + uv.y) * 16.0) < 0.5));
+}
+
+// A UV checker: 8 x 8 cells a tile, coloured by cell so a flipped or stretched island shows.
+fn uv_checker(uv: vec2<f32>) -> vec3<f32> {
+    let cell = floor(fract(uv) * 8.0);
+    let hue = vec3<f32>(0.25 + 0.6 * cell.x / 7.0, 0.25 + 0.6 * cell.y / 7.0, 0.85 - 0.6 * cell.x / 7.0);
+    let even = (u32(cell.x) + u32(cell.y)) % 2u == 0u;
+    return hue * select(0.55, 1.0, even);
+}
+
+// The level of detail a pixel of texture-space `footprint` reads of the material's largest map
+// (`preview.lod_filter.z` texels a side) on the heat ramp: mip -1 (magnified twice) and below at
+// the bottom, mip 4 and above at the top.
+fn mip_colour(footprint: f32) -> vec3<f32> {
+    let lod = log2(max(footprint * preview.lod_filter.z, 1e-30));
+    return heat((lod + 1.0) / 5.0);
+}
+
+// Channel view `view` (1 to 11) of material `m` on `hit` (its texture `footprint`), unlit.
+fn channel_view(view: u32, hit: Hit, m: Material, footprint: f32) -> vec3<f32> {
     switch view {
         case 1u: { return shown_colour(m.base); }
         case 2u: { return clamp(m.normal_ts * 0.5 + 0.5, vec3<f32>(0.0), vec3<f32>(1.0)); }
         case 3u: { return vec3<f32>(clamp(m.roughness, 0.0, 1.0)); }
         case 4u: { return vec3<f32>(clamp(m.metallic, 0.0, 1.0)); }
         case 5u: { return vec3<f32>(clamp(m.ao, 0.0, 1.0)); }
-        case 6u: { return shown_colour(m.emissive); }
-        default: { return vec3<f32>(fract(hit.uv), 0.0); }
+        case 6u: {
+            if (m.base.y < 0.5) {
+                return no_map(hit.uv);
+            }
+            return vec3<f32>(clamp(m.base.x, 0.0, 1.0));
+        }
+        case 7u: { return shown_colour(m.emissive); }
+        case 8u: { return vec3<f32>(fract(hit.uv), 0.0); }
+        case 9u: { return uv_checker(hit.uv); }
+        case 10u: { return mip_colour(footprint); }
+        default: {
+            if (m.base.y < 0.5) {
+                return no_map(hit.uv);
+            }
+            return heat(m.base.x / max(lighting.view.z, 1e-6));
+        }
     }
 }
 
 @fragment
 fn fs_shade(in: ShadeIn) -> @location(0) vec4<f32> {
     let texel = vec2<i32>(in.position.xy);
-    let hit = unpack_surface(textureLoad(surface_a, texel, 0), textureLoad(surface_b, texel, 0), textureLoad(surface_c, texel, 0));
+    let surface = textureLoad(surface_a, texel, 0);
+    let hit = unpack_surface(surface, textureLoad(surface_b, texel, 0), textureLoad(surface_c, texel, 0));
     let view = u32(lighting.view.x + 0.5);
     if (view != 0u) {
         if (!hit.found) {
             return vec4<f32>(shown_colour(vec3<f32>(lighting.view.y)), 1.0);
         }
         let m = unpack_material(textureLoad(gbuffer_a, texel, 0), textureLoad(gbuffer_b, texel, 0), textureLoad(gbuffer_c, texel, 0));
-        return vec4<f32>(channel_view(view, hit, m), 1.0);
+        if (is_clay(surface.w)) {
+            // Another material's surface: clay, whatever the view.
+            return vec4<f32>(shown_colour(clay_material().base), 1.0);
+        }
+        return vec4<f32>(channel_view(view, hit, m, surface.z), 1.0);
     }
     let by_environment = lighting.mode.x > 0.5;
     if (!hit.found) {

@@ -2,8 +2,8 @@
 
 use anyhow::{Result, bail};
 use std::path::PathBuf;
-use texset::render::{RenderRequest, render};
-use texset_core::io::write_atomic;
+use texset::render::{RenderRequest, RenderSide, render};
+use texset_core::{io::write_atomic, set::MapKind};
 use texset_shaders::environment::ToneMapper;
 use texset_shaders::preview::{Background, Lighting, Shape, ViewMode};
 
@@ -40,9 +40,30 @@ pub(super) struct RenderArgs {
     /// Add the two point lights to the environment's light.
     #[arg(long)]
     point_lights: bool,
-    /// Lit, or one channel unlit, as the decoded (or original) maps hold it.
+    /// Lit, one channel unlit as the decoded (or original) maps hold it, an inspection aid (uv,
+    /// checker, mip), or the per-texel error against the original maps on a heat ramp.
     #[arg(long, value_enum, default_value_t = ViewArg::Lit)]
     view: ViewArg,
+    /// The error view's map, by kind (`basecolor`, `normal`, `orm`, …; default: every map,
+    /// pooled).
+    #[arg(long)]
+    error_map: Option<String>,
+    /// The error view's top of the ramp: the mean |shown − original| a texel (stored values,
+    /// 0..1) that reads as red.
+    #[arg(long, default_value_t = texset_shaders::preview::DEFAULT_ERROR_FULL_SCALE)]
+    error_scale: f32,
+    /// Compare two sides through one camera as a wipe, `LEFT,RIGHT` of `original`, `decoded`
+    /// (needs --bundle) and `bcn` (the maps block-compressed as engines ship them), e.g.
+    /// `decoded,original`.
+    #[arg(long)]
+    ab: Option<String>,
+    /// Where the wipe divides the image, a fraction of its width from the left.
+    #[arg(long, default_value_t = 0.5)]
+    split: f32,
+    /// Draw a turntable of N frames (the camera turns a full circle about the vertical), written
+    /// as OUT with `_000`, `_001`, … before its extension.
+    #[arg(long, value_name = "N")]
+    turntable: Option<u32>,
     /// The camera: yaw and pitch in degrees about what it frames, and (optionally) its distance
     /// as a multiple of the framing one, e.g. `30,15` or `30,15,0.5`.
     #[arg(long, default_value = "30,15", allow_hyphen_values = true)]
@@ -78,8 +99,12 @@ enum ViewArg {
     Roughness,
     Metallic,
     Ao,
+    Height,
     Emissive,
     Uv,
+    Checker,
+    Mip,
+    Error,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -116,10 +141,24 @@ impl RenderArgs {
                 ViewArg::Roughness => ViewMode::Roughness,
                 ViewArg::Metallic => ViewMode::Metallic,
                 ViewArg::Ao => ViewMode::Occlusion,
+                ViewArg::Height => ViewMode::Height,
                 ViewArg::Emissive => ViewMode::Emissive,
                 ViewArg::Uv => ViewMode::Uv,
+                ViewArg::Checker => ViewMode::Checker,
+                ViewArg::Mip => ViewMode::MipLevel,
+                ViewArg::Error => ViewMode::Error,
+            },
+            error_full_scale: if self.error_scale.is_finite() && self.error_scale > 0.0 {
+                self.error_scale
+            } else {
+                bail!("--error-scale {}: a mean error above 0 (stored values, 0..1)", self.error_scale)
             },
         };
+        let error_map = self.error_map.as_deref().map(parse_map_kind).transpose()?;
+        let ab = self.ab.as_deref().map(parse_sides).transpose()?.map(|sides| (sides, self.split));
+        if !(0.0..=1.0).contains(&self.split) {
+            bail!("--split {}: a fraction of the width, 0 to 1", self.split);
+        }
         let request = RenderRequest {
             asset: self.asset,
             bundle: self.bundle,
@@ -131,22 +170,61 @@ impl RenderArgs {
             }),
             environment: self.env,
             lighting,
+            error_map,
+            ab,
             camera,
+            frames: self.turntable.unwrap_or(1),
             size,
         };
         let image = render(&request)?;
-        let mut png = Vec::new();
-        image::ImageEncoder::write_image(
-            image::codecs::png::PngEncoder::new(&mut png),
-            &image.rgba,
-            image.size[0],
-            image.size[1],
-            image::ExtendedColorType::Rgba8,
-        )?;
-        write_atomic(&self.output, &png)?;
-        eprintln!("wrote {} ({}x{}): {}", self.output.display(), image.size[0], image.size[1], image.description);
+        for (i, rgba) in image.frames.iter().enumerate() {
+            let path = if self.turntable.is_some() { frame_path(&self.output, i) } else { self.output.clone() };
+            let mut png = Vec::new();
+            image::ImageEncoder::write_image(
+                image::codecs::png::PngEncoder::new(&mut png),
+                rgba,
+                image.size[0],
+                image.size[1],
+                image::ExtendedColorType::Rgba8,
+            )?;
+            write_atomic(&path, &png)?;
+            eprintln!("wrote {} ({}x{}): {}", path.display(), image.size[0], image.size[1], image.description);
+        }
         Ok(())
     }
+}
+
+/// Frame `i` of a turntable written to `output`: `_000` and so on before its extension.
+fn frame_path(output: &std::path::Path, i: usize) -> PathBuf {
+    let stem = output.file_stem().map_or_else(|| "frame".into(), |s| s.to_string_lossy().into_owned());
+    let name = match output.extension() {
+        Some(ext) => format!("{stem}_{i:03}.{}", ext.to_string_lossy()),
+        None => format!("{stem}_{i:03}"),
+    };
+    output.with_file_name(name)
+}
+
+/// `LEFT,RIGHT` sides of a wipe.
+fn parse_sides(text: &str) -> Result<[RenderSide; 2]> {
+    let side = |s: &str| match s.trim() {
+        "original" => Some(RenderSide::Original),
+        "decoded" => Some(RenderSide::Decoded),
+        "bcn" => Some(RenderSide::Bcn),
+        _ => None,
+    };
+    match text.split_once(',').and_then(|(l, r)| Some([side(l)?, side(r)?])) {
+        Some(sides) => Ok(sides),
+        None => bail!("--ab {text:?}: expected LEFT,RIGHT of original, decoded and bcn, e.g. decoded,original"),
+    }
+}
+
+/// A map kind by the name texset gives it (`basecolor`, `normal`, …).
+fn parse_map_kind(text: &str) -> Result<MapKind> {
+    if let Some(kind) = MapKind::ALL.into_iter().find(|k| k.to_string().eq_ignore_ascii_case(text.trim())) {
+        return Ok(kind);
+    }
+    let names: Vec<String> = MapKind::ALL.iter().map(ToString::to_string).collect();
+    bail!("--error-map {text:?}: not a map kind (one of {})", names.join(", "))
 }
 
 /// `WIDTHxHEIGHT`.
@@ -182,5 +260,17 @@ mod tests {
         for bad in ["30", "a,b", "1,2,0", "1,2,3,4", "nan,1"] {
             assert!(parse_camera(bad).unwrap_err().to_string().contains("--camera"), "{bad}");
         }
+    }
+
+    #[test]
+    fn sides_map_kinds_and_frame_names_parse_or_are_refused_by_name() {
+        assert_eq!(parse_sides("decoded, bcn").unwrap(), [RenderSide::Decoded, RenderSide::Bcn]);
+        for bad in ["decoded", "decoded,run", ","] {
+            assert!(parse_sides(bad).unwrap_err().to_string().contains("--ab"), "{bad}");
+        }
+        assert_eq!(parse_map_kind("Normal").unwrap(), MapKind::Normal);
+        assert!(parse_map_kind("albedo2").unwrap_err().to_string().contains("basecolor"));
+        assert_eq!(frame_path(std::path::Path::new("/tmp/shoe.png"), 7), PathBuf::from("/tmp/shoe_007.png"));
+        assert_eq!(frame_path(std::path::Path::new("shoe"), 12), PathBuf::from("shoe_012"));
     }
 }

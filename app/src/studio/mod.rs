@@ -448,6 +448,12 @@ impl StudioApp {
             Action::ToggleTurntable => view.turntable = !view.turntable,
             Action::CycleChannel => view.channel = view.channel.next(),
             Action::ShowLit => view.channel = texset_shaders::preview::ViewMode::Lit,
+            Action::FlipSides => {
+                view.compare_sides.swap(0, 1);
+                if let Some(ab) = &mut view.ab {
+                    ab.swap(0, 1);
+                }
+            }
             Action::ToggleSidePanels => view.side_panels = !view.side_panels,
             Action::OpenFolder => dialogs.push(Dialog::OpenFolders),
             Action::Export => dialogs.push(Dialog::SaveBundle),

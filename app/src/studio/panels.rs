@@ -3,10 +3,9 @@
 
 use super::budgets::{BudgetInput, BudgetRow};
 use super::session::{RunState, Session};
-use super::state::{CentralView, Command, PreviewShape, RateGoal, ViewSettings};
+use super::state::{CentralView, Command, RateGoal, ViewSettings};
 use eframe::egui::{self, Color32, RichText};
 use texset_core::{Preset, model::WeightFormat, options::Quantisation};
-use texset_shaders::preview::MeshBounds;
 
 /// File dialogs: opened on the thread `texset-dialog` so a native dialog never blocks a frame.
 pub enum Dialog {
@@ -507,91 +506,6 @@ pub fn central_tabs_ui(ui: &mut egui::Ui, view: &mut ViewSettings) {
         ui.separator();
         ui.checkbox(&mut view.side_panels, "side panels").on_hover_text("P: hide them and the view takes the window");
     });
-}
-
-/// Preview controls (the render itself is the preview module's paint callback).
-pub fn preview_controls_ui(
-    ui: &mut egui::Ui,
-    session: &Session,
-    view: &mut ViewSettings,
-    asset: Option<MeshBounds>,
-    commands: &mut Vec<Command>,
-) {
-    ui.horizontal_wrapped(|ui| {
-        if asset.is_some() {
-            ui.selectable_value(&mut view.shape, PreviewShape::Asset, "asset").on_hover_text("the glTF asset's meshes");
-        }
-        ui.selectable_value(&mut view.shape, PreviewShape::Sphere, "sphere");
-        ui.selectable_value(&mut view.shape, PreviewShape::Plane, "plane");
-        ui.selectable_value(&mut view.shape, PreviewShape::Cube, "cube");
-        ui.separator();
-        ui.checkbox(&mut view.turntable, "turntable").on_hover_text("T: the camera turns about the vertical at 20°/s");
-        if ui.button("frame").on_hover_text("F (or double-click the view); drag: orbit, right/Shift-drag: pan, wheel: zoom").clicked() {
-            super::preview::frame_view(view, asset);
-        }
-        if ui.button("reset").on_hover_text("R: the camera where a new view starts").clicked() {
-            view.camera = super::state::CameraSettings::default();
-        }
-        ui.separator();
-        ui.checkbox(&mut view.show_original, "original beside");
-        ui.separator();
-        egui::ComboBox::from_id_salt("channel view").selected_text(view.channel.name()).show_ui(ui, |ui| {
-            for mode in texset_shaders::preview::ViewMode::ALL {
-                ui.selectable_value(&mut view.channel, mode, mode.name());
-            }
-        });
-    });
-    ui.horizontal_wrapped(|ui| lighting_controls_ui(ui, session, view, commands));
-}
-
-/// The viewport's lighting: the environment (which, exposure, rotation, tone mapper, background)
-/// and the point lights.
-fn lighting_controls_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, commands: &mut Vec<Command>) {
-    use super::state::{BackgroundSetting, MAX_EXPOSURE_EV, ToneMapperSetting};
-    let lighting = &mut view.lighting;
-    ui.checkbox(&mut lighting.environment, "environment")
-        .on_hover_text("image-based lighting; drop an .hdr or .exr on the window, or File > Open HDR environment…");
-    if lighting.environment {
-        let name = session.environment.prepared.as_ref().map_or_else(|| "preparing…".to_owned(), |(source, _)| source.name());
-        ui.label(name);
-        if session.settings.environment.is_some() && ui.small_button("studio").on_hover_text("the procedural studio").clicked() {
-            commands.push(Command::SetEnvironment(None));
-        }
-        ui.add(egui::Slider::new(&mut lighting.exposure_ev, -MAX_EXPOSURE_EV..=MAX_EXPOSURE_EV).step_by(0.1).text("EV"));
-        ui.add(egui::Slider::new(&mut lighting.rotation_deg, 0.0..=360.0).text("rotation °"));
-        egui::ComboBox::from_id_salt("tone mapper")
-            .selected_text(match lighting.tone_mapper {
-                ToneMapperSetting::PbrNeutral => "PBR Neutral",
-                ToneMapperSetting::Agx => "AgX",
-                ToneMapperSetting::Aces => "ACES",
-                ToneMapperSetting::None => "no tone map",
-            })
-            .show_ui(ui, |ui| {
-                ui.selectable_value(&mut lighting.tone_mapper, ToneMapperSetting::PbrNeutral, "PBR Neutral");
-                ui.selectable_value(&mut lighting.tone_mapper, ToneMapperSetting::Agx, "AgX");
-                ui.selectable_value(&mut lighting.tone_mapper, ToneMapperSetting::Aces, "ACES");
-                ui.selectable_value(&mut lighting.tone_mapper, ToneMapperSetting::None, "no tone map");
-            });
-        egui::ComboBox::from_id_salt("background")
-            .selected_text(match lighting.background {
-                BackgroundSetting::Environment => "environment behind",
-                BackgroundSetting::Blurred => "blurred behind",
-                BackgroundSetting::Solid => "grey behind",
-            })
-            .show_ui(ui, |ui| {
-                ui.selectable_value(&mut lighting.background, BackgroundSetting::Environment, "environment behind");
-                ui.selectable_value(&mut lighting.background, BackgroundSetting::Blurred, "blurred behind");
-                ui.selectable_value(&mut lighting.background, BackgroundSetting::Solid, "grey behind");
-            });
-        ui.checkbox(&mut lighting.point_lights, "+ point lights");
-    }
-    if !lighting.environment || lighting.point_lights {
-        ui.separator();
-        ui.checkbox(&mut view.lights_orbit, "lights orbit");
-        ui.add(egui::Slider::new(&mut view.light_speed, 0.0..=3.0).text("speed"));
-        ui.add(egui::Slider::new(&mut view.light_intensity, 0.0..=10.0).text("intensity"));
-        ui.add(egui::Slider::new(&mut view.light_angle, 0.0..=std::f32::consts::TAU).text("angle"));
-    }
 }
 
 #[cfg(test)]

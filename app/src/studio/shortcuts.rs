@@ -28,6 +28,8 @@ pub enum Action {
     CycleChannel,
     /// Preview: back to the lit material.
     ShowLit,
+    /// Preview: swap the compared sides (left and right).
+    FlipSides,
     /// Hide or show the side panels (the central view takes the window).
     ToggleSidePanels,
     /// Open material folders.
@@ -53,7 +55,7 @@ pub struct Shortcut {
 }
 
 /// Every shortcut of the studio.
-pub const SHORTCUTS: [Shortcut; 16] = [
+pub const SHORTCUTS: [Shortcut; 17] = [
     Shortcut {
         modifiers: Modifiers::NONE,
         key: Key::Space,
@@ -79,10 +81,11 @@ pub const SHORTCUTS: [Shortcut; 16] = [
         modifiers: Modifiers::NONE,
         key: Key::C,
         keys: "C",
-        description: "next channel, unlit (base colour, normal, roughness, metallic, AO, emissive, UV)",
+        description: "next view, unlit (base colour, normal, roughness, metallic, AO, height, emissive, UV, checker, mip, error)",
         action: Action::CycleChannel,
     },
     Shortcut { modifiers: Modifiers::NONE, key: Key::M, keys: "M", description: "the lit material", action: Action::ShowLit },
+    Shortcut { modifiers: Modifiers::NONE, key: Key::X, keys: "X", description: "swap the compared sides", action: Action::FlipSides },
     Shortcut {
         modifiers: Modifiers::NONE,
         key: Key::P,

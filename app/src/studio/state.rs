@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use texset_core::{Preset, model::WeightFormat, options::Quantisation};
-use texset_shaders::preview::{Background, Lighting, OrbitCamera, ViewMode};
+use texset_core::{Preset, model::WeightFormat, options::Quantisation, set::MapKind};
+use texset_shaders::preview::{Background, DEFAULT_ERROR_FULL_SCALE, Lighting, OrbitCamera, ViewMode};
 
 /// Key under which the settings are stored in eframe's storage.
 pub const STORAGE_KEY: &str = "texset-studio";
@@ -112,8 +112,18 @@ pub struct ViewSettings {
     pub light_intensity: f32,
     /// Preview: orbit angle now, radians (advances while orbiting).
     pub light_angle: f32,
-    /// Preview: show the original maps' render beside the decoded one.
-    pub show_original: bool,
+    /// Preview: compare two sides (`compare_sides`), as a wipe or beside each other.
+    #[serde(alias = "show_original")]
+    pub compare: bool,
+    /// Preview: what the compared sides show, left and right (`X` swaps them).
+    pub compare_sides: [SideSource; 2],
+    /// Preview: the sides as a wipe across one view with a draggable divider (false: two views
+    /// beside each other).
+    pub wipe: bool,
+    /// Preview: where the wipe divides the view, 0..1 from the left.
+    pub wipe_split: f32,
+    /// Preview: the map the error view shows (`None`: pooled over the material's maps).
+    pub error_map: Option<MapKind>,
     /// Preview: where the camera is (the mouse orbits, pans and zooms it; F frames, R resets).
     pub camera: CameraSettings,
     /// Preview: the turntable turns the camera about +Y (20°/s).
@@ -149,7 +159,11 @@ impl Default for ViewSettings {
             light_speed: 0.8,
             light_intensity: 3.0,
             light_angle: 0.0,
-            show_original: true,
+            compare: true,
+            compare_sides: [SideSource::Decoded, SideSource::Original],
+            wipe: true,
+            wipe_split: 0.5,
+            error_map: None,
             camera: CameraSettings::default(),
             turntable: false,
             lighting: LightingSettings::default(),
@@ -157,6 +171,32 @@ impl Default for ViewSettings {
             side_panels: true,
             central: CentralView::Compare,
             ab: None,
+        }
+    }
+}
+
+/// What one side of the viewport's comparison shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SideSource {
+    /// The original maps.
+    Original,
+    /// The bundle on screen, decoded per pixel in the shader.
+    Decoded,
+    /// The original maps block-compressed as engines ship them (BC7, BC5, BC4).
+    Bcn,
+    /// A run of the experiment log (its id), decoded in the shader.
+    Run(u64),
+}
+
+impl SideSource {
+    /// Its name, as a side's label says it.
+    #[must_use]
+    pub fn name(self) -> String {
+        match self {
+            Self::Original => "original maps".to_owned(),
+            Self::Decoded => "decoded in the shader from the bundle's bytes".to_owned(),
+            Self::Bcn => "block-compressed (BC7/BC5/BC4, as engines ship)".to_owned(),
+            Self::Run(id) => format!("run #{id}, decoded in the shader"),
         }
     }
 }
@@ -178,6 +218,8 @@ pub struct LightingSettings {
     pub tone_mapper: ToneMapperSetting,
     /// What the viewport shows behind the asset.
     pub background: BackgroundSetting,
+    /// The error view's top of the heat ramp (stored values, 0..1).
+    pub error_full_scale: f32,
 }
 
 impl Default for LightingSettings {
@@ -191,6 +233,7 @@ impl Default for LightingSettings {
             rotation_deg: 0.0,
             tone_mapper: ToneMapperSetting::PbrNeutral,
             background: BackgroundSetting::Blurred,
+            error_full_scale: DEFAULT_ERROR_FULL_SCALE,
         }
     }
 }
@@ -224,9 +267,13 @@ impl LightingSettings {
                 BackgroundSetting::Solid => Background::Solid(SOLID_BACKGROUND),
             },
             view: ViewMode::Lit,
+            error_full_scale: finite(self.error_full_scale, DEFAULT_ERROR_FULL_SCALE).clamp(MIN_ERROR_FULL_SCALE, 1.0),
         }
     }
 }
+
+/// The error view's top of the ramp is at least this (a hand-edited file may say anything).
+pub const MIN_ERROR_FULL_SCALE: f32 = 1e-3;
 
 /// The tone mappers (`texset_shaders::environment::ToneMapper`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -125,11 +125,40 @@ fn render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name() {
     println!("decoded against originals: mean |red difference| {mean:.1} of 255");
     assert!(mean < 25.0, "the decoded render is far from the originals' ({mean:.1} of 255)");
     assert_ne!(decoded, originals, "the bundle's render is the originals' image");
-    // A material it does not have, a size out of range, a camera it cannot read: each named.
-    let cases: [(&[&str], &str); 3] = [
+    // The error view as a wipe on a plane, face on: decoded left of the middle shows where the
+    // bundle loses; the originals right of it have none (the ramp's foot, exactly).
+    let error_png = dir.path().join("bricks_error.png");
+    let args = ["render", folder.to_str().unwrap(), "--bundle", bundle.to_str().unwrap(), "--shape", "plane", "--camera", "0,0"];
+    let wipe = ["--ab", "decoded,original", "--view", "error", "--error-scale", "0.05", "--size", "48x32", "-o"];
+    let output = texset(&[&args[..], &wipe[..], &[error_png.to_str().unwrap()]].concat());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success() && stderr.contains("decoded from the bundle left, the original maps right, error"), "{stderr}");
+    let error = image::open(&error_png).unwrap().into_rgba8();
+    let foot = texset_shaders::preview::heat(0.0).map(|v| (v * 255.0).round() as u8);
+    let at_foot = |p: [u8; 4]| (0..3).all(|c| p[c].abs_diff(foot[c]) <= 1);
+    let right: Vec<[u8; 4]> = (12..20).flat_map(|y| (27..34).map(move |x| (x, y))).map(|(x, y)| pixel(&error, x, y)).collect();
+    let left: Vec<[u8; 4]> = (12..20).flat_map(|y| (15..22).map(move |x| (x, y))).map(|(x, y)| pixel(&error, x, y)).collect();
+    println!("error wipe: right {:?}…, left {:?}…", &right[..2], &left[..2]);
+    assert!(right.iter().all(|&p| at_foot(p)), "the originals' side shows an error: {right:?}");
+    assert!(left.iter().filter(|&&p| !at_foot(p)).count() > left.len() / 2, "the decoded side shows no error: {left:?}");
+    assert_eq!(pixel(&error, 24, 2), [255; 4], "no divider at the split");
+    // A turntable of three frames: the cube turns between them.
+    let turn = dir.path().join("turn.png");
+    let args = ["render", folder.to_str().unwrap(), "--shape", "cube", "--turntable", "3", "--size", "48x32", "-o"];
+    let output = texset(&[&args[..], &[turn.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let frames: Vec<image::RgbaImage> =
+        (0..3).map(|i| image::open(dir.path().join(format!("turn_{i:03}.png"))).unwrap().into_rgba8()).collect();
+    assert_eq!(frames[0], originals, "the first frame is not the camera's own view");
+    assert!(frames[0] != frames[1] && frames[1] != frames[2], "the turntable did not turn");
+    // A material it does not have, a size out of range, a camera it cannot read, sides it cannot
+    // draw: each named.
+    let cases: [(&[&str], &str); 5] = [
         (&["--material", "marble"], "no material named \"marble\""),
         (&["--size", "0x10"], "--size 0x10"),
         (&["--camera", "up"], "--camera \"up\""),
+        (&["--ab", "decoded,original"], "--ab decoded needs --bundle"),
+        (&["--ab", "left,right"], "--ab \"left,right\""),
     ];
     for (extra, expected) in cases {
         let bad = dir.path().join("bad.png");

@@ -308,6 +308,12 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
     let toggled = &harness.state().session.settings.view;
     assert_eq!((toggled.difference, toggled.bcn, toggled.lights_orbit), (!view.difference, !view.bcn, !view.lights_orbit));
 
+    // X swaps the viewport's compared sides.
+    let sides = harness.state().session.settings.view.compare_sides;
+    harness.key_press(egui::Key::X);
+    harness.step();
+    assert_eq!(harness.state().session.settings.view.compare_sides, [sides[1], sides[0]], "X did not swap the sides");
+
     // Space starts training, pauses and resumes it.
     harness.key_press(egui::Key::Space);
     harness.step();

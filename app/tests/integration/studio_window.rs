@@ -265,7 +265,8 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
 }
 
 /// The camera and the views, as an artist drives them: training pauses (Space) and the lights
-/// stop (L), so that nothing else moves; then a drag across the viewport orbits the camera, the
+/// stop (L), so that nothing else moves; then a drag on the wipe's divider moves it, a drag
+/// across the viewport orbits the camera, the
 /// wheel zooms in, F frames the view again, C shows the first channel unlit and M the lit
 /// material. Each must change the preview's centre (the centre of the window lies in it) within
 /// 90 s: a software GPU under load draws few frames. The screenshots are kept beside the others.
@@ -317,10 +318,35 @@ fn drive_camera_and_views(
     xdotool(&["key", "l"]);
     // Whatever training's last snapshot and the lights' last position draw, drawn.
     std::thread::sleep(Duration::from_secs(8));
+    // The wipe's divider: a white line down the viewport (decoded left, originals right); a drag
+    // that starts on it moves it.
+    let divider = |image: &image::RgbaImage| -> Option<u32> {
+        let (w, h) = image.dimensions();
+        (w * 25 / 100..w * 75 / 100).find(|&x| {
+            let rows = (h * 30 / 100..h * 70 / 100).step_by(4);
+            let white = rows.clone().filter(|&y| image.get_pixel(x, y).0[..3].iter().all(|&c| c >= 250)).count();
+            white * 10 >= rows.count() * 9
+        })
+    };
+    let shot = screenshot("wipe_before.png");
+    let at = divider(&shot).expect("no wipe divider in the viewport (wipe_before.png)");
+    xdotool(&["mousemove", &(at + 1).to_string(), "500"]);
+    xdotool(&["mousedown", "1"]);
+    for step in 1..=5 {
+        std::thread::sleep(Duration::from_millis(150));
+        xdotool(&["mousemove", &(at + 1 - 30 * step).to_string(), "500"]);
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    xdotool(&["mouseup", "1"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let moved = divider(&screenshot("wipe_moved.png"));
+    println!("wipe divider: x {at} -> {moved:?}");
+    assert!(moved.is_some_and(|x| x + 100 < at), "dragging the divider from x {at} left it at {moved:?}");
+    // The camera's drag starts clear of the divider, right of it.
     step("camera_orbit", &|| {
-        xdotool(&["mousemove", "800", "500"]);
+        xdotool(&["mousemove", "1000", "500"]);
         xdotool(&["mousedown", "1"]);
-        for x in [830, 860, 890, 920, 950] {
+        for x in [1030, 1060, 1090, 1120, 1150] {
             std::thread::sleep(Duration::from_millis(150));
             xdotool(&["mousemove", &x.to_string(), "520"]);
         }

@@ -1,7 +1,7 @@
 //! The preview's CPU reference, the twin of `preview.wgsl`: a ray per pixel against the preview
 //! shapes, GGX + Lambert under the lights, and the rendered error `texset eval` reports.
 
-use super::lighting::{Background, CHANNEL_BACKGROUND, Lighting, ViewMode, blurred_level};
+use super::lighting::{Background, CHANNEL_BACKGROUND, Lighting, ViewMode, blurred_level, heat};
 use super::{Manifest, NONE, PreviewUniforms, Shape};
 use crate::environment::{PreparedEnvironment, tonemap::tonemap};
 use texset_core::{decode::unmap, model::linear_to_srgb};
@@ -271,6 +271,10 @@ pub fn shade_environment(
         ViewMode::Occlusion => return data(ao),
         ViewMode::Emissive => return unlit(shown_colour([emissive[0], emissive[1], emissive[2]])),
         ViewMode::Uv => return unlit([hit.uv[0].fract(), hit.uv[1].fract(), 0.0]),
+        ViewMode::Checker => return unlit(uv_checker(hit.uv)),
+        ViewMode::MipLevel => return unlit(mip_colour(uniforms, footprint)),
+        // What the material pass probes: `shade_probe`.
+        ViewMode::Height | ViewMode::Error => return unlit(no_map(hit.uv)),
     }
     let n_geo = hit.normal;
     let t = normalize(sub(hit.tangent, mul(n_geo, dot(n_geo, hit.tangent))));
@@ -311,6 +315,45 @@ pub fn shade_environment(
         out[c] = if uniforms.view[3] > 0.5 { linear_to_srgb(mapped) } else { mapped };
     }
     out
+}
+
+/// CPU reference of the shading pass's probe views ([`ViewMode::Height`], [`ViewMode::Error`]) on
+/// a shape: `probe(uv)` is the number the material pass writes for the surface at texture point
+/// `uv` (`None` where the material has no map probed).
+pub fn shade_probe(uniforms: &PreviewUniforms, lighting: &Lighting, uv: [f32; 2], probe: &dyn Fn([f32; 2]) -> Option<f32>) -> [f32; 4] {
+    let dir = ray_dir(uniforms, uv);
+    let colour = match intersect(uniforms.camera.eye, dir, (uniforms.view[0] + 0.5) as u32) {
+        None => {
+            let g = CHANNEL_BACKGROUND.clamp(0.0, 1.0);
+            [if uniforms.view[3] > 0.5 { linear_to_srgb(g) } else { g }; 3]
+        }
+        Some(hit) => match probe(hit.uv) {
+            None => no_map(hit.uv),
+            Some(v) if lighting.view == ViewMode::Error => heat(v / lighting.error_full_scale.max(1e-6)),
+            Some(v) => [v.clamp(0.0, 1.0); 3],
+        },
+    };
+    [colour[0], colour[1], colour[2], 1.0]
+}
+
+/// Where a probe found no map: grey stripes in texture space (`no_map` in `preview_shade.wgsl`).
+fn no_map(uv: [f32; 2]) -> V3 {
+    let t = (uv[0] + uv[1]) * 16.0;
+    [if t - t.floor() < 0.5 { 0.3 } else { 0.2 }; 3]
+}
+
+/// The UV checker (`uv_checker` in `preview_shade.wgsl`).
+fn uv_checker(uv: [f32; 2]) -> V3 {
+    let cell = uv.map(|t| ((t - t.floor()) * 8.0).floor());
+    let hue = [0.25 + 0.6 * cell[0] / 7.0, 0.25 + 0.6 * cell[1] / 7.0, 0.85 - 0.6 * cell[0] / 7.0];
+    let even = (cell[0] as u32 + cell[1] as u32).is_multiple_of(2);
+    hue.map(|h| h * if even { 1.0 } else { 0.55 })
+}
+
+/// The mip view's colour (`mip_colour` in `preview_shade.wgsl`).
+fn mip_colour(uniforms: &PreviewUniforms, footprint: f32) -> V3 {
+    let lod = (footprint * uniforms.lod_filter[2]).max(1e-30).log2();
+    heat((lod + 1.0) / 5.0)
 }
 
 /// One map as stored values in `[0, 1]`: width, height, channels, `[y][x][c]` values.

@@ -15,7 +15,7 @@
 use super::lighting::{EnvironmentTextures, LIGHTING_BYTES, Lighting};
 use super::surface::{DEPTH_FORMAT, SURFACE_FORMAT};
 use super::{
-    GpuMesh, Originals, PreviewUniforms, SurfacePass, empty_originals, model_bind_group, originals_view, side_by_side, side_groups,
+    GpuMesh, Layout, Originals, PreviewUniforms, SurfacePass, empty_originals, model_bind_group, originals_view, side_by_side, side_groups,
     slot_groups, uniform,
 };
 use crate::environment::PreparedEnvironment;
@@ -206,14 +206,14 @@ impl MaterialRenderer {
     }
 }
 
-/// Records the material pass into `gbuffer`, on the surface its surface pass wrote: one viewport
-/// per entry of `sides` (that renderer's uniform slot), side by side, only the pixel rows `rows`
-/// (so an image's decode can be spread over bands); the other rows keep what they hold.
+/// Records the material pass into `gbuffer`, on the surface its surface pass wrote: a side of
+/// `layout` per entry of `sides` (that renderer's uniform slot), only the pixel rows `rows` (so an
+/// image's decode can be spread over bands); the other rows keep what they hold.
 pub fn encode_material(
     device: &wgpu::Device,
     encoder: &mut wgpu::CommandEncoder,
     gbuffer: &GBuffer,
-    sides: &[(&MaterialRenderer, usize)],
+    (sides, layout): (&[(&MaterialRenderer, usize)], Layout),
     rows: std::ops::Range<u32>,
 ) {
     let surfaces: Vec<wgpu::BindGroup> = sides
@@ -227,9 +227,10 @@ pub fn encode_material(
         })
         .collect();
     let targets: Vec<&wgpu::TextureView> = gbuffer.views.iter().collect();
-    side_by_side(encoder, "texset preview material pass", &targets, gbuffer.size, sides.len(), rows, false, |pass, side| {
-        let (renderer, slot) = sides[side];
-        renderer.draw(pass, slot, &surfaces[side]);
+    side_by_side(encoder, "texset preview material pass", &targets, gbuffer.size, layout, rows, false, |pass, side| {
+        if let (Some(&(renderer, slot)), Some(surface)) = (sides.get(side), surfaces.get(side)) {
+            renderer.draw(pass, slot, surface);
+        }
     });
 }
 
@@ -295,15 +296,14 @@ impl ShadePass {
     }
 
     /// Records a pass that clears `target` (a view of a texture of `gbuffer`'s size and the
-    /// pass's format) and lights `sides` (1 or 2) viewports of `gbuffer`, side by side, each
-    /// with its uniform slot.
+    /// pass's format) and lights the sides of `layout` in `gbuffer`, each with its uniform slot.
     pub fn encode(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         target: &wgpu::TextureView,
         gbuffer: &GBuffer,
-        sides: usize,
+        layout: Layout,
     ) {
         let lighting = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("texset preview lighting"),
@@ -328,8 +328,7 @@ impl ShadePass {
             ],
         });
         let slots = slot_groups(device, "texset preview shading side", &self.pipeline.get_bind_group_layout(1), &self.uniforms);
-        let sides = sides.clamp(1, 2);
-        side_by_side(encoder, "texset preview shading pass", &[target], gbuffer.size, sides, 0..gbuffer.size[1], true, |pass, side| {
+        side_by_side(encoder, "texset preview shading pass", &[target], gbuffer.size, layout, 0..gbuffer.size[1], true, |pass, side| {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &textures, &[]);
             pass.set_bind_group(1, &slots[side], &[]);
@@ -347,6 +346,20 @@ pub fn render_deferred(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     material: &MaterialRenderer,
+    passes: (&SurfacePass, &ShadePass),
+    mesh: Option<&GpuMesh>,
+    size: [u32; 2],
+) -> Result<Vec<f32>, GpuError> {
+    render_sides(device, queue, (&[(material, 0)], Layout::One), passes, mesh, size)
+}
+
+/// [`render_deferred`] of the sides of `layout`, side `i` drawn by the renderer and uniform slot
+/// `sides[i]` (each pass's slot `i` written with its uniforms): a wipe or two views beside each
+/// other.
+pub fn render_sides(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    (sides, layout): (&[(&MaterialRenderer, usize)], Layout),
     (surface, shade): (&SurfacePass, &ShadePass),
     mesh: Option<&GpuMesh>,
     size: [u32; 2],
@@ -355,8 +368,8 @@ pub fn render_deferred(
     let gbuffer = GBuffer::new(device, size);
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     crate::render_rgba32f(device, queue, "texset preview (three passes)", width, height, scope, |encoder, view| {
-        surface.encode(device, encoder, &gbuffer, 1, mesh);
-        encode_material(device, encoder, &gbuffer, &[(material, 0)], 0..height);
-        shade.encode(device, encoder, view, &gbuffer, 1);
+        surface.encode(device, encoder, &gbuffer, layout, mesh);
+        encode_material(device, encoder, &gbuffer, (sides, layout), 0..height);
+        shade.encode(device, encoder, view, &gbuffer, layout);
     })
 }

@@ -9,8 +9,9 @@ use crate::{GpuError, check_device_limit, to_u32};
 /// Bytes of the `Lighting` uniform (nine SH `vec4`s and four more).
 pub(super) const LIGHTING_BYTES: u64 = 13 * 16;
 
-/// What the shading pass shows: the material lit, or one of its channels unlit (Substance's
-/// "solo", glTF Sample Viewer's debug views), as the G-buffer holds it after un-mapping.
+/// What the shading pass shows: the material lit, one of its channels unlit (Substance's
+/// "solo", glTF Sample Viewer's debug views), as the G-buffer holds it after un-mapping, or an
+/// inspection aid.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ViewMode {
     /// Lit.
@@ -26,16 +27,38 @@ pub enum ViewMode {
     Metallic,
     /// Ambient occlusion, as stored (grey).
     Occlusion,
+    /// The height map as stored (grey); the material pass writes it ([`super::Probe::Height`]).
+    Height,
     /// Emissive, sRGB-encoded.
     Emissive,
     /// The texture coordinates (fractional part) in red and green.
     Uv,
+    /// A UV checker: 8 × 8 coloured cells a tile.
+    Checker,
+    /// The mip level a pixel reads of the material's largest map, on the heat ramp: mip −1
+    /// (magnified) at the bottom, 4 at the top. Shows texel density too: 0 is a texel a pixel.
+    MipLevel,
+    /// The per-texel error against the original maps on the heat ramp ([`HEAT_RAMP`], its top at
+    /// [`Lighting::error_full_scale`]); the material pass writes it ([`super::Probe::Error`]).
+    Error,
 }
 
 impl ViewMode {
     /// Every view, in the order `C` cycles them (`Lit` first).
-    pub const ALL: [Self; 8] =
-        [Self::Lit, Self::BaseColor, Self::Normal, Self::Roughness, Self::Metallic, Self::Occlusion, Self::Emissive, Self::Uv];
+    pub const ALL: [Self; 12] = [
+        Self::Lit,
+        Self::BaseColor,
+        Self::Normal,
+        Self::Roughness,
+        Self::Metallic,
+        Self::Occlusion,
+        Self::Height,
+        Self::Emissive,
+        Self::Uv,
+        Self::Checker,
+        Self::MipLevel,
+        Self::Error,
+    ];
 
     /// The id `preview_shade.wgsl` reads (`Lighting::view.x`).
     #[must_use]
@@ -59,11 +82,44 @@ impl ViewMode {
             Self::Roughness => "roughness",
             Self::Metallic => "metallic",
             Self::Occlusion => "occlusion",
+            Self::Height => "height",
             Self::Emissive => "emissive",
             Self::Uv => "uv",
+            Self::Checker => "uv checker",
+            Self::MipLevel => "mip level",
+            Self::Error => "error",
+        }
+    }
+
+    /// What the material pass must write for this view: the error of `error_map` (`None`:
+    /// pooled) against the reference `reference_offset` layers on in the side's texture, the
+    /// height, or the material.
+    #[must_use]
+    pub fn probe(self, error_map: Option<texset_core::set::MapKind>, reference_offset: u32) -> super::Probe {
+        match self {
+            Self::Error => super::Probe::Error { map: error_map, reference_offset },
+            Self::Height => super::Probe::Height,
+            _ => super::Probe::Material,
         }
     }
 }
+
+/// The heat ramp of the error and mip views (`heat` in `preview_shade.wgsl`; keep them in step:
+/// the views' GPU-against-CPU test compares them): display colours at 0, ¼, ½, ¾ and 1,
+/// linearly between.
+pub const HEAT_RAMP: [[f32; 3]; 5] = [[0.05, 0.03, 0.20], [0.10, 0.35, 0.85], [0.15, 0.80, 0.55], [0.95, 0.80, 0.15], [0.85, 0.10, 0.05]];
+
+/// [`HEAT_RAMP`] at `t` (clamped to 0..1).
+#[must_use]
+pub fn heat(t: f32) -> [f32; 3] {
+    let x = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) * 4.0 };
+    let i = (x as usize).min(3);
+    let f = x - i as f32;
+    std::array::from_fn(|c| HEAT_RAMP[i][c] + (HEAT_RAMP[i + 1][c] - HEAT_RAMP[i][c]) * f)
+}
+
+/// The error view's top of the ramp by default: a mean error of 5 % of the stored range.
+pub const DEFAULT_ERROR_FULL_SCALE: f32 = 0.05;
 
 /// What a channel view shows off the surface: a dark linear grey.
 pub(super) const CHANNEL_BACKGROUND: f32 = 0.1;
@@ -98,6 +154,9 @@ pub struct Lighting {
     pub background: Background,
     /// Lit, or one channel unlit.
     pub view: ViewMode,
+    /// The error that reads as the top of the heat ramp in [`ViewMode::Error`] (stored values,
+    /// 0..1).
+    pub error_full_scale: f32,
 }
 
 impl Default for Lighting {
@@ -112,6 +171,7 @@ impl Default for Lighting {
             rotation_rad: 0.0,
             background: Background::Blurred,
             view: ViewMode::Lit,
+            error_full_scale: DEFAULT_ERROR_FULL_SCALE,
         }
     }
 }
@@ -142,7 +202,7 @@ impl Lighting {
         let (sin, cos) = self.rotation_rad.sin_cos();
         words.extend_from_slice(&[cos, sin, last_level, background]);
         words.extend_from_slice(&[solid[0], solid[1], solid[2], blurred_level(last_level)]);
-        words.extend_from_slice(&[self.view.wgsl_id() as f32, CHANNEL_BACKGROUND, 0.0, 0.0]);
+        words.extend_from_slice(&[self.view.wgsl_id() as f32, CHANNEL_BACKGROUND, self.error_full_scale, 0.0]);
         debug_assert_eq!(words.len() * 4, LIGHTING_BYTES as usize);
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }

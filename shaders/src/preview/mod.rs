@@ -20,13 +20,16 @@ use texset_core::{
 mod camera;
 mod cpu;
 mod deferred;
+mod layout;
 mod lighting;
 mod surface;
 
 pub use camera::{Camera, DEFAULT_DISTANCE, DEFAULT_FOV_Y_DEG, OrbitCamera, TURNTABLE_DEG_PER_S};
-pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade, shade_environment};
-pub use deferred::{GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred};
-pub use lighting::{Background, EnvironmentTextures, Lighting, ViewMode};
+pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade, shade_environment, shade_probe};
+pub use deferred::{GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred, render_sides};
+pub use layout::Layout;
+use layout::side_by_side;
+pub use lighting::{Background, DEFAULT_ERROR_FULL_SCALE, EnvironmentTextures, HEAT_RAMP, Lighting, ViewMode, heat};
 pub use surface::{GpuMesh, MeshBounds, SurfacePass, mesh_bounds};
 
 /// The preview's material pass (appended to the specialised decoder, after [`PREVIEW_SCENE_WGSL`]).
@@ -45,7 +48,7 @@ pub const PREVIEW_SHADE_WGSL: &str = include_str!("../preview_shade.wgsl");
 pub const NONE: u32 = u32::MAX;
 
 /// Bytes of [`PreviewUniforms`] as the WGSL `Preview` struct lays them out.
-const UNIFORM_BYTES: u64 = 208;
+const UNIFORM_BYTES: u64 = 224;
 
 /// The mesh pass's near plane where [`PreviewUniforms::with_surface`] sets none, world units.
 pub const DEFAULT_NEAR_PLANE: f32 = 0.01;
@@ -54,7 +57,8 @@ pub const DEFAULT_NEAR_PLANE: f32 = 0.01;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PreviewUniforms {
-    /// Library map indices: basecolor, normal, roughness, metallic, ao, orm, emissive, unused.
+    /// Library map indices: basecolor, normal, roughness, metallic, ao, orm, emissive, height
+    /// (which only a [`Probe`] reads).
     pub maps: [u32; 8],
     /// The same maps' layers in the originals texture.
     pub layers: [u32; 8],
@@ -64,13 +68,53 @@ pub struct PreviewUniforms {
     pub light1: [f32; 4],
     /// Shape (0 sphere, 1 plane, 2 cube), aspect, source (1 = originals), encode sRGB (1).
     pub view: [f32; 4],
-    /// Viewport height in pixels, filter decoded maps by level of detail (1), unused, unused.
+    /// Viewport height in pixels, filter decoded maps by level of detail (1), the material's
+    /// largest map side in texels (the mip view's level of detail), unused.
     pub lod_filter: [f32; 4],
     /// The camera (laid out as [`Camera::words`]: eye and tan(fov/2), right, up, forward).
     pub camera: Camera,
     /// The surface pass: the mesh pass's near plane (world units), the surface's height in pixels
     /// (0: the viewport's), unused, unused.
     pub surface: [f32; 4],
+    /// What the material pass writes ([`Probe::words`]).
+    pub probe: [u32; 4],
+}
+
+/// What the material pass writes for each pixel: the material (to light, or to show a channel
+/// of), or one number about it that the shading pass shows in false colour
+/// ([`ViewMode::Error`], [`ViewMode::Height`]). A probe reads each map at level 0, at the centre
+/// of the texel under the pixel: the number is the texel's own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Probe {
+    /// The material.
+    #[default]
+    Material,
+    /// The mean over a map's channels of |shown − reference| in stored values, of the map of
+    /// kind `map` (`None`: pooled over the material's maps). The reference is the original maps;
+    /// a side that shows maps from its texture (the originals, or them block-compressed) finds
+    /// them `reference_offset` layers on in it (0: the texture holds the originals alone).
+    Error {
+        /// The map (`None`: every map the material has, pooled).
+        map: Option<MapKind>,
+        /// Where the reference layers start in the side's texture.
+        reference_offset: u32,
+    },
+    /// The height map's stored value.
+    Height,
+}
+
+impl Probe {
+    /// The `probe` words of `preview_scene.wgsl` for a material whose `maps` slots are these.
+    fn words(self, maps: &[u32; 8]) -> [u32; 4] {
+        // A map the material lacks: an index no map has (NONE would mean every map).
+        let missing = NONE - 1;
+        let slot = |kind: MapKind| SLOTS.iter().position(|&k| k == kind).map(|i| maps[i]).filter(|&m| m != NONE).unwrap_or(missing);
+        match self {
+            Self::Material => [0, NONE, 0, 0],
+            Self::Error { map, reference_offset } => [1, map.map_or(NONE, slot), reference_offset, 0],
+            Self::Height => [2, slot(MapKind::Height), 0, 0],
+        }
+    }
 }
 
 /// Shapes (the `view.x` values).
@@ -99,8 +143,16 @@ impl Shape {
 }
 
 /// The kinds in `maps` order.
-const SLOTS: [MapKind; 7] =
-    [MapKind::Basecolor, MapKind::Normal, MapKind::Roughness, MapKind::Metallic, MapKind::Ao, MapKind::Orm, MapKind::Emissive];
+const SLOTS: [MapKind; 8] = [
+    MapKind::Basecolor,
+    MapKind::Normal,
+    MapKind::Roughness,
+    MapKind::Metallic,
+    MapKind::Ao,
+    MapKind::Orm,
+    MapKind::Emissive,
+    MapKind::Height,
+];
 
 impl PreviewUniforms {
     /// Uniforms for material `material` of `manifest`: lights at orbit angle `angle` (radians)
@@ -110,7 +162,9 @@ impl PreviewUniforms {
         let first: usize = manifest.materials.iter().take(material).map(|m| m.maps.len()).sum();
         let mut maps = [NONE; 8];
         let mut layers = [NONE; 8];
+        let mut largest_side = 1u32;
         if let Some(m) = manifest.materials.get(material) {
+            largest_side = m.maps.iter().map(|e| e.width.max(e.height)).max().unwrap_or(1).max(1);
             for (slot, kind) in SLOTS.iter().enumerate() {
                 if let Some(i) = m.maps.iter().position(|e| e.kind == *kind) {
                     maps[slot] = (first + i) as u32;
@@ -131,9 +185,10 @@ impl PreviewUniforms {
             light0: [l0[0], l0[1], l0[2], intensity],
             light1: [l1[0], l1[1], l1[2], intensity * 0.4],
             view: [shape as u32 as f32, aspect, 0.0, 0.0],
-            lod_filter: [0.0; 4],
+            lod_filter: [0.0, 0.0, largest_side as f32, 0.0],
             camera: Camera::default(),
             surface: [DEFAULT_NEAR_PLANE, 0.0, 0.0, 0.0],
+            probe: Probe::Material.words(&maps),
         }
     }
 
@@ -161,7 +216,14 @@ impl PreviewUniforms {
     /// bundle with a mip chain has levels to blend; without one every LOD decodes level 0.
     #[must_use]
     pub fn with_lod_filter(mut self, height_px: f32) -> Self {
-        self.lod_filter = [height_px, 1.0, 0.0, 0.0];
+        self.lod_filter = [height_px, 1.0, self.lod_filter[2], 0.0];
+        self
+    }
+
+    /// Makes the material pass write `probe` instead of the material.
+    #[must_use]
+    pub fn with_probe(mut self, probe: Probe) -> Self {
+        self.probe = probe.words(&self.maps);
         self
     }
 
@@ -193,6 +255,9 @@ impl PreviewUniforms {
             .chain(self.camera.words().iter().flatten())
             .chain(&self.surface)
         {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in &self.probe {
             out.extend_from_slice(&v.to_le_bytes());
         }
         debug_assert_eq!(out.len() as u64, UNIFORM_BYTES);
@@ -416,48 +481,10 @@ pub fn encode_sides(
     rows: std::ops::Range<u32>,
     clear: bool,
 ) {
-    side_by_side(encoder, "texset preview pass", &[target], size, sides.len(), rows, clear, |pass, side| {
+    side_by_side(encoder, "texset preview pass", &[target], size, Layout::beside(sides.len()), rows, clear, |pass, side| {
         let (renderer, slot) = sides[side];
         renderer.draw(pass, slot);
     });
-}
-
-/// Records a pass over `targets` (each `size` = width × height) that draws `sides` viewports side
-/// by side, each by `draw(pass, side)`, only within the pixel rows `rows` (the others keep their
-/// contents unless `clear`).
-#[allow(clippy::too_many_arguments, reason = "one pass's description: targets, size, sides, rows, clear and the draw")]
-pub(super) fn side_by_side(
-    encoder: &mut wgpu::CommandEncoder,
-    label: &str,
-    targets: &[&wgpu::TextureView],
-    size: [u32; 2],
-    sides: usize,
-    rows: std::ops::Range<u32>,
-    clear: bool,
-    mut draw: impl FnMut(&mut wgpu::RenderPass<'_>, usize),
-) {
-    let [width, height] = size;
-    let load = if clear { wgpu::LoadOp::Clear(wgpu::Color::BLACK) } else { wgpu::LoadOp::Load };
-    let attachments = color_attachments(targets, load);
-    let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-        label: Some(label),
-        color_attachments: &attachments,
-        depth_stencil_attachment: None,
-        timestamp_writes: None,
-        occlusion_query_set: None,
-        multiview_mask: None,
-    });
-    let first = rows.start.min(height);
-    let last = rows.end.clamp(first, height);
-    if last == first || width == 0 || sides == 0 {
-        return;
-    }
-    pass.set_scissor_rect(0, first, width, last - first);
-    let side_width = width as f32 / sides as f32;
-    for side in 0..sides {
-        pass.set_viewport(side_width * side as f32, 0.0, side_width, height as f32, 0.0, 1.0);
-        draw(&mut pass, side);
-    }
 }
 
 /// One stored colour attachment per view of `targets`, each loaded with `load`.

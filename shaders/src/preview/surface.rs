@@ -4,7 +4,7 @@
 //! asset's meshes ([`GpuMesh`]) are rasterised with depth, each primitive of the material shown
 //! decoded and the others drawn in clay. No decoder is reached: one pipeline pair per device.
 
-use super::{GBuffer, PreviewUniforms, color_attachments, side_by_side, slot_groups, uniform};
+use super::{GBuffer, Layout, PreviewUniforms, color_attachments, side_by_side, slot_groups, uniform};
 use crate::{GpuError, buffer_init, check_device_limit, to_u32};
 use texset_core::set::{GltfMesh, UvTransform};
 
@@ -236,12 +236,11 @@ impl SurfacePass {
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         gbuffer: &GBuffer,
-        sides: usize,
+        layout: Layout,
         mesh: Option<&GpuMesh>,
     ) {
         let pipeline = if mesh.is_some() { &self.mesh } else { &self.shape };
         let slots = slot_groups(device, "texset preview surface side", &pipeline.get_bind_group_layout(1), &self.uniforms);
-        let sides = sides.clamp(1, 2);
         let targets: Vec<&wgpu::TextureView> = gbuffer.surface.iter().collect();
         let Some(mesh) = mesh else {
             side_by_side(
@@ -249,7 +248,7 @@ impl SurfacePass {
                 "texset preview surface pass",
                 &targets,
                 gbuffer.size(),
-                sides,
+                layout,
                 0..gbuffer.size()[1],
                 true,
                 |pass, side| {
@@ -283,9 +282,12 @@ impl SurfacePass {
         pass.set_vertex_buffer(0, mesh.vertices.slice(..));
         pass.set_vertex_buffer(1, mesh.shown.slice(..));
         pass.set_index_buffer(mesh.indices.slice(..), wgpu::IndexFormat::Uint32);
-        let side_width = width as f32 / sides as f32;
-        for (side, slot) in slots.iter().enumerate().take(sides) {
-            pass.set_viewport(side_width * side as f32, 0.0, side_width, height as f32, 0.0, 1.0);
+        for (([left, side_width], columns), slot) in layout.columns(width).into_iter().zip(&slots) {
+            if columns.is_empty() {
+                continue;
+            }
+            pass.set_scissor_rect(columns.start, 0, columns.end - columns.start, height);
+            pass.set_viewport(left, 0.0, side_width, height as f32, 0.0, 1.0);
             pass.set_bind_group(1, slot, &[]);
             pass.draw_indexed(0..mesh.index_count, 0, 0..1);
         }

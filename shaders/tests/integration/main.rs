@@ -9,3 +9,4 @@ mod preview_deferred;
 mod preview_environment;
 mod preview_matches_cpu;
 mod preview_mesh;
+mod preview_probe;

@@ -119,9 +119,14 @@ fn the_shading_pass_lit_by_an_environment_matches_its_cpu_reference() {
     }
     // The channel views, unlit, against the CPU: within 1/255 but where the two round a uv to
     // different texels (the nearest texel on a texel's edge).
-    for view in ViewMode::ALL.into_iter().filter(|&v| v != ViewMode::Lit) {
+    // (The probe views, height and error, are `preview_probe`'s; the mip view reads the
+    // footprint the LOD filter's height gives.)
+    for view in ViewMode::ALL.into_iter().filter(|&v| !matches!(v, ViewMode::Lit | ViewMode::Height | ViewMode::Error)) {
         let lighting = Lighting { view, ..Lighting::default() };
-        let u = PreviewUniforms::new(&bundle.manifest, 0, 0.7, 3.0, Shape::Sphere, 1.0).with_srgb_encoding(true).with_originals(true);
+        let u = PreviewUniforms::new(&bundle.manifest, 0, 0.7, 3.0, Shape::Sphere, 1.0)
+            .with_srgb_encoding(true)
+            .with_originals(true)
+            .with_lod_filter(size[1] as f32);
         material.write_uniforms(&queue, 0, &u);
         surface.write_uniforms(&queue, 0, &u);
         shade.write_uniforms(&queue, 0, &u);

@@ -1,8 +1,10 @@
 //! The PBR preview panel: `texset_shaders::preview` (every pixel's material decoded by the
 //! bundle's MLP in the fragment shader) drawn on a thread of its own and shown as an egui image.
-//! The decoded material is on the left; with "original beside" the same scene shaded from the
-//! original maps is on the right; with two runs of the experiment log in A/B, run A left and run B
-//! right. Before any training the original maps are shown lit on their own.
+//! It shows one side (the decoded material; before any training the original maps), or compares
+//! two through one camera, as a wipe with a draggable divider or beside each other: any two of
+//! the original maps, the decoded bundle, the maps block-compressed as engines ship them, and runs
+//! of the experiment log (`X` swaps them). What is decoded is decoded per pixel from the bundle's
+//! bytes by the generated decoder `export-shader` writes; no side decodes into textures first.
 //!
 //! No frame ever waits for the preview's GPU work. On a software GPU (lavapipe) a full image
 //! costs about a second, and the driver compiles the specialised decoder (minutes of LLVM) on
@@ -22,10 +24,14 @@
 //! - it rests as long as it draws (half the time at most), so the UI and training keep their
 //!   share of a machine with few cores.
 
+mod controls;
+mod overlay;
 mod render;
 
+pub use overlay::frame_view;
+
 use super::session::Session;
-use super::state::{CameraSettings, PreviewShape, ViewSettings};
+use super::state::{CameraSettings, Command, PreviewShape, SideSource, ViewSettings};
 use eframe::egui;
 use eframe::egui_wgpu::RenderState;
 use std::sync::Arc;
@@ -33,10 +39,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use texset_core::eval::bcn::BcRoundTrip;
 use texset_core::set::{GltfMesh, UvTransform};
 use texset_core::{TextureSet, bundle::Bundle, model::ModelLayout};
 use texset_shaders::environment::PreparedEnvironment;
-use texset_shaders::preview::{Camera, Lighting, MeshBounds, Shape};
+use texset_shaders::preview::{Camera, Layout, Lighting, MeshBounds, Probe, Shape};
 
 /// GPU time one band of rows may take, milliseconds: how long a newer view waits at most.
 pub const BAND_BUDGET_MS: f64 = 25.0;
@@ -74,6 +81,15 @@ enum ModelInput {
     Placeholder(Arc<TextureSet>, Box<ModelLayout>),
 }
 
+/// The maps a side's texture holds: the original maps of a material of a library (its `Arc`
+/// address), or them block-compressed with the originals after them (the error view's reference).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MapsKey {
+    library: usize,
+    material: usize,
+    bcn: bool,
+}
+
 /// What the view asks of an image (the render thread turns it into uniforms with its models'
 /// manifests).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -82,11 +98,13 @@ struct View {
     light_angle: f32,
     light_intensity: f32,
     shape: Shape,
-    /// Side 1 shows the originals (false: one side only, unless `ab`).
-    show_original: bool,
-    /// Side 0 is renderer 0's model, side 1 renderer 1's.
-    ab: bool,
-    /// Full-resolution size in pixels (of every side together, side by side).
+    /// What each side shows (side 1 `None`: one side). Side `i` is drawn by renderer `i`.
+    sides: [Option<SideSource>; 2],
+    /// How the sides share the image.
+    layout: Layout,
+    /// The library shown (its `Arc` address): the maps the sides read are its.
+    library: usize,
+    /// Full-resolution size in pixels (of every side together).
     size: [u32; 2],
     /// Where the camera looks from (every side the same).
     camera: Camera,
@@ -94,6 +112,9 @@ struct View {
     asset: bool,
     /// The mesh pass's near plane, world units.
     near_plane: f32,
+    /// What the material pass writes (the error or height views' probe; the reference offset is
+    /// each side's own).
+    probe: Probe,
     /// How the shading pass lights.
     lighting: Lighting,
     /// Which environment it lights by (`EnvironmentState::generation` sent; 0: none yet), so an
@@ -104,7 +125,9 @@ struct View {
 /// Messages to `texset-preview`.
 enum Request {
     Model(usize, Source, ModelInput),
-    Originals((usize, usize), Arc<TextureSet>),
+    /// The maps renderer `i`'s texture holds: the library's, and for a block-compressed side its
+    /// maps' round trips (in the material's order).
+    Maps(usize, MapsKey, Arc<TextureSet>, Option<Vec<Arc<BcRoundTrip>>>),
     /// The library's meshes (their materials' UV transforms applied), and the materials each
     /// can wear.
     Meshes(Arc<Vec<GltfMesh>>, Vec<UvTransform>, Arc<Vec<Vec<usize>>>),
@@ -113,13 +136,11 @@ enum Request {
     View(View),
 }
 
-/// What one image shows.
+/// What one image shows: the view, and the models its sides decoded.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Shows {
     view: View,
     sources: [Option<Source>; 2],
-    sides: usize,
-    originals_of: Option<(usize, usize)>,
 }
 
 /// Messages from `texset-preview`.
@@ -127,7 +148,7 @@ enum Reply {
     /// A model is ready (or failed).
     Model(usize, Source, Result<(), String>),
     /// A finished image: what it shows, its scale and size, RGBA8 rows.
-    Image(Shows, f32, [u32; 2], Vec<u8>),
+    Image(Box<Shows>, f32, [u32; 2], Vec<u8>),
     /// Something failed (shown in the panel).
     Error(String),
 }
@@ -138,7 +159,8 @@ pub struct PreviewGpu {
     replies: Receiver<Reply>,
     /// Models asked for, per renderer, and whether each is ready.
     asked: [Option<(Source, bool)>; 2],
-    originals_asked: Option<(usize, usize)>,
+    /// The maps asked for, per renderer.
+    maps_asked: [Option<MapsKey>; 2],
     /// The meshes sent to the render thread (their `Arc`'s address).
     meshes_sent: Option<usize>,
     /// The environment sent to the render thread (`EnvironmentState::generation`).
@@ -205,7 +227,7 @@ impl PreviewGpu {
             requests,
             replies,
             asked: [None, None],
-            originals_asked: None,
+            maps_asked: [None, None],
             meshes_sent: None,
             environment_sent: 0,
             last_view: None,
@@ -296,6 +318,7 @@ impl PreviewGpu {
                     }
                 }
                 Reply::Image(shows, scale, size, rgba) => {
+                    let shows = *shows;
                     let image = egui::ColorImage::from_rgba_unmultiplied([size[0] as usize, size[1] as usize], &rgba);
                     // At full resolution the image maps 1:1 onto the screen's pixels: nearest
                     // sampling shows the same and costs a software GPU less per pixel.
@@ -351,49 +374,26 @@ pub fn preview_ui(
     session: &Session,
     view: &mut ViewSettings,
     preview: Option<&mut PreviewGpu>,
-    commands: &mut Vec<super::state::Command>,
+    commands: &mut Vec<Command>,
 ) {
     let asset = session.library.mesh_bounds.filter(|_| !session.library.meshes.is_empty());
-    super::panels::preview_controls_ui(ui, session, view, asset, commands);
+    controls::preview_controls_ui(ui, session, view, asset, commands);
     let Some(gpu) = preview else {
         ui.label("The PBR preview needs the wgpu renderer; this window has none.");
         return;
     };
     gpu.stats.opened.get_or_insert_with(Instant::now);
     gpu.take_replies(ui.ctx());
-    let library = Arc::as_ptr(&session.library.set) as usize;
-    // A/B: two runs of the experiment log, each by its own renderer.
-    let ab = view.ab.and_then(|[a, b]| Some(((a, session.compare.loaded_runs.get(&a)?), (b, session.compare.loaded_runs.get(&b)?))));
-    if let Some(((a, run_a), (b, run_b))) = ab {
-        gpu.want_model(0, Source::Run(a), || Some(ModelInput::Bundle(Arc::clone(&run_a.bundle))));
-        gpu.want_model(1, Source::Run(b), || Some(ModelInput::Bundle(Arc::clone(&run_b.bundle))));
-    } else {
-        // Renderer 1 serves A/B only: asked again when A/B comes back.
-        gpu.asked[1] = None;
-        if let Some(t) = session.shown.trained.as_ref().filter(|t| view.material < t.bundle.manifest.materials.len()) {
-            // The decoded bundle when there is one.
-            gpu.want_model(0, Source::Decoded(t.generation), || Some(ModelInput::Bundle(Arc::clone(&t.bundle))));
-        } else {
-            // Before that, the original maps lit.
-            let analysis = session.library.analysis.as_ref().and_then(|a| a.as_ref().ok());
-            let Some(analysis) = analysis.filter(|_| view.material < session.library.set.materials.len()) else {
-                ui.label("Load a material folder to see it lit.");
-                return;
-            };
-            let set = Arc::clone(&session.library.set);
-            gpu.want_model(0, Source::Originals(library), || Some(ModelInput::Placeholder(set, Box::new(analysis.layout.clone()))));
-        }
-    }
+    let Some(sides) = gpu.want_sides(session, view, commands) else {
+        ui.label("Load a material folder to see it lit.");
+        return;
+    };
     gpu.want_meshes(session, view, asset);
     if let Some((_, prepared)) = &session.environment.prepared
         && gpu.environment_sent != session.environment.generation
     {
         gpu.environment_sent = session.environment.generation;
         let _ = gpu.requests.send(Request::Environment(Arc::clone(prepared)));
-    }
-    if gpu.originals_asked != Some((library, view.material)) {
-        gpu.originals_asked = Some((library, view.material));
-        let _ = gpu.requests.send(Request::Originals((library, view.material), Arc::clone(&session.library.set)));
     }
     let dt = ui.input(|i| i.stable_dt).min(0.1);
     let lighting = Lighting { view: view.channel, ..view.lighting.lighting() };
@@ -402,12 +402,18 @@ pub fn preview_ui(
     if view.lights_orbit && lights_shown {
         view.light_angle = (view.light_angle + dt * view.light_speed).rem_euclid(std::f32::consts::TAU);
     }
-    let two_sides = ab.is_some() || (view.show_original && (session.shown.trained.is_some()));
-    let sides = if two_sides { 2 } else { 1 };
+    let layout = match sides {
+        [_, None] => Layout::One,
+        _ if view.wipe => Layout::Wipe(view.wipe_split.clamp(0.0, 1.0)),
+        _ => Layout::Beside,
+    };
     // The viewport fills what the panel has left.
     let available = ui.available_size().min(ui.clip_rect().size()).max(egui::Vec2::splat(64.0));
     let (rect, response) = ui.allocate_exact_size(available, egui::Sense::click_and_drag());
-    camera_input(ui, &response, rect, sides, view, asset);
+    // The wipe's divider takes drags near it; the rest of the view drives the camera.
+    if !overlay::divider_input(ui, rect, layout, view) {
+        overlay::camera_input(ui, &response, rect, layout, view, asset);
+    }
     if view.turntable {
         let mut orbit = view.camera.orbit();
         orbit.turn(dt);
@@ -422,7 +428,7 @@ pub fn preview_ui(
         }
     }
     let pixels = ui.ctx().pixels_per_point();
-    let size = [((rect.width() * pixels).round() as u32).max(sides as u32), ((rect.height() * pixels).round() as u32).max(1)];
+    let size = [((rect.width() * pixels).round() as u32).max(2), ((rect.height() * pixels).round() as u32).max(1)];
     let shape = match view.shape {
         PreviewShape::Sphere | PreviewShape::Asset => Shape::Sphere,
         PreviewShape::Plane => Shape::Plane,
@@ -434,12 +440,14 @@ pub fn preview_ui(
         light_angle: view.light_angle,
         light_intensity: view.light_intensity,
         shape,
-        show_original: view.show_original,
-        ab: ab.is_some(),
+        sides,
+        layout,
+        library: Arc::as_ptr(&session.library.set) as usize,
         size,
-        camera: view.camera.orbit().camera(size[0] as f32 / sides as f32 / size[1] as f32),
+        camera: view.camera.orbit().camera(layout.aspect(size)),
         asset: on_asset,
-        near_plane: NEAR_PLANE_OF_RADIUS * framed_radius(view.shape, asset),
+        near_plane: overlay::NEAR_PLANE_OF_RADIUS * overlay::framed_radius(view.shape, asset),
+        probe: view.channel.probe(view.error_map, 0),
         lighting,
         environment: if lighting.environment { gpu.environment_sent } else { 0 },
     };
@@ -447,122 +455,101 @@ pub fn preview_ui(
         gpu.last_view = Some(wanted);
         let _ = gpu.requests.send(Request::View(wanted));
     }
-    paint_image(ui, gpu, rect);
+    overlay::paint_image(ui, gpu, rect, view);
     if !gpu.converged() {
         // Images arrive from the render thread (which asks for a repaint); look again soon too.
         ui.ctx().request_repaint_after(Duration::from_millis(50));
     }
 }
 
-/// Paints the last image into `rect`, with what each side shows, and the notes on its scale and
-/// on a model being prepared.
-fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect) {
-    if let Some(e) = &gpu.error {
-        ui.colored_label(egui::Color32::from_rgb(230, 120, 90), format!("preview: {e}"));
-    }
-    let font = egui::FontId::proportional(13.0);
-    match &gpu.shown {
-        Some((shows, scale, texture)) => {
-            let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
-            ui.painter().image(texture.id(), rect, uv, egui::Color32::WHITE);
-            let (left, right) = match shows.sources {
-                [Some(Source::Run(a)), Some(Source::Run(b))] => (format!("A: run #{a}"), format!("B: run #{b}")),
-                [Some(Source::Run(a)), _] => (format!("run #{a}, decoded in the shader"), "original maps".to_owned()),
-                [Some(Source::Decoded(_)), _] => ("decoded in the shader".to_owned(), "original maps".to_owned()),
-                _ => ("original maps (the decoded material follows the first snapshot)".to_owned(), String::new()),
+impl PreviewGpu {
+    /// What each side shows, its model and its maps asked for (`None`: nothing to show yet).
+    /// Two runs in the runs panel's A/B are the sides; else, with "compare", the two chosen
+    /// (a decoded side before any training shows the originals, and two sides the same are one);
+    /// else the decoded material, or the original maps before training.
+    fn want_sides(&mut self, session: &Session, view: &ViewSettings, commands: &mut Vec<Command>) -> Option<[Option<SideSource>; 2]> {
+        let library = Arc::as_ptr(&session.library.set) as usize;
+        let trained = session.shown.trained.as_ref().filter(|t| view.material < t.bundle.manifest.materials.len());
+        let runs = &session.compare.loaded_runs;
+        let ab = view.ab.filter(|[a, b]| runs.contains_key(a) && runs.contains_key(b));
+        let default = if trained.is_some() { SideSource::Decoded } else { SideSource::Original };
+        let resolve = |side: SideSource| match side {
+            SideSource::Decoded if trained.is_none() => SideSource::Original,
+            SideSource::Run(id) if !runs.contains_key(&id) => default,
+            other => other,
+        };
+        let sides = match ab {
+            Some([a, b]) => [Some(SideSource::Run(a)), Some(SideSource::Run(b))],
+            None if view.compare => {
+                let [left, right] = view.compare_sides.map(resolve);
+                [Some(left), Some(right).filter(|&r| r != left)]
+            }
+            None => [Some(default), None],
+        };
+        if view.material >= session.library.set.materials.len() {
+            return None;
+        }
+        // The library's own model: the bundle on screen, or before training a placeholder made
+        // from the analysis (its weights unused: the sides that read maps reach no decoder).
+        let analysis = session.library.analysis.as_ref().and_then(|a| a.as_ref().ok());
+        if trained.is_none() && analysis.is_none() {
+            return None;
+        }
+        for (slot, side) in sides.iter().enumerate() {
+            let Some(side) = *side else {
+                // Renderer 1 serves a second side only: asked again when one comes back.
+                (self.asked[slot], self.maps_asked[slot]) = (None, None);
+                continue;
             };
-            ui.painter().text(rect.left_top() + egui::vec2(6.0, 4.0), egui::Align2::LEFT_TOP, left, font.clone(), egui::Color32::WHITE);
-            if shows.sides == 2 {
-                let at = rect.center_top() + egui::vec2(6.0, 4.0);
-                ui.painter().text(at, egui::Align2::LEFT_TOP, right, font.clone(), egui::Color32::WHITE);
+            match (side, trained) {
+                (SideSource::Run(id), _) => {
+                    let bundle = runs.get(&id).map(|r| Arc::clone(&r.bundle));
+                    self.want_model(slot, Source::Run(id), || bundle.map(ModelInput::Bundle));
+                }
+                (_, Some(t)) => self.want_model(slot, Source::Decoded(t.generation), || Some(ModelInput::Bundle(Arc::clone(&t.bundle)))),
+                (_, None) => {
+                    let set = Arc::clone(&session.library.set);
+                    let layout = analysis.map(|a| Box::new(a.layout.clone()));
+                    self.want_model(slot, Source::Originals(library), || Some(ModelInput::Placeholder(set, layout?)));
+                }
             }
-            let channel = shows.view.lighting.view;
-            if channel != texset_shaders::preview::ViewMode::Lit {
-                let note = format!("{} (unlit; C: next channel, M: lit)", channel.name());
-                let at = rect.right_top() + egui::vec2(-6.0, 4.0);
-                ui.painter().text(at, egui::Align2::RIGHT_TOP, note, font.clone(), egui::Color32::YELLOW);
-            }
-            if *scale < 1.0 {
-                let note = format!("{:.0}% resolution while moving", scale * 100.0);
-                let at = rect.left_bottom() + egui::vec2(6.0, -4.0);
-                ui.painter().text(at, egui::Align2::LEFT_BOTTOM, note, font.clone(), egui::Color32::LIGHT_GRAY);
-            }
+            let key = MapsKey { library, material: view.material, bcn: side == SideSource::Bcn };
+            self.want_maps(slot, key, session, commands);
         }
-        None => {
-            ui.painter().rect_filled(rect, 0.0, egui::Color32::from_gray(20));
-        }
+        Some(sides)
     }
-    if gpu.waiting_for_new_model() {
-        let note = "preparing preview… (compiling the decoder for this GPU)";
-        ui.painter().text(rect.center(), egui::Align2::CENTER_CENTER, note, font, egui::Color32::WHITE);
-    }
-}
 
-/// The mouse on the viewport `rect` (of `sides` views side by side) drives the camera: a drag
-/// orbits it (across one view's width: half a turn), a right, middle or Shift drag pans, the
-/// wheel zooms, a double click frames the view.
-fn camera_input(
-    ui: &egui::Ui,
-    response: &egui::Response,
-    rect: egui::Rect,
-    sides: usize,
-    view: &mut ViewSettings,
-    asset: Option<MeshBounds>,
-) {
-    let mut orbit = view.camera.orbit();
-    let before = orbit;
-    let height = rect.height().max(1.0);
-    let width = (rect.width() / sides as f32).max(1.0);
-    let delta = response.drag_delta();
-    let shift = ui.input(|i| i.modifiers.shift);
-    if response.dragged_by(egui::PointerButton::Secondary)
-        || response.dragged_by(egui::PointerButton::Middle)
-        || (shift && response.dragged_by(egui::PointerButton::Primary))
-    {
-        orbit.pan(-delta.x / height, delta.y / height);
-    } else if response.dragged_by(egui::PointerButton::Primary) {
-        let pi = std::f32::consts::PI;
-        orbit.orbit(-delta.x / width * pi, delta.y / height * pi);
-    }
-    if response.hovered() {
-        let scroll = ui.input(|i| i.smooth_scroll_delta.y);
-        if scroll != 0.0 {
-            orbit.zoom((-scroll * 0.002).exp(), framed_radius(view.shape, asset));
+    /// Sends renderer `slot` the maps of `key` unless it has them; a block-compressed side waits
+    /// for its maps' round trips (asked of the session one at a time).
+    fn want_maps(&mut self, slot: usize, key: MapsKey, session: &Session, commands: &mut Vec<Command>) {
+        if self.maps_asked[slot] == Some(key) {
+            return;
+        }
+        let bcn = if key.bcn {
+            let maps = session.library.set.materials.get(key.material).map_or(0, |m| m.textures.len());
+            let done: Vec<Arc<BcRoundTrip>> =
+                (0..maps).filter_map(|map| session.compare.bcn.get(&(key.material, map)).map(Arc::clone)).collect();
+            if done.len() < maps {
+                if let Some(missing) = (0..maps).find(|&map| !session.compare.bcn.contains_key(&(key.material, map))) {
+                    commands.push(Command::ComputeBcn(key.material, missing));
+                }
+                return;
+            }
+            Some(done)
+        } else {
+            None
+        };
+        if self.requests.send(Request::Maps(slot, key, Arc::clone(&session.library.set), bcn)).is_ok() {
+            self.maps_asked[slot] = Some(key);
         }
     }
-    if orbit != before {
-        view.camera = CameraSettings::from_orbit(&orbit);
-    }
-    if response.double_clicked() {
-        frame_view(view, asset);
-    }
-}
 
-/// The mesh pass's near plane as a fraction of the framed radius: the camera comes no closer than
-/// 0.05 of it (`OrbitCamera::zoom`), and reversed depth keeps precision far beyond.
-const NEAR_PLANE_OF_RADIUS: f32 = 1e-3;
-
-/// The radius of the sphere that holds `shape` (about the origin, or the asset's `bounds`).
-fn framed_radius(shape: PreviewShape, asset: Option<MeshBounds>) -> f32 {
-    match (shape, asset) {
-        (PreviewShape::Asset, Some(bounds)) if bounds.radius > 0.0 => bounds.radius,
-        (PreviewShape::Sphere | PreviewShape::Asset, _) => Shape::Sphere.bounding_radius(),
-        (PreviewShape::Plane, _) => Shape::Plane.bounding_radius(),
-        (PreviewShape::Cube, _) => Shape::Cube.bounding_radius(),
+    /// Whether a side waits for its maps to be block-compressed.
+    fn block_compressing(&self) -> bool {
+        self.last_view.is_some_and(|v| {
+            v.sides.iter().enumerate().any(|(slot, s)| *s == Some(SideSource::Bcn) && self.maps_asked[slot].is_none_or(|k| !k.bcn))
+        })
     }
-}
-
-/// Frames what the view shows (F, or a double click): the camera keeps its direction and looks
-/// at it (the asset where the library has one, given by its `asset` bounds) from where it fills
-/// the image's height.
-pub fn frame_view(view: &mut ViewSettings, asset: Option<MeshBounds>) {
-    let mut orbit = view.camera.orbit();
-    let center = match (view.shape, asset) {
-        (PreviewShape::Asset, Some(bounds)) => bounds.center,
-        _ => [0.0; 3],
-    };
-    orbit.frame(center, framed_radius(view.shape, asset));
-    view.camera = CameraSettings::from_orbit(&orbit);
 }
 
 /// How long orbiting lights wait before asking for the next frame, given the last frame's

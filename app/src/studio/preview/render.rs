@@ -9,15 +9,17 @@
 //! when the model, the material, the shape, the camera or the size changes, and climbs to full
 //! resolution meanwhile.
 
-use super::{BAND_BUDGET_MS, MOVING_IMAGE_MS, ModelInput, Reply, Request, SCALES, SETTLE, Shows, Source, TARGET_FORMAT, View};
+use super::{
+    BAND_BUDGET_MS, MOVING_IMAGE_MS, MapsKey, ModelInput, Reply, Request, SCALES, SETTLE, Shows, SideSource, Source, TARGET_FORMAT, View,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 use texset_core::{bundle::Bundle, snapshot_bundle};
 use texset_shaders::preview::{
-    GBuffer, GpuMesh, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, ShadePass, SurfacePass, encode_material,
-    read_rgba8,
+    GBuffer, GpuMesh, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, SurfacePass,
+    encode_material, read_rgba8,
 };
 
 /// GPU time the decode of a new snapshot's G-buffer may take (the last one stays on screen
@@ -64,7 +66,8 @@ pub(super) struct RenderThread {
     /// The library's meshes on this device, and the materials each can wear.
     mesh: Option<(GpuMesh, Arc<Vec<Vec<usize>>>)>,
     models: [Option<(Source, Arc<Bundle>)>; 2],
-    originals_of: Option<(usize, usize)>,
+    /// The maps each renderer's texture holds (uploaded again to a renderer made anew).
+    maps: [Option<(MapsKey, Arc<Originals>)>; 2],
     view: Option<View>,
     /// When the material pass's part of the view (not the lights) last changed.
     view_since: Instant,
@@ -103,7 +106,7 @@ impl RenderThread {
             shade,
             mesh: None,
             models: [None, None],
-            originals_of: None,
+            maps: [None, None],
             view: None,
             view_since: Instant::now(),
             lights_since: Instant::now(),
@@ -158,41 +161,22 @@ impl RenderThread {
     fn take(&mut self, request: Request) -> bool {
         match request {
             Request::Model(slot, source, input) => {
-                let bundle = match input {
-                    ModelInput::Bundle(b) => Ok(b),
-                    ModelInput::Placeholder(set, layout) => {
-                        snapshot_bundle(&set, &layout, &layout.zero_params()).map(Arc::new).map_err(|e| e.to_string())
-                    }
-                };
-                let reuse = self.renderers[slot].as_ref().map(MaterialRenderer::prepared);
-                let prepared =
-                    bundle.and_then(|b| PreparedMaterial::new(&self.device, &b, reuse).map(|p| (p, b)).map_err(|e| e.to_string()));
-                let result = prepared.map(|(p, bundle)| {
-                    if let Some(r) = &mut self.renderers[slot] {
-                        r.set_prepared(&self.device, p);
-                    } else {
-                        self.renderers[slot] = Some(MaterialRenderer::from_prepared(&self.device, p));
-                        if slot == 0 {
-                            self.originals_of = None;
-                        }
-                    }
-                    self.models[slot] = Some((source, bundle));
-                });
+                let result = self.take_model(slot, source, input);
                 self.reply(Reply::Model(slot, source, result))
             }
-            Request::Originals(of, set) => {
-                let Some(m) = set.materials.get(of.1) else { return true };
-                // Manifest order is the set's order (pack writes maps as ingest sorted them).
-                let maps: Vec<(u32, u32, u32, &[f32])> =
-                    m.textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())).collect();
-                let originals = Originals::from_maps(&maps);
-                if let Some(r) = &mut self.renderers[0] {
-                    match r.set_originals(&self.device, &self.queue, &originals) {
-                        Ok(()) => self.originals_of = Some(of),
-                        Err(e) => return self.reply(Reply::Error(e.to_string())),
-                    }
+            Request::Maps(slot, key, set, bcn) => {
+                let Some(m) = set.materials.get(key.material) else { return true };
+                // Manifest order is the set's order (pack writes maps as ingest sorted them). A
+                // block-compressed side's texture holds its maps, then the originals (the error
+                // view's reference).
+                let mut maps: Vec<(u32, u32, u32, &[f32])> = Vec::new();
+                if let Some(bcn) = &bcn {
+                    maps.extend(m.textures.iter().zip(bcn).map(|(t, b)| (t.width, t.height, t.channels, b.values.as_slice())));
                 }
-                true
+                maps.extend(m.textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())));
+                let originals = Arc::new(Originals::from_maps(&maps));
+                self.maps[slot.min(1)] = Some((key, originals));
+                self.upload_maps(slot)
             }
             Request::Meshes(meshes, transforms, wears) => {
                 // Whatever was drawn of the meshes before is stale.
@@ -229,18 +213,28 @@ impl RenderThread {
         }
     }
 
-    /// What the next image should show (`None`: nothing to show yet).
+    /// What the next image should show (`None`: nothing to show yet): every side's model and
+    /// maps are there. A decoded side takes any snapshot of the bundle (the newest arrives in its
+    /// place); a side that reads maps takes the library's model (the bundle or a placeholder).
     fn wanted(&self) -> Option<Shows> {
         let view = self.view?;
-        let (_, bundle) = self.models[0].as_ref()?;
-        if view.material >= bundle.manifest.materials.len() {
-            return None;
+        let mut sources = [None, None];
+        for (slot, side) in view.sides.iter().enumerate() {
+            let Some(side) = *side else { continue };
+            let (source, bundle) = self.models[slot].as_ref()?;
+            let model_fits = match side {
+                SideSource::Decoded => matches!(source, Source::Decoded(_)),
+                SideSource::Run(id) => *source == Source::Run(id),
+                SideSource::Original | SideSource::Bcn => !matches!(source, Source::Run(_)),
+            };
+            let maps = MapsKey { library: view.library, material: view.material, bcn: side == SideSource::Bcn };
+            let maps_fit = self.maps[slot].as_ref().is_some_and(|(key, _)| *key == maps);
+            if !model_fits || !maps_fit || view.material >= bundle.manifest.materials.len() {
+                return None;
+            }
+            sources[slot] = Some(*source);
         }
-        let ab = view.ab && self.models[1].is_some();
-        let decoded = !matches!(self.models[0], Some((Source::Originals(_), _)));
-        let sides = if ab || (decoded && view.show_original) { 2 } else { 1 };
-        let sources = [self.models[0].as_ref().map(|m| m.0), if ab { self.models[1].as_ref().map(|m| m.0) } else { None }];
-        Some(Shows { view: View { ab, ..view }, sources, sides, originals_of: self.originals_of })
+        Some(Shows { view, sources })
     }
 
     /// The image to shade next, at the scale of the G-buffer it lights (`None`: no G-buffer holds
@@ -277,23 +271,72 @@ impl RenderThread {
         Some((holds, scale))
     }
 
-    /// The uniforms of side `side` of `shows`, from the models' manifests.
+    /// The uniforms of side `side` of `shows`, from its model's manifest.
     fn uniforms(&self, shows: &Shows, side: usize) -> Option<PreviewUniforms> {
         let v = shows.view;
-        let slot = if shows.view.ab { side } else { 0 };
-        let (_, bundle) = self.models[slot].as_ref()?;
-        // The sides share the image's width.
-        let aspect = v.size[0] as f32 / shows.sides.max(1) as f32 / v.size[1].max(1) as f32;
-        let mut u = PreviewUniforms::new(&bundle.manifest, v.material, v.light_angle, v.light_intensity, v.shape, aspect)
+        let source = v.sides.get(side).copied().flatten()?;
+        let (_, bundle) = self.models.get(side)?.as_ref()?;
+        let u = PreviewUniforms::new(&bundle.manifest, v.material, v.light_angle, v.light_intensity, v.shape, v.layout.aspect(v.size))
             .with_camera(&v.camera)
-            .with_srgb_encoding(true);
-        if bundle.manifest.mip_levels > 1 {
-            // Each side is `size[1]` pixels high: filter by level of detail so a shape that
-            // shows the texture smaller than its texels does not shimmer.
-            u = u.with_lod_filter(v.size[1] as f32);
+            .with_srgb_encoding(true)
+            // Each side is `size[1]` pixels high: filter by level of detail so a surface that
+            // shows the texture smaller than its texels does not shimmer (a bundle without mips
+            // decodes level 0 whatever the level), and give the mip view its footprint.
+            .with_lod_filter(v.size[1] as f32);
+        // A block-compressed side finds the originals after its own maps.
+        let reference_offset = match source {
+            SideSource::Bcn => bundle.manifest.materials.get(v.material).map_or(0, |m| m.maps.len() as u32),
+            _ => 0,
+        };
+        let probe = match v.probe {
+            Probe::Error { map, .. } => Probe::Error { map, reference_offset },
+            other => other,
+        };
+        Some(u.with_originals(matches!(source, SideSource::Original | SideSource::Bcn)).with_probe(probe))
+    }
+
+    /// Prepares `source`'s model for renderer `slot`: the other renderer's when it holds the
+    /// same, else compiled (unless a snapshot of the same shapes was: the pipelines are reused).
+    fn take_model(&mut self, slot: usize, source: Source, input: ModelInput) -> Result<(), String> {
+        let slot = slot.min(1);
+        let other = self.models[1 - slot].as_ref().filter(|(s, _)| *s == source).map(|(_, b)| Arc::clone(b));
+        let shared = other.zip(self.renderers[1 - slot].as_ref().map(|r| r.prepared().clone()));
+        let (prepared, bundle) = if let Some((bundle, prepared)) = shared {
+            (prepared, bundle)
+        } else {
+            let bundle = match input {
+                ModelInput::Bundle(b) => b,
+                ModelInput::Placeholder(set, layout) => {
+                    Arc::new(snapshot_bundle(&set, &layout, &layout.zero_params()).map_err(|e| e.to_string())?)
+                }
+            };
+            let reuse = self.renderers[slot].as_ref().map(MaterialRenderer::prepared);
+            (PreparedMaterial::new(&self.device, &bundle, reuse).map_err(|e| e.to_string())?, bundle)
+        };
+        if let Some(r) = &mut self.renderers[slot] {
+            r.set_prepared(&self.device, prepared);
+        } else {
+            self.renderers[slot] = Some(MaterialRenderer::from_prepared(&self.device, prepared));
+            // A new renderer's texture is empty: its maps go up again.
+            if !self.upload_maps(slot) {
+                return Err("the UI side is gone".to_owned());
+            }
         }
-        let originals = matches!(shows.sources[0], Some(Source::Originals(_))) || (!shows.view.ab && side == 1);
-        Some(u.with_originals(originals))
+        self.models[slot] = Some((source, bundle));
+        Ok(())
+    }
+
+    /// Uploads renderer `slot`'s maps to it, where both are there; false when the UI side is gone.
+    fn upload_maps(&mut self, slot: usize) -> bool {
+        let slot = slot.min(1);
+        let (Some(r), Some((_, originals))) = (&mut self.renderers[slot], &self.maps[slot]) else { return true };
+        match r.set_originals(&self.device, &self.queue, originals) {
+            Ok(()) => true,
+            Err(e) => {
+                self.maps[slot] = None;
+                self.reply(Reply::Error(e.to_string()))
+            }
+        }
     }
 
     /// Shades one image or decodes one band of a G-buffer; false when the UI side is gone.
@@ -321,12 +364,9 @@ impl RenderThread {
             }
         }
         let Some(b) = &self.back else { return true };
-        let sides: Vec<(&MaterialRenderer, usize)> = if b.holds.view.ab {
-            self.renderers.iter().flatten().map(|r| (r, 0)).collect()
-        } else {
-            self.renderers[0].iter().flat_map(|r| [(r, 0), (r, 1)]).take(b.holds.sides).collect()
-        };
-        if sides.len() != b.holds.sides {
+        let layout = b.holds.view.layout;
+        let sides: Vec<(&MaterialRenderer, usize)> = self.renderers.iter().take(layout.sides()).flatten().map(|r| (r, 0)).collect();
+        if sides.len() != layout.sides() {
             self.back = None;
             return true;
         }
@@ -335,7 +375,7 @@ impl RenderThread {
         let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).min(height - b.next_row);
         let start = Instant::now();
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview band") });
-        encode_material(&self.device, &mut encoder, &b.gbuffer, &sides, b.next_row..b.next_row + rows);
+        encode_material(&self.device, &mut encoder, &b.gbuffer, (&sides, layout), b.next_row..b.next_row + rows);
         let submission = self.queue.submit(Some(encoder.finish()));
         if let Err(e) = self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }) {
             self.back = None;
@@ -359,16 +399,14 @@ impl RenderThread {
 
     /// Starts decoding a G-buffer of `holds` at `scale` (false: a model it needs is missing).
     fn start(&mut self, holds: Shows, scale: f32) -> bool {
-        let size = [
-            ((holds.view.size[0] as f32 * scale).round() as u32).max(holds.sides as u32),
-            ((holds.view.size[1] as f32 * scale).round() as u32).max(1),
-        ];
-        for side in 0..holds.sides {
+        let layout = holds.view.layout;
+        let size =
+            [((holds.view.size[0] as f32 * scale).round() as u32).max(2), ((holds.view.size[1] as f32 * scale).round() as u32).max(1)];
+        for side in 0..layout.sides() {
             let Some(u) = self.uniforms(&holds, side) else { return false };
             let u = u.with_surface(holds.view.near_plane, size[1]);
-            let (renderer, slot) = if holds.view.ab { (side, 0) } else { (0, side) };
-            if let Some(r) = &mut self.renderers[renderer] {
-                r.write_uniforms(&self.queue, slot, &u);
+            if let Some(r) = &mut self.renderers[side] {
+                r.write_uniforms(&self.queue, 0, &u);
             }
             self.surface.write_uniforms(&self.queue, side, &u);
         }
@@ -380,7 +418,7 @@ impl RenderThread {
             mesh
         });
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview surface") });
-        self.surface.encode(&self.device, &mut encoder, &gbuffer, holds.sides, mesh);
+        self.surface.encode(&self.device, &mut encoder, &gbuffer, layout, mesh);
         self.queue.submit(Some(encoder.finish()));
         self.back = Some(Decoding { holds, scale, gbuffer, next_row: 0 });
         true
@@ -390,7 +428,7 @@ impl RenderThread {
     /// gone.
     fn shade_image(&mut self, shows: Shows, scale: f32) -> bool {
         let Some(front) = &self.front else { return true };
-        for side in 0..shows.sides {
+        for side in 0..shows.view.layout.sides() {
             let Some(u) = self.uniforms(&shows, side) else { return true };
             self.shade.write_uniforms(&self.queue, side, &u);
         }
@@ -409,13 +447,13 @@ impl RenderThread {
         });
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview shading") });
-        self.shade.encode(&self.device, &mut encoder, &view, &front.gbuffer, shows.sides);
+        self.shade.encode(&self.device, &mut encoder, &view, &front.gbuffer, shows.view.layout);
         self.queue.submit(Some(encoder.finish()));
         let sent = match read_rgba8(&self.device, &self.queue, &texture, size) {
             Ok(rgba) => {
                 self.sent = Some((shows, scale));
                 self.last_image = Instant::now();
-                self.reply(Reply::Image(shows, scale, size, rgba))
+                self.reply(Reply::Image(Box::new(shows), scale, size, rgba))
             }
             Err(e) => self.reply(Reply::Error(e.to_string())),
         };
