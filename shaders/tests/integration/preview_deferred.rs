@@ -12,8 +12,7 @@ use texset_shaders::preview::{
     MaterialRenderer, Originals, PreparedMaterial, PreviewRenderer, PreviewUniforms, ShadePass, Shape, SurfacePass, preview_wgsl,
     render_deferred,
 };
-use texset_shaders::request_device;
-use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle, tiny_bundle_with_mips};
+use texset_testkit::{tiny_bundle, tiny_bundle_with_mips};
 
 /// Original maps for material `m` of `bundle`: a pattern per map at its size.
 pub(crate) fn originals_of(bundle: &Bundle, m: usize) -> Originals {
@@ -34,13 +33,9 @@ pub(crate) fn originals_of(bundle: &Bundle, m: usize) -> Originals {
 #[test]
 fn two_pass_preview_equals_one_pass_and_relights_its_g_buffer() {
     let name = "two_pass_preview_equals_one_pass_and_relights_its_g_buffer";
-    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
+    let Some((_, device, queue)) = super::rendering_gpu_or_skip(name) else {
         return;
     };
-    if !texset_shaders::renders_fragment_format(&adapter) {
-        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
-        return;
-    }
     let format = wgpu::TextureFormat::Rgba32Float;
     let shade = ShadePass::new(&device, format);
     let surface = SurfacePass::new(&device);

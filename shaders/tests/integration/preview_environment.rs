@@ -11,8 +11,7 @@ use texset_shaders::preview::{
     Background, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, ShadePass, Shape, SurfacePass, ViewMode,
     render_deferred, shade_environment,
 };
-use texset_shaders::request_device;
-use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle};
+use texset_testkit::tiny_bundle;
 
 /// Red towards +X, green up, blue towards +Z, and a small sun high in the +X +Z quarter.
 fn coloured_environment() -> Environment {
@@ -48,13 +47,9 @@ fn original_texel(u: &PreviewUniforms, originals: &Originals, entries: &[MapEntr
 #[test]
 fn the_shading_pass_lit_by_an_environment_matches_its_cpu_reference() {
     let name = "the_shading_pass_lit_by_an_environment_matches_its_cpu_reference";
-    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
+    let Some((_, device, queue)) = super::rendering_gpu_or_skip(name) else {
         return;
     };
-    if !texset_shaders::renders_fragment_format(&adapter) {
-        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
-        return;
-    }
     let options = PrepareOptions { face_size_px: 128, level_count: 6, base_samples: 8, brdf_size_px: 32, brdf_samples: 64 };
     let prepared = prepare(&coloured_environment(), &options).unwrap();
     let bundle = tiny_bundle();

@@ -6,8 +6,7 @@
 
 use texset_core::{Decoder, decode::unmap};
 use texset_shaders::preview::{OrbitCamera, PreviewRenderer, PreviewUniforms, Shape, map_lod, shade};
-use texset_shaders::request_device;
-use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle, tiny_bundle_with_mips};
+use texset_testkit::{tiny_bundle, tiny_bundle_with_mips};
 
 const SLOT_KINDS: [&str; 7] = ["basecolor", "normal", "roughness", "metallic", "ao", "orm", "emissive"];
 
@@ -25,14 +24,10 @@ fn lod_filtered_preview_matches_cpu_reference() {
 
 fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filter: bool, name: &str) {
     let cpu = Decoder::new(bundle);
-    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
+    let Some((adapter, device, queue)) = super::rendering_gpu_or_skip(name) else {
         return;
     };
     println!("adapter: {}", adapter.get_info().name);
-    if !texset_shaders::renders_fragment_format(&adapter) {
-        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
-        return;
-    }
     let mut renderer = PreviewRenderer::new(&device, bundle, wgpu::TextureFormat::Rgba32Float).unwrap();
     renderer.set_bundle(&device, bundle).unwrap();
     let aspect = width as f32 / height as f32;
@@ -117,13 +112,9 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
 #[test]
 fn preview_drawn_in_bands_and_sides_equals_one_pass() {
     let name = "preview_drawn_in_bands_and_sides_equals_one_pass";
-    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
+    let Some((_, device, queue)) = super::rendering_gpu_or_skip(name) else {
         return;
     };
-    if !texset_shaders::renders_fragment_format(&adapter) {
-        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
-        return;
-    }
     let (width, height) = (64, 30);
     let bundle = tiny_bundle();
     let format = wgpu::TextureFormat::Rgba32Float;

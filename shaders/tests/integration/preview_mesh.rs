@@ -11,8 +11,7 @@ use texset_core::set::GltfMesh;
 use texset_shaders::preview::{
     GpuMesh, MaterialRenderer, PreparedMaterial, PreviewUniforms, ShadePass, Shape, SurfacePass, mesh_bounds, render_deferred,
 };
-use texset_shaders::request_device;
-use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle, tiny_bundle_with_mips};
+use texset_testkit::{tiny_bundle, tiny_bundle_with_mips};
 
 /// A UV sphere of `radius` about `center` with the ray-cast sphere's parametrisation: u round +Y
 /// from the seam at the back (u = atan2(x, z) / 2π + 0.5), v from the north pole down, tangent
@@ -55,13 +54,9 @@ fn difference(a: &[f32], b: &[f32]) -> (f32, f32) {
 #[test]
 fn a_tessellated_sphere_drawn_as_a_mesh_gives_the_ray_cast_spheres_image() {
     let name = "a_tessellated_sphere_drawn_as_a_mesh_gives_the_ray_cast_spheres_image";
-    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
+    let Some((_, device, queue)) = super::rendering_gpu_or_skip(name) else {
         return;
     };
-    if !texset_shaders::renders_fragment_format(&adapter) {
-        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
-        return;
-    }
     let size = [96, 96];
     let shade = ShadePass::new(&device, wgpu::TextureFormat::Rgba32Float);
     let surface = SurfacePass::new(&device);

@@ -11,8 +11,7 @@ use texset_shaders::preview::{
     Layout, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, Shape, SurfacePass, ViewMode,
     render_sides, shade_probe,
 };
-use texset_shaders::request_device;
-use texset_testkit::{gpu_or_skip, skip_gpu, tiny_bundle};
+use texset_testkit::tiny_bundle;
 
 /// The texel centre of map `entry` under `uv` (as `texel_centre` in preview.wgsl).
 fn texel_centre(width: u32, height: u32, uv: [f32; 2]) -> [f32; 2] {
@@ -67,13 +66,9 @@ fn cpu_probe(bundle: &Bundle, material: usize, probe: Probe, decoded: bool, text
 #[test]
 fn probe_views_match_their_cpu_reference_and_a_wipe_shows_each_side() {
     let name = "probe_views_match_their_cpu_reference_and_a_wipe_shows_each_side";
-    let Some((adapter, device, queue)) = gpu_or_skip(name, request_device().unwrap()) else {
+    let Some((_, device, queue)) = super::rendering_gpu_or_skip(name) else {
         return;
     };
-    if !texset_shaders::renders_fragment_format(&adapter) {
-        skip_gpu(name, &format!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name));
-        return;
-    }
     let bundle = tiny_bundle();
     // Material "n": a normal, a float-range height and an emissive colour variant.
     let material = 1;
