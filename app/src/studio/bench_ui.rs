@@ -4,8 +4,9 @@
 //!   all the UI thread's work except handing the triangles to the GPU (Compare view).
 //! - [`run_gpu`], on a wgpu adapter (lavapipe in CI): each frame rendered by egui's own wgpu
 //!   renderer into a window-sized texture and waited for, as a presented frame is; the Compare
-//!   view as the baseline, then the PBR preview open with the lights orbiting. Then the lights
-//!   stop and it measures how long the preview takes to converge to full resolution.
+//!   view as the baseline, then the PBR preview open with the lights orbiting, or the camera
+//!   turning (the turntable: every image a new G-buffer). Then the motion stops and it measures
+//!   how long the preview takes to converge to full resolution.
 
 use super::StudioApp;
 use super::session::RunState;
@@ -59,11 +60,24 @@ pub struct PreviewBench {
     pub moving_median_scale: Option<f32>,
     /// Preview pixels drawn per second meanwhile (images shown, over the phase's wall time).
     pub moving_pixels_per_sec: f64,
+    /// Preview images shown per second meanwhile.
+    pub moving_images_per_sec: f64,
+    /// What moved: the lights, or the camera.
+    pub motion: Motion,
     /// After the lights stopped: seconds until the preview showed the view at full resolution
     /// (`None`: it did not within the time limit).
     pub converge_secs: Option<f64>,
     /// Slowest frame while converging, milliseconds.
     pub converge_max_frame_ms: f64,
+}
+
+/// What moves while [`run_gpu`] measures the preview.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Motion {
+    /// The two point lights orbit: the G-buffer is lit again, not decoded.
+    Lights,
+    /// The camera turns (the turntable at 20°/s): every image decodes a new G-buffer.
+    Camera,
 }
 
 /// Window size of the benches, in points (= pixels).
@@ -267,10 +281,11 @@ pub fn render_floor() -> anyhow::Result<RenderFloor> {
 }
 
 /// Loads `folders` into a studio on a wgpu adapter, shows `central` (the PBR preview with the
-/// lights orbiting, or Compare for the baseline), trains `steps` steps while timing every rendered
-/// frame (60 Hz pacing), then stops the lights and times the preview's convergence to full
-/// resolution (Compare: nothing to converge). `limit` bounds each phase.
-pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: CentralView) -> anyhow::Result<PreviewBench> {
+/// lights orbiting or the camera turning, as `motion` says, or Compare for the baseline), trains
+/// `steps` steps while timing every rendered frame (60 Hz pacing), then stops the motion and
+/// times the preview's convergence to full resolution (Compare: nothing to converge). `limit`
+/// bounds each phase.
+pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: CentralView, motion: Motion) -> anyhow::Result<PreviewBench> {
     let headless = Headless::new()?;
     let adapter = format!("{} ({:?})", headless.render_state.adapter.get_info().name, headless.render_state.adapter.get_info().backend);
     let ctx = egui::Context::default();
@@ -278,7 +293,8 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
     let settings = Settings { steps: Some(steps), ..Settings::default() };
     let mut app = StudioApp::with_repaint(settings, folders, Some(&headless.render_state), None, Arc::new(|| {}))?;
     app.session.settings.view.central = central;
-    app.session.settings.view.lights_orbit = true;
+    app.session.settings.view.lights_orbit = motion == Motion::Lights;
+    app.session.settings.view.turntable = motion == Motion::Camera;
     let input = || egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(WINDOW[0] as f32, WINDOW[1] as f32))),
         ..Default::default()
@@ -298,9 +314,11 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
     scales.sort_by(f32::total_cmp);
     let moving_median_scale = scales.get(scales.len() / 2).copied();
     let moving_pixels_per_sec = stats.images.iter().map(|(_, pixels)| *pixels as f64).sum::<f64>() / phase_secs.max(1e-9);
-    // Lights stop: the preview should converge to full resolution, frames staying bounded
+    let moving_images_per_sec = stats.images.len() as f64 / phase_secs.max(1e-9);
+    // The motion stops: the preview should converge to full resolution, frames staying bounded
     // (Compare has nothing to converge).
     app.session.settings.view.lights_orbit = false;
+    app.session.settings.view.turntable = false;
     let converge_start = Instant::now();
     let mut converge_max_frame_ms: f64 = 0.0;
     let mut converge_secs = None;
@@ -311,7 +329,7 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
             said = Instant::now();
             let (images, bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
             eprintln!(
-                "ui bench: lights stopped {:.0} s ago, preview {images} images in {bands} bands",
+                "ui bench: motion stopped {:.0} s ago, preview {images} images in {bands} bands",
                 converge_start.elapsed().as_secs_f64()
             );
         }
@@ -331,6 +349,8 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
         first_decoded_secs: stats.first_decoded,
         moving_median_scale,
         moving_pixels_per_sec,
+        moving_images_per_sec,
+        motion,
         converge_secs,
         converge_max_frame_ms,
     })

@@ -15,12 +15,13 @@
 use super::lighting::{EnvironmentTextures, LIGHTING_BYTES, Lighting};
 use super::surface::{DEPTH_FORMAT, SURFACE_FORMAT};
 use super::{
-    GpuMesh, Layout, Originals, PreviewUniforms, SurfacePass, empty_originals, model_bind_group, originals_view, side_by_side, side_groups,
-    slot_groups, uniform,
+    GpuMesh, Layout, Originals, PreviewUniforms, SurfacePass, empty_originals, originals_view, side_by_side, side_groups, slot_groups,
+    uniform,
 };
 use crate::environment::PreparedEnvironment;
 use crate::model::GpuModel;
-use crate::{GpuError, block_on};
+use crate::{GpuError, ModelBuffers, block_on};
+use std::sync::{Arc, OnceLock};
 use texset_core::bundle::Bundle;
 
 /// The G-buffer's texel format (three targets of it: see `GBufferOut` in `preview_scene.wgsl`).
@@ -73,18 +74,45 @@ impl GBuffer {
     }
 }
 
-/// A bundle's material pass on one device: the pipelines of `fs_material` and
-/// `fs_material_originals` (the decoder specialised to the bundle's shapes) and the bundle's data
-/// bound to them. Cheap to clone; made on a thread of its own by the studio, as
+/// A pipeline that reaches the decoder, made when first drawn (on a software GPU its compile is
+/// the slow part of a first image), shared by every bundle of the same program, and the bundle's
+/// data bound to it.
+#[derive(Clone)]
+struct LazyPipeline {
+    entry: &'static str,
+    pipeline: Arc<OnceLock<wgpu::RenderPipeline>>,
+    model_group: Arc<OnceLock<wgpu::BindGroup>>,
+}
+
+impl LazyPipeline {
+    fn new(entry: &'static str) -> Self {
+        Self { entry, pipeline: Arc::new(OnceLock::new()), model_group: Arc::new(OnceLock::new()) }
+    }
+
+    /// The same program's pipeline for another bundle (its data bound anew).
+    fn for_bundle(&self) -> Self {
+        Self { entry: self.entry, pipeline: Arc::clone(&self.pipeline), model_group: Arc::new(OnceLock::new()) }
+    }
+}
+
+/// A bundle's material pass on one device: the pipelines of `fs_material` (the decoder
+/// specialised to the bundle's shapes), `fs_material_originals` (no decoder: the side's own maps)
+/// and `fs_material_probe` (the error and height views of the decoded maps), and the bundle's data
+/// bound to them. The two that reach the decoder are made when first drawn: the originals light at
+/// once, before a software GPU has compiled the decoder, and a probe's second compile is paid only
+/// when its view is asked for. Cheap to clone; made on a thread of its own by the studio, as
 /// [`super::PreparedModel`].
 #[derive(Clone)]
 pub struct PreparedMaterial {
     wgsl: String,
-    decoded: wgpu::RenderPipeline,
+    module: wgpu::ShaderModule,
     originals: wgpu::RenderPipeline,
-    model_group: wgpu::BindGroup,
     /// Group 0 of the originals pipeline, which reads no model data.
     no_model_group: wgpu::BindGroup,
+    decoded: LazyPipeline,
+    probe: LazyPipeline,
+    /// The bundle's data, bound to the decoding pipelines' group 0 when they are made.
+    buffers: Arc<ModelBuffers>,
 }
 
 impl PreparedMaterial {
@@ -94,22 +122,18 @@ impl PreparedMaterial {
         let model = GpuModel::with_options(bundle, crate::model::GpuModelOptions::for_device(device))?;
         let wgsl = super::preview_wgsl(&model);
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let (decoded, originals) = match reuse {
-            Some(r) if r.wgsl == wgsl => (r.decoded.clone(), r.originals.clone()),
+        let (module, originals, decoded, probe) = match reuse {
+            Some(r) if r.wgsl == wgsl => (r.module.clone(), r.originals.clone(), r.decoded.for_bundle(), r.probe.for_bundle()),
             _ => {
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("texset preview.wgsl"),
                     source: wgpu::ShaderSource::Wgsl(wgsl.as_str().into()),
                 });
-                let pipeline =
-                    |label: &str, entry: &str| crate::triangle_pipeline(device, &module, label, ["vs_fullscreen", entry], &GBUFFER_FORMATS);
-                (
-                    pipeline("texset preview material pass", "fs_material"),
-                    pipeline("texset preview material pass (originals)", "fs_material_originals"),
-                )
+                let originals = material_pipeline(device, &module, "fs_material_originals");
+                (module, originals, LazyPipeline::new("fs_material"), LazyPipeline::new("fs_material_probe"))
             }
         };
-        let model_group = model_bind_group(device, &decoded, &model)?;
+        let buffers = Arc::new(ModelBuffers::upload(device, &model)?);
         let no_model_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("texset preview (no model)"),
             layout: &originals.get_bind_group_layout(0),
@@ -118,8 +142,32 @@ impl PreparedMaterial {
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
-        Ok(Self { wgsl, decoded, originals, model_group, no_model_group })
+        Ok(Self { wgsl, module, originals, no_model_group, decoded, probe, buffers })
     }
+
+    /// `lazy`'s pipeline and the bundle's data bound to it, made on first use.
+    fn made<'a>(&'a self, device: &wgpu::Device, lazy: &'a LazyPipeline) -> (&'a wgpu::RenderPipeline, &'a wgpu::BindGroup) {
+        let pipeline = lazy.pipeline.get_or_init(|| material_pipeline(device, &self.module, lazy.entry));
+        let group = lazy.model_group.get_or_init(|| self.buffers.bind_group(device, &pipeline.get_bind_group_layout(0), &[]));
+        (pipeline, group)
+    }
+}
+
+/// The material pass's pipeline of fragment entry `entry` of `module`.
+fn material_pipeline(device: &wgpu::Device, module: &wgpu::ShaderModule, entry: &str) -> wgpu::RenderPipeline {
+    let label = format!("texset preview material pass ({entry})");
+    crate::triangle_pipeline(device, module, &label, ["vs_fullscreen", entry], &GBUFFER_FORMATS)
+}
+
+/// Which pipeline a uniform slot draws with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlotPipeline {
+    /// The decoded material.
+    Decoded,
+    /// The maps of the renderer's texture (and their probe).
+    Originals,
+    /// The probe of the decoded maps.
+    Probe,
 }
 
 /// The material pass and its resources on one device: two uniform slots (so one image shows the
@@ -127,11 +175,13 @@ impl PreparedMaterial {
 pub struct MaterialRenderer {
     model: PreparedMaterial,
     uniforms: [wgpu::Buffer; 2],
-    /// Whether slot `i` reads the original maps (its uniforms say so).
-    from_originals: [bool; 2],
+    /// What slot `i` draws (its uniforms say so).
+    slots: [SlotPipeline; 2],
     originals: wgpu::TextureView,
-    /// Group 1 of each pipeline, per slot: `[decoded, originals]`.
-    side_groups: [[wgpu::BindGroup; 2]; 2],
+    /// Group 1 of the originals pipeline, per slot.
+    originals_groups: [wgpu::BindGroup; 2],
+    /// Group 1 of the decoding pipelines (decoded, probe), per slot, once they are made.
+    lazy_groups: [OnceLock<[wgpu::BindGroup; 2]>; 2],
 }
 
 impl MaterialRenderer {
@@ -140,17 +190,15 @@ impl MaterialRenderer {
     pub fn from_prepared(device: &wgpu::Device, model: PreparedMaterial) -> Self {
         let uniforms = [uniform(device), uniform(device)];
         let originals = empty_originals(device);
-        let side_groups = Self::groups(device, &model, &uniforms, &originals);
-        Self { model, uniforms, from_originals: [false; 2], originals, side_groups }
-    }
-
-    fn groups(
-        device: &wgpu::Device,
-        model: &PreparedMaterial,
-        uniforms: &[wgpu::Buffer; 2],
-        originals: &wgpu::TextureView,
-    ) -> [[wgpu::BindGroup; 2]; 2] {
-        [side_groups(device, &model.decoded, uniforms, originals), side_groups(device, &model.originals, uniforms, originals)]
+        let originals_groups = side_groups(device, &model.originals, &uniforms, &originals);
+        Self {
+            model,
+            uniforms,
+            slots: [SlotPipeline::Decoded; 2],
+            originals,
+            originals_groups,
+            lazy_groups: [OnceLock::new(), OnceLock::new()],
+        }
     }
 
     /// Switches to a model prepared elsewhere.
@@ -159,7 +207,8 @@ impl MaterialRenderer {
         self.model = model;
         if new_pipeline {
             // Bind groups follow the pipelines' own (derived) layouts.
-            self.side_groups = Self::groups(device, &self.model, &self.uniforms, &self.originals);
+            self.originals_groups = side_groups(device, &self.model.originals, &self.uniforms, &self.originals);
+            self.lazy_groups = [OnceLock::new(), OnceLock::new()];
         }
     }
 
@@ -172,35 +221,49 @@ impl MaterialRenderer {
     /// Uploads the original maps of the material shown.
     pub fn set_originals(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, originals: &Originals) -> Result<(), GpuError> {
         self.originals = originals_view(device, queue, originals)?;
-        self.side_groups = Self::groups(device, &self.model, &self.uniforms, &self.originals);
+        self.originals_groups = side_groups(device, &self.model.originals, &self.uniforms, &self.originals);
+        self.lazy_groups = [OnceLock::new(), OnceLock::new()];
         Ok(())
     }
 
     /// Sets the uniforms of slot `side` (0 or 1); with [`PreviewUniforms::with_originals`] the
-    /// slot reads the original maps (the pipeline without the decoder).
+    /// slot reads the original maps (the pipeline without the decoder), with
+    /// [`PreviewUniforms::with_probe`] it writes the probe.
     pub fn write_uniforms(&mut self, queue: &wgpu::Queue, side: usize, uniforms: &PreviewUniforms) {
         let side = side.min(1);
-        self.from_originals[side] = uniforms.view[2] > 0.5;
+        self.slots[side] = match (uniforms.view[2] > 0.5, uniforms.probe[0] != 0) {
+            (true, _) => SlotPipeline::Originals,
+            (false, false) => SlotPipeline::Decoded,
+            (false, true) => SlotPipeline::Probe,
+        };
         queue.write_buffer(&self.uniforms[side], 0, &uniforms.bytes());
     }
 
+    /// Slot `side`'s pipeline and its groups 0 and 1 (a decoding pipeline made here when first
+    /// needed).
+    fn bound(&self, device: &wgpu::Device, side: usize) -> (&wgpu::RenderPipeline, &wgpu::BindGroup, &wgpu::BindGroup) {
+        let side = side.min(1);
+        let (lazy, which) = match self.slots[side] {
+            SlotPipeline::Originals => return (&self.model.originals, &self.model.no_model_group, &self.originals_groups[side]),
+            SlotPipeline::Decoded => (&self.model.decoded, 0),
+            SlotPipeline::Probe => (&self.model.probe, 1),
+        };
+        let (pipeline, model_group) = self.model.made(device, lazy);
+        let groups = self.lazy_groups[which].get_or_init(|| side_groups(device, pipeline, &self.uniforms, &self.originals));
+        (pipeline, model_group, &groups[side])
+    }
+
     /// The pipeline slot `side` draws with.
-    fn pipeline(&self, side: usize) -> &wgpu::RenderPipeline {
-        if self.from_originals[side.min(1)] { &self.model.originals } else { &self.model.decoded }
+    fn pipeline(&self, device: &wgpu::Device, side: usize) -> &wgpu::RenderPipeline {
+        self.bound(device, side).0
     }
 
     /// Draws slot `side`, reading the surface through `surface` (group 2 of its pipeline).
-    fn draw(&self, pass: &mut wgpu::RenderPass<'_>, side: usize, surface: &wgpu::BindGroup) {
-        let side = side.min(1);
-        if self.from_originals[side] {
-            pass.set_pipeline(&self.model.originals);
-            pass.set_bind_group(0, &self.model.no_model_group, &[]);
-            pass.set_bind_group(1, &self.side_groups[1][side], &[]);
-        } else {
-            pass.set_pipeline(&self.model.decoded);
-            pass.set_bind_group(0, &self.model.model_group, &[]);
-            pass.set_bind_group(1, &self.side_groups[0][side], &[]);
-        }
+    fn draw(&self, device: &wgpu::Device, pass: &mut wgpu::RenderPass<'_>, side: usize, surface: &wgpu::BindGroup) {
+        let (pipeline, model_group, side_group) = self.bound(device, side);
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, model_group, &[]);
+        pass.set_bind_group(1, side_group, &[]);
         pass.set_bind_group(2, surface, &[]);
         pass.draw(0..3, 0..1);
     }
@@ -221,7 +284,7 @@ pub fn encode_material(
         .map(|&(renderer, slot)| {
             device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("texset preview material pass surface"),
-                layout: &renderer.pipeline(slot).get_bind_group_layout(2),
+                layout: &renderer.pipeline(device, slot).get_bind_group_layout(2),
                 entries: &[wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::TextureView(&gbuffer.surface[0]) }],
             })
         })
@@ -229,7 +292,7 @@ pub fn encode_material(
     let targets: Vec<&wgpu::TextureView> = gbuffer.views.iter().collect();
     side_by_side(encoder, "texset preview material pass", &targets, gbuffer.size, layout, rows, false, |pass, side| {
         if let (Some(&(renderer, slot)), Some(surface)) = (sides.get(side), surfaces.get(side)) {
-            renderer.draw(pass, slot, surface);
+            renderer.draw(device, pass, slot, surface);
         }
     });
 }

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use serde::Serialize;
 use std::time::Duration;
-use texset::studio::bench_ui::{self, PreviewBench, RenderFloor, UiBench};
+use texset::studio::bench_ui::{self, Motion, PreviewBench, RenderFloor, UiBench};
 use texset::studio::state::CentralView;
 
 use super::DirsArg;
@@ -26,14 +26,22 @@ pub(crate) struct UiBenchArgs {
     dirs: DirsArg,
     #[command(flatten)]
     json: JsonArg,
+    /// Turn the camera (the turntable) while the preview is measured, instead of orbiting the
+    /// lights: every image then decodes a new G-buffer.
+    #[arg(long)]
+    camera: bool,
+    /// Measure the PBR preview alone (not the headless UI, the renderer's floor and Compare).
+    #[arg(long)]
+    preview_only: bool,
 }
 
-/// `bench ui --json`: the rendered measurements, or why each could not run.
+/// `bench ui --json`: the rendered measurements, or why each could not run (`None`: not asked
+/// for, with `--preview-only`).
 #[derive(Serialize)]
 struct UiJson<'a> {
-    compare: &'a UiBench,
-    floor: Result<&'a RenderFloor, String>,
-    compare_gpu: Result<&'a PreviewBench, String>,
+    compare: Option<&'a UiBench>,
+    floor: Option<Result<&'a RenderFloor, String>>,
+    compare_gpu: Option<Result<&'a PreviewBench, String>>,
     preview: Result<&'a PreviewBench, String>,
 }
 
@@ -41,18 +49,24 @@ impl UiBenchArgs {
     pub(crate) fn run(self) -> Result<()> {
         // The bench trains while it measures: with no library it would wait for one until its limit.
         let dirs = self.dirs.or_samples()?;
-        // The renderer's own cost with nothing of texset's running (first: no studio's
-        // background work is left over): the floor under the rendered lines.
-        let floor = bench_ui::render_floor();
-        let report = bench_ui::run(dirs.clone(), HEADLESS_STEPS, LIMIT)?;
-        // Compare as the baseline, then the PBR preview open.
-        let compare_gpu = bench_ui::run_gpu(dirs.clone(), RENDERED_STEPS, LIMIT, CentralView::Compare);
-        let preview = bench_ui::run_gpu(dirs, RENDERED_STEPS, LIMIT, CentralView::Preview);
+        let motion = if self.camera { Motion::Camera } else { Motion::Lights };
+        let (report, floor, compare_gpu) = if self.preview_only {
+            (None, None, None)
+        } else {
+            // The renderer's own cost with nothing of texset's running (first: no studio's
+            // background work is left over): the floor under the rendered lines.
+            let floor = bench_ui::render_floor();
+            let report = bench_ui::run(dirs.clone(), HEADLESS_STEPS, LIMIT)?;
+            // Compare as the baseline, then the PBR preview open.
+            let compare_gpu = bench_ui::run_gpu(dirs.clone(), RENDERED_STEPS, LIMIT, CentralView::Compare, motion);
+            (Some(report), Some(floor), Some(compare_gpu))
+        };
+        let preview = bench_ui::run_gpu(dirs, RENDERED_STEPS, LIMIT, CentralView::Preview, motion);
         if self.json.json {
             return JsonArg::print(&UiJson {
-                compare: &report,
-                floor: floor.as_ref().map_err(ToString::to_string),
-                compare_gpu: compare_gpu.as_ref().map_err(ToString::to_string),
+                compare: report.as_ref(),
+                floor: floor.as_ref().map(|f| f.as_ref().map_err(ToString::to_string)),
+                compare_gpu: compare_gpu.as_ref().map(|c| c.as_ref().map_err(ToString::to_string)),
                 preview: preview.as_ref().map_err(ToString::to_string),
             });
         }
@@ -62,24 +76,29 @@ impl UiBenchArgs {
                 r.median_frame_ms, r.p95_frame_ms, r.max_frame_ms, r.frames, r.train_steps, r.train_secs, r.snapshots_shown
             )
         };
-        println!("studio frame time while training, Compare view (headless, UI thread only): {}", line(&report));
+        if let Some(report) = &report {
+            println!("studio frame time while training, Compare view (headless, UI thread only): {}", line(report));
+        }
         match &floor {
-            Ok(f) => println!(
+            Some(Ok(f)) => println!(
                 "renderer floor on {}, nothing else running: clear only {:.2} ms, one window-sized rectangle {:.2} ms (median of {} frames)",
                 f.adapter,
                 f.clear_ms,
                 f.full_window_rect_ms,
                 bench_ui::FLOOR_FRAMES
             ),
-            Err(e) => println!("renderer floor: not measured: {e}"),
+            Some(Err(e)) => println!("renderer floor: not measured: {e}"),
+            None => {}
         }
         match &compare_gpu {
-            Ok(p) => println!("studio frame time while training, Compare view rendered on {}: {}", p.adapter, line(&p.frames)),
-            Err(e) => println!("Compare frame time on a GPU: not measured: {e}"),
+            Some(Ok(p)) => println!("studio frame time while training, Compare view rendered on {}: {}", p.adapter, line(&p.frames)),
+            Some(Err(e)) => println!("Compare frame time on a GPU: not measured: {e}"),
+            None => {}
         }
         match &preview {
             Ok(p) => {
-                println!("studio frame time while training, PBR preview with orbiting lights on {}: {}", p.adapter, line(&p.frames));
+                let moving = if p.motion == Motion::Camera { "the camera turning" } else { "orbiting lights" };
+                println!("studio frame time while training, PBR preview with {moving} on {}: {}", p.adapter, line(&p.frames));
                 println!("  preview: {} images in {} bands while training", p.preview_images, p.preview_bands);
                 match p.first_image_secs {
                     Some(s) => println!(
@@ -93,17 +112,18 @@ impl UiBenchArgs {
                 }
                 if let Some(scale) = p.moving_median_scale {
                     println!(
-                        "  while moving: median scale {:.0}% of the full side, {:.0} preview pixels/s",
+                        "  while moving: median scale {:.0}% of the full side, {:.1} images/s, {:.0} preview pixels/s",
                         scale * 100.0,
+                        p.moving_images_per_sec,
                         p.moving_pixels_per_sec
                     );
                 }
                 match p.converge_secs {
                     Some(s) => println!(
-                        "  lights stopped: full resolution after {s:.2} s, slowest frame meanwhile {:.2} ms",
+                        "  motion stopped: full resolution after {s:.2} s, slowest frame meanwhile {:.2} ms",
                         p.converge_max_frame_ms
                     ),
-                    None => println!("  lights stopped: the preview did not reach full resolution within the limit"),
+                    None => println!("  motion stopped: the preview did not reach full resolution within the limit"),
                 }
             }
             Err(e) => println!("PBR preview frame time: not measured: {e}"),

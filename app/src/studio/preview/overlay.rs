@@ -66,8 +66,11 @@ pub(super) fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect,
     if matches!(view.channel, ViewMode::Error | ViewMode::MipLevel) {
         legend(painter, seen, view, &text);
     }
+    let probe_pending = gpu.shown.as_ref().zip(gpu.last_view).is_some_and(|((shows, _, _), wanted)| shows.view.probe != wanted.probe);
     let note = if gpu.waiting_for_new_model() {
         Some("preparing preview… (compiling the decoder for this GPU)")
+    } else if probe_pending {
+        Some("preparing the view… (the first time, the decoder compiles again for it)")
     } else if gpu.block_compressing() {
         Some("block-compressing the maps (BC7/BC5/BC4)…")
     } else {

@@ -43,6 +43,12 @@ struct Decoding {
     next_row: u32,
 }
 
+/// Whether `a` and `b` ask the same of the surface and material passes but for the snapshot of
+/// the models (their sources).
+fn same_but_snapshot(a: &Shows, b: &Shows) -> bool {
+    Shows { sources: b.sources, ..*a } == *b
+}
+
 /// What `shows` asks of the surface and material passes: everything but the lighting.
 fn unlit(shows: &Shows) -> Shows {
     Shows { view: lights_left_out(&shows.view), ..*shows }
@@ -239,9 +245,21 @@ impl RenderThread {
 
     /// The image to shade next, at the scale of the G-buffer it lights (`None`: no G-buffer holds
     /// what the view shows, or the last image sent is it).
+    /// The last G-buffer decoded is lit with the lights of the view asked for, whatever it holds
+    /// (an older snapshot of the models, or the camera of a moment ago while it moves: what the
+    /// image shows says so), until a newer one is decoded.
     fn next_image(&self) -> Option<(Shows, f32)> {
-        let shows = self.wanted()?;
-        let front = self.front.as_ref().filter(|f| f.holds == unlit(&shows))?;
+        let wanted = self.wanted()?;
+        let front = self.front.as_ref()?;
+        let v = wanted.view;
+        let view = View {
+            light_angle: v.light_angle,
+            light_intensity: v.light_intensity,
+            lighting: v.lighting,
+            environment: v.environment,
+            ..front.holds.view
+        };
+        let shows = Shows { view, sources: front.holds.sources };
         (self.sent != Some((shows, front.scale))).then_some((shows, front.scale))
     }
 
@@ -252,9 +270,10 @@ impl RenderThread {
 
     /// The G-buffer to decode next, and its scale (`None`: the one on screen is complete at full
     /// resolution). A new material, shape or size is decoded first at the scale that fits
-    /// [`MOVING_IMAGE_MS`] (full resolution once it has settled); a new snapshot of the model
-    /// shown at the scale on screen, within [`SNAPSHOT_DECODE_MS`]; then each scale above in turn,
-    /// up to [`MOVING_MAX_SCALE`] while the lights move.
+    /// [`MOVING_IMAGE_MS`] (full resolution once it has settled, where an image is on screen
+    /// already); a new snapshot of the model shown at the scale on screen, within
+    /// [`SNAPSHOT_DECODE_MS`]; then each scale above in turn, up to [`MOVING_MAX_SCALE`] while
+    /// the lights move.
     fn next_decode(&self) -> Option<(Shows, f32)> {
         let holds = unlit(&self.wanted()?);
         let full_pixels = f64::from(holds.view.size[0]) * f64::from(holds.view.size[1]);
@@ -265,7 +284,9 @@ impl RenderThread {
             Some(f) if Shows { sources: holds.sources, ..f.holds } == holds => {
                 f.scale.min(self.scale_within(full_pixels, SNAPSHOT_DECODE_MS)).max(self.scale_within(full_pixels, MOVING_IMAGE_MS))
             }
-            _ if settled => 1.0,
+            // A view still, over an image of another: at full resolution at once. With nothing on
+            // screen yet, the first image comes at the moving scale and climbs.
+            Some(_) if settled => 1.0,
             _ => self.scale_within(full_pixels, MOVING_IMAGE_MS),
         };
         Some((holds, scale))
@@ -353,8 +374,13 @@ impl RenderThread {
         }
         // A G-buffer under way for what the view no longer shows is dropped (one for what it
         // shows is finished, whatever scale the measured cost now suggests).
+        // A G-buffer under way is finished for a newer snapshot of the same models, and for a newer
+        // view when it is no finer than that view's would start (the camera moving): on a slow GPU
+        // snapshots and camera moves come faster than a G-buffer is decoded, and no image would
+        // ever be finished. A finer one (a still view's climb to full resolution) gives way.
         let next = self.next_decode();
-        if self.back.as_ref().is_some_and(|b| next.is_none_or(|(holds, _)| b.holds != holds)) {
+        let keep = |b: &Decoding| next.is_some_and(|(holds, scale)| same_but_snapshot(&b.holds, &holds) || b.scale <= scale);
+        if self.back.as_ref().is_some_and(|b| !keep(b)) {
             self.back = None;
         }
         if self.back.is_none() {
