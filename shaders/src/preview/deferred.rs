@@ -98,8 +98,7 @@ impl LazyPipeline {
 /// A bundle's material pass on one device: the pipelines of `fs_material` (the decoder
 /// specialised to the bundle's shapes), `fs_material_originals` (no decoder: the side's own maps)
 /// and `fs_material_probe` (the error and height views of the decoded maps), and the bundle's data
-/// bound to them. The two that reach the decoder are made when first drawn: the originals light at
-/// once, before a software GPU has compiled the decoder, and a probe's second compile is paid only
+/// bound to them. The probe's is made when first drawn: its second decoder compile is paid only
 /// when its view is asked for. Cheap to clone; made on a thread of its own by the studio, as
 /// [`super::PreparedModel`].
 #[derive(Clone)]
@@ -139,10 +138,15 @@ impl PreparedMaterial {
             layout: &originals.get_bind_group_layout(0),
             entries: &[],
         });
+        let prepared = Self { wgsl, module, originals, no_model_group, decoded, probe, buffers };
+        // The decoded pipeline is made here, with the model, not on first draw: made then, a
+        // driver's compile (lavapipe: tens of seconds) stalled the preview at the first snapshot
+        // under the test suite's load (decision 045).
+        prepared.made(device, &prepared.decoded);
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
-        Ok(Self { wgsl, module, originals, no_model_group, decoded, probe, buffers })
+        Ok(prepared)
     }
 
     /// `lazy`'s pipeline and the bundle's data bound to it, made on first use.
