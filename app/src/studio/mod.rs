@@ -250,6 +250,9 @@ impl StudioApp {
         if runs < shot.after_run {
             // The next run: another rate, so the experiment log and its chart have two points.
             session.apply(Command::SetBitsPerTexel(Some(CAPTURE_SECOND_RUN_BITS_PER_TEXEL)));
+            // It trains under the view of the next shot: the preview of the last one would
+            // redraw every snapshot in full, on the cores the run needs.
+            session.settings.view.central = shot.central;
             session.apply(Command::StartTraining);
             return;
         }

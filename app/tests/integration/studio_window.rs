@@ -247,7 +247,9 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
         let fraction = changed_fraction(&last, &shot);
         println!("screenshot {}: {:.2}% of the screen changed in 5 s", i + 2, 100.0 * fraction);
         assert_alive();
-        still = if fraction > 0.0002 { 0 } else { still + 1 };
+        // Any pixel redrawn is the UI alive (a frozen window's screenshots are identical): while
+        // the decoder compiles, only the note's seconds count up.
+        still = if fraction > 0.0 { 0 } else { still + 1 };
         assert!(
             still <= still_intervals_at_most,
             "the screen did not change in {} s (up to screenshot {}): the studio stopped updating",

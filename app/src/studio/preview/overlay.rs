@@ -67,17 +67,17 @@ pub(super) fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect,
         legend(painter, seen, view, &text);
     }
     let probe_pending = gpu.shown.as_ref().zip(gpu.last_view).is_some_and(|((shows, _, _), wanted)| shows.view.probe != wanted.probe);
-    let note = if gpu.waiting_for_new_model() {
-        Some("preparing preview… (compiling the decoder for this GPU)")
+    let note = if let Some(since) = gpu.waiting_since {
+        Some(format!("preparing preview… (compiling the decoder for this GPU, {} s)", since.elapsed().as_secs()))
     } else if probe_pending {
-        Some("preparing the view… (the first time, the decoder compiles again for it)")
+        Some("preparing the view… (the first time, the decoder compiles again for it)".to_owned())
     } else if gpu.block_compressing() {
-        Some("block-compressing the maps (BC7/BC5/BC4)…")
+        Some("block-compressing the maps (BC7/BC5/BC4)…".to_owned())
     } else {
         None
     };
     if let Some(note) = note {
-        text(rect.center(), egui::Align2::CENTER_CENTER, note.to_owned(), egui::Color32::WHITE);
+        text(rect.center(), egui::Align2::CENTER_CENTER, note, egui::Color32::WHITE);
     }
 }
 

@@ -10,7 +10,8 @@
 //! resolution meanwhile.
 
 use super::{
-    BAND_BUDGET_MS, MOVING_IMAGE_MS, MapsKey, ModelInput, Reply, Request, SCALES, SETTLE, Shows, SideSource, Source, TARGET_FORMAT, View,
+    BAND_BUDGET_MS, IMAGE_INTERVAL, MOVING_IMAGE_MS, MapsKey, ModelInput, Reply, Request, SCALES, SETTLE, Shows, SideSource, Source,
+    TARGET_FORMAT, View,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,10 +30,6 @@ const SNAPSHOT_DECODE_MS: f64 = 1000.0;
 /// The largest scale a G-buffer climbs to while the lights move: the full resolution's decode
 /// (four times this one's) waits until they rest, leaving the cores to training and the UI.
 const MOVING_MAX_SCALE: f32 = 0.5;
-
-/// The least time between two images sent: each is a texture upload on the UI's side, which a
-/// software GPU pays for in the frame (about 2 MB an image at full resolution).
-const IMAGE_INTERVAL: Duration = Duration::from_millis(200);
 
 /// A G-buffer: what it holds (an image's [`Shows`] with the lights left out: see [`unlit`]), at
 /// what scale, and how many of its rows are decoded.
