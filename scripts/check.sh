@@ -7,7 +7,6 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo check -p texset-core --no-default-features --locked
 # Tests that could not run here (no GPU adapter, …) are listed at the end, as CI counts them.
 export TEXSET_SKIP_LOG="$(mktemp)"
-cargo nextest run --workspace --locked
-cargo test --workspace --doc --locked
+scripts/test.sh
 echo "skipped: $(wc -l < "$TEXSET_SKIP_LOG") tests"
 cat "$TEXSET_SKIP_LOG"

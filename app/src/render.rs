@@ -8,7 +8,10 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use texset_core::eval::bcn::{BcFormat, round_trip};
+use texset_core::eval::{
+    bcn::{BcFormat, round_trip},
+    flip_map,
+};
 use texset_core::{CompressOptions, analyse, bundle::Bundle, decode::unorm8, set::MapKind, snapshot_bundle};
 use texset_shaders::environment::{Environment, PrepareOptions, prepare};
 use texset_shaders::preview::{
@@ -73,6 +76,9 @@ pub struct RenderRequest {
     pub frames: u32,
     /// Width × height, pixels.
     pub size: [u32; 2],
+    /// Instead of the wipe, FLIP of its right side against its left, each drawn whole: NVIDIA's
+    /// perceptual difference of the two images as shown, in the magma colour map.
+    pub flip: bool,
 }
 
 /// The images drawn: RGBA8 rows, sRGB-encoded, and what they show.
@@ -83,6 +89,8 @@ pub struct Rendered {
     pub frames: Vec<Vec<u8>>,
     /// The material drawn, the surface, and where its maps came from, in words.
     pub description: String,
+    /// With [`RenderRequest::flip`], each frame's mean FLIP.
+    pub flip_means: Vec<f64>,
 }
 
 /// One side's renderer, ready to draw.
@@ -119,6 +127,9 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
         Some((sides, split)) => (sides.to_vec(), Layout::Wipe(split.clamp(0.0, 1.0))),
         None => (vec![decoded], Layout::One),
     };
+    if request.flip && sources.len() != 2 {
+        bail!("--flip compares two sides: give them with --ab LEFT,RIGHT");
+    }
     let bundle = if let Some(path) = &request.bundle {
         Arc::new(Bundle::read(path)?)
     } else {
@@ -140,6 +151,7 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     if !texset_shaders::renders_fragment_format(&adapter) {
         bail!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name);
     }
+    // The decoder compiles only when a side draws it.
     let prepared = PreparedMaterial::new(&device, &bundle, None)?;
     let mut sides = Vec::with_capacity(sources.len());
     for &source in &sources {
@@ -171,41 +183,84 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     let aspect = layout.aspect(request.size);
     let probe = request.lighting.view.probe(request.error_map, 0);
     let mut frames = Vec::with_capacity(request.frames as usize);
+    let mut flip_means = Vec::new();
     for frame in 0..request.frames {
         let mut orbit = OrbitCamera::default();
         orbit.frame(center, radius);
         let yaw = request.camera[0] + 360.0 * frame as f32 / request.frames as f32;
         orbit.orbit(yaw.to_radians(), request.camera[1].to_radians());
         orbit.distance *= if request.camera[2].is_finite() && request.camera[2] > 0.0 { request.camera[2] } else { 1.0 };
-        for (i, side) in sides.iter_mut().enumerate() {
-            let probe = match probe {
-                Probe::Error { map, .. } => Probe::Error { map, reference_offset: side.reference_offset },
-                other => other,
-            };
-            let uniforms = PreviewUniforms::new(&bundle.manifest, in_bundle, 0.7, 3.0, shape, aspect)
-                .with_camera(&orbit.camera(aspect))
-                .with_srgb_encoding(true)
-                .with_originals(side.source != RenderSide::Decoded)
-                .with_surface(radius * 1e-3, height)
-                .with_lod_filter(height as f32)
-                .with_probe(probe);
-            side.renderer.write_uniforms(&queue, 0, &uniforms);
-            surface.write_uniforms(&queue, i, &uniforms);
-            shade.write_uniforms(&queue, i, &uniforms);
-        }
-        let renderers: Vec<(&MaterialRenderer, usize)> = sides.iter().map(|s| (&s.renderer, 0)).collect();
-        let linear = render_sides(&device, &queue, (&renderers, layout), (&surface, &shade), mesh.as_ref(), request.size)?;
-        let mut rgba: Vec<u8> = linear.iter().map(|&v| unorm8(v)).collect();
-        draw_divider(&mut rgba, request.size, layout);
+        let uniforms: Vec<PreviewUniforms> = sides
+            .iter()
+            .map(|side| {
+                let probe = match probe {
+                    Probe::Error { map, .. } => Probe::Error { map, reference_offset: side.reference_offset },
+                    other => other,
+                };
+                PreviewUniforms::new(&bundle.manifest, in_bundle, 0.7, 3.0, shape, aspect)
+                    .with_camera(&orbit.camera(aspect))
+                    .with_srgb_encoding(true)
+                    .with_originals(side.source != RenderSide::Decoded)
+                    .with_surface(radius * 1e-3, height)
+                    .with_lod_filter(height as f32)
+                    .with_probe(probe)
+            })
+            .collect();
+        let (rgba, flip_mean) =
+            draw_frame((&device, &queue), &mut sides, &uniforms, (&surface, &shade), mesh.as_ref(), (request.size, layout), request.flip)?;
         frames.push(rgba);
+        flip_means.extend(flip_mean);
     }
     let surface_name = if on_mesh { "the asset's meshes".to_owned() } else { format!("a {shape:?}").to_lowercase() };
     let shows = match sources.as_slice() {
+        [left, right] if request.flip => format!("FLIP of {} against {}", right.name(), left.name()),
         [left, right] => format!("{} left, {} right", left.name(), right.name()),
         _ => sources.first().map_or("", |s| s.name()).to_owned(),
     };
     let view = request.lighting.view.name();
-    Ok(Rendered { size: request.size, frames, description: format!("{name} on {surface_name}, {shows}, {view}") })
+    let flip = flip_means.iter().copied().reduce(f64::max).map(|worst| {
+        let which = if flip_means.len() > 1 { ", the worst frame" } else { "" };
+        format!(" (mean FLIP {worst:.4}{which})")
+    });
+    let description = format!("{name} on {surface_name}, {shows}, {view}{}", flip.unwrap_or_default());
+    Ok(Rendered { size: request.size, frames, description, flip_means })
+}
+
+/// One frame of `sides` through `uniforms` (one each), as RGBA8 rows of `size`: the sides in
+/// `layout` with the wipe's divider drawn, or with `flip`, each side drawn whole (a wipe's aspect
+/// is the whole image's) and FLIP of the right against the left, with its mean.
+fn draw_frame(
+    (device, queue): (&wgpu::Device, &wgpu::Queue),
+    sides: &mut [Side],
+    uniforms: &[PreviewUniforms],
+    (surface, shade): (&SurfacePass, &ShadePass),
+    mesh: Option<&GpuMesh>,
+    (size, layout): ([u32; 2], Layout),
+    flip: bool,
+) -> Result<(Vec<u8>, Option<f64>)> {
+    if flip {
+        let mut shown = Vec::with_capacity(2);
+        for (side, u) in sides.iter_mut().zip(uniforms) {
+            side.renderer.write_uniforms(queue, 0, u);
+            surface.write_uniforms(queue, 0, u);
+            shade.write_uniforms(queue, 0, u);
+            let linear = render_sides(device, queue, (&[(&side.renderer, 0)], Layout::One), (surface, shade), mesh, size)?;
+            shown.push(linear.chunks_exact(4).flat_map(|p| [unorm8(p[0]), unorm8(p[1]), unorm8(p[2])]).collect::<Vec<u8>>());
+        }
+        let [left, right] = shown.as_slice() else { bail!("--flip compares two sides, not {}", shown.len()) };
+        let map = flip_map(left, right, size[0], size[1]).context("the two sides' images differ in size")?;
+        return Ok((map.magma_rgb8.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect(), Some(map.mean)));
+    }
+    for (i, (side, u)) in sides.iter_mut().zip(uniforms).enumerate() {
+        side.renderer.write_uniforms(queue, 0, u);
+        surface.write_uniforms(queue, i, u);
+        shade.write_uniforms(queue, i, u);
+    }
+    let renderers: Vec<(&MaterialRenderer, usize)> = sides.iter().map(|s| (&s.renderer, 0)).collect();
+    let linear = render_sides(device, queue, (&renderers, layout), (surface, shade), mesh, size)?;
+    let mut rgba: Vec<u8> = linear.iter().map(|&v| unorm8(v)).collect();
+    draw_divider(&mut rgba, size, layout);
+    Ok((rgba, None))
 }
 
 /// Side `source`'s renderer: `prepared`'s pipelines, its texture the material's `textures` (a

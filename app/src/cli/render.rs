@@ -60,6 +60,11 @@ pub(super) struct RenderArgs {
     /// Where the wipe divides the image, a fraction of its width from the left.
     #[arg(long, default_value_t = 0.5)]
     split: f32,
+    /// Instead of the wipe, FLIP (NVIDIA's perceptual difference) of its right side against its
+    /// left, each drawn whole, as shown: black where they look the same, yellow where most
+    /// different (magma). Needs --ab; the mean is printed.
+    #[arg(long, requires = "ab")]
+    flip: bool,
     /// Draw a turntable of N frames (the camera turns a full circle about the vertical), written
     /// as OUT with `_000`, `_001`, … before its extension.
     #[arg(long, value_name = "N")]
@@ -175,6 +180,7 @@ impl RenderArgs {
             camera,
             frames: self.turntable.unwrap_or(1),
             size,
+            flip: self.flip,
         };
         let image = render(&request)?;
         for (i, rgba) in image.frames.iter().enumerate() {

@@ -142,6 +142,20 @@ fn render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name() {
     assert!(right.iter().all(|&p| at_foot(p)), "the originals' side shows an error: {right:?}");
     assert!(left.iter().filter(|&&p| !at_foot(p)).count() > left.len() / 2, "the decoded side shows no error: {left:?}");
     assert_eq!(pixel(&error, 24, 2), [255; 4], "no divider at the split");
+    // FLIP of the two sides drawn whole, as shown: none between the originals and themselves,
+    // some where the bundle's decode differs; the mean is printed.
+    let flip_png = dir.path().join("bricks_flip.png");
+    for (ab, differs) in [("original,original", false), ("original,decoded", true)] {
+        let flip = ["--ab", ab, "--flip", "--size", "48x32", "-o", flip_png.to_str().unwrap()];
+        let output = texset(&[&args[..], &flip[..]].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{ab}: {stderr}");
+        let mean: f64 = stderr.split("mean FLIP ").nth(1).and_then(|t| t.split(')').next()).and_then(|t| t.parse().ok()).unwrap();
+        let image = image::open(&flip_png).unwrap().into_rgba8();
+        let uniform = image.pixels().all(|p| *p == *image.get_pixel(0, 0));
+        println!("FLIP {ab}: mean {mean}, uniform {uniform}");
+        assert_eq!((mean > 1e-4, !uniform), (differs, differs), "{ab}: mean FLIP {mean}, uniform image {uniform}");
+    }
     // A turntable of three frames: the cube turns between them.
     let turn = dir.path().join("turn.png");
     let args = ["render", folder.to_str().unwrap(), "--shape", "cube", "--turntable", "3", "--size", "48x32", "-o"];
@@ -153,8 +167,9 @@ fn render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name() {
     assert!(frames[0] != frames[1] && frames[1] != frames[2], "the turntable did not turn");
     // A material it does not have, a size out of range, a camera it cannot read, sides it cannot
     // draw: each named.
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--material", "marble"], "no material named \"marble\""),
+        (&["--flip"], "--ab"),
         (&["--size", "0x10"], "--size 0x10"),
         (&["--camera", "up"], "--camera \"up\""),
         (&["--ab", "decoded,original"], "--ab decoded needs --bundle"),

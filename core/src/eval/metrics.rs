@@ -196,11 +196,42 @@ pub fn flip_mean(reference: &[f32], test: &[f32], width: usize, height: usize, c
             })
             .collect()
     };
-    let (w, h) = (width as u32, height as u32);
-    let reference = nv_flip::FlipImageRgb8::with_data(w, h, &rgb8(reference));
-    let test = nv_flip::FlipImageRgb8::with_data(w, h, &rgb8(test));
-    let error = nv_flip::flip(reference, test, nv_flip::DEFAULT_PIXELS_PER_DEGREE);
+    let error = flip_error(&rgb8(reference), &rgb8(test), width as u32, height as u32);
     f64::from(nv_flip::FlipPool::from_image(&error).mean())
+}
+
+/// NVIDIA's FLIP per pixel of two RGB8 images of `width` × `height` (lengths checked by the
+/// callers).
+#[cfg(feature = "flip")]
+fn flip_error(reference: &[u8], test: &[u8], width: u32, height: u32) -> nv_flip::FlipImageFloat {
+    let reference = nv_flip::FlipImageRgb8::with_data(width, height, reference);
+    let test = nv_flip::FlipImageRgb8::with_data(width, height, test);
+    nv_flip::flip(reference, test, nv_flip::DEFAULT_PIXELS_PER_DEGREE)
+}
+
+/// A FLIP error map of two images as shown on screen: each pixel's error in NVIDIA's magma colour
+/// map (black: none, yellow: the most), and the mean error.
+#[cfg(feature = "flip")]
+#[derive(Clone, Debug)]
+pub struct FlipMap {
+    /// RGB8 rows, top to bottom.
+    pub magma_rgb8: Vec<u8>,
+    /// Mean FLIP over the pixels: 0 is identical, 1 the largest difference.
+    pub mean: f64,
+}
+
+/// FLIP (LDR, 67 pixels per degree) of `test` against `reference`, two sRGB-encoded RGB8 images
+/// of `width` × `height` (rows top to bottom); `None` when a buffer is not that size.
+#[cfg(feature = "flip")]
+#[must_use]
+pub fn flip_map(reference: &[u8], test: &[u8], width: u32, height: u32) -> Option<FlipMap> {
+    let len = (width as usize).checked_mul(height as usize)?.checked_mul(3)?;
+    if width == 0 || height == 0 || reference.len() != len || test.len() != len {
+        return None;
+    }
+    let error = flip_error(reference, test, width, height);
+    let mean = f64::from(nv_flip::FlipPool::from_image(&error).mean());
+    Some(FlipMap { magma_rgb8: error.apply_color_lut(&nv_flip::magma_lut()).to_vec(), mean })
 }
 
 #[cfg(test)]
@@ -233,5 +264,29 @@ mod metric_tests {
         // One channel is viewed as grey.
         let grey: Vec<f32> = image.iter().step_by(3).copied().collect();
         assert!(flip_mean(&grey, &grey, w, h, 1) < 1e-6);
+    }
+
+    #[cfg(feature = "flip")]
+    #[test]
+    fn a_flip_map_is_dark_where_images_agree_and_bright_where_they_differ() {
+        let (w, h) = (32u32, 32u32);
+        let image: Vec<u8> = (0..w * h).flat_map(|i| [(i % w * 8) as u8, (i / w * 8) as u8, 90]).collect();
+        // The right half inverted.
+        let test: Vec<u8> = image
+            .chunks_exact(3)
+            .enumerate()
+            .flat_map(|(i, p)| if i as u32 % w >= w / 2 { [255 - p[0], 255 - p[1], 255 - p[2]] } else { [p[0], p[1], p[2]] })
+            .collect();
+        let same = flip_map(&image, &image, w, h).expect("the sizes match");
+        assert!(same.mean < 1e-6);
+        let map = flip_map(&image, &test, w, h).expect("the sizes match");
+        assert_eq!(map.magma_rgb8.len(), (w * h * 3) as usize);
+        let brightness = |x: u32, y: u32| map.magma_rgb8[((y * w + x) * 3) as usize..][..3].iter().map(|&v| u32::from(v)).sum::<u32>();
+        // Well inside each half (FLIP's filters spread an edge a few pixels).
+        assert!(brightness(4, 16) < 60 && brightness(27, 16) > 200, "{} {}", brightness(4, 16), brightness(27, 16));
+        assert!(map.mean > 0.2, "{}", map.mean);
+        // A buffer not the stated size is refused, not read past.
+        assert!(flip_map(&image, &test[..30], w, h).is_none());
+        assert!(flip_map(&image, &test, w + 1, h).is_none());
     }
 }

@@ -6,7 +6,7 @@ pub mod bcn;
 pub(crate) mod metrics;
 
 #[cfg(feature = "flip")]
-pub use metrics::flip_mean;
+pub use metrics::{FlipMap, flip_map, flip_mean};
 pub use metrics::{SquaredError, psnr, psnr_from_mse};
 
 use crate::bundle::{Manifest, MapEntry};

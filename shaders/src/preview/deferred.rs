@@ -116,7 +116,11 @@ pub struct PreparedMaterial {
 
 impl PreparedMaterial {
     /// Prepares `bundle`, taking the pipelines from `reuse` when it has the same specialised
-    /// source (snapshots of one training run).
+    /// source (snapshots of one training run). The pipelines that reach the decoder are made when
+    /// first drawn: a side that reads maps (the originals, their block-compressed copies) never
+    /// asks for them, and a driver that compiles at pipeline creation (lavapipe: tens of seconds
+    /// for a decoder) would otherwise keep the lit originals waiting for a program they do not
+    /// run (decision 045).
     pub fn new(device: &wgpu::Device, bundle: &Bundle, reuse: Option<&Self>) -> Result<Self, GpuError> {
         let model = GpuModel::with_options(bundle, crate::model::GpuModelOptions::for_device(device))?;
         let wgsl = super::preview_wgsl(&model);
@@ -138,15 +142,29 @@ impl PreparedMaterial {
             layout: &originals.get_bind_group_layout(0),
             entries: &[],
         });
-        let prepared = Self { wgsl, module, originals, no_model_group, decoded, probe, buffers };
-        // The decoded pipeline is made here, with the model, not on first draw: made then, a
-        // driver's compile (lavapipe: tens of seconds) stalled the preview at the first snapshot
-        // under the test suite's load (decision 045).
-        prepared.made(device, &prepared.decoded);
         if let Some(error) = block_on(scope.pop()) {
             return Err(GpuError::Wgpu(error.to_string()));
         }
-        Ok(prepared)
+        Ok(Self { wgsl, module, originals, no_model_group, decoded, probe, buffers })
+    }
+
+    /// Whether the decoded material's pipeline (the decoder's compile) has been made.
+    #[must_use]
+    pub fn decoder_made(&self) -> bool {
+        self.decoded.pipeline.get().is_some()
+    }
+
+    /// Makes the decoded material's pipeline now (the driver's compile), unless it is made: a
+    /// caller with time to spare pays for it before the first draw that needs it.
+    pub fn make_decoder(&self, device: &wgpu::Device) {
+        self.made(device, &self.decoded);
+    }
+
+    /// How many of the pipelines that reach the decoder (the decoded material's, the probe's)
+    /// have been made: a draw that raises it paid a driver's compile.
+    #[must_use]
+    pub fn decoder_pipelines_made(&self) -> usize {
+        [&self.decoded, &self.probe].iter().filter(|l| l.pipeline.get().is_some()).count()
     }
 
     /// `lazy`'s pipeline and the bundle's data bound to it, made on first use.

@@ -163,3 +163,45 @@ fn probe_views_match_their_cpu_reference_and_a_wipe_shows_each_side() {
     assert!(worst[0] < 1e-5 && worst[1] < 1e-5, "the wipe's sides differ from the sides drawn alone: {worst:?}");
     assert_ne!(alone[0], alone[1], "the two sides drew the same image");
 }
+
+/// A prepared material makes the decoder's pipeline only when first drawn decoded: its lit
+/// originals (the studio's before training, `texset render --ab original,bcn`) wait for no
+/// decoder compile, and the decoder made late draws as one made with an earlier draw.
+#[test]
+fn a_prepared_material_compiles_its_decoder_only_when_drawn_decoded() {
+    let name = "a_prepared_material_compiles_its_decoder_only_when_drawn_decoded";
+    let Some((_, device, queue)) = super::rendering_gpu_or_skip(name) else {
+        return;
+    };
+    let bundle = tiny_bundle();
+    let material = 1;
+    let originals = originals_of(&bundle, material);
+    let surface = SurfacePass::new(&device);
+    let shade = ShadePass::new(&device, wgpu::TextureFormat::Rgba32Float);
+    let size = [64u32, 64];
+    let base = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, Shape::Sphere, 1.0).with_srgb_encoding(true);
+    let draw = |renderer: &mut MaterialRenderer, u: PreviewUniforms| {
+        renderer.write_uniforms(&queue, 0, &u);
+        surface.write_uniforms(&queue, 0, &u);
+        shade.write_uniforms(&queue, 0, &u);
+        render_sides(&device, &queue, (&[(&*renderer, 0)], Layout::One), (&surface, &shade), None, size).unwrap()
+    };
+    let prepared = PreparedMaterial::new(&device, &bundle, None).unwrap();
+    assert!(!prepared.decoder_made(), "the decoder was compiled before anything was drawn");
+    let mut maps = MaterialRenderer::from_prepared(&device, prepared);
+    maps.set_originals(&device, &queue, &originals).unwrap();
+    let lit_maps = draw(&mut maps, base.with_originals(true));
+    assert!(!maps.prepared().decoder_made(), "drawing the originals compiled the decoder");
+
+    // Another preparation of the bundle, drawn decoded first.
+    let mut early = MaterialRenderer::from_prepared(&device, PreparedMaterial::new(&device, &bundle, None).unwrap());
+    early.set_originals(&device, &queue, &originals).unwrap();
+    let decoded = draw(&mut early, base.with_originals(false));
+    assert!(early.prepared().decoder_made());
+    assert_eq!(lit_maps, draw(&mut early, base.with_originals(true)), "the originals differ once the decoder is made");
+
+    let late = draw(&mut maps, base.with_originals(false));
+    assert!(maps.prepared().decoder_made());
+    assert_eq!(late, decoded, "the decoder made on a later draw draws otherwise");
+    assert_ne!(late, lit_maps, "decoded and original drew the same image");
+}

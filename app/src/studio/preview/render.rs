@@ -322,13 +322,15 @@ impl RenderThread {
         let (prepared, bundle) = if let Some((bundle, prepared)) = shared {
             (prepared, bundle)
         } else {
+            let reuse = self.renderers[slot].as_ref().map(MaterialRenderer::prepared);
             let bundle = match input {
                 ModelInput::Bundle(b) => b,
                 ModelInput::Placeholder(set, layout) => {
                     Arc::new(snapshot_bundle(&set, &layout, &layout.zero_params()).map_err(|e| e.to_string())?)
                 }
             };
-            let reuse = self.renderers[slot].as_ref().map(MaterialRenderer::prepared);
+            // No compile here: the decoder's pipeline is made by the first band that draws it,
+            // after the G-buffer under way (the lit originals, before the first snapshot).
             (PreparedMaterial::new(&self.device, &bundle, reuse).map_err(|e| e.to_string())?, bundle)
         };
         if let Some(r) = &mut self.renderers[slot] {
@@ -369,14 +371,25 @@ impl RenderThread {
                 return true;
             }
         }
+        if self.back.is_none() && self.next_decode().is_none() && self.warm_decoder() {
+            return true;
+        }
         // A G-buffer under way for what the view no longer shows is dropped (one for what it
         // shows is finished, whatever scale the measured cost now suggests).
         // A G-buffer under way is finished for a newer snapshot of the same models, and for a newer
         // view when it is no finer than that view's would start (the camera moving): on a slow GPU
         // snapshots and camera moves come faster than a G-buffer is decoded, and no image would
         // ever be finished. A finer one (a still view's climb to full resolution) gives way.
+        // With nothing on screen yet, the first G-buffer of the material shown is finished too,
+        // whatever else changed: the first snapshot (which also turns one side into the wipe of
+        // decoded and original) came before the lit originals had finished, and the image waited
+        // for the decoder's compile (decision 045).
         let next = self.next_decode();
-        let keep = |b: &Decoding| next.is_some_and(|(holds, scale)| same_but_snapshot(&b.holds, &holds) || b.scale <= scale);
+        let first = |b: &Decoding| {
+            self.front.is_none()
+                && next.is_some_and(|(holds, _)| (holds.view.library, holds.view.material) == (b.holds.view.library, b.holds.view.material))
+        };
+        let keep = |b: &Decoding| first(b) || next.is_some_and(|(holds, scale)| same_but_snapshot(&b.holds, &holds) || b.scale <= scale);
         if self.back.as_ref().is_some_and(|b| !keep(b)) {
             self.back = None;
         }
@@ -396,6 +409,9 @@ impl RenderThread {
         let [width, height] = b.gbuffer.size();
         let rows_fit = (BAND_BUDGET_MS * 1e6 / (self.ns_per_pixel * f64::from(width))).floor();
         let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).min(height - b.next_row);
+        let compiled =
+            |sides: &[(&MaterialRenderer, usize)]| sides.iter().map(|(r, _)| r.prepared().decoder_pipelines_made()).sum::<usize>();
+        let compiled_before = compiled(&sides);
         let start = Instant::now();
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview band") });
         encode_material(&self.device, &mut encoder, &b.gbuffer, (&sides, layout), b.next_row..b.next_row + rows);
@@ -405,9 +421,13 @@ impl RenderThread {
             return self.reply(Reply::Error(format!("the preview's GPU work failed: {e}")));
         }
         let elapsed = start.elapsed();
-        // The first band with a new pipeline includes the driver's compile: not a per-pixel cost.
+        // A band that made a pipeline includes the driver's compile: not a per-pixel cost.
         let ns = elapsed.as_nanos() as f64 / (f64::from(rows) * f64::from(width)).max(1.0);
-        self.ns_per_pixel = if self.bands.load(Ordering::Relaxed) == 0 { ns.min(20_000.0) } else { 0.7 * self.ns_per_pixel + 0.3 * ns };
+        if self.bands.load(Ordering::Relaxed) == 0 {
+            self.ns_per_pixel = ns.min(20_000.0);
+        } else if compiled(&sides) == compiled_before {
+            self.ns_per_pixel = 0.7 * self.ns_per_pixel + 0.3 * ns;
+        }
         self.bands.fetch_add(1, Ordering::Relaxed);
         if let Some(b) = &mut self.back {
             b.next_row += rows;
@@ -418,6 +438,17 @@ impl RenderThread {
         // Rest as long as the band took: the UI and training keep half the machine.
         std::thread::sleep(elapsed.min(Duration::from_millis(100)));
         true
+    }
+
+    /// With an image on screen and nothing to decode, compiles the decoder of a side that will
+    /// draw decoded (before training, the placeholder's program is the first snapshot's), so
+    /// that the snapshot draws without waiting for the driver; true when it did.
+    fn warm_decoder(&self) -> bool {
+        let Some(view) = self.view.filter(|_| self.front.is_some()) else { return false };
+        let decodes = |slot: usize| matches!(view.sides.get(slot).copied().flatten(), Some(SideSource::Decoded | SideSource::Run(_)));
+        let cold =
+            self.renderers.iter().enumerate().find_map(|(slot, r)| r.as_ref().filter(|r| decodes(slot) && !r.prepared().decoder_made()));
+        cold.inspect(|r| r.prepared().make_decoder(&self.device)).is_some()
     }
 
     /// Starts decoding a G-buffer of `holds` at `scale` (false: a model it needs is missing).
