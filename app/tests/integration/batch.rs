@@ -265,6 +265,17 @@ fn the_cache_serves_another_folder_and_only_runs_one_material() {
     assert!(statuses(&b.join("summary.json")).values().all(|s| s == "cached"), "{:?}", statuses(&b.join("summary.json")));
     assert_eq!(bundles(&a), bundles(&b));
 
+    // A folder renamed is another material (its bundle holds its name): compressed, not served
+    // the old name's bundle from the cache; the others still are.
+    std::fs::rename(library.join("wood"), library.join("oak")).unwrap();
+    let renamed = tmp.path().join("renamed");
+    let third = texset(&[&["compress", "--batch", lib, "-o", renamed.to_str().unwrap()], &common[..]].concat());
+    assert!(third.status.success(), "{}", stderr(&third));
+    let third_statuses = statuses(&renamed.join("summary.json"));
+    assert_eq!(third_statuses.get("oak").map(String::as_str), Some("compressed"), "{third_statuses:?}");
+    assert!(third_statuses.iter().filter(|(m, _)| *m != "oak").all(|(_, s)| s == "cached"), "{third_statuses:?}");
+    std::fs::rename(library.join("oak"), library.join("wood")).unwrap();
+
     // Other options are another key: `--only` compresses the one material, not from the cache.
     let only = tmp.path().join("only");
     let args =

@@ -245,8 +245,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// SHA-256 over texset's version, the options' fingerprint ([`CompressOptions::fingerprint`]),
-/// the target rate and every regular file of `folder` in name order (name, length, bytes): what
-/// decides whether a finished bundle is still up to date, and its key in the cache.
+/// the target rate, the folder's name (the material's name, which the bundle holds) and every
+/// regular file of `folder` in name order (name, length, bytes): what decides whether a finished
+/// bundle is still up to date, and its key in the cache.
 pub fn input_hash(folder: &Path, options: &CompressOptions, bits_per_texel: Option<f64>) -> Result<String, BatchError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -256,6 +257,11 @@ pub fn input_hash(folder: &Path, options: &CompressOptions, bits_per_texel: Opti
     hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
     hasher.update(options.fingerprint().as_bytes());
     hasher.update(bits_per_texel.map_or_else(|| "bpp:none".to_owned(), |b| format!("bpp:{:016x}", b.to_bits())).as_bytes());
+    // A renamed folder is another material: its cached bundle names the old one.
+    let name = folder.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default();
+    hasher.update(b"material:");
+    hasher.update((name.len() as u64).to_le_bytes());
+    hasher.update(&name);
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(folder).map_err(io(folder))?.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_file()).collect();
     files.sort();
