@@ -288,3 +288,24 @@ fn the_cache_serves_another_folder_and_only_runs_one_material() {
     assert!(!missing.status.success());
     assert!(stderr(&missing).contains("no material folder \"no_such\""), "{}", stderr(&missing));
 }
+
+/// A panic on one material (simulated: `TEXSET_FAULT=batch-panic-at=1`) fails that material,
+/// with the panic's message in its record and the summary, and the batch goes on: the others
+/// are compressed, the summary is written, the exit says a retry may clear it.
+#[test]
+fn a_panic_on_one_material_fails_it_and_the_batch_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = library(tmp.path());
+    let out = tmp.path().join("out");
+    let args = ["compress", "--batch", library.to_str().unwrap(), "-o", out.to_str().unwrap(), "--steps", "10", "--jobs", "1"];
+    let run = texset_with(&args, &[("TEXSET_FAULT", "batch-panic-at=1")]);
+    assert!(!run.status.success(), "a failed material must fail the run: {}", stderr(&run));
+    assert!(stderr(&run).contains("1 of 5 materials failed, some for a reason a retry may clear"), "{}", stderr(&run));
+    let statuses = statuses(&out.join("summary.json"));
+    let failed: Vec<&String> = statuses.iter().filter(|(_, s)| *s == "failed").map(|(m, _)| m).collect();
+    assert_eq!(failed.len(), 1, "{statuses:?}");
+    assert_eq!(statuses.values().filter(|s| *s == "compressed").count(), 4, "{statuses:?}");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join(format!("{}.texset.json", failed[0]))).unwrap()).unwrap();
+    assert!(record["error"].as_str().unwrap().contains("texset panicked on this material: simulated panic"), "{record}");
+}

@@ -7,6 +7,7 @@
 //! - `disk-full`: every atomic write fails with "no space left" halfway through its bytes.
 //! - `slow-write`: atomic writes go out in 1 KiB pieces 5 ms apart, so a test can kill the
 //!   process in the middle of one.
+//! - `batch-panic-at=I`: a batch panics on its material `I` (0-based, in the job's order).
 //!
 //! Only builds with the `fault-injection` feature read the variable: the app's integration tests
 //! turn it on (their dev-dependency on texset-core), so the `texset` binary they run honours it.
@@ -26,6 +27,8 @@ pub enum Fault {
     DiskFull,
     /// Writes are slow.
     SlowWrite,
+    /// A batch panics on its material of this index.
+    BatchPanicAt(usize),
 }
 
 /// The name of the environment variable.
@@ -80,6 +83,7 @@ pub fn parse(value: &str) -> Vec<Fault> {
                 None if t == "disk-full" => Some(Fault::DiskFull),
                 None if t == "slow-write" => Some(Fault::SlowWrite),
                 Some(("gpu-lost-at-step", n)) => n.parse().ok().map(Fault::GpuLostAtStep),
+                Some(("batch-panic-at", n)) => n.parse().ok().map(Fault::BatchPanicAt),
                 _ => None,
             };
             if fault.is_none() {
@@ -97,8 +101,8 @@ mod tests {
     #[test]
     fn parses_every_fault() {
         assert_eq!(
-            parse("gpu-no-adapter, gpu-device,gpu-lost-at-step=7,disk-full,slow-write,bogus,gpu-lost-at-step=x"),
-            vec![Fault::GpuNoAdapter, Fault::GpuDevice, Fault::GpuLostAtStep(7), Fault::DiskFull, Fault::SlowWrite]
+            parse("gpu-no-adapter, gpu-device,gpu-lost-at-step=7,disk-full,slow-write,bogus,gpu-lost-at-step=x,batch-panic-at=2"),
+            vec![Fault::GpuNoAdapter, Fault::GpuDevice, Fault::GpuLostAtStep(7), Fault::DiskFull, Fault::SlowWrite, Fault::BatchPanicAt(2)]
         );
         assert!(parse("").is_empty());
     }

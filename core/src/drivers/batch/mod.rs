@@ -368,7 +368,7 @@ pub fn run(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(folder) = mine.get(i) else { break };
-                    let record = run_one(folder, job);
+                    let record = run_guarded(i, folder, job);
                     report(&record);
                     if let Ok(mut r) = results.lock() {
                         r[i] = Some(record);
@@ -385,7 +385,7 @@ pub fn run(
     let mut slots = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     for (slot, folder) in slots.iter_mut().zip(&mine) {
         if slot.is_none() {
-            let record = run_one(folder, job);
+            let record = run_guarded(0, folder, job);
             report(&record);
             *slot = Some(record);
         }
@@ -437,6 +437,31 @@ fn failure_kind(error: &crate::CompressError) -> FailureKind {
         | E::Train(T::InitFrom { .. }) => FailureKind::Input,
         E::Train(_) => FailureKind::Transient,
     }
+}
+
+/// [`run_one`] on material `index` of the job, a panic in it caught: the material fails with
+/// the panic's message (a transient failure, so a retry runs it again) and the others go on.
+fn run_guarded(index: usize, folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert!(
+            !crate::io::fault::is_active(crate::io::fault::Fault::BatchPanicAt(index)),
+            "simulated panic ({}=batch-panic-at={index})",
+            crate::io::fault::ENV_VAR
+        );
+        run_one(folder, job)
+    }));
+    run.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        let record =
+            failed(&folder_name(folder), String::new(), FailureKind::Transient, format!("texset panicked on this material: {message}"));
+        let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
+        let _ = crate::io::fsutil::write_atomic(&Outputs::new(job.out_dir, &record.material).record, &json);
+        record
+    })
 }
 
 /// One material: up to date, copied from the cache, compressed, or failed. A failure's record
