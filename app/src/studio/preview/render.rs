@@ -371,9 +371,7 @@ impl RenderThread {
                 return true;
             }
         }
-        if self.back.is_none() && self.next_decode().is_none() && self.warm_decoder() {
-            return true;
-        }
+
         // A G-buffer under way for what the view no longer shows is dropped (one for what it
         // shows is finished, whatever scale the measured cost now suggests).
         // A G-buffer under way is finished for a newer snapshot of the same models, and for a newer
@@ -385,6 +383,9 @@ impl RenderThread {
         // decoded and original) came before the lit originals had finished, and the image waited
         // for the decoder's compile (decision 045).
         let next = self.next_decode();
+        if self.back.is_none() && next.is_none() && self.warm_decoder() {
+            return true;
+        }
         let first = |b: &Decoding| {
             self.front.is_none()
                 && next.is_some_and(|(holds, _)| (holds.view.library, holds.view.material) == (b.holds.view.library, b.holds.view.material))
