@@ -57,6 +57,55 @@ fn start_xvfb(slot: u32, screen: &str) -> (Child, String) {
     (xvfb, display)
 }
 
+/// `texset ARGS`, run in `dir` with core dumps allowed: a studio killed by a signal leaves its
+/// core there for [`explain_crash`].
+fn studio_command(args: &[String], dir: &Path) -> Command {
+    let mut command = Command::new("sh");
+    command.args(["-c", "ulimit -c unlimited 2>/dev/null; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_texset")]).args(args).current_dir(dir);
+    command
+}
+
+/// For a studio killed by a signal: the crashing thread's stack from its core dump in `dir`
+/// (where the kernel's `core_pattern` writes one there and gdb is installed; .ci/run installs
+/// it), and every thread's in `out/crash-stacks.txt`, so a crash in a driver or in texset says
+/// where it happened. The core is deleted after.
+fn explain_crash(status: std::process::ExitStatus, dir: &Path, out: &Path) {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(signal) = status.signal() else { return };
+    let core = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == "core" || n.starts_with("core.")));
+    let Some(core) = core else {
+        let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+        println!("the studio died of signal {signal} and left no core dump in {} (core_pattern {:?})", dir.display(), pattern.trim());
+        return;
+    };
+    let gdb = |commands: &[&str]| {
+        let mut gdb = Command::new("gdb");
+        gdb.args(["-batch", "-nx", "-ex", "set print frame-arguments none"]);
+        for command in commands {
+            gdb.args(["-ex", command]);
+        }
+        gdb.arg(env!("CARGO_BIN_EXE_texset")).arg(&core).output()
+    };
+    match gdb(&["bt 60"]) {
+        Ok(crashed) => {
+            println!("the studio died of signal {signal}; the crashing thread (gdb, {}):", core.display());
+            println!("{}{}", String::from_utf8_lossy(&crashed.stdout), String::from_utf8_lossy(&crashed.stderr));
+            if let Ok(all) = gdb(&["info sharedlibrary", "thread apply all bt 30"]) {
+                let path = out.join("crash-stacks.txt");
+                let _ = std::fs::write(&path, [all.stdout, all.stderr].concat());
+                println!("every thread's stack: {}", path.display());
+            }
+        }
+        Err(e) => println!("the studio died of signal {signal} and left {}, but gdb could not run: {e}", core.display()),
+    }
+    let _ = std::fs::remove_file(&core);
+}
+
 /// Whether a program runs here (`PROGRAM -version` or `--version` starts at all).
 fn have(program: &str, arg: &str) -> bool {
     Command::new(program).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
@@ -77,9 +126,9 @@ fn studio_window_renders_the_preview_and_the_lights_move_it() {
     let mut args = vec!["studio".to_owned(), "--steps".into(), "150".into(), "--capture".into(), out.display().to_string()];
     args.extend(sample_dirs().iter().map(|p| p.display().to_string()));
     let start = Instant::now();
+    let crash_dir = tempfile::tempdir().unwrap();
     let mut studio = Child(
-        Command::new(env!("CARGO_BIN_EXE_texset"))
-            .args(&args)
+        studio_command(&args, crash_dir.path())
             .env("DISPLAY", &display)
             .env_remove("WAYLAND_DISPLAY")
             .stdout(Stdio::inherit())
@@ -95,6 +144,7 @@ fn studio_window_renders_the_preview_and_the_lights_move_it() {
         std::thread::sleep(Duration::from_millis(200));
     };
     println!("studio exited with {status} after {:.1} s", start.elapsed().as_secs_f64());
+    explain_crash(status, crash_dir.path(), &out);
     let a = out.join("preview_a.png");
     let b = out.join("preview_b.png");
     if !a.is_file() && !status.success() {
@@ -154,9 +204,9 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
     let log = std::fs::File::create(&log_path).unwrap();
     let mut args = vec!["studio".to_owned(), "--steps".into(), "1500".into()];
     args.extend(sample_dirs().iter().map(|p| p.display().to_string()));
+    let crash_dir = tempfile::tempdir().unwrap();
     let mut studio = Child(
-        Command::new(env!("CARGO_BIN_EXE_texset"))
-            .args(&args)
+        studio_command(&args, crash_dir.path())
             .env("DISPLAY", &display)
             .env_remove("WAYLAND_DISPLAY")
             // A fresh session: eframe keeps its state under the XDG data folder.
@@ -207,7 +257,10 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
     };
     assert!(changed_fraction(&before, &last) > 0.02, "Space and 2 did not change the screen (training or the preview did not start)");
     let mut assert_alive = || {
-        assert!(studio.0.try_wait().unwrap().is_none(), "the studio exited: {}", std::fs::read_to_string(&log_path).unwrap_or_default());
+        if let Some(status) = studio.0.try_wait().unwrap() {
+            explain_crash(status, crash_dir.path(), &out);
+            panic!("the studio exited ({status}): {}", std::fs::read_to_string(&log_path).unwrap_or_default());
+        }
     };
     // The preview first compiles its decoder for this GPU, behind a still "preparing preview"
     // label: seconds on a software GPU with a cold shader cache, more while other tests load the
@@ -266,11 +319,10 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
     assert!(!log.contains("panicked"), "the studio's log holds a panic:\n{log}");
 }
 
-/// The camera and the views, as an artist drives them: training pauses (Space) and the lights
-/// stop (L), so that nothing else moves; then a drag on the wipe's divider moves it, a drag
-/// across the viewport orbits the camera, the
-/// wheel zooms in, F frames the view again, C shows the first channel unlit and M the lit
-/// material. Each must change the preview's centre (the centre of the window lies in it) within
+/// The camera and the views, as an artist drives them: once a snapshot shows the wipe, training
+/// pauses (Space) and the lights stop (L), so that nothing else moves; then a drag on the wipe's
+/// divider moves it, a drag across the viewport orbits the camera, the wheel zooms in, F frames
+/// the view again, C shows the first channel unlit and M the lit material. Each must change the preview's centre (the centre of the window lies in it) within
 /// 90 s: a software GPU under load draws few frames. The screenshots are kept beside the others.
 fn drive_camera_and_views(
     xdotool: &dyn Fn(&[&str]) -> std::process::Output,
@@ -285,6 +337,37 @@ fn drive_camera_and_views(
         let changed = a.pixels().zip(b.pixels()).filter(|(p, q)| p.0.iter().zip(q.0).any(|(x, y)| x.abs_diff(y) > 8)).count();
         changed as f64 / f64::from(a.width() * a.height()).max(1.0)
     };
+    // The wipe's divider: a white line down the viewport (decoded left, originals right); a drag
+    // that starts on it moves it.
+    let divider = |image: &image::RgbaImage| -> Option<u32> {
+        let (w, h) = image.dimensions();
+        (w * 25 / 100..w * 75 / 100).find(|&x| {
+            let rows = (h * 30 / 100..h * 70 / 100).step_by(4);
+            let white = rows.clone().filter(|&y| image.get_pixel(x, y).0[..3].iter().all(|&c| c >= 250)).count();
+            white * 10 >= rows.count() * 9
+        })
+    };
+    // The wipe needs a decoded side: until training's first snapshot the viewport shows the
+    // originals alone. On a software GPU training runs in SCHED_IDLE, below every other process,
+    // so beside CI's other tests the first snapshot can wait minutes (CI at d897a07: none 63 s in).
+    wait_for_divider(screenshot, &divider, assert_alive);
+    xdotool(&["key", "space"]);
+    xdotool(&["key", "l"]);
+    // Whatever training's last snapshot and the lights' last position draw, drawn.
+    std::thread::sleep(Duration::from_secs(8));
+    let at = wait_for_divider(screenshot, &divider, assert_alive);
+    xdotool(&["mousemove", &(at + 1).to_string(), "500"]);
+    xdotool(&["mousedown", "1"]);
+    for step in 1..=5 {
+        std::thread::sleep(Duration::from_millis(150));
+        xdotool(&["mousemove", &(at + 1 - 30 * step).to_string(), "500"]);
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    xdotool(&["mouseup", "1"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let moved = divider(&screenshot("wipe_moved.png"));
+    println!("wipe divider: x {at} -> {moved:?}");
+    assert!(moved.is_some_and(|x| x + 100 < at), "dragging the divider from x {at} left it at {moved:?}");
     let mut step = |name: &str, act: &dyn Fn()| {
         let before = screenshot(&format!("{name}_before.png"));
         act();
@@ -316,34 +399,6 @@ fn drive_camera_and_views(
             last = shot;
         }
     };
-    xdotool(&["key", "space"]);
-    xdotool(&["key", "l"]);
-    // Whatever training's last snapshot and the lights' last position draw, drawn.
-    std::thread::sleep(Duration::from_secs(8));
-    // The wipe's divider: a white line down the viewport (decoded left, originals right); a drag
-    // that starts on it moves it.
-    let divider = |image: &image::RgbaImage| -> Option<u32> {
-        let (w, h) = image.dimensions();
-        (w * 25 / 100..w * 75 / 100).find(|&x| {
-            let rows = (h * 30 / 100..h * 70 / 100).step_by(4);
-            let white = rows.clone().filter(|&y| image.get_pixel(x, y).0[..3].iter().all(|&c| c >= 250)).count();
-            white * 10 >= rows.count() * 9
-        })
-    };
-    let shot = screenshot("wipe_before.png");
-    let at = divider(&shot).expect("no wipe divider in the viewport (wipe_before.png)");
-    xdotool(&["mousemove", &(at + 1).to_string(), "500"]);
-    xdotool(&["mousedown", "1"]);
-    for step in 1..=5 {
-        std::thread::sleep(Duration::from_millis(150));
-        xdotool(&["mousemove", &(at + 1 - 30 * step).to_string(), "500"]);
-    }
-    std::thread::sleep(Duration::from_millis(150));
-    xdotool(&["mouseup", "1"]);
-    std::thread::sleep(Duration::from_secs(2));
-    let moved = divider(&screenshot("wipe_moved.png"));
-    println!("wipe divider: x {at} -> {moved:?}");
-    assert!(moved.is_some_and(|x| x + 100 < at), "dragging the divider from x {at} left it at {moved:?}");
     // The camera's drag starts clear of the divider, right of it, and ends inside the viewport
     // (about x 300 to 960 of the 1600-pixel screen), where the wheel then zooms.
     step("camera_orbit", &|| {
@@ -371,4 +426,25 @@ fn drive_camera_and_views(
     step("lit_m", &|| {
         xdotool(&["key", "m"]);
     });
+}
+
+/// Waits, up to 8 minutes, for the wipe's divider to show in a screenshot; where it is.
+fn wait_for_divider(
+    screenshot: &dyn Fn(&str) -> image::RgbaImage,
+    divider: &dyn Fn(&image::RgbaImage) -> Option<u32>,
+    assert_alive: &mut dyn FnMut(),
+) -> u32 {
+    let start = Instant::now();
+    loop {
+        if let Some(x) = divider(&screenshot("wipe_before.png")) {
+            println!("the wipe's divider showed {:.0} s after the first look", start.elapsed().as_secs_f64());
+            return x;
+        }
+        assert_alive();
+        assert!(
+            start.elapsed() < Duration::from_mins(8),
+            "no wipe divider in the viewport in 8 minutes (wipe_before.png): no snapshot of training reached the preview"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
 }
