@@ -45,6 +45,53 @@ else
   skip "Ray is not installed (pip install ray): deploy/ray/compress_library.py only compiled"
 fi
 
+echo "== Two tasks in PID namespaces of their own, on one output folder and one cache"
+# As two pods of a Kubernetes Job (each is PID 1, with its own /proc) or an array task retried
+# while the first still runs: both compress the whole library into one folder and one cache at
+# once, every write slowed (TEXSET_FAULT=slow-write: 1 KiB pieces, 5 ms apart), so that they
+# write the same files at the same time. Nothing may be torn (every bundle is the unsharded
+# run's, byte for byte; every record and cache entry reads), lost (the merge is complete) or
+# left behind (no temporary file).
+if unshare --pid --fork --mount-proc true 2>/dev/null; then
+  pidns_cache="$work/pidns-cache"
+  # Two tasks at once into folder $1; the second round reads every bundle from the cache the
+  # first filled, so the two write the same files in step.
+  two_tasks() {
+    local pids=() task
+    for task in 0 1; do
+      TEXSET_FAULT=slow-write unshare --pid --fork --mount-proc sh -c 'echo "task '"$task"': PID $$ in its namespace"; exec "$@"' sh \
+        "$texset" compress --batch "$work/library" -o "$1" --cache "$pidns_cache" "${options[@]}" >"$work/pidns-$task.log" 2>&1 &
+      pids+=($!)
+    done
+    for task in 0 1; do
+      if ! wait "${pids[$task]}"; then
+        cat "$work/pidns-$task.log"
+        echo "FAILED: task $task in its own PID namespace, into $1"
+        exit 1
+      fi
+      head -1 "$work/pidns-$task.log"
+    done
+    "$texset" compress --batch "$work/library" -o "$1" --merge "${options[@]}" 2>&1
+    same_as_unsharded "$1" "two PID-1 tasks on one folder and cache, slow writes ($2)"
+    python3 - "$work/library" "$1" "$pidns_cache" <<'PY'
+import json, pathlib, sys
+library, out, cache = map(pathlib.Path, sys.argv[1:])
+materials = sum(1 for p in library.iterdir() if p.is_dir())
+records = [json.loads(p.read_text()) for p in out.glob("*.texset.json")]
+entries = [json.loads(p.read_text()) for p in cache.glob("*.json")]
+assert len(records) == len(entries) == materials and all(r.get("error") is None for r in records), (materials, records, entries)
+assert all((cache / f'{e["input_sha256"]}.texset').stat().st_size == e["bundle_bytes"] for e in entries)
+left = [p.name for d in (out, cache) for p in d.iterdir() if ".tmp-" in p.name]
+assert not left, f"temporary files left: {left}"
+print(f"{len(records)} records and {len(entries)} cache entries read whole; no temporary file left")
+PY
+  }
+  two_tasks "$work/pidns-compressed" "both compress"
+  two_tasks "$work/pidns-cached" "both copy from the cache"
+else
+  skip "unshare --pid cannot make a PID namespace here (needs root or user namespaces)"
+fi
+
 echo "== Slurm array"
 if ! command -v slurmctld >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
   skip "Slurm (slurm-wlm, munge) is not installed, or this is not root"

@@ -309,3 +309,119 @@ fn a_panic_on_one_material_fails_it_and_the_batch_goes_on() {
         serde_json::from_slice(&std::fs::read(out.join(format!("{}.texset.json", failed[0]))).unwrap()).unwrap();
     assert!(record["error"].as_str().unwrap().contains("texset panicked on this material: simulated panic"), "{record}");
 }
+
+/// The cache entry of material `name` in `cache`: its record's and bundle's paths.
+fn cache_entry(cache: &Path, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    for entry in std::fs::read_dir(cache).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            if record["material"] == name {
+                return (path.clone(), path.with_extension("texset"));
+            }
+        }
+    }
+    panic!("no cache entry of {name} in {}", cache.display());
+}
+
+/// A cache entry is checked before it is copied: a record that names its bundle's bytes (as a
+/// forger or another writer's mistake would leave it) but whose bundle is another material's,
+/// or not a bundle at all, is compressed anew, never copied into the outputs. The key reads only
+/// the files ingest reads: a FIFO beside the maps (never opened: it would block a read) and notes
+/// added to a folder change nothing. At a59669d this test failed: wood's forged entry was copied
+/// ("cached"), and the notes made `metal_plates` compress again.
+#[test]
+fn cache_entries_are_checked_and_the_key_reads_only_what_ingest_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = library(tmp.path());
+    let lib = library.to_str().unwrap();
+    let cache = tmp.path().join("cache");
+    let common = ["--steps", "20", "--seed", "3", "--cache", cache.to_str().unwrap()];
+    let first = texset(&[&["compress", "--batch", lib, "-o", tmp.path().join("a").to_str().unwrap()], &common[..]].concat());
+    assert!(first.status.success(), "{}", stderr(&first));
+    // wood's entry holds bricks's bundle; fabric_indigo's holds bytes that are no bundle; each
+    // record names its bundle's SHA-256, so only a check of what the bundle holds tells.
+    let forge = |name: &str, bytes: &[u8]| {
+        let (record_path, bundle_path) = cache_entry(&cache, name);
+        std::fs::write(&bundle_path, bytes).unwrap();
+        let mut record: serde_json::Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+        record["bundle_sha256"] = serde_json::json!(sha256_hex(bytes));
+        std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    };
+    forge("wood", &std::fs::read(cache_entry(&cache, "bricks").1).unwrap());
+    forge("fabric_indigo", b"not a bundle, but its record names these bytes");
+    // Notes and a FIFO beside metal_plates's maps: ingest leaves them out, so the key does too.
+    std::fs::write(library.join("metal_plates").join("notes.txt"), "reviewed").unwrap();
+    let fifo = library.join("metal_plates").join("layers.psd");
+    let have_fifo = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    let b = tmp.path().join("b");
+    let mut second = Command::new(env!("CARGO_BIN_EXE_texset"))
+        .args([&["compress", "--batch", lib, "-o", b.to_str().unwrap()], &common[..]].concat())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(5);
+    while second.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the batch hung (reading the FIFO {}?)", fifo.display());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let second = second.wait_with_output().unwrap();
+    assert!(second.status.success(), "{}", stderr(&second));
+    let statuses = statuses(&b.join("summary.json"));
+    for (material, status) in [("wood", "compressed"), ("fabric_indigo", "compressed"), ("bricks", "cached"), ("metal_plates", "cached")] {
+        assert_eq!(statuses[material], status, "{material}: {statuses:?} (FIFO made: {have_fifo})");
+    }
+    let wood = texset_core::Bundle::read(&b.join("wood.texset")).unwrap();
+    assert_eq!(wood.manifest.materials[0].name, "wood");
+    assert_eq!(bundles(&b), bundles(&tmp.path().join("a")), "the outputs are not the first run's bundles");
+}
+
+/// Shard counts are bounded (65,536) wherever they come from: a flag, a scheduler's variable, a
+/// summary file in the output folder, which a merge reads. A merge lists as missing only the
+/// shards that own a material, so a summary naming a large count costs it no more than the
+/// library, and its manifest names bundles by folder, whatever a record file says. At a59669d
+/// `--shard 0/70000` was taken (this test failed there), and a merge's list of missing shards
+/// looped over every shard of every count a summary named.
+#[test]
+fn shard_counts_are_bounded_and_merge_names_bundles_by_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = library(tmp.path());
+    let lib = library.to_str().unwrap();
+    let out = tmp.path().join("out");
+    let out_str = out.to_str().unwrap();
+    for (vars, shard) in [(&[][..], "0/70000"), (&[("JOB_COMPLETION_INDEX", "0"), ("TEXSET_SHARD_COUNT", "4294967295")][..], "auto")] {
+        let run = texset_with(&["compress", "--batch", lib, "-o", out_str, "--shard", shard, "--plan"], vars);
+        assert_eq!(run.status.code(), Some(64), "{shard} {vars:?}: {}", stderr(&run));
+        assert!(stderr(&run).contains("more than the 65536"), "{}", stderr(&run));
+    }
+    let common = ["--steps", "10", "--seed", "2"];
+    let run = texset(&[&["compress", "--batch", lib, "-o", out_str], &common[..]].concat());
+    assert!(run.status.success(), "{}", stderr(&run));
+    // Forged summaries: 4e9 shards (past the bound: not a run's), and 60,000 (within it).
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    for count in [4_000_000_000_u64, 60_000] {
+        let mut forged = summary.clone();
+        forged["shard"] = serde_json::json!({"index": 0, "count": count});
+        std::fs::write(out.join(format!("summary-shard-0-of-{count}.json")), serde_json::to_vec(&forged).unwrap()).unwrap();
+    }
+    // A record that names another material: the manifest still names the folder's bundle.
+    let record_path = out.join("wood.texset.json");
+    let mut record: serde_json::Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["material"] = serde_json::json!("../../elsewhere/evil");
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let start = std::time::Instant::now();
+    let merge = texset(&[&["compress", "--batch", lib, "-o", out_str, "--merge", "--json"], &common[..]].concat());
+    let merge_secs = start.elapsed().as_secs_f64();
+    let report: serde_json::Value = serde_json::from_slice(&merge.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&merge)));
+    assert!(report["runs"].as_array().unwrap().iter().all(|r| r["shard"]["count"] != 4_000_000_000_u64), "{report}");
+    let missing = report["missing_shards"].as_array().unwrap();
+    assert!(
+        !missing.is_empty() && missing.len() <= 5,
+        "{} missing shards of 60000 listed: more than the 5 that own a material",
+        missing.len()
+    );
+    assert!(merge_secs < 30.0, "the merge took {merge_secs:.1} s");
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let named: Vec<&str> = manifest["materials"].as_array().unwrap().iter().map(|m| m["bundle"].as_str().unwrap()).collect();
+    assert!(named.contains(&"wood.texset") && named.iter().all(|b| !b.contains('/')), "{named:?}");
+}

@@ -49,13 +49,12 @@ fn kill_during_an_export_leaves_the_earlier_bundle_whole() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let prefix = format!(".out.texset.tmp-{}-", child.id());
+        // `.out.texset.tmp-HOST-PIDNS-PID-RANDOM`: this child's.
+        let pid = format!("-{}-", child.id());
         let temp_file = || {
-            std::fs::read_dir(tmp.path())
-                .unwrap()
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+            std::fs::read_dir(tmp.path()).unwrap().filter_map(Result::ok).map(|e| e.path()).find(|p| {
+                p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".out.texset.tmp-") && n.to_string_lossy().contains(&pid))
+            })
         };
         let start = Instant::now();
         let mut temp = PathBuf::new();

@@ -34,57 +34,157 @@ pub fn read_regular_text(path: &Path, max_bytes: u64) -> std::io::Result<String>
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename over
 /// the target, then fsync of the folder. A crash leaves either the old file or the new one (and a
-/// temporary file, which the next successful write of the same target removes once its process
-/// is gone: [`remove_stale_temporaries`]).
+/// temporary file, which a later successful write of the same target removes once it is stale:
+/// [`remove_stale_temporaries`]).
+///
+/// The temporary file's name is `.NAME.tmp-HOST-PIDNS-PID-RANDOM` ([`TempName`]), made by an
+/// exclusive create: unique across the machines, containers and PID namespaces that share a
+/// folder (every pod of a Kubernetes Job is PID 1), and never one that another writer made.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    // Unique per process and call: two threads writing one target never share a temporary file.
-    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("output");
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = dir.join(format!(".{file_name}.tmp-{}-{call}", std::process::id()));
-    let result = (|| {
-        // `create_new` never follows a link planted at the temporary name.
-        let _ = std::fs::remove_file(&temp);
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
-        write_bytes(&mut file, bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temp, path)?;
-        // Persist the rename itself; not every platform can open a folder, so this is best effort.
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
+    // `create_new` never follows a link planted at the temporary name, and never opens another
+    // writer's file: a name taken (by chance, 2^-64) is tried again with another.
+    let (temp, file) = {
+        let mut tries = 0;
+        loop {
+            let temp = dir.join(TempName::mine().file_name(file_name));
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
+                Ok(file) => break (temp, file),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+                Err(e) => return Err(e),
+            }
         }
-        remove_stale_temporaries(&dir, file_name);
-        Ok(())
-    })();
+    };
+    let result = write_and_rename(file, bytes, &temp, path, &dir, file_name);
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
 }
 
-/// Removes `.NAME.tmp-PID-N` files of target `file_name` in `dir` left by processes that no longer
-/// run (killed mid-write). Only where a process's liveness can be told (`/proc`); a temporary
-/// file of a live process, or of an unknown one, is left alone.
-pub(crate) fn remove_stale_temporaries(dir: &Path, file_name: &str) {
-    let proc_fs = Path::new("/proc/self");
-    if !proc_fs.exists() {
-        return;
+/// Writes `bytes` into `file` (the temporary file `temp`), syncs it and renames it over `path`.
+fn write_and_rename(mut file: std::fs::File, bytes: &[u8], temp: &Path, path: &Path, dir: &Path, file_name: &str) -> std::io::Result<()> {
+    write_bytes(&mut file, bytes)?;
+    file.sync_all()?;
+    // Closed before the rename (Windows renames no open file).
+    drop(file);
+    std::fs::rename(temp, path)?;
+    // Persist the rename itself; not every platform can open a folder, so this is best effort.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
     }
+    remove_stale_temporaries(dir, file_name);
+    Ok(())
+}
+
+/// A temporary file older than this (by its modification time) is stale, whoever wrote it: a
+/// writer appends to it as it goes, so only one stopped for an hour, or killed, leaves it so old.
+pub(crate) const STALE_TEMPORARY_AFTER: std::time::Duration = std::time::Duration::from_hours(1);
+
+/// Who writes a temporary file: the host name, the PID namespace (its inode, 0 where unknown),
+/// the process id and a random number. A writer on another host, in another container or PID
+/// namespace, never has this one's name, and a process of this namespace that is gone can be
+/// told from one that runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TempName {
+    /// The host name, with every character but `[A-Za-z0-9_.]` made `_` (so `-` separates).
+    pub(crate) host: String,
+    /// The PID namespace's inode (`/proc/self/ns/pid`), 0 where it cannot be read.
+    pub(crate) pid_namespace: u64,
+    /// The writing process.
+    pub(crate) pid: u32,
+    /// Random, per name.
+    pub(crate) random: u64,
+}
+
+impl TempName {
+    /// A new name of this process's.
+    #[must_use]
+    pub(crate) fn mine() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // std's `RandomState` keys come from the OS's random source; the call count and the clock
+        // make each name of one process differ too.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+        Self { host: this_host(), pid_namespace: this_pid_namespace(), pid: std::process::id(), random: hasher.finish() }
+    }
+
+    /// The temporary file's name for target `file_name`.
+    #[must_use]
+    pub(crate) fn file_name(&self, file_name: &str) -> String {
+        format!(".{file_name}.tmp-{}-{}-{}-{:016x}", self.host, self.pid_namespace, self.pid, self.random)
+    }
+
+    /// The writer of `name`, a temporary file of target `file_name` (`None`: not one, or of an
+    /// older texset's form).
+    #[must_use]
+    pub(crate) fn parse(name: &str, file_name: &str) -> Option<Self> {
+        let rest = name.strip_prefix(&format!(".{file_name}.tmp-"))?;
+        let mut fields = rest.split('-');
+        let (host, pid_namespace, pid, random) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+        if fields.next().is_some() || random.len() != 16 {
+            return None;
+        }
+        Some(Self {
+            host: host.to_owned(),
+            pid_namespace: pid_namespace.parse().ok()?,
+            pid: pid.parse().ok()?,
+            random: u64::from_str_radix(random, 16).ok()?,
+        })
+    }
+}
+
+/// This machine's (or container's) host name, `_` for every character but `[A-Za-z0-9_.]`.
+fn this_host() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .unwrap_or_default();
+    let name: String =
+        name.trim().chars().take(64).map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
+    if name.is_empty() { "host".to_owned() } else { name }
+}
+
+/// The inode of this process's PID namespace (`pid:[INODE]`), 0 where it cannot be read.
+fn this_pid_namespace() -> u64 {
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|l| l.to_str().and_then(|l| l.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Removes the temporary files of target `file_name` in `dir` that are stale: those of a process
+/// of this host and PID namespace that no longer runs (killed mid-write; where `/proc` tells),
+/// and any older than [`STALE_TEMPORARY_AFTER`]. Another writer's file, on another node, in
+/// another container or namespace, is left alone while it is being written.
+pub(crate) fn remove_stale_temporaries(dir: &Path, file_name: &str) {
+    let me = TempName::mine();
+    let proc_fs = Path::new("/proc/self").exists() && me.pid_namespace != 0;
     let prefix = format!(".{file_name}.tmp-");
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else { continue };
-        let Some(pid) = rest.split_once('-').and_then(|(pid, call)| call.parse::<u64>().ok().and(pid.parse::<u32>().ok())) else {
-            continue;
-        };
-        // This process's own (and any live one's) entry exists, so only the dead lose theirs.
-        if !Path::new("/proc").join(pid.to_string()).exists() {
+        let Some(name) = name.to_str().filter(|n| n.starts_with(&prefix)) else { continue };
+        let dead_here = TempName::parse(name, file_name).is_some_and(|writer| {
+            proc_fs
+                && writer.host == me.host
+                && writer.pid_namespace == me.pid_namespace
+                && !Path::new("/proc").join(writer.pid.to_string()).exists()
+        });
+        let old = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_TEMPORARY_AFTER);
+        if dead_here || old {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -132,5 +232,50 @@ mod tests {
         std::fs::write(&file, [0xffu8, 0xfe]).unwrap();
         assert!(read_regular_text(&file, 10).unwrap_err().to_string().contains("UTF-8"));
         assert!(read_regular(&dir.path().join("missing"), 10).is_err());
+    }
+
+    #[test]
+    fn temporary_names_are_unique_and_parse_back() {
+        let a = TempName::mine();
+        let b = TempName::mine();
+        assert_ne!(a.random, b.random);
+        assert_eq!((a.host.as_str(), a.pid_namespace, a.pid), (b.host.as_str(), b.pid_namespace, b.pid));
+        assert!(!a.host.contains('-') && !a.host.is_empty());
+        let name = a.file_name("x.texset");
+        assert_eq!(TempName::parse(&name, "x.texset"), Some(a));
+        assert_eq!(TempName::parse(&name, "y.texset"), None);
+        // The older form (`.NAME.tmp-PID-N`) is no writer this can tell: only its age removes it.
+        assert_eq!(TempName::parse(".x.texset.tmp-12-3", "x.texset"), None);
+    }
+
+    #[test]
+    fn stale_temporaries_go_and_another_writers_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = TempName::mine();
+        let temp = |writer: &TempName| {
+            let path = dir.path().join(writer.file_name("t.bin"));
+            std::fs::write(&path, b"partial").unwrap();
+            path
+        };
+        // Another host, and another PID namespace of this host, both with a pid that does not
+        // run here (every pod is PID 1, and a namespace's pids mean nothing outside it).
+        let other_host = temp(&TempName { host: "other_node".into(), pid: u32::MAX - 1, ..me.clone() });
+        let other_namespace = temp(&TempName { pid_namespace: me.pid_namespace.wrapping_add(1), pid: u32::MAX - 1, ..me.clone() });
+        // This namespace: a process that runs (this one) and one that does not.
+        let alive = temp(&TempName { random: 1, ..me.clone() });
+        let dead = temp(&TempName { pid: u32::MAX - 1, ..me.clone() });
+        // Another host's, an hour and a minute old.
+        let old = temp(&TempName { host: "other_node".into(), random: 2, ..me.clone() });
+        let hour_ago = std::time::SystemTime::now() - STALE_TEMPORARY_AFTER - std::time::Duration::from_mins(1);
+        std::fs::File::options().write(true).open(&old).unwrap().set_modified(hour_ago).unwrap();
+        write_atomic(&dir.path().join("t.bin"), b"whole").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("t.bin")).unwrap(), b"whole");
+        for kept in [&other_host, &other_namespace, &alive] {
+            assert!(kept.exists(), "{} was removed", kept.display());
+        }
+        assert!(!old.exists(), "a temporary file over an hour old stayed");
+        if Path::new("/proc/self/ns/pid").exists() {
+            assert!(!dead.exists(), "a dead process's temporary file of this namespace stayed");
+        }
     }
 }

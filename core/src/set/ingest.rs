@@ -289,13 +289,25 @@ pub fn load_library(paths: &[PathBuf]) -> Result<(TextureSet, IngestReport), Ing
 /// The maps a folder holds, by kind: each file and the normal convention its name gives.
 type ChosenMaps = BTreeMap<MapKind, (PathBuf, Option<NormalConvention>)>;
 
-/// Loads one material folder. Files whose map kind cannot be told are added to `report.skipped`.
-pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, IngestError> {
+/// What ingest reads of a material folder, found before any image is decoded.
+struct FolderPlan {
+    name: String,
+    /// The folder's `texset.toml`, when it has one.
+    config: Option<PathBuf>,
+    folder_convention: Option<NormalConvention>,
+    chosen: ChosenMaps,
+    skipped: Vec<Skipped>,
+}
+
+/// Reads folder `dir`'s `texset.toml` and chooses its map files.
+fn plan_folder(dir: &Path) -> Result<FolderPlan, IngestError> {
     let meta = std::fs::metadata(dir).map_err(|source| IngestError::Io { path: dir.to_path_buf(), source })?;
     if !meta.is_dir() {
         return Err(IngestError::NotAFolder { path: dir.to_path_buf() });
     }
-    let config = read_config(dir)?.unwrap_or_default();
+    let config = read_config(dir)?;
+    let config_file = config.is_some().then(|| dir.join(CONFIG_FILE_NAME));
+    let config = config.unwrap_or_default();
     let config_path = dir.join(CONFIG_FILE_NAME);
     let folder_convention = config.normal.as_deref().map(|t| parse_convention(t, &config_path)).transpose()?;
     for file in config.maps.keys() {
@@ -306,12 +318,27 @@ pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, 
             });
         }
     }
-    let (chosen, skipped_here) = choose_maps(dir, &config, &config_path)?;
+    let (chosen, skipped) = choose_maps(dir, &config, &config_path)?;
     if chosen.is_empty() {
-        return Err(IngestError::EmptyFolder { path: dir.to_path_buf(), skipped: skipped_summary(&skipped_here) });
+        return Err(IngestError::EmptyFolder { path: dir.to_path_buf(), skipped: skipped_summary(&skipped) });
     }
-    report.skipped.extend(skipped_here);
     let name = material_name(dir, &config, config_path)?;
+    Ok(FolderPlan { name, config: config_file, folder_convention, chosen, skipped })
+}
+
+/// The files ingest reads of material folder `dir` (its `texset.toml` first, when it has one,
+/// then each map's, in kind order), the material's name, and each map's kind, found without
+/// decoding an image: what a batch cache keys a material by.
+pub(crate) fn material_files(dir: &Path) -> Result<(String, Vec<PathBuf>, Vec<MapKind>), IngestError> {
+    let plan = plan_folder(dir)?;
+    let files = plan.config.into_iter().chain(plan.chosen.values().map(|(path, _)| path.clone())).collect();
+    Ok((plan.name, files, plan.chosen.keys().copied().collect()))
+}
+
+/// Loads one material folder. Files whose map kind cannot be told are added to `report.skipped`.
+pub fn load_material(dir: &Path, report: &mut IngestReport) -> Result<Material, IngestError> {
+    let FolderPlan { name, folder_convention, chosen, skipped, .. } = plan_folder(dir)?;
+    report.skipped.extend(skipped);
     let mut textures = Vec::with_capacity(chosen.len());
     for (kind, (path, name_convention)) in chosen {
         let convention = folder_convention.or(name_convention).unwrap_or_default();

@@ -96,16 +96,19 @@ pub fn merge(job: &BatchJob<'_>) -> Result<Merged, BatchError> {
     let mut units = Vec::new();
     let mut gaps = Vec::new();
     let library_materials = entries.len();
+    let names: Vec<String> = entries.iter().map(|(entry, _)| entry.material.clone()).collect();
     for (entry, record) in entries {
         if let Some(record) = record {
-            units.push(record);
+            // The manifest names a bundle by its material's folder (where the run wrote it), never
+            // by what a record file says.
+            units.push(UnitRecord { material: entry.material, ..record });
         } else {
             let record_path = Outputs::new(job.out_dir, &entry.material).record;
             gaps.push(Gap { reason: why_not(&record_path, &entry.bundle, &entry.input_sha256), material: entry.material });
         }
     }
     let runs = runs_seen(job.out_dir)?;
-    let missing_shards = missing_shards(&runs);
+    let missing_shards = missing_shards(&runs, &names);
     let merged =
         Merged { library: job.library.to_path_buf(), complete: gaps.is_empty(), library_materials, missing_shards, gaps, runs, units };
     let write = |name: &str, bytes: Vec<u8>| {
@@ -173,6 +176,12 @@ fn runs_seen(out_dir: &Path) -> Result<Vec<RunSeen>, BatchError> {
         else {
             continue;
         };
+        // A shard no run of texset names (a count past the bound, an index past the count) is
+        // no run's summary.
+        let shard = summary.shard;
+        if shard.count == 0 || shard.count > Shard::MAX_COUNT || shard.index >= shard.count {
+            continue;
+        }
         runs.push(RunSeen {
             file,
             shard: summary.shard,
@@ -187,15 +196,18 @@ fn runs_seen(out_dir: &Path) -> Result<Vec<RunSeen>, BatchError> {
     Ok(runs)
 }
 
-/// For every shard count a summary names, the shards of it with no summary.
-fn missing_shards(runs: &[RunSeen]) -> Vec<String> {
+/// For every shard count a summary names, the shards of it that own a material of the library
+/// (`names`) and have no summary: at most one per material, whatever the counts.
+fn missing_shards(runs: &[RunSeen], names: &[String]) -> Vec<String> {
     let mut counts: Vec<u32> = runs.iter().filter(|r| r.only.is_none() && r.shard.count > 1).map(|r| r.shard.count).collect();
     counts.sort_unstable();
     counts.dedup();
     counts
         .into_iter()
         .flat_map(|count| {
-            (0..count)
+            let owners: std::collections::BTreeSet<u32> = names.iter().map(|name| Shard::of(name, count)).collect();
+            owners
+                .into_iter()
                 .filter(move |&index| !runs.iter().any(|r| r.only.is_none() && r.shard == Shard { index, count }))
                 .map(move |index| format!("{index}/{count}"))
         })

@@ -245,33 +245,83 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// SHA-256 over texset's version, the options' fingerprint ([`CompressOptions::fingerprint`]),
-/// the target rate, the folder's name (the material's name, which the bundle holds) and every
-/// regular file of `folder` in name order (name, length, bytes): what decides whether a finished
-/// bundle is still up to date, and its key in the cache.
+/// the target rate, the material's name (which the bundle holds) and the files ingest reads of
+/// `folder` (its `texset.toml`, then each map's file: name, length, bytes, streamed): what decides
+/// whether a finished bundle is still up to date, and its key in the cache. Files ingest leaves
+/// out (a `.psd`, notes) are not read. A folder ingest refuses is keyed by the refusal and its
+/// entries' names, sizes and times, read without opening a file: it fails when compressed, and
+/// its record says why.
 pub fn input_hash(folder: &Path, options: &CompressOptions, bits_per_texel: Option<f64>) -> Result<String, BatchError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| BatchError::Io { path, source }
+    Ok(material_key(folder, options, bits_per_texel)?.0)
+}
+
+/// What a cached bundle of a material must hold: the material's name and its maps' kinds, in
+/// order.
+type Expected = (String, Vec<crate::set::MapKind>);
+
+/// [`input_hash`], and what the material's bundle holds (`None`: ingest refuses the folder).
+fn material_key(folder: &Path, options: &CompressOptions, bits_per_texel: Option<f64>) -> Result<(String, Option<Expected>), BatchError> {
+    let start = |hasher: &mut Sha256| {
+        hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
+        hasher.update(options.fingerprint().as_bytes());
+        hasher.update(bits_per_texel.map_or_else(|| "bpp:none".to_owned(), |b| format!("bpp:{:016x}", b.to_bits())).as_bytes());
+    };
+    let field = |hasher: &mut Sha256, bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
     };
     let mut hasher = Sha256::new();
-    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
-    hasher.update(options.fingerprint().as_bytes());
-    hasher.update(bits_per_texel.map_or_else(|| "bpp:none".to_owned(), |b| format!("bpp:{:016x}", b.to_bits())).as_bytes());
-    // A renamed folder is another material: its cached bundle names the old one.
-    let name = folder.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default();
-    hasher.update(b"material:");
+    start(&mut hasher);
+    let refused = match crate::set::ingest::material_files(folder) {
+        Ok((name, files, kinds)) => {
+            field(&mut hasher, b"material");
+            field(&mut hasher, name.as_bytes());
+            match files.iter().try_for_each(|file| hash_file(&mut hasher, file)) {
+                Ok(()) => return Ok((hex(&hasher.finalize()), Some((name, kinds)))),
+                Err((path, source)) => BatchError::Io { path, source }.to_string(),
+            }
+        }
+        Err(e) => e.to_string(),
+    };
+    let mut hasher = Sha256::new();
+    start(&mut hasher);
+    field(&mut hasher, b"refused");
+    field(&mut hasher, refused.as_bytes());
+    let io = |source| BatchError::Io { path: folder.to_path_buf(), source };
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(folder).map_err(io)?.filter_map(Result::ok).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        field(&mut hasher, entry.file_name().as_encoded_bytes());
+        let meta = entry.metadata().ok();
+        let modified = meta.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        hasher.update(meta.map_or(0, |m| m.len()).to_le_bytes());
+        hasher.update(modified.map_or(0, |d| d.as_nanos()).to_le_bytes());
+    }
+    Ok((hex(&hasher.finalize()), None))
+}
+
+/// Hashes `file`'s name, length and bytes, read in pieces; a file that is not a regular file
+/// (a FIFO would block) is refused.
+fn hash_file(hasher: &mut Sha256, file: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    use std::io::Read;
+    let fail = |source| (file.to_path_buf(), source);
+    let meta = std::fs::metadata(file).map_err(fail)?;
+    if !meta.is_file() {
+        return Err(fail(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file")));
+    }
+    let name = file.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default();
     hasher.update((name.len() as u64).to_le_bytes());
     hasher.update(&name);
-    let mut files: Vec<PathBuf> =
-        std::fs::read_dir(folder).map_err(io(folder))?.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_file()).collect();
-    files.sort();
-    for file in files {
-        let bytes = std::fs::read(&file).map_err(io(&file))?;
-        hasher.update(file.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default());
-        hasher.update((bytes.len() as u64).to_le_bytes());
-        hasher.update(&bytes);
+    hasher.update(meta.len().to_le_bytes());
+    let mut reader = std::fs::File::open(file).map_err(fail)?.take(meta.len());
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let read = reader.read(&mut buffer).map_err(fail)?;
+        if read == 0 {
+            return Ok(());
+        }
+        hasher.update(&buffer[..read]);
     }
-    Ok(hex(&hasher.finalize()))
 }
 
 /// Largest record or summary (JSON) read, in bytes.
@@ -478,8 +528,8 @@ fn run_one(folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
 
 fn attempt_one(folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
     let material = folder_name(folder);
-    let hash = match input_hash(folder, job.options, job.bits_per_texel) {
-        Ok(h) => h,
+    let (hash, expected) = match material_key(folder, job.options, job.bits_per_texel) {
+        Ok(key) => key,
         Err(e) => return failed(&material, String::new(), FailureKind::Input, e.to_string()),
     };
     let out = Outputs::new(job.out_dir, &material);
@@ -487,7 +537,8 @@ fn attempt_one(folder: &Path, job: &BatchJob<'_>) -> UnitRecord {
         return UnitRecord { status: UnitStatus::UpToDate, ..earlier };
     }
     if let Some(cache) = job.cache_dir
-        && let Some(record) = from_cache(cache, &hash, &material, &out)
+        && let Some(expected) = &expected
+        && let Some(record) = from_cache(cache, &hash, expected, &material, &out)
     {
         return record;
     }
@@ -545,13 +596,26 @@ fn write_outputs(out: &Outputs, record: &UnitRecord, bundle: &[u8]) -> Result<()
 }
 
 /// A bundle made from the same inputs, from the cache into `out`, as a `Cached` record; `None`
-/// when the cache has none (or one that does not match its record).
-fn from_cache(cache: &Path, hash: &str, material: &str, out: &Outputs) -> Option<UnitRecord> {
+/// when the cache has none, or one that is not what the material's bundle must be: it must match
+/// its record byte for byte, read as a bundle, and hold one material of the `expected` name and
+/// map kinds (another writer's, a forged or a damaged entry is compressed anew, not copied).
+fn from_cache(cache: &Path, hash: &str, expected: &Expected, material: &str, out: &Outputs) -> Option<UnitRecord> {
     let (cached, bytes) = finished(&cache.join(format!("{hash}.json")), &cache.join(format!("{hash}.texset")), hash)?;
+    if !holds(&bytes, expected) {
+        return None;
+    }
     let record = UnitRecord { material: material.to_owned(), status: UnitStatus::Cached, warning: None, ..cached };
     Some(match write_outputs(out, &record, &bytes) {
         Ok(()) => record,
         Err(error) => failed(material, hash.to_owned(), FailureKind::Transient, error),
+    })
+}
+
+/// Whether `bytes` read as a bundle of one material, of the `expected` name and map kinds.
+fn holds(bytes: &[u8], (name, kinds): &Expected) -> bool {
+    crate::bundle::Bundle::from_bytes(bytes).is_ok_and(|bundle| {
+        let materials = &bundle.manifest.materials;
+        materials.len() == 1 && materials[0].name == *name && materials[0].maps.iter().map(|m| m.kind).eq(kinds.iter().copied())
     })
 }
 

@@ -102,6 +102,12 @@ pub enum ShardError {
         /// The count read.
         count: u32,
     },
+    /// A shard count above [`Shard::MAX_COUNT`].
+    #[error("{count} shards: more than the {} a library is split into at most", Shard::MAX_COUNT)]
+    TooMany {
+        /// The count given.
+        count: u64,
+    },
     /// Two schedulers' variables are set and give different shards.
     #[error("{first} says shard {first_shard} but {second} says shard {second_shard}")]
     Disagree {
@@ -120,6 +126,11 @@ impl Shard {
     /// The whole library.
     pub const ALL: Self = Self { index: 0, count: 1 };
 
+    /// The most shards a library is split into (a flag, a scheduler's variable or a summary
+    /// file may say more; each is refused): a merge lists the missing ones, so the count bounds
+    /// its work.
+    pub const MAX_COUNT: u32 = 65_536;
+
     /// Parses `i/n`.
     pub fn parse(text: &str) -> Result<Self, ShardError> {
         let err = || ShardError::Syntax(text.to_owned());
@@ -127,6 +138,9 @@ impl Shard {
         let (index, count) = (i.trim().parse::<u32>().map_err(|_| err())?, n.trim().parse::<u32>().map_err(|_| err())?);
         if count == 0 || index >= count {
             return Err(err());
+        }
+        if count > Self::MAX_COUNT {
+            return Err(ShardError::TooMany { count: u64::from(count) });
         }
         Ok(Self { index, count })
     }
@@ -192,6 +206,9 @@ fn optional_number(var: &Var<'_>, name: &'static str) -> Result<Option<u32>, Sha
 fn shard(scheduler: Scheduler, index: i64, count_name: &'static str, count: i64) -> Result<Shard, ShardError> {
     let count =
         u32::try_from(count).ok().filter(|&c| c > 0).ok_or(ShardError::NotANumber { variable: count_name, value: count.to_string() })?;
+    if count > Shard::MAX_COUNT {
+        return Err(ShardError::TooMany { count: u64::from(count) });
+    }
     let index = u32::try_from(index).ok().filter(|&i| i < count).ok_or(ShardError::OutOfRange { scheduler, index, count })?;
     Ok(Shard { index, count })
 }
