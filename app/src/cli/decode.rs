@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use texset::decode::MaterialDecoder;
 
 use super::common::read_bundle;
-use texset_core::io::write_folder;
+use texset_core::io::{Overwrite, write_folder};
 
 // `texset decode`.
 #[derive(clap::Args)]
@@ -19,13 +19,18 @@ pub(super) struct DecodeArgs {
     /// reference with a warning when there is none.
     #[arg(long)]
     gpu: bool,
+    /// Replace files in the output folder that texset did not write (by default a decode refuses
+    /// to: sources are named as decoded maps are).
+    #[arg(long)]
+    force: bool,
 }
 
 impl DecodeArgs {
     pub(super) fn run(self) -> Result<()> {
         let b = read_bundle(&self.bundle)?;
         let mut decoder = MaterialDecoder::new(&b, self.gpu);
-        let written = write_folder(&b.manifest, &self.output, |m| Ok(decoder.decode_material(m)?))?;
+        let overwrite = if self.force { Overwrite::Any } else { Overwrite::OnlyOurs };
+        let written = write_folder(&b.manifest, &self.output, overwrite, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), self.output.display());
         Ok(())
     }

@@ -8,7 +8,7 @@ use texset::decode::MaterialDecoder;
 use super::common::read_bundle;
 use texset_core::{
     eval::{bcn::decode, psnr},
-    io::{write_atomic, write_folder},
+    io::{Overwrite, Written, write_atomic, write_folder},
     set::load_library,
 };
 
@@ -29,6 +29,10 @@ pub(super) struct TranscodeArgs {
     /// The original material folders: also report each map's PSNR against them.
     #[arg(long, num_args = 1..)]
     originals: Vec<PathBuf>,
+    /// Replace files in the output folder that texset did not write (by default a transcode
+    /// refuses to: sources are named as its outputs are).
+    #[arg(long)]
+    force: bool,
 }
 
 /// `--format` values: a block-compression profile in a container, or PNG. No engine enum
@@ -44,18 +48,19 @@ enum TranscodeFormat {
 
 impl TranscodeArgs {
     pub(super) fn run(self) -> Result<()> {
-        transcode(&self.bundle, &self.output, self.format, self.gpu, &self.originals)
+        let overwrite = if self.force { Overwrite::Any } else { Overwrite::OnlyOurs };
+        transcode(&self.bundle, &self.output, self.format, self.gpu, &self.originals, overwrite)
     }
 }
 
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
-fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, originals: &[PathBuf]) -> Result<()> {
+fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, originals: &[PathBuf], overwrite: Overwrite) -> Result<()> {
     use texset_core::io::{Container, Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
     let b = read_bundle(bundle)?;
     let mut decoder = MaterialDecoder::new(&b, gpu);
     if format == TranscodeFormat::Png {
-        let written = write_folder(&b.manifest, output, |m| Ok(decoder.decode_material(m)?))?;
+        let written = write_folder(&b.manifest, output, overwrite, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), output.display());
         return Ok(());
     }
@@ -65,6 +70,11 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
         _ => (Profile::High, Container::Ktx2),
     };
     let originals = if originals.is_empty() { None } else { Some(load_library(originals)?.0) };
+    let path_of =
+        |material: &str, kind: &dyn std::fmt::Display| output.join(material).join(format!("{material}_{kind}.{}", container.extension()));
+    let mut record = Written::open(output)?;
+    let targets: Vec<PathBuf> = b.manifest.materials.iter().flat_map(|m| m.maps.iter().map(|e| path_of(&m.name, &e.kind))).collect();
+    record.check(targets.iter().map(PathBuf::as_path), overwrite)?;
     let (mut total_bytes, mut texels) = (0u64, 0u64);
     for (m, material) in b.manifest.materials.iter().enumerate() {
         let folder = output.join(&material.name);
@@ -77,8 +87,9 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
                 Container::Ktx2 => ktx2_bytes(t.format, t.srgb, &t.levels),
                 Container::Dds => dds_bytes(t.format, t.srgb, &t.levels),
             };
-            let path = folder.join(format!("{}_{}.{}", material.name, entry.kind, container.extension()));
+            let path = path_of(&material.name, &entry.kind);
             write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+            record.add(&path);
             if container == Container::Ktx2 {
                 // Read it back with an independent reader: header, descriptor and every level.
                 let reader = ktx2::Reader::new(&bytes[..]).map_err(|e| anyhow::anyhow!("{} does not validate: {e:?}", path.display()))?;
@@ -116,6 +127,8 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
             total_bytes += bytes.len() as u64;
             texels += u64::from(map.width) * u64::from(map.height);
         }
+        // After each material: a run killed later leaves the materials before recorded.
+        record.save()?;
     }
     eprintln!(
         "wrote {} bytes of {} files under {} ({:.2} bits per level-0 texel, mips included){}",

@@ -141,3 +141,65 @@ fn a_mip_chain_bundle_transcodes_its_own_levels() {
         assert!(psnr > floor, "{}: level 1 {psnr:.2} dB against the bundle's own level 1", entry.kind);
     }
 }
+
+/// Every file of `dir` (recursively) with its bytes and modification time.
+fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(snapshot(&path));
+        } else {
+            files.push((path.clone(), std::fs::read(&path).unwrap(), std::fs::metadata(&path).unwrap().modified().unwrap()));
+        }
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    files
+}
+
+/// `decode` and `transcode` name their outputs as sources are named: pointed at the folder of a
+/// material's sources they refuse, naming the file, before anything is written, and replace
+/// only their own files, unchanged since they wrote them, unless `--force` is given. Before,
+/// nothing checked: `texset decode` into the library replaced the sources with lossy decodes
+/// (issue 67).
+#[test]
+fn decode_and_transcode_never_replace_what_texset_did_not_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = tmp.path().join("library");
+    texset::synth::write_sample_textures(&library, 16, 5).unwrap();
+    let wood = library.join("wood");
+    let bundle = tmp.path().join("wood.texset");
+    let run = texset(&["compress", wood.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "20"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let (bundle, lib) = (bundle.to_str().unwrap(), library.to_str().unwrap());
+    let sources = snapshot(&library);
+    for args in [&["decode", bundle, "-o", lib][..], &["transcode", bundle, "-o", lib, "--format", "png"][..]] {
+        let run = texset(args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success(), "{args:?} replaced sources: {stderr}");
+        assert!(stderr.contains("texset did not write it") && stderr.contains("--force") && stderr.contains("wood_"), "{stderr}");
+        assert_eq!(snapshot(&library), sources, "{args:?} changed the library");
+    }
+    // KTX2 files are named apart from the sources: written beside them, sources untouched.
+    let run = texset(&["transcode", bundle, "-o", lib]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let after: Vec<_> = snapshot(&library).into_iter().filter(|(p, _, _)| sources.iter().any(|(q, _, _)| q == p)).collect();
+    assert_eq!(after, sources, "the KTX2 transcode changed a source");
+    // Its own outputs: written again freely; edited since, refused; --force replaces.
+    let out = tmp.path().join("decoded");
+    let out_str = out.to_str().unwrap();
+    for _ in 0..2 {
+        let run = texset(&["decode", bundle, "-o", out_str]);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    }
+    let edited =
+        std::fs::read_dir(out.join("wood")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "png"));
+    let edited = edited.unwrap();
+    std::fs::write(&edited, b"retouched").unwrap();
+    let run = texset(&["decode", bundle, "-o", out_str]);
+    assert!(!run.status.success() && String::from_utf8_lossy(&run.stderr).contains(edited.file_name().unwrap().to_str().unwrap()));
+    assert_eq!(std::fs::read(&edited).unwrap(), b"retouched");
+    let run = texset(&["decode", bundle, "-o", out_str, "--force"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_ne!(std::fs::read(&edited).unwrap(), b"retouched");
+}

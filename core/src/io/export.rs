@@ -2,6 +2,7 @@
 
 use crate::bundle::{Manifest, MapEntry};
 use crate::decode::{DecodeError, DecodedMap, Decoder};
+use crate::io::{Overwrite, Written};
 use crate::set::SampleFormat;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,9 @@ pub enum ExportError {
     /// The GPU decoder failed.
     #[error("GPU decode failed: {0}")]
     Gpu(String),
+    /// A file in the way that texset did not write, or its record of what it wrote.
+    #[error(transparent)]
+    Written(#[from] crate::io::WrittenError),
     /// A file or folder could not be written.
     #[error("cannot write {path:?}: {message}")]
     Write {
@@ -87,19 +91,27 @@ pub(crate) fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf 
     dir.join(material).join(format!("{material}_{}.{extension}", entry.kind))
 }
 
-/// Decodes every map of the bundle into `dir` (atomic writes) on the CPU; returns the written paths.
-pub fn decode_to_folder(decoder: &Decoder, dir: &Path) -> Result<Vec<PathBuf>, ExportError> {
-    write_folder(decoder.manifest(), dir, |material| Ok(decoder.decode_material(material)?))
+/// Decodes every map of the bundle into `dir` (atomic writes) on the CPU; returns the written
+/// paths. Files in the way are replaced as `overwrite` allows ([`write_folder`]).
+pub fn decode_to_folder(decoder: &Decoder, dir: &Path, overwrite: Overwrite) -> Result<Vec<PathBuf>, ExportError> {
+    write_folder(decoder.manifest(), dir, overwrite, |material| Ok(decoder.decode_material(material)?))
 }
 
 /// Writes every map of a bundle into `dir` as `<material>/<material>_<map>.png` (atomic writes),
 /// with `decode_material(material index)` giving each material's decoded maps in manifest order
-/// (the CPU decoder, or a GPU one). Returns the written paths.
+/// (the CPU decoder, or a GPU one). Before anything is decoded, every target is checked against
+/// the folder's record of what texset wrote ([`Written`]): a file texset did not write is
+/// replaced only with [`Overwrite::Any`]. The record is updated last. Returns the written paths.
 pub fn write_folder(
     manifest: &Manifest,
     dir: &Path,
+    overwrite: Overwrite,
     mut decode_material: impl FnMut(usize) -> Result<Vec<DecodedMap>, ExportError>,
 ) -> Result<Vec<PathBuf>, ExportError> {
+    let mut record = Written::open(dir)?;
+    let targets: Vec<PathBuf> =
+        manifest.materials.iter().flat_map(|material| material.maps.iter().map(|entry| map_path(dir, &material.name, entry))).collect();
+    record.check(targets.iter().map(PathBuf::as_path), overwrite)?;
     let mut written = Vec::new();
     for (mi, material) in manifest.materials.iter().enumerate() {
         let folder = dir.join(&material.name);
@@ -108,10 +120,16 @@ pub fn write_folder(
         for (map, entry) in maps.iter().zip(&material.maps) {
             let path = map_path(dir, &material.name, entry);
             let bytes = encode_map(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
-            crate::io::fsutil::write_atomic(&path, &bytes)
-                .map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
+            if let Err(e) = crate::io::fsutil::write_atomic(&path, &bytes) {
+                // What was written so far is texset's: recorded, so a rerun may replace it.
+                record.save()?;
+                return Err(ExportError::Write { path: path.clone(), message: e.to_string() });
+            }
+            record.add(&path);
             written.push(path);
         }
+        // After each material: a run killed later leaves the materials before recorded.
+        record.save()?;
     }
     Ok(written)
 }

@@ -208,7 +208,7 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
         CompressOptions { schedule: ScheduleConfig { steps: 200, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     let decoded = tempfile::tempdir().unwrap();
-    let files = decode_to_folder(&texset_core::Decoder::new(&out.bundle), decoded.path()).unwrap();
+    let files = decode_to_folder(&texset_core::Decoder::new(&out.bundle), decoded.path(), texset_core::io::Overwrite::OnlyOurs).unwrap();
     let exr = files.iter().find(|p| p.extension().is_some_and(|e| e == "exr")).expect("an EXR output");
     let back = image::open(exr).unwrap().to_rgb32f();
     let (lo, hi) = back.as_raw().iter().step_by(3).fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
@@ -393,7 +393,7 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
         assert!(worst < 0.5 / 255.0, "{kind}: decoded {worst} from its value");
     }
     let decoded_dir = tempfile::tempdir().unwrap();
-    decode_to_folder(&decoder, decoded_dir.path()).unwrap();
+    decode_to_folder(&decoder, decoded_dir.path(), texset_core::io::Overwrite::OnlyOurs).unwrap();
     let name = &manifest.name;
     let rough_png = image::open(decoded_dir.path().join(name).join(format!("{name}_roughness.png"))).unwrap();
     assert_eq!(rough_png.color(), image::ColorType::L8);

@@ -2,7 +2,7 @@
 
 use super::Session;
 use std::path::Path;
-use texset_core::io::{decode_to_folder, write_atomic};
+use texset_core::io::{Overwrite, decode_to_folder, write_atomic};
 
 impl Session {
     pub(super) fn export(&mut self, write: impl FnOnce(&Self) -> Result<String, String>) {
@@ -35,7 +35,8 @@ impl Session {
     pub(super) fn export_images(&self, dir: &Path) -> Result<String, String> {
         let trained = self.shown.trained.as_ref().ok_or("nothing to export: train first")?;
         let decoder = texset_core::Decoder::new(&trained.bundle);
-        let written = decode_to_folder(&decoder, dir).map_err(|e| e.to_string())?;
+        // The folder picked may hold the sources (named as decoded maps are): never replaced.
+        let written = decode_to_folder(&decoder, dir, Overwrite::OnlyOurs).map_err(|e| e.to_string())?;
         Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
     }
 
