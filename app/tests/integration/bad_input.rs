@@ -323,6 +323,18 @@ fn folder_cases(root: &Path, out: &Path) -> Vec<Case> {
         std::fs::write(dir.join("m_basecolor.png"), png(16, 16)).unwrap();
     }
     cases.push(case("two materials of one name", &[&"compress", &a, &b, &"-o", &out], &["lib_a/mat", "lib_b/mat", "two materials named"]));
+    let upper = root.join("lib_c/Mat");
+    std::fs::create_dir_all(&upper).unwrap();
+    std::fs::write(upper.join("m_basecolor.png"), png(16, 16)).unwrap();
+    cases.push(case(
+        "two materials whose names differ in case",
+        &[&"compress", &a, &upper, &"-o", &out],
+        &["lib_c/Mat", "differ only in case"],
+    ));
+    let d = material(root, "con", &[("m_basecolor.png", png(16, 16))]);
+    cases.push(compress(&d, &["'con'", "device name Windows reserves"], "a material named as a Windows device"));
+    let d = material(root, "ask", &[("m_basecolor.png", png(16, 16)), ("texset.toml", b"name = \"what?\"\n".to_vec())]);
+    cases.push(compress(&d, &["'what?'", "could not be written on Windows"], "texset.toml names the material with a '?'"));
     if !is_root() {
         let d = material(root, "unreadable_file", &[("m_roughness.png", png(16, 16))]);
         std::fs::set_permissions(d.join("m_roughness.png"), std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();

@@ -121,8 +121,9 @@ pub fn write_folder(
             let path = map_path(dir, &material.name, entry);
             let bytes = encode_map(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
             if let Err(e) = crate::io::fsutil::write_atomic(&path, &bytes) {
-                // What was written so far is texset's: recorded, so a rerun may replace it.
-                record.save()?;
+                // What was written so far is texset's: recorded (best effort: the disk may be
+                // what failed), so a rerun may replace it. The error names the map.
+                let _ = record.save();
                 return Err(ExportError::Write { path: path.clone(), message: e.to_string() });
             }
             record.add(&path);

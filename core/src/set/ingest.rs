@@ -151,6 +151,32 @@ pub enum IngestError {
         /// The second folder.
         second: PathBuf,
     },
+    /// Two materials whose names differ only in case (one output file on macOS and Windows).
+    #[error(
+        "materials '{name}' ({first:?}) and '{other}' ({second:?}) differ only in case: their files would be one on macOS and Windows; rename one"
+    )]
+    CaseCollision {
+        /// The later material's name.
+        name: String,
+        /// The earlier one's.
+        other: String,
+        /// The earlier one's folder.
+        first: PathBuf,
+        /// The later one's.
+        second: PathBuf,
+    },
+    /// A material name that is no file name on Windows (`set::naming::unportable`).
+    #[error(
+        "{path:?}: material name '{name}' {why}: its files could not be written on Windows; rename it (or set name = \"...\" in texset.toml)"
+    )]
+    UnportableName {
+        /// The name.
+        name: String,
+        /// Its folder or asset.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// No folder was given.
     #[error("no texture folders given")]
     NothingGiven,
@@ -276,9 +302,15 @@ pub fn load_library(paths: &[PathBuf]) -> Result<(TextureSet, IngestReport), Ing
             vec![load_material(path, &mut report)?]
         };
         for material in materials {
-            if let Some(other) = set.materials.iter().find(|m| m.name == material.name) {
+            if let Some(why) = crate::set::naming::unportable(&material.name) {
+                return Err(IngestError::UnportableName { name: material.name, path: material.source_dir, why });
+            }
+            if let Some(other) = set.materials.iter().find(|m| m.name.to_lowercase() == material.name.to_lowercase()) {
                 let (first, second) = (other.source_dir.clone(), material.source_dir.clone());
-                return Err(IngestError::DuplicateMaterial { name: material.name, first, second });
+                if other.name == material.name {
+                    return Err(IngestError::DuplicateMaterial { name: material.name, first, second });
+                }
+                return Err(IngestError::CaseCollision { name: material.name, other: other.name.clone(), first, second });
             }
             set.materials.push(material);
         }

@@ -150,3 +150,36 @@ mod tests {
         assert_eq!(plain.normal_convention, None);
     }
 }
+
+/// Why `name` cannot be a file name on Windows (`None`: it can): a reserved device name (`CON`,
+/// `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`, in any case and with any extension), a
+/// trailing dot or space, or one of `<>"|?*`. Bundles and decoded maps are named after their
+/// material, so a library that must build on every platform refuses these at compress time.
+#[must_use]
+pub(crate) fn unportable(name: &str) -> Option<&'static str> {
+    if name.chars().any(|c| matches!(c, '<' | '>' | '"' | '|' | '?' | '*')) {
+        return Some("holds one of < > \" | ? *");
+    }
+    if name.ends_with('.') || name.ends_with(' ') {
+        return Some("ends in a dot or a space");
+    }
+    let stem = name.split('.').next().unwrap_or(name).trim_end().to_ascii_uppercase();
+    let device = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || (stem.len() == 4 && (stem.starts_with("COM") || stem.starts_with("LPT")) && stem.as_bytes()[3].is_ascii_digit());
+    device.then_some("is a device name Windows reserves")
+}
+
+#[cfg(test)]
+mod portable_tests {
+    use super::unportable;
+
+    #[test]
+    fn windows_reserved_names_are_unportable() {
+        for bad in ["CON", "con", "Nul.png", "com1", "LPT9.tar.gz", "aux ", "wood.", "a<b", "what?", "x|y", "star*"] {
+            assert!(unportable(bad).is_some(), "{bad}");
+        }
+        for good in ["wood", "console", "comb", "COM10", "lpt", "nul_map", "painted_wooden_cabinet", "a.b"] {
+            assert_eq!(unportable(good), None, "{good}");
+        }
+    }
+}
