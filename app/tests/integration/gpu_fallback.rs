@@ -32,10 +32,15 @@ fn adapter_or_skip(test: &str) -> bool {
     texset_testkit::gpu_or_skip(test, adapters().first()).is_some()
 }
 
+/// Every file under `dir` and its bytes, but the record of what texset wrote there
+/// (`.texset-written.json`, whose modification times differ from run to run).
 fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
+        if path.file_name().is_some_and(|n| n == texset_core::io::RECORD_FILE) {
+            continue;
+        }
         if path.is_dir() {
             out.extend(folder_bytes(&path));
         } else {

@@ -324,7 +324,8 @@ type ChosenMaps = BTreeMap<MapKind, (PathBuf, Option<NormalConvention>)>;
 /// What ingest reads of a material folder, found before any image is decoded.
 struct FolderPlan {
     name: String,
-    /// The folder's `texset.toml`, when it has one.
+    /// The folder's `texset.toml`, when it has one (what the batch cache keys).
+    #[cfg_attr(not(feature = "train"), allow(dead_code))]
     config: Option<PathBuf>,
     folder_convention: Option<NormalConvention>,
     chosen: ChosenMaps,
@@ -358,9 +359,9 @@ fn plan_folder(dir: &Path) -> Result<FolderPlan, IngestError> {
     Ok(FolderPlan { name, config: config_file, folder_convention, chosen, skipped })
 }
 
-/// The files ingest reads of material folder `dir` (its `texset.toml` first, when it has one,
-/// then each map's, in kind order), the material's name, and each map's kind, found without
-/// decoding an image: what a batch cache keys a material by.
+/// The files ingest reads of folder `dir` (`texset.toml` first, then each map's, in kind order),
+/// the material's name and its maps' kinds, without decoding an image: a batch cache's key.
+#[cfg(feature = "train")]
 pub(crate) fn material_files(dir: &Path) -> Result<(String, Vec<PathBuf>, Vec<MapKind>), IngestError> {
     let plan = plan_folder(dir)?;
     let files = plan.config.into_iter().chain(plan.chosen.values().map(|(path, _)| path.clone())).collect();

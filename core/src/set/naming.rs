@@ -156,6 +156,7 @@ mod tests {
 /// trailing dot or space, or one of `<>"|?*`. Bundles and decoded maps are named after their
 /// material, so a library that must build on every platform refuses these at compress time.
 #[must_use]
+#[cfg(feature = "ingest")]
 pub(crate) fn unportable(name: &str) -> Option<&'static str> {
     if name.chars().any(|c| matches!(c, '<' | '>' | '"' | '|' | '?' | '*')) {
         return Some("holds one of < > \" | ? *");
@@ -169,7 +170,7 @@ pub(crate) fn unportable(name: &str) -> Option<&'static str> {
     device.then_some("is a device name Windows reserves")
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "ingest"))]
 mod portable_tests {
     use super::unportable;
 
