@@ -115,17 +115,18 @@ impl TempName {
         Self { host: this_host(), pid_namespace: this_pid_namespace(), pid: std::process::id(), random: hasher.finish() }
     }
 
-    /// The temporary file's name for target `file_name`.
+    /// The temporary file's name for target `file_name`: at most 255 bytes, as file systems
+    /// allow (a long target's name is cut in [`temp_prefix`]).
     #[must_use]
     pub(crate) fn file_name(&self, file_name: &str) -> String {
-        format!(".{file_name}.tmp-{}-{}-{}-{:016x}", self.host, self.pid_namespace, self.pid, self.random)
+        format!("{}{}-{}-{}-{:016x}", temp_prefix(file_name), self.host, self.pid_namespace, self.pid, self.random)
     }
 
     /// The writer of `name`, a temporary file of target `file_name` (`None`: not one, or of an
     /// older texset's form).
     #[must_use]
     pub(crate) fn parse(name: &str, file_name: &str) -> Option<Self> {
-        let rest = name.strip_prefix(&format!(".{file_name}.tmp-"))?;
+        let rest = name.strip_prefix(&temp_prefix(file_name))?;
         let mut fields = rest.split('-');
         let (host, pid_namespace, pid, random) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
         if fields.next().is_some() || random.len() != 16 {
@@ -140,6 +141,21 @@ impl TempName {
     }
 }
 
+/// The most of a host name a temporary file's name keeps.
+const MAX_HOST_CHARS: usize = 40;
+
+/// `.TARGET.tmp-`, the start of every temporary file's name of target `file_name`, the target's
+/// name cut to 160 bytes (at a character's edge) so that the whole name, with the host (at most
+/// 40), the PID namespace (up to 20 digits), the pid (10) and the random part (16), stays within
+/// 255 bytes.
+fn temp_prefix(file_name: &str) -> String {
+    let mut end = file_name.len().min(160);
+    while !file_name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(".{}.tmp-", &file_name[..end])
+}
+
 /// This machine's (or container's) host name, `_` for every character but `[A-Za-z0-9_.]`.
 fn this_host() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -148,7 +164,7 @@ fn this_host() -> String {
         .or_else(|| std::env::var("COMPUTERNAME").ok())
         .unwrap_or_default();
     let name: String =
-        name.trim().chars().take(64).map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
+        name.trim().chars().take(MAX_HOST_CHARS).map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
     if name.is_empty() { "host".to_owned() } else { name }
 }
 
@@ -167,7 +183,7 @@ fn this_pid_namespace() -> u64 {
 pub(crate) fn remove_stale_temporaries(dir: &Path, file_name: &str) {
     let me = TempName::mine();
     let proc_fs = Path::new("/proc/self").exists() && me.pid_namespace != 0;
-    let prefix = format!(".{file_name}.tmp-");
+    let prefix = temp_prefix(file_name);
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name();
@@ -242,8 +258,13 @@ mod tests {
         assert_eq!((a.host.as_str(), a.pid_namespace, a.pid), (b.host.as_str(), b.pid_namespace, b.pid));
         assert!(!a.host.contains('-') && !a.host.is_empty());
         let name = a.file_name("x.texset");
-        assert_eq!(TempName::parse(&name, "x.texset"), Some(a));
+        assert_eq!(TempName::parse(&name, "x.texset"), Some(a.clone()));
         assert_eq!(TempName::parse(&name, "y.texset"), None);
+        // A target's name as long as a file system allows still gives a temporary name it allows.
+        let long = "é".repeat(127);
+        let name = a.file_name(&long);
+        assert!(name.len() <= 255, "{} bytes", name.len());
+        assert_eq!(TempName::parse(&name, &long).map(|t| t.random), Some(a.random));
         // The older form (`.NAME.tmp-PID-N`) is no writer this can tell: only its age removes it.
         assert_eq!(TempName::parse(".x.texset.tmp-12-3", "x.texset"), None);
     }
