@@ -17,15 +17,22 @@ fn texset(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_texset")).args(args).output().unwrap()
 }
 
+/// A sample library of `size`² maps under `root`, and its `wood` compressed in `steps` steps:
+/// the library and the bundle's path.
+fn wood_bundle(root: &Path, size: u32, seed: u64, steps: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let library = root.join("library");
+    texset::synth::write_sample_textures(&library, size, seed).unwrap();
+    let bundle = root.join("wood.texset");
+    let run = texset(&["compress", library.join("wood").to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", steps]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    (library, bundle)
+}
+
 #[test]
 fn transcoded_files_validate_and_decode_close_to_the_bundle() {
     let tmp = tempfile::tempdir().unwrap();
-    let library = tmp.path().join("library");
-    texset::synth::write_sample_textures(&library, 48, 11).unwrap();
+    let (library, bundle) = wood_bundle(tmp.path(), 48, 11, "200");
     let wood = library.join("wood");
-    let bundle = tmp.path().join("wood.texset");
-    let run = texset(&["compress", wood.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "200"]);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let b = Bundle::read(&bundle).unwrap();
     let decoder = Decoder::new(&b);
     let maps = decoder.decode_material(0).unwrap();
@@ -165,12 +172,7 @@ fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, std::time::SystemTi
 #[test]
 fn decode_and_transcode_never_replace_what_texset_did_not_write() {
     let tmp = tempfile::tempdir().unwrap();
-    let library = tmp.path().join("library");
-    texset::synth::write_sample_textures(&library, 16, 5).unwrap();
-    let wood = library.join("wood");
-    let bundle = tmp.path().join("wood.texset");
-    let run = texset(&["compress", wood.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "20"]);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let (library, bundle) = wood_bundle(tmp.path(), 16, 5, "20");
     let (bundle, lib) = (bundle.to_str().unwrap(), library.to_str().unwrap());
     let sources = snapshot(&library);
     for args in [&["decode", bundle, "-o", lib][..], &["transcode", bundle, "-o", lib, "--format", "png"][..]] {

@@ -107,12 +107,15 @@ impl TempName {
     pub(crate) fn mine() -> Self {
         use std::hash::{BuildHasher, Hasher};
         static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // The host and the PID namespace are this process's for its life: read once, not per write.
+        static WHERE: std::sync::OnceLock<(String, u64)> = std::sync::OnceLock::new();
         // std's `RandomState` keys come from the OS's random source; the call count and the clock
         // make each name of one process differ too.
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-        Self { host: this_host(), pid_namespace: this_pid_namespace(), pid: std::process::id(), random: hasher.finish() }
+        let (host, pid_namespace) = WHERE.get_or_init(|| (this_host(), this_pid_namespace()));
+        Self { host: host.clone(), pid_namespace: *pid_namespace, pid: std::process::id(), random: hasher.finish() }
     }
 
     /// The temporary file's name for target `file_name`: at most 255 bytes, as file systems
