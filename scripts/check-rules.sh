@@ -7,7 +7,9 @@
 # - core/src with at most 14 top-level entries;
 # - the other crates name at most 25 distinct `texset_core::` paths (the core's surface: its
 #   modules are private behind re-exports; what only tests need is in `internal_tests`);
-# - commit subjects of at most 72 characters since RULES_BASE (the last commit that broke it).
+# - commit subjects of at most 72 characters since RULES_BASE (the last commit that broke it);
+# - core's layers (each top-level module names only its own layer and those below) and no import
+#   circle between core's folders or inside app/src/cli (scripts/check_imports.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MAX_FILE_LINES=700
@@ -57,6 +59,11 @@ if [ "$core_path_count" -gt "$MAX_CORE_PATHS" ]; then
 $core_paths"
 fi
 
+imports_log=$(python3 scripts/check_imports.py) || true
+while IFS= read -r line; do
+  case "$line" in RULE:*) breach "${line#RULE: }" ;; esac
+done <<<"$imports_log"
+
 if git cat-file -e "$RULES_BASE^{commit}" 2>/dev/null; then
   range="$RULES_BASE..HEAD"
 else
@@ -74,4 +81,4 @@ if [ "$breaches" -gt 0 ]; then
   echo "$breaches rule breach(es); CONTRIBUTING.md says why each rule is there"
   exit 1
 fi
-echo "rules: files <= $MAX_FILE_LINES lines, functions <= $MAX_FN_LINES (clippy), core/src $entries entries, $core_path_count texset_core:: paths, subjects <= $MAX_SUBJECT since $RULES_BASE: ok"
+echo "rules: files <= $MAX_FILE_LINES lines, functions <= $MAX_FN_LINES (clippy), core/src $entries entries, $core_path_count texset_core:: paths, subjects <= $MAX_SUBJECT since $RULES_BASE, core's layers and no import circles: ok"

@@ -8,10 +8,8 @@ use anyhow::{Result, bail};
 use texset_core::{
     bundle::Bundle,
     decode::{DecodeError, DecodedMap, Decoder},
-    io::{
-        fault::{self, Fault},
-        mip_chain,
-    },
+    export::mip_chain,
+    io::fault::{self, Fault},
     model::full_mip_count,
 };
 
@@ -87,7 +85,7 @@ impl<'b> MaterialDecoder<'b> {
 
     /// Every map of material `m` with its full mip chain, level 0 first: each level decoded from
     /// the bundle's latent pyramid when it stores one, else box-filtered from the decoded level 0
-    /// (texset-core's `io::mip_chain`).
+    /// (texset-core's `export::mip_chain`).
     pub fn decode_material_chains(&mut self, m: usize) -> Result<Vec<Vec<DecodedMap>>, DecodeError> {
         let level0 = self.decode_material_level(m, 0)?;
         let material = self.bundle.manifest.materials.get(m).ok_or(DecodeError::NoMaterial(m))?;

@@ -8,10 +8,8 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use texset_core::eval::{
-    bcn::{BcFormat, round_trip},
-    flip_map,
-};
+use texset_core::eval::{bcn::round_trip, flip_map};
+use texset_core::export::bcn::BcFormat;
 use texset_core::{CompressOptions, analyse, bundle::Bundle, decode::unorm8, set::MapKind, snapshot_bundle};
 use texset_shaders::environment::{Environment, PrepareOptions, prepare};
 use texset_shaders::preview::{

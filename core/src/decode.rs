@@ -7,8 +7,9 @@
 use crate::bundle::{Bundle, Manifest, MapEntry};
 use crate::model::batched::{forward_layer, padded_len};
 use crate::model::params::ModelParams;
-use crate::model::reference::{MlpScratch, features_at_level, mlp_forward, srgb_to_linear};
+use crate::model::reference::{MlpScratch, features_at_level, mlp_forward};
 use crate::model::wgsl::PackedInt8;
+use crate::set::srgb_to_linear;
 use crate::set::{ColorSpace, MapKind, NormalConvention};
 use rayon::prelude::*;
 

@@ -23,13 +23,13 @@
 
 #[cfg(feature = "train")]
 mod analyse;
+mod base;
 pub mod bundle;
 pub mod decode;
 pub mod eval;
-mod executor;
+pub mod export;
 pub mod io;
 pub mod model;
-pub mod rng;
 pub mod set;
 
 #[cfg(feature = "train")]
@@ -60,7 +60,7 @@ pub mod internal_tests {
     #[cfg(feature = "train")]
     pub use crate::train::burn::wgpu_device_is_shared;
     #[cfg(feature = "train")]
-    pub use crate::train::gpu::{STAGES, WeightMemory};
+    pub use crate::train::gpu::STAGES;
     #[cfg(feature = "train")]
     pub use crate::train::init::starting_params;
     #[cfg(feature = "train")]
@@ -70,10 +70,11 @@ pub mod internal_tests {
 }
 
 #[cfg(feature = "train")]
-pub use analyse::{AnalyseReport, BudgetSource, DuplicateFinding, TextureBudget};
+pub use analyse::{AnalyseError, AnalyseReport, BudgetSource, DuplicateFinding, TextureBudget};
+pub use base::executor::block_on;
+pub use base::rng;
 pub use bundle::{Bundle, BundleError};
 pub use decode::{DecodedMap, Decoder};
-pub use executor::block_on;
 #[cfg(feature = "train")]
 pub use options::{Backend, BudgetConfig, CompressOptions, ModelConfig, OptionsError, Preset, RunOptions, ScheduleConfig};
 #[cfg(feature = "train")]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use texset::decode::MaterialDecoder;
 
 use super::common::read_bundle;
-use texset_core::io::{Overwrite, write_folder};
+use texset_core::{export::write_folder, io::Overwrite};
 
 // `texset decode`.
 #[derive(clap::Args)]

@@ -7,8 +7,9 @@ use texset::decode::MaterialDecoder;
 
 use super::common::read_bundle;
 use texset_core::{
-    eval::{bcn::decode, psnr},
-    io::{Overwrite, Written, write_atomic, write_folder},
+    eval::psnr,
+    export::{bcn::decode, write_folder},
+    io::{Overwrite, Written, write_atomic},
     set::load_library,
 };
 
@@ -56,7 +57,7 @@ impl TranscodeArgs {
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
 fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, originals: &[PathBuf], overwrite: Overwrite) -> Result<()> {
-    use texset_core::io::{Container, Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
+    use texset_core::export::{Container, bcn::Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
     let b = read_bundle(bundle)?;
     let mut decoder = MaterialDecoder::new(&b, gpu);
     if format == TranscodeFormat::Png {
@@ -106,9 +107,10 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
                     bail!("{} does not read back as written (a texset bug)", path.display());
                 }
             }
+            let Some(level0) = t.levels.first() else { bail!("no level 0 encoded for {}/{} (a texset bug)", material.name, entry.kind) };
+            let back = decode(&level0.blocks, map.width, map.height, map.channels, entry.kind, t.format);
             let against_original = originals.as_ref().and_then(|set| {
                 let source = set.materials.iter().find(|s| s.name == material.name)?.textures.iter().find(|t| t.kind == entry.kind)?;
-                let back = decode(&t.levels[0].blocks, map.width, map.height, map.channels, entry.kind, t.format);
                 (source.texels.len() == back.len()).then(|| psnr(&source.texels, &back))
             });
             eprintln!(
@@ -121,7 +123,7 @@ fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, o
                 t.levels.len(),
                 if b.manifest.mip_levels > 1 { "decoded from the bundle's mip chain" } else { "box-filtered from level 0" },
                 bytes.len(),
-                t.level0_psnr_db,
+                psnr(&map.values, &back),
                 against_original.map_or_else(String::new, |p| format!(", {p:.2} dB against the original"))
             );
             total_bytes += bytes.len() as u64;

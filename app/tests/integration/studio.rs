@@ -107,7 +107,7 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     step_until(&mut harness, "the BCn round trip", Duration::from_mins(1), |a| a.session.compare.bcn.contains_key(&(0, 0)));
     let bcn = Arc::clone(&harness.state().session.compare.bcn[&(0, 0)]);
     let first = &set.materials[0].textures[0];
-    assert_eq!(bcn.format, texset_core::eval::bcn::BcFormat::for_map(first.kind, first.channels));
+    assert_eq!(bcn.format, texset_core::export::bcn::BcFormat::for_map(first.kind, first.channels));
     assert!(bcn.psnr_db > 25.0, "{:?} at {:.2} dB", bcn.format, bcn.psnr_db);
     assert!(harness.state().session.settings.view.bcn);
     harness.get_by_label_contains(&format!("{:?}: {:.0} bits/texel", bcn.format, bcn.bits_per_texel));

@@ -6,10 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use texset_core::{
     Bundle, Decoder, MapKind,
-    eval::{
-        bcn::{self, BcFormat},
-        psnr,
-    },
+    eval::psnr,
+    export::bcn::{self, BcFormat},
     model::full_mip_count,
 };
 

@@ -12,9 +12,23 @@ use crate::analyse::content::content_bits;
 use crate::analyse::groups::split_channels_by_material_group;
 use crate::model::layout::{GridShape, ModelLayout};
 use crate::options::CompressOptions;
-use crate::pipeline::CompressError;
 use crate::set::TextureSet;
 use serde::Serialize;
+
+/// Why the analyse pass refused a set and its options.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnalyseError {
+    /// The set is empty.
+    #[error("the texture set has no maps")]
+    EmptySet,
+    /// An option is out of range.
+    #[error("invalid options: {0}")]
+    Options(#[from] crate::options::OptionsError),
+    /// A budget names a texture that is not in the set.
+    #[error("budget '{0}' names no texture of the set (use a map kind like 'roughness' or 'material/roughness')")]
+    UnknownBudget(String),
+}
 
 /// Where a texture's budget came from: what later passes decide on (the words are in
 /// [`TextureBudget::reason`]).
@@ -106,10 +120,10 @@ pub(crate) fn channel_priority(grids: &[GridShape]) -> Vec<u32> {
 }
 
 /// Analyse/budget pass: grid shapes from the largest map, budgets from the options.
-pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayout, AnalyseReport), CompressError> {
+pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayout, AnalyseReport), AnalyseError> {
     options.validate()?;
     if set.textures().next().is_none() {
-        return Err(CompressError::EmptySet);
+        return Err(AnalyseError::EmptySet);
     }
     let mut grids = grid_shapes(set, options);
     if let Some(first) = grids.first_mut() {
@@ -158,11 +172,11 @@ fn grid_shapes(set: &TextureSet, options: &CompressOptions) -> Vec<GridShape> {
 }
 
 /// Refuses a budget override that names no texture of the set (by kind, or `material/kind`).
-fn check_budget_overrides(set: &TextureSet, options: &CompressOptions) -> Result<(), CompressError> {
+fn check_budget_overrides(set: &TextureSet, options: &CompressOptions) -> Result<(), AnalyseError> {
     for key in options.budgets.overrides.keys() {
         let matches = set.textures().any(|(m, _, t)| *key == t.kind.token() || *key == format!("{}/{}", set.materials[m].name, t.kind));
         if !matches {
-            return Err(CompressError::UnknownBudget(key.clone()));
+            return Err(AnalyseError::UnknownBudget(key.clone()));
         }
     }
     Ok(())

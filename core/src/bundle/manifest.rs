@@ -198,22 +198,6 @@ impl Manifest {
     }
 }
 
-/// Checks that a material name is safe as a single path component (decode writes
-/// `<dir>/<name>/<name>_<map>.png`): non-empty, at most 255 bytes, no separators, NUL or control
-/// characters, not `.` or `..`.
-pub fn check_name(name: &str) -> Result<(), &'static str> {
-    if name.is_empty() || name.len() > limits::MAX_NAME_BYTES {
-        return Err("must be 1 to 255 bytes long");
-    }
-    if name == "." || name == ".." {
-        return Err("must not be '.' or '..'");
-    }
-    if name.chars().any(|c| c == '/' || c == '\\' || c == ':' || c.is_control()) {
-        return Err("must not contain '/', '\\', ':' or control characters");
-    }
-    Ok(())
-}
-
 /// A [`BundleError::Invalid`] with `message`.
 fn invalid<T>(message: String) -> Result<T, BundleError> {
     Err(BundleError::Invalid(message))
@@ -401,7 +385,7 @@ fn validate_materials(m: &Manifest) -> Result<usize, BundleError> {
     let mut names = BTreeSet::new();
     let mut library_values = 0u64;
     for mat in &m.materials {
-        if let Err(why) = check_name(&mat.name) {
+        if let Err(why) = crate::set::check_name(&mat.name) {
             return invalid(format!("material name {:?}: {why}", mat.name));
         }
         if !names.insert(mat.name.as_str()) {

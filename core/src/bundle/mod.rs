@@ -4,7 +4,7 @@
 //! allocates, so hostile bytes give an error, never a panic or an unbounded allocation.
 
 use crate::model::params::{GridParams, ModelParams};
-use crate::model::quant::{QuantizedLayer, level_value};
+use crate::model::quant::{QuantizedLayer, WeightFormat, level_value};
 use serde::Serialize;
 use std::path::Path;
 
@@ -12,9 +12,8 @@ mod bits;
 mod manifest;
 
 /// Weight storage format of an MLP layer (format version 4 adds every format but int8).
-pub use crate::model::quant::WeightFormat;
 use bits::{pack_levels, packed_len, unpack_levels};
-pub use manifest::{GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, apply_color_rows, check_name};
+pub use manifest::{GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, apply_color_rows};
 
 /// First eight bytes of every bundle.
 pub const MAGIC: [u8; 8] = *b"TEXSET\0\x1a";
@@ -37,6 +36,7 @@ pub const SECTION_WEIGHTS: [u8; 4] = *b"MLPW";
 
 /// Limits the reader enforces (documented in `docs/bundle-format.md`).
 pub mod limits {
+    pub use crate::set::limits::{MAX_MAP_VALUES, MAX_NAME_BYTES};
     /// Largest manifest, in bytes.
     pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
     /// Largest bundle file read, in bytes (the limits below keep a valid one far smaller:
@@ -54,8 +54,6 @@ pub mod limits {
     pub const MAX_GRID_CHANNELS: u32 = 256;
     /// Most latent values over all grids (2^26: 256 MiB once dequantised to f32).
     pub const MAX_LATENT_VALUES: u64 = 1 << 26;
-    /// Most decoded values (width × height × channels) of one map (2^28: 1 GiB of f32).
-    pub const MAX_MAP_VALUES: u64 = 1 << 28;
     /// Most decoded values of one material's maps together (decoded at once).
     pub const MAX_MATERIAL_VALUES: u64 = 1 << 29;
     /// Most decoded values of the whole library (every map's level 0; 2^32: 16 GiB of f32), so
@@ -66,8 +64,6 @@ pub mod limits {
     /// layer of up to 4096) takes 6.0 M; texset's presets under 2^16. The layer limits alone
     /// would allow 2^28.
     pub const MAX_MLP_MACS_PER_TEXEL: u64 = 1 << 23;
-    /// Longest material name, in bytes.
-    pub const MAX_NAME_BYTES: usize = 255;
     /// Most MLP layers.
     pub const MAX_LAYERS: usize = 16;
     /// Widest MLP layer.

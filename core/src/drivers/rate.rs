@@ -11,8 +11,9 @@
 //! pooled PSNR reached with no tolerance, at rates up to the blocks' own.
 
 use crate::decode::Decoder;
-use crate::eval::bcn::{Baseline, Profile};
+use crate::eval::bcn::Baseline;
 use crate::eval::evaluate;
+use crate::export::bcn::Profile;
 use crate::options::CompressOptions;
 use crate::pipeline::{CompressError, Compressed, compress};
 use crate::progress::{Cancel, Progress};

@@ -1,8 +1,7 @@
 //! Mip chains of reference maps: the 2×2 box reduction every level of a bundle's mip chain is
 //! trained towards and measured against, and the one `texset transcode` writes.
 
-use crate::model::reference::{linear_to_srgb, srgb_to_linear};
-use crate::set::{ColorSpace, MapKind};
+use crate::set::{ColorSpace, MapKind, linear_to_srgb, renormalise_stored_normal, srgb_to_linear};
 
 /// One level of a mip chain: `width × height × channels` values `[y][x][c]`, stored encoding
 /// (`[0, 1]`; sRGB for colour maps, `n · 0.5 + 0.5` for normals).
@@ -16,33 +15,10 @@ pub struct MipLevel {
     pub values: Vec<f32>,
 }
 
-/// Renormalises one normal texel to unit length in place: its first three values are stored
-/// values, each its channel's `[low, high]` range (`ranges`; missing: `[0, 1]`, as for every
-/// 8- and 16-bit source) mapped to `[0, 1]`, of a normal encoded `n · 0.5 + 0.5`. A normal of
-/// (near) zero length, or a texel of under three values, stays as it is. What the box chain does
-/// to each normal it averages, and what unit normal targets do to level 0
-/// ([`crate::set::Texture::unit_normal_texels`]).
-pub(crate) fn renormalise_stored_normal(texel: &mut [f32], ranges: &[[f32; 2]]) {
-    let Some(xyz) = texel.get_mut(..3) else { return };
-    let range = |c: usize| ranges.get(c).copied().unwrap_or([0.0, 1.0]);
-    let n: [f32; 3] = std::array::from_fn(|c| {
-        let [low, high] = range(c);
-        (low + (high - low) * xyz[c]) * 2.0 - 1.0
-    });
-    let length = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-    if length <= 1e-6 {
-        return;
-    }
-    for (c, value) in xyz.iter_mut().enumerate() {
-        let [low, high] = range(c);
-        *value = ((n[c] / length * 0.5 + 0.5 - low) / (high - low).max(f32::MIN_POSITIVE)).clamp(0.0, 1.0);
-    }
-}
-
 /// The levels below `level0` (`width × height × channels` values) down to 1×1, level 1 first:
 /// each the 2×2 box average of the one above (sizes halve rounding down; an odd edge repeats its
 /// last texel). Colour channels of sRGB maps are averaged in linear light (alpha as is); normal
-/// maps are renormalised to unit length ([`renormalise_stored_normal`], through the map's
+/// maps are renormalised to unit length ([`crate::set::renormalise_stored_normal`], through the map's
 /// `channel_ranges`: a float source's values are stored mapped from their range).
 #[must_use]
 pub fn box_chain(
@@ -141,18 +117,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn a_zero_length_normal_stays_as_it_is() {
-        let mut texel = [0.5, 0.5, 0.5, 0.25];
-        renormalise_stored_normal(&mut texel, &[]);
-        assert_eq!(texel, [0.5, 0.5, 0.5, 0.25]);
-        let mut tilted = [1.0, 0.5, 0.5];
-        renormalise_stored_normal(&mut tilted, &[[0.0, 1.0]; 3]);
-        assert_eq!(tilted, [1.0, 0.5, 0.5]);
-        let mut short = [0.75, 0.5, 0.5];
-        renormalise_stored_normal(&mut short, &[]);
-        assert_eq!(short, [1.0, 0.5, 0.5]);
     }
 }

@@ -102,15 +102,3 @@ pub(crate) fn mlp_forward<'s>(params: &ModelParams, features: &[f32], scratch: &
     }
     &scratch.a
 }
-
-/// The inverse sRGB transfer function (IEC 61966-2-1), one channel.
-#[must_use]
-pub(crate) fn srgb_to_linear(c: f32) -> f32 {
-    if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
-}
-
-/// The sRGB transfer function (IEC 61966-2-1), one channel: the inverse of [`srgb_to_linear`].
-#[must_use]
-pub fn linear_to_srgb(c: f32) -> f32 {
-    if c <= 0.003_130_8 { c * 12.92 } else { 1.055 * c.powf(1.0 / 2.4) - 0.055 }
-}

@@ -4,7 +4,8 @@
 
 pub use crate::analyse::analyse;
 use crate::analyse::{AnalyseReport, BudgetSource};
-use crate::bundle::{Bundle, WeightFormat};
+use crate::bundle::Bundle;
+use crate::model::WeightFormat;
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, QuantizedLayer};
@@ -28,9 +29,9 @@ pub use prune::{BudgetChange, PruneReport};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompressError {
-    /// The set is empty.
-    #[error("the texture set has no maps")]
-    EmptySet,
+    /// The analyse pass refused the set (an options error of its own is [`Self::Options`]).
+    #[error(transparent)]
+    Analyse(crate::analyse::AnalyseError),
     /// An option is out of range.
     #[error("invalid options: {0}")]
     Options(#[from] crate::options::OptionsError),
@@ -40,15 +41,22 @@ pub enum CompressError {
     /// The backend named cannot do what the options ask; `auto` or the CPU backend can.
     #[error(transparent)]
     Backend(#[from] crate::train::backend::Unsupported),
-    /// A budget names a texture that is not in the set.
-    #[error("budget '{0}' names no texture of the set (use a map kind like 'roughness' or 'material/roughness')")]
-    UnknownBudget(String),
     /// Training failed or was cancelled.
     #[error(transparent)]
     Train(#[from] TrainError),
     /// The bundle could not be built.
     #[error(transparent)]
     Bundle(#[from] crate::bundle::BundleError),
+}
+
+impl From<crate::analyse::AnalyseError> for CompressError {
+    /// An options error stays [`CompressError::Options`], whichever pass found it.
+    fn from(error: crate::analyse::AnalyseError) -> Self {
+        match error {
+            crate::analyse::AnalyseError::Options(e) => Self::Options(e),
+            other => Self::Analyse(other),
+        }
+    }
 }
 
 /// What the quantise pass did.

@@ -470,7 +470,7 @@ fn material_name(dir: &Path, config: &FolderConfig, config_path: PathBuf) -> Res
             resolved.file_name().and_then(|n| n.to_str()).map_or_else(|| "material".to_owned(), str::to_owned)
         }
     };
-    if let Err(why) = crate::bundle::check_name(&name) {
+    if let Err(why) = super::check_name(&name) {
         return Err(IngestError::Config { path: config_path, message: format!("material name {name:?} {why}") });
     }
     Ok(name)
@@ -583,7 +583,7 @@ pub(crate) fn texture_from_image(
     let (width, height) = (image.width(), image.height());
     check_dimensions(path, width, height)?;
     let values = u64::from(width) * u64::from(height) * u64::from(image.color().channel_count());
-    if values > crate::bundle::limits::MAX_MAP_VALUES {
+    if values > super::limits::MAX_MAP_VALUES {
         return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
     }
     let unsupported = |what: &str| IngestError::Unsupported { path: path.to_path_buf(), what: what.to_owned() };
@@ -681,13 +681,13 @@ pub(crate) fn resize_constant_maps(textures: &mut [Texture]) -> Result<Vec<Optio
             continue;
         };
         let values = u64::from(width) * u64::from(height) * u64::from(texture.channels);
-        if values > crate::bundle::limits::MAX_MAP_VALUES {
+        if values > super::limits::MAX_MAP_VALUES {
             return Err(IngestError::Unsupported {
                 path: texture.source_path.clone(),
                 what: format!(
                     "constant map that would take the material's {width}x{height} with {} channels: {values} values, beyond the limit of {}",
                     texture.channels,
-                    crate::bundle::limits::MAX_MAP_VALUES
+                    super::limits::MAX_MAP_VALUES
                 ),
             });
         }

@@ -1,19 +1,24 @@
 //! The set: a library of materials, each a set of maps (textures), in memory; how maps are named
-//! ([`naming`]); and reading folders of image files and glTF 2.0 assets into it ([`ingest`],
+//! ([`naming`]) and how their texels are stored (sRGB, normals); and reading folders of image files and glTF 2.0 assets into it ([`ingest`],
 //! [`gltf`]).
 
 #[cfg(feature = "ingest")]
 pub(crate) mod gltf;
 #[cfg(feature = "ingest")]
 pub(crate) mod ingest;
+pub(crate) mod limits;
 mod mesh;
 pub(crate) mod naming;
+mod texel;
 
 #[cfg(feature = "ingest")]
 pub use gltf::{GltfAsset, GltfFault, GltfVariant, is_gltf_path, load_gltf};
 #[cfg(feature = "ingest")]
 pub use ingest::{IMAGE_EXTENSIONS, IngestError, IngestReport, decode_texture, load_library, load_material};
 pub use mesh::GltfMesh;
+pub use naming::check_name;
+pub use texel::linear_to_srgb;
+pub(crate) use texel::{renormalise_stored_normal, srgb_to_linear};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -183,7 +188,7 @@ impl Texture {
             return texels;
         }
         for texel in texels.chunks_exact_mut(ch) {
-            crate::model::mips::renormalise_stored_normal(texel, &self.channel_ranges);
+            renormalise_stored_normal(texel, &self.channel_ranges);
         }
         texels
     }

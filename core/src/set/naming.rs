@@ -4,6 +4,22 @@ use crate::set::MapKind;
 #[cfg(feature = "ingest")]
 use crate::set::NormalConvention;
 
+/// Checks that a material name is safe as a single path component (decode writes
+/// `<dir>/<name>/<name>_<map>.png`): non-empty, at most 255 bytes, no separators, NUL or control
+/// characters, not `.` or `..`.
+pub fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() || name.len() > super::limits::MAX_NAME_BYTES {
+        return Err("must be 1 to 255 bytes long");
+    }
+    if name == "." || name == ".." {
+        return Err("must not be '.' or '..'");
+    }
+    if name.chars().any(|c| c == '/' || c == '\\' || c == ':' || c.is_control()) {
+        return Err("must not contain '/', '\\', ':' or control characters");
+    }
+    Ok(())
+}
+
 /// What a file name says about a map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg(feature = "ingest")]

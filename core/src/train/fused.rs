@@ -5,12 +5,12 @@
 //! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed
 //! in chunk order, so results do not depend on the number of threads.
 
+use crate::base::rng::Rng;
 use crate::model::layout::ModelLayout;
 use crate::model::params::{LayerParams, ModelParams};
 use crate::model::quant::{self, QuantizedLayer};
 use crate::options::{ChannelPruning, CompressOptions, LearnedBudgets, PruneMethod};
 use crate::progress::{Cancel, Progress, TrainPhase};
-use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::adam::{ADAM_BETA2, Adam, AdamStep, adam_update, corrections};

@@ -1,9 +1,9 @@
 //! Where training starts: the seeded initialisation, or a bundle's model for a fine-tune.
 
+use crate::base::rng::Rng;
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::options::CompressOptions;
-use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
 

@@ -3,10 +3,10 @@
 //! and the bilinear scatter of latent gradients. Gradients are summed in chunk order
 //! (deterministic).
 
+use crate::base::rng::Rng;
 use crate::model::batched::{Gate, backward_inputs, forward_layer, padded_len, weight_grads};
 use crate::model::params::{Activation, LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::model::reference::bilinear_corners;
-use crate::rng::Rng;
 use crate::train::sampler::Batch;
 use rayon::prelude::*;
 

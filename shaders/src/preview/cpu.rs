@@ -4,7 +4,7 @@
 use super::lighting::{Background, CHANNEL_BACKGROUND, Lighting, ViewMode, blurred_level, heat};
 use super::{Manifest, NONE, PreviewUniforms, Shape};
 use crate::environment::{PreparedEnvironment, tonemap::tonemap};
-use texset_core::{decode::unmap, model::linear_to_srgb};
+use texset_core::{decode::unmap, set::linear_to_srgb};
 
 type V3 = [f32; 3];
 

@@ -296,7 +296,7 @@ fn check_mip_chain(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_c
 
 #[test]
 fn gpu_matches_cpu_in_every_weight_format() {
-    use texset_core::bundle::WeightFormat;
+    use texset_core::model::WeightFormat;
     let Some((_, device, queue)) = gpu_or_skip("gpu_matches_cpu_in_every_weight_format", request_device().unwrap()) else {
         return;
     };

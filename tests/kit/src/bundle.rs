@@ -1,8 +1,8 @@
 //! A small hand-built bundle for the GPU tests (texset-shaders') and the limits both sides share.
 
 use texset_core::{
-    bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry, WeightFormat},
-    model::{Activation, QuantizedLayer, inputs_per_channel, mip_grid_side},
+    bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry},
+    model::{Activation, QuantizedLayer, WeightFormat, inputs_per_channel, mip_grid_side},
     set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
 };
 

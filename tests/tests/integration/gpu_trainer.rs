@@ -7,8 +7,11 @@ use texset_core::{
     Backend, BudgetConfig, Cancel, CompressOptions, Decoder, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, analyse,
     compress,
     eval::evaluate,
-    internal_tests::{Noise, WeightMemory, loss_and_grads_with, run as run_loop},
-    model::{Activation, ModelParams, WeightFormat, fake_quantize, wgsl::MlpShape},
+    internal_tests::{Noise, loss_and_grads_with, run as run_loop},
+    model::{
+        Activation, ModelParams, WeightFormat, fake_quantize,
+        wgsl::{MlpShape, WeightMemory},
+    },
     options::{CheckpointOptions, Recipe},
     rng::Rng,
     set::{MapKind, load_library},

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use texset_core::{
     MapKind, ScheduleConfig, compress,
-    io::decode_to_folder,
+    export::decode_to_folder,
     set::{IngestError, IngestReport, load_library, load_material},
 };
 

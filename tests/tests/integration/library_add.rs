@@ -10,7 +10,7 @@ use texset_core::{
     decode::Decoder,
     drivers::{AddOptions, add_materials},
     eval::evaluate,
-    io::encode_png,
+    export::encode_png,
     set::{MapKind, Material, MaterialConstants, TextureSet},
 };
 

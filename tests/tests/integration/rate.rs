@@ -52,7 +52,10 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
 
 #[test]
 fn match_bc_reaches_the_block_compressed_psnr_at_fewer_bits() {
-    use texset_core::eval::bcn::{Profile, baseline, round_trip};
+    use texset_core::{
+        eval::bcn::{baseline, round_trip},
+        export::bcn::Profile,
+    };
     let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
 
     // The baseline is each map's own block-compression round trip, pooled by value count.

@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result};
 use std::time::Instant;
 use texset_core::{CompressOptions, analyse, decode::Decoder, pack, quantise, set::load_library, train::initial_params};
 
-use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
+use super::{DirsArg, Measurement, TimingArgs, flop_ceiling, median, print_measurements};
 
 // `texset bench decode`.
 #[derive(clap::Args)]
@@ -19,7 +19,7 @@ pub(crate) struct DecodeBenchArgs {
     gpu: bool,
     /// With `--gpu`: the code shape of the decoder's hidden layers, `vec4-rows` or `scalar`,
     /// instead of the adapter's (`vec4-rows` on a hardware GPU, `scalar` on one the CPU emulates).
-    #[arg(long, requires = "gpu", value_name = "SHAPE", value_parser = super::train::parse_shape)]
+    #[arg(long, requires = "gpu", value_name = "SHAPE", value_parser = super::parse_shape)]
     mlp_shape: Option<texset_core::model::wgsl::MlpShape>,
     /// With `--gpu`: the MLP's arithmetic, `f32`, `f16` (an adapter with `SHADER_F16`) or `int8`
     /// (packed int8 dot products), instead of the adapter's.
@@ -124,27 +124,6 @@ impl DecodeBenchArgs {
         }
         print_measurements(&results, self.timing.json.json)
     }
-}
-
-/// This CPU's f32 FLOP ceiling estimate: cores × FLOP per cycle per core × clock. FLOP per cycle
-/// is 32 with AVX2 + FMA (two 8-lane FMA ports), else 8 (SSE: one 4-lane add and one mul); the
-/// clock is the highest `cpu MHz` in /proc/cpuinfo (3 GHz when it cannot be read).
-pub(super) fn flop_ceiling(cores: usize) -> (f64, String) {
-    #[cfg(target_arch = "x86_64")]
-    let per_cycle = if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") { 32.0 } else { 8.0 };
-    #[cfg(not(target_arch = "x86_64"))]
-    let per_cycle = 8.0;
-    let mhz = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .filter(|l| l.starts_with("cpu MHz"))
-                .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
-                .reduce(f64::max)
-        })
-        .unwrap_or(3000.0);
-    let flops = cores as f64 * per_cycle * mhz * 1e6;
-    (flops, format!("{cores} cores x {per_cycle} FLOP/cycle x {:.2} GHz = {:.0} GFLOP/s", mhz / 1000.0, flops / 1e9))
 }
 
 /// FLOPs of one MLP evaluation (every output) plus the latent fetch, per texel.

@@ -150,3 +150,35 @@ pub(super) fn load_named(dir: &Path) -> Result<(String, texset_core::TextureSet)
     let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
     Ok((name, set))
 }
+
+// Helpers more than one bench reads: here, so that no bench module imports another.
+
+/// `--mlp-shape`'s value.
+pub(super) fn parse_shape(text: &str) -> Result<texset_core::model::wgsl::MlpShape, String> {
+    match text {
+        "vec4-rows" => Ok(texset_core::model::wgsl::MlpShape::Vec4Rows),
+        "scalar" => Ok(texset_core::model::wgsl::MlpShape::Scalar),
+        _ => Err(format!("{text:?} is not an MLP code shape: vec4-rows or scalar")),
+    }
+}
+
+/// This CPU's f32 FLOP ceiling estimate: cores × FLOP per cycle per core × clock. FLOP per cycle
+/// is 32 with AVX2 + FMA (two 8-lane FMA ports), else 8 (SSE: one 4-lane add and one mul); the
+/// clock is the highest `cpu MHz` in /proc/cpuinfo (3 GHz when it cannot be read).
+pub(super) fn flop_ceiling(cores: usize) -> (f64, String) {
+    #[cfg(target_arch = "x86_64")]
+    let per_cycle = if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") { 32.0 } else { 8.0 };
+    #[cfg(not(target_arch = "x86_64"))]
+    let per_cycle = 8.0;
+    let mhz = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .filter(|l| l.starts_with("cpu MHz"))
+                .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+                .reduce(f64::max)
+        })
+        .unwrap_or(3000.0);
+    let flops = cores as f64 * per_cycle * mhz * 1e6;
+    (flops, format!("{cores} cores x {per_cycle} FLOP/cycle x {:.2} GHz = {:.0} GFLOP/s", mhz / 1000.0, flops / 1e9))
+}

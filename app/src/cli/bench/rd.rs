@@ -14,10 +14,8 @@ use texset_core::{
     bundle::Manifest,
     compress,
     decode::{DecodedMap, Decoder},
-    eval::{
-        bcn::{Profile, baseline_with_values},
-        decode_set, psnr_from_mse, score,
-    },
+    eval::{bcn::baseline_with_values, decode_set, psnr_from_mse, score},
+    export::bcn::Profile,
     io::write_atomic,
     set::TextureSet,
 };

@@ -16,8 +16,7 @@ use texset_core::{
     },
 };
 
-use super::decode::flop_ceiling;
-use super::{DirsArg, Measurement, TimingArgs, median, print_measurements};
+use super::{DirsArg, Measurement, TimingArgs, flop_ceiling, median, parse_shape, print_measurements};
 
 /// Training steps per timed run of a CPU trainer.
 const STEPS_PER_RUN: u32 = 5;
@@ -88,15 +87,6 @@ fn parse_wgrad(text: &str) -> Result<WgradPass, String> {
     };
     let side = |s: &str| s.trim().parse::<u32>().map_err(|e| format!("{s:?} in {text:?}: {e}"));
     WgradTile::new(side(outputs)?, side(inputs)?, side(texels)?).map(WgradPass::Tiles).map_err(|e| e.to_string())
-}
-
-/// `--mlp-shape`'s value.
-pub(super) fn parse_shape(text: &str) -> Result<MlpShape, String> {
-    match text {
-        "vec4-rows" => Ok(MlpShape::Vec4Rows),
-        "scalar" => Ok(MlpShape::Scalar),
-        _ => Err(format!("{text:?} is not an MLP code shape: vec4-rows or scalar")),
-    }
 }
 
 impl TrainBenchArgs {

@@ -4,7 +4,8 @@ use anyhow::Result;
 use texset_core::{
     Cancel, CompressOptions, Compressed, Progress, TextureSet,
     drivers::{RateReport, RateTarget, RateTrial, compress_to_psnr},
-    eval::bcn::{Baseline, Profile},
+    eval::bcn::Baseline,
+    export::bcn::Profile,
 };
 
 // The rate-control flags: one target (`--target-psnr` or `--match-bc`, the `rate` group) and

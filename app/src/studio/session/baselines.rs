@@ -4,7 +4,7 @@
 use super::Session;
 use crate::studio::task::{Task, take_finished};
 use std::sync::Arc;
-use texset_core::eval::bcn::round_trip;
+use texset_core::{eval::bcn::round_trip, export::bcn::BcFormat};
 
 impl Session {
     /// Block-compresses the library with both profiles on the task `texset-bc-baseline` (for the
@@ -17,7 +17,7 @@ impl Session {
         let set = Arc::clone(&self.library.set);
         let background = self.env.background.clone();
         self.compare.bc_baselines_task = Some(Task::spawn("texset-bc-baseline", Arc::clone(&self.env.repaint), move || {
-            use texset_core::eval::bcn::{Profile, baseline};
+            use texset_core::{eval::bcn::baseline, export::bcn::Profile};
             background.run(|| [baseline(&set, Profile::High), baseline(&set, Profile::Low)])
         }));
     }
@@ -29,7 +29,7 @@ impl Session {
         }
         let Some(texture) = self.library.set.materials.get(material).and_then(|m| m.textures.get(map)) else { return };
         let set = Arc::clone(&self.library.set);
-        let format = texset_core::eval::bcn::BcFormat::for_map(texture.kind, texture.channels);
+        let format = BcFormat::for_map(texture.kind, texture.channels);
         let task =
             Task::spawn("texset-bcn", Arc::clone(&self.env.repaint), move || round_trip(&set.materials[material].textures[map], format));
         self.compare.bcn_task = Some(((material, map), task));

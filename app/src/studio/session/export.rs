@@ -2,7 +2,10 @@
 
 use super::Session;
 use std::path::Path;
-use texset_core::io::{Overwrite, decode_to_folder, write_atomic};
+use texset_core::{
+    export::decode_to_folder,
+    io::{Overwrite, write_atomic},
+};
 
 impl Session {
     pub(super) fn export(&mut self, write: impl FnOnce(&Self) -> Result<String, String>) {

@@ -10,7 +10,7 @@ impl Session {
     /// The rate-control target `goal` asks for on `set` (block-compressing it for the BC goals:
     /// [`TrainJob::start`] calls this on the training thread).
     fn rate_target(goal: RateGoal, set: &TextureSet) -> Option<texset_core::drivers::RateTarget> {
-        use texset_core::{drivers::RateTarget, eval::bcn::Profile};
+        use texset_core::{drivers::RateTarget, export::bcn::Profile};
         // The CLI's defaults (`texset compress --target-psnr/--match-bc`).
         let (min_bpp, max_bpp, trials, tolerance_db) = (0.5, 8.0, 6, 0.5);
         match goal {

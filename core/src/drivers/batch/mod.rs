@@ -478,13 +478,9 @@ fn failure_kind(error: &crate::CompressError) -> FailureKind {
     use crate::CompressError as E;
     use crate::train::TrainError as T;
     match error {
-        E::EmptySet
-        | E::Options(_)
-        | E::Unsupported(_)
-        | E::Backend(_)
-        | E::UnknownBudget(_)
-        | E::Bundle(_)
-        | E::Train(T::InitFrom { .. }) => FailureKind::Input,
+        E::Analyse(_) | E::Options(_) | E::Unsupported(_) | E::Backend(_) | E::Bundle(_) | E::Train(T::InitFrom { .. }) => {
+            FailureKind::Input
+        }
         E::Train(_) => FailureKind::Transient,
     }
 }

@@ -24,12 +24,12 @@
 //! its trials under a descriptor of the set (size, maps, content estimate, rate); a later search
 //! on a similar set runs the cached best points right after it, and the samplers learn from them.
 
+use crate::base::rng::Rng;
 use crate::decode::Decoder;
 use crate::eval::evaluate;
 use crate::options::CompressOptions;
 use crate::pipeline::{CompressError, Compressed, compress};
 use crate::progress::{Cancel, Progress};
-use crate::rng::Rng;
 use crate::set::TextureSet;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The samplers' random stream and the tree-structured Parzen estimator (Bergstra et al. 2011).
 
 use super::DIMS;
-use crate::rng::Rng;
+use crate::base::rng::Rng;
 
 /// The samplers' stream for `seed` (the one [`Rng`], its first output skipped).
 pub(super) fn search_rng(seed: u64) -> Rng {

@@ -10,13 +10,13 @@ pub(crate) mod model;
 mod tests;
 pub(crate) mod trainer;
 
+use crate::base::rng::Rng;
 use crate::io::fault::{self, Fault};
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant;
 use crate::options::{Backend, CompressOptions};
 use crate::progress::{Cancel, Progress, TrainPhase};
-use crate::rng::Rng;
 use crate::set::TextureSet;
 use crate::train::TrainError;
 use crate::train::burn::trainer::{AdamOptions, BurnTrainer};

@@ -7,7 +7,7 @@ use crate::model::params::{Activation, GridParams, LayerParams, ModelParams, pe_
 use crate::train::burn::model::*;
 use crate::train::burn::trainer::*;
 
-use crate::rng::Rng;
+use crate::base::rng::Rng;
 
 /// Uniform in `[-a, a)`.
 fn sym(rng: &mut Rng, a: f32) -> f32 {

@@ -1,10 +1,11 @@
 //! The GPU trainer's device, buffers, pipelines and read-backs.
 
 use super::STATS_RING;
-use super::layout::{Shapes, Tables, WeightMemory, f32_bytes, u32_bytes};
+use super::layout::{Shapes, Tables, f32_bytes, u32_bytes};
 use super::wgsl::WORKGROUP;
 use super::wgsl::mlp_binding;
-use crate::executor::block_on;
+use crate::base::executor::block_on;
+use crate::model::wgsl::WeightMemory;
 use crate::train::TrainError;
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 

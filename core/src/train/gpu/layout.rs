@@ -5,7 +5,7 @@
 use super::fused::FusedPlan;
 use super::wgsl::WORKGROUP;
 use crate::model::params::ModelParams;
-pub use crate::model::wgsl::WeightMemory;
+use crate::model::wgsl::WeightMemory;
 use crate::model::wgsl::{MlpShape, PackedLayer, pack_layout};
 use crate::train::TrainError;
 use crate::train::sampler::{CHUNK_TEXELS, Sampler};

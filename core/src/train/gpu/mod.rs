@@ -15,7 +15,7 @@ use crate::io::fault::{self, Fault};
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, WeightFormat};
-use crate::model::wgsl::MlpShape;
+use crate::model::wgsl::{MlpShape, WeightMemory};
 use crate::options::CompressOptions;
 use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::set::TextureSet;
@@ -34,7 +34,7 @@ mod wgsl;
 
 use device::Gpu;
 pub use device::share_device;
-pub use layout::{FUSED_BUDGET_BYTES, KernelChoice, WeightMemory, WgradPass, WgradTile};
+pub use layout::{FUSED_BUDGET_BYTES, KernelChoice, WgradPass, WgradTile};
 use layout::{Shapes, Tables, Wgrad, f32_bytes, flatten, u32_bytes, unflatten};
 pub use profile::{DispatchTimes, STAGES};
 use wgsl::{FLAG_GIVEN_SAMPLES, FLAG_NOISE, FLAG_NOISE_PER_LATENT, FLAG_SPARSE, FLAG_TRAIN_GRIDS, WORKGROUP, format_flag, specialise};

@@ -2,11 +2,12 @@
 //! adapter needed); the GPU runs are in `tests/tests/integration/gpu_trainer.rs`.
 
 use super::fused::FusedPlan;
-use super::layout::{Shapes, Tables, WeightMemory, Wgrad, WgradTile, flatten, unflatten};
+use super::layout::{Shapes, Tables, Wgrad, WgradTile, flatten, unflatten};
 use super::spread;
 use super::wgsl::specialise;
 use crate::model::params::{GridParams, LayerParams, ModelParams};
 use crate::model::wgsl::MlpShape;
+use crate::model::wgsl::WeightMemory;
 use crate::options::CompressOptions;
 use crate::set::TextureSet;
 use crate::train::sampler::Sampler;

@@ -4,9 +4,10 @@
 //! layers come from the one generator every decoding shader runs (`model::wgsl`).
 
 use super::fused::FusedPlan;
-use super::layout::{Shapes, Tables, WeightMemory, WgradTile, row_vec4s};
+use super::layout::{Shapes, Tables, WgradTile, row_vec4s};
 use crate::model::params::{Activation, ModelParams, inputs_per_channel};
 use crate::model::quant::{self, WeightFormat};
+use crate::model::wgsl::WeightMemory;
 use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
 use std::fmt::Write as _;
 

@@ -5,9 +5,9 @@
 //! loss (and gradient) of a batch is the uniform one: only its variance changes.
 
 use super::{Batch, CHUNK_TEXELS, Sampler};
+use crate::base::rng::Rng;
 use crate::model::params::ModelParams;
 use crate::options::Sampling;
-use crate::rng::Rng;
 use rayon::prelude::*;
 
 /// Mixed into the seed of the error map's probes: a stream apart from the training draws'.
@@ -211,9 +211,9 @@ impl Sampler<'_> {
 #[cfg(test)]
 mod tests {
     use super::{PROBES_PER_TILE, TILE_TEXELS};
+    use crate::base::rng::Rng;
     use crate::model::layout::ModelLayout;
     use crate::options::{CompressOptions, Sampling};
-    use crate::rng::Rng;
     use crate::set::TextureSet;
     use crate::train::sampler::tests_support::set;
     use crate::train::sampler::{Batch, Sampler};

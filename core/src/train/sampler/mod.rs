@@ -8,8 +8,8 @@
 
 mod importance;
 
+use crate::base::rng::Rng;
 use crate::model::layout::ModelLayout;
-use crate::rng::Rng;
 use crate::set::TextureSet;
 use importance::Importance;
 

@@ -3,14 +3,13 @@
 //! cannot afford per-pixel decoding).
 //!
 //! Mips are box-filtered from the decoded level 0: colour maps averaged in linear light, normal
-//! maps renormalised. Blocks come from [`crate::eval::bcn::encode`]; the containers are written here
+//! maps renormalised. Blocks come from [`crate::export::bcn::encode`]; the containers are written here
 //! (KTX2 per the Khronos KTX 2.0 specification with a basic data format descriptor; DDS with the
 //! DX10 header) and read back by independent readers in the tests.
 
 use crate::bundle::MapEntry;
 use crate::decode::DecodedMap;
-pub use crate::eval::bcn::Profile;
-use crate::eval::bcn::{self, BcFormat};
+use crate::export::bcn::{self, BcFormat, Profile};
 use crate::set::ColorSpace;
 
 /// The container.
@@ -220,7 +219,7 @@ pub fn dds_bytes(format: BcFormat, srgb: bool, levels: &[EncodedLevel]) -> Vec<u
     out
 }
 
-/// A map ready to write: its format, levels and what the block compression cost.
+/// A map ready to write: its format and levels.
 pub struct TranscodedMap {
     /// The format.
     pub format: BcFormat,
@@ -228,12 +227,11 @@ pub struct TranscodedMap {
     pub srgb: bool,
     /// Levels, level 0 first.
     pub levels: Vec<EncodedLevel>,
-    /// PSNR of level 0 after block compression against the decoded map, dB.
-    pub level0_psnr_db: f64,
 }
 
 /// Block-compresses a whole mip chain, level 0 first (from [`mip_chain`], or every level decoded
-/// from a bundle that stores its own mip chain). `chain` must not be empty.
+/// from a bundle that stores its own mip chain). `chain` must not be empty. What the compression
+/// cost is the caller's to measure ([`bcn::decode`] the blocks): a loader need not pay for it.
 #[must_use]
 pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile) -> TranscodedMap {
     let channels = chain.first().map_or(entry.channels, |l| l.channels);
@@ -243,14 +241,7 @@ pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile)
         .iter()
         .map(|l| EncodedLevel { width: l.width, height: l.height, blocks: bcn::encode(l.width, l.height, l.channels, &l.values, format) })
         .collect();
-    let level0_psnr_db = match (chain.first(), levels.first()) {
-        (Some(decoded), Some(level)) => {
-            let back = bcn::decode(&level.blocks, decoded.width, decoded.height, decoded.channels, entry.kind, format);
-            crate::eval::metrics::psnr(&decoded.values, &back)
-        }
-        _ => f64::NAN,
-    };
-    TranscodedMap { format, srgb, levels, level0_psnr_db }
+    TranscodedMap { format, srgb, levels }
 }
 
 #[cfg(test)]
