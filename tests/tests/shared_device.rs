@@ -27,7 +27,7 @@ fn training_runs_on_a_shared_device() {
     let set = texset_testkit::small_set(16);
     let options = CompressOptions {
         schedule: ScheduleConfig { steps: 40, batch_texels: 1024, ..Default::default() },
-        run: RunOptions { backend: Backend::Wgpu, ..Default::default() },
+        run: RunOptions { backend: Backend::BurnWgpu, ..Default::default() },
         ..CompressOptions::default()
     };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();

@@ -59,7 +59,10 @@ impl AddArgs {
     /// The options these flags ask for (the default preset's, a fifth of its steps).
     fn options(&self) -> Result<AddOptions> {
         let mut train = CompressOptions::default();
-        train.schedule.steps = self.steps.unwrap_or(train.schedule.steps / 5);
+        match self.steps {
+            Some(steps) => train.schedule.give_steps(steps),
+            None => train.schedule.steps /= 5,
+        }
         if let Some(seed) = self.seed {
             train.schedule.seed = seed;
         }

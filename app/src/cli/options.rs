@@ -85,7 +85,8 @@ impl ModelArgs {
 #[derive(clap::Args)]
 #[command(next_help_heading = "Training")]
 pub(super) struct ScheduleArgs {
-    /// Training steps (overrides the preset).
+    /// Training steps (overrides the preset). Trained as given on every backend: `auto` scales
+    /// only a preset's steps on a hardware GPU.
     #[arg(long)]
     pub steps: Option<u32>,
     /// Random seed (equal seeds give identical bundles).
@@ -192,7 +193,7 @@ impl ScheduleArgs {
             bail!("--recipe-without {}: the {} recipe has no such piece of NTC's", value_name(piece), value_name(&self.recipe));
         }
         if let Some(steps) = self.steps {
-            schedule.steps = steps;
+            schedule.give_steps(steps);
         }
         if let Some(seed) = self.seed {
             schedule.seed = seed;

@@ -9,7 +9,7 @@ pub use error::OptionsError;
 pub use schedule::{
     AUTO_QAT_MAX_LATENT_BITS, AUTO_QAT_MIN_BATCH_TEXELS, CLASSIC_ADAM_BETA2, CLASSIC_LEARNING_RATE_FLOOR, LatentInit, LatentNoise,
     MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NTC_ADAM_BETA2, NTC_GRID_LEARNING_RATE_STEPS, NTC_MLP_LEARNING_RATE, NormalTargets, Quantisation,
-    Recipe, RecipePiece, Sampling, ScheduleConfig,
+    Recipe, RecipePiece, Sampling, ScheduleConfig, StepsOrigin,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -52,11 +52,11 @@ pub enum Backend {
     /// burn's autodiff on wgpu: the reference the GPU trainer's gradients are tested against.
     #[serde(rename = "burn_wgpu", alias = "wgpu")]
     #[cfg_attr(feature = "clap", value(name = "burn-wgpu", alias = "wgpu"))]
-    Wgpu,
+    BurnWgpu,
     /// burn's autodiff on its `flex` CPU backend (the reference for the fused CPU trainer).
     #[serde(rename = "burn_flex", alias = "flex")]
     #[cfg_attr(feature = "clap", value(name = "burn-flex", alias = "flex"))]
-    Flex,
+    BurnFlex,
 }
 
 impl Backend {
@@ -67,8 +67,8 @@ impl Backend {
             Self::Auto => "auto",
             Self::Cpu => "cpu",
             Self::Gpu => "gpu",
-            Self::Wgpu => "burn-wgpu",
-            Self::Flex => "burn-flex",
+            Self::BurnWgpu => "burn-wgpu",
+            Self::BurnFlex => "burn-flex",
         }
     }
 }

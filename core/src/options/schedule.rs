@@ -10,8 +10,15 @@ use std::collections::BTreeMap;
 #[serde(default)]
 pub struct ScheduleConfig {
     /// Training steps. Default [`DEFAULT_PRESET_STEPS`](super::DEFAULT_PRESET_STEPS), the default
-    /// preset's.
+    /// preset's. Set them with [`ScheduleConfig::give_steps`] where a person or a measurement
+    /// chose them, so `steps_origin` says so.
     pub steps: u32,
+    /// Where `steps` came from: a preset's ([`StepsOrigin::Preset`], the default), which `auto`
+    /// scales on a hardware GPU, or given ([`StepsOrigin::Given`]), trained as they are whatever
+    /// their value. Left out of the serialised schedule for a preset's, so fingerprints of preset
+    /// runs stay as they were.
+    #[serde(skip_serializing_if = "StepsOrigin::is_preset")]
+    pub steps_origin: StepsOrigin,
     /// Texels per training step. Default 8192.
     pub batch_texels: usize,
     /// Adam learning rate of the latent grids, when `grid_learning_rate_steps` is `None`.
@@ -110,6 +117,26 @@ pub struct ScheduleConfig {
     /// weight QAT: float to 96 %, FP8 to 98 %, int8 to the end). Default `None`: no FP8 stage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fp8_weights_at: Option<f32>,
+}
+
+/// Where [`ScheduleConfig::steps`] came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepsOrigin {
+    /// A preset's: `--backend auto` trains 2.5 times as many on a hardware GPU
+    /// (docs/decisions/004-gpu-steps-rule.md).
+    #[default]
+    Preset,
+    /// Given: `--steps`, the studio's steps, a time budget's fit, a driver's short runs. Trained
+    /// as given on every backend.
+    Given,
+}
+
+impl StepsOrigin {
+    #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
+    fn is_preset(&self) -> bool {
+        *self == Self::Preset
+    }
 }
 
 /// [`ScheduleConfig::learning_rate_floor`] in the classic recipe ([`Recipe::Classic`]).
@@ -218,6 +245,7 @@ impl ScheduleConfig {
     pub fn classic() -> Self {
         Self {
             steps: super::DEFAULT_PRESET_STEPS,
+            steps_origin: StepsOrigin::Preset,
             batch_texels: 8192,
             grid_learning_rate: 0.02,
             mlp_learning_rate: 0.004,
@@ -242,6 +270,12 @@ impl ScheduleConfig {
             sparse_updates: false,
             fp8_weights_at: None,
         }
+    }
+
+    /// Sets the steps as given ([`StepsOrigin::Given`]): trained as they are on every backend.
+    pub fn give_steps(&mut self, steps: u32) {
+        self.steps = steps;
+        self.steps_origin = StepsOrigin::Given;
     }
 
     /// Sets `recipe`'s choices over this schedule (steps, batch, seed and loss weights stay),

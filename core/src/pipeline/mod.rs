@@ -9,7 +9,7 @@ use crate::model::WeightFormat;
 use crate::model::layout::ModelLayout;
 use crate::model::params::ModelParams;
 use crate::model::quant::{self, QuantizedLayer};
-use crate::options::{Backend, CompressOptions, Preset, Quantisation};
+use crate::options::{Backend, CompressOptions, Quantisation, StepsOrigin};
 use crate::progress::{Cancel, Pass, Progress};
 use crate::set::TextureSet;
 use crate::train::{TrainError, TrainReport};
@@ -138,20 +138,19 @@ pub(crate) const HARDWARE_GPU_STEPS_SCALE: f64 = 2.5;
 
 /// The options `auto` trains with once it resolved to `resolved`: on the fused GPU trainer, a
 /// preset's steps (at the presets' batch) become [`HARDWARE_GPU_STEPS_SCALE`] times as many.
-/// `None`: as given (a backend named by the user, the CPU, or steps or a batch not a preset's).
+/// `None`: as given (a backend named by the user, the CPU, steps given
+/// ([`StepsOrigin::Given`], whatever their value) or a batch not the presets').
 fn scaled_for_backend(options: &CompressOptions, resolved: Backend) -> Option<CompressOptions> {
     let presets_batch = crate::options::ScheduleConfig::default().batch_texels;
-    let presets_steps =
-        |steps: u32| [Preset::Fast, Preset::Default, Preset::High].iter().any(|&p| CompressOptions::preset(p).schedule.steps == steps);
     (options.run.backend == Backend::Auto
         && resolved == Backend::Gpu
         && options.schedule.batch_texels == presets_batch
-        && presets_steps(options.schedule.steps))
-    .then(|| {
-        let mut scaled = options.clone();
-        scaled.schedule.steps = (f64::from(options.schedule.steps) * HARDWARE_GPU_STEPS_SCALE).round() as u32;
-        scaled
-    })
+        && options.schedule.steps_origin == StepsOrigin::Preset)
+        .then(|| {
+            let mut scaled = options.clone();
+            scaled.schedule.steps = (f64::from(options.schedule.steps) * HARDWARE_GPU_STEPS_SCALE).round() as u32;
+            scaled
+        })
 }
 
 /// With a mip chain in `layout` and [`crate::options::ScheduleConfig::mip_level0_batch`], the
@@ -344,6 +343,7 @@ fn pack_pass(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly on any error")]
 mod tests {
     use super::scaled_for_backend;
     use crate::options::{Backend, CompressOptions, Preset};
@@ -356,7 +356,7 @@ mod tests {
             assert_eq!(scaled.schedule.steps, options.schedule.steps * 5 / 2, "{preset:?}: 2.5× the steps");
             assert_eq!(scaled.schedule.batch_texels, options.schedule.batch_texels);
             // The CPU, and the trainers named by the user, keep the preset's steps.
-            for resolved in [Backend::Cpu, Backend::Wgpu, Backend::Flex] {
+            for resolved in [Backend::Cpu, Backend::BurnWgpu, Backend::BurnFlex] {
                 assert!(scaled_for_backend(&options, resolved).is_none());
             }
             let mut named = options.clone();
@@ -370,8 +370,29 @@ mod tests {
         let mut own = CompressOptions::preset(Preset::Default);
         own.schedule.batch_texels = 1024;
         assert!(scaled_for_backend(&own, Backend::Gpu).is_none());
-        let mut own = CompressOptions::preset(Preset::Default);
-        own.schedule.steps = 5000;
-        assert!(scaled_for_backend(&own, Backend::Gpu).is_none());
+        // Steps given are trained as given, a preset's value or not (before, `--steps 12000`
+        // was taken for the default preset's and scaled to 30,000).
+        for steps in [5000, 12_000, 1500] {
+            let mut own = CompressOptions::preset(Preset::Default);
+            own.schedule.give_steps(steps);
+            assert!(scaled_for_backend(&own, Backend::Gpu).is_none(), "--steps {steps}");
+        }
+        // The origin is the choice: a preset's steps changed in place are still scaled.
+        let mut preset = CompressOptions::preset(Preset::Default);
+        preset.schedule.steps = 5000;
+        assert_eq!(scaled_for_backend(&preset, Backend::Gpu).map(|o| o.schedule.steps), Some(12_500));
+    }
+
+    /// The origin stays out of a preset run's fingerprint (checkpoints and batch caches of preset
+    /// runs still match) and goes into a given run's.
+    #[test]
+    fn steps_origin_is_serialised_only_when_given() {
+        let preset = CompressOptions::preset(Preset::Default);
+        assert!(!preset.fingerprint().contains("steps_origin"), "{}", preset.fingerprint());
+        let mut given = preset.clone();
+        given.schedule.give_steps(preset.schedule.steps);
+        assert!(given.fingerprint().contains(r#""steps_origin":"given""#), "{}", given.fingerprint());
+        let back: crate::options::ScheduleConfig = serde_json::from_str(&serde_json::to_string(&given.schedule).unwrap()).unwrap();
+        assert_eq!(back, given.schedule);
     }
 }

@@ -57,12 +57,12 @@ pub(crate) fn choose(options: &CompressOptions, layout: &ModelLayout) -> Result<
         other => (other, None),
     };
     let missing = match backend {
-        Backend::Wgpu | Backend::Flex => Capabilities::BURN.missing(options, layout),
+        Backend::BurnWgpu | Backend::BurnFlex => Capabilities::BURN.missing(options, layout),
         Backend::Gpu => Capabilities::FUSED_GPU.missing(options, layout),
         Backend::Auto | Backend::Cpu => None,
     };
     match (backend, missing) {
-        (Backend::Wgpu | Backend::Flex | Backend::Gpu, Some((what, why))) => {
+        (Backend::BurnWgpu | Backend::BurnFlex | Backend::Gpu, Some((what, why))) => {
             if options.run.backend != Backend::Auto {
                 return Err(Unsupported { backend, task: format!("train {what}"), why: why.to_owned() });
             }
@@ -87,7 +87,7 @@ pub(crate) fn train_on(
     let trained = match backend {
         Backend::Auto | Backend::Cpu => return crate::train::train_fused(set, layout, options, progress, cancel),
         Backend::Gpu => crate::train::gpu::train_gpu(set, layout, options, progress, cancel),
-        Backend::Wgpu | Backend::Flex => {
+        Backend::BurnWgpu | Backend::BurnFlex => {
             let resolved = CompressOptions { run: RunOptions { backend, ..options.run.clone() }, ..options.clone() };
             crate::train::burn::train_burn_guarded(set, layout, &resolved, progress, cancel)
         }

@@ -71,7 +71,7 @@ pub(crate) fn fit_time_budget<'o, 't>(
     let probe_secs = started.elapsed().as_secs_f64();
     let steps = TimeBudget::steps_for(budget_secs, probe_secs, secs_per_step.0);
     let mut fitted = options.clone();
-    fitted.schedule.steps = steps;
+    fitted.schedule.give_steps(steps);
     Ok((
         Cow::Owned(fitted),
         Some(TimeBudget {

@@ -20,7 +20,7 @@ fn burn_wgpu_trains_and_its_forward_matches_the_cpu_reference() {
     let set = texset_testkit::small_set(16);
     let options = CompressOptions {
         schedule: ScheduleConfig { steps: 12, batch_texels: 512, ..Default::default() },
-        run: RunOptions { backend: Backend::Wgpu, ..Default::default() },
+        run: RunOptions { backend: Backend::BurnWgpu, ..Default::default() },
         ..CompressOptions::default()
     };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
@@ -29,7 +29,7 @@ fn burn_wgpu_trains_and_its_forward_matches_the_cpu_reference() {
 
     // The quantised model, evaluated by burn on the GPU, equals the CPU reference decoder.
     let decoder = Decoder::new(&out.bundle);
-    let device = device_for(Backend::Wgpu);
+    let device = device_for(Backend::BurnWgpu);
     let model = NtcModel::from_params(decoder.params(), &device);
     let manifest = decoder.manifest();
     let (lc, oc) = (manifest.latent_channels(), manifest.output_channels());

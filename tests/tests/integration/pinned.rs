@@ -122,7 +122,7 @@ fn the_burn_trainer_writes_the_pinned_bundle() {
     let set = sample_library(&["wood"]);
     let options = CompressOptions {
         schedule: ScheduleConfig { steps: 30, batch_texels: 512, ..Default::default() },
-        run: RunOptions { backend: Backend::Flex, ..Default::default() },
+        run: RunOptions { backend: Backend::BurnFlex, ..Default::default() },
         ..CompressOptions::default()
     };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();

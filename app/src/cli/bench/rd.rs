@@ -119,7 +119,7 @@ fn run(
         for (&preset, &rate) in presets.iter().flat_map(|p| rates.iter().map(move |r| (p, r))) {
             let mut options = CompressOptions::preset(preset);
             if let Some(steps) = steps {
-                options.schedule.steps = steps;
+                options.schedule.give_steps(steps);
             }
             if let Some(bpp) = rate {
                 options.fit_bits_per_texel_for(bpp, &set).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;

@@ -48,7 +48,7 @@ impl SearchBenchArgs {
         let mut base = CompressOptions::preset(self.preset);
         base.run.backend = Backend::Cpu;
         if let Some(steps) = self.steps {
-            base.schedule.steps = steps;
+            base.schedule.give_steps(steps);
         }
         let mut template = SearchOptions::new(Strategy::Tpe, self.bpp, self.trials);
         template.cache = self.cache;

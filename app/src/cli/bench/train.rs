@@ -225,7 +225,8 @@ impl TrainBenchArgs {
         }
 
         // burn backends: a fixed batch (its bare step, without the sampling a run adds).
-        let burn_backends = [(self.burn, Backend::Flex), (self.wgpu, Backend::Wgpu)].into_iter().filter_map(|(on, b)| on.then_some(b));
+        let burn_backends =
+            [(self.burn, Backend::BurnFlex), (self.wgpu, Backend::BurnWgpu)].into_iter().filter_map(|(on, b)| on.then_some(b));
         for backend in burn_backends {
             let sampler = Sampler::new(set, layout);
             let device = device_for(backend);

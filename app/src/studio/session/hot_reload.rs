@@ -91,7 +91,8 @@ impl Session {
                 return;
             }
         };
-        options.schedule.steps = (options.schedule.steps / FINE_TUNE_STEP_FRACTION).max(50);
+        let steps = (options.schedule.steps / FINE_TUNE_STEP_FRACTION).max(50);
+        options.schedule.give_steps(steps);
         options.run.init_from = Some(path);
         self.training.job = None;
         let names: Vec<String> = changed.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();

@@ -280,7 +280,7 @@ impl Session {
     pub fn options(&self) -> texset_core::CompressOptions {
         let mut options = texset_core::CompressOptions::preset(self.settings.preset);
         if let Some(steps) = self.settings.steps {
-            options.schedule.steps = steps;
+            options.schedule.give_steps(steps);
         }
         options.model.mips = self.settings.mips;
         options.budgets.overrides.clone_from(&self.settings.budgets);

@@ -382,7 +382,7 @@ impl<'a> ShortRung<'a> {
             self.skipped.too_costly.push(point);
             return Ok(());
         }
-        options.schedule.steps = self.short_steps;
+        options.schedule.give_steps(self.short_steps);
         if let Some(earlier) = self.fitted.iter().position(|o| *o == options) {
             if let Some(x) = self.space.index_of(&point) {
                 self.observed.push((x, self.trials[earlier].pooled_psnr_db));

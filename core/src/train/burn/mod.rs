@@ -29,7 +29,7 @@ use burn::prelude::Device;
 #[must_use]
 pub fn device_for(backend: Backend) -> Device {
     match backend {
-        Backend::Wgpu => SHARED_WGPU.get().cloned().unwrap_or_else(|| Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
+        Backend::BurnWgpu => SHARED_WGPU.get().cloned().unwrap_or_else(|| Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
         _ => Device::flex(),
     }
 }
@@ -109,7 +109,7 @@ pub(crate) fn train_burn_guarded(
     progress: &dyn Progress,
     cancel: &Cancel,
 ) -> Result<(ModelParams, TrainReport), TrainError> {
-    let on_gpu = options.run.backend == Backend::Wgpu;
+    let on_gpu = options.run.backend == Backend::BurnWgpu;
     if on_gpu {
         if fault::is_active(Fault::GpuNoAdapter) {
             return Err(TrainError::Gpu("no GPU adapter (simulated: TEXSET_FAULT=gpu-no-adapter)".into()));
@@ -145,7 +145,7 @@ struct BurnRun<'a> {
     trainer: BurnTrainer,
     /// Its run: the sampler, the schedule and the steps done.
     run: RunState<'a>,
-    /// `Backend::Wgpu` or `Backend::Flex`.
+    /// `Backend::BurnWgpu` or `Backend::BurnFlex`.
     backend: Backend,
     device: Device,
     frozen: bool,
@@ -164,8 +164,8 @@ impl Trainer for BurnRun<'_> {
 
     fn backend(&self) -> String {
         match self.backend {
-            Backend::Wgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
-            Backend::Wgpu => "burn wgpu",
+            Backend::BurnWgpu if wgpu_device_is_shared() => "burn wgpu (the application's device)",
+            Backend::BurnWgpu => "burn wgpu",
             _ => "burn flex",
         }
         .to_owned()
@@ -265,7 +265,7 @@ fn burn_run<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOpt
         backend: options.run.backend,
         device,
         frozen: false,
-        lost_at_step: if options.run.backend == Backend::Wgpu { fault::gpu_lost_at_step() } else { None },
+        lost_at_step: if options.run.backend == Backend::BurnWgpu { fault::gpu_lost_at_step() } else { None },
         batch: Batch::default(),
         chunk: Batch::default(),
     }
