@@ -202,42 +202,42 @@ impl ScheduleArgs {
             schedule.apply_recipe(self.recipe, &self.recipe_without);
         }
         if let Some(mode) = self.latent_quant {
-            schedule.latent_quantisation = mode;
+            schedule.quantisation.latents = mode;
         }
         if let Some(mode) = self.weight_quant {
-            schedule.weight_quantisation = mode;
+            schedule.quantisation.weights = mode;
         }
-        schedule.mip_sample_boost = self.mip_boost;
-        schedule.mip_level0_batch = !self.mip_fixed_batch;
+        schedule.sampling.mip_sample_boost = self.mip_boost;
+        schedule.sampling.mip_level0_batch = !self.mip_fixed_batch;
         if let Some(init) = self.latent_init {
             schedule.latent_init = init;
         }
         if let Some(sampling) = self.sampling {
-            schedule.sampling = sampling;
+            schedule.sampling.mode = sampling;
         }
         if let Some(mix) = self.sampling_mix {
-            schedule.sampling_mix = mix;
+            schedule.sampling.mix = mix;
         }
         if let Some(after) = self.sampling_uniform_after {
-            schedule.sampling_uniform_after = after;
+            schedule.sampling.uniform_after = after;
         }
         if let Some(lr) = self.grid_lr {
-            schedule.grid_learning_rate = lr;
+            schedule.optimiser.grid_learning_rate = lr;
             // A rate given in units overrides one in quantisation steps.
-            schedule.grid_learning_rate_steps = None;
+            schedule.optimiser.grid_learning_rate_steps = None;
         }
         if let Some(lr) = self.mlp_lr {
-            schedule.mlp_learning_rate = lr;
+            schedule.optimiser.mlp_learning_rate = lr;
         }
         if let Some(weights) = &self.loss_weight {
             // Over the preset's weights: a kind not named keeps its own.
-            schedule.loss_weights.extend(weights.iter().map(|(k, &w)| (k.clone(), w)));
+            schedule.loss.weights.extend(weights.iter().map(|(k, &w)| (k.clone(), w)));
         }
         if let Some(targets) = self.normal_targets {
-            schedule.normal_targets = targets;
+            schedule.loss.normal_targets = targets;
         }
         if let Some(weight) = self.normal_z_weight {
-            schedule.normal_z_weight = weight;
+            schedule.loss.normal_z_weight = weight;
         }
         Ok(())
     }

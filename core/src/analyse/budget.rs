@@ -31,7 +31,7 @@ impl TextureStats {
         let std_dev = std_devs.iter().copied().fold(0.0f32, f32::max);
         let n = t.texels.len().max(1) as f64;
         let mean = (t.texels.iter().map(|&v| f64::from(v)).sum::<f64>() / n) as f32;
-        let loss_weight = options.schedule.loss_weights.get(t.kind.token()).copied().unwrap_or(1.0);
+        let loss_weight = options.schedule.loss.weights.get(t.kind.token()).copied().unwrap_or(1.0);
         Self { name, mean, std_dev, loss_weight }
     }
 }
@@ -242,14 +242,14 @@ impl<'a> Budgeter<'a> {
         });
         let normal = t.kind == MapKind::Normal && t.channels >= 3;
         let channel_loss_factors =
-            if normal { (0..t.channels).map(|c| if c == 2 { schedule.normal_z_weight } else { 1.0 }).collect() } else { Vec::new() };
+            if normal { (0..t.channels).map(|c| if c == 2 { schedule.loss.normal_z_weight } else { 1.0 }).collect() } else { Vec::new() };
         self.textures[mi].push(TextureSlot {
             output_offset: self.output_offset,
             channels: t.channels as usize,
             latent_channels,
             loss_weight: stats.loss_weight,
             channel_loss_factors,
-            unit_normal_targets: normal && schedule.normal_targets == crate::options::NormalTargets::Unit,
+            unit_normal_targets: normal && schedule.loss.normal_targets == crate::options::NormalTargets::Unit,
             duplicate_of: None,
             color_transform: None,
         });

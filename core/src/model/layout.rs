@@ -31,7 +31,7 @@ pub struct TextureSlot {
     /// Loss weight of each of its channels.
     pub loss_weight: f32,
     /// Per channel, a factor on `loss_weight` (empty: 1 for every channel); a normal map's z
-    /// channel takes [`crate::options::ScheduleConfig::normal_z_weight`].
+    /// channel takes [`crate::options::LossConfig::normal_z_weight`].
     pub channel_loss_factors: Vec<f32>,
     /// A normal map trained towards its unit-length normals
     /// ([`crate::options::NormalTargets::Unit`]).

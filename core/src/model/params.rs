@@ -32,7 +32,7 @@
 //!
 //! Training minimises `Σ weight · (y - target)²` over the output channels a sample targets,
 //! divided by the batch size. The weight is per map kind and channel
-//! (`ScheduleConfig::loss_weights`, `normal_z_weight`); a normal map's target is its stored value
+//! (`LossConfig::weights`, `normal_z_weight`); a normal map's target is its stored value
 //! or, with `NormalTargets::Unit`, its normal renormalised to unit length.
 //!
 //! # Mip levels

@@ -8,8 +8,8 @@ use crate::model::params::MAX_MLP_WIDTH;
 pub use error::OptionsError;
 pub use schedule::{
     AUTO_QAT_MAX_LATENT_BITS, AUTO_QAT_MIN_BATCH_TEXELS, CLASSIC_ADAM_BETA2, CLASSIC_LEARNING_RATE_FLOOR, LatentInit, LatentNoise,
-    MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NTC_ADAM_BETA2, NTC_GRID_LEARNING_RATE_STEPS, NTC_MLP_LEARNING_RATE, NormalTargets, Quantisation,
-    Recipe, RecipePiece, Sampling, ScheduleConfig, StepsOrigin,
+    LossConfig, MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NTC_ADAM_BETA2, NTC_GRID_LEARNING_RATE_STEPS, NTC_MLP_LEARNING_RATE, NormalTargets,
+    OptimiserConfig, Quantisation, QuantisationConfig, Recipe, RecipePiece, Sampling, SamplingConfig, ScheduleConfig, StepsOrigin,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -420,7 +420,7 @@ impl CompressOptions {
     pub fn resolved_latent_quantisation(&self) -> Quantisation {
         let low_bits = self.model.grids.iter().any(|g| g.bits <= AUTO_QAT_MAX_LATENT_BITS);
         let large_batch = self.schedule.batch_texels >= AUTO_QAT_MIN_BATCH_TEXELS;
-        match self.schedule.latent_quantisation {
+        match self.schedule.quantisation.latents {
             Quantisation::Auto if low_bits || large_batch => Quantisation::Qat,
             Quantisation::Auto => Quantisation::Ptq,
             chosen => chosen,
@@ -432,7 +432,7 @@ impl CompressOptions {
     /// (within 0.12 dB either way; PTQ ahead at the default preset).
     #[must_use]
     pub fn resolved_weight_quantisation(&self) -> Quantisation {
-        match self.schedule.weight_quantisation {
+        match self.schedule.quantisation.weights {
             Quantisation::Auto if self.model.weight_format == crate::model::quant::WeightFormat::Fp8E4m3 => Quantisation::Qat,
             Quantisation::Auto => Quantisation::Ptq,
             chosen => chosen,
@@ -560,25 +560,27 @@ impl CompressOptions {
         if self.schedule.steps == 0 || self.schedule.batch_texels == 0 {
             return Err(OptionsError::EmptySchedule);
         }
-        let weights = self.schedule.loss_weights.iter().map(|(kind, &w)| (kind.clone(), w));
-        for (what, weight) in weights.chain([("normal z".to_owned(), self.schedule.normal_z_weight)]) {
+        let weights = self.schedule.loss.weights.iter().map(|(kind, &w)| (kind.clone(), w));
+        for (what, weight) in weights.chain([("normal z".to_owned(), self.schedule.loss.normal_z_weight)]) {
             if !(weight.is_finite() && weight >= 0.0) {
                 return Err(OptionsError::LossWeight { what, weight });
             }
         }
-        if !(0.0..=1.0).contains(&self.schedule.freeze_latents_at) || !(0.0..=1.0).contains(&self.schedule.quantize_weights_at) {
+        if !(0.0..=1.0).contains(&self.schedule.quantisation.freeze_latents_at)
+            || !(0.0..=1.0).contains(&self.schedule.quantisation.quantize_weights_at)
+        {
             return Err(OptionsError::ScheduleFractions);
         }
-        let s = &self.schedule;
+        let (q, o) = (&self.schedule.quantisation, &self.schedule.optimiser);
         let checks = [
-            ("fp8_weights_at", "a fraction no later than quantize_weights_at", s.fp8_weights_at.unwrap_or(0.0), {
-                let at = s.fp8_weights_at.unwrap_or(0.0);
-                (0.0..=s.quantize_weights_at).contains(&at)
+            ("fp8_weights_at", "a fraction no later than quantize_weights_at", q.fp8_weights_at.unwrap_or(0.0), {
+                let at = q.fp8_weights_at.unwrap_or(0.0);
+                (0.0..=q.quantize_weights_at).contains(&at)
             }),
-            ("learning_rate_floor", "in 0..=1", s.learning_rate_floor, (0.0..=1.0).contains(&s.learning_rate_floor)),
-            ("adam_beta2", "in 0..1", s.adam_beta2, (0.0..1.0).contains(&s.adam_beta2)),
-            ("grid_learning_rate_steps", "finite and above 0", s.grid_learning_rate_steps.unwrap_or(1.0), {
-                let steps = s.grid_learning_rate_steps.unwrap_or(1.0);
+            ("learning_rate_floor", "in 0..=1", o.learning_rate_floor, (0.0..=1.0).contains(&o.learning_rate_floor)),
+            ("adam_beta2", "in 0..1", o.adam_beta2, (0.0..1.0).contains(&o.adam_beta2)),
+            ("grid_learning_rate_steps", "finite and above 0", o.grid_learning_rate_steps.unwrap_or(1.0), {
+                let steps = o.grid_learning_rate_steps.unwrap_or(1.0);
                 steps.is_finite() && steps > 0.0
             }),
         ];
@@ -592,7 +594,7 @@ impl CompressOptions {
             if p.keep_per_grid.iter().zip(&self.model.grids).any(|(&k, g)| k == 0 || k > g.channels) {
                 return Err(OptionsError::PruneKeep);
             }
-            if !(p.at > 0.0 && p.at < self.schedule.freeze_latents_at) {
+            if !(p.at > 0.0 && p.at < self.schedule.quantisation.freeze_latents_at) {
                 return Err(OptionsError::PruneAt);
             }
             if !(p.group_lasso.is_finite() && p.group_lasso >= 0.0) {
@@ -603,7 +605,7 @@ impl CompressOptions {
             if self.budgets.prune.is_some() {
                 return Err(OptionsError::LearnedWithPrune);
             }
-            if !(b.at > 0.0 && b.at < self.schedule.freeze_latents_at) {
+            if !(b.at > 0.0 && b.at < self.schedule.quantisation.freeze_latents_at) {
                 return Err(OptionsError::LearnedAt);
             }
             if !(b.strength.is_finite() && b.strength >= 0.0) {
@@ -622,10 +624,10 @@ impl CompressOptions {
         if !(1..=4).contains(&self.model.mip_group) {
             return Err(OptionsError::MipGroup { group: self.model.mip_group });
         }
-        if !(self.schedule.mip_sample_boost.is_finite() && (1.0..=4.0).contains(&self.schedule.mip_sample_boost)) {
-            return Err(OptionsError::MipSampleBoost { boost: self.schedule.mip_sample_boost });
+        if !(self.schedule.sampling.mip_sample_boost.is_finite() && (1.0..=4.0).contains(&self.schedule.sampling.mip_sample_boost)) {
+            return Err(OptionsError::MipSampleBoost { boost: self.schedule.sampling.mip_sample_boost });
         }
-        let (mix, after) = (self.schedule.sampling_mix, self.schedule.sampling_uniform_after);
+        let (mix, after) = (self.schedule.sampling.mix, self.schedule.sampling.uniform_after);
         if !((0.0..=MAX_SAMPLING_MIX).contains(&mix) && (0.0..=1.0).contains(&after)) {
             return Err(OptionsError::Sampling { mix, after });
         }

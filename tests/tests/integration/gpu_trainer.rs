@@ -344,9 +344,11 @@ fn one_gpu_step_trains_unit_normals_as_the_cpu_does() {
         schedule: ScheduleConfig {
             steps: 10,
             batch_texels: 1024,
-            normal_targets: texset_core::options::NormalTargets::Unit,
-            normal_z_weight: 0.5,
-            loss_weights: [("normal".to_owned(), 3.0)].into(),
+            loss: texset_core::options::LossConfig {
+                weights: [("normal".to_owned(), 3.0)].into(),
+                normal_targets: texset_core::options::NormalTargets::Unit,
+                normal_z_weight: 0.5,
+            },
             ..ScheduleConfig::default()
         },
         ..CompressOptions::default()

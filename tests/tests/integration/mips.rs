@@ -14,6 +14,7 @@ use texset_core::{
     internal_tests::{box_chain, quantize_to_format},
     model::full_mip_count,
     options::Backend,
+    options::LossConfig,
     set::{MapKind, Material, MaterialConstants, TextureSet, load_library},
 };
 use texset_testkit::texture;
@@ -53,7 +54,12 @@ fn options(mips: bool) -> CompressOptions {
         model: ModelConfig { mips, ..Default::default() },
         // Every map weighted alike, so the pooled PSNR these tests measure the pyramid by is what
         // training minimises (the default weighs normal maps for the light).
-        schedule: ScheduleConfig { steps: 600, batch_texels: 4096, loss_weights: BTreeMap::new(), ..Default::default() },
+        schedule: ScheduleConfig {
+            steps: 600,
+            batch_texels: 4096,
+            loss: LossConfig { weights: BTreeMap::new(), ..Default::default() },
+            ..Default::default()
+        },
         run: RunOptions { backend: Backend::Cpu, ..Default::default() },
         ..CompressOptions::default()
     }

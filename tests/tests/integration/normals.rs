@@ -6,7 +6,7 @@
 
 use texset_core::{
     CompressOptions, ScheduleConfig, analyse,
-    options::{NORMAL_LOSS_WEIGHT, NormalTargets, OptionsError},
+    options::{LossConfig, NORMAL_LOSS_WEIGHT, NormalTargets, OptionsError},
     rng::Rng,
     set::{MapKind, TextureSet},
     train::{Batch, Sampler},
@@ -64,9 +64,7 @@ fn unit_normal_texels_keep_the_direction_at_unit_length() {
 fn the_sampler_trains_unit_normals_with_their_weights() {
     let set = set_with_normals();
     let schedule = ScheduleConfig {
-        normal_targets: NormalTargets::Unit,
-        normal_z_weight: 0.5,
-        loss_weights: [("normal".to_owned(), 3.0)].into(),
+        loss: LossConfig { weights: [("normal".to_owned(), 3.0)].into(), normal_targets: NormalTargets::Unit, normal_z_weight: 0.5 },
         ..ScheduleConfig::default()
     };
     let options = CompressOptions { schedule, ..CompressOptions::default() };
@@ -110,11 +108,13 @@ fn the_sampler_trains_unit_normals_with_their_weights() {
 #[test]
 fn loss_weights_must_be_finite_and_not_negative() {
     for (kind, z) in [("normal", -1.0), ("normal", f32::NAN)] {
-        let schedule = ScheduleConfig { normal_z_weight: z, ..ScheduleConfig::default() };
+        let mut schedule = ScheduleConfig::default();
+        schedule.loss.normal_z_weight = z;
         let options = CompressOptions { schedule, ..CompressOptions::default() };
         assert!(matches!(options.validate(), Err(OptionsError::LossWeight { .. })), "{kind} z {z}");
     }
-    let schedule = ScheduleConfig { loss_weights: [("orm".to_owned(), -2.0)].into(), ..ScheduleConfig::default() };
+    let mut schedule = ScheduleConfig::default();
+    schedule.loss.weights = [("orm".to_owned(), -2.0)].into();
     let options = CompressOptions { schedule, ..CompressOptions::default() };
     assert_eq!(options.validate(), Err(OptionsError::LossWeight { what: "orm".into(), weight: -2.0 }));
 }

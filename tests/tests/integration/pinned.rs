@@ -83,7 +83,7 @@ fn the_fused_trainer_and_add_write_the_pinned_bundles() {
 fn the_classic_recipe_writes_the_bundle_of_the_old_default() {
     let base = sample_library(&["bricks", "wood"]);
     let mut schedule = ScheduleConfig { steps: 100, batch_texels: 1024, ..ScheduleConfig::classic() };
-    schedule.loss_weights.insert("normal".to_owned(), 6.0);
+    schedule.loss.weights.insert("normal".to_owned(), 6.0);
     let options = CompressOptions {
         model: ModelConfig { hidden_widths: vec![64, 48, 32], activation: Activation::Relu, ..Default::default() },
         schedule,

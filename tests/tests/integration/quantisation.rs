@@ -6,7 +6,7 @@ use texset_core::{
     Backend, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, analyse, compress,
     decode::Decoder,
     eval::evaluate,
-    options::Quantisation,
+    options::{Quantisation, QuantisationConfig},
     progress::TrainPhase::{FrozenLatents as F, Int8Weights as I, NoisyLatents as N},
     set::load_library,
     train::Schedule,
@@ -19,10 +19,13 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
         schedule: ScheduleConfig {
             steps: 1000,
             seed: 3,
-            latent_quantisation: Quantisation::Qat,
-            weight_quantisation: Quantisation::Qat,
-            // The classic freeze point, ahead of the weights' 90 %: every phase has its steps.
-            freeze_latents_at: 0.8,
+            quantisation: QuantisationConfig {
+                latents: Quantisation::Qat,
+                weights: Quantisation::Qat,
+                // The classic freeze point, ahead of the weights' 90 %: every phase has its steps.
+                freeze_latents_at: 0.8,
+                ..Default::default()
+            },
             ..Default::default()
         },
         run: RunOptions { backend: Backend::Cpu, ..Default::default() },
@@ -30,7 +33,10 @@ fn ptq_trains_in_float_and_qat_wins_at_two_latent_bits() {
     };
     let (layout, _) = analyse(&set, &qat).unwrap();
     let with = |latents, weights| CompressOptions {
-        schedule: ScheduleConfig { latent_quantisation: latents, weight_quantisation: weights, ..qat.schedule.clone() },
+        schedule: ScheduleConfig {
+            quantisation: QuantisationConfig { latents, weights, ..qat.schedule.quantisation.clone() },
+            ..qat.schedule.clone()
+        },
         ..qat.clone()
     };
     let phases = |o: &CompressOptions| {
@@ -77,7 +83,7 @@ fn auto_quantisation_picks_the_measured_winner() {
     use texset_core::model::WeightFormat;
     let (set, _) = load_library(&[texset_testkit::repo_root().join("sample_textures/metal_plates")]).unwrap();
     let options = CompressOptions { schedule: ScheduleConfig { steps: 1000, ..Default::default() }, ..CompressOptions::default() };
-    assert_eq!((options.schedule.latent_quantisation, options.schedule.weight_quantisation), (Quantisation::Auto, Quantisation::Auto));
+    assert_eq!((options.schedule.quantisation.latents, options.schedule.quantisation.weights), (Quantisation::Auto, Quantisation::Auto));
     let with = |bits: u32, format: WeightFormat| {
         let mut o = CompressOptions { model: ModelConfig { weight_format: format, ..options.model.clone() }, ..options.clone() };
         for g in &mut o.model.grids {
@@ -126,8 +132,11 @@ fn auto_quantisation_picks_the_measured_winner() {
     // A mode asked for is kept.
     let asked = CompressOptions {
         schedule: ScheduleConfig {
-            latent_quantisation: Quantisation::Ptq,
-            weight_quantisation: Quantisation::Qat,
+            quantisation: QuantisationConfig {
+                latents: Quantisation::Ptq,
+                weights: Quantisation::Qat,
+                ..with(2, WeightFormat::Int8).schedule.quantisation
+            },
             ..with(2, WeightFormat::Int8).schedule
         },
         ..with(2, WeightFormat::Int8)

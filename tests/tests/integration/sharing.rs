@@ -10,7 +10,7 @@ use texset_core::{
     eval::evaluate,
     internal_tests::material_groups,
     model::Activation,
-    options::{LearnedBudgets, Quantisation},
+    options::{LearnedBudgets, Quantisation, QuantisationConfig},
     set::{MapKind, Material, MaterialConstants, TextureSet},
 };
 
@@ -171,7 +171,10 @@ fn a_near_constant_map_gets_a_quarter_of_the_channels_and_loses_little_for_it() 
     // that averages many: at these 300 steps the full budget gains 0.11 dB from PTQ, the quarter
     // budget loses 0.05 dB, so the gap grows to 0.16 dB (printed below; docs/decisions/017-channel-budgets.md).
     let qat = |o: CompressOptions| CompressOptions {
-        schedule: ScheduleConfig { latent_quantisation: Quantisation::Qat, weight_quantisation: Quantisation::Qat, ..o.schedule },
+        schedule: ScheduleConfig {
+            quantisation: QuantisationConfig { latents: Quantisation::Qat, weights: Quantisation::Qat, ..o.schedule.quantisation.clone() },
+            ..o.schedule
+        },
         ..o
     };
     let auto_db = roughness_psnr(&qat(auto.clone()));

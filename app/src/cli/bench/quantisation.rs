@@ -88,8 +88,8 @@ fn run(dirs: &[PathBuf], steps: u32, latent_bits: &[u32], formats: bool, json: b
             for g in &mut options.model.grids {
                 g.bits = bits;
             }
-            options.schedule.latent_quantisation = latents;
-            options.schedule.weight_quantisation = weights;
+            options.schedule.quantisation.latents = latents;
+            options.schedule.quantisation.weights = weights;
             let out = compress(set, &options, &NoProgress, &Cancel::new())
                 .with_context(|| format!("{}: {bits} bits, {weight_format:?} weights", dir.display()))?;
             let psnr = evaluate(set, &Decoder::new(&out.bundle), false)?.pooled_psnr_db;

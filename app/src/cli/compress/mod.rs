@@ -242,7 +242,7 @@ mod tests {
         assert!(o.model.grids.iter().all(|g| g.bits == 2));
         assert_eq!((o.model.weight_format, o.model.hidden_widths.as_slice()), (WeightFormat::Fp8E4m3, &[24, 16][..]));
         assert_eq!((o.schedule.steps, o.schedule.seed), (77, 9));
-        assert_eq!((o.schedule.latent_quantisation, o.schedule.weight_quantisation), (Quantisation::Ptq, Quantisation::Auto));
+        assert_eq!((o.schedule.quantisation.latents, o.schedule.quantisation.weights), (Quantisation::Ptq, Quantisation::Auto));
         assert_eq!(o.budgets.overrides.get("normal"), Some(&3));
         assert_eq!(o.budgets.sharing, LibrarySharing::All);
         let prune = o.budgets.prune.expect("--prune-to sets pruning");
@@ -251,7 +251,7 @@ mod tests {
         assert!(o.run.checkpoint.is_some() && o.run.resume_from.is_some());
         // Flags not given keep the preset's values.
         assert_eq!(o.model.grids.len(), fast.model.grids.len());
-        assert_eq!(o.schedule.mip_sample_boost.to_bits(), 1.5f32.to_bits());
+        assert_eq!(o.schedule.sampling.mip_sample_boost.to_bits(), 1.5f32.to_bits());
         assert_eq!(options(&["--weight-format", "mxint8"]).model.weight_format, WeightFormat::MxInt8);
     }
 

@@ -285,8 +285,8 @@ impl Session {
         options.model.mips = self.settings.mips;
         options.budgets.overrides.clone_from(&self.settings.budgets);
         options.budgets.learned = self.settings.learn_budgets.then(texset_core::options::LearnedBudgets::default);
-        options.schedule.latent_quantisation = self.settings.latent_quant;
-        options.schedule.weight_quantisation = self.settings.weight_quant;
+        options.schedule.quantisation.latents = self.settings.latent_quant;
+        options.schedule.quantisation.weights = self.settings.weight_quant;
         options.model.weight_format = self.settings.weight_format;
         options.run.time_budget_secs = self.settings.time_budget_secs;
         options

@@ -116,8 +116,8 @@ impl<const D: usize> Moments<D> {
     }
 }
 
-/// Adam's β2 and sparse updates ([`crate::options::ScheduleConfig::adam_beta2`],
-/// [`crate::options::ScheduleConfig::sparse_updates`]).
+/// Adam's β2 and sparse updates ([`crate::options::OptimiserConfig::adam_beta2`],
+/// [`crate::options::OptimiserConfig::sparse_updates`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamOptions {
     /// β2.

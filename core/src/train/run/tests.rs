@@ -16,7 +16,7 @@ fn the_gpu_trainer_refuses_error_driven_sampling() {
     let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
     assert_eq!(Capabilities::FUSED_GPU.missing(&options, &layout), None);
     for sampling in [Sampling::Error, Sampling::RmsError] {
-        options.schedule.sampling = sampling;
+        options.schedule.sampling.mode = sampling;
         let (what, _) = Capabilities::FUSED_GPU.missing(&options, &layout).expect("refused");
         assert_eq!(what, "error-driven sampling");
         assert_eq!(Capabilities::FUSED_CPU.missing(&options, &layout), None);
@@ -64,7 +64,7 @@ fn error_maps_refresh_every_twentieth_of_the_run_until_the_uniform_tail() {
     options.schedule.steps = 1000;
     let uniform = Schedule::new(&options, &layout);
     assert!((0..1000).all(|s| uniform.sampling_change(s, s == 123).is_none()));
-    options.schedule.sampling = Sampling::Error;
+    options.schedule.sampling.mode = Sampling::Error;
     let schedule = Schedule::new(&options, &layout);
     let changes: Vec<(u32, SamplingChange)> = (0..1000).filter_map(|s| schedule.sampling_change(s, false).map(|c| (s, c))).collect();
     let refreshes: Vec<u32> = changes.iter().filter(|(_, c)| *c == SamplingChange::Refresh).map(|(s, _)| *s).collect();
@@ -84,10 +84,10 @@ fn a_refitted_schedule_keeps_its_events_fractions() {
     let mut options = CompressOptions::default();
     let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
     options.schedule.steps = 1000;
-    options.schedule.sampling = Sampling::Error;
-    options.schedule.latent_quantisation = crate::options::Quantisation::Qat;
-    options.schedule.weight_quantisation = crate::options::Quantisation::Qat;
-    options.schedule.freeze_latents_at = 0.8;
+    options.schedule.sampling.mode = Sampling::Error;
+    options.schedule.quantisation.latents = crate::options::Quantisation::Qat;
+    options.schedule.quantisation.weights = crate::options::Quantisation::Qat;
+    options.schedule.quantisation.freeze_latents_at = 0.8;
     let s = Schedule::new(&options, &layout);
     assert_eq!((s.freeze_step, s.int8_step, s.sampling_uniform_step), (800, 900, 900));
     let half = s.with_steps(500, 250).expect("steps left");
@@ -101,14 +101,14 @@ fn a_refitted_schedule_keeps_its_events_fractions() {
     // The learning rates' decay goes on from where it was, to its end at the new length,
     // across two changes.
     assert!((half.decay(250) - s.decay(250)).abs() < 1e-6);
-    let floor = options.schedule.learning_rate_floor;
+    let floor = options.schedule.optimiser.learning_rate_floor;
     assert!((half.decay(500) - floor).abs() < 1e-6);
     assert!(half.decay(300) < half.decay(250));
     let again = half.with_steps(700, 400).expect("steps left");
     assert!((again.decay(400) - half.decay(400)).abs() < 1e-6);
     assert!((again.decay(700) - floor).abs() < 1e-6);
     // PTQ: the latents never freeze in training, whatever the length.
-    options.schedule.latent_quantisation = crate::options::Quantisation::Ptq;
+    options.schedule.quantisation.latents = crate::options::Quantisation::Ptq;
     let ptq = Schedule::new(&options, &layout);
     assert_eq!(ptq.with_steps(500, 100).expect("steps left").freeze_step, 500);
 }

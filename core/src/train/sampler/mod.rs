@@ -292,7 +292,7 @@ impl<'a> Sampler<'a> {
     }
 
     /// Draws each texel of mip level `k` `boost^k` times as often as one of level 0
-    /// ([`crate::options::ScheduleConfig::mip_sample_boost`]; 1: every texel alike).
+    /// ([`crate::options::SamplingConfig::mip_sample_boost`]; 1: every texel alike).
     #[must_use]
     pub fn with_level_boost(mut self, boost: f32) -> Self {
         self.level_boost = boost;
