@@ -40,6 +40,7 @@
 const GRID_COUNT: u32 = 2u;
 const PYRAMID_LEVELS: u32 = 1u;
 const MIP_GROUP: u32 = 1u;
+const LOD_INPUT_SCALE: f32 = 0.25;
 const PE_FREQUENCIES: u32 = 2u;
 const LAYER_COUNT: u32 = 2u;
 const MAX_WIDTH: u32 = 13u;
@@ -310,9 +311,6 @@ fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BL
 }
 // texset:specialise:end
 
-// The LOD input of LOD level l is l * this (`LOD_INPUT_SCALE` in core/src/model/params.rs).
-const LOD_INPUT_SCALE: f32 = 0.25;
-
 // The LOD level mip level `level` decodes at (`lod_level` in core/src/model/params.rs).
 fn lod_level(level: u32) -> u32 {
     return min(level, PYRAMID_LEVELS * MIP_GROUP - 1u);
@@ -508,7 +506,7 @@ struct Params {
     mode: u32,
     // Level of detail to decode at (`decode_texel_lod`): a whole number decodes that mip level.
     lod: f32,
-    _pad1: u32,
+    pad: u32,
 }
 
 @group(0) @binding(2) var<uniform> params: Params;

@@ -6,7 +6,7 @@ use crate::device::{
     render_rgba32f, storage_buffer, submit, uniform_buffer,
 };
 use crate::model::GpuModelOptions;
-use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, PARAMS_BYTES, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model, to_u32};
+use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model, to_u32};
 use texset_core::{
     DecodedMap, Decoder,
     bundle::{Bundle, MapEntry},
@@ -17,15 +17,39 @@ use texset_core::{
     },
 };
 
-fn params_bytes(map_index: u32, width: u32, height: u32, channels: u32, sample_count: u32, mode: DecodeMode, lod: f32) -> Vec<u8> {
-    let mode = match mode {
-        DecodeMode::Stored => 0u32,
-        DecodeMode::Shading => 1,
-    };
-    let bytes: Vec<u8> =
-        [map_index, width, height, channels, sample_count, mode, lod.to_bits(), 0].iter().flat_map(|w| w.to_le_bytes()).collect();
-    debug_assert_eq!(bytes.len(), PARAMS_BYTES);
-    bytes
+/// The decoder's `Params` uniform (decode.wgsl), member for member: `params_layout_is_the_wgsl_one`
+/// compares the layout naga gives the WGSL struct with this one's.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct DecodeParams {
+    map_index: u32,
+    width: u32,
+    height: u32,
+    channels: u32,
+    sample_count: u32,
+    /// 0: stored values; 1: un-mapped for shading ([`DecodeMode`]).
+    mode: u32,
+    /// The level of detail to decode at.
+    lod: f32,
+    /// Unused: the struct is 32 bytes.
+    pad: u32,
+}
+
+impl DecodeParams {
+    /// A whole map (`sample_count` 0) or `sample_count` samples of map `map_index` at `lod`.
+    fn new(map_index: u32, (width, height, channels): (u32, u32, u32), sample_count: u32, mode: DecodeMode, lod: f32) -> Self {
+        let mode = match mode {
+            DecodeMode::Stored => 0,
+            DecodeMode::Shading => 1,
+        };
+        Self { map_index, width, height, channels, sample_count, mode, lod, pad: 0 }
+    }
+
+    /// The bytes the uniform buffer takes (`#[repr(C)]`: the 4-byte fields in order).
+    fn bytes(&self) -> Vec<u8> {
+        let words = [self.map_index, self.width, self.height, self.channels, self.sample_count, self.mode, self.lod.to_bits(), self.pad];
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
 }
 
 /// A model's two buffers on the GPU: `latents` (group 0, binding 0 of the decoder WGSL, storage)
@@ -313,7 +337,7 @@ impl GpuDecoder {
         check_device_limit("the dispatch", u64::from(groups_x.max(groups_y)), u64::from(limits.max_compute_workgroups_per_dimension))?;
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = uniform_buffer(device, &params_bytes(map_index, width, height, entry.channels, 0, mode, level as f32));
+        let params = uniform_buffer(device, &DecodeParams::new(map_index, (width, height, entry.channels), 0, mode, level as f32).bytes());
         let output = output_buffer(device, "texset decoded map", bytes);
         let bind_group = self.bind_group(device, &self.map_pipeline.get_bind_group_layout(0), &[(2, &params), (3, &output)]);
         let encoder = compute_pass(device, "texset decode map", &self.map_pipeline, &bind_group, (groups_x, groups_y));
@@ -337,7 +361,8 @@ impl GpuDecoder {
         check_device_limit("the render target side", u64::from(entry.width.max(entry.height)), u64::from(max_side))?;
         let render_pipeline = self.render_pipeline(device)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, 0, mode, 0.0));
+        let params =
+            uniform_buffer(device, &DecodeParams::new(map_index, (entry.width, entry.height, entry.channels), 0, mode, 0.0).bytes());
         let bind_group = self.bind_group(device, &render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
         let rgba = render_rgba32f(device, queue, "texset fragment decode", entry.width, entry.height, scope, |encoder, view| {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
@@ -396,7 +421,10 @@ impl GpuDecoder {
         let (map_index, entry) = self.map_index(material, map)?;
         let pipeline = self.samples_pipeline(device)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = uniform_buffer(device, &params_bytes(map_index, entry.width, entry.height, entry.channels, batch.count, mode, lod));
+        let params = uniform_buffer(
+            device,
+            &DecodeParams::new(map_index, (entry.width, entry.height, entry.channels), batch.count, mode, lod).bytes(),
+        );
         let bind_group =
             self.bind_group(device, &pipeline.get_bind_group_layout(0), &[(2, &params), (3, &batch.output), (4, &batch.samples)]);
         let encoder = compute_pass(device, "texset decode samples", pipeline, &bind_group, batch.groups);
@@ -437,5 +465,45 @@ impl GpuDecoder {
     ) -> Result<Vec<[f32; 4]>, GpuError> {
         let batch = self.upload_samples(device, uvs)?;
         self.run_samples(device, queue, &batch, material, map, mode, lod, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DecodeParams;
+    use std::mem::offset_of;
+
+    /// `DecodeParams` and decode.wgsl's `Params` agree member for member, offset for offset.
+    #[test]
+    fn params_layout_is_the_wgsl_one() {
+        let source = format!("{}\n{}", texset_core::model::MODEL_WGSL, crate::DECODE_WGSL);
+        let module = wgpu::naga::front::wgsl::parse_str(&source).expect("the decoder template parses");
+        let (members, span) = module
+            .types
+            .iter()
+            .find_map(|(_, ty)| match &ty.inner {
+                wgpu::naga::TypeInner::Struct { members, span } if ty.name.as_deref() == Some("Params") => Some((members.clone(), *span)),
+                _ => None,
+            })
+            .expect("decode.wgsl has a Params struct");
+        let wgsl: Vec<(String, usize)> = members.iter().map(|m| (m.name.clone().unwrap_or_default(), m.offset as usize)).collect();
+        let ours = [
+            ("map_index", offset_of!(DecodeParams, map_index)),
+            ("width", offset_of!(DecodeParams, width)),
+            ("height", offset_of!(DecodeParams, height)),
+            ("channels", offset_of!(DecodeParams, channels)),
+            ("sample_count", offset_of!(DecodeParams, sample_count)),
+            ("mode", offset_of!(DecodeParams, mode)),
+            ("lod", offset_of!(DecodeParams, lod)),
+            ("pad", offset_of!(DecodeParams, pad)),
+        ]
+        .map(|(n, o)| (n.to_owned(), o));
+        assert_eq!(wgsl, ours);
+        assert_eq!(span as usize, std::mem::size_of::<DecodeParams>());
+        let params = DecodeParams::new(3, (5, 7, 2), 11, crate::DecodeMode::Shading, 1.5);
+        let bytes = params.bytes();
+        assert_eq!(bytes.len(), std::mem::size_of::<DecodeParams>());
+        assert_eq!(bytes[offset_of!(DecodeParams, lod)..][..4], 1.5f32.to_le_bytes());
+        assert_eq!(bytes[offset_of!(DecodeParams, mode)..][..4], 1u32.to_le_bytes());
     }
 }

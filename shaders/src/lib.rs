@@ -53,9 +53,6 @@ pub const DECODE_WGSL: &str = include_str!("decode.wgsl");
 pub const WORKGROUP_SIDE: u32 = 8;
 /// Workgroup size of `cs_decode_samples` (`SAMPLE_WORKGROUP` in the WGSL).
 pub const SAMPLE_WORKGROUP: u32 = 64;
-/// Bytes of the `Params` uniform.
-#[cfg(feature = "device")]
-const PARAMS_BYTES: usize = 32;
 
 /// What the decoder writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -333,7 +333,8 @@ fn pack_latents(bundle: &Bundle) -> Result<(Vec<u32>, Vec<u32>), GpuError> {
     Ok((latent_words, grid_word_offset))
 }
 
-/// The model's shape as WGSL constants (`GRID_COUNT` to `MASK_WORDS`) and the grid tables
+/// The model's shape as WGSL constants (`GRID_COUNT` to `MASK_WORDS`, and core's
+/// `LOD_INPUT_SCALE`) and the grid tables
 /// (`GRID_WIDTH`, `GRID_HEIGHT`, `GRID_WORD_OFFSET`, every pyramid level's grids).
 fn shape_constants(
     bundle: &Bundle,
@@ -347,6 +348,7 @@ fn shape_constants(
     let _ = writeln!(constants, "const GRID_COUNT: u32 = {}u;", manifest.grids.len());
     let _ = writeln!(constants, "const PYRAMID_LEVELS: u32 = {}u;", manifest.pyramid_levels());
     let _ = writeln!(constants, "const MIP_GROUP: u32 = {}u;", manifest.mip_group());
+    let _ = writeln!(constants, "const LOD_INPUT_SCALE: f32 = {:?};", texset_core::model::LOD_INPUT_SCALE);
     let _ = writeln!(constants, "const PE_FREQUENCIES: u32 = {}u;", manifest.pe_frequencies);
     let _ = writeln!(constants, "const LAYER_COUNT: u32 = {}u;", bundle.layers.len());
     let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");

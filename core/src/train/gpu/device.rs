@@ -61,7 +61,7 @@ pub(super) struct Pipelines {
 const STATS_BYTES: u64 = STATS_RING as u64 * WORKGROUP as u64 * 12;
 
 /// Bytes of the `Step` uniform (`StepUniform::bytes`).
-pub(super) const STEP_BYTES: u64 = 52;
+pub(super) const STEP_BYTES: u64 = std::mem::size_of::<super::StepUniform>() as u64;
 
 /// Steps recorded and not yet submitted: one command encoder.
 struct Pending {

@@ -46,42 +46,31 @@ pub const STATS_RING: u32 = 16;
 /// Workgroups a dispatch has along x at most (WebGPU's guaranteed 65,535).
 const MAX_GROUPS_X: u32 = 65_535;
 
-/// What the per-step uniform holds (`Step` in train.wgsl).
-#[derive(Clone, Copy, Debug, Default)]
-struct StepUniform {
-    step: u32,
-    seed: u64,
-    flags: u32,
-    noise_amplitude: f32,
-    lr_grid: f32,
-    lr_mlp: f32,
-    c1: f32,
-    c2: f32,
-    grad_scale: f32,
-    stats_slot: u32,
-    adam_beta2: f32,
-    /// The first parameter `adam` updates: 0, or past the grids while they are frozen.
-    adam_first: u32,
+crate::base::gpu_struct::gpu_struct! {
+    /// What the per-step uniform holds: `Step` in train.wgsl, member for member (its layout
+    /// test compares the two through naga).
+    struct StepUniform {
+        step: u32,
+        seed_lo: u32,
+        seed_hi: u32,
+        flags: u32,
+        noise_amplitude: f32,
+        lr_grid: f32,
+        lr_mlp: f32,
+        c1: f32,
+        c2: f32,
+        grad_scale: f32,
+        stats_slot: u32,
+        adam_beta2: f32,
+        /// The first parameter `adam` updates: 0, or past the grids while they are frozen.
+        adam_first: u32,
+    }
 }
 
 impl StepUniform {
-    fn bytes(&self) -> Vec<u8> {
-        let words: [u32; 13] = [
-            self.step,
-            self.seed as u32,
-            (self.seed >> 32) as u32,
-            self.flags,
-            self.noise_amplitude.to_bits(),
-            self.lr_grid.to_bits(),
-            self.lr_mlp.to_bits(),
-            self.c1.to_bits(),
-            self.c2.to_bits(),
-            self.grad_scale.to_bits(),
-            self.stats_slot,
-            self.adam_beta2.to_bits(),
-            self.adam_first,
-        ];
-        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    /// This uniform with `seed` in its two words.
+    fn with_seed(self, seed: u64) -> Self {
+        Self { seed_lo: seed as u32, seed_hi: (seed >> 32) as u32, ..self }
     }
 }
 
@@ -372,10 +361,10 @@ impl<'a> GpuTrainer<'a> {
             Some((noise_amplitude, seed, step)) => StepUniform {
                 flags: FLAG_GIVEN_SAMPLES | FLAG_TRAIN_GRIDS | FLAG_NOISE | FLAG_NOISE_PER_LATENT,
                 noise_amplitude,
-                seed,
                 step,
                 ..StepUniform::default()
-            },
+            }
+            .with_seed(seed),
         };
         self.dispatch(&uniform, Until::Gradients, 0);
         let fixed = self.gpu.read_u32(&self.gpu.buffers.grid_grad, 4 * u64::from(self.shapes.grid_total))?;
@@ -489,7 +478,6 @@ impl<'a> GpuTrainer<'a> {
         let adam_first = if train_grids { 0 } else { self.shapes.grid_total };
         let uniform = StepUniform {
             step,
-            seed: schedule.seed,
             flags,
             noise_amplitude: 0.5 * quant::latent_step(schedule.grid_bits.first().copied().unwrap_or(8)),
             lr_grid: schedule.grid_learning_rate * decay,
@@ -500,7 +488,9 @@ impl<'a> GpuTrainer<'a> {
             stats_slot: slot,
             adam_beta2: schedule.adam_beta2,
             adam_first,
-        };
+            ..StepUniform::default()
+        }
+        .with_seed(schedule.seed);
         let recorded = self.dispatch(&uniform, Until::Update, slot);
         if recorded >= self.steps_per_submission {
             self.gpu.flush();
@@ -646,7 +636,7 @@ pub(crate) fn gpu_trainer<'a>(
     if let Some((what, why)) = Capabilities::FUSED_GPU.missing(options, layout) {
         return Err(TrainError::Backend(format!("the GPU trainer cannot train {what} ({why})")));
     }
-    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.mip_sample_boost);
+    let sampler = Sampler::new(set, layout).with_level_boost(options.schedule.sampling.mip_sample_boost);
     GpuTrainer::new(sampler, Schedule::new(options, layout), start)
 }
 

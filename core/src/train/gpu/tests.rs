@@ -71,6 +71,28 @@ fn the_specialised_trainer_validates_with_naga() {
     assert_eq!(unflatten(&params.zeros_like(), &flat), params);
 }
 
+/// `StepUniform` and train.wgsl's `Step` agree member for member, offset for offset, as naga lays
+/// out the specialised shader.
+#[test]
+fn the_step_uniform_is_the_wgsl_step() {
+    let set = set();
+    let options = CompressOptions::default();
+    let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+    let params = crate::train::initial_params(&set, &layout, 1);
+    let shapes = Shapes::new(&params, 512).expect("shapes");
+    let tables = Tables::new(&Sampler::new(&set, &layout), &params, &shapes).expect("tables");
+    let (_, _, row) = spread(shapes.all());
+    let source = specialise(&params, &shapes, &tables, WeightMemory::Storage, MlpShape::Scalar, row);
+    let (members, size) = crate::base::gpu_struct::wgsl_struct_layout(&source, "Step").expect("train.wgsl has a Step struct");
+    let ours: Vec<(String, usize)> = super::StepUniform::FIELDS.iter().map(|&(name, offset)| (name.to_owned(), offset)).collect();
+    assert_eq!(members, ours);
+    assert_eq!(size, std::mem::size_of::<super::StepUniform>());
+    // The seed's two words.
+    let uniform = super::StepUniform::default().with_seed(0x0123_4567_89ab_cdef);
+    let bytes = uniform.bytes();
+    assert_eq!(bytes[4..12], [0x89ab_cdefu32.to_le_bytes(), 0x0123_4567u32.to_le_bytes()].concat());
+}
+
 /// A chunk is the tile's texels, or the largest power of two below them that divides the batch
 /// (down to the sampler's 256), so every texel of a step is summed once.
 #[test]

@@ -42,12 +42,9 @@ struct Step {
     adam_first: u32,
 }
 
-// The `Step` flags (FLAG_*), the workgroup size (WG), and model/quant.rs's E4M3_MAX and MX_BLOCK
-// are prepended by the host from its own constants (mod.rs `specialise`).
-
-const ADAM_BETA1: f32 = 0.9;
-const ADAM_EPS: f32 = 1e-8;
-const LOD_INPUT_SCALE: f32 = 0.25;
+// The `Step` flags (FLAG_*), the workgroup size (WG), model/quant.rs's E4M3_MAX and MX_BLOCK,
+// train/adam.rs's ADAM_BETA1 and ADAM_EPS and model/params.rs's LOD_INPUT_SCALE are prepended
+// by the host from its own constants (wgsl.rs `specialise`).
 
 @group(0) @binding(0) var<uniform> u: Step;
 // Tables (u32; f32 values as bits): groups, cumulative draws, per group and output channel its

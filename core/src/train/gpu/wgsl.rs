@@ -102,6 +102,9 @@ pub(super) fn specialise(
         let _ = writeln!(text, "const {name}: u32 = {value}u;");
     }
     let _ = writeln!(text, "const E4M3_MAX: f32 = {:?};", quant::E4M3_MAX);
+    let _ = writeln!(text, "const ADAM_BETA1: f32 = {:?};", crate::train::adam::ADAM_BETA1);
+    let _ = writeln!(text, "const ADAM_EPS: f32 = {:?};", crate::train::adam::ADAM_EPS);
+    let _ = writeln!(text, "const LOD_INPUT_SCALE: f32 = {:?};", crate::model::LOD_INPUT_SCALE);
     // The weights' binding as the one MLP generator declares it for `memory`, and their copy
     // into workgroup memory where they go there. Generated, not a constant's branch: an entry
     // point binds every buffer its code names, even in a branch never taken.
