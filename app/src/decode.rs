@@ -7,7 +7,7 @@
 use anyhow::{Result, bail};
 use texset_core::{
     bundle::Bundle,
-    decode::{DecodeError, DecodedMap, Decoder},
+    decode::{DecodeError, DecodeLimits, DecodedMap, Decoder},
     export::mip_chain,
     io::fault::{self, Fault},
     model::full_mip_count,
@@ -31,18 +31,19 @@ pub struct MaterialDecoder<'b> {
 }
 
 impl<'b> MaterialDecoder<'b> {
-    /// A decoder for `bundle`; with `gpu`, opens a device and uploads the bundle, and says on stderr
-    /// which adapter decodes (or why the CPU does).
-    #[must_use]
-    pub fn new(bundle: &'b Bundle, gpu: bool) -> Self {
-        let mut this = Self { bundle, cpu: Decoder::new(bundle), gpu: None, gpu_maps: 0, lost_at: fault::gpu_lost_at_step() };
+    /// A decoder for `bundle` within `limits` (refused at once if decoding all of it would run
+    /// over them); with `gpu`, opens a device and uploads the bundle, and says on stderr which
+    /// adapter decodes (or why the CPU does).
+    pub fn new(bundle: &'b Bundle, gpu: bool, limits: DecodeLimits) -> Result<Self, DecodeError> {
+        let cpu = Decoder::with_limits(bundle, limits)?;
+        let mut this = Self { bundle, cpu, gpu: None, gpu_maps: 0, lost_at: fault::gpu_lost_at_step() };
         if gpu {
             match open(bundle) {
                 Ok(g) => this.gpu = Some(g),
                 Err(why) => this.fall_back(&format!("{why:#}")),
             }
         }
-        this
+        Ok(this)
     }
 
     fn fall_back(&mut self, why: &str) {

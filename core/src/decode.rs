@@ -36,6 +36,77 @@ pub enum DecodeError {
         /// Given.
         got: usize,
     },
+    /// Decoding the bundle would take more than the [`DecodeLimits`] allow.
+    #[error("the bundle asks for {needed} {what} to decode, over this decoder's limit of {limit} (a flag or setting raises it)")]
+    OverBudget {
+        /// What ran over: "bytes of decoded values" or "multiply-adds".
+        what: &'static str,
+        /// What the bundle's manifest declares.
+        needed: u64,
+        /// The limit.
+        limit: u64,
+    },
+}
+
+/// How much a [`Decoder`] may decode ([`Decoder::with_limits`]): checked against what the
+/// bundle's manifest declares before anything is dequantised or decoded, so a small bundle that
+/// declares huge maps or a huge decoder is refused at once (the reader's own limits,
+/// [`crate::bundle::limits`], allow 16 GiB of decoded values). docs/reliability.md states the
+/// defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Most bytes of decoded values (f32) over every map of the library: level 0 and, where the
+    /// bundle stores one, the whole mip chain.
+    pub max_decoded_bytes: u64,
+    /// Most multiply-adds of the decoder's MLP over all those texels.
+    pub max_multiply_adds: u64,
+}
+
+impl DecodeLimits {
+    /// The studio's and texset-bevy's: 1 GiB of decoded values and 2^40 multiply-adds (a few
+    /// minutes of the CPU decoder on two cores at most).
+    pub const INTERACTIVE: Self = Self { max_decoded_bytes: 1 << 30, max_multiply_adds: 1 << 40 };
+    /// The command line's default: 8 GiB of decoded values and 2^44 multiply-adds
+    /// (`--max-decode-gib` raises the first, the second with it).
+    pub const COMMAND_LINE: Self = Self { max_decoded_bytes: 8 << 30, max_multiply_adds: 1 << 44 };
+
+    /// These limits with room for `gib` GiB of decoded values, multiply-adds scaled alike.
+    #[must_use]
+    pub fn with_decoded_gib(self, gib: u64) -> Self {
+        let bytes = gib.saturating_mul(1 << 30);
+        let ratio = (self.max_multiply_adds / self.max_decoded_bytes.max(1)).max(1);
+        Self { max_decoded_bytes: bytes, max_multiply_adds: bytes.saturating_mul(ratio) }
+    }
+
+    /// What decoding every map of `manifest` costs: `(bytes of decoded f32 values, multiply-adds
+    /// of its MLP)`, from the manifest alone.
+    #[must_use]
+    pub fn cost(manifest: &Manifest) -> (u64, u64) {
+        let macs_per_texel: u64 = manifest.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
+        let (mut values, mut texels) = (0u64, 0u64);
+        for map in manifest.materials.iter().flat_map(|m| &m.maps) {
+            let levels = if manifest.mip_levels > 1 { crate::model::params::full_mip_count(map.width, map.height) } else { 1 };
+            for level in 0..levels {
+                let (w, h) = crate::model::level_size(map.width, map.height, level);
+                let level_texels = u64::from(w) * u64::from(h);
+                texels = texels.saturating_add(level_texels);
+                values = values.saturating_add(level_texels.saturating_mul(u64::from(map.channels)));
+            }
+        }
+        (values.saturating_mul(4), texels.saturating_mul(macs_per_texel))
+    }
+
+    /// Refuses `manifest` if decoding it runs over these limits.
+    pub fn check(&self, manifest: &Manifest) -> Result<(), DecodeError> {
+        let (bytes, macs) = Self::cost(manifest);
+        if bytes > self.max_decoded_bytes {
+            return Err(DecodeError::OverBudget { what: "bytes of decoded values", needed: bytes, limit: self.max_decoded_bytes });
+        }
+        if macs > self.max_multiply_adds {
+            return Err(DecodeError::OverBudget { what: "multiply-adds", needed: macs, limit: self.max_multiply_adds });
+        }
+        Ok(())
+    }
 }
 
 /// A decoded map: normalised values in `[0, 1]`, interleaved `[y][x][c]`.
@@ -101,7 +172,17 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    /// Prepares a bundle for decoding (dequantises latents and weights once).
+    /// Prepares a bundle for decoding within `limits`: refused, before anything is dequantised,
+    /// if decoding all of it would run over them ([`DecodeLimits::check`]). What a bundle from
+    /// elsewhere (a file, a download, a mod) should be opened with; [`Decoder::new`] is for
+    /// bundles this process made.
+    pub fn with_limits(bundle: &Bundle, limits: DecodeLimits) -> Result<Self, DecodeError> {
+        limits.check(&bundle.manifest)?;
+        Ok(Self::new(bundle))
+    }
+
+    /// Prepares a bundle for decoding (dequantises latents and weights once), with no limit
+    /// beyond the reader's own.
     #[must_use]
     pub fn new(bundle: &Bundle) -> Self {
         let lc = bundle.manifest.latent_channels();

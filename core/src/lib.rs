@@ -74,7 +74,7 @@ pub use analyse::{AnalyseError, AnalyseReport, BudgetSource, DuplicateFinding, T
 pub use base::executor::block_on;
 pub use base::rng;
 pub use bundle::{Bundle, BundleError};
-pub use decode::{DecodedMap, Decoder};
+pub use decode::{DecodeLimits, DecodedMap, Decoder};
 #[cfg(feature = "train")]
 pub use options::{Backend, BudgetConfig, CompressOptions, ModelConfig, OptionsError, Preset, RunOptions, ScheduleConfig};
 #[cfg(feature = "train")]

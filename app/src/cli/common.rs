@@ -182,3 +182,20 @@ impl Progress for TerminalProgress {
         self.bar.suspend(|| eprintln!("note: {message}"));
     }
 }
+
+/// `--max-decode-gib`: how much a bundle may ask to decode (`decode`, `transcode`).
+#[derive(clap::Args)]
+pub(super) struct DecodeLimitArgs {
+    /// Refuse a bundle whose maps (mip chains included) decode to more than this many GiB of f32
+    /// values, before decoding anything (default 8; the multiply-add limit scales with it).
+    #[arg(long, value_name = "GIB")]
+    max_decode_gib: Option<u64>,
+}
+
+impl DecodeLimitArgs {
+    /// The limits these flags ask for.
+    pub(super) fn limits(&self) -> texset_core::DecodeLimits {
+        let default = texset_core::DecodeLimits::COMMAND_LINE;
+        self.max_decode_gib.map_or(default, |gib| default.with_decoded_gib(gib))
+    }
+}

@@ -1,10 +1,10 @@
 //! `texset decode`: every map of a bundle to PNGs, `<material>/<material>_<map>.png`.
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 use texset::decode::MaterialDecoder;
 
-use super::common::read_bundle;
+use super::common::{DecodeLimitArgs, read_bundle};
 use texset_core::{export::write_folder, io::Overwrite};
 
 // `texset decode`.
@@ -23,12 +23,15 @@ pub(super) struct DecodeArgs {
     /// to: sources are named as decoded maps are).
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    limits: DecodeLimitArgs,
 }
 
 impl DecodeArgs {
     pub(super) fn run(self) -> Result<()> {
         let b = read_bundle(&self.bundle)?;
-        let mut decoder = MaterialDecoder::new(&b, self.gpu);
+        let mut decoder =
+            MaterialDecoder::new(&b, self.gpu, self.limits.limits()).with_context(|| format!("cannot decode {}", self.bundle.display()))?;
         let overwrite = if self.force { Overwrite::Any } else { Overwrite::OnlyOurs };
         let written = write_folder(&b.manifest, &self.output, overwrite, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), self.output.display());

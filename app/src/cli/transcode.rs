@@ -2,7 +2,7 @@
 //! today (KTX2, DDS or PNG), reading every KTX2 file back with an independent reader.
 
 use anyhow::{Context as _, Result, bail};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use texset::decode::MaterialDecoder;
 
 use super::common::read_bundle;
@@ -34,6 +34,8 @@ pub(super) struct TranscodeArgs {
     /// refuses to: sources are named as its outputs are).
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    limits: super::common::DecodeLimitArgs,
 }
 
 /// `--format` values: a block-compression profile in a container, or PNG. No engine enum
@@ -50,16 +52,18 @@ enum TranscodeFormat {
 impl TranscodeArgs {
     pub(super) fn run(self) -> Result<()> {
         let overwrite = if self.force { Overwrite::Any } else { Overwrite::OnlyOurs };
-        transcode(&self.bundle, &self.output, self.format, self.gpu, &self.originals, overwrite)
+        transcode(&self, overwrite)
     }
 }
 
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
-fn transcode(bundle: &Path, output: &Path, format: TranscodeFormat, gpu: bool, originals: &[PathBuf], overwrite: Overwrite) -> Result<()> {
+fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
     use texset_core::export::{Container, bcn::Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
+    let (bundle, output, format, gpu, originals) =
+        (args.bundle.as_path(), args.output.as_path(), args.format, args.gpu, args.originals.as_slice());
     let b = read_bundle(bundle)?;
-    let mut decoder = MaterialDecoder::new(&b, gpu);
+    let mut decoder = MaterialDecoder::new(&b, gpu, args.limits.limits()).with_context(|| format!("cannot decode {}", bundle.display()))?;
     if format == TranscodeFormat::Png {
         let written = write_folder(&b.manifest, output, overwrite, |m| Ok(decoder.decode_material(m)?))?;
         eprintln!("wrote {} maps under {}", written.len(), output.display());

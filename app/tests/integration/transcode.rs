@@ -203,3 +203,49 @@ fn decode_and_transcode_never_replace_what_texset_did_not_write() {
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     assert_ne!(std::fs::read(&edited).unwrap(), b"retouched");
 }
+
+/// A bundle of a few KB whose maps declare over 8 GiB of decoded values (copies of the test
+/// kit's material at 4096², within the reader's limits) is refused by `decode` and `transcode`
+/// before they decode or write anything, naming the limit (issue 67); the studio's and Bevy's
+/// 1 GiB limit refuses it too, and a limit raised above its cost lets it through.
+#[test]
+fn a_bundle_over_the_decode_budget_is_refused_at_once() {
+    use texset_core::{DecodeLimits, bundle::limits::MAX_LIBRARY_VALUES};
+    let mut bundle = texset_testkit::tiny_bundle();
+    for map in &mut bundle.manifest.materials[0].maps {
+        (map.width, map.height) = (4096, 4096);
+    }
+    let first = bundle.manifest.materials[0].clone();
+    let per_material: u64 = first.maps.iter().map(|m| 4096 * 4096 * u64::from(m.channels)).sum();
+    let copies = (8 << 30) / 4 / per_material + 1;
+    for i in 1..copies {
+        let mut copy = first.clone();
+        copy.name = format!("copy{i}");
+        bundle.manifest.materials.push(copy);
+    }
+    let values = per_material * copies;
+    assert!(values * 4 > 8 << 30 && values <= MAX_LIBRARY_VALUES, "{values} values");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forged.texset");
+    bundle.write(&path).unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() < 64 << 10);
+
+    for command in ["decode", "transcode"] {
+        let out = dir.path().join(command);
+        let start = std::time::Instant::now();
+        let run = texset(&[command, path.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let elapsed = start.elapsed();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success(), "{command} decoded a bundle over its limit");
+        assert!(stderr.contains("forged.texset") && stderr.contains("over this decoder's limit"), "{command}: {stderr}");
+        assert!(!out.exists(), "{command} wrote {} before refusing", out.display());
+        println!("{command}: refused in {elapsed:?}");
+        assert!(elapsed < std::time::Duration::from_secs(5), "{command} took {elapsed:?} to refuse");
+    }
+    // Level 0's values, and a stored mip chain's (a third more at most).
+    let (bytes, _) = DecodeLimits::cost(&bundle.manifest);
+    assert!(bytes >= values * 4 && bytes <= values * 4 * 4 / 3 + (4 << 20), "{bytes} bytes for {values} level-0 values");
+    assert!(Decoder::with_limits(&bundle, DecodeLimits::INTERACTIVE).is_err());
+    assert!(Decoder::with_limits(&bundle, DecodeLimits::COMMAND_LINE).is_err());
+    assert!(Decoder::with_limits(&bundle, DecodeLimits::COMMAND_LINE.with_decoded_gib(bytes.div_ceil(1 << 30))).is_ok());
+}

@@ -316,11 +316,6 @@ mod tests {
 
     /// The fields where two schedules differ (a field serialised in one only counts too).
     fn differing(a: &ScheduleConfig, b: &ScheduleConfig) -> std::collections::BTreeSet<String> {
-        let (serde_json::Value::Object(a), serde_json::Value::Object(b)) =
-            (serde_json::to_value(a).expect("json"), serde_json::to_value(b).expect("json"))
-        else {
-            panic!("a schedule serialises as an object")
-        };
         // Fields by their path (`optimiser.adam_beta2`): the schedule nests by concern.
         fn leaves(prefix: &str, value: &serde_json::Value, out: &mut std::collections::BTreeMap<String, serde_json::Value>) {
             match value {
@@ -335,6 +330,11 @@ mod tests {
                 }
             }
         }
+        let (serde_json::Value::Object(a), serde_json::Value::Object(b)) =
+            (serde_json::to_value(a).expect("json"), serde_json::to_value(b).expect("json"))
+        else {
+            panic!("a schedule serialises as an object")
+        };
         let (mut a_leaves, mut b_leaves) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
         leaves("", &serde_json::Value::Object(a), &mut a_leaves);
         leaves("", &serde_json::Value::Object(b), &mut b_leaves);

@@ -16,7 +16,7 @@ use texset_core::decode::unorm8;
 use texset_core::export::bcn::{BcFormat, Profile};
 use texset_core::export::{mip_chain, transcode_chain};
 use texset_core::set::{ColorSpace, MapKind, NormalConvention};
-use texset_core::{DecodedMap, Decoder};
+use texset_core::{DecodeLimits, DecodedMap, Decoder};
 use texset_shaders::model::words_to_bytes;
 use texset_shaders::{GpuModel, GpuModelOptions};
 
@@ -94,6 +94,7 @@ pub enum TexsetMips {
 
 /// How a `.texset` asset is loaded (per asset, with `load_with_settings` or a `.meta` file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TexsetLoaderSettings {
     /// The images' texel format.
     pub format: TexsetImageFormat,
@@ -101,11 +102,24 @@ pub struct TexsetLoaderSettings {
     pub mips: TexsetMips,
     /// Whether to make the per-pixel materials (their shaders and buffers).
     pub per_pixel: bool,
+    /// Most bytes of decoded values (f32) the asset's maps may take, mip chains included: a
+    /// bundle that declares more fails to load at once instead of hanging the game. Default
+    /// 1 GiB (`DecodeLimits::INTERACTIVE`).
+    pub max_decoded_bytes: u64,
+    /// Most multiply-adds of the bundle's decoder over those texels. Default 2^40.
+    pub max_multiply_adds: u64,
 }
 
 impl Default for TexsetLoaderSettings {
     fn default() -> Self {
-        Self { format: TexsetImageFormat::Uncompressed, mips: TexsetMips::Bundle, per_pixel: true }
+        let limits = DecodeLimits::INTERACTIVE;
+        Self {
+            format: TexsetImageFormat::Uncompressed,
+            mips: TexsetMips::Bundle,
+            per_pixel: true,
+            max_decoded_bytes: limits.max_decoded_bytes,
+            max_multiply_adds: limits.max_multiply_adds,
+        }
     }
 }
 
@@ -180,7 +194,8 @@ impl AssetLoader for TexsetLoader {
         if settings.format == TexsetImageFormat::Bc && !bc {
             warn!("{path}: the render device has no BC formats; its maps load uncompressed");
         }
-        let decoder = Decoder::new(&bundle);
+        let limits = DecodeLimits { max_decoded_bytes: settings.max_decoded_bytes, max_multiply_adds: settings.max_multiply_adds };
+        let decoder = Decoder::with_limits(&bundle, limits).map_err(|source| TexsetLoadError::Decode { path: path.clone(), source })?;
         let per_pixel = if settings.per_pixel { Some(PerPixel::new(&bundle, load_context, &path)?) } else { None };
         let mut materials = Vec::new();
         let mut shaders = Vec::new();

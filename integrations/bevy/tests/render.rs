@@ -112,7 +112,8 @@ fn loader_images_are_the_cpu_decoders_texels() {
     let bundle = Bundle::from_bytes(&bytes).unwrap();
     let decoder = Decoder::new(&bundle);
     let mut app = headless_app(&assets_dir());
-    let settings = TexsetLoaderSettings { format: TexsetImageFormat::Uncompressed, mips: TexsetMips::Bundle, per_pixel: false };
+    let settings =
+        TexsetLoaderSettings { format: TexsetImageFormat::Uncompressed, mips: TexsetMips::Bundle, per_pixel: false, ..Default::default() };
     let handle = load_bundle(&mut app, settings);
     let world = app.world();
     let loaded = world.resource::<Assets<TexsetBundle>>().get(&handle).unwrap();

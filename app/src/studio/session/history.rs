@@ -3,7 +3,23 @@
 use super::{LoadedRun, Session};
 use crate::studio::task::Task;
 use std::sync::Arc;
-use texset_core::{CompressReport, bundle::Bundle, eval::decode_set, io::write_atomic};
+use texset_core::{
+    CompressReport, DecodeLimits,
+    bundle::{Bundle, limits::MAX_BUNDLE_BYTES},
+    eval::decode_set,
+    io::{read_regular, write_atomic},
+};
+
+/// Reads a bundle file the studio opens (a kept run, the last session's bundle) with its bytes:
+/// a regular file within the reader's size limit, whose maps decode within
+/// [`DecodeLimits::INTERACTIVE`] (the studio decodes every map it shows). The error names the file.
+pub(super) fn read_bundle_file(path: &std::path::Path) -> Result<(Bundle, Vec<u8>), String> {
+    let fault = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let bytes = read_regular(path, MAX_BUNDLE_BYTES).map_err(|e| fault(&e))?;
+    let bundle = Bundle::from_bytes(&bytes).map_err(|e| fault(&e))?;
+    DecodeLimits::INTERACTIVE.check(&bundle.manifest).map_err(|e| fault(&e))?;
+    Ok((bundle, bytes))
+}
 
 impl Session {
     /// The run with this id.
@@ -21,9 +37,7 @@ impl Session {
     /// Reads a run's kept bundle.
     pub(super) fn read_run(&self, id: u64) -> Result<(Bundle, Vec<u8>), String> {
         let run = self.run_record(id).ok_or_else(|| format!("no run #{id} in the log"))?;
-        let bytes = std::fs::read(&run.bundle).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
-        let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", run.bundle.display()))?;
-        Ok((bundle, bytes))
+        read_bundle_file(&run.bundle)
     }
 
     /// Shows a run's bundle (scored again, with its maps decoded).
@@ -46,14 +60,9 @@ impl Session {
         let path = run.bundle.clone();
         let set = Arc::clone(&self.library.set);
         let task = Task::spawn("texset-run-load", Arc::clone(&self.env.repaint), move || {
-            std::fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| Bundle::from_bytes(&b).map_err(|e| e.to_string()))
-                .and_then(|bundle| {
-                    let maps = decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| e.to_string())?;
-                    Ok(LoadedRun { bundle: Arc::new(bundle), maps })
-                })
-                .map_err(|e| format!("{}: {e}", path.display()))
+            let (bundle, _) = read_bundle_file(&path)?;
+            let maps = decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(LoadedRun { bundle: Arc::new(bundle), maps })
         });
         self.compare.run_task = Some((id, task));
     }

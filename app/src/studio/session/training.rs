@@ -151,14 +151,11 @@ impl Session {
         if self.shown.trained.is_some() {
             return;
         }
-        let bundle = match std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| Bundle::from_bytes(&b).map(|x| (x, b)).map_err(|e| e.to_string()))
-        {
+        let bundle = match super::history::read_bundle_file(&path) {
             Ok(b) => b,
             Err(e) => {
                 self.settings.trained_bundle = None;
-                self.say(true, format!("{}: the last session's bundle did not load: {e}", path.display()));
+                self.say(true, format!("the last session's bundle did not load: {e}"));
                 return;
             }
         };
