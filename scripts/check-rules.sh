@@ -59,10 +59,18 @@ if [ "$core_path_count" -gt "$MAX_CORE_PATHS" ]; then
 $core_paths"
 fi
 
-imports_log=$(python3 scripts/check_imports.py) || true
-while IFS= read -r line; do
-  case "$line" in RULE:*) breach "${line#RULE: }" ;; esac
-done <<<"$imports_log"
+if command -v python3 >/dev/null 2>&1; then
+  imports_log=$(python3 scripts/check_imports.py 2>&1) || true
+  case "$imports_log" in
+    imports:* | RULE:*) ;;
+    *) breach "scripts/check_imports.py did not run: $imports_log" ;;
+  esac
+  while IFS= read -r line; do
+    case "$line" in RULE:*) breach "${line#RULE: }" ;; esac
+  done <<<"$imports_log"
+else
+  breach "python3 is needed for the import rules (scripts/check_imports.py)"
+fi
 
 if git cat-file -e "$RULES_BASE^{commit}" 2>/dev/null; then
   range="$RULES_BASE..HEAD"
