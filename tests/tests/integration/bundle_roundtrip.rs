@@ -391,3 +391,49 @@ fn every_weight_format_trains_packs_and_round_trips() {
     assert_eq!(size(WeightFormat::Fp8E4m3), size(WeightFormat::Int8));
     assert!(size(WeightFormat::MxInt8) <= size(WeightFormat::Int8));
 }
+
+/// The decode budget (`DecodeLimits`) counts every level of a stored mip chain (each side halved,
+/// rounding down, to 1×1) and the MLP's multiply-adds per texel, from the manifest alone; a limit
+/// at the cost lets the bundle through and one a byte or a multiply-add under refuses it, naming
+/// what ran over.
+#[test]
+fn the_decode_budget_counts_the_mip_chain_and_the_mlp() {
+    use texset_core::{
+        DecodeLimits, Decoder,
+        decode::DecodeError,
+        model::{full_mip_count, level_size},
+    };
+    for mip_levels in [1, 3] {
+        let bundle = texset_testkit::tiny_bundle_with_mips(mip_levels);
+        let m = &bundle.manifest;
+        let per_texel: u64 = m.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
+        let (mut texels, mut values) = (0u64, 0u64);
+        for map in m.materials.iter().flat_map(|mat| &mat.maps) {
+            let levels = if m.mip_levels > 1 { full_mip_count(map.width, map.height) } else { 1 };
+            assert_eq!(levels > 1, mip_levels > 1);
+            let (mut w, mut h) = (u64::from(map.width), u64::from(map.height));
+            for level in 0..levels {
+                assert_eq!(level_size(map.width, map.height, level), (w as u32, h as u32));
+                texels += w * h;
+                values += w * h * u64::from(map.channels);
+                (w, h) = ((w / 2).max(1), (h / 2).max(1));
+            }
+        }
+        let (bytes, macs) = DecodeLimits::cost(m);
+        assert_eq!((bytes, macs), (values * 4, texels * per_texel), "mip levels {mip_levels}");
+        let at = DecodeLimits { max_decoded_bytes: bytes, max_multiply_adds: macs };
+        assert!(Decoder::with_limits(&bundle, at).is_ok());
+        let under_bytes = DecodeLimits { max_decoded_bytes: bytes - 1, ..at };
+        let under_macs = DecodeLimits { max_multiply_adds: macs - 1, ..at };
+        for (limits, what) in [(under_bytes, "bytes of decoded values"), (under_macs, "multiply-adds")] {
+            match Decoder::with_limits(&bundle, limits) {
+                Err(DecodeError::OverBudget { what: said, needed, limit }) => {
+                    assert_eq!(said, what);
+                    assert_eq!(needed, limit + 1);
+                }
+                Err(other) => panic!("{other}"),
+                Ok(_) => panic!("{what}: a limit under the cost let the bundle through"),
+            }
+        }
+    }
+}
