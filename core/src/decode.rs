@@ -82,11 +82,10 @@ impl DecodeLimits {
     /// of its MLP)`, from the manifest alone.
     #[must_use]
     pub fn cost(manifest: &Manifest) -> (u64, u64) {
-        let macs_per_texel: u64 = manifest.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
+        let macs_per_texel = manifest.multiply_adds_per_texel();
         let (mut values, mut texels) = (0u64, 0u64);
         for map in manifest.materials.iter().flat_map(|m| &m.maps) {
-            let levels = if manifest.mip_levels > 1 { crate::model::params::full_mip_count(map.width, map.height) } else { 1 };
-            for level in 0..levels {
+            for level in 0..manifest.map_mip_levels(map) {
                 let (w, h) = crate::model::level_size(map.width, map.height, level);
                 let level_texels = u64::from(w) * u64::from(h);
                 texels = texels.saturating_add(level_texels);
@@ -245,11 +244,7 @@ impl Decoder {
     /// Mip levels a map decodes at: its full chain when the bundle stores one, else 1.
     pub fn map_mip_levels(&self, material: usize, map: usize) -> Result<u32, DecodeError> {
         self.check(material, map)?;
-        if self.manifest.mip_levels <= 1 {
-            return Ok(1);
-        }
-        let e = &self.manifest.materials[material].maps[map];
-        Ok(crate::model::params::full_mip_count(e.width, e.height))
+        Ok(self.manifest.map_mip_levels(&self.manifest.materials[material].maps[map]))
     }
 
     /// Decodes every channel of one map at `(u, v)` and level of detail `lod` into `out`

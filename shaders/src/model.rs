@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use texset_core::{
     bundle::{Bundle, Manifest, MapEntry},
     model::{
-        MAX_MLP_WIDTH, QuantizedLayer, full_mip_count,
+        MAX_MLP_WIDTH, QuantizedLayer,
         wgsl::{MlpPrecision, MlpShape, MlpWgsl, PORTABLE_UNIFORM_BYTES, PackedInt8, WeightMemory, pack_weights},
     },
     set::{ColorSpace, MapKind, NormalConvention},
@@ -389,19 +389,19 @@ impl MapTables {
         for material in &manifest.materials {
             tables.first_map.push(to_u32("maps", tables.output_offset.len())?);
             for map in &material.maps {
-                tables.push(map, manifest.mip_levels > 1, mask_words);
+                tables.push(map, manifest.map_mip_levels(map), mask_words);
             }
         }
         Ok(tables)
     }
 
-    /// Appends `map` (with its full mip chain when the bundle has one).
-    fn push(&mut self, map: &MapEntry, mip_chain: bool, mask_words: usize) {
+    /// Appends `map`, which decodes at `mip_levels` levels.
+    fn push(&mut self, map: &MapEntry, mip_levels: u32, mask_words: usize) {
         self.output_offset.push(map.output_offset);
         self.channels.push(map.channels);
         self.width.push(map.width);
         self.height.push(map.height);
-        self.mip_levels.push(if mip_chain { full_mip_count(map.width, map.height) } else { 1 });
+        self.mip_levels.push(mip_levels);
         let mut words = vec![0u32; mask_words];
         for &c in &map.latent_channels {
             if let Some(word) = words.get_mut(c as usize / 32) {

@@ -191,6 +191,18 @@ impl Manifest {
         self.grids.iter().chain(&self.mip_grids)
     }
 
+    /// Mip levels `map` decodes at: its full chain when the bundle stores one, else 1.
+    #[must_use]
+    pub fn map_mip_levels(&self, map: &MapEntry) -> u32 {
+        if self.mip_levels > 1 { crate::model::full_mip_count(map.width, map.height) } else { 1 }
+    }
+
+    /// Multiply-adds of the MLP per decoded texel: the sum over its layers of inputs × outputs.
+    #[must_use]
+    pub fn multiply_adds_per_texel(&self) -> u64 {
+        self.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum()
+    }
+
     /// Total MLP output channels (a map sharing an earlier map's outputs adds none).
     #[must_use]
     pub fn output_channels(&self) -> usize {
@@ -334,7 +346,7 @@ fn validate_layers(m: &Manifest) -> Result<usize, BundleError> {
         }
         width = l.outputs as usize;
     }
-    let macs: u64 = m.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
+    let macs = m.multiply_adds_per_texel();
     if macs > limits::MAX_MLP_MACS_PER_TEXEL {
         return invalid(format!("an MLP of {macs} multiply-adds per texel (limit {})", limits::MAX_MLP_MACS_PER_TEXEL));
     }

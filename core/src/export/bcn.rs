@@ -20,13 +20,19 @@ pub enum BcFormat {
 }
 
 impl BcFormat {
-    /// Storage cost.
+    /// Bytes of one 4×4 block.
+    #[must_use]
+    pub fn block_bytes(self) -> usize {
+        match self {
+            Self::Bc1 | Self::Bc4 => 8,
+            Self::Bc5 | Self::Bc7 => 16,
+        }
+    }
+
+    /// Storage cost: a block's bits over its 16 texels.
     #[must_use]
     pub fn bits_per_texel(self) -> f64 {
-        match self {
-            Self::Bc1 | Self::Bc4 => 4.0,
-            Self::Bc5 | Self::Bc7 => 8.0,
-        }
+        (self.block_bytes() * 8) as f64 / 16.0
     }
 
     /// What engines use for a map of this kind and channel count: BC5 for normals (z rebuilt),

@@ -61,13 +61,6 @@ pub struct EncodedLevel {
     pub blocks: Vec<u8>,
 }
 
-fn block_bytes(format: BcFormat) -> usize {
-    match format {
-        BcFormat::Bc1 | BcFormat::Bc4 => 8,
-        BcFormat::Bc5 | BcFormat::Bc7 => 16,
-    }
-}
-
 /// `VkFormat` of a format (sRGB variants where they exist).
 #[must_use]
 pub fn vk_format(format: BcFormat, srgb: bool) -> u32 {
@@ -123,7 +116,7 @@ pub fn ktx2_bytes(format: BcFormat, srgb: bool, levels: &[EncodedLevel]) -> Vec<
     dfd.extend_from_slice(&(block_size as u16).to_le_bytes());
     dfd.extend_from_slice(&[model, 1, if srgb { 2 } else { 1 }, 0]); // model, BT.709, transfer, straight alpha
     dfd.extend_from_slice(&[3, 3, 0, 0]); // 4x4x1x1 blocks
-    dfd.extend_from_slice(&[block_bytes(format) as u8, 0, 0, 0, 0, 0, 0, 0]);
+    dfd.extend_from_slice(&[format.block_bytes() as u8, 0, 0, 0, 0, 0, 0, 0]);
     for &(bit_offset, bit_length, channel) in samples {
         dfd.extend_from_slice(&bit_offset.to_le_bytes());
         dfd.extend_from_slice(&[bit_length, channel, 0, 0, 0, 0]);
@@ -141,7 +134,7 @@ pub fn ktx2_bytes(format: BcFormat, srgb: bool, levels: &[EncodedLevel]) -> Vec<
     let level_count = levels.len();
     let dfd_offset = 80 + 24 * level_count;
     let kvd_offset = dfd_offset + dfd.len();
-    let align = block_bytes(format);
+    let align = format.block_bytes();
     // Level data, smallest level first.
     let mut offsets = vec![0usize; level_count];
     let mut at = kvd_offset + kvd.len();
