@@ -292,9 +292,15 @@ impl Bundle {
 
     /// Reads and validates a bundle file.
     pub fn read(path: &Path) -> Result<Self, BundleError> {
+        Self::read_with_bytes(path).map(|(bundle, _)| bundle)
+    }
+
+    /// [`Bundle::read`], and the file's bytes (to keep or copy as they are): a regular file of at
+    /// most [`limits::MAX_BUNDLE_BYTES`].
+    pub fn read_with_bytes(path: &Path) -> Result<(Self, Vec<u8>), BundleError> {
         let bytes = crate::io::read_regular(path, limits::MAX_BUNDLE_BYTES)
             .map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
-        Self::from_bytes(&bytes)
+        Ok((Self::from_bytes(&bytes)?, bytes))
     }
 
     /// Writes the bundle atomically (temporary file, fsync, rename).

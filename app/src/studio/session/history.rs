@@ -5,18 +5,21 @@ use crate::studio::task::Task;
 use std::sync::Arc;
 use texset_core::{
     CompressReport, DecodeLimits,
-    bundle::{Bundle, limits::MAX_BUNDLE_BYTES},
+    bundle::{Bundle, BundleError},
     eval::decode_set,
-    io::{read_regular, write_atomic},
+    io::write_atomic,
 };
 
-/// Reads a bundle file the studio opens (a kept run, the last session's bundle) with its bytes:
-/// a regular file within the reader's size limit, whose maps decode within
+/// Reads a bundle file the studio opens (a kept run, the last session's bundle) with its bytes
+/// ([`Bundle::read_with_bytes`]), refused if its maps would not decode within
 /// [`DecodeLimits::INTERACTIVE`] (the studio decodes every map it shows). The error names the file.
 pub(super) fn read_bundle_file(path: &std::path::Path) -> Result<(Bundle, Vec<u8>), String> {
     let fault = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let bytes = read_regular(path, MAX_BUNDLE_BYTES).map_err(|e| fault(&e))?;
-    let bundle = Bundle::from_bytes(&bytes).map_err(|e| fault(&e))?;
+    // An I/O error names the file itself; the reader's others do not.
+    let (bundle, bytes) = Bundle::read_with_bytes(path).map_err(|e| match e {
+        BundleError::Io { .. } => e.to_string(),
+        other => fault(&other),
+    })?;
     DecodeLimits::INTERACTIVE.check(&bundle.manifest).map_err(|e| fault(&e))?;
     Ok((bundle, bytes))
 }
