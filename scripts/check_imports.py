@@ -15,6 +15,7 @@ belongs in the higher layer's tests or in tests/.
 Prints one line a breach (as `RULE: ...`, what check-rules.sh counts) and exits 1 if any.
 """
 
+import functools
 import os
 import re
 import sys
@@ -139,6 +140,7 @@ def crate_modules(root):
     return files
 
 
+@functools.lru_cache(maxsize=None)
 def edges_between_siblings(root, subtree):
     """{parent: {(child_from, child_to)}}: a module under child_from names one under child_to."""
     files = crate_modules(root)
