@@ -165,7 +165,10 @@ pub fn unmap(entry: &MapEntry, t: [f32; 4]) -> [f32; 4] {
 pub struct Decoder {
     manifest: Manifest,
     params: ModelParams,
-    masks: Vec<Vec<Vec<f32>>>,
+    /// The latent-channel masks of the distinct channel budgets.
+    masks: Vec<Vec<f32>>,
+    /// Each map's mask in `masks`, by material and map.
+    mask_of: Vec<Vec<usize>>,
     /// The MLP of the GPU's packed-int8 path instead of the reference's ([`Decoder::int8_twin`]).
     int8: Option<PackedInt8>,
 }
@@ -184,8 +187,12 @@ impl Decoder {
     /// beyond the reader's own.
     #[must_use]
     pub fn new(bundle: &Bundle) -> Self {
+        // One mask per distinct channel budget, shared by the maps that have it: the masks take
+        // memory in proportion to the budgets the manifest spells out, not to maps × channels.
         let lc = bundle.manifest.latent_channels();
-        let masks = bundle
+        let mut masks: Vec<Vec<f32>> = Vec::new();
+        let mut budgets: std::collections::HashMap<&[u32], usize> = std::collections::HashMap::new();
+        let mask_of = bundle
             .manifest
             .materials
             .iter()
@@ -193,18 +200,21 @@ impl Decoder {
                 m.maps
                     .iter()
                     .map(|map| {
-                        let mut mask = vec![0.0; lc];
-                        for &c in &map.latent_channels {
-                            if let Some(v) = mask.get_mut(c as usize) {
-                                *v = 1.0;
+                        *budgets.entry(&map.latent_channels).or_insert_with(|| {
+                            let mut mask = vec![0.0; lc];
+                            for &c in &map.latent_channels {
+                                if let Some(v) = mask.get_mut(c as usize) {
+                                    *v = 1.0;
+                                }
                             }
-                        }
-                        mask
+                            masks.push(mask);
+                            masks.len() - 1
+                        })
                     })
                     .collect()
             })
             .collect();
-        Self { manifest: bundle.manifest.clone(), params: bundle.model_params(), masks, int8: None }
+        Self { manifest: bundle.manifest.clone(), params: bundle.model_params(), masks, mask_of, int8: None }
     }
 
     /// A decoder whose MLP computes as the GPU decoder's packed-int8 path does
@@ -226,6 +236,11 @@ impl Decoder {
     #[must_use]
     pub fn params(&self) -> &ModelParams {
         &self.params
+    }
+
+    /// The latent-channel mask of a (checked) map.
+    fn mask(&self, material: usize, map: usize) -> &[f32] {
+        &self.masks[self.mask_of[material][map]]
     }
 
     fn check(&self, material: usize, map: usize) -> Result<(), DecodeError> {
@@ -277,7 +292,7 @@ impl Decoder {
         let entry = &self.manifest.materials[material].maps[map];
         let channels = entry.channels as usize;
         let mut features = vec![0.0; self.params.mlp_inputs()];
-        features_at_level(&self.params, u, v, level, &self.masks[material][map], &mut features);
+        features_at_level(&self.params, u, v, level, self.mask(material, map), &mut features);
         let mut scratch = MlpScratch::default();
         let int8;
         let y = match &self.int8 {
@@ -330,82 +345,124 @@ impl Decoder {
         self.decode_maps(material, &all, level)
     }
 
+    /// Decodes mip level `level` of every map of a material in bands of rows, for a writer that
+    /// streams: memory grows with a band (about `band_texels` texels of every map decoded
+    /// together), not with a map's size. `sink(map, first_row, band)` gets each map's rows in
+    /// order, top first, `band.height` rows from `first_row`; a map is whole once `first_row +
+    /// band.height` reaches its height. Maps that share a resolution and a channel budget come band
+    /// by band together (one MLP evaluation per texel serves all of them), then the next such group.
+    pub fn decode_material_bands<E: From<DecodeError>>(
+        &self,
+        material: usize,
+        level: u32,
+        band_texels: usize,
+        mut sink: impl FnMut(usize, u32, DecodedMap) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let count = self.manifest.materials.get(material).ok_or(DecodeError::NoMaterial(material))?.maps.len();
+        let all: Vec<usize> = (0..count).collect();
+        for group in self.groups(material, &all) {
+            let entry = &self.manifest.materials[material].maps[group[0]];
+            let (width, height) = crate::model::mips::level_size(entry.width, entry.height, level);
+            let band_rows = (band_texels / width.max(1) as usize).clamp(1, height as usize) as u32;
+            for first_row in (0..height).step_by(band_rows as usize) {
+                let rows = first_row..(first_row + band_rows).min(height);
+                for (map, band) in group.iter().zip(self.decode_rows(material, &group, level, rows)) {
+                    sink(*map, first_row, band)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn decode_maps(&self, material: usize, maps: &[usize], level: u32) -> Result<Vec<DecodedMap>, DecodeError> {
         for &m in maps {
             self.check(material, m)?;
         }
-        let entries = &self.manifest.materials[material].maps;
-        let size = |e: &MapEntry| crate::model::mips::level_size(e.width, e.height, level);
-        let mut out: Vec<DecodedMap> = maps
-            .iter()
-            .map(|&m| {
-                let e = &entries[m];
-                let (width, height) = size(e);
-                DecodedMap {
-                    width,
-                    height,
-                    channels: e.channels,
-                    values: vec![0.0; width as usize * height as usize * e.channels as usize],
-                }
-            })
-            .collect();
-        // Group by (resolution, budget).
-        let mut done = vec![false; maps.len()];
-        for first in 0..maps.len() {
-            if done[first] {
-                continue;
-            }
-            let key = &entries[maps[first]];
-            let members: Vec<usize> = (first..maps.len())
-                .filter(|&j| {
-                    let e = &entries[maps[j]];
-                    !done[j] && e.width == key.width && e.height == key.height && e.latent_channels == key.latent_channels
-                })
-                .collect();
-            for &j in &members {
-                done[j] = true;
-            }
-            let (width, height) = size(key);
-            let (width, height) = (width as usize, height as usize);
-            // A level past the map's own chain is its last (1×1) level, as `decode_texel_lod`
-            // and the WGSL clamp it.
-            let level = level.min(crate::model::params::full_mip_count(key.width, key.height) - 1);
-            let mask = &self.masks[material][maps[first]];
-            let rows: Vec<Vec<Vec<f32>>> = (0..height)
-                .into_par_iter()
-                .map(|y| {
-                    let mut row_out: Vec<Vec<f32>> =
-                        members.iter().map(|&j| Vec::with_capacity(width * entries[maps[j]].channels as usize)).collect();
-                    let v = (y as f32 + 0.5) / height as f32;
-                    let mut block = BlockScratch::new(&self.params);
-                    for x0 in (0..width).step_by(DECODE_BLOCK_TEXELS) {
-                        let count = DECODE_BLOCK_TEXELS.min(width - x0);
-                        let texel_u = |i: usize| ((x0 + i) as f32 + 0.5) / width as f32;
-                        let (y_all, np) = block.decode(&self.params, self.int8.as_ref(), count, texel_u, v, level, mask);
-                        for i in 0..count {
-                            for (r, &j) in row_out.iter_mut().zip(&members) {
-                                let e = &entries[maps[j]];
-                                let (o, ch) = (e.output_offset as usize, e.channels as usize);
-                                let mut t = [0.0f32; 4];
-                                for (c, dst) in t.iter_mut().enumerate().take(ch) {
-                                    *dst = y_all[(o + c) * np + i].clamp(0.0, 1.0);
-                                }
-                                e.apply_color_transform(&mut t);
-                                r.extend_from_slice(&t[..ch]);
-                            }
-                        }
-                    }
-                    row_out
-                })
-                .collect();
-            for (y, row) in rows.into_iter().enumerate() {
-                for (r, &j) in row.into_iter().zip(&members) {
-                    let ch = out[j].channels as usize;
-                    out[j].values[y * width * ch..(y + 1) * width * ch].copy_from_slice(&r);
+        let mut out: Vec<Option<DecodedMap>> = vec![None; maps.len()];
+        for group in self.groups(material, maps) {
+            let entry = &self.manifest.materials[material].maps[group[0]];
+            let (_, height) = crate::model::mips::level_size(entry.width, entry.height, level);
+            for (map, decoded) in group.iter().zip(self.decode_rows(material, &group, level, 0..height)) {
+                if let Some(slot) = maps.iter().position(|m| m == map).and_then(|i| out.get_mut(i)) {
+                    *slot = Some(decoded);
                 }
             }
         }
-        Ok(out)
+        out.into_iter().map(|m| m.ok_or(DecodeError::NoMaterial(material))).collect()
+    }
+
+    /// `maps` (checked indices of one material) grouped by resolution and channel budget, each
+    /// group in the order of `maps`, duplicates dropped.
+    fn groups(&self, material: usize, maps: &[usize]) -> Vec<Vec<usize>> {
+        let entries = &self.manifest.materials[material].maps;
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for &m in maps {
+            let e = &entries[m];
+            match groups.iter_mut().find(|g| {
+                let k = &entries[g[0]];
+                k.width == e.width && k.height == e.height && k.latent_channels == e.latent_channels
+            }) {
+                Some(g) if !g.contains(&m) => g.push(m),
+                Some(_) => {}
+                None => groups.push(vec![m]),
+            }
+        }
+        groups
+    }
+
+    /// Rows `rows` of level `level` of the maps `group` (checked indices of one material that share
+    /// a resolution and a channel budget: [`Self::groups`]), one band each.
+    fn decode_rows(&self, material: usize, group: &[usize], level: u32, rows: std::ops::Range<u32>) -> Vec<DecodedMap> {
+        let entries = &self.manifest.materials[material].maps;
+        let key = &entries[group[0]];
+        let (width, height) = crate::model::mips::level_size(key.width, key.height, level);
+        let (width, height) = (width as usize, height as usize);
+        // A level past the map's own chain is its last (1×1) level, as `decode_texel_lod` and the
+        // WGSL clamp it.
+        let level = level.min(crate::model::params::full_mip_count(key.width, key.height) - 1);
+        let mask = self.mask(material, group[0]);
+        let decoded: Vec<Vec<Vec<f32>>> = (rows.start as usize..rows.end as usize)
+            .into_par_iter()
+            .map(|y| {
+                let mut row_out: Vec<Vec<f32>> = group.iter().map(|&m| Vec::with_capacity(width * entries[m].channels as usize)).collect();
+                let v = (y as f32 + 0.5) / height as f32;
+                let mut block = BlockScratch::new(&self.params);
+                for x0 in (0..width).step_by(DECODE_BLOCK_TEXELS) {
+                    let count = DECODE_BLOCK_TEXELS.min(width - x0);
+                    let texel_u = |i: usize| ((x0 + i) as f32 + 0.5) / width as f32;
+                    let (y_all, np) = block.decode(&self.params, self.int8.as_ref(), count, texel_u, v, level, mask);
+                    for i in 0..count {
+                        for (r, &m) in row_out.iter_mut().zip(group) {
+                            let e = &entries[m];
+                            let (o, ch) = (e.output_offset as usize, e.channels as usize);
+                            let mut t = [0.0f32; 4];
+                            for (c, dst) in t.iter_mut().enumerate().take(ch) {
+                                *dst = y_all[(o + c) * np + i].clamp(0.0, 1.0);
+                            }
+                            e.apply_color_transform(&mut t);
+                            r.extend_from_slice(&t[..ch]);
+                        }
+                    }
+                }
+                row_out
+            })
+            .collect();
+        let band_rows = rows.len();
+        let mut bands: Vec<DecodedMap> = group
+            .iter()
+            .map(|&m| DecodedMap {
+                width: width as u32,
+                height: band_rows as u32,
+                channels: entries[m].channels,
+                values: Vec::with_capacity(width * band_rows * entries[m].channels as usize),
+            })
+            .collect();
+        for row in decoded {
+            for (band, r) in bands.iter_mut().zip(row) {
+                band.values.extend_from_slice(&r);
+            }
+        }
+        bands
     }
 }
 

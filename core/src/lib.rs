@@ -12,7 +12,8 @@
 //!   one generator of the shaders' WGSL MLP;
 //! - [`train`]: the training loop and its trainers (fused CPU, fused GPU in WGSL, burn);
 //! - [`bundle`]: the file format; [`decode`]: decoding whole maps; [`eval`]: metrics and `BCn`;
-//! - [`drivers`]: rate control, precision search, `add` and batch; [`io`]: export and transcode.
+//! - [`export`]: PNG/EXR, KTX2/DDS and the BC codec; [`drivers`]: rate control, precision
+//!   search, `add` and batch; [`io`]: atomic writes, bounded reads and fault injection.
 //!
 //! The runtime side (an engine reading bundles) builds without the `train` feature: [`bundle`],
 //! [`decode`], [`model`] and [`eval`]'s metrics, with no burn.
@@ -50,6 +51,8 @@ pub mod internal_tests {
     pub use crate::analyse::groups::material_groups;
     #[cfg(feature = "train")]
     pub use crate::eval::quantize_to_format;
+    #[cfg(feature = "train")]
+    pub use crate::export::folder::decode_to_folder_in_bands;
     pub use crate::model::mips::box_chain;
     pub use crate::model::params::{lod_level, pyramid_level};
     pub use crate::model::reference::features_at_level;
@@ -59,6 +62,8 @@ pub mod internal_tests {
     pub use crate::train::burn::trainer::loss_and_grads as burn_loss_and_grads;
     #[cfg(feature = "train")]
     pub use crate::train::burn::wgpu_device_is_shared;
+    #[cfg(feature = "train")]
+    pub use crate::train::checkpoint::{seed_bytes as checkpoint_seed_bytes, step_from_bytes as checkpoint_step_from_bytes};
     #[cfg(feature = "train")]
     pub use crate::train::gpu::STAGES;
     #[cfg(feature = "train")]

@@ -10,7 +10,7 @@ use texset_core::{
     eval::psnr,
     export::{bcn::decode, write_folder},
     io::{Overwrite, Written, write_atomic},
-    set::load_library,
+    set::{SampleFormat, load_library},
 };
 
 // `texset transcode`.
@@ -59,7 +59,7 @@ impl TranscodeArgs {
 /// `texset transcode`: decode, build mips, block-compress, write KTX2/DDS (atomic), read every
 /// KTX2 file back with the `ktx2` crate, and report PSNR per map.
 fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
-    use texset_core::export::{Container, bcn::Profile, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
+    use texset_core::export::{Container, bcn::Profile, block_compressible, dds_bytes, ktx2_bytes, transcode_chain, vk_format};
     let (bundle, output, format, gpu, originals) =
         (args.bundle.as_path(), args.output.as_path(), args.format, args.gpu, args.originals.as_slice());
     let b = read_bundle(bundle)?;
@@ -80,6 +80,13 @@ fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
     let mut record = Written::open(output)?;
     let targets: Vec<PathBuf> = b.manifest.materials.iter().flat_map(|m| m.maps.iter().map(|e| path_of(&m.name, &e.kind))).collect();
     record.check(targets.iter().map(PathBuf::as_path), overwrite)?;
+    for material in &b.manifest.materials {
+        for entry in &material.maps {
+            if let Err(why) = block_compressible(entry) {
+                bail!("cannot transcode {}/{} of {}: {why}", material.name, entry.kind, bundle.display());
+            }
+        }
+    }
     let (mut total_bytes, mut texels) = (0u64, 0u64);
     for (m, material) in b.manifest.materials.iter().enumerate() {
         let folder = output.join(&material.name);
@@ -112,7 +119,15 @@ fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
                 }
             }
             let Some(level0) = t.levels.first() else { bail!("no level 0 encoded for {}/{} (a texset bug)", material.name, entry.kind) };
-            let back = decode(&level0.blocks, map.width, map.height, map.channels, entry.kind, t.format);
+            let mut back = decode(&level0.blocks, map.width, map.height, map.channels, entry.kind, t.format);
+            if entry.sample_format == SampleFormat::F32 {
+                // A float map's blocks hold it at its scale: compared as stored, as the rest.
+                let ch = map.channels.max(1) as usize;
+                for (i, v) in back.iter_mut().enumerate() {
+                    let [low, high] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
+                    *v = (*v - low) / (high - low).max(f32::MIN_POSITIVE);
+                }
+            }
             let against_original = originals.as_ref().and_then(|set| {
                 let source = set.materials.iter().find(|s| s.name == material.name)?.textures.iter().find(|t| t.kind == entry.kind)?;
                 (source.texels.len() == back.len()).then(|| psnr(&source.texels, &back))

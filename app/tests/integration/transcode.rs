@@ -9,10 +9,37 @@ use texset_core::{
     eval::psnr,
     export::bcn::{self, BcFormat},
     model::full_mip_count,
+    set::{NormalConvention, decode_texture},
 };
 
 fn texset(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_texset")).args(args).output().unwrap()
+}
+
+/// Runs `texset` with `args` (and `vars`): whether it succeeded, its stderr and its peak resident
+/// memory in bytes (the kernel's count for the child, from `wait4(2)`).
+fn texset_peak(args: &[&str], vars: &[(&str, &str)]) -> (bool, String, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr_path = dir.path().join("stderr");
+    #[expect(clippy::zombie_processes, reason = "reaped by wait4 below, which also reads its resource usage")]
+    let child = Command::new(env!("CARGO_BIN_EXE_texset"))
+        .args(args)
+        .envs(vars.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+    #[expect(unsafe_code, reason = "wait4(2) has no safe wrapper in std; it writes only to the two locals passed")]
+    let (pid, rusage) = unsafe {
+        let mut rusage: libc::rusage = std::mem::zeroed();
+        (libc::wait4(child.id() as libc::pid_t, &raw mut status, 0, &raw mut rusage), rusage)
+    };
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
+    let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    // Linux reports `ru_maxrss` in KiB.
+    (success, std::fs::read_to_string(&stderr_path).unwrap(), rusage.ru_maxrss as u64 * 1024)
 }
 
 /// A sample library of `size`² maps under `root`, and its `wood` compressed in `steps` steps:
@@ -211,19 +238,8 @@ fn decode_and_transcode_never_replace_what_texset_did_not_write() {
 #[test]
 fn a_bundle_over_the_decode_budget_is_refused_at_once() {
     use texset_core::{DecodeLimits, bundle::limits::MAX_LIBRARY_VALUES};
-    let mut bundle = texset_testkit::tiny_bundle();
-    for map in &mut bundle.manifest.materials[0].maps {
-        (map.width, map.height) = (4096, 4096);
-    }
-    let first = bundle.manifest.materials[0].clone();
-    let per_material: u64 = first.maps.iter().map(|m| 4096 * 4096 * u64::from(m.channels)).sum();
-    let copies = (8 << 30) / 4 / per_material + 1;
-    for i in 1..copies {
-        let mut copy = first.clone();
-        copy.name = format!("copy{i}");
-        bundle.manifest.materials.push(copy);
-    }
-    let values = per_material * copies;
+    let bundle = texset_testkit::over_budget_bundle();
+    let values: u64 = bundle.manifest.materials.iter().flat_map(|m| &m.maps).map(|m| u64::from(m.width * m.height * m.channels)).sum();
     assert!(values * 4 > 8 << 30 && values <= MAX_LIBRARY_VALUES, "{values} values");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("forged.texset");
@@ -233,14 +249,14 @@ fn a_bundle_over_the_decode_budget_is_refused_at_once() {
     for command in ["decode", "transcode"] {
         let out = dir.path().join(command);
         let start = std::time::Instant::now();
-        let run = texset(&[command, path.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let (success, stderr, peak_bytes) = texset_peak(&[command, path.to_str().unwrap(), "-o", out.to_str().unwrap()], &[]);
         let elapsed = start.elapsed();
-        let stderr = String::from_utf8_lossy(&run.stderr);
-        assert!(!run.status.success(), "{command} decoded a bundle over its limit");
+        assert!(!success, "{command} decoded a bundle over its limit");
         assert!(stderr.contains("forged.texset") && stderr.contains("over this decoder's limit"), "{command}: {stderr}");
         assert!(!out.exists(), "{command} wrote {} before refusing", out.display());
-        println!("{command}: refused in {elapsed:?}");
+        println!("{command}: refused in {elapsed:?}, peak {} MB", peak_bytes >> 20);
         assert!(elapsed < std::time::Duration::from_secs(5), "{command} took {elapsed:?} to refuse");
+        assert!(peak_bytes < 200 << 20, "{command} held {} MB to refuse", peak_bytes >> 20);
     }
     // Level 0's values, and a stored mip chain's (a third more at most).
     let (bytes, _) = DecodeLimits::cost(&bundle.manifest);
@@ -248,4 +264,66 @@ fn a_bundle_over_the_decode_budget_is_refused_at_once() {
     assert!(Decoder::with_limits(&bundle, DecodeLimits::INTERACTIVE).is_err());
     assert!(Decoder::with_limits(&bundle, DecodeLimits::COMMAND_LINE).is_err());
     assert!(Decoder::with_limits(&bundle, DecodeLimits::COMMAND_LINE.with_decoded_gib(bytes.div_ceil(1 << 30))).is_ok());
+}
+
+/// `texset decode` writes PNG maps in bands of rows: a material whose two maps are 4096² (a few
+/// KB of bundle) decodes in memory that does not grow with the maps, to the same bytes as the
+/// whole-map path (`--gpu` without an adapter falls back to the CPU decoding each map whole), which
+/// holds every map's f32 values at once (issue 67).
+#[test]
+fn decode_writes_large_maps_in_bands_in_bounded_memory() {
+    let mut bundle = texset_testkit::tiny_bundle();
+    // Material m's maps at 4096²; n's stay small (the decoder's outputs serve both).
+    for map in &mut bundle.manifest.materials[0].maps {
+        (map.width, map.height) = (4096, 4096);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.texset");
+    bundle.write(&path).unwrap();
+    let whole_values: u64 = bundle.manifest.materials[0].maps.iter().map(|m| 4096 * 4096 * u64::from(m.channels)).sum();
+    let mut peaks = Vec::new();
+    for (name, args, vars) in [("bands", vec![], vec![]), ("whole", vec!["--gpu"], vec![("TEXSET_FAULT", "gpu-no-adapter")])] {
+        let out = dir.path().join(name);
+        let mut all = vec!["decode", path.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        all.extend(args);
+        let start = std::time::Instant::now();
+        let (success, stderr, peak_bytes) = texset_peak(&all, &vars);
+        assert!(success, "{name}: {stderr}");
+        println!("{name}: {:?}, peak {} MB", start.elapsed(), peak_bytes >> 20);
+        peaks.push(peak_bytes);
+    }
+    for map in ["m_basecolor.png", "m_roughness.png"] {
+        let bands = std::fs::read(dir.path().join("bands/m").join(map)).unwrap();
+        let whole = std::fs::read(dir.path().join("whole/m").join(map)).unwrap();
+        assert!(bands == whole, "{map}: the bands' PNG differs from the whole map's");
+    }
+    // The whole path holds every map's f32 values (256 MiB here); the bands a few MiB of them.
+    assert!(peaks[1] > whole_values * 4, "the whole path peaked at {} MB", peaks[1] >> 20);
+    assert!(peaks[0] < 200 << 20, "decoding in bands peaked at {} MB", peaks[0] >> 20);
+}
+
+/// Float maps end to end (issue 67): the test kit's `n/height` is a one-channel float map whose
+/// values span −0.5..2.5. `decode` writes it as a one-channel EXR at that scale (it was refused:
+/// "1-channel float maps cannot be written as EXR"); `transcode` refuses it by name, since BC
+/// blocks hold 0..1, instead of writing its stored values as if they were its values.
+#[test]
+fn float_maps_decode_at_their_scale_and_transcode_refuses_what_bc_cannot_hold() {
+    let bundle = texset_testkit::tiny_bundle();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.texset");
+    bundle.write(&path).unwrap();
+    let decoded = dir.path().join("decoded");
+    let run = texset(&["decode", path.to_str().unwrap(), "-o", decoded.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let exr = std::fs::read(decoded.join("n/n_height.exr")).unwrap();
+    let height = decode_texture(&exr, Path::new("n_height.exr"), MapKind::Height, NormalConvention::OpenGl).unwrap();
+    assert_eq!(height.channels, 1);
+    let [low, high] = height.channel_ranges[0];
+    assert!(low >= -0.5 - 1e-4 && high <= 2.5 + 1e-4 && high - low > 0.1, "decoded at {low}..{high}");
+
+    let out = dir.path().join("ktx2");
+    let run = texset(&["transcode", path.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "transcode wrote a float map BC cannot hold");
+    assert!(stderr.contains("n/height") && stderr.contains("-0.5..2.5") && stderr.contains("tiny.texset"), "{stderr}");
 }

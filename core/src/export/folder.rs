@@ -2,9 +2,12 @@
 
 use crate::bundle::{Manifest, MapEntry};
 use crate::decode::{DecodeError, DecodedMap, Decoder};
-use crate::io::{Overwrite, Written};
+use crate::io::{AtomicFile, Overwrite, Written};
 use crate::set::SampleFormat;
+use std::cell::RefCell;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Why decoded maps could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -37,50 +40,60 @@ pub(crate) fn encode_map(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, 
 
 fn encode_exr(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
     use image::{ImageEncoder, codecs::openexr::OpenExrEncoder};
+    let ch = entry.channels as usize;
+    let values = map.values.iter().enumerate().map(|(i, v)| {
+        let [lo, hi] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
+        lo + (hi - lo) * v
+    });
     let color = match entry.channels {
+        // A height map's one channel (and a gray+alpha pair), which `image` does not write.
+        1 | 2 => return crate::set::encode_gray_exr(&values.collect::<Vec<f32>>(), map.width, map.height, entry.channels),
         3 => image::ExtendedColorType::Rgb32F,
         4 => image::ExtendedColorType::Rgba32F,
         c => return Err(format!("{c}-channel float maps cannot be written as EXR")),
     };
-    let ch = entry.channels as usize;
-    let bytes: Vec<u8> = map
-        .values
-        .iter()
-        .enumerate()
-        .flat_map(|(i, v)| {
-            let [lo, hi] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
-            (lo + (hi - lo) * v).to_le_bytes()
-        })
-        .collect();
+    let bytes: Vec<u8> = values.flat_map(f32::to_le_bytes).collect();
     let mut out = std::io::Cursor::new(Vec::new());
     OpenExrEncoder::new(&mut out).write_image(&bytes, map.width, map.height, color).map_err(|e| e.to_string())?;
     Ok(out.into_inner())
 }
 
-/// Encodes one decoded map as PNG bytes (8 or 16 bit, as the map's sample format says).
+/// Encodes one decoded map as PNG bytes (8 or 16 bit, as the map's sample format says): the same
+/// encoder, settings and bytes as a map written band by band ([`decode_to_folder`]).
 pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
-    use image::{ImageEncoder, codecs::png::PngEncoder};
-    let color = match (entry.channels, entry.sample_format) {
-        (1, SampleFormat::U8) => image::ExtendedColorType::L8,
-        (2, SampleFormat::U8) => image::ExtendedColorType::La8,
-        (3, SampleFormat::U8) => image::ExtendedColorType::Rgb8,
-        (4, SampleFormat::U8) => image::ExtendedColorType::Rgba8,
-        (1, _) => image::ExtendedColorType::L16,
-        (2, _) => image::ExtendedColorType::La16,
-        (3, _) => image::ExtendedColorType::Rgb16,
-        (4, _) => image::ExtendedColorType::Rgba16,
-        (c, _) => return Err(format!("{c} channels cannot be written as PNG")),
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let mut stream = png_stream(Shared(Rc::clone(&out)), map.width, map.height, entry)?;
+    stream.write_all(&png_samples(&map.values, entry)).map_err(|e| e.to_string())?;
+    stream.finish().map_err(|e| e.to_string())?;
+    Rc::try_unwrap(out).map(RefCell::into_inner).map_err(|_| "the PNG writer still holds its buffer".to_owned())
+}
+
+/// A PNG writer for one map of `width`×`height` texels, header written, that takes its rows in
+/// order as [`png_samples`] makes them. The `image` crate's defaults: balanced deflate, adaptive
+/// filters.
+fn png_stream<W: Write + 'static>(w: W, width: u32, height: u32, entry: &MapEntry) -> Result<png::StreamWriter<'static, W>, String> {
+    let color = match entry.channels {
+        1 => png::ColorType::Grayscale,
+        2 => png::ColorType::GrayscaleAlpha,
+        3 => png::ColorType::Rgb,
+        4 => png::ColorType::Rgba,
+        c => return Err(format!("{c} channels cannot be written as PNG")),
     };
-    let bytes: Vec<u8> = if entry.sample_format == SampleFormat::U8 {
-        map.values.iter().copied().map(crate::decode::unorm8).collect()
+    let mut encoder = png::Encoder::new(w, width, height);
+    encoder.set_color(color);
+    encoder.set_depth(if entry.sample_format == SampleFormat::U8 { png::BitDepth::Eight } else { png::BitDepth::Sixteen });
+    encoder.set_compression(png::Compression::Balanced);
+    encoder.set_filter(png::Filter::Adaptive);
+    encoder.write_header().and_then(png::Writer::into_stream_writer).map_err(|e| e.to_string())
+}
+
+/// Decoded values in `[0, 1]` as PNG samples: 8-bit unorm, or 16-bit big-endian.
+fn png_samples(values: &[f32], entry: &MapEntry) -> Vec<u8> {
+    if entry.sample_format == SampleFormat::U8 {
+        values.iter().copied().map(crate::decode::unorm8).collect()
     } else {
-        // `image`'s encoders take 16-bit samples in native byte order (the PNG encoder swaps them
-        // to the file's big-endian itself).
-        map.values.iter().flat_map(|v| ((v.clamp(0.0, 1.0) * 65535.0).round() as u16).to_ne_bytes()).collect()
-    };
-    let mut out = Vec::new();
-    PngEncoder::new(&mut out).write_image(&bytes, map.width, map.height, color).map_err(|e| e.to_string())?;
-    Ok(out)
+        values.iter().flat_map(|v| ((v.clamp(0.0, 1.0) * 65535.0).round() as u16).to_be_bytes()).collect()
+    }
 }
 
 /// The file a decoded map is written to: `<dir>/<material>/<material>_<kind>.png` (`.exr` for
@@ -91,10 +104,104 @@ pub(crate) fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf 
     dir.join(material).join(format!("{material}_{}.{extension}", entry.kind))
 }
 
+/// Texels of every map of a material that [`decode_to_folder`] decodes at a time (in bands of
+/// rows): 2^20, so a band holds 16 MiB of f32 values per 4-channel map whatever the map's size.
+pub(crate) const STREAM_BAND_TEXELS: usize = 1 << 20;
+
 /// Decodes every map of the bundle into `dir` (atomic writes) on the CPU; returns the written
 /// paths. Files in the way are replaced as `overwrite` allows ([`write_folder`]).
+///
+/// PNG maps stream: each is decoded and written in bands of rows ([`STREAM_BAND_TEXELS`] texels
+/// of every map at a time), so memory does not grow with a map's size. Float (EXR) maps are
+/// gathered whole before they are written.
 pub fn decode_to_folder(decoder: &Decoder, dir: &Path, overwrite: Overwrite) -> Result<Vec<PathBuf>, ExportError> {
-    write_folder(decoder.manifest(), dir, overwrite, |material| Ok(decoder.decode_material(material)?))
+    decode_to_folder_in_bands(decoder, dir, overwrite, STREAM_BAND_TEXELS)
+}
+
+/// [`decode_to_folder`] in bands of about `band_texels` texels (tests write maps in many bands).
+pub fn decode_to_folder_in_bands(
+    decoder: &Decoder,
+    dir: &Path,
+    overwrite: Overwrite,
+    band_texels: usize,
+) -> Result<Vec<PathBuf>, ExportError> {
+    write_materials(decoder.manifest(), dir, overwrite, |mi, written| {
+        let material = &decoder.manifest().materials[mi];
+        let mut outputs: Vec<Option<Output>> = material.maps.iter().map(|_| None).collect();
+        decoder.decode_material_bands(mi, 0, band_texels, |k, first_row, band| {
+            let (Some(entry), Some(slot)) = (material.maps.get(k), outputs.get_mut(k)) else { return Ok(()) };
+            let path = map_path(dir, &material.name, entry);
+            let fail = |message: String| ExportError::Write { path: path.clone(), message };
+            let last = first_row + band.height >= entry.height;
+            let output = match slot.take() {
+                Some(output) => output,
+                None => Output::start(&path, entry).map_err(fail)?,
+            };
+            let output = output.push(&band, entry).map_err(fail)?;
+            if last {
+                output.finish(&path, entry).map_err(fail)?;
+                written.push(path);
+            } else {
+                *slot = Some(output);
+            }
+            Ok(())
+        })
+    })
+}
+
+/// One map being written by [`decode_to_folder`].
+enum Output {
+    /// A PNG, its rows written as they come, into a temporary file.
+    Png { file: Rc<RefCell<AtomicFile>>, stream: Box<png::StreamWriter<'static, Shared<AtomicFile>>> },
+    /// Values gathered whole (a float map, written as EXR).
+    Whole(DecodedMap),
+}
+
+/// What a PNG stream writes into (a temporary file, a buffer), shared with the code that takes it
+/// back when the stream is done (to commit the file, to return the bytes).
+struct Shared<T>(Rc<RefCell<T>>);
+
+impl<T: Write> Write for Shared<T> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.borrow_mut().flush()
+    }
+}
+
+impl Output {
+    fn start(path: &Path, entry: &MapEntry) -> Result<Self, String> {
+        if entry.sample_format == SampleFormat::F32 {
+            return Ok(Self::Whole(DecodedMap { width: entry.width, height: 0, channels: entry.channels, values: Vec::new() }));
+        }
+        let file = Rc::new(RefCell::new(AtomicFile::create(path).map_err(|e| e.to_string())?));
+        let stream = png_stream(Shared(Rc::clone(&file)), entry.width, entry.height, entry)?;
+        Ok(Self::Png { file, stream: Box::new(stream) })
+    }
+
+    fn push(mut self, band: &DecodedMap, entry: &MapEntry) -> Result<Self, String> {
+        match &mut self {
+            Self::Png { stream, .. } => stream.write_all(&png_samples(&band.values, entry)).map_err(|e| e.to_string())?,
+            Self::Whole(map) => {
+                map.height += band.height;
+                map.values.extend_from_slice(&band.values);
+            }
+        }
+        Ok(self)
+    }
+
+    fn finish(self, path: &Path, entry: &MapEntry) -> Result<(), String> {
+        match self {
+            Self::Png { file, stream } => {
+                stream.finish().map_err(|e| e.to_string())?;
+                let file = Rc::try_unwrap(file).map_err(|_| "the PNG writer still holds its file".to_owned())?;
+                file.into_inner().commit().map_err(|e| e.to_string())
+            }
+            Self::Whole(map) => crate::io::fsutil::write_atomic(path, &encode_map(&map, entry)?).map_err(|e| e.to_string()),
+        }
+    }
 }
 
 /// Writes every map of a bundle into `dir` as `<material>/<material>_<map>.png` (atomic writes),
@@ -108,6 +215,30 @@ pub fn write_folder(
     overwrite: Overwrite,
     mut decode_material: impl FnMut(usize) -> Result<Vec<DecodedMap>, ExportError>,
 ) -> Result<Vec<PathBuf>, ExportError> {
+    write_materials(manifest, dir, overwrite, |mi, written| {
+        let maps = decode_material(mi)?;
+        for (map, entry) in maps.iter().zip(&manifest.materials[mi].maps) {
+            let path = map_path(dir, &manifest.materials[mi].name, entry);
+            let bytes = encode_map(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
+            crate::io::fsutil::write_atomic(&path, &bytes)
+                .map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
+            written.push(path);
+        }
+        Ok(())
+    })
+}
+
+/// What [`write_folder`] and [`decode_to_folder`] share: every target checked against the record
+/// before anything is decoded, each material's folder made, `write_material(material index,
+/// written)` called to write its maps (pushing each path once it is in place), and the record
+/// saved after each material. On an error, what was written so far is recorded (best effort: the
+/// disk may be what failed), so a rerun may replace it; the error names the map.
+fn write_materials(
+    manifest: &Manifest,
+    dir: &Path,
+    overwrite: Overwrite,
+    mut write_material: impl FnMut(usize, &mut Vec<PathBuf>) -> Result<(), ExportError>,
+) -> Result<Vec<PathBuf>, ExportError> {
     let mut record = Written::open(dir)?;
     let targets: Vec<PathBuf> =
         manifest.materials.iter().flat_map(|material| material.maps.iter().map(|entry| map_path(dir, &material.name, entry))).collect();
@@ -116,18 +247,15 @@ pub fn write_folder(
     for (mi, material) in manifest.materials.iter().enumerate() {
         let folder = dir.join(&material.name);
         std::fs::create_dir_all(&folder).map_err(|e| ExportError::Write { path: folder.clone(), message: e.to_string() })?;
-        let maps = decode_material(mi)?;
-        for (map, entry) in maps.iter().zip(&material.maps) {
-            let path = map_path(dir, &material.name, entry);
-            let bytes = encode_map(map, entry).map_err(|message| ExportError::Write { path: path.clone(), message })?;
-            if let Err(e) = crate::io::fsutil::write_atomic(&path, &bytes) {
-                // What was written so far is texset's: recorded (best effort: the disk may be
-                // what failed), so a rerun may replace it. The error names the map.
-                let _ = record.save();
-                return Err(ExportError::Write { path: path.clone(), message: e.to_string() });
-            }
-            record.add(&path);
-            written.push(path);
+        let mut done = Vec::new();
+        let result = write_material(mi, &mut done);
+        for path in &done {
+            record.add(path);
+        }
+        written.extend(done);
+        if let Err(e) = result {
+            let _ = record.save();
+            return Err(e);
         }
         // After each material: a run killed later leaves the materials before recorded.
         record.save()?;

@@ -9,11 +9,17 @@
 #[cfg(feature = "transcode")]
 pub mod bcn;
 #[cfg(feature = "train")]
-mod folder;
+pub(crate) mod folder;
+#[cfg(feature = "transcode")]
+mod images;
 #[cfg(feature = "transcode")]
 mod transcode;
 
 #[cfg(feature = "train")]
 pub use folder::{ExportError, decode_to_folder, encode_png, write_folder};
 #[cfg(feature = "transcode")]
-pub use transcode::{Container, EncodedLevel, TranscodedMap, dds_bytes, ktx2_bytes, mip_chain, transcode_chain, vk_format};
+pub use images::{ImageMips, ImagesError, MapImage, MaterialImages, TexelFormat, bundle_images, map_image, material_images};
+#[cfg(feature = "transcode")]
+pub use transcode::{
+    Container, EncodedLevel, TranscodedMap, block_compressible, dds_bytes, ktx2_bytes, mip_chain, transcode_chain, vk_format,
+};

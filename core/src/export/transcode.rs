@@ -10,7 +10,7 @@
 use crate::bundle::MapEntry;
 use crate::decode::DecodedMap;
 use crate::export::bcn::{self, BcFormat, Profile};
-use crate::set::ColorSpace;
+use crate::set::{ColorSpace, SampleFormat};
 
 /// The container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,23 +225,60 @@ pub struct TranscodedMap {
 /// Block-compresses a whole mip chain, level 0 first (from [`mip_chain`], or every level decoded
 /// from a bundle that stores its own mip chain). `chain` must not be empty. What the compression
 /// cost is the caller's to measure ([`bcn::decode`] the blocks): a loader need not pay for it.
+///
+/// A float map's values are written at its scale (its channel ranges applied): check it with
+/// [`block_compressible`] first, since BC blocks hold only `[0, 1]`.
 #[must_use]
 pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile) -> TranscodedMap {
     let channels = chain.first().map_or(entry.channels, |l| l.channels);
     let format = profile.format(entry.kind, channels);
     let srgb = entry.color_space == ColorSpace::Srgb && matches!(format, BcFormat::Bc1 | BcFormat::Bc7);
+    let scaled = |l: &DecodedMap| -> Vec<f32> {
+        let ch = l.channels.max(1) as usize;
+        l.values
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let [low, high] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
+                low + (high - low) * t
+            })
+            .collect()
+    };
     let levels: Vec<EncodedLevel> = chain
         .iter()
-        .map(|l| EncodedLevel { width: l.width, height: l.height, blocks: bcn::encode(l.width, l.height, l.channels, &l.values, format) })
+        .map(|l| {
+            let blocks = if entry.sample_format == SampleFormat::F32 {
+                bcn::encode(l.width, l.height, l.channels, &scaled(l), format)
+            } else {
+                bcn::encode(l.width, l.height, l.channels, &l.values, format)
+            };
+            EncodedLevel { width: l.width, height: l.height, blocks }
+        })
         .collect();
     TranscodedMap { format, srgb, levels }
+}
+
+/// Whether a map's values fit BC blocks, which hold `[0, 1]`: every 8- and 16-bit map does; a
+/// float map does when each channel's range lies within `[0, 1]` (its values are then written at
+/// their scale). The error says which range does not (a height in metres, HDR emissive), for the
+/// caller to name the map: such a map is decoded to EXR instead (`texset decode`).
+pub fn block_compressible(entry: &MapEntry) -> Result<(), String> {
+    if entry.sample_format != SampleFormat::F32 {
+        return Ok(());
+    }
+    match entry.channel_ranges.iter().enumerate().find(|(_, [low, high])| *low < 0.0 || *high > 1.0) {
+        Some((c, [low, high])) => {
+            Err(format!("a float map whose channel {c} spans {low}..{high}, which BC blocks (0..1) cannot hold; decode it to EXR instead"))
+        }
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests fail loudly on any error")]
 mod tests {
     use super::*;
-    use crate::set::{MapKind, NormalConvention, SampleFormat};
+    use crate::set::{MapKind, NormalConvention};
 
     fn entry(kind: MapKind, channels: u32, color_space: ColorSpace) -> MapEntry {
         MapEntry {
@@ -279,5 +316,26 @@ mod tests {
         let chain = mip_chain(&normals, &entry(MapKind::Normal, 3, ColorSpace::Linear));
         let n: Vec<f32> = chain[1].values.iter().map(|t| t * 2.0 - 1.0).collect();
         assert!((n[0].abs()) < 1e-5 && (n[2] - 1.0).abs() < 1e-5, "{n:?}");
+    }
+
+    /// A float map is block-compressed at its scale when its range fits `[0, 1]`, and refused
+    /// (by [`block_compressible`]) when it does not, instead of its stored `[0, 1]` values being
+    /// written as if they were its values (issue 67: ranges were dropped).
+    #[test]
+    fn float_maps_are_transcoded_at_their_scale_or_refused() {
+        let stored = DecodedMap { width: 8, height: 8, channels: 1, values: (0..64).map(|i| i as f32 / 63.0).collect() };
+        let mut height = entry(MapKind::Height, 1, ColorSpace::Linear);
+        height.sample_format = SampleFormat::F32;
+        height.channel_ranges = vec![[0.25, 0.75]];
+        assert!(block_compressible(&height).is_ok());
+        let t = transcode_chain(std::slice::from_ref(&stored), &height, Profile::High);
+        let back = bcn::decode(&t.levels[0].blocks, 8, 8, 1, MapKind::Height, t.format);
+        for (b, s) in back.iter().zip(&stored.values) {
+            assert!((b - (0.25 + 0.5 * s)).abs() < 0.02, "{b} for stored {s}");
+        }
+        height.channel_ranges = vec![[-0.5, 2.5]];
+        let why = block_compressible(&height).unwrap_err();
+        assert!(why.contains("-0.5..2.5"), "{why}");
+        assert!(block_compressible(&entry(MapKind::Height, 1, ColorSpace::Linear)).is_ok());
     }
 }

@@ -41,34 +41,79 @@ pub fn read_regular_text(path: &Path, max_bytes: u64) -> std::io::Result<String>
 /// exclusive create: unique across the machines, containers and PID namespaces that share a
 /// folder (every pod of a Kubernetes Job is PID 1), and never one that another writer made.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("output");
-    // `create_new` never follows a link planted at the temporary name, and never opens another
-    // writer's file: a name taken (by chance, 2^-64) is tried again with another.
-    let (temp, file) = {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
+/// A file written as [`write_atomic`] writes one, but piece by piece ([`Write`]): what a writer
+/// that streams uses (`texset decode` writes PNG rows as it decodes them). Nothing is at `path`
+/// until [`AtomicFile::commit`]; dropped uncommitted (an error on the way), the temporary file is
+/// removed and the target left as it was.
+pub struct AtomicFile {
+    /// The open temporary file (`None` once committed).
+    file: Option<std::fs::File>,
+    temp: std::path::PathBuf,
+    path: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    file_name: String,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file for `path` in `path`'s folder (exclusive create).
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("output").to_owned();
+        // `create_new` never follows a link planted at the temporary name, and never opens another
+        // writer's file: a name taken (by chance, 2^-64) is tried again with another.
         let mut tries = 0;
         loop {
-            let temp = dir.join(TempName::mine().file_name(file_name));
+            let temp = dir.join(TempName::mine().file_name(&file_name));
             match std::fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
-                Ok(file) => break (temp, file),
+                Ok(file) => return Ok(Self { file: Some(file), temp, path: path.to_path_buf(), dir, file_name }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
                 Err(e) => return Err(e),
             }
         }
-    };
-    let result = write_and_rename(file, bytes, &temp, path, &dir, file_name);
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
     }
-    result
+
+    /// Syncs the temporary file and renames it over the target, then syncs the folder and removes
+    /// the target's stale temporary files.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        let file = self.file.take().ok_or_else(|| std::io::Error::other("already committed"))?;
+        let result = rename_over(file, &self.temp, &self.path, &self.dir, &self.file_name);
+        if result.is_err() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+        result
+    }
 }
 
-/// Writes `bytes` into `file` (the temporary file `temp`), syncs it and renames it over `path`.
-fn write_and_rename(mut file: std::fs::File, bytes: &[u8], temp: &Path, path: &Path, dir: &Path, file_name: &str) -> std::io::Result<()> {
-    write_bytes(&mut file, bytes)?;
+impl Write for AtomicFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let file = self.file.as_mut().ok_or_else(|| std::io::Error::other("already committed"))?;
+        write_bytes(file, bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Syncs `file` (the temporary file `temp`) and renames it over `path`.
+fn rename_over(file: std::fs::File, temp: &Path, path: &Path, dir: &Path, file_name: &str) -> std::io::Result<()> {
     file.sync_all()?;
     // Closed before the rename (Windows renames no open file).
     drop(file);

@@ -6,5 +6,5 @@ pub mod fault;
 pub(crate) mod fsutil;
 pub(crate) mod written;
 
-pub use fsutil::{read_regular, read_regular_text, write_atomic};
+pub use fsutil::{AtomicFile, read_regular, read_regular_text, write_atomic};
 pub use written::{Overwrite, RECORD_FILE, Written, WrittenError};

@@ -22,5 +22,7 @@ pub mod wgsl;
 #[cfg(feature = "train")]
 pub use layout::ModelLayout;
 pub use mips::level_size;
-pub use params::{Activation, HGELU_MAX, LOD_INPUT_SCALE, MAX_MLP_WIDTH, ModelParams, full_mip_count, inputs_per_channel, mip_grid_side};
+pub use params::{
+    Activation, HGELU_MAX, LOD_INPUT_SCALE, LayerParams, MAX_MLP_WIDTH, ModelParams, full_mip_count, inputs_per_channel, mip_grid_side,
+};
 pub use quant::{QuantizedLayer, WeightFormat, fake_quantize, level_value};

@@ -1,10 +1,10 @@
 //! Ingest: texture folders (materials) into a [`TextureSet`], with every failure a typed error
 //! naming the file. Source files are only ever opened for reading.
 
+pub(crate) use super::image_file::{decode_texture, load_texture};
 use crate::set::gltf::{GltfFault, is_gltf_path, load_gltf};
 use crate::set::naming::parse_map_name;
-use crate::set::{MapKind, Material, MaterialConstants, NormalConvention, SampleFormat, Texture, TextureSet};
-use image::{DynamicImage, ImageReader};
+use crate::set::{MapKind, Material, MaterialConstants, NormalConvention, Texture, TextureSet};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -503,146 +503,12 @@ pub(crate) fn report_maps(name: &str, textures: &[Texture], resized: &[Option<(u
     }
 }
 
-/// Decodes one image file into a [`Texture`] of the given kind. The file is opened read-only
-/// and must be a regular file (a FIFO or device would block or never end).
-pub(crate) fn load_texture(path: &Path, kind: MapKind, normal_convention: NormalConvention) -> Result<Texture, IngestError> {
-    let io = |source: std::io::Error| IngestError::Io { path: path.to_path_buf(), source };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    if !meta.is_file() {
-        return Err(IngestError::Unsupported { path: path.to_path_buf(), what: "not a regular file".into() });
-    }
-    if meta.len() > MAX_IMAGE_BYTES {
-        return Err(IngestError::Unsupported {
-            path: path.to_path_buf(),
-            what: format!("file of {} bytes, beyond the limit of {MAX_IMAGE_BYTES}", meta.len()),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
-    decode_texture(&bytes, path, kind, normal_convention)
-}
-
-/// Decodes an image file's bytes into a [`Texture`]. The format is told from the bytes, else
-/// from `path`'s extension; `path` names the file in errors. Dimensions are checked before any
-/// pixel is decoded, and decoding runs under allocation limits (decompression bombs are errors).
-pub fn decode_texture(bytes: &[u8], path: &Path, kind: MapKind, normal_convention: NormalConvention) -> Result<Texture, IngestError> {
-    let decode_err = |message: String| IngestError::Decode { path: path.to_path_buf(), message };
-    let reader = || -> Result<ImageReader<std::io::Cursor<&[u8]>>, IngestError> {
-        let mut reader = ImageReader::new(std::io::Cursor::new(bytes));
-        if let Ok(format) = image::ImageFormat::from_path(path) {
-            reader.set_format(format);
-        }
-        reader.with_guessed_format().map_err(|source| IngestError::Io { path: path.to_path_buf(), source })
-    };
-    if reader()?.format().is_none() {
-        return Err(decode_err("not a PNG, JPEG, TGA or EXR image".into()));
-    }
-    // The header alone first (bounded work), so a size beyond the limit is named as such.
-    let mut decoder = reader()?.into_decoder().map_err(|e| decode_err(e.to_string()))?;
-    let (width, height) = image::ImageDecoder::dimensions(&decoder);
-    check_dimensions(path, width, height)?;
-    let decoded_bytes = image::ImageDecoder::total_bytes(&decoder);
-    let file_bytes = bytes.len() as u64;
-    if decoded_bytes > BOMB_MIN_DECODED_BYTES && decoded_bytes / file_bytes.max(1) > MAX_EXPANSION {
-        return Err(IngestError::Bomb { path: path.to_path_buf(), width, height, decoded_bytes, file_bytes });
-    }
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(MAX_DIMENSION);
-    limits.max_image_height = Some(MAX_DIMENSION);
-    limits.max_alloc = Some(MAX_IMAGE_BYTES);
-    image::ImageDecoder::set_limits(&mut decoder, limits).map_err(|e| decode_err(e.to_string()))?;
-    let image = DynamicImage::from_decoder(decoder).map_err(|e| decode_err(e.to_string()))?;
-    texture_from_image(&image, path, kind, normal_convention)
-}
-
 /// Smallest width or height, in texels, of a map that varies. A constant map (every texel one
 /// value per channel, see [`Texture::constant_value`]) may be smaller, down to 1×1: glTF exports
 /// and asset packs write constants as 1×1 or 4×4 maps. [`load_material`] gives it the material's
 /// resolution (see [`material_resolution`]); a map that varies below this size is refused
 /// ([`IngestError::TooSmall`]).
 pub(crate) const MIN_DIMENSION: u32 = 4;
-
-fn check_dimensions(path: &Path, width: u32, height: u32) -> Result<(), IngestError> {
-    if width == 0 || height == 0 {
-        return Err(IngestError::ZeroSize { path: path.to_path_buf(), width, height });
-    }
-    if width > MAX_DIMENSION || height > MAX_DIMENSION {
-        return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
-    }
-    Ok(())
-}
-
-/// Converts a decoded image into a normalised [`Texture`]. An image under [`MIN_DIMENSION`] on a
-/// side must be constant ([`IngestError::TooSmall`] otherwise); it is returned at its own size
-/// ([`load_material`] gives it the material's).
-pub(crate) fn texture_from_image(
-    image: &DynamicImage,
-    path: &Path,
-    kind: MapKind,
-    normal_convention: NormalConvention,
-) -> Result<Texture, IngestError> {
-    let (width, height) = (image.width(), image.height());
-    check_dimensions(path, width, height)?;
-    let values = u64::from(width) * u64::from(height) * u64::from(image.color().channel_count());
-    if values > super::limits::MAX_MAP_VALUES {
-        return Err(IngestError::TooLarge { path: path.to_path_buf(), width, height, max: MAX_DIMENSION });
-    }
-    let unsupported = |what: &str| IngestError::Unsupported { path: path.to_path_buf(), what: what.to_owned() };
-    let (channels, sample_format, texels): (u32, SampleFormat, Vec<f32>) = match image {
-        DynamicImage::ImageLuma8(i) => (1, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
-        DynamicImage::ImageLumaA8(i) => (2, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
-        DynamicImage::ImageRgb8(i) => (3, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
-        DynamicImage::ImageRgba8(i) => (4, SampleFormat::U8, i.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect()),
-        DynamicImage::ImageLuma16(i) => (1, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
-        DynamicImage::ImageLumaA16(i) => (2, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
-        DynamicImage::ImageRgb16(i) => (3, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
-        DynamicImage::ImageRgba16(i) => (4, SampleFormat::U16, i.as_raw().iter().map(|&v| f32::from(v) / 65535.0).collect()),
-        DynamicImage::ImageRgb32F(i) => (3, SampleFormat::F32, i.as_raw().clone()),
-        DynamicImage::ImageRgba32F(i) => (4, SampleFormat::F32, i.as_raw().clone()),
-        _ => return Err(unsupported("pixel format (expected 8/16-bit gray, gray+alpha, RGB, RGBA or float RGB/RGBA)")),
-    };
-    let mut texels = texels;
-    let mut channel_ranges = vec![[0.0_f32, 1.0_f32]; channels as usize];
-    if sample_format == SampleFormat::F32 {
-        // Float data is mapped per channel to [0, 1] by its range; the range is stored in the
-        // bundle so decode writes the original scale back.
-        for (c, range) in channel_ranges.iter_mut().enumerate() {
-            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-            for v in texels.iter().skip(c).step_by(channels as usize) {
-                if !v.is_finite() {
-                    return Err(unsupported("float image with NaN or infinite values"));
-                }
-                lo = lo.min(f64::from(*v));
-                hi = hi.max(f64::from(*v));
-            }
-            if hi <= lo {
-                hi = lo + lo.abs().max(1.0);
-            }
-            if !((hi - lo) as f32).is_finite() {
-                return Err(unsupported("float image whose value range overflows f32"));
-            }
-            *range = [lo as f32, hi as f32];
-            for v in texels.iter_mut().skip(c).step_by(channels as usize) {
-                *v = ((f64::from(*v) - lo) / (hi - lo)) as f32;
-            }
-        }
-    }
-    let texture = Texture {
-        kind,
-        source_path: path.to_path_buf(),
-        width,
-        height,
-        channels,
-        sample_format,
-        color_space: kind.color_space(),
-        normal_convention,
-        channel_ranges,
-        texels,
-    };
-    if (width < MIN_DIMENSION || height < MIN_DIMENSION) && texture.constant_value().is_none() {
-        return Err(IngestError::TooSmall { path: path.to_path_buf(), width, height, min: MIN_DIMENSION });
-    }
-    Ok(texture)
-}
 
 /// The resolution of a material's maps, `(width, height)`: that of its largest map by texel
 /// count (the first in kind order on a tie) among those at least [`MIN_DIMENSION`] on both

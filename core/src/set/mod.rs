@@ -5,6 +5,8 @@
 #[cfg(feature = "ingest")]
 pub(crate) mod gltf;
 #[cfg(feature = "ingest")]
+mod image_file;
+#[cfg(feature = "ingest")]
 pub(crate) mod ingest;
 pub(crate) mod limits;
 mod mesh;
@@ -14,7 +16,11 @@ mod texel;
 #[cfg(feature = "ingest")]
 pub use gltf::{GltfAsset, GltfFault, GltfVariant, is_gltf_path, load_gltf};
 #[cfg(feature = "ingest")]
-pub use ingest::{IMAGE_EXTENSIONS, IngestError, IngestReport, decode_texture, load_library, load_material};
+pub use image_file::decode_texture;
+#[cfg(feature = "train")]
+pub(crate) use image_file::encode_gray_exr;
+#[cfg(feature = "ingest")]
+pub use ingest::{IMAGE_EXTENSIONS, IngestError, IngestReport, load_library, load_material};
 pub use mesh::GltfMesh;
 pub use naming::check_name;
 pub use texel::linear_to_srgb;

@@ -83,9 +83,23 @@ pub(crate) fn save_state(
     state: [&ModelParams; 3],
     gates: Option<GateState>,
 ) -> Result<(), TrainError> {
+    let bytes = state_bytes(fingerprint, step, adam_t, state, gates)
+        .map_err(|message| TrainError::Checkpoint { path: path.to_path_buf(), message })?;
+    crate::io::fsutil::write_atomic(path, &bytes).map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })
+}
+
+/// A checkpoint's bytes: the magic, the header's length and JSON, then the parameters and both
+/// Adam moments as little-endian f32.
+pub(crate) fn state_bytes(
+    fingerprint: &str,
+    step: u32,
+    adam_t: u32,
+    state: [&ModelParams; 3],
+    gates: Option<GateState>,
+) -> Result<Vec<u8>, String> {
     let floats = 3 * state[0].parameter_count() as u64;
-    let header = serde_json::to_vec(&Header { fingerprint: fingerprint.to_owned(), step, adam_t, floats, gates })
-        .map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
+    let header =
+        serde_json::to_vec(&Header { fingerprint: fingerprint.to_owned(), step, adam_t, floats, gates }).map_err(|e| e.to_string())?;
     let mut bytes = Vec::with_capacity(16 + header.len() + floats as usize * 4);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(header.len() as u64).to_le_bytes());
@@ -97,7 +111,14 @@ pub(crate) fn save_state(
             }
         }
     }
-    crate::io::fsutil::write_atomic(path, &bytes).map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })
+    Ok(bytes)
+}
+
+/// The bytes of a checkpoint at `step` whose parameters and moments are all `params`: seeds for
+/// the `checkpoint` fuzz target.
+#[must_use]
+pub fn seed_bytes(fingerprint: &str, step: u32, params: &ModelParams) -> Vec<u8> {
+    state_bytes(fingerprint, step, step, [params, params, params], None).unwrap_or_default()
 }
 
 /// A checkpoint as read ([`load_state`]).
@@ -131,10 +152,22 @@ pub(crate) fn load(path: &Path, fingerprint: &str, trainer: &mut FusedTrainer<'_
 
 /// Reads a checkpoint of a run of `steps` steps whose parameters have `shape`'s shapes.
 pub(crate) fn load_state(path: &Path, fingerprint: &str, steps: u32, shape: &ModelParams) -> Result<CheckpointState, TrainError> {
-    let err = |message: String| TrainError::Checkpoint { path: path.to_path_buf(), message };
     // Parameters and both Adam moments as f32: three times the largest model the bundle limits
     // allow is well under this.
-    let bytes = crate::io::read_regular(path, 4 << 30).map_err(|e| err(e.to_string()))?;
+    let bytes =
+        crate::io::read_regular(path, 4 << 30).map_err(|e| TrainError::Checkpoint { path: path.to_path_buf(), message: e.to_string() })?;
+    state_from_bytes(&bytes, path, fingerprint, steps, shape)
+}
+
+/// The step a checkpoint's bytes resume at, read as [`load_state`] reads them (`path` names it in
+/// errors): what the `checkpoint` fuzz target feeds.
+pub fn step_from_bytes(bytes: &[u8], path: &Path, fingerprint: &str, steps: u32, shape: &ModelParams) -> Result<u32, TrainError> {
+    state_from_bytes(bytes, path, fingerprint, steps, shape).map(|state| state.step)
+}
+
+/// [`load_state`] of a checkpoint's bytes (`path` names it in errors).
+fn state_from_bytes(bytes: &[u8], path: &Path, fingerprint: &str, steps: u32, shape: &ModelParams) -> Result<CheckpointState, TrainError> {
+    let err = |message: String| TrainError::Checkpoint { path: path.to_path_buf(), message };
     if bytes.len() < 16 || &bytes[..8] != MAGIC {
         return Err(err("not a texset checkpoint".into()));
     }

@@ -12,11 +12,10 @@ use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
 use bevy::render::storage::ShaderBuffer;
 use serde::{Deserialize, Serialize};
 use texset_core::bundle::{Bundle, MapEntry};
-use texset_core::decode::unorm8;
-use texset_core::export::bcn::{BcFormat, Profile};
-use texset_core::export::{mip_chain, transcode_chain};
-use texset_core::set::{ColorSpace, MapKind, NormalConvention};
-use texset_core::{DecodeLimits, DecodedMap, Decoder};
+use texset_core::export::bcn::BcFormat;
+use texset_core::export::{ImageMips, MapImage, TexelFormat, material_images};
+use texset_core::set::{MapKind, NormalConvention};
+use texset_core::{DecodeLimits, Decoder};
 use texset_shaders::model::words_to_bytes;
 use texset_shaders::{GpuModel, GpuModelOptions};
 
@@ -201,24 +200,22 @@ impl AssetLoader for TexsetLoader {
         let mut shaders = Vec::new();
         let mut first_map = 0u32;
         for (index, material) in bundle.manifest.materials.iter().enumerate() {
+            let images = material_images(&decoder, index, bc, settings.mips.into())
+                .map_err(|source| TexsetLoadError::Decode { path: path.clone(), source })?;
             let mut maps = Vec::new();
             let mut roles = Roles::default();
-            let mut decoded_level0 = Vec::new();
-            for (m, entry) in material.maps.iter().enumerate() {
-                let chain = decode_chain(&decoder, &bundle, index, m, settings.mips)
-                    .map_err(|source| TexsetLoadError::Decode { path: path.clone(), source })?;
-                let image = map_image(&chain, entry, bc, &format!("{path}#{}/{}", material.name, entry.kind.token()));
+            for (m, (entry, map)) in material.maps.iter().zip(images.maps).enumerate() {
+                let image = bevy_image(map, &format!("{path}#{}/{}", material.name, entry.kind.token()));
                 let handle = load_context.add_labeled_asset(format!("{}/{}", material.name, entry.kind.token()), image);
                 roles.note(entry, m as u32 + first_map, m, &handle);
                 maps.push((entry.kind.token().to_owned(), handle));
-                decoded_level0.push(chain.into_iter().next());
             }
             // Bevy reads metallic from blue and roughness from green of one texture (glTF's
-            // layout); separate metallic and roughness maps are packed into one for it.
+            // layout); separate metallic and roughness maps come packed into one.
             if roles.metallic_roughness.is_none()
-                && (roles.roughness.is_some() || roles.metallic.is_some())
-                && let Some(image) = pack_metallic_roughness(material.maps.as_slice(), &decoded_level0, &roles, settings.mips, bc)
+                && let Some(packed) = images.metallic_roughness
             {
+                let image = bevy_image(packed, &format!("{path}#{}/metallic_roughness", material.name));
                 roles.metallic_roughness = Some(load_context.add_labeled_asset(format!("{}/metallic_roughness", material.name), image));
             }
             let base = roles.standard_material();
@@ -243,64 +240,41 @@ impl AssetLoader for TexsetLoader {
     }
 }
 
-/// The mip chain of map `map` of material `material`, level 0 first, as `mips` asks.
-fn decode_chain(
-    decoder: &Decoder,
-    bundle: &Bundle,
-    material: usize,
-    map: usize,
-    mips: TexsetMips,
-) -> Result<Vec<DecodedMap>, texset_core::decode::DecodeError> {
-    let level0 = decoder.decode_map(material, map)?;
-    let entry = &bundle.manifest.materials[material].maps[map];
-    match mips {
-        TexsetMips::None => Ok(vec![level0]),
-        TexsetMips::Bundle if bundle.manifest.mip_levels > 1 => {
-            let levels = decoder.map_mip_levels(material, map)?;
-            let mut chain = vec![level0];
-            for level in 1..levels {
-                chain.push(decoder.decode_map_level(material, map, level)?);
-            }
-            Ok(chain)
+impl From<TexsetMips> for ImageMips {
+    fn from(mips: TexsetMips) -> Self {
+        match mips {
+            TexsetMips::Bundle => Self::Bundle,
+            TexsetMips::Generated => Self::Generated,
+            TexsetMips::None => Self::None,
         }
-        TexsetMips::Bundle | TexsetMips::Generated => Ok(mip_chain(&level0, entry)),
     }
 }
 
-/// The 8-bit texels of a decoded level with `out_channels` channels (missing ones 255: opaque
-/// alpha of an RGB map).
-fn level_bytes(level: &DecodedMap, out_channels: usize) -> Vec<u8> {
-    let channels = level.channels as usize;
-    let mut bytes = Vec::with_capacity(level.values.len() / channels.max(1) * out_channels);
-    for texel in level.values.chunks_exact(channels.max(1)) {
-        for c in 0..out_channels {
-            bytes.push(texel.get(c).map_or(255, |&v| unorm8(v)));
-        }
+/// A map's image as texset-core made it ([`material_images`]), as a Bevy [`Image`] (trilinear,
+/// clamped to the edge, as the decoder's latent fetch is). `name` labels its warning.
+fn bevy_image(map: MapImage, name: &str) -> Image {
+    if let Some(note) = &map.note {
+        warn!("{name}: {note}");
     }
-    bytes
-}
-
-/// The image of one decoded map: its whole chain in the loader's format.
-fn map_image(chain: &[DecodedMap], entry: &MapEntry, bc: bool, name: &str) -> Image {
-    let Some(level0) = chain.first() else {
-        return Image::default();
+    let format = match map.format {
+        TexelFormat::R8Unorm => TextureFormat::R8Unorm,
+        TexelFormat::Rg8Unorm => TextureFormat::Rg8Unorm,
+        TexelFormat::Rgba8Unorm => TextureFormat::Rgba8Unorm,
+        TexelFormat::Rgba8UnormSrgb => TextureFormat::Rgba8UnormSrgb,
+        TexelFormat::R16Float => TextureFormat::R16Float,
+        TexelFormat::Rg16Float => TextureFormat::Rg16Float,
+        TexelFormat::Rgba16Float => TextureFormat::Rgba16Float,
+        TexelFormat::Bc { format, srgb } => bc_format(format, srgb),
     };
-    if bc {
-        if level0.width % 4 == 0 && level0.height % 4 == 0 {
-            let encoded = transcode_chain(chain, entry, Profile::High);
-            let data: Vec<u8> = encoded.levels.iter().flat_map(|l| l.blocks.iter().copied()).collect();
-            return image(level0, chain.len(), bc_format(encoded.format, encoded.srgb), data);
-        }
-        warn!("{name}: {}x{} texels is not a multiple of 4; loaded uncompressed", level0.width, level0.height);
-    }
-    let (format, channels) = match level0.channels {
-        1 => (TextureFormat::R8Unorm, 1),
-        2 => (TextureFormat::Rg8Unorm, 2),
-        _ if entry.color_space == ColorSpace::Srgb => (TextureFormat::Rgba8UnormSrgb, 4),
-        _ => (TextureFormat::Rgba8Unorm, 4),
-    };
-    let data: Vec<u8> = chain.iter().flat_map(|l| level_bytes(l, channels)).collect();
-    image(level0, chain.len(), format, data)
+    let size = Extent3d { width: map.width, height: map.height, depth_or_array_layers: 1 };
+    let mut image = Image::new_uninit(size, TextureDimension::D2, format, RenderAssetUsages::default());
+    image.data = Some(map.data);
+    image.texture_descriptor.mip_level_count = map.mip_levels;
+    let mut sampler = bevy::image::ImageSamplerDescriptor::linear();
+    sampler.address_mode_u = bevy::image::ImageAddressMode::ClampToEdge;
+    sampler.address_mode_v = bevy::image::ImageAddressMode::ClampToEdge;
+    image.sampler = bevy::image::ImageSampler::Descriptor(sampler);
+    image
 }
 
 fn bc_format(format: BcFormat, srgb: bool) -> TextureFormat {
@@ -312,56 +286,6 @@ fn bc_format(format: BcFormat, srgb: bool) -> TextureFormat {
         (BcFormat::Bc7, false) => TextureFormat::Bc7RgbaUnorm,
         (BcFormat::Bc7, true) => TextureFormat::Bc7RgbaUnormSrgb,
     }
-}
-
-/// An image of `levels` mip levels (`data`: level 0 first) with level 0 the size of `level0`.
-fn image(level0: &DecodedMap, levels: usize, format: TextureFormat, data: Vec<u8>) -> Image {
-    let size = Extent3d { width: level0.width, height: level0.height, depth_or_array_layers: 1 };
-    let mut image = Image::new_uninit(size, TextureDimension::D2, format, RenderAssetUsages::default());
-    image.data = Some(data);
-    image.texture_descriptor.mip_level_count = levels as u32;
-    // Trilinear and clamped to the edge, as the decoder's latent fetch is.
-    let mut sampler = bevy::image::ImageSamplerDescriptor::linear();
-    sampler.address_mode_u = bevy::image::ImageAddressMode::ClampToEdge;
-    sampler.address_mode_v = bevy::image::ImageAddressMode::ClampToEdge;
-    image.sampler = bevy::image::ImageSampler::Descriptor(sampler);
-    image
-}
-
-/// The roughness (green) and metallic (blue) maps of a material packed into one image, as
-/// Bevy's `metallic_roughness_texture` reads them; red and alpha 255.
-fn pack_metallic_roughness(
-    entries: &[MapEntry],
-    level0: &[Option<DecodedMap>],
-    roles: &Roles,
-    mips: TexsetMips,
-    bc: bool,
-) -> Option<Image> {
-    let (rough, metal) = (roles.roughness.map(|(_, m)| m), roles.metallic.map(|(_, m)| m));
-    let size_from = rough.or(metal).and_then(|m| level0.get(m)).and_then(Option::as_ref)?;
-    let (width, height) = (size_from.width, size_from.height);
-    let channel = |m: Option<usize>| -> Option<&DecodedMap> {
-        m.and_then(|m| level0.get(m)).and_then(Option::as_ref).filter(|d| d.width == width && d.height == height)
-    };
-    let (r_map, m_map) = (channel(rough), channel(metal));
-    let mut values = Vec::with_capacity((width * height * 4) as usize);
-    for i in 0..(width * height) as usize {
-        let g = r_map.map_or(1.0, |d| d.values[i * d.channels as usize]);
-        let b = m_map.map_or(1.0, |d| d.values[i * d.channels as usize]);
-        values.extend([1.0, g, b, 1.0]);
-    }
-    let packed = DecodedMap { width, height, channels: 4, values };
-    // The packed map's chain as a linear four-channel map's.
-    let mut entry = entries[rough.or(metal).unwrap_or(0)].clone();
-    entry.kind = MapKind::Orm;
-    entry.channels = 4;
-    entry.color_space = ColorSpace::Linear;
-    entry.channel_ranges = vec![[0.0, 1.0]; 4];
-    let chain = match mips {
-        TexsetMips::None => vec![packed],
-        _ => mip_chain(&packed, &entry),
-    };
-    Some(map_image(&chain, &entry, bc, "metallic_roughness"))
 }
 
 /// Which map of a material plays which part of a PBR material (library map indices and the

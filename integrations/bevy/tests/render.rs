@@ -1,6 +1,6 @@
 //! texset-bevy headless, on whatever Vulkan adapter Bevy finds (lavapipe in CI): the loader's
 //! images against texset's CPU decoder, renders of the decode-on-load and the per-pixel material
-//! against each other, and a bad bundle's load error.
+//! against each other, and a bad bundle's load error (garbage, truncated, over the decode budget).
 //!
 //! Each test runs a whole Bevy app (no window, a render-target image read back with
 //! `Screenshot`); run them one at a time: `cargo test -- --test-threads=1`.
@@ -366,8 +366,24 @@ fn a_bad_bundle_is_a_load_error_naming_the_file() {
     std::fs::write(dir.path().join("garbage.texset"), b"this is not a bundle").unwrap();
     let bytes = std::fs::read(assets_dir().join(BUNDLE)).unwrap();
     std::fs::write(dir.path().join("truncated.texset"), &bytes[..bytes.len() / 2]).unwrap();
+    // A few KB that ask for over the loader's default 1 GiB of decoded maps: the sample's first
+    // material at 4096², copied (issue 67). Refused before anything is decoded.
+    let mut forged = texset_core::Bundle::from_bytes(&bytes).unwrap();
+    for map in &mut forged.manifest.materials[0].maps {
+        (map.width, map.height) = (4096, 4096);
+    }
+    let first = forged.manifest.materials[0].clone();
+    for i in 0..4 {
+        forged.manifest.materials.push(texset_core::bundle::MaterialEntry { name: format!("copy{i}"), ..first.clone() });
+    }
+    std::fs::write(dir.path().join("over_budget.texset"), forged.to_bytes().unwrap().0).unwrap();
     let mut app = headless_app(dir.path());
-    for file in ["garbage.texset", "truncated.texset"] {
+    for (file, fault) in [
+        ("garbage.texset", "is not a valid texset bundle"),
+        ("truncated.texset", "is not a valid texset bundle"),
+        ("over_budget.texset", "over this decoder's limit"),
+    ] {
+        let start = Instant::now();
         let handle: Handle<TexsetBundle> = app.world().resource::<AssetServer>().load(file);
         let mut error = None;
         run_until(&mut app, &format!("{file} to fail"), |app| match app.world().resource::<AssetServer>().load_state(&handle) {
@@ -379,7 +395,7 @@ fn a_bad_bundle_is_a_load_error_naming_the_file() {
             _ => false,
         });
         let error = error.unwrap();
-        println!("{file}: {error}");
-        assert!(error.contains(file) && error.contains("is not a valid texset bundle"), "{error}");
+        println!("{file}: refused in {:?}: {error}", start.elapsed());
+        assert!(error.contains(file) && error.contains(fault), "{error}");
     }
 }

@@ -209,3 +209,24 @@ pub fn tiny_bundle_in(format: WeightFormat) -> Bundle {
     }
     bundle
 }
+
+/// A bundle of under 64 KB that asks for over 8 GiB of decoded values, within the reader's
+/// limits: [`tiny_bundle`] with its first material's maps declared 4096² and copied until the
+/// maps add up past 8 GiB of f32 values. Every decode budget (`DecodeLimits::INTERACTIVE`,
+/// `COMMAND_LINE`) refuses it.
+#[must_use]
+pub fn over_budget_bundle() -> Bundle {
+    let mut bundle = tiny_bundle();
+    for map in &mut bundle.manifest.materials[0].maps {
+        (map.width, map.height) = (4096, 4096);
+    }
+    let first = bundle.manifest.materials[0].clone();
+    let per_material: u64 = first.maps.iter().map(|m| 4096 * 4096 * u64::from(m.channels)).sum();
+    let copies = (8 << 30) / 4 / per_material + 1;
+    for i in 1..copies {
+        let mut copy = first.clone();
+        copy.name = format!("copy{i}");
+        bundle.manifest.materials.push(copy);
+    }
+    bundle
+}

@@ -13,13 +13,16 @@
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)] // Test helpers: a broken fixture fails the test loudly.
 
 mod bundle;
+mod forge;
+pub mod fuzz;
 pub mod gltf;
 mod set;
 
 pub use bundle::{
-    tiny_bundle, tiny_bundle_in, tiny_bundle_with_activation, tiny_bundle_with_corner_reads, tiny_bundle_with_grouped_mips,
-    tiny_bundle_with_mips, tiny_bundle_with_pe_frequencies, tiny_bundle_with_widths,
+    over_budget_bundle, tiny_bundle, tiny_bundle_in, tiny_bundle_with_activation, tiny_bundle_with_corner_reads,
+    tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_pe_frequencies, tiny_bundle_with_widths,
 };
+pub use forge::forge_bundle;
 #[cfg(feature = "train")]
 pub use set::burn_decode;
 pub use set::{small_set, texture};
@@ -106,6 +109,16 @@ pub fn skip(test: &str, reason: &str) {
             .unwrap_or_else(|e| panic!("{SKIP_LOG_ENV}={}: {e}", path.display()));
         log.write_all(line.as_bytes()).unwrap_or_else(|e| panic!("{SKIP_LOG_ENV}={}: {e}", PathBuf::from(&path).display()));
     }
+}
+
+/// This process's peak resident memory so far, in bytes (`VmHWM` of `/proc/self/status`; `None`
+/// where there is none). cargo-nextest runs each test in a process of its own, so there it is the
+/// test's peak.
+#[must_use]
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! the hand-built bundles: budgets, colour spaces, colour transforms, a DirectX normal map, a
 //! float-range map, hidden widths that leave row-block tails, and every level of a mip chain.
 
+#![allow(clippy::unwrap_used)]
+
 use texset_core::decode::Decoder;
 use texset_testkit::{tiny_bundle, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_widths};
 
@@ -46,5 +48,54 @@ fn batched_decode_matches_the_reference() {
     ] {
         let worst = max_difference(&Decoder::new(&bundle));
         assert!(worst <= TOLERANCE, "{name}: batched decode differs from the reference by {worst}");
+    }
+}
+
+/// Maps decoded in bands of rows (`Decoder::decode_material_bands`, what `texset decode` streams)
+/// are the whole maps, bit for bit, whatever the band: one texel, bands that do not divide a map,
+/// and one band for all; each map's bands come top first, in order.
+#[test]
+fn maps_decoded_in_bands_are_the_whole_maps() {
+    for bundle in [tiny_bundle(), tiny_bundle_with_mips(3), tiny_bundle_with_widths(&[7, 5])] {
+        let decoder = Decoder::new(&bundle);
+        for material in 0..bundle.manifest.materials.len() {
+            let whole = decoder.decode_material(material).unwrap();
+            for band_texels in [1, 13, 50, usize::MAX] {
+                let mut joined: Vec<Vec<f32>> = vec![Vec::new(); whole.len()];
+                let mut next_row = vec![0u32; whole.len()];
+                decoder
+                    .decode_material_bands(material, 0, band_texels, |map, first_row, band| {
+                        assert_eq!(first_row, next_row[map], "map {map}: bands out of order");
+                        assert_eq!((band.width, band.channels), (whole[map].width, whole[map].channels));
+                        next_row[map] += band.height;
+                        joined[map].extend_from_slice(&band.values);
+                        Ok::<(), texset_core::decode::DecodeError>(())
+                    })
+                    .unwrap();
+                for (map, (joined, whole)) in joined.iter().zip(&whole).enumerate() {
+                    assert_eq!(next_row[map], whole.height, "map {map}, bands of {band_texels}");
+                    assert!(joined == &whole.values, "map {map}, bands of {band_texels}: values differ");
+                }
+            }
+        }
+    }
+}
+
+/// `decode_to_folder` writes PNG maps band by band and float maps whole: the files are the bytes
+/// that encoding the whole maps gives (`write_folder` with whole maps), PNG (8 bit) and EXR.
+#[test]
+fn maps_written_in_bands_are_the_bytes_of_the_whole_maps() {
+    use texset_core::{export::write_folder, internal_tests::decode_to_folder_in_bands, io::Overwrite};
+    let bundle = tiny_bundle();
+    let decoder = Decoder::new(&bundle);
+    let dir = tempfile::tempdir().unwrap();
+    let (bands, whole) = (dir.path().join("bands"), dir.path().join("whole"));
+    let written = decode_to_folder_in_bands(&decoder, &bands, Overwrite::OnlyOurs, 20).unwrap();
+    write_folder(decoder.manifest(), &whole, Overwrite::OnlyOurs, |m| Ok(decoder.decode_material(m)?)).unwrap();
+    assert_eq!(written.len(), 5);
+    assert!(written.iter().any(|p| p.extension().is_some_and(|e| e == "exr")));
+    for path in &written {
+        let relative = path.strip_prefix(&bands).unwrap();
+        assert!(std::fs::read(path).unwrap() == std::fs::read(whole.join(relative)).unwrap(), "{}", relative.display());
     }
 }

@@ -5,6 +5,7 @@
 mod bundle_roundtrip;
 mod corner_reads;
 mod decode_parity;
+mod forged;
 mod gltf_import;
 mod gpu_path;
 mod gpu_trainer;

@@ -126,3 +126,26 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// The studio opens a bundle of a few KB that asks for over 8 GiB of decoded maps (a kept
+    /// run, the last session's bundle) and refuses it at once, naming the file and the limit,
+    /// within a second and 200 MB (issue 67).
+    #[test]
+    fn a_bundle_over_the_budget_is_refused_by_the_studio_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("forged.texset");
+        texset_testkit::over_budget_bundle().write(&path).unwrap();
+        let start = std::time::Instant::now();
+        let error = super::read_bundle_file(&path).unwrap_err();
+        let elapsed = start.elapsed();
+        assert!(error.contains("forged.texset") && error.contains("over this decoder's limit"), "{error}");
+        assert!(elapsed < std::time::Duration::from_secs(1), "refused in {elapsed:?}");
+        if let Some(peak) = texset_testkit::peak_rss_bytes() {
+            assert!(peak < 200 << 20, "peaked at {} MB", peak >> 20);
+        }
+    }
+}
