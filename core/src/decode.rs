@@ -5,9 +5,10 @@
 //! maps); no burn.
 
 use crate::bundle::{Bundle, Manifest, MapEntry};
+use crate::model::InputLayout;
 use crate::model::batched::{forward_layer, padded_len};
 use crate::model::params::ModelParams;
-use crate::model::reference::{MlpScratch, features_at_level, mlp_forward};
+use crate::model::reference::{MlpScratch, features_in, mlp_forward};
 use crate::model::wgsl::PackedInt8;
 use crate::set::srgb_to_linear;
 use crate::set::{ColorSpace, MapKind, NormalConvention};
@@ -169,6 +170,8 @@ pub struct Decoder {
     masks: Vec<Vec<f32>>,
     /// Each map's mask in `masks`, by material and map.
     mask_of: Vec<Vec<usize>>,
+    /// The MLP's input layout.
+    layout: InputLayout,
     /// The MLP of the GPU's packed-int8 path instead of the reference's ([`Decoder::int8_twin`]).
     int8: Option<PackedInt8>,
 }
@@ -214,7 +217,8 @@ impl Decoder {
                     .collect()
             })
             .collect();
-        Self { manifest: bundle.manifest.clone(), params: bundle.model_params(), masks, mask_of, int8: None }
+        let params = bundle.model_params();
+        Self { manifest: bundle.manifest.clone(), layout: params.input_layout(), params, masks, mask_of, int8: None }
     }
 
     /// A decoder whose MLP computes as the GPU decoder's packed-int8 path does
@@ -291,8 +295,8 @@ impl Decoder {
     fn decode_level_texel(&self, material: usize, map: usize, u: f32, v: f32, level: u32) -> [f32; 4] {
         let entry = &self.manifest.materials[material].maps[map];
         let channels = entry.channels as usize;
-        let mut features = vec![0.0; self.params.mlp_inputs()];
-        features_at_level(&self.params, u, v, level, self.mask(material, map), &mut features);
+        let mut features = vec![0.0; self.layout.width()];
+        features_in(&self.layout, &self.params, u, v, level, self.mask(material, map), &mut features);
         let mut scratch = MlpScratch::default();
         let int8;
         let y = match &self.int8 {
@@ -426,7 +430,7 @@ impl Decoder {
             .map(|y| {
                 let mut row_out: Vec<Vec<f32>> = group.iter().map(|&m| Vec::with_capacity(width * entries[m].channels as usize)).collect();
                 let v = (y as f32 + 0.5) / height as f32;
-                let mut block = BlockScratch::new(&self.params);
+                let mut block = BlockScratch::new(&self.params, &self.layout);
                 for x0 in (0..width).step_by(DECODE_BLOCK_TEXELS) {
                     let count = DECODE_BLOCK_TEXELS.min(width - x0);
                     let texel_u = |i: usize| ((x0 + i) as f32 + 0.5) / width as f32;
@@ -475,20 +479,23 @@ struct BlockScratch {
     features: Vec<f32>,
     texel: Vec<f32>,
     layers: Vec<Vec<f32>>,
+    /// The MLP's input layout.
+    layout: InputLayout,
 }
 
 impl BlockScratch {
-    fn new(params: &ModelParams) -> Self {
+    fn new(params: &ModelParams, layout: &InputLayout) -> Self {
         let np = padded_len(DECODE_BLOCK_TEXELS);
         Self {
-            features: vec![0.0; params.mlp_inputs() * np],
-            texel: vec![0.0; params.mlp_inputs()],
+            features: vec![0.0; layout.width() * np],
+            texel: vec![0.0; layout.width()],
             layers: params.layers.iter().map(|l| vec![0.0; l.outputs * np]).collect(),
+            layout: layout.clone(),
         }
     }
 
     /// Decodes `count` texels at `(u(i), v)` of pyramid level `level` with channel mask `mask`:
-    /// the reference's features ([`features_at_level`], bit-identical), then the MLP through the
+    /// the reference's features ([`features_in`], bit-identical), then the MLP through the
     /// batched kernels (or, with `int8`, texel by texel through [`PackedInt8::forward`]). Returns
     /// every output channel, unclamped, `[output][np]`, and `np`.
     #[expect(clippy::too_many_arguments, reason = "one private helper of the row loop, each argument a different axis")]
@@ -503,10 +510,10 @@ impl BlockScratch {
         mask: &[f32],
     ) -> (&[f32], usize) {
         let np = padded_len(count);
-        let inputs = params.mlp_inputs();
+        let inputs = self.layout.width();
         if let (Some(int8), Some(out)) = (int8, self.layers.last_mut()) {
             for i in 0..count {
-                features_at_level(params, u(i), v, level, mask, &mut self.texel);
+                features_in(&self.layout, params, u(i), v, level, mask, &mut self.texel);
                 for (o, y) in int8.forward(&self.texel).into_iter().enumerate() {
                     out[o * np + i] = y;
                 }
@@ -516,7 +523,7 @@ impl BlockScratch {
         let features = &mut self.features[..inputs * np];
         features.fill(0.0);
         for i in 0..count {
-            features_at_level(params, u(i), v, level, mask, &mut self.texel);
+            features_in(&self.layout, params, u(i), v, level, mask, &mut self.texel);
             for (k, &f) in self.texel.iter().enumerate() {
                 features[k * np + i] = f;
             }

@@ -311,15 +311,7 @@ fn mlp_output_block(row: u32, h: array<MlpHidden, BLOCK>) -> array<vec4<f32>, BL
 }
 // texset:specialise:end
 
-// The LOD level mip level `level` decodes at (`lod_level` in core/src/model/params.rs).
-fn lod_level(level: u32) -> u32 {
-    return min(level, PYRAMID_LEVELS * MIP_GROUP - 1u);
-}
-
-// The pyramid level whose grids mip level `level` reads (`pyramid_level` in core/src/model/params.rs).
-fn pyramid_level(level: u32) -> u32 {
-    return lod_level(level) / MIP_GROUP;
-}
+// `lod_level` and `pyramid_level` are model.wgsl's (core's `model::MODEL_WGSL`, prepended).
 
 // `MAP_NORMAL` values.
 const NORMAL_NONE: u32 = 0u;

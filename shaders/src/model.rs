@@ -210,9 +210,7 @@ impl GpuModel {
         let maps = MapTables::new(manifest, mask_words)?;
         let mut constants = shape_constants(bundle, options.tables, [max_width, maps.output_offset.len(), mask_words], &grid_word_offset);
         constants += &maps.constants(options.tables);
-        // The LOD input is there when the first layer has an input for it (`Manifest::mlp_inputs`).
-        let lod_input = manifest.mlp_inputs() > manifest.latent_features() + 4 * manifest.pe_frequencies as usize;
-        constants += &mlp_input_wgsl(&grid_fetches(manifest), mask_words as u32, manifest.pe_frequencies, lod_input);
+        constants += &mlp_input_wgsl(&manifest.input_layout(), &grid_fetches(manifest), mask_words as u32);
         let mlp = MlpWgsl {
             layers: &packed_layers,
             block,

@@ -172,18 +172,22 @@ impl Manifest {
         self.grids.iter().map(|g| g.channels as usize).sum()
     }
 
-    /// MLP inputs the latents give: one per channel, four per channel of a grid that reads its
-    /// corners.
+    /// The MLP's input layout ([`crate::model::InputLayout`]).
     #[must_use]
-    pub fn latent_features(&self) -> usize {
-        self.grids.iter().map(|g| g.channels as usize * crate::model::inputs_per_channel(g.corners)).sum()
+    pub fn input_layout(&self) -> crate::model::InputLayout {
+        crate::model::InputLayout::new(self.grids.iter().map(|g| (g.channels, g.corners)), self.pe_frequencies, self.mip_levels > 1)
     }
 
-    /// Width of the MLP input: the latent features, positional encoding and (with a mip chain)
-    /// the LOD input.
+    /// MLP inputs the latents give ([`crate::model::InputLayout::latent_features`]).
+    #[must_use]
+    pub fn latent_features(&self) -> usize {
+        self.input_layout().latent_features()
+    }
+
+    /// Width of the MLP input ([`crate::model::InputLayout::width`]).
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        self.latent_features() + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
+        self.input_layout().width()
     }
 
     /// Every grid of every pyramid level, level 0 first (the latent section's order).

@@ -112,8 +112,7 @@ impl ModelLayout {
     /// corners), the positional encoding and, with a mip chain, the LOD input.
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        let features: usize = self.grids.iter().map(|g| g.channels as usize * crate::model::inputs_per_channel(g.corners)).sum();
-        features + 4 * self.pe_frequencies as usize + usize::from(self.mip_levels > 1)
+        crate::model::InputLayout::new(self.grids.iter().map(|g| (g.channels, g.corners)), self.pe_frequencies, self.mip_levels > 1).width()
     }
 
     /// Zero-valued parameters of this shape.

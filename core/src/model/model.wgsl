@@ -1,6 +1,7 @@
 // The model math every shader shares (the twins of core/src/model/reference.rs and params.rs):
-// the bilinear clamp-to-edge corners of a grid and the positional encoding's sin/cos with one
-// angle reduction. One definition for every shader that decodes or trains: texset-shaders'
+// the bilinear clamp-to-edge corners of a grid, the positional encoding's sin/cos with one
+// angle reduction, and the LOD and pyramid level a mip level reads (`PYRAMID_LEVELS` and
+// `MIP_GROUP` are the including shader's specialised constants). One definition for every shader that decodes or trains: texset-shaders'
 // decoder (decode.wgsl, the preview and the shaders exported from it) and the GPU trainer
 // (train.wgsl) prepend it (`model::MODEL_WGSL`).
 
@@ -48,4 +49,15 @@ fn reduce_angle(p: f32) -> f32 {
 fn pe_sin_cos(k: u32, p: f32) -> vec2<f32> {
     let a = reduce_angle(6.2831855 * f32(1u << k) * 0.5 * p);
     return vec2<f32>(sin(a), cos(a));
+}
+
+// The LOD level mip level `level` decodes at (`lod_level` in core/src/model/params.rs).
+fn lod_level(level: u32) -> u32 {
+    return min(level, PYRAMID_LEVELS * MIP_GROUP - 1u);
+}
+
+// The pyramid level whose grids mip level `level` reads (`pyramid_level` in
+// core/src/model/params.rs). A LOD level is its own mip level's: `pyramid_level(lod)` reads its.
+fn pyramid_level(level: u32) -> u32 {
+    return lod_level(level) / MIP_GROUP;
 }

@@ -50,6 +50,7 @@
 //! level shares the MLP. A fractional LOD blends the decoded outputs of its two neighbouring
 //! levels (trilinear filtering of decoded texels).
 
+use super::input::InputLayout;
 use serde::{Deserialize, Serialize};
 
 /// Widest MLP a texset decoder may have: its inputs (`mlp_inputs`) and every hidden layer's
@@ -205,12 +206,7 @@ impl Activation {
     }
 }
 
-/// MLP inputs each channel of a grid gives: 4 when the grid's corners are read
-/// ([`GridParams::corners`]), else 1. Every layout, manifest and generator counts with it.
-#[must_use]
-pub const fn inputs_per_channel(corners: bool) -> usize {
-    if corners { 4 } else { 1 }
-}
+pub(crate) use super::input::inputs_per_channel;
 
 /// `HGELUClamp`'s upper clamp (NTC's `maxval`).
 pub const HGELU_MAX: f32 = 3.0;
@@ -294,34 +290,28 @@ impl ModelParams {
         self.grids.iter().map(|g| g.channels as usize).sum()
     }
 
-    /// MLP inputs the latents give: one per channel, four per channel of a grid that reads its
-    /// corners.
+    /// The MLP's input layout ([`InputLayout`]).
+    #[must_use]
+    pub fn input_layout(&self) -> InputLayout {
+        InputLayout::new(self.grids.iter().map(|g| (g.channels, g.corners)), self.pe_frequencies, self.pyramid_levels() > 1)
+    }
+
+    /// MLP inputs the latents give ([`InputLayout::latent_features`]).
     #[must_use]
     pub fn latent_features(&self) -> usize {
-        self.grids.iter().map(|g| g.channels as usize * g.reads()).sum()
+        self.input_layout().latent_features()
     }
 
-    /// The MLP inputs that read latent channel `c` (one, or a corner grid's four).
+    /// The MLP inputs that read latent channel `c` ([`InputLayout::channel_inputs`]).
     #[must_use]
     pub fn channel_inputs(&self, c: usize) -> std::ops::Range<usize> {
-        let (mut channel, mut feature) = (0, 0);
-        for g in &self.grids {
-            let ch = g.channels as usize;
-            if c < channel + ch {
-                let at = feature + (c - channel) * g.reads();
-                return at..at + g.reads();
-            }
-            channel += ch;
-            feature += ch * g.reads();
-        }
-        feature..feature
+        self.input_layout().channel_inputs(c)
     }
 
-    /// Width of the MLP input: the latent features plus positional encoding (plus the LOD input
-    /// with a mip chain).
+    /// Width of the MLP input ([`InputLayout::width`]).
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        self.latent_features() + 4 * self.pe_frequencies as usize + usize::from(self.pyramid_levels() > 1)
+        self.input_layout().width()
     }
 
     /// Levels of the latent pyramid (1 without a mip chain); each serves [`Self::mip_group`] mip

@@ -1,6 +1,7 @@
 //! The CPU reference of the model math in [`crate::model::params`], one texel at a time. Plain Rust, no
 //! burn: this is what the GPU shader and the trainers are checked against.
 
+use crate::model::input::InputLayout;
 use crate::model::params::{LOD_INPUT_SCALE, ModelParams, pe_angular_frequency};
 
 /// Bilinear clamp-to-edge fetch: the four corner cell indices (`y * width + x`) and their weights,
@@ -27,52 +28,47 @@ pub(crate) fn bilinear_corners(u: f32, v: f32, width: u32, height: u32) -> ([usi
 /// ([`ModelParams::pyramid_level`]), their positional encoding and the LOD input of its LOD level
 /// ([`ModelParams::lod_level`]).
 pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask: &[f32], features: &mut [f32]) {
+    features_in(&params.input_layout(), params, u, v, level, mask, features);
+}
+
+/// [`features_at_level`] with the model's input layout given (`layout`:
+/// [`ModelParams::input_layout`], made once by a caller that decodes many texels).
+pub(crate) fn features_in(layout: &InputLayout, params: &ModelParams, u: f32, v: f32, level: u32, mask: &[f32], features: &mut [f32]) {
     let grids = params.level_grids(params.pyramid_level(level));
-    // `channel`: the grid's first latent channel (the mask's index); `offset`: its first feature.
-    let (mut channel, mut offset) = (0, 0);
-    for grid in grids {
-        let channels = grid.channels as usize;
+    let mut set = |i: usize, value: f32| {
+        if let Some(f) = features.get_mut(i) {
+            *f = value;
+        }
+    };
+    for (slot, grid) in layout.grids().iter().zip(grids) {
         let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
-        for c in 0..channels {
-            let m = mask.get(channel + c).copied().unwrap_or(0.0);
-            let corner = |k: usize| weights[k] * grid.values.get(cells[k] * channels + c).copied().unwrap_or(0.0);
-            if grid.corners {
+        for c in 0..slot.channels {
+            let m = mask.get(slot.first_channel + c).copied().unwrap_or(0.0);
+            let corner = |k: usize| weights[k] * grid.values.get(cells[k] * slot.channels + c).copied().unwrap_or(0.0);
+            if slot.corners {
                 for k in 0..4 {
-                    if let Some(f) = features.get_mut(offset + 4 * c + k) {
-                        *f = corner(k) * m;
-                    }
+                    set(slot.input(c, k), corner(k) * m);
                 }
             } else {
                 let mut value = 0.0;
                 for k in 0..4 {
                     value += corner(k);
                 }
-                if let Some(f) = features.get_mut(offset + c) {
-                    *f = value * m;
-                }
+                set(slot.input(c, 0), value * m);
             }
         }
-        channel += channels;
-        offset += channels * grid.reads();
     }
     let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
     let px = u * w0 as f32;
     let py = v * h0 as f32;
-    for k in 0..params.pe_frequencies {
-        let a = pe_angular_frequency(k);
-        let i = offset + 4 * k as usize;
-        if let Some(slot) = features.get_mut(i..i + 4) {
-            slot[0] = (a * px).sin();
-            slot[1] = (a * px).cos();
-            slot[2] = (a * py).sin();
-            slot[3] = (a * py).cos();
+    for k in 0..layout.pe_frequencies() {
+        let a = pe_angular_frequency(k as u32);
+        for (j, value) in [(a * px).sin(), (a * px).cos(), (a * py).sin(), (a * py).cos()].into_iter().enumerate() {
+            set(layout.pe_input(k, j), value);
         }
     }
-    if params.pyramid_levels() > 1 {
-        let i = offset + 4 * params.pe_frequencies as usize;
-        if let Some(slot) = features.get_mut(i) {
-            *slot = params.lod_level(level) as f32 * LOD_INPUT_SCALE;
-        }
+    if let Some(i) = layout.lod_input() {
+        set(i, params.lod_level(level) as f32 * LOD_INPUT_SCALE);
     }
 }
 

@@ -376,13 +376,8 @@ impl ModelConfig {
     /// The decoder's first-layer inputs: every latent channel (grid 0's four with
     /// `corner_reads`), the positional encoding and (`lod_input`) the LOD input.
     fn decoder_inputs(&self, lod_input: bool) -> usize {
-        self.grids
-            .iter()
-            .enumerate()
-            .map(|(i, g)| g.channels as usize * crate::model::inputs_per_channel(self.corner_reads && i == 0))
-            .sum::<usize>()
-            + 4 * self.pe_frequencies as usize
-            + usize::from(lod_input)
+        let grids = self.grids.iter().enumerate().map(|(i, g)| (g.channels, self.corner_reads && i == 0));
+        crate::model::InputLayout::new(grids, self.pe_frequencies, lod_input).width()
     }
 }
 

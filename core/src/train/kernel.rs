@@ -124,12 +124,13 @@ pub fn forward_backward(params: &ModelParams, mlp: &[LayerParams], batch: &Batch
         if l == 0 {
             // Only the latent inputs need a gradient (the positional encoding is fixed): one per
             // latent feature, through the mask of its channel.
-            let lf = params.latent_features();
+            let layout = params.input_layout();
+            let lf = layout.latent_features();
             let mut da = vec![0.0f32; lf * np];
             backward_inputs(&layer.weights, layer.inputs, layer.outputs, &dz, np, lf, None, &mut da);
             d_features = vec![0.0f32; n * lf];
             for c in 0..lc {
-                for f in params.channel_inputs(c) {
+                for f in layout.channel_inputs(c) {
                     for (i, &d) in da[f * np..f * np + n].iter().enumerate() {
                         d_features[i * lf + f] = d * batch.mask[i * lc + c];
                     }
@@ -179,14 +180,14 @@ struct Gathered {
 fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: bool) -> Gathered {
     let n = batch.len;
     let np = padded_len(n);
-    let lc = params.latent_channels();
-    let inputs = params.mlp_inputs();
+    let layout = params.input_layout();
+    let lc = layout.latent_channels();
+    let inputs = layout.width();
     let grid_count = params.grids.len();
     let mut noise = noise;
     let mut raw = if gated { vec![0.0f32; n * lc] } else { Vec::new() };
     let mut x = vec![0.0f32; inputs * np];
     let mut corners = Vec::with_capacity(n * grid_count);
-    let has_lod = params.pyramid_levels() > 1;
     // Where each grid's values start among every grid value (the per-latent noise's index).
     let grid_bases: Vec<u32> = params
         .all_grids()
@@ -218,12 +219,12 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
     for i in 0..n {
         let (u, v) = (batch.uv[2 * i], batch.uv[2 * i + 1]);
         let mask = &batch.mask[i * lc..(i + 1) * lc];
-        // `channel`: a grid's first latent channel (the mask's index); `offset`: its first feature.
-        let (mut channel, mut offset) = (0, 0);
         let grids = params.level_grids(levels[i]);
         let first_grid = params.grids_level(levels[i]) * grid_count;
-        for (gi, (grid, &(cells, weights))) in grids.iter().zip(&corners[i * grid_count..(i + 1) * grid_count]).enumerate() {
-            let ch = grid.channels as usize;
+        for (gi, ((grid, slot), &(cells, weights))) in
+            grids.iter().zip(layout.grids()).zip(&corners[i * grid_count..(i + 1) * grid_count]).enumerate()
+        {
+            let (ch, channel) = (slot.channels, slot.first_channel);
             let corner_values: [&[f32]; 4] = std::array::from_fn(|k| &grid.values[cells[k] * ch..(cells[k] + 1) * ch]);
             let base = grid_bases.get(first_grid + gi).copied().unwrap_or(0);
             for c in 0..ch {
@@ -241,33 +242,29 @@ fn gather(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>, gated: 
                         None => {}
                     }
                     let weighted = weights[k] * g;
-                    if grid.corners {
-                        x[(offset + 4 * c + k) * np + i] = weighted * m;
+                    if slot.corners {
+                        x[slot.input(c, k) * np + i] = weighted * m;
                     }
                     value += weighted;
                 }
-                if !grid.corners {
-                    x[(offset + c) * np + i] = value * m;
+                if !slot.corners {
+                    x[slot.input(c, 0) * np + i] = value * m;
                 }
                 if let Some(r) = raw.get_mut(i * lc + channel + c) {
                     *r = value;
                 }
             }
-            channel += ch;
-            offset += ch * grid.reads();
         }
         let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
         let (px, py) = (u * w0 as f32, v * h0 as f32);
-        for k in 0..params.pe_frequencies {
-            let a = pe_angular_frequency(k);
-            let j = offset + 4 * k as usize;
-            x[j * np + i] = (a * px).sin();
-            x[(j + 1) * np + i] = (a * px).cos();
-            x[(j + 2) * np + i] = (a * py).sin();
-            x[(j + 3) * np + i] = (a * py).cos();
+        for k in 0..layout.pe_frequencies() {
+            let a = pe_angular_frequency(k as u32);
+            for (j, value) in [(a * px).sin(), (a * px).cos(), (a * py).sin(), (a * py).cos()].into_iter().enumerate() {
+                x[layout.pe_input(k, j) * np + i] = value;
+            }
         }
-        if has_lod {
-            x[(offset + 4 * params.pe_frequencies as usize) * np + i] = lods[i] as f32 * LOD_INPUT_SCALE;
+        if let Some(lod) = layout.lod_input() {
+            x[lod * np + i] = lods[i] as f32 * LOD_INPUT_SCALE;
         }
     }
 
@@ -336,7 +333,8 @@ const SCATTER_BANDS_PER_THREAD: usize = 2;
 /// after chunk. Each grid's cells are split into bands added in parallel; within a cell the terms
 /// arrive in chunk, texel and corner order, as in a serial scatter (the same bits).
 pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &mut ModelParams) {
-    let lf = params.latent_features();
+    let layout = params.input_layout();
+    let lf = layout.latent_features();
     let grid_count = params.grids.len();
     if grid_count == 0 || lf == 0 || chunks.iter().all(|c| c.d_features.is_empty()) {
         return;
@@ -345,24 +343,20 @@ pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], gr
     let bands_per_grid = (rayon::current_num_threads() * SCATTER_BANDS_PER_THREAD).max(2);
     // (level, grid within the level, its first feature, first cell of the band, the band).
     let mut bands: Vec<(u32, usize, usize, usize, &mut [f32])> = Vec::new();
-    // Every grid of every level, level 0 first (`all_grids_mut`'s order).
-    let mut offset = 0;
+    // Every grid of every level, level 0 first (`all_grids_mut`'s order); a level's grid g reads
+    // the inputs of level 0's grid g.
     for (j, grid) in grads.all_grids_mut().enumerate() {
         let (level, g) = ((j / grid_count) as u32, j % grid_count);
-        if g == 0 {
-            offset = 0;
-        }
+        let offset = layout.grids().get(g).map_or(lf, |slot| slot.first_input);
         let ch = (grid.channels as usize).max(1);
-        let features = grid.channels as usize * grid.reads();
         let cells = grid.values.len() / ch;
         let band_cells = cells.div_ceil(bands_per_grid).max(1);
         for (b, band) in grid.values.chunks_mut(band_cells * ch).enumerate() {
             bands.push((level, g, offset, b * band_cells, band));
         }
-        offset += features;
     }
     bands.par_iter_mut().for_each(|(level, g, offset, first_cell, band)| {
-        let (ch, reads) = params.level_grids(*level).get(*g).map_or((1, 1), |grid| (grid.channels as usize, grid.reads()));
+        let (ch, reads) = layout.grids().get(*g).map_or((1, 1), |slot| (slot.channels.max(1), slot.reads()));
         let band_cells = band.len() / ch.max(1);
         for chunk in chunks {
             let n = chunk.d_features.len() / lf;
@@ -437,6 +431,16 @@ pub fn loss_and_grads_with(params: &ModelParams, batch: &Batch, noise: Option<No
         }
     }
     ((chunk.weighted_sq_err / batch.len.max(1) as f64) as f32, grads)
+}
+
+/// The features the gather writes for `batch`, texel-major (`[len][inputs]`): what the
+/// input-layout consumer test (`train::input_consumers`) reads.
+#[cfg(test)]
+pub(crate) fn gathered_features(params: &ModelParams, batch: &Batch) -> Vec<f32> {
+    let inputs = params.mlp_inputs();
+    let np = padded_len(batch.len);
+    let Gathered { x, .. } = gather(params, batch, None, false);
+    (0..batch.len).flat_map(|i| (0..inputs).map(move |f| (f, i))).map(|(f, i)| x[f * np + i]).collect()
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ pub(crate) mod fused;
 pub(crate) mod gates;
 pub(crate) mod gpu;
 pub(crate) mod init;
+#[cfg(test)]
+mod input_consumers;
 pub(crate) mod kernel;
 pub(crate) mod run;
 pub(crate) mod sampler;

@@ -4,36 +4,26 @@
 
 use super::f32_bits;
 use std::fmt::Write as _;
-use texset_core::{bundle::Manifest, model::inputs_per_channel};
+use texset_core::{bundle::Manifest, model::InputLayout};
 
-/// One grid as the generated latent fetch reads it.
+/// One grid as the generated latent fetch reads it; where its channels go in the MLP's input is
+/// the input layout's (`GridInputs`).
 pub(super) struct GridFetch {
-    channels: u32,
     bits: u32,
-    /// Its first latent channel (the budget mask's bit).
-    channel: u32,
-    /// Its first MLP input.
-    first: u32,
-    /// Four inputs per channel, each corner times its bilinear weight, instead of their sum.
-    corners: bool,
     low: f32,
     step: f32,
 }
 
-/// How the generated fetch reads each level-0 grid: its first latent channel and MLP input, and
-/// the dequantisation step of core's `model::level_value`, evaluated here once.
+/// How the generated fetch reads each level-0 grid: its bits and the dequantisation step of
+/// core's `model::level_value`, evaluated here once.
 pub(super) fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
-    let (mut channel, mut first) = (0u32, 0u32);
     manifest
         .grids
         .iter()
-        .map(|grid| {
-            let step = (grid.range[1] - grid.range[0]) / ((1u32 << grid.bits) - 1) as f32;
-            let fetch =
-                GridFetch { channels: grid.channels, bits: grid.bits, channel, first, corners: grid.corners, low: grid.range[0], step };
-            channel += grid.channels;
-            first += grid.channels * inputs_per_channel(grid.corners) as u32;
-            fetch
+        .map(|grid| GridFetch {
+            bits: grid.bits,
+            low: grid.range[0],
+            step: (grid.range[1] - grid.range[0]) / ((1u32 << grid.bits) - 1) as f32,
         })
         .collect()
 }
@@ -46,15 +36,16 @@ pub(super) fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
 /// the CPU reference's order (or, for a grid that reads its corners, each corner times its
 /// weight as an input of its own), and zeroed outside the map's budget (`MAP_MASK`). Then the
 /// positional encoding (`pe_sin_cos`, model.wgsl) and, with a pyramid, the LOD input.
-pub(super) fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencies: u32, lod: bool) -> String {
+pub(super) fn mlp_input_wgsl(layout: &InputLayout, grids: &[GridFetch], mask_words: u32) -> String {
     let mut t = String::from("fn mlp_input(map_index: u32, uv: vec2<f32>, level: u32) -> MlpInput {\n");
     t.push_str("    let slot = pyramid_level(level) * GRID_COUNT;\n");
     for w in 0..mask_words {
         let _ = writeln!(t, "    let mask{w} = MAP_MASK[map_index * MASK_WORDS + {w}u];");
     }
-    let mut inputs: Vec<String> = Vec::new();
-    for (g, grid) in grids.iter().enumerate() {
-        let record = grid.channels * grid.bits;
+    // Each input's expression at its slot of the layout (a multiple of 4, padded with zeros).
+    let mut inputs: Vec<String> = vec!["0.0".into(); layout.width().next_multiple_of(4).max(4)];
+    for (g, (grid, slot)) in grids.iter().zip(layout.grids()).enumerate() {
+        let record = slot.channels as u32 * grid.bits;
         let aligned = record.div_ceil(32);
         let _ = writeln!(t, "    let corners{g} = bilinear_corners(uv, GRID_WIDTH[slot + {g}u], GRID_HEIGHT[slot + {g}u]);");
         let _ = writeln!(t, "    let base{g} = GRID_WORD_OFFSET[slot + {g}u];");
@@ -72,7 +63,7 @@ pub(super) fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencie
             }
         }
         let mask = (1u64 << grid.bits) - 1;
-        for c in 0..grid.channels {
+        for c in 0..slot.channels as u32 {
             let pos = c * grid.bits;
             let (j, off) = (pos / 32, pos % 32);
             let level = |k: u32| {
@@ -83,34 +74,32 @@ pub(super) fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencie
                 }
             };
             let value = |k: u32| format!("({} + {} * {})", f32_literal(grid.low), level(k), f32_literal(grid.step));
-            let channel = grid.channel + c;
+            let channel = slot.first_channel as u32 + c;
             let masked = |e: String| format!("select(0.0, {e}, ((mask{} >> {}u) & 1u) != 0u)", channel / 32, channel % 32);
             let weighted = |k: u32| format!("corners{g}.weights.{} * {}", ["x", "y", "z", "w"][k as usize], value(k));
-            if grid.corners {
+            if slot.corners {
                 for k in 0..4 {
                     let _ = writeln!(t, "    let v{channel}_{k} = {};", weighted(k));
-                    inputs.push(masked(format!("v{channel}_{k}")));
+                    inputs[slot.input(c as usize, k as usize)] = masked(format!("v{channel}_{k}"));
                 }
             } else {
                 let sum: Vec<String> = (0..4).map(weighted).collect();
                 let _ = writeln!(t, "    let v{channel} = {};", sum.join(" + "));
-                inputs.push(masked(format!("v{channel}")));
+                inputs[slot.input(c as usize, 0)] = masked(format!("v{channel}"));
             }
         }
-        debug_assert_eq!(inputs.len() as u32, grid.first + grid.channels * inputs_per_channel(grid.corners) as u32);
     }
-    if pe_frequencies > 0 {
+    if layout.pe_frequencies() > 0 {
         t.push_str("    let px = uv.x * f32(GRID_WIDTH[slot]);\n    let py = uv.y * f32(GRID_HEIGHT[slot]);\n");
     }
-    for k in 0..pe_frequencies {
+    for k in 0..layout.pe_frequencies() {
         let _ = writeln!(t, "    let pe{k}x = pe_sin_cos({k}u, px);\n    let pe{k}y = pe_sin_cos({k}u, py);");
-        inputs.extend([format!("pe{k}x.x"), format!("pe{k}x.y"), format!("pe{k}y.x"), format!("pe{k}y.y")]);
+        for (j, value) in [format!("pe{k}x.x"), format!("pe{k}x.y"), format!("pe{k}y.x"), format!("pe{k}y.y")].into_iter().enumerate() {
+            inputs[layout.pe_input(k, j)] = value;
+        }
     }
-    if lod {
-        inputs.push("f32(lod_level(level)) * LOD_INPUT_SCALE".into());
-    }
-    while !inputs.len().is_multiple_of(4) || inputs.is_empty() {
-        inputs.push("0.0".into());
+    if let Some(lod) = layout.lod_input() {
+        inputs[lod] = "f32(lod_level(level)) * LOD_INPUT_SCALE".into();
     }
     let fields: Vec<String> = inputs.chunks(4).map(|c| format!("vec4<f32>({})", c.join(", "))).collect();
     let _ = writeln!(t, "    return MlpInput({});\n}}", fields.join(", "));
@@ -120,4 +109,66 @@ pub(super) fn mlp_input_wgsl(grids: &[GridFetch], mask_words: u32, pe_frequencie
 /// An f32 as a WGSL expression of its exact bits.
 fn f32_literal(value: f32) -> String {
     format!("bitcast<f32>({})", f32_bits(value))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The arguments of a call's text `f(a, g(b, c), d)`, split at its top-level commas.
+    fn arguments(call: &str) -> Vec<&str> {
+        let inner = &call[call.find('(').unwrap() + 1..call.rfind(')').unwrap()];
+        let (mut depth, mut start, mut out) = (0, 0, Vec::new());
+        for (i, ch) in inner.char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(inner[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out.push(inner[start..].trim());
+        out
+    }
+
+    /// The generated fetch puts each value where core's input layout says (issue 69): a channel's
+    /// feature (`v{channel}`) or corner (`v{channel}_{k}`) under its budget bit, each
+    /// positional-encoding value and the LOD input, zeros past the width.
+    #[test]
+    fn the_latent_fetch_reads_the_input_layouts_slots() {
+        let bundle = texset_testkit::tiny_bundle_with_corner_reads(3);
+        let layout = bundle.manifest.input_layout();
+        assert!(layout.grids()[0].corners && layout.lod_input().is_some() && layout.pe_frequencies() > 0);
+        let text = mlp_input_wgsl(&layout, &grid_fetches(&bundle.manifest), 1);
+        let ret = text.lines().find_map(|l| l.trim().strip_prefix("return ")).unwrap().trim_end_matches(';');
+        let inputs: Vec<String> = arguments(ret).into_iter().flat_map(arguments).map(str::to_owned).collect();
+        // `select(0.0, v3_1, …)` (a channel's) only by its name: a whole name, not a prefix.
+        let names = |e: &str, name: &str| e.contains(&format!(", {name}, "));
+        let mut want: Vec<Option<String>> = vec![None; inputs.len()];
+        for slot in layout.grids() {
+            for c in 0..slot.channels {
+                let channel = slot.first_channel + c;
+                for k in 0..slot.reads() {
+                    let name = if slot.corners { format!("v{channel}_{k}") } else { format!("v{channel}") };
+                    want[slot.input(c, k)] = Some(name);
+                }
+            }
+        }
+        for (k, j) in (0..layout.pe_frequencies()).flat_map(|k| (0..4).map(move |j| (k, j))) {
+            want[layout.pe_input(k, j)] = Some(format!("pe{k}{}.{}", ["x", "x", "y", "y"][j], ["x", "y"][j % 2]));
+        }
+        want[layout.lod_input().unwrap()] = Some("f32(lod_level(level))".to_owned());
+        for (i, (got, want)) in inputs.iter().zip(&want).enumerate() {
+            match want {
+                Some(w) if w.starts_with('v') => assert!(names(got, w), "input {i}: {got}, its slot reads {w}"),
+                Some(w) => assert!(got.starts_with(w.as_str()), "input {i}: {got}, its slot reads {w}"),
+                None => assert_eq!(got, "0.0", "input {i} past the layout's width"),
+            }
+        }
+        assert_eq!(inputs.len(), layout.width().next_multiple_of(4));
+    }
 }

@@ -43,6 +43,7 @@ use burn::prelude::*;
 use burn::tensor::Gradients;
 use burn::tensor::activation::relu;
 
+use crate::model::InputLayout;
 use crate::model::params::{Activation, GridParams, HGELU_MAX, LayerParams, ModelParams, pe_angular_frequency};
 
 /// Grid values are kept in the latent quantisation range after every update (the same range as
@@ -92,10 +93,11 @@ impl NtcModelConfig {
         self.grids.iter().map(|g| g.channels).sum()
     }
 
-    /// Width of the MLP input: latent channels plus `4 · pe_frequencies`.
+    /// Width of the MLP input ([`InputLayout::width`] of grids without corner reads or a
+    /// pyramid: latent channels plus `4 · pe_frequencies`).
     #[must_use]
     pub fn mlp_inputs(&self) -> usize {
-        self.latent_channels() + 4 * self.pe_frequencies
+        InputLayout::new(self.grids.iter().map(|g| (g.channels as u32, false)), self.pe_frequencies as u32, false).width()
     }
 
     /// A freshly initialised model: grids uniform in `±grid_init_amplitude`, layers with burn's
@@ -318,29 +320,7 @@ impl NtcModel {
     pub(super) fn forward_with(&self, uv: Tensor<2>, mask: Tensor<2>, noise: Option<Tensor<3>>, train_grids: bool) -> Tensor<2> {
         assert!(!self.grids.is_empty(), "the model needs at least one latent grid");
         assert!(!self.layers.is_empty(), "the model needs at least one layer");
-        let u = uv.clone().narrow(1, 0, 1); // [B, 1]
-        let v = uv.narrow(1, 1, 1); // [B, 1]
-
-        // 1. Latent fetch, grid 0 first: [B, latent_channels].
-        // Noise split per grid: [4, B, channels of grid g].
-        let sizes = self.grids.iter().map(LatentGrid::channels).collect();
-        let mut grid_noise = noise.map(|n| n.split_with_sizes(sizes, 2).into_iter());
-        // 2. Channel budget, per grid: a corner grid's four inputs of a channel take its mask.
-        let [batch, _] = mask.dims();
-        let masks = mask.split_with_sizes(self.grids.iter().map(LatentGrid::channels).collect(), 1);
-        let mut features = Vec::with_capacity(self.grids.len());
-        for (grid, m) in self.grids.iter().zip(masks) {
-            let n = grid_noise.as_mut().and_then(Iterator::next);
-            let m = if grid.corners { m.unsqueeze_dim::<3>(2).repeat_dim(2, 4).reshape([batch, 4 * grid.channels()]) } else { m };
-            features.push(grid.fetch(u.clone(), v.clone(), n, train_grids).mul(m));
-        }
-        let latent = Tensor::cat(features, 1);
-
-        // 3. Positional encoding: [B, 4 · pe_frequencies].
-        let mut h = match self.positional_encoding(u, v) {
-            Some(pe) => Tensor::cat(vec![latent, pe], 1),
-            None => latent,
-        };
+        let mut h = self.inputs(uv, mask, noise, train_grids);
 
         // 4. MLP, ReLU (or HGELUClamp) on all but the last layer.
         let last = self.layers.len() - 1;
@@ -354,6 +334,42 @@ impl NtcModel {
                 };
             }
         }
+        h
+    }
+
+    /// The model's input layout ([`InputLayout`]): its grids' channels and corner reads and its
+    /// positional encoding (burn's model has no latent pyramid, so no LOD input).
+    #[must_use]
+    pub fn input_layout(&self) -> InputLayout {
+        InputLayout::new(self.grids.iter().map(|g| (g.channels() as u32, g.corners)), self.pe_frequencies as u32, false)
+    }
+
+    /// Spec steps 1–3, the MLP's input `[B, width]`, each value at its slot of
+    /// [`Self::input_layout`]: every grid's features through its channels' budget (grid 0
+    /// first), then the positional encoding. Shapes as in [`Self::forward`].
+    pub(crate) fn inputs(&self, uv: Tensor<2>, mask: Tensor<2>, noise: Option<Tensor<3>>, train_grids: bool) -> Tensor<2> {
+        let layout = self.input_layout();
+        let u = uv.clone().narrow(1, 0, 1); // [B, 1]
+        let v = uv.narrow(1, 1, 1); // [B, 1]
+
+        // 1. Latent fetch, grid 0 first. Noise split per grid: [4, B, channels of grid g].
+        let sizes = layout.grids().iter().map(|slot| slot.channels).collect();
+        let mut grid_noise = noise.map(|n| n.split_with_sizes(sizes, 2).into_iter());
+        // 2. Channel budget, per grid: a corner grid's four inputs of a channel take its mask.
+        let [batch, _] = mask.dims();
+        let masks = mask.split_with_sizes(layout.grids().iter().map(|slot| slot.channels).collect(), 1);
+        // The layout's slots, in order: each grid's inputs, then the positional encoding.
+        let mut slots = Vec::with_capacity(self.grids.len() + 1);
+        for ((grid, slot), m) in self.grids.iter().zip(layout.grids()).zip(masks) {
+            let n = grid_noise.as_mut().and_then(Iterator::next);
+            let m =
+                if slot.corners { m.unsqueeze_dim::<3>(2).repeat_dim(2, slot.reads()).reshape([batch, slot.inputs().len()]) } else { m };
+            slots.push(grid.fetch(u.clone(), v.clone(), n, train_grids).mul(m));
+        }
+        // 3. Positional encoding: [B, 4 · pe_frequencies] from `pe_input(0, 0)` on.
+        slots.extend(self.positional_encoding(u, v));
+        let h = Tensor::cat(slots, 1);
+        debug_assert_eq!(h.dims()[1], layout.width(), "the inputs fill the layout");
         h
     }
 

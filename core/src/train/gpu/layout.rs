@@ -9,6 +9,7 @@ use crate::model::wgsl::WeightMemory;
 use crate::model::wgsl::{MlpShape, PackedLayer, pack_layout};
 use crate::train::TrainError;
 use crate::train::sampler::{CHUNK_TEXELS, Sampler};
+use std::fmt::Write as _;
 
 /// The model's shapes as the trainer lays them out: one flat parameter array (every grid of every
 /// level, then per layer its weights and biases: the checkpoint's order).
@@ -119,6 +120,75 @@ impl Shapes {
     }
 }
 
+/// One MLP layer's row of the `tables` buffer, stated once: the host writes its words
+/// ([`LayerRow::words`], in [`LayerRow::FIELDS`]' order) and reads them back by name
+/// ([`LayerRow::from_words`]); the shader reads them through the accessors [`LayerRow::wgsl`]
+/// generates from the same list (`layer_inputs(l)`, …), never by a position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct LayerRow {
+    /// Input width.
+    pub(super) inputs: u32,
+    /// Output width.
+    pub(super) outputs: u32,
+    /// Where its weights start in the layer region.
+    pub(super) weights: u32,
+    /// Where its biases start in the layer region.
+    pub(super) biases: u32,
+    /// Scratch offset of its input rows, in `vec4`s.
+    pub(super) activations: u32,
+    /// Scratch offset of its output-gradient rows, in `vec4`s.
+    pub(super) output_grads: u32,
+}
+
+impl LayerRow {
+    /// The fields, in the order of the row's words.
+    pub(super) const FIELDS: [&'static str; 6] = ["inputs", "outputs", "weights", "biases", "activations", "output_grads"];
+
+    /// Words a row takes.
+    pub(super) const WORDS: usize = Self::FIELDS.len();
+
+    /// The row's words, in [`Self::FIELDS`]' order.
+    pub(super) fn words(self) -> [u32; Self::WORDS] {
+        Self::FIELDS.map(|f| self.field(f))
+    }
+
+    /// The value of field `name` (0 for a name not in [`Self::FIELDS`]).
+    fn field(self, name: &str) -> u32 {
+        match name {
+            "inputs" => self.inputs,
+            "outputs" => self.outputs,
+            "weights" => self.weights,
+            "biases" => self.biases,
+            "activations" => self.activations,
+            "output_grads" => self.output_grads,
+            _ => 0,
+        }
+    }
+
+    /// The row whose words are `words` ([`Self::WORDS`] of them; missing ones 0).
+    pub(super) fn from_words(words: &[u32]) -> Self {
+        let at = |name: &str| Self::FIELDS.iter().position(|f| *f == name).and_then(|i| words.get(i)).copied().unwrap_or(0);
+        Self {
+            inputs: at("inputs"),
+            outputs: at("outputs"),
+            weights: at("weights"),
+            biases: at("biases"),
+            activations: at("activations"),
+            output_grads: at("output_grads"),
+        }
+    }
+
+    /// WGSL accessors of layer `l`'s row, one per field: `fn layer_<field>(l: u32) -> u32`,
+    /// reading the `tables` word at `LAYER_OFF + l · WORDS + <its index>`.
+    pub(super) fn wgsl() -> String {
+        let mut text = String::new();
+        for (i, f) in Self::FIELDS.iter().enumerate() {
+            let _ = writeln!(text, "fn layer_{f}(l: u32) -> u32 {{\n    return t_u(LAYER_OFF + l * {}u + {i}u);\n}}", Self::WORDS);
+        }
+        text
+    }
+}
+
 /// Offsets of the tables in the `tables` buffer, and the constants the shader is specialised with.
 #[derive(Clone, Debug)]
 pub(super) struct Tables {
@@ -197,7 +267,8 @@ impl Tables {
             scratch += u64::from(row_vec4s(outputs)) * u64::from(shapes.batch);
             let act = u32::try_from(act).map_err(|_| too_big("activations"))?;
             let dz = u32::try_from(dz).map_err(|_| too_big("activations"))?;
-            words.extend([inputs, outputs, at, at + inputs * outputs, act, dz]);
+            let row = LayerRow { inputs, outputs, weights: at, biases: at + inputs * outputs, activations: act, output_grads: dz };
+            words.extend(row.words());
             at += inputs * outputs + outputs;
         }
         let samples_off = words.len() as u32;
@@ -438,4 +509,24 @@ pub(super) fn f32_bytes(values: &[f32]) -> Vec<u8> {
 
 pub(super) fn u32_bytes(values: &[u32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LayerRow;
+
+    /// A layer row's words, its reading back and its WGSL accessors all follow one field list:
+    /// each accessor reads the word the host wrote for its field.
+    #[test]
+    fn a_layer_rows_words_and_accessors_agree() {
+        let row = LayerRow { inputs: 11, outputs: 22, weights: 33, biases: 44, activations: 55, output_grads: 66 };
+        assert_eq!(LayerRow::from_words(&row.words()), row);
+        let wgsl = LayerRow::wgsl();
+        for (i, (field, word)) in LayerRow::FIELDS.iter().zip(row.words()).enumerate() {
+            assert_eq!(word, row.field(field), "{field}");
+            let accessor = format!("fn layer_{field}(l: u32) -> u32 {{\n    return t_u(LAYER_OFF + l * {}u + {i}u);\n}}", LayerRow::WORDS);
+            assert!(wgsl.contains(&accessor), "{field}: {wgsl}");
+        }
+        assert_eq!(wgsl.matches("fn layer_").count(), LayerRow::WORDS);
+    }
 }

@@ -30,7 +30,7 @@ mod device;
 mod fused;
 mod layout;
 mod profile;
-mod wgsl;
+pub(crate) mod wgsl;
 
 use device::Gpu;
 pub use device::share_device;

@@ -234,20 +234,19 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>) {
     var l = 0u;
     var first = 0u;
     loop {
-        let outs = t_u(LAYER_OFF + l * 6u + 1u);
+        let outs = layer_outputs(l);
         if r < first + outs || l + 1u >= LAYERS {
             break;
         }
         first += outs;
         l += 1u;
     }
-    let lb = LAYER_OFF + l * 6u;
-    let nin = t_u(lb);
+    let nin = layer_inputs(l);
     let o = r - first;
     // The row's weights and bias: `src` and `b` in the flat parameters, `row` and `at.y` in the
     // packed layout (`packed_at`, generated).
-    let src = GRID_TOTAL + t_u(lb + 2u) + o * nin;
-    let b = t_u(lb + 3u) + o;
+    let src = GRID_TOTAL + layer_weights(l) + o * nin;
+    let b = layer_biases(l) + o;
     let at = packed_at(l, o);
     let row = at.x;
     fwdw[at.y] = params[GRID_TOTAL + b];
@@ -327,11 +326,8 @@ fn texel_uv(g: u32, texel: u32) -> vec2<f32> {
     return vec2<f32>((f32(texel % width) + 0.5) / f32(width), (f32(texel / width) + 0.5) / f32(height));
 }
 
-// The pyramid level whose grids a texel of LOD level `lod` reads (a group's level word is its
-// LOD level, `texset_core::model::params::lod_level`): `pyramid_level` there.
-fn pyramid_level(lod: u32) -> u32 {
-    return lod / MIP_GROUP;
-}
+// A group's level word is its LOD level (`texset_core::model::params::lod_level`); the pyramid
+// level whose grids it reads is model.wgsl's `pyramid_level` of it.
 
 // Grid gi's pyramid level `level` as a texel at `uv` reads it: where its values start, its
 // channels, and the texel's bilinear corners in it.

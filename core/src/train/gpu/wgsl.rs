@@ -4,8 +4,9 @@
 //! layers come from the one generator every decoding shader runs (`model::wgsl`).
 
 use super::fused::FusedPlan;
-use super::layout::{Shapes, Tables, WgradTile, row_vec4s};
-use crate::model::params::{Activation, ModelParams, inputs_per_channel};
+use super::layout::{LayerRow, Shapes, Tables, WgradTile, row_vec4s};
+use crate::model::InputLayout;
+use crate::model::params::{Activation, ModelParams};
 use crate::model::quant::{self, WeightFormat};
 use crate::model::wgsl::WeightMemory;
 use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
@@ -49,11 +50,12 @@ pub(super) fn specialise(
     mlp_shape: MlpShape,
     adam_row: u32,
 ) -> String {
-    let lc = params.latent_channels() as u32;
-    let lf = params.latent_features() as u32;
+    let layout = params.input_layout();
+    let lc = layout.latent_channels() as u32;
+    let lf = layout.latent_features() as u32;
     let oc = params.output_channels() as u32;
     let widths = shapes.layers.iter().flat_map(|&(i, o)| [i, o]);
-    let maxw = widths.chain([params.mlp_inputs() as u32, 1]).max().unwrap_or(1);
+    let maxw = widths.chain([layout.width() as u32, 1]).max().unwrap_or(1);
     let consts = [
         ("N", shapes.batch),
         ("CHUNK", shapes.chunk_texels()),
@@ -96,6 +98,7 @@ pub(super) fn specialise(
         ("FLAG_SPARSE", FLAG_SPARSE),
         ("MX_BLOCK", quant::MX_BLOCK as u32),
         ("MIP_GROUP", params.mip_group()),
+        ("PYRAMID_LEVELS", params.pyramid_levels()),
     ];
     let mut text = String::from("// Specialised by texset (core/src/train/gpu/wgsl.rs).\n");
     for (name, value) in consts {
@@ -111,9 +114,12 @@ pub(super) fn specialise(
     text.push_str(&weights_wgsl(shapes, memory));
     text.push_str(&packed_at_wgsl(&shapes.packed));
     // The layers with their shapes as literals (the tables' layer rows, in code).
-    let rows: Vec<&[u32]> = tables.words[tables.layer_off as usize..tables.samples_off as usize].chunks_exact(6).collect();
-    let grids: Vec<(u32, bool)> = params.grids.iter().map(|g| (g.channels, g.corners)).collect();
-    text.push_str(&gather_wgsl(&grids, params.pe_frequencies, params.pyramid_levels() > 1, shapes.tpi(), maxw));
+    text.push_str(&LayerRow::wgsl());
+    let rows: Vec<LayerRow> = tables.words[tables.layer_off as usize..tables.samples_off as usize]
+        .chunks_exact(LayerRow::WORDS)
+        .map(LayerRow::from_words)
+        .collect();
+    text.push_str(&gather_wgsl(&layout, shapes.tpi(), maxw));
     text.push_str(&mlp_gen::activation_functions(params.activation, MlpPrecision::F32));
     let dims = MlpDims { lf, oc, tpi: shapes.tpi(), maxw };
     let fused = shapes.fused();
@@ -130,84 +136,72 @@ pub(super) fn specialise(
 }
 
 /// `gather(first)`: draws texels `first..first + tpi` (`drawn`) and writes their features to `xa`
-/// (texel t's at t · maxw): per grid (`grids`: its channels, and whether the decoder reads its
-/// corners), its latent features (one per channel, or each of the four corners times its weight),
-/// then the positional encoding's `pe` frequencies and, with a pyramid, the LOD input; and
-/// `scatter()`, which adds the latent features' gradients (`xb`) to the grid cells they were read
-/// from (a corner feature's to its own cell). Every feature is
+/// (texel t's at t · maxw) at the slots of `layout`: per grid its latent features (one per
+/// channel, or each of the four corners times its weight), then the positional encoding and, with
+/// a pyramid, the LOD input; and `scatter()`, which adds the latent features' gradients (`xb`) to
+/// the grid cells they were read from (a corner feature's to its own cell). Every feature is
 /// stored and read at a literal index, and each texel's grids are located once for both: lavapipe
 /// stores to a private array at an index known only at run time by a select over the whole array.
 /// Generated, the two took `fwd_bwd` from 340 to 327 ms per 65,536-texel step of the default
 /// model on lavapipe (loops over the grids and channels in the shader before).
-fn gather_wgsl(grids: &[(u32, bool)], pe: u32, has_lod: bool, tpi: u32, maxw: u32) -> String {
+pub(crate) fn gather_wgsl(layout: &InputLayout, tpi: u32, maxw: u32) -> String {
+    let grids = layout.grids();
     let mut t = String::from("fn gather(first: u32) {\n");
-    let lc: u32 = grids.iter().map(|&(c, corners)| c * inputs_per_channel(corners) as u32).sum();
     for p in 0..tpi {
-        let base = p * maxw;
+        let base = (p * maxw) as usize;
         let _ = writeln!(t, "    let d{p} = draw(first + {p}u);\n    drawn[{p}u] = d{p};\n    let at{p} = texel_at(d{p}.x, d{p}.y);");
         let _ = writeln!(t, "    texel_masks[{p}u] = at{p}.mask_base;");
-        // `channel`: the latent channel (the mask's and the noise's index); `feature`: the input.
-        let (mut channel, mut feature) = (0, 0);
-        for (gi, &(c, corners)) in grids.iter().enumerate() {
+        for (gi, slot) in grids.iter().enumerate() {
             let _ = writeln!(t, "    let g{p}_{gi} = grid_at(at{p}.level, {gi}u, at{p}.uv);");
             let _ = writeln!(t, "    texel_grids[{}u] = g{p}_{gi};", p as usize * grids.len() + gi);
-            for k in 0..c {
-                let ch = channel + k;
-                if corners {
+            for k in 0..slot.channels {
+                // The latent channel: the mask's and the noise's index.
+                let ch = slot.first_channel + k;
+                if slot.corners {
                     for corner in 0..4 {
-                        let _ = writeln!(
-                            t,
-                            "    xa[{}u] = latent_corner(first + {p}u, g{p}_{gi}, {k}u, {corner}u, {ch}u, at{p}.mask_base);",
-                            base + feature
-                        );
-                        feature += 1;
+                        let at = base + slot.input(k, corner);
+                        let _ =
+                            writeln!(t, "    xa[{at}u] = latent_corner(first + {p}u, g{p}_{gi}, {k}u, {corner}u, {ch}u, at{p}.mask_base);");
                     }
                 } else {
-                    let _ =
-                        writeln!(t, "    xa[{}u] = latent_feature(first + {p}u, g{p}_{gi}, {k}u, {ch}u, at{p}.mask_base);", base + feature);
-                    feature += 1;
+                    let at = base + slot.input(k, 0);
+                    let _ = writeln!(t, "    xa[{at}u] = latent_feature(first + {p}u, g{p}_{gi}, {k}u, {ch}u, at{p}.mask_base);");
                 }
             }
-            channel += c;
         }
         let _ = writeln!(t, "    let pos{p} = pe_position(at{p});");
-        for k in 0..pe {
-            let at = base + lc + 4 * k;
+        for k in 0..layout.pe_frequencies() {
             let _ = writeln!(t, "    let sx{p}_{k} = pe_sin_cos({k}u, pos{p}.x);\n    let sy{p}_{k} = pe_sin_cos({k}u, pos{p}.y);");
-            let _ = writeln!(
-                t,
-                "    xa[{at}u] = sx{p}_{k}.x;\n    xa[{}u] = sx{p}_{k}.y;\n    xa[{}u] = sy{p}_{k}.x;\n    xa[{}u] = sy{p}_{k}.y;",
-                at + 1,
-                at + 2,
-                at + 3
-            );
+            for (j, value) in
+                ["sx", "sx", "sy", "sy"].iter().zip([".x", ".y", ".x", ".y"]).map(|(v, c)| format!("{v}{p}_{k}{c}")).enumerate()
+            {
+                let _ = writeln!(t, "    xa[{}u] = {value};", base + layout.pe_input(k, j));
+            }
         }
-        if has_lod {
-            let _ = writeln!(t, "    xa[{}u] = f32(at{p}.lod) * LOD_INPUT_SCALE;", base + lc + 4 * pe);
+        if let Some(lod) = layout.lod_input() {
+            let _ = writeln!(t, "    xa[{}u] = f32(at{p}.lod) * LOD_INPUT_SCALE;", base + lod);
         }
     }
     t.push_str("}\n");
     // The latent features' gradients (`xb`, as `mlp` leaves them) to the grids they were read from.
     t.push_str("fn scatter() {\n");
     for p in 0..tpi {
+        let base = (p * maxw) as usize;
         let _ = writeln!(t, "    let mask{p} = texel_masks[{p}u];");
-        let (mut channel, mut feature) = (0, 0);
-        for (gi, &(c, corners)) in grids.iter().enumerate() {
+        for (gi, slot) in grids.iter().enumerate() {
             let _ = writeln!(t, "    let g{p}_{gi} = texel_grids[{}u];", p as usize * grids.len() + gi);
-            for k in 0..c {
-                let ch = channel + k;
-                if corners {
+            for k in 0..slot.channels {
+                let ch = slot.first_channel + k;
+                if slot.corners {
                     for corner in 0..4 {
-                        let at = p * maxw + feature;
+                        let at = base + slot.input(k, corner);
                         let _ = writeln!(t, "    scatter_corner(g{p}_{gi}, {k}u, {corner}u, xb[{at}u] * t_f(mask{p} + {ch}u));");
-                        feature += 1;
                     }
                 } else {
-                    let _ = writeln!(t, "    scatter_feature(g{p}_{gi}, {k}u, xb[{}u] * t_f(mask{p} + {ch}u));", p * maxw + feature);
-                    feature += 1;
+                    let at = base + slot.input(k, 0);
+                    let _ = writeln!(t, "    scatter_feature(g{p}_{gi}, {k}u, xb[{at}u] * t_f(mask{p} + {ch}u));");
                 }
             }
-            channel += c;
         }
     }
     t.push_str("}\n");
@@ -298,7 +292,14 @@ struct MlpDims {
 /// (`x{texel}_{layer}_{j}`, `d{texel}_{layer}_{j}`), read by its literal name (lavapipe keeps
 /// those in registers, where it reads an array indexed at run time lane by lane); each loop
 /// iteration loads its weights once for all the invocation's texels.
-fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[u32]], dims: MlpDims, fused: Option<&FusedPlan>) -> String {
+fn mlp_wgsl(
+    packed: &[PackedLayer],
+    shape: MlpShape,
+    act: Activation,
+    rows: &[LayerRow],
+    dims: MlpDims,
+    fused: Option<&FusedPlan>,
+) -> String {
     let MlpDims { lf, oc, tpi, maxw } = dims;
     let mut t = String::from("fn mlp_train(first: u32, lid: u32, chunk: u32) -> vec3<f32> {\n");
     let count = packed.len();
@@ -314,7 +315,7 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[
     // Forward: layer l's inputs x*_{l}_*, its outputs x*_{l+1}_* (ReLU but on the last).
     for (l, (layer, r)) in packed.iter().zip(rows).enumerate() {
         for p in (0..tpi).filter(|_| fused.is_none()) {
-            let _ = writeln!(t, "    let act{l}_{p} = {}u + (first + {p}u) * {}u;", r[4], row_vec4s(layer.inputs));
+            let _ = writeln!(t, "    let act{l}_{p} = {}u + (first + {p}u) * {}u;", r.activations, row_vec4s(layer.inputs));
             store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), layer.row_vec4s, row_vec4s(layer.inputs));
         }
         if l + 1 < count {
@@ -347,10 +348,10 @@ fn mlp_wgsl(packed: &[PackedLayer], shape: MlpShape, act: Activation, rows: &[&[
     // values before it, z*_{l}_*); the first layer's only for the latent features.
     for (l, (layer, r)) in packed.iter().zip(rows).enumerate().rev() {
         if let Some(plan) = fused {
-            plan.layer_gradient(&mut t, l, layer.row_vec4s, tpi, r[2], r[3]);
+            plan.layer_gradient(&mut t, l, layer.row_vec4s, tpi, r.weights, r.biases);
         }
         for p in (0..tpi).filter(|_| fused.is_none()) {
-            let _ = writeln!(t, "    let dz{l}_{p} = {}u + (first + {p}u) * {}u;", r[5], row_vec4s(layer.outputs));
+            let _ = writeln!(t, "    let dz{l}_{p} = {}u + (first + {p}u) * {}u;", r.output_grads, row_vec4s(layer.outputs));
             store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), layer.outputs.div_ceil(4), row_vec4s(layer.outputs));
         }
         let inputs = if l == 0 { lf.min(layer.inputs) } else { layer.inputs };
@@ -408,17 +409,15 @@ fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {{
     }}
     var l = 0u;
     loop {{
-        let lb = LAYER_OFF + l * 6u;
-        let tiles = ((t_u(lb + 1u) + {m}u) / {to}u) * ((t_u(lb) + {n}u) / {tk}u);
+        let tiles = ((layer_outputs(l) + {m}u) / {to}u) * ((layer_inputs(l) + {n}u) / {tk}u);
         if t < tiles || l + 1u >= LAYERS {{
             break;
         }}
         t -= tiles;
         l += 1u;
     }}
-    let lb = LAYER_OFF + l * 6u;
-    let nin = t_u(lb);
-    let nout = t_u(lb + 1u);
+    let nin = layer_inputs(l);
+    let nout = layer_outputs(l);
     let k_tiles = (nin + {n}u) / {tk}u;
     let ot = t / k_tiles;
     let kt = t % k_tiles;
@@ -427,8 +426,8 @@ fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {{
     // Rows are whole pairs of `vec4`s (`row_vec4s`).
     let d_stride = 2u * ((nout + 7u) / 8u);
     let a_stride = 2u * ((nin + 7u) / 8u);
-    let dz = t_u(lb + 5u) + {ov}u * ot;
-    let act = t_u(lb + 4u) + {kv}u * kt;
+    let dz = layer_output_grads(l) + {ov}u * ot;
+    let act = layer_activations(l) + {kv}u * kt;
     let first = chunk * CHUNK;",
         m = to - 1,
         n = tk - 1
@@ -455,7 +454,9 @@ fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {{
         }
         t.push('\n');
     }
-    t.push_str("    }\n    let out = chunk * PL;\n    let w = out + t_u(lb + 2u) + o0 * nin + k0;\n    let b = out + t_u(lb + 3u) + o0;\n");
+    t.push_str(
+        "    }\n    let out = chunk * PL;\n    let w = out + layer_weights(l) + o0 * nin + k0;\n    let b = out + layer_biases(l) + o0;\n",
+    );
     for o in 0..to {
         let (h, c) = (o / 4, o % 4);
         let _ = writeln!(t, "    if o0 + {o}u < nout {{");
