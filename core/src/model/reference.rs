@@ -35,40 +35,39 @@ pub fn features_at_level(params: &ModelParams, u: f32, v: f32, level: u32, mask:
 /// [`ModelParams::input_layout`], made once by a caller that decodes many texels).
 pub(crate) fn features_in(layout: &InputLayout, params: &ModelParams, u: f32, v: f32, level: u32, mask: &[f32], features: &mut [f32]) {
     let grids = params.level_grids(params.pyramid_level(level));
-    let mut set = |i: usize, value: f32| {
-        if let Some(f) = features.get_mut(i) {
-            *f = value;
-        }
-    };
     for (slot, grid) in layout.grids().iter().zip(grids) {
+        // The grid's inputs: channel c's at `slot.input(c, k)`, `c · reads + k` into its range.
+        let Some(inputs) = features.get_mut(slot.inputs()) else { continue };
         let (cells, weights) = bilinear_corners(u, v, grid.width, grid.height);
         for c in 0..slot.channels {
             let m = mask.get(slot.first_channel + c).copied().unwrap_or(0.0);
             let corner = |k: usize| weights[k] * grid.values.get(cells[k] * slot.channels + c).copied().unwrap_or(0.0);
             if slot.corners {
-                for k in 0..4 {
-                    set(slot.input(c, k), corner(k) * m);
+                for (k, input) in inputs[c * 4..c * 4 + 4].iter_mut().enumerate() {
+                    *input = corner(k) * m;
                 }
             } else {
                 let mut value = 0.0;
                 for k in 0..4 {
                     value += corner(k);
                 }
-                set(slot.input(c, 0), value * m);
+                inputs[c] = value * m;
             }
         }
     }
     let (w0, h0) = grids.first().map_or((1, 1), |g| (g.width, g.height));
     let px = u * w0 as f32;
     let py = v * h0 as f32;
-    for k in 0..layout.pe_frequencies() {
-        let a = pe_angular_frequency(k as u32);
-        for (j, value) in [(a * px).sin(), (a * px).cos(), (a * py).sin(), (a * py).cos()].into_iter().enumerate() {
-            set(layout.pe_input(k, j), value);
+    let first_pe = layout.pe_input(0, 0);
+    if let Some(pe) = features.get_mut(first_pe..first_pe + 4 * layout.pe_frequencies()) {
+        // Frequency k's values at `pe_input(k, 0..4)`: `4 · k + j` into the range.
+        for (k, values) in pe.chunks_exact_mut(4).enumerate() {
+            let a = pe_angular_frequency(k as u32);
+            values.copy_from_slice(&[(a * px).sin(), (a * px).cos(), (a * py).sin(), (a * py).cos()]);
         }
     }
-    if let Some(i) = layout.lod_input() {
-        set(i, params.lod_level(level) as f32 * LOD_INPUT_SCALE);
+    if let Some(slot) = layout.lod_input().and_then(|i| features.get_mut(i)) {
+        *slot = params.lod_level(level) as f32 * LOD_INPUT_SCALE;
     }
 }
 
