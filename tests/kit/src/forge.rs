@@ -7,6 +7,7 @@
 //! shared outputs with colour transforms. Sizes stay small (maps up to 48², MLPs up to 24 wide), so
 //! a forged bundle decodes whole in milliseconds.
 
+use crate::bundle::Rng;
 use texset_core::{
     bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry},
     model::{Activation, LayerParams, QuantizedLayer, WeightFormat, inputs_per_channel, mip_grid_side},
@@ -42,24 +43,6 @@ impl Choices<'_> {
     }
 }
 
-/// `SplitMix64`: the values of latents and weights.
-struct Values(u64);
-
-impl Values {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[-1, 1)`.
-    fn signed(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-}
-
 /// Largest side of a forged map.
 const MAX_SIDE: u32 = 48;
 
@@ -80,7 +63,7 @@ const KINDS: [(MapKind, &[u32]); 8] = [
 #[must_use]
 pub fn forge_bundle(bytes: &[u8]) -> Option<Bundle> {
     let mut c = Choices { bytes, at: 0 };
-    let mut values = Values(c.seed());
+    let mut values = Rng(c.seed());
     let corners = c.one_in(4);
     let ranges = [[-1.0, 1.0], [-0.75, 1.25], [0.0, 1.0], [-3.0, 0.5]];
     let grids: Vec<GridEntry> = (0..=c.below(3))
@@ -161,7 +144,7 @@ pub fn forge_bundle(bytes: &[u8]) -> Option<Bundle> {
 /// One to three materials of one to four maps each; a map takes the next outputs or (one in four,
 /// where an earlier map has as many channels) shares an earlier map's, often through a colour
 /// transform.
-fn forge_materials(c: &mut Choices<'_>, values: &mut Values, latent_channels: u32) -> Vec<MaterialEntry> {
+fn forge_materials(c: &mut Choices<'_>, values: &mut Rng, latent_channels: u32) -> Vec<MaterialEntry> {
     let mut materials = Vec::new();
     let mut claimed: Vec<(u32, u32, Vec<u32>)> = Vec::new(); // (offset, channels, budget)
     let mut next_output = 0;
