@@ -130,6 +130,13 @@ pub fn unorm8(value: f32) -> u8 {
     (value.clamp(0.0, 1.0) * 255.0).round() as u8
 }
 
+/// A decoded value in `[0, 1]` as a 16-bit unorm (clamped, rounded to nearest): what `texset
+/// decode` writes for 16-bit sources, and the C API's 16-bit texels.
+#[must_use]
+pub fn unorm16(value: f32) -> u16 {
+    (value.clamp(0.0, 1.0) * 65535.0).round() as u16
+}
+
 /// Un-maps a decoded texel (`t`: stored values in `[0, 1]`, channels beyond the map's count 0)
 /// into the values a shader lights with: the channel range applied (`low + (high − low)·t`, which
 /// restores float sources), sRGB colour channels (the first three) converted to linear, and a

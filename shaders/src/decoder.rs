@@ -5,6 +5,7 @@ use crate::device::{
     block_on, buffer_init, check_device_limit, compute_pass, compute_pipeline, fullscreen_pipeline, output_buffer, read_back,
     render_rgba32f, storage_buffer, submit, uniform_buffer,
 };
+use crate::model::DecodeParams;
 use crate::model::GpuModelOptions;
 use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model, to_u32};
 use texset_core::{
@@ -16,41 +17,6 @@ use texset_core::{
         wgsl::{MlpPrecision, WeightMemory},
     },
 };
-
-/// The decoder's `Params` uniform (decode.wgsl), member for member: `params_layout_is_the_wgsl_one`
-/// compares the layout naga gives the WGSL struct with this one's.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct DecodeParams {
-    map_index: u32,
-    width: u32,
-    height: u32,
-    channels: u32,
-    sample_count: u32,
-    /// 0: stored values; 1: un-mapped for shading ([`DecodeMode`]).
-    mode: u32,
-    /// The level of detail to decode at.
-    lod: f32,
-    /// Unused: the struct is 32 bytes.
-    pad: u32,
-}
-
-impl DecodeParams {
-    /// A whole map (`sample_count` 0) or `sample_count` samples of map `map_index` at `lod`.
-    fn new(map_index: u32, (width, height, channels): (u32, u32, u32), sample_count: u32, mode: DecodeMode, lod: f32) -> Self {
-        let mode = match mode {
-            DecodeMode::Stored => 0,
-            DecodeMode::Shading => 1,
-        };
-        Self { map_index, width, height, channels, sample_count, mode, lod, pad: 0 }
-    }
-
-    /// The bytes the uniform buffer takes (`#[repr(C)]`: the 4-byte fields in order).
-    fn bytes(&self) -> Vec<u8> {
-        let words = [self.map_index, self.width, self.height, self.channels, self.sample_count, self.mode, self.lod.to_bits(), self.pad];
-        words.iter().flat_map(|w| w.to_le_bytes()).collect()
-    }
-}
 
 /// A model's two buffers on the GPU: `latents` (group 0, binding 0 of the decoder WGSL, storage)
 /// and `mlp` (binding 1, the dequantised weights: uniform or storage, as the model's
@@ -465,45 +431,5 @@ impl GpuDecoder {
     ) -> Result<Vec<[f32; 4]>, GpuError> {
         let batch = self.upload_samples(device, uvs)?;
         self.run_samples(device, queue, &batch, material, map, mode, lod, true)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::DecodeParams;
-    use std::mem::offset_of;
-
-    /// `DecodeParams` and decode.wgsl's `Params` agree member for member, offset for offset.
-    #[test]
-    fn params_layout_is_the_wgsl_one() {
-        let source = format!("{}\n{}", texset_core::model::MODEL_WGSL, crate::DECODE_WGSL);
-        let module = wgpu::naga::front::wgsl::parse_str(&source).expect("the decoder template parses");
-        let (members, span) = module
-            .types
-            .iter()
-            .find_map(|(_, ty)| match &ty.inner {
-                wgpu::naga::TypeInner::Struct { members, span } if ty.name.as_deref() == Some("Params") => Some((members.clone(), *span)),
-                _ => None,
-            })
-            .expect("decode.wgsl has a Params struct");
-        let wgsl: Vec<(String, usize)> = members.iter().map(|m| (m.name.clone().unwrap_or_default(), m.offset as usize)).collect();
-        let ours = [
-            ("map_index", offset_of!(DecodeParams, map_index)),
-            ("width", offset_of!(DecodeParams, width)),
-            ("height", offset_of!(DecodeParams, height)),
-            ("channels", offset_of!(DecodeParams, channels)),
-            ("sample_count", offset_of!(DecodeParams, sample_count)),
-            ("mode", offset_of!(DecodeParams, mode)),
-            ("lod", offset_of!(DecodeParams, lod)),
-            ("pad", offset_of!(DecodeParams, pad)),
-        ]
-        .map(|(n, o)| (n.to_owned(), o));
-        assert_eq!(wgsl, ours);
-        assert_eq!(span as usize, std::mem::size_of::<DecodeParams>());
-        let params = DecodeParams::new(3, (5, 7, 2), 11, crate::DecodeMode::Shading, 1.5);
-        let bytes = params.bytes();
-        assert_eq!(bytes.len(), std::mem::size_of::<DecodeParams>());
-        assert_eq!(bytes[offset_of!(DecodeParams, lod)..][..4], 1.5f32.to_le_bytes());
-        assert_eq!(bytes[offset_of!(DecodeParams, mode)..][..4], 1u32.to_le_bytes());
     }
 }

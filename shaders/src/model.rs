@@ -5,6 +5,9 @@
 //! ([`texset_core::model::wgsl`]). The byte layouts are specified in docs/integration.md.
 
 mod fetch;
+mod params;
+
+pub use params::DecodeParams;
 
 use crate::{GpuError, to_u32};
 use fetch::{grid_fetches, mlp_input_wgsl};

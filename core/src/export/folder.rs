@@ -92,7 +92,7 @@ fn png_samples(values: &[f32], entry: &MapEntry) -> Vec<u8> {
     if entry.sample_format == SampleFormat::U8 {
         values.iter().copied().map(crate::decode::unorm8).collect()
     } else {
-        values.iter().flat_map(|v| ((v.clamp(0.0, 1.0) * 65535.0).round() as u16).to_be_bytes()).collect()
+        values.iter().flat_map(|&v| crate::decode::unorm16(v).to_be_bytes()).collect()
     }
 }
 
