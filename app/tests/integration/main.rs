@@ -6,6 +6,7 @@ mod bad_input;
 mod batch;
 mod cli;
 mod crash;
+mod gltf_out;
 mod gpu_fallback;
 mod render;
 mod studio;

@@ -10,6 +10,8 @@
 pub mod bcn;
 #[cfg(feature = "train")]
 pub(crate) mod folder;
+#[cfg(feature = "train")]
+mod gltf;
 #[cfg(feature = "transcode")]
 mod images;
 #[cfg(feature = "transcode")]
@@ -17,6 +19,8 @@ mod transcode;
 
 #[cfg(feature = "train")]
 pub use folder::{ExportError, decode_to_folder, encode_png, write_folder};
+#[cfg(feature = "train")]
+pub use gltf::{GltfWritten, TEXSET_EXTENSION, write_gltf};
 #[cfg(feature = "transcode")]
 pub use images::{ImageMips, ImagesError, MapImage, MaterialImages, TexelFormat, bundle_images, map_image, material_images};
 #[cfg(feature = "transcode")]

@@ -4,7 +4,7 @@
 mod batch;
 mod rate;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use texset_core::{
@@ -12,8 +12,10 @@ use texset_core::{
     decode::Decoder,
     drivers::{RateReport, SearchReport},
     eval::{MapScore, MipReport, evaluate, evaluate_mips},
+    export::write_gltf,
+    io::Overwrite,
     options::GridOptions,
-    set::IngestReport,
+    set::{IngestReport, is_gltf_path},
 };
 
 use super::common::{ReportArgs, TerminalProgress, load_library, mip_summary, write_bundle};
@@ -27,7 +29,9 @@ pub(super) struct CompressArgs {
     /// textured material, its `KHR_materials_variants` variants as materials of one library).
     #[arg(required_unless_present = "batch")]
     dirs: Vec<PathBuf>,
-    /// Output bundle (.texset); with `--batch`, the output folder.
+    /// Output bundle (.texset); with `--batch`, the output folder. With one glTF asset as input,
+    /// a folder (a path without `.texset`): the asset as glTF with PNG fallbacks decoded from the
+    /// bundle and the bundle beside it (docs/gltf-extension.md).
     #[arg(short, long)]
     output: PathBuf,
     /// Target bits per texel of the whole bundle (sizes the latent channels to fit); with
@@ -88,11 +92,31 @@ impl CompressArgs {
         Ok(options)
     }
 
+    /// The glTF asset to write back as glTF into the output folder: when the input is one glTF
+    /// asset and `-o` does not end in `.texset`. Several inputs with a glTF among them and such an
+    /// `-o` are refused (which one would the folder hold?).
+    fn gltf_output(&self) -> Result<Option<&Path>> {
+        if self.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("texset")) {
+            return Ok(None);
+        }
+        match self.dirs.as_slice() {
+            [asset] if is_gltf_path(asset) => Ok(Some(asset.as_path())),
+            dirs if dirs.iter().any(|p| is_gltf_path(p)) => {
+                bail!(
+                    "{}: glTF output (a folder) takes one glTF asset as its only input; name a .texset to get a bundle",
+                    self.output.display()
+                )
+            }
+            _ => Ok(None),
+        }
+    }
+
     pub(super) fn run(self) -> Result<()> {
         let mut options = self.options()?;
         if let Some(library) = &self.batch.batch {
             return batch::run(&self.batch, library, &self.output, &options, self.bpp);
         }
+        let gltf_output = self.gltf_output()?;
         let (set, ingest_report) = load_library(&self.dirs)?;
         if let (Some(bpp), None) = (self.bpp, self.search.search) {
             options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
@@ -128,13 +152,21 @@ impl CompressArgs {
             // clap requires --bpp with --search, and allows neither beside a rate target.
             (None, None) => (compress(&set, &options, &progress, &cancel)?, None, None),
         };
-        write_bundle(&self.output, &compressed.bundle_bytes)?;
+        let bundle_path = if let Some(asset) = gltf_output {
+            let written = write_gltf(asset, &compressed.bundle_bytes, &self.output, Overwrite::OnlyOurs)
+                .with_context(|| format!("writing {} as glTF into {}", asset.display(), self.output.display()))?;
+            eprintln!("wrote {} with {} files beside it", written.gltf.display(), written.files.len() - 1);
+            written.bundle
+        } else {
+            write_bundle(&self.output, &compressed.bundle_bytes)?;
+            self.output.clone()
+        };
         let decoder = Decoder::new(&compressed.bundle);
         let eval = evaluate(&set, &decoder, !self.report.no_ssim)?;
         let r = &compressed.report;
         eprintln!(
             "wrote {} ({} bytes, {:.3} bits per texel); pooled PSNR {:.2} dB; trained {} steps in {:.1} s",
-            self.output.display(),
+            bundle_path.display(),
             r.pack.bundle_bytes,
             r.pack.bits_per_texel,
             eval.pooled_psnr_db,
@@ -164,7 +196,7 @@ impl CompressArgs {
             }
         }
         self.report.write(&CompressReport {
-            bundle: &self.output,
+            bundle: &bundle_path,
             bundle_bytes: r.pack.bundle_bytes,
             bits_per_texel: r.pack.bits_per_texel,
             texel_count: r.pack.texel_count,

@@ -270,6 +270,26 @@ pub fn is_gltf_path(path: &Path) -> bool {
 /// ([`IngestError::Gltf`]) or the material ([`IngestError::GltfMaterial`]); nothing outside the
 /// asset's folder is read.
 pub fn load_gltf(path: &Path) -> Result<GltfAsset, IngestError> {
+    load_gltf_with_source(path).map(|(asset, _)| asset)
+}
+
+/// What the glTF writer (`export::write_gltf`) needs of the asset a library came from, beside
+/// [`GltfAsset`]: the JSON as the file holds it, its buffers' bytes, and which library material
+/// each glTF material became.
+#[cfg_attr(not(feature = "train"), allow(dead_code))] // The writer needs the trainer's PNG encoder.
+pub(crate) struct GltfSource {
+    /// The document's JSON.
+    pub(crate) json: serde_json::Value,
+    /// Each buffer's bytes (a `.glb`'s binary chunk for its buffer without a URI).
+    pub(crate) buffers: Vec<Vec<u8>>,
+    /// Per glTF material, its index in [`GltfAsset::materials`] (`None`: left out, no map).
+    pub(crate) library_index: Vec<Option<usize>>,
+    /// The file stem.
+    pub(crate) stem: String,
+}
+
+/// [`load_gltf`], and what the glTF writer needs of the source.
+pub(crate) fn load_gltf_with_source(path: &Path) -> Result<(GltfAsset, GltfSource), IngestError> {
     let fault = |fault: GltfFault| IngestError::Gltf { path: path.to_path_buf(), fault };
     let loaded = source::read_asset(path)?;
     let mut report = IngestReport::default();
@@ -288,5 +308,9 @@ pub fn load_gltf(path: &Path) -> Result<GltfAsset, IngestError> {
             mesh_materials: meshes.variant_materials.iter().filter(|m| m.0 == v).map(|&(_, mesh, material)| (mesh, material)).collect(),
         })
         .collect();
-    Ok(GltfAsset { materials: materials.materials, meshes: meshes.meshes, variants, image_sources: materials.image_sources, report })
+    let json = serde_json::from_slice(&loaded.json).map_err(|e| fault(GltfFault::Json(e.to_string())))?;
+    let source = GltfSource { json, buffers: loaded.buffers, library_index: materials.library_index, stem: loaded.stem };
+    let asset =
+        GltfAsset { materials: materials.materials, meshes: meshes.meshes, variants, image_sources: materials.image_sources, report };
+    Ok((asset, source))
 }

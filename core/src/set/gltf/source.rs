@@ -18,6 +18,8 @@ pub(super) struct LoadedAsset {
     pub(super) stem: String,
     /// The validated document.
     pub(super) document: gltf::Document,
+    /// The JSON as the file holds it (what the glTF writer edits).
+    pub(super) json: Vec<u8>,
     /// Each buffer's bytes, exactly its `byteLength`.
     pub(super) buffers: Vec<Vec<u8>>,
     /// The `KHR_materials_variants` variant names, in document order.
@@ -46,7 +48,7 @@ pub(super) fn read_asset(path: &Path) -> Result<LoadedAsset, IngestError> {
     let buffers = load_buffers(&document, &folder, bin).map_err(fault)?;
     let variant_names = document.variants().map(|variants| variants.map(|v| v.name().to_owned()).collect()).unwrap_or_default();
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("material").to_owned();
-    Ok(LoadedAsset { path: path.to_path_buf(), folder, stem, document, buffers, variant_names })
+    Ok(LoadedAsset { path: path.to_path_buf(), folder, stem, document, json: json.to_vec(), buffers, variant_names })
 }
 
 /// A regular file's bytes: all of them, or the first `prefix_bytes` (an error when it holds
