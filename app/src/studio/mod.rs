@@ -484,6 +484,7 @@ impl StudioApp {
                 }
                 Dialog::ExportImages => picker.pick_folder().map(Command::ExportImages),
                 Dialog::ExportShaders => picker.pick_folder().map(Command::ExportShaders),
+                Dialog::ExportGltf => picker.pick_folder().map(Command::ExportGltf),
                 Dialog::ExportRun(id) => picker
                     .add_filter("texset bundle", &["texset"])
                     .set_file_name(format!("run-{id}.texset"))

@@ -21,6 +21,8 @@ pub enum Dialog {
     ExportImages,
     /// Pick a folder for shaders.
     ExportShaders,
+    /// Pick a folder for the asset written back as glTF.
+    ExportGltf,
     /// Pick where a run's bundle goes.
     ExportRun(u64),
 }
@@ -165,6 +167,16 @@ pub fn menu_ui(ui: &mut egui::Ui, session: &Session, dialogs: &mut Vec<Dialog>) 
             }
             if ui.add_enabled(any, egui::Button::new("Export shaders…")).clicked() {
                 dialogs.push(Dialog::ExportShaders);
+                ui.close();
+            }
+            // An asset opened from glTF goes back out as glTF, its bundle beside it.
+            let gltf = finished && session.gltf_asset().is_some();
+            if ui
+                .add_enabled(gltf, egui::Button::new("Export as glTF…"))
+                .on_disabled_hover_text("for a library opened from one glTF asset, once training has finished")
+                .clicked()
+            {
+                dialogs.push(Dialog::ExportGltf);
                 ui.close();
             }
         });

@@ -424,6 +424,9 @@ pub enum Command {
     ExportImages(PathBuf),
     /// Write the generated decoder shaders (WGSL, GLSL, HLSL, MSL) into a folder.
     ExportShaders(PathBuf),
+    /// Write the glTF asset the library came from back as glTF, with the bundle and PNG
+    /// fallbacks decoded from it, into a folder.
+    ExportGltf(PathBuf),
     /// Show a run of the experiment log (its bundle becomes the one on screen).
     ShowRun(u64),
     /// Put a run's settings back.

@@ -513,3 +513,47 @@ fn a_gltf_asset_opens_on_its_lit_viewport_with_the_side_panels_hidden() {
     assert!(harness.state().session.settings.view.side_panels);
     harness.get_by_label("Library");
 }
+
+/// A library opened from one glTF asset exports as glTF once trained: the bundle (the trained
+/// bytes) and the document beside it. Into the asset's own folder, the source `.gltf`, which
+/// texset did not write, is not replaced.
+#[test]
+fn a_gltf_library_exports_as_gltf_and_never_over_its_source() {
+    use serde_json::json;
+    use texset_testkit::gltf::{quad_bytes, quad_document, write_json, write_png};
+    let dir = tempfile::tempdir().unwrap();
+    let asset_dir = dir.path().join("asset");
+    std::fs::create_dir(&asset_dir).unwrap();
+    std::fs::write(asset_dir.join("quad.bin"), quad_bytes()).unwrap();
+    write_png(&asset_dir.join("base.png"), 0, 3);
+    let document = quad_document(
+        &json!({"uri": "quad.bin", "byteLength": 140}),
+        &json!([{"name": "tile", "pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}]),
+        &json!([{"source": 0}]),
+        &json!([{"uri": "base.png"}]),
+    );
+    let asset = write_json(&asset_dir, "quad.gltf", &document);
+    let source_before = std::fs::read(&asset).unwrap();
+    let settings = Settings { preset: Preset::Fast, steps: Some(20), ..Settings::default() };
+    let app = StudioApp::with_repaint(settings, vec![asset.clone()], None, None, Arc::new(|| {})).unwrap();
+    let mut harness = new_harness(app);
+    step_until(&mut harness, "the asset to load", Duration::from_mins(1), |a| !a.session.library.set.materials.is_empty());
+    assert_eq!(harness.state().session.gltf_asset(), Some(asset.as_path()));
+    harness.state_mut().session.apply(Command::StartTraining);
+    step_until(&mut harness, "training to finish", Duration::from_mins(5), |a| {
+        a.session.training.run.state == RunState::Finished && a.session.shown.trained.as_ref().is_some_and(|t| t.bytes.is_some())
+    });
+    let bytes = harness.state().session.shown.trained.as_ref().unwrap().bytes.clone().unwrap();
+    let out = dir.path().join("out");
+    harness.state_mut().session.apply(Command::ExportGltf(out.clone()));
+    assert_eq!(std::fs::read(out.join("quad.texset")).unwrap(), *bytes, "{:?}", harness.state().session.status.messages);
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("quad.gltf")).unwrap()).unwrap();
+    assert_eq!(written["textures"][0]["extensions"]["TEXSET_neural_texture"]["material"], "tile");
+    assert!(out.join("quad.bin").is_file());
+
+    harness.state_mut().session.apply(Command::ExportGltf(asset_dir.clone()));
+    assert_eq!(std::fs::read(&asset).unwrap(), source_before, "the source asset was replaced");
+    assert!(!asset_dir.join("textures").exists() && !asset_dir.join("quad.texset").exists(), "something was written beside the source");
+    let said = harness.state().session.status.messages.iter().map(|m| m.text.clone()).collect::<Vec<_>>().join("\n");
+    assert!(said.contains("quad.gltf"), "{said}");
+}

@@ -159,9 +159,12 @@ pub fn write_gltf(source: &Path, bundle_bytes: &[u8], dir: &Path, overwrite: Ove
         }
     }
 
-    std::fs::create_dir_all(dir.join("textures")).map_err(|e| ExportError::Write { path: dir.to_path_buf(), message: e.to_string() })?;
+    std::fs::create_dir_all(dir).map_err(|e| ExportError::Write { path: dir.to_path_buf(), message: e.to_string() })?;
     let mut record = Written::open(dir)?;
+    // Every target checked before anything is made: a folder holding the source asset keeps it.
     record.check(files.iter().map(|(p, _)| p.as_path()), overwrite)?;
+    let textures = dir.join("textures");
+    std::fs::create_dir_all(&textures).map_err(|e| ExportError::Write { path: textures, message: e.to_string() })?;
     let mut written = Vec::new();
     let mut result = Ok(());
     for (path, bytes) in &files {

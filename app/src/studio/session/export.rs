@@ -3,8 +3,9 @@
 use super::Session;
 use std::path::Path;
 use texset_core::{
-    export::decode_to_folder,
+    export::{decode_to_folder, write_gltf},
     io::{Overwrite, write_atomic},
+    set::is_gltf_path,
 };
 
 impl Session {
@@ -41,6 +42,23 @@ impl Session {
         // The folder picked may hold the sources (named as decoded maps are): never replaced.
         let written = decode_to_folder(&decoder, dir, Overwrite::OnlyOurs).map_err(|e| e.to_string())?;
         Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))
+    }
+
+    /// The glTF asset every material of the library came from, when there is one such asset.
+    #[must_use]
+    pub fn gltf_asset(&self) -> Option<&Path> {
+        let mut sources = self.library.set.materials.iter().map(|m| m.source_dir.as_path());
+        let first = sources.next()?;
+        (is_gltf_path(first) && sources.all(|s| s == first)).then_some(first)
+    }
+
+    pub(super) fn export_gltf(&self, dir: &Path) -> Result<String, String> {
+        let trained = self.shown.trained.as_ref().ok_or("nothing to export: train first")?;
+        let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
+        let asset = self.gltf_asset().ok_or("the library did not come from one glTF asset: export the bundle or images instead")?;
+        // The folder picked may hold the source asset: nothing texset did not write is replaced.
+        let written = write_gltf(asset, bytes, dir, Overwrite::OnlyOurs).map_err(|e| e.to_string())?;
+        Ok(format!("wrote {} with its bundle and {} other files", written.gltf.display(), written.files.len() - 2))
     }
 
     pub(super) fn export_shaders(&self, dir: &Path) -> Result<String, String> {

@@ -393,6 +393,7 @@ impl Session {
             Command::ExportBundle(path) => self.export(|s| s.export_bundle(&path)),
             Command::ExportImages(dir) => self.export(|s| s.export_images(&dir)),
             Command::ExportShaders(dir) => self.export(|s| s.export_shaders(&dir)),
+            Command::ExportGltf(dir) => self.export(|s| s.export_gltf(&dir)),
             Command::ShowRun(id) => self.show_run(id),
             Command::RestoreRun(id) => {
                 if let Some(run) = self.log.get(id) {
