@@ -10,8 +10,15 @@ use std::process::Command;
 use texset_core::{Bundle, Decoder, TextureSet, decode::unorm8, load_library};
 use texset_testkit::gltf::{glb, quad_bytes, quad_document, write_png};
 
+/// `texset compress ASSET -o OUT`.
 fn compress(asset: &Path, out: &Path, steps: &str) {
+    compress_in(Path::new("."), asset, out, steps);
+}
+
+/// [`compress`] run in `cwd` (a relative `out` is relative to it).
+fn compress_in(cwd: &Path, asset: &Path, out: &Path, steps: &str) {
     let run = Command::new(env!("CARGO_BIN_EXE_texset"))
+        .current_dir(cwd)
         .args(["compress", asset.to_str().unwrap(), "-o", out.to_str().unwrap(), "--preset", "fast", "--steps", steps])
         .output()
         .unwrap();
@@ -138,8 +145,9 @@ fn a_glb_is_written_with_its_buffer_and_the_importers_rules_backwards() {
     let source = asset_dir.join("tile.glb");
     std::fs::write(&source, glb(&document, &quad_bytes())).unwrap();
 
+    // A relative output folder (the writer once joined it twice).
+    compress_in(dir.path(), &source, Path::new("out"), "20");
     let out = dir.path().join("out");
-    compress(&source, &out, "20");
     let gltf = out.join("tile.gltf");
     let json = self::document(&gltf);
     assert_eq!(json["buffers"], json!([{"byteLength": 140, "uri": "tile.bin"}]));

@@ -148,16 +148,15 @@ pub fn write_gltf(source: &Path, bundle_bytes: &[u8], dir: &Path, overwrite: Ove
     let bundle_name = format!("{}.texset", src.stem);
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let json = rewrite(&src, &bundle_index, &decoder, &bundle_name, &mut files).map_err(refused)?;
-    let gltf = dir.join(format!("{}.gltf", src.stem));
     let text = serde_json::to_vec_pretty(&json).map_err(|e| refused(e.to_string()))?;
-    files.push((gltf.clone(), text));
-    let bundle_path = dir.join(&bundle_name);
-    files.push((bundle_path.clone(), bundle_bytes.to_vec()));
+    files.push((PathBuf::from(format!("{}.gltf", src.stem)), text));
+    files.push((PathBuf::from(&bundle_name), bundle_bytes.to_vec()));
+    // `rewrite` names the files as the document does: relative to the folder.
     for (path, _) in &mut files {
-        if path.is_relative() {
-            *path = dir.join(&*path);
-        }
+        *path = dir.join(&*path);
     }
+    let gltf = dir.join(format!("{}.gltf", src.stem));
+    let bundle_path = dir.join(&bundle_name);
 
     std::fs::create_dir_all(dir).map_err(|e| ExportError::Write { path: dir.to_path_buf(), message: e.to_string() })?;
     let mut record = Written::open(dir)?;
