@@ -12,14 +12,15 @@ use texset_testkit::gltf::{glb, quad_bytes, quad_document, write_png};
 
 /// `texset compress ASSET -o OUT`.
 fn compress(asset: &Path, out: &Path, steps: &str) {
-    compress_in(Path::new("."), asset, out, steps);
+    compress_in(Path::new("."), asset, out, &["--steps", steps]);
 }
 
-/// [`compress`] run in `cwd` (a relative `out` is relative to it).
-fn compress_in(cwd: &Path, asset: &Path, out: &Path, steps: &str) {
+/// [`compress`] run in `cwd` (a relative `out` is relative to it) with `args`.
+fn compress_in(cwd: &Path, asset: &Path, out: &Path, args: &[&str]) {
     let run = Command::new(env!("CARGO_BIN_EXE_texset"))
         .current_dir(cwd)
-        .args(["compress", asset.to_str().unwrap(), "-o", out.to_str().unwrap(), "--preset", "fast", "--steps", steps])
+        .args(["compress", asset.to_str().unwrap(), "-o", out.to_str().unwrap(), "--preset", "fast"])
+        .args(args)
         .output()
         .unwrap();
     assert!(run.status.success(), "compress failed:\n{}", String::from_utf8_lossy(&run.stderr));
@@ -146,7 +147,7 @@ fn a_glb_is_written_with_its_buffer_and_the_importers_rules_backwards() {
     std::fs::write(&source, glb(&document, &quad_bytes())).unwrap();
 
     // A relative output folder (the writer once joined it twice).
-    compress_in(dir.path(), &source, Path::new("out"), "20");
+    compress_in(dir.path(), &source, Path::new("out"), &["--steps", "20", "--gltf-copies", "ktx2"]);
     let out = dir.path().join("out");
     let gltf = out.join("tile.gltf");
     let json = self::document(&gltf);
@@ -168,6 +169,18 @@ fn a_glb_is_written_with_its_buffer_and_the_importers_rules_backwards() {
     let uri = json["images"][mr["source"].as_u64().unwrap() as usize]["uri"].as_str().unwrap();
     let image = image::open(out.join(uri)).unwrap().to_rgb8();
     assert!(image.pixels().all(|p| p.0[0] == 0));
+    // Asked for, each texture has a KTX2 copy with its mip chain, named from the extension only.
+    for (t, texture) in json["textures"].as_array().unwrap().iter().enumerate() {
+        let copy = &texture["extensions"]["TEXSET_neural_texture"]["blockCompressed"];
+        let uri = copy["uri"].as_str().unwrap_or_else(|| panic!("texture {t} has no block-compressed copy: {texture}"));
+        let bytes = std::fs::read(out.join(uri)).unwrap();
+        let reader = ktx2::Reader::new(&bytes[..]).unwrap();
+        assert_eq!(reader.header().level_count, 4, "{uri}: 8, 4, 2 and 1 texels across");
+        assert_eq!(copy["levels"], 4);
+        assert!(["bc7", "bc5", "bc4"].contains(&copy["format"].as_str().unwrap()), "{copy}");
+    }
+    let png = |i: &Value| Path::new(i["uri"].as_str().unwrap()).extension().is_some_and(|e| e == "png");
+    assert!(json["images"].as_array().unwrap().iter().all(png), "a source that is not a PNG");
     validate(test, &gltf);
     reimports_as_the_same_library(&source, &gltf, &out.join("tile.texset"));
     // Written again over itself: texset's own files are replaced.

@@ -7,7 +7,10 @@
 //! `TEXSET_neural_texture` (listed in `extensionsUsed` only; docs/gltf-extension.md specifies it):
 //! the bundle's URI, the library material, and per channel of the PNG the map and channel it
 //! comes from. Everything else of the document (meshes, nodes, samplers, factors,
-//! `KHR_texture_transform`, `KHR_materials_variants`) is kept as the file had it.
+//! `KHR_texture_transform`, `KHR_materials_variants`) is kept as the file had it. Asked for, each
+//! texture also gets a block-compressed copy with its mip chain (`textures/<stem>.ktx2` or
+//! `.dds`, as `texset transcode` writes them), named from the extension only: core glTF allows
+//! only PNG and JPEG as a `source`.
 //!
 //! The PNGs follow the importer's rules backwards (`set::gltf`), so re-importing the written asset
 //! gives the same library: base colour, normal and emissive maps as they are; an ORM map for
@@ -16,7 +19,9 @@
 //! occlusion's own gray image. A binding the importer left out (an emissive texture under a black
 //! `emissiveFactor`) cannot show, and is left out of the written material too.
 
+use super::bcn::Profile;
 use super::folder::{ExportError, encode_png};
+use super::transcode::{Container, block_compressible, dds_bytes, ktx2_bytes, mip_chain, transcode_chain};
 use crate::bundle::{Bundle, MapEntry};
 use crate::decode::{DecodedMap, Decoder};
 use crate::io::{Overwrite, Written};
@@ -70,14 +75,15 @@ fn sources(slot: usize, maps: &[MapEntry]) -> Option<Sources> {
     }
 }
 
-/// The PNG of `sources` over `decoded` (the material's maps at level 0): a map as it is when the
-/// sources are all of its channels in order, else its channels gathered at the largest size
-/// among them (a constant map, stored small, is spread nearest-texel).
-fn image_png(sources: &Sources, decoded: &[DecodedMap], entries: &[MapEntry]) -> Result<Vec<u8>, String> {
+/// The image of `sources` over `decoded` (the material's maps at level 0) and the entry that
+/// describes it: a map as it is when the sources are all of its channels in order, else its
+/// channels gathered at the largest size among them (a constant map, stored small, is spread
+/// nearest-texel) as a packed map.
+fn image_map(sources: &Sources, decoded: &[DecodedMap], entries: &[MapEntry]) -> Result<(DecodedMap, MapEntry), String> {
     let first = sources.iter().flatten().next().map(|&(i, _)| i).ok_or("a binding with no source")?;
     let whole = sources.len() == entries[first].channels as usize && sources.iter().enumerate().all(|(c, s)| *s == Some((first, c)));
     if whole {
-        return encode_png(&decoded[first], &entries[first]);
+        return Ok((decoded[first].clone(), entries[first].clone()));
     }
     let (width, height) = sources.iter().flatten().fold((1, 1), |(w, h), &(i, _)| (w.max(decoded[i].width), h.max(decoded[i].height)));
     let channels = sources.len();
@@ -96,11 +102,41 @@ fn image_png(sources: &Sources, decoded: &[DecodedMap], entries: &[MapEntry]) ->
     }
     let deep = sources.iter().flatten().any(|&(i, _)| entries[i].sample_format != SampleFormat::U8);
     let entry = MapEntry {
+        kind: if channels >= 3 { MapKind::Orm } else { entries[first].kind },
+        width,
+        height,
         channels: channels as u32,
         sample_format: if deep { SampleFormat::U16 } else { SampleFormat::U8 },
+        channel_ranges: vec![[0.0, 1.0]; channels],
         ..entries[first].clone()
     };
-    encode_png(&DecodedMap { width, height, channels: channels as u32, values }, &entry)
+    Ok((DecodedMap { width, height, channels: channels as u32, values }, entry))
+}
+
+/// The PNG fallback of `sources` ([`image_map`]).
+fn image_png(sources: &Sources, decoded: &[DecodedMap], entries: &[MapEntry]) -> Result<Vec<u8>, String> {
+    let (map, entry) = image_map(sources, decoded, entries)?;
+    encode_png(&map, &entry)
+}
+
+/// A block-compressed copy of `sources` with its full mip chain, as `texset transcode` writes
+/// (BC7 colour and packed, BC5 normal, BC4 one channel): the file's bytes and the extension's
+/// description of it. Named from the extension only: a core glTF `source` is PNG or JPEG.
+fn block_compressed(
+    sources: &Sources,
+    decoded: &[DecodedMap],
+    entries: &[MapEntry],
+    container: Container,
+) -> Result<(Vec<u8>, Value), String> {
+    let (map, entry) = image_map(sources, decoded, entries)?;
+    block_compressible(&entry)?;
+    let transcoded = transcode_chain(&mip_chain(&map, &entry), &entry, Profile::High);
+    let bytes = match container {
+        Container::Ktx2 => ktx2_bytes(transcoded.format, transcoded.srgb, &transcoded.levels),
+        Container::Dds => dds_bytes(transcoded.format, transcoded.srgb, &transcoded.levels),
+    };
+    let format = format!("{:?}", transcoded.format).to_lowercase();
+    Ok((bytes, json!({ "format": format, "srgb": transcoded.srgb, "levels": transcoded.levels.len() })))
 }
 
 /// A name safe in a file name and a URI: ASCII letters, digits, `-` and `_`; others become `_`.
@@ -125,9 +161,17 @@ pub struct GltfWritten {
 }
 
 /// Writes the glTF asset at `source`, compressed into `bundle_bytes`, into the folder `dir`
-/// (made if missing) as the module doc says. Every file is written atomically, after every
-/// target was checked against the folder's record of what texset wrote (`overwrite`).
-pub fn write_gltf(source: &Path, bundle_bytes: &[u8], dir: &Path, overwrite: Overwrite) -> Result<GltfWritten, ExportError> {
+/// (made if missing) as the module doc says; with `copies`, a block-compressed copy of every
+/// texture too (KTX2 or DDS, named from the extension only). Every file is written atomically,
+/// after every target was checked against the folder's record of what texset wrote
+/// (`overwrite`).
+pub fn write_gltf(
+    source: &Path,
+    bundle_bytes: &[u8],
+    dir: &Path,
+    overwrite: Overwrite,
+    copies: Option<Container>,
+) -> Result<GltfWritten, ExportError> {
     let refused = |message: String| ExportError::Write { path: source.to_path_buf(), message };
     let (asset, src) = load_gltf_with_source(source).map_err(|e| refused(e.to_string()))?;
     let bundle = Bundle::from_bytes(bundle_bytes).map_err(|e| refused(format!("the bundle does not read: {e}")))?;
@@ -147,7 +191,7 @@ pub fn write_gltf(source: &Path, bundle_bytes: &[u8], dir: &Path, overwrite: Ove
         .collect::<Result<_, _>>()?;
     let bundle_name = format!("{}.texset", src.stem);
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    let json = rewrite(&src, &bundle_index, &decoder, &bundle_name, &mut files).map_err(refused)?;
+    let json = rewrite(&src, &bundle_index, &decoder, (&bundle_name, copies), &mut files).map_err(refused)?;
     let text = serde_json::to_vec_pretty(&json).map_err(|e| refused(e.to_string()))?;
     files.push((PathBuf::from(format!("{}.gltf", src.stem)), text));
     files.push((PathBuf::from(&bundle_name), bundle_bytes.to_vec()));
@@ -185,13 +229,15 @@ fn rewrite(
     src: &GltfSource,
     bundle_index: &[usize],
     decoder: &Decoder,
-    bundle_name: &str,
+    (bundle_name, copies): (&str, Option<Container>),
     files: &mut Vec<(PathBuf, Vec<u8>)>,
 ) -> Result<Value, String> {
     let manifest = decoder.manifest();
     let mut json = src.json.clone();
     let old_textures = json.get("textures").and_then(Value::as_array).cloned().unwrap_or_default();
     let mut images: Vec<Value> = Vec::new();
+    // Per image, its block-compressed copy's description (with `copies`).
+    let mut copy_of_image: Vec<Option<Value>> = Vec::new();
     let mut image_of_png: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut textures: Vec<Value> = Vec::new();
     let mut decoded: HashMap<usize, Vec<DecodedMap>> = HashMap::new();
@@ -233,6 +279,17 @@ fn rewrite(
                 files.push((PathBuf::from(&uri), png.clone()));
                 images.push(json!({ "uri": uri, "name": stem }));
                 image_of_png.insert(png, images.len() - 1);
+                copy_of_image.push(match copies {
+                    Some(container) => {
+                        let (bytes, mut description) =
+                            block_compressed(&sources, maps, entries, container).map_err(|e| format!("{name}/{}: {e}", slot.short))?;
+                        let uri = format!("textures/{stem}.{}", container.extension());
+                        files.push((PathBuf::from(&uri), bytes));
+                        description["uri"] = json!(uri);
+                        Some(description)
+                    }
+                    None => None,
+                });
                 images.len() - 1
             };
             let channels: Vec<Value> = sources
@@ -243,6 +300,9 @@ fn rewrite(
                 "source": image,
                 "extensions": { TEXSET_EXTENSION: { "bundle": bundle_name, "material": name, "channels": channels } },
             });
+            if let Some(copy) = &copy_of_image[image] {
+                texture["extensions"][TEXSET_EXTENSION]["blockCompressed"] = copy.clone();
+            }
             if let Some(sampler) = old_texture.as_ref().and_then(|t| t.get("sampler")) {
                 texture["sampler"] = sampler.clone();
             }

@@ -12,7 +12,7 @@ use texset_core::{
     decode::Decoder,
     drivers::{RateReport, SearchReport},
     eval::{MapScore, MipReport, evaluate, evaluate_mips},
-    export::write_gltf,
+    export::{Container, write_gltf},
     io::Overwrite,
     options::GridOptions,
     set::{IngestReport, is_gltf_path},
@@ -21,6 +21,15 @@ use texset_core::{
 use super::common::{ReportArgs, TerminalProgress, load_library, mip_summary, write_bundle};
 use super::options::{BudgetArgs, ModelArgs, RunArgs, ScheduleArgs};
 use super::search::SearchArgs;
+
+/// The block-compressed copies `--gltf-copies` asks for.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum GltfCopies {
+    /// KTX2 (BC7, BC5, BC4).
+    Ktx2,
+    /// DDS with the DX10 header.
+    Dds,
+}
 
 // `texset compress`.
 #[derive(clap::Args)]
@@ -34,6 +43,10 @@ pub(super) struct CompressArgs {
     /// bundle and the bundle beside it (docs/gltf-extension.md).
     #[arg(short, long)]
     output: PathBuf,
+    /// With glTF output: also a block-compressed copy of every texture with its mip chain (KTX2
+    /// or DDS, as `texset transcode` writes them), named from the texset extension only.
+    #[arg(long, value_enum)]
+    gltf_copies: Option<GltfCopies>,
     /// Target bits per texel of the whole bundle (sizes the latent channels to fit); with
     /// `--mips`, of its level 0 (the pyramid comes on top, as block-compression rates are quoted).
     #[arg(long, conflicts_with = "rate")]
@@ -117,6 +130,9 @@ impl CompressArgs {
             return batch::run(&self.batch, library, &self.output, &options, self.bpp);
         }
         let gltf_output = self.gltf_output()?;
+        if gltf_output.is_none() && self.gltf_copies.is_some() {
+            bail!("--gltf-copies: only with glTF output (one glTF asset as input, -o a folder)");
+        }
         let (set, ingest_report) = load_library(&self.dirs)?;
         if let (Some(bpp), None) = (self.bpp, self.search.search) {
             options.fit_bits_per_texel_for(bpp, &set).map_err(anyhow::Error::msg)?;
@@ -153,7 +169,11 @@ impl CompressArgs {
             (None, None) => (compress(&set, &options, &progress, &cancel)?, None, None),
         };
         let bundle_path = if let Some(asset) = gltf_output {
-            let written = write_gltf(asset, &compressed.bundle_bytes, &self.output, Overwrite::OnlyOurs)
+            let copies = self.gltf_copies.map(|c| match c {
+                GltfCopies::Ktx2 => Container::Ktx2,
+                GltfCopies::Dds => Container::Dds,
+            });
+            let written = write_gltf(asset, &compressed.bundle_bytes, &self.output, Overwrite::OnlyOurs, copies)
                 .with_context(|| format!("writing {} as glTF into {}", asset.display(), self.output.display()))?;
             eprintln!("wrote {} with {} files beside it", written.gltf.display(), written.files.len() - 1);
             written.bundle

@@ -57,7 +57,7 @@ impl Session {
         let bytes = trained.bytes.as_ref().ok_or("training has not finished: export waits for the final bundle")?;
         let asset = self.gltf_asset().ok_or("the library did not come from one glTF asset: export the bundle or images instead")?;
         // The folder picked may hold the source asset: nothing texset did not write is replaced.
-        let written = write_gltf(asset, bytes, dir, Overwrite::OnlyOurs).map_err(|e| e.to_string())?;
+        let written = write_gltf(asset, bytes, dir, Overwrite::OnlyOurs, None).map_err(|e| e.to_string())?;
         Ok(format!("wrote {} with its bundle and {} other files", written.gltf.display(), written.files.len() - 2))
     }
 
