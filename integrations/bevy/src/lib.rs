@@ -11,6 +11,10 @@
 //!   sample's UV and level of detail. Its shader is generated from the bundle by texset-shaders'
 //!   generator, the one `texset export-shader` uses.
 //!
+//! A glTF written by texset (`texset compress ASSET.gltf -o DIR/`) loads as any glTF; its meshes
+//! then get the per-pixel material of the bundle its `TEXSET_neural_texture` extension names
+//! ([`TexsetGltf`], [`TexsetGltfMaterial`]).
+//!
 //! ```no_run
 //! use bevy::prelude::*;
 //! use texset_bevy::TexsetPlugin;
@@ -27,9 +31,11 @@
 //! App::new().add_plugins((DefaultPlugins, TexsetPlugin)).add_systems(Startup, setup).run();
 //! ```
 
+mod gltf;
 mod loader;
 mod material;
 
+pub use gltf::{GLTF_EXTENSION, TexsetGltf, TexsetGltfMaterial, TexsetGltfSwapped};
 pub use loader::{TexsetBundle, TexsetBundleMaterial, TexsetImageFormat, TexsetLoadError, TexsetLoader, TexsetLoaderSettings, TexsetMips};
 pub use material::{GeneratedShader, LATENTS_BINDING, TexsetExtension, TexsetMaterial, TexsetMaterialKey};
 
@@ -46,7 +52,18 @@ impl Plugin for TexsetPlugin {
     fn build(&self, app: &mut App) {
         app.init_asset::<TexsetBundle>()
             .add_plugins(MaterialPlugin::<TexsetMaterial>::default())
-            .add_systems(PreUpdate, add_generated_shaders);
+            .init_resource::<TexsetGltf>()
+            .register_type::<TexsetGltfMaterial>()
+            .register_type::<TexsetGltfSwapped>()
+            .add_systems(PreUpdate, add_generated_shaders)
+            .add_systems(Update, gltf::swap_gltf_materials);
+        // A glTF written by texset: its meshes are marked as they spawn (after Bevy's PBR
+        // handler has given them the fallback material), the swap happens once the bundle is in.
+        if let Some(handlers) = app.world().get_resource::<bevy::gltf::extensions::GltfExtensionHandlers>() {
+            handlers.0.write_blocking().push(Box::new(gltf::TexsetGltfHandler));
+        } else {
+            warn!("texset-bevy: no glTF plugin (add TexsetPlugin after DefaultPlugins): texset glTF assets keep their fallbacks");
+        }
         let placeholder = Shader::from_wgsl(material::PLACEHOLDER_WGSL, "texset://placeholder.wgsl");
         if let Err(e) = app.world_mut().resource_mut::<Assets<Shader>>().insert(material::PLACEHOLDER_SHADER.id(), placeholder) {
             error!("texset-bevy: cannot register the placeholder shader: {e}");

@@ -18,7 +18,10 @@ use bevy::winit::WinitPlugin;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use texset_bevy::{TexsetBundle, TexsetImageFormat, TexsetLoaderSettings, TexsetMaterial, TexsetMips, TexsetPlugin};
+use texset_bevy::{
+    TexsetBundle, TexsetGltf, TexsetGltfMaterial, TexsetGltfSwapped, TexsetImageFormat, TexsetLoaderSettings, TexsetMaterial, TexsetMips,
+    TexsetPlugin,
+};
 use texset_core::Decoder;
 use texset_core::bundle::Bundle;
 
@@ -355,6 +358,175 @@ fn per_pixel_material_matches_decode_on_load() {
          run from integrations/bevy so that cargo sets it)",
         100.0 * fraction
     );
+}
+
+/// How many distinct colours an image has.
+fn colours(rgba: &[u8]) -> usize {
+    rgba.chunks(4).collect::<std::collections::HashSet<_>>().len()
+}
+
+/// A unit quad (`-1..1` in x and y, facing +z) as glTF buffer bytes: positions, normals,
+/// tangents, UVs (v down), u16 indices.
+fn quad_buffer() -> Vec<u8> {
+    let corners = [[-1.0f32, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]];
+    let mut values: Vec<f32> = Vec::new();
+    values.extend(corners.iter().flat_map(|[x, y]| [*x, *y, 0.0]));
+    values.extend(corners.iter().flat_map(|_| [0.0, 0.0, 1.0]));
+    values.extend(corners.iter().flat_map(|_| [1.0, 0.0, 0.0, 1.0]));
+    values.extend(corners.iter().flat_map(|[x, y]| [(x + 1.0) / 2.0, 1.0 - (y + 1.0) / 2.0]));
+    let mut bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    bytes.extend([0u16, 1, 2, 0, 2, 3].iter().flat_map(|i| i.to_le_bytes()));
+    bytes
+}
+
+/// Writes into `dir` a glTF as `texset compress ASSET.gltf -o DIR/` writes one
+/// (docs/gltf-extension.md): a quad wearing the sample library's `wood`, its bindings' PNG
+/// fallbacks decoded from the bundle (base colour, normal, G roughness of a metallic-roughness
+/// image, occlusion), each texture naming the bundle beside it and the material in
+/// `TEXSET_neural_texture`. Returns the glTF's name.
+fn texset_gltf(dir: &Path) -> &'static str {
+    let bytes = std::fs::read(assets_dir().join(BUNDLE)).unwrap();
+    std::fs::write(dir.join(BUNDLE), &bytes).unwrap();
+    let bundle = Bundle::from_bytes(&bytes).unwrap();
+    let decoder = Decoder::new(&bundle);
+    let material = bundle.manifest.materials.iter().position(|m| m.name == "wood").unwrap();
+    let map = |kind: &str| {
+        let index = bundle.manifest.materials[material].maps.iter().position(|m| m.kind.token() == kind).unwrap();
+        decoder.decode_map(material, index).unwrap()
+    };
+    let unorm = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+    let (base, normal, roughness, ao) = (map("basecolor"), map("normal"), map("roughness"), map("ao"));
+    std::fs::create_dir_all(dir.join("textures")).unwrap();
+    let rgb = |name: &str, texels: Vec<u8>| {
+        image::RgbImage::from_raw(base.width, base.height, texels).unwrap().save(dir.join(format!("textures/{name}.png"))).unwrap();
+    };
+    rgb("wood_baseColor", base.values.iter().map(|&v| unorm(v)).collect());
+    rgb("wood_normal", normal.values.iter().map(|&v| unorm(v)).collect());
+    rgb("wood_metallicRoughness", roughness.values.iter().flat_map(|&v| [0, unorm(v), 0]).collect());
+    image::GrayImage::from_raw(ao.width, ao.height, ao.values.iter().map(|&v| unorm(v)).collect())
+        .unwrap()
+        .save(dir.join("textures/wood_occlusion.png"))
+        .unwrap();
+    let buffer = quad_buffer();
+    std::fs::write(dir.join("quad.bin"), &buffer).unwrap();
+    let texture = |image: usize, channels: serde_json::Value| serde_json::json!({"source": image, "sampler": 0, "extensions": {"TEXSET_neural_texture": {"bundle": BUNDLE, "material": "wood", "channels": channels}}});
+    let one = |map: &str, c: usize| serde_json::json!({"map": map, "channel": c});
+    let document = serde_json::json!({
+        "asset": {"version": "2.0"},
+        "extensionsUsed": ["TEXSET_neural_texture"],
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "NORMAL": 1, "TANGENT": 2, "TEXCOORD_0": 3}, "indices": 4, "material": 0}]}],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 4, "type": "VEC3", "min": [-1, -1, 0], "max": [1, 1, 0]},
+            {"bufferView": 1, "componentType": 5126, "count": 4, "type": "VEC3"},
+            {"bufferView": 2, "componentType": 5126, "count": 4, "type": "VEC4"},
+            {"bufferView": 3, "componentType": 5126, "count": 4, "type": "VEC2"},
+            {"bufferView": 4, "componentType": 5123, "count": 6, "type": "SCALAR"}
+        ],
+        "bufferViews": [
+            {"buffer": 0, "byteOffset": 0, "byteLength": 48},
+            {"buffer": 0, "byteOffset": 48, "byteLength": 48},
+            {"buffer": 0, "byteOffset": 96, "byteLength": 64},
+            {"buffer": 0, "byteOffset": 160, "byteLength": 32},
+            {"buffer": 0, "byteOffset": 192, "byteLength": 12}
+        ],
+        "buffers": [{"uri": "quad.bin", "byteLength": buffer.len()}],
+        "materials": [{
+            "name": "wood",
+            "pbrMetallicRoughness": {"baseColorTexture": {"index": 0}, "metallicRoughnessTexture": {"index": 2}, "metallicFactor": 0.0, "roughnessFactor": 0.9},
+            "normalTexture": {"index": 1},
+            "occlusionTexture": {"index": 3}
+        }],
+        // Clamped at the edges, as the per-pixel material samples (docs/integration.md).
+        "samplers": [{"magFilter": 9729, "minFilter": 9729, "wrapS": 33071, "wrapT": 33071}],
+        "textures": [
+            texture(0, serde_json::json!([one("basecolor", 0), one("basecolor", 1), one("basecolor", 2)])),
+            texture(1, serde_json::json!([one("normal", 0), one("normal", 1), one("normal", 2)])),
+            texture(2, serde_json::json!([null, one("roughness", 0), null])),
+            texture(3, serde_json::json!([one("ao", 0)]))
+        ],
+        "images": [
+            {"uri": "textures/wood_baseColor.png"},
+            {"uri": "textures/wood_normal.png"},
+            {"uri": "textures/wood_metallicRoughness.png"},
+            {"uri": "textures/wood_occlusion.png"}
+        ]
+    });
+    std::fs::write(dir.join("quad.gltf"), serde_json::to_vec_pretty(&document).unwrap()).unwrap();
+    "quad.gltf"
+}
+
+/// A texset glTF in Bevy (written as `texset compress ASSET.gltf -o DIR/` writes one: see
+/// [`texset_gltf`]): Bevy shows its PNG fallbacks (the bundle decoded); the plugin marks the mesh,
+/// loads the bundle beside the glTF, and swaps the fallbacks for the per-pixel material with the
+/// glTF's own factors. Both renders agree.
+#[test]
+fn a_texset_gltf_gets_the_per_pixel_material_and_matches_its_fallbacks() {
+    if !gpu_or_skip("a_texset_gltf_gets_the_per_pixel_material_and_matches_its_fallbacks") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gltf = texset_gltf(dir.path());
+    let mut app = headless_app(dir.path());
+    app.insert_resource(TexsetGltf { per_pixel: false });
+    let projection = Projection::Orthographic(OrthographicProjection {
+        scaling_mode: ScalingMode::Fixed { width: 2.0, height: 2.0 },
+        ..OrthographicProjection::default_3d()
+    });
+    let (target, _) = target_and_camera(&mut app, Transform::from_xyz(0.0, 0.0, 5.0).looking_at(Vec3::ZERO, Vec3::Y), projection);
+    app.world_mut().spawn((
+        DirectionalLight { illuminance: 8_000.0, ..default() },
+        Transform::from_xyz(1.0, 2.0, 3.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    let scene = app.world().resource::<AssetServer>().load(GltfAssetLabel::Scene(0).from_asset(gltf));
+    let id = scene.id();
+    // The glTF, its images and the bundle its extension names, all in.
+    run_until(&mut app, "the glTF and its dependencies", |app| {
+        let server = app.world().resource::<AssetServer>();
+        match server.load_state(id) {
+            LoadState::Failed(e) => panic!("the glTF failed to load: {e}"),
+            _ => server.is_loaded_with_dependencies(id),
+        }
+    });
+    app.world_mut().spawn(WorldAssetRoot(scene));
+
+    // The fallbacks: the textured mesh in (wood has hundreds of colours; a mesh drawn before its
+    // images are on the GPU is one) and settled (two equal reads in a row).
+    let last: Mutex<Option<Vec<u8>>> = Mutex::default();
+    let fallbacks = render(&mut app, "the fallbacks' render", &target, |rgba| {
+        let mut last = last.lock().unwrap();
+        let same = last.as_deref() == Some(rgba) && background_pixels(rgba) == 0 && colours(rgba) > 100;
+        *last = Some(rgba.to_vec());
+        same
+    });
+    let mut marked = app.world_mut().query::<(&TexsetGltfMaterial, &MeshMaterial3d<StandardMaterial>)>();
+    let (material, fallback) = marked.single(app.world()).expect("one marked mesh wearing its fallback material");
+    assert_eq!(material.material, "wood");
+    let fallback = app.world().resource::<Assets<StandardMaterial>>().get(&fallback.0).unwrap().clone();
+    assert!(fallback.base_color_texture.is_some(), "the fallback material has no texture");
+
+    // Per pixel: the swap, then frames (none requested before it) until the mesh is drawn again.
+    app.insert_resource(TexsetGltf { per_pixel: true });
+    run_until(&mut app, "the swap", |app| app.world_mut().query::<&TexsetGltfSwapped>().iter(app.world()).count() == 1);
+    for _ in 0..4 {
+        app.update();
+    }
+    let compile = Instant::now();
+    let per_pixel = render(&mut app, "the per-pixel render", &target, |rgba| background_pixels(rgba) == 0 && colours(rgba) > 100);
+    println!("per-pixel render of the glTF ready after {:.1} s", compile.elapsed().as_secs_f64());
+    let mut swapped = app.world_mut().query_filtered::<&MeshMaterial3d<TexsetMaterial>, With<TexsetGltfSwapped>>();
+    let handle = swapped.single(app.world()).expect("the swapped mesh wears a TexsetMaterial").0.clone();
+    let worn = app.world().resource::<Assets<TexsetMaterial>>().get(&handle).unwrap();
+    // The glTF's factors (metallicFactor 0, roughnessFactor 0.9), none of its textures.
+    assert!(worn.base.metallic.abs() < 1e-6 && (worn.base.perceptual_roughness - 0.9).abs() < 1e-6, "{:?}", worn.base);
+    assert!(worn.base.base_color_texture.is_none() && worn.base.normal_map_texture.is_none());
+    save("gltf_quad_fallbacks.png", &fallbacks.rgba);
+    save("gltf_quad_per_pixel.png", &per_pixel.rgba);
+    let (fraction, worst) = agreement(&fallbacks.rgba, &per_pixel.rgba, 2);
+    println!("texset glTF quad: {:.3} % of pixels within 2/255, largest difference {worst}/255", 100.0 * fraction);
+    assert!(fraction >= 0.99, "only {:.3} % of pixels agree within 2/255 (largest difference {worst})", 100.0 * fraction);
 }
 
 #[test]
