@@ -2,7 +2,13 @@
 # texset-capi in CI (integrations/capi, a workspace of its own): format, the build linted by
 # clippy, then its tests: the header against cbindgen, and the C program (ASan and UBSan on the C
 # side) against the Rust decoder, glslangValidator on its GLSL, the documented snippet.
+# Usage: scripts/capi-check.sh [build|run|all]   (default all)
+# - build: format, and the test build linted by clippy;
+# - run: the tests, on what `build` made (nothing is rebuilt).
+# .ci/run starts `build` in the background after texset-bevy's, and `run` after the root's tests.
 set -euo pipefail
+phase="${1:-all}"
+case "$phase" in build | run | all) ;; *) echo "usage: $0 [build|run|all]" >&2; exit 2 ;; esac
 step() { echo "== capi-check step at +${SECONDS}s ($(date -u +%T)): $*"; }
 cd "$(dirname "$0")/../integrations/capi"
 
