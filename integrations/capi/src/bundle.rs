@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use texset_core::{
     Bundle, BundleError, DecodedMap, Decoder,
-    bundle::{MapEntry, limits::MAX_BUNDLE_BYTES},
+    bundle::{Manifest, MapEntry, MaterialEntry, limits::MAX_BUNDLE_BYTES},
     decode::{DecodeError, DecodeLimits, unorm8, unorm16},
     model::level_size,
     set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
@@ -206,26 +206,42 @@ impl TexsetBundle {
     }
 
     fn map(&self, material: u32, map: u32) -> Result<&MapEntry, Failure> {
-        let manifest = self.decoder.manifest();
-        let mat = manifest
-            .materials
-            .get(material as usize)
-            .ok_or_else(|| Failure::invalid(format!("material {material} does not exist (the bundle has {})", manifest.materials.len())))?;
-        mat.maps
-            .get(map as usize)
-            .ok_or_else(|| Failure::invalid(format!("map {map} does not exist in material '{}' (it has {})", mat.name, mat.maps.len())))
+        map_entry(self.decoder.manifest(), material, map)
     }
 
     /// The map's level `level`: `(width, height, channels)`.
     fn level(&self, material: u32, map: u32, level: u32) -> Result<(u32, u32, u32), Failure> {
-        let entry = self.map(material, map)?;
-        let levels = self.decoder.manifest().map_mip_levels(entry);
-        if level >= levels {
-            return Err(Failure::invalid(format!("mip level {level} does not exist (the map has {levels})")));
-        }
-        let (w, h) = level_size(entry.width, entry.height, level);
-        Ok((w, h, entry.channels))
+        level_shape(self.decoder.manifest(), material, map, level)
     }
+}
+
+/// Material `material` of `manifest`, or an invalid-argument failure naming it: the one check of
+/// a material index every entry point makes.
+pub(crate) fn material_entry(manifest: &Manifest, material: u32) -> Result<&MaterialEntry, Failure> {
+    manifest
+        .materials
+        .get(material as usize)
+        .ok_or_else(|| Failure::invalid(format!("material {material} does not exist (the bundle has {})", manifest.materials.len())))
+}
+
+/// Map `map` of material `material`, or a failure naming what does not exist.
+pub(crate) fn map_entry(manifest: &Manifest, material: u32, map: u32) -> Result<&MapEntry, Failure> {
+    let mat = material_entry(manifest, material)?;
+    mat.maps
+        .get(map as usize)
+        .ok_or_else(|| Failure::invalid(format!("map {map} does not exist in material '{}' (it has {})", mat.name, mat.maps.len())))
+}
+
+/// `(width, height, channels)` of mip level `level` of a map, or a failure naming what does not
+/// exist.
+pub(crate) fn level_shape(manifest: &Manifest, material: u32, map: u32, level: u32) -> Result<(u32, u32, u32), Failure> {
+    let entry = map_entry(manifest, material, map)?;
+    let levels = manifest.map_mip_levels(entry);
+    if level >= levels {
+        return Err(Failure::invalid(format!("mip level {level} does not exist (the map has {levels})")));
+    }
+    let (w, h) = level_size(entry.width, entry.height, level);
+    Ok((w, h, entry.channels))
 }
 
 fn bundle_failure(error: &BundleError) -> Failure {
@@ -389,11 +405,9 @@ pub unsafe extern "C" fn texset_material_name(bundle: *const TexsetBundle, mater
     guard(|| {
         // SAFETY: the caller's contract for `bundle`.
         let bundle = unsafe { handle(bundle, "bundle") }?;
-        let name = bundle.material_names.get(material as usize).ok_or_else(|| {
-            Failure::invalid(format!("material {material} does not exist (the bundle has {})", bundle.material_names.len()))
-        })?;
+        material_entry(bundle.decoder.manifest(), material)?;
         // SAFETY: the caller's contract for `out`.
-        unsafe { write_out(out, "out", name.as_ptr()) }
+        unsafe { write_out(out, "out", bundle.material_names[material as usize].as_ptr()) }
     })
 }
 
@@ -406,11 +420,9 @@ pub unsafe extern "C" fn texset_material_map_count(bundle: *const TexsetBundle, 
     guard(|| {
         // SAFETY: the caller's contract for `bundle`.
         let bundle = unsafe { handle(bundle, "bundle") }?;
-        let maps = bundle.source_files.get(material as usize).ok_or_else(|| {
-            Failure::invalid(format!("material {material} does not exist (the bundle has {})", bundle.material_names.len()))
-        })?;
+        let maps = material_entry(bundle.decoder.manifest(), material)?.maps.len();
         // SAFETY: the caller's contract for `out`.
-        unsafe { write_out(out, "out", maps.len() as u32) }
+        unsafe { write_out(out, "out", maps as u32) }
     })
 }
 

@@ -7,10 +7,7 @@ use std::ffi::{CString, c_char};
 use std::sync::Arc;
 use texset_core::{
     Bundle,
-    model::{
-        level_size,
-        wgsl::{MlpPrecision, WeightMemory},
-    },
+    model::wgsl::{MlpPrecision, WeightMemory},
 };
 use texset_shaders::{
     DecodeMode, EntryPoint, ExportOptions, GpuModel, GpuModelOptions, SAMPLE_WORKGROUP, ShaderLang, WORKGROUP_SIDE, export_shader_with,
@@ -280,21 +277,8 @@ pub unsafe extern "C" fn texset_string_free(text: *mut c_char) {
 impl TexsetGpuModel {
     /// Library-wide map index and `(width, height, channels)` of level `level` of a map.
     fn level(&self, material: u32, map: u32, level: u32) -> Result<(u32, (u32, u32, u32)), Failure> {
-        let manifest = &self.bundle.manifest;
-        let mat = manifest
-            .materials
-            .get(material as usize)
-            .ok_or_else(|| Failure::invalid(format!("material {material} does not exist (the bundle has {})", manifest.materials.len())))?;
-        let entry = mat
-            .maps
-            .get(map as usize)
-            .ok_or_else(|| Failure::invalid(format!("map {map} does not exist in material '{}' (it has {})", mat.name, mat.maps.len())))?;
-        let levels = manifest.map_mip_levels(entry);
-        if level >= levels {
-            return Err(Failure::invalid(format!("mip level {level} does not exist (the map has {levels})")));
-        }
-        let (w, h) = level_size(entry.width, entry.height, level);
-        Ok((self.model.first_map[material as usize] + map, (w, h, entry.channels)))
+        let shape = crate::bundle::level_shape(&self.bundle.manifest, material, map, level)?;
+        Ok((self.model.first_map[material as usize] + map, shape))
     }
 }
 
