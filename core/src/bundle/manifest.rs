@@ -48,6 +48,28 @@ impl MapEntry {
     }
 }
 
+#[cfg(test)]
+impl MapEntry {
+    /// A plain 8-bit map of `kind` for unit tests: `width`×`height`, the kind's colour space, the
+    /// OpenGL convention, full channel ranges, no budget, no transform.
+    pub(crate) fn for_test(kind: MapKind, channels: u32, (width, height): (u32, u32)) -> Self {
+        Self {
+            kind,
+            width,
+            height,
+            channels,
+            sample_format: SampleFormat::U8,
+            color_space: kind.color_space(),
+            normal_convention: NormalConvention::OpenGl,
+            channel_ranges: vec![[0.0, 1.0]; channels as usize],
+            output_offset: 0,
+            latent_channels: Vec::new(),
+            source_file: String::new(),
+            color_transform: None,
+        }
+    }
+}
+
 /// Applies colour transform rows (see [`MapEntry::color_transform`]) to `t` in place; `None`
 /// leaves it unchanged.
 pub fn apply_color_rows(rows: Option<&[[f32; 5]]>, t: &mut [f32]) {

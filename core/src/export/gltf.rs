@@ -381,20 +381,7 @@ mod tests {
     use super::*;
 
     fn entry(kind: MapKind, channels: u32) -> MapEntry {
-        MapEntry {
-            kind,
-            width: 4,
-            height: 4,
-            channels,
-            sample_format: SampleFormat::U8,
-            color_space: kind.color_space(),
-            normal_convention: crate::set::NormalConvention::OpenGl,
-            channel_ranges: vec![[0.0, 1.0]; channels as usize],
-            output_offset: 0,
-            latent_channels: Vec::new(),
-            source_file: String::new(),
-            color_transform: None,
-        }
+        MapEntry::for_test(kind, channels, (4, 4))
     }
 
     /// The importer's rules backwards: ORM when there is one, else roughness in G and metallic in

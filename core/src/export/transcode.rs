@@ -278,23 +278,10 @@ pub fn block_compressible(entry: &MapEntry) -> Result<(), String> {
 #[allow(clippy::unwrap_used, reason = "tests fail loudly on any error")]
 mod tests {
     use super::*;
-    use crate::set::{MapKind, NormalConvention};
+    use crate::set::MapKind;
 
     fn entry(kind: MapKind, channels: u32, color_space: ColorSpace) -> MapEntry {
-        MapEntry {
-            kind,
-            width: 8,
-            height: 6,
-            channels,
-            sample_format: SampleFormat::U8,
-            color_space,
-            normal_convention: NormalConvention::OpenGl,
-            channel_ranges: vec![[0.0, 1.0]; channels as usize],
-            output_offset: 0,
-            latent_channels: Vec::new(),
-            source_file: String::new(),
-            color_transform: None,
-        }
+        MapEntry { color_space, ..MapEntry::for_test(kind, channels, (8, 6)) }
     }
 
     #[test]
