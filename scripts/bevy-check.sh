@@ -7,20 +7,8 @@
 # .ci/run starts `build` in the background, at a low priority, beside the root workspace's build
 # (whose single-crate stretches leave a core idle), and `run` after the root's tests.
 set -euo pipefail
-phase="${1:-all}"
-case "$phase" in build | run | all) ;; *) echo "usage: $0 [build|run|all]" >&2; exit 2 ;; esac
-step() { echo "== bevy-check step at +${SECONDS}s ($(date -u +%T)): $*"; }
-cd "$(dirname "$0")/../integrations/bevy"
-
-# clippy lints this workspace inside its own builds, as .ci/run does for the root's: every cargo
-# command below compiles texset-bevy with clippy-driver and `-D warnings` (the test build covers
-# the library, its tests and the example), so Bevy is compiled once, not also checked. Both
-# phases set the same, so `run` finds `build`'s artifacts current.
-if cargo clippy --version >/dev/null 2>&1 && clippy_driver="$(command -v clippy-driver)"; then
-  export RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
-else
-  echo "WARNING: clippy is not installed; texset-bevy's lint check skipped"
-fi
+# The phase, `step`, `count_tests`, the folder and clippy: scripts/workspace-check.sh.
+. "$(dirname "$0")/workspace-check.sh" bevy integrations/bevy "$@"
 
 if [ "$phase" != run ]; then
 step "versions, format, build (linted by clippy)"
@@ -45,8 +33,7 @@ step "tests"
 # Each render test runs a whole Bevy app: one at a time.
 log="$(mktemp)"
 cargo test --locked -- --test-threads=1 2>&1 | tee "$log"
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     END { printf "texset-bevy tests: %d passed, %d failed\n", p, f }' "$log"
+count_tests "$log"
 
 # The example opens a window (Xvfb here) and renders the sample library; Space, pressed through
 # xdotool once the spheres are shown, switches them to the per-pixel material and back: the log

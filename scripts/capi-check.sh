@@ -7,17 +7,9 @@
 # - run: the tests, on what `build` made (nothing is rebuilt).
 # .ci/run starts `build` in the background after texset-bevy's, and `run` after the root's tests.
 set -euo pipefail
-phase="${1:-all}"
-case "$phase" in build | run | all) ;; *) echo "usage: $0 [build|run|all]" >&2; exit 2 ;; esac
-step() { echo "== capi-check step at +${SECONDS}s ($(date -u +%T)): $*"; }
-cd "$(dirname "$0")/../integrations/capi"
+# The phase, `step`, `count_tests`, the folder and clippy: scripts/workspace-check.sh.
+. "$(dirname "$0")/workspace-check.sh" capi integrations/capi "$@"
 
-# clippy lints this workspace inside its test build, as .ci/run does for the root's.
-if cargo clippy --version >/dev/null 2>&1 && clippy_driver="$(command -v clippy-driver)"; then
-  export RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
-else
-  echo "WARNING: clippy is not installed; texset-capi's lint check skipped"
-fi
 if [ "$phase" != run ]; then
 step "format, build (linted by clippy)"
 if cargo fmt --version >/dev/null 2>&1; then
@@ -30,6 +22,5 @@ fi
 step "tests"
 log="$(mktemp)"
 cargo test --locked 2>&1 | tee "$log"
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     END { printf "texset-capi tests: %d passed, %d failed\n", p, f }' "$log"
+count_tests "$log"
 step "done"
