@@ -10,6 +10,8 @@
 # - commit subjects of at most 72 characters since RULES_BASE (the last commit that broke it);
 # - core's layers (each top-level module names only its own layer and those below) and no import
 #   circle between core's folders or inside app/src/cli (scripts/check_imports.py).
+# - generated WGSL written by one emitter: a generator file formats no text itself and glues no
+#   name by hand (scripts/check_generators.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MAX_FILE_LINES=700
@@ -59,18 +61,26 @@ if [ "$core_path_count" -gt "$MAX_CORE_PATHS" ]; then
 $core_paths"
 fi
 
-if command -v python3 >/dev/null 2>&1; then
-  imports_log=$(python3 scripts/check_imports.py 2>&1) || true
-  case "$imports_log" in
-    imports:* | RULE:*) ;;
-    *) breach "scripts/check_imports.py did not run: $imports_log" ;;
+# Runs a rule script that prints `RULE: ...` per breach and, when it ran through, a line starting
+# with `$2:`; anything else (no python3, a crash) is a breach too, never a silent pass.
+python_rule() {
+  local script=$1 done_prefix=$2 log line
+  if ! command -v python3 >/dev/null 2>&1; then
+    breach "python3 is needed for $script"
+    return
+  fi
+  log=$(python3 "$script" 2>&1) || true
+  case "$log" in
+    "$done_prefix:"* | RULE:*) ;;
+    *) breach "$script did not run: $log" ;;
   esac
   while IFS= read -r line; do
     case "$line" in RULE:*) breach "${line#RULE: }" ;; esac
-  done <<<"$imports_log"
-else
-  breach "python3 is needed for the import rules (scripts/check_imports.py)"
-fi
+  done <<<"$log"
+}
+
+python_rule scripts/check_imports.py imports
+python_rule scripts/check_generators.py generators
 
 if git cat-file -e "$RULES_BASE^{commit}" 2>/dev/null; then
   range="$RULES_BASE..HEAD"
@@ -89,4 +99,4 @@ if [ "$breaches" -gt 0 ]; then
   echo "$breaches rule breach(es); CONTRIBUTING.md says why each rule is there"
   exit 1
 fi
-echo "rules: files <= $MAX_FILE_LINES lines, functions <= $MAX_FN_LINES (clippy), core/src $entries entries, $core_path_count texset_core:: paths, subjects <= $MAX_SUBJECT since $RULES_BASE, core's layers and no import circles: ok"
+echo "rules: files <= $MAX_FILE_LINES lines, functions <= $MAX_FN_LINES (clippy), core/src $entries entries, $core_path_count texset_core:: paths, subjects <= $MAX_SUBJECT since $RULES_BASE, core's layers and no import circles, WGSL through the emitter: ok"

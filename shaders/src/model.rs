@@ -11,12 +11,15 @@ pub use params::DecodeParams;
 
 use crate::{GpuError, to_u32};
 use fetch::{grid_fetches, mlp_input_wgsl};
-use std::fmt::Write as _;
 use texset_core::{
     bundle::{Bundle, Manifest, MapEntry},
     model::{
         MAX_MLP_WIDTH, QuantizedLayer,
-        wgsl::{MlpPrecision, MlpShape, MlpWgsl, PORTABLE_UNIFORM_BYTES, PackedInt8, WeightMemory, pack_weights},
+        wgsl::{
+            MlpPrecision, MlpShape, MlpWgsl, PORTABLE_UNIFORM_BYTES, PackedInt8, WeightMemory,
+            emit::{Emitter, binding_attributes, expr},
+            pack_weights,
+        },
     },
     set::{ColorSpace, MapKind, NormalConvention},
 };
@@ -72,12 +75,12 @@ impl TableStorage {
         if software { Self::Private } else { Self::Constant }
     }
 
-    /// WGSL declaring table `name` of type `ty` with the items `items`.
-    fn declare(self, name: &str, ty: &str, items: &[String]) -> String {
-        let items = items.join(", ");
+    /// Declares table `name` of type `ty` with the items `items`.
+    fn declare(self, e: &mut Emitter, name: &str, ty: &str, items: &[String]) {
+        let value = expr!("{ty}({})", items.join(", "));
         match self {
-            Self::Constant => format!("const {name} = {ty}({items});\n"),
-            Self::Private => format!("var<private> {name}: {ty} = {ty}({items});\n"),
+            Self::Constant => e.constant_inferred(name, value),
+            Self::Private => e.private(name, ty, value),
         }
     }
 }
@@ -158,22 +161,22 @@ fn pack_words(levels: &[u8], bits: u32, words: &mut Vec<u32>) {
 /// An f32 as its bit pattern, a WGSL u32 literal (the shader reads it with `bitcast<f32>`, so no
 /// decimal rounding can differ between the CPU and a shader compiler).
 pub(crate) fn f32_bits(value: f32) -> String {
-    format!("{:#010x}u", value.to_bits())
+    expr!("{:#010x}u", value.to_bits())
 }
 
-fn u32_array(tables: TableStorage, name: &str, values: &[u32]) -> String {
-    let items: Vec<String> = values.iter().map(|v| format!("{v}u")).collect();
-    tables.declare(name, &format!("array<u32, {}>", values.len()), &items)
+fn u32_array(e: &mut Emitter, tables: TableStorage, name: &str, values: &[u32]) {
+    let items: Vec<String> = values.iter().map(|v| expr!("{v}u")).collect();
+    tables.declare(e, name, &expr!("array<u32, {}>", values.len()), &items);
 }
 
-fn f32_array(tables: TableStorage, name: &str, values: &[f32]) -> String {
+fn f32_array(e: &mut Emitter, tables: TableStorage, name: &str, values: &[f32]) {
     let items: Vec<String> = values.iter().map(|&v| f32_bits(v)).collect();
-    tables.declare(name, &format!("array<u32, {}>", values.len()), &items)
+    tables.declare(e, name, &expr!("array<u32, {}>", values.len()), &items);
 }
 
-fn vec4_array(tables: TableStorage, name: &str, values: &[[f32; 4]]) -> String {
-    let items: Vec<String> = values.iter().map(|v| format!("vec4<u32>({})", v.map(f32_bits).join(", "))).collect();
-    tables.declare(name, &format!("array<vec4<u32>, {}>", values.len()), &items)
+fn vec4_array(e: &mut Emitter, tables: TableStorage, name: &str, values: &[[f32; 4]]) {
+    let items: Vec<String> = values.iter().map(|v| expr!("vec4<u32>({})", v.map(f32_bits).join(", "))).collect();
+    tables.declare(e, name, &expr!("array<vec4<u32>, {}>", values.len()), &items);
 }
 
 impl GpuModel {
@@ -211,9 +214,10 @@ impl GpuModel {
         let latent_channels = manifest.latent_channels();
         let mask_words = latent_channels.div_ceil(32).max(1);
         let maps = MapTables::new(manifest, mask_words)?;
-        let mut constants = shape_constants(bundle, options.tables, [max_width, maps.output_offset.len(), mask_words], &grid_word_offset);
-        constants += &maps.constants(options.tables);
-        constants += &mlp_input_wgsl(&manifest.input_layout(), &grid_fetches(manifest), mask_words as u32);
+        let mut e = Emitter::new();
+        shape_constants(&mut e, bundle, options.tables, [max_width, maps.output_offset.len(), mask_words], &grid_word_offset);
+        maps.constants(&mut e, options.tables);
+        e.verbatim(&mlp_input_wgsl(&manifest.input_layout(), &grid_fetches(manifest), mask_words as u32));
         let mlp = MlpWgsl {
             layers: &packed_layers,
             block,
@@ -226,7 +230,8 @@ impl GpuModel {
             int8: &int8_layers,
             activation: manifest.activation(),
         };
-        constants += &mlp.code();
+        e.verbatim(&mlp.code());
+        let constants = e.finish();
         let shape = options.shape.for_layers(&packed_layers);
         Ok(Self {
             latent_words,
@@ -245,7 +250,7 @@ impl GpuModel {
     /// ([`texset_core::model::MODEL_WGSL`]).
     #[must_use]
     pub fn wgsl(&self) -> String {
-        format!("{}{}\n{}", self.precision.enable(), texset_core::model::MODEL_WGSL, specialise(crate::DECODE_WGSL, &self.constants))
+        [self.precision.enable(), texset_core::model::MODEL_WGSL, "\n", &specialise(crate::DECODE_WGSL, &self.constants)].concat()
     }
 
     /// The decoder's functions alone, for an engine's own shader to include: [`GpuModel::wgsl`]
@@ -256,7 +261,7 @@ impl GpuModel {
     pub fn functions_wgsl(&self, bindings: Bindings) -> String {
         let full = specialise(crate::DECODE_WGSL, &self.constants);
         let functions = full.find(ENTRY_POINTS_MARKER).map_or(full.as_str(), |end| &full[..end]);
-        format!("{}{}\n{}", self.precision.enable(), texset_core::model::MODEL_WGSL, bindings.rebind(functions, FUNCTION_BUFFERS))
+        [self.precision.enable(), texset_core::model::MODEL_WGSL, "\n", &bindings.rebind(functions, FUNCTION_BUFFERS)].concat()
     }
 
     /// [`GpuModel::wgsl`] with its five buffers bound where `bindings` says (`latents` at its
@@ -285,11 +290,7 @@ impl Bindings {
         let mut source = source.to_owned();
         if self != Self::default() {
             for b in 0..count {
-                source = source.replacen(
-                    &format!("@group(0) @binding({b}) var"),
-                    &format!("@group({}) @binding({}) var", self.group, self.first + b),
-                    1,
-                );
+                source = source.replacen(&binding_attributes(0, b), &binding_attributes(self.group, self.first + b), 1);
             }
         }
         source
@@ -338,27 +339,26 @@ fn pack_latents(bundle: &Bundle) -> Result<(Vec<u32>, Vec<u32>), GpuError> {
 /// `LOD_INPUT_SCALE`) and the grid tables
 /// (`GRID_WIDTH`, `GRID_HEIGHT`, `GRID_WORD_OFFSET`, every pyramid level's grids).
 fn shape_constants(
+    e: &mut Emitter,
     bundle: &Bundle,
     tables: TableStorage,
     [max_width, map_count, mask_words]: [usize; 3],
     grid_word_offset: &[u32],
-) -> String {
+) {
     let manifest = &bundle.manifest;
-    let mut constants = String::new();
     let all_grids: Vec<_> = manifest.all_grids().collect();
-    let _ = writeln!(constants, "const GRID_COUNT: u32 = {}u;", manifest.grids.len());
-    let _ = writeln!(constants, "const PYRAMID_LEVELS: u32 = {}u;", manifest.pyramid_levels());
-    let _ = writeln!(constants, "const MIP_GROUP: u32 = {}u;", manifest.mip_group());
-    let _ = writeln!(constants, "const LOD_INPUT_SCALE: f32 = {:?};", texset_core::model::LOD_INPUT_SCALE);
-    let _ = writeln!(constants, "const PE_FREQUENCIES: u32 = {}u;", manifest.pe_frequencies);
-    let _ = writeln!(constants, "const LAYER_COUNT: u32 = {}u;", bundle.layers.len());
-    let _ = writeln!(constants, "const MAX_WIDTH: u32 = {max_width}u;");
-    let _ = writeln!(constants, "const MAP_COUNT: u32 = {map_count}u;");
-    let _ = writeln!(constants, "const MASK_WORDS: u32 = {mask_words}u;");
-    constants += &u32_array(tables, "GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
-    constants += &u32_array(tables, "GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
-    constants += &u32_array(tables, "GRID_WORD_OFFSET", grid_word_offset);
-    constants
+    e.constant_u32("GRID_COUNT", manifest.grids.len());
+    e.constant_u32("PYRAMID_LEVELS", manifest.pyramid_levels());
+    e.constant_u32("MIP_GROUP", manifest.mip_group());
+    e.constant_f32("LOD_INPUT_SCALE", texset_core::model::LOD_INPUT_SCALE);
+    e.constant_u32("PE_FREQUENCIES", manifest.pe_frequencies);
+    e.constant_u32("LAYER_COUNT", bundle.layers.len());
+    e.constant_u32("MAX_WIDTH", max_width);
+    e.constant_u32("MAP_COUNT", map_count);
+    e.constant_u32("MASK_WORDS", mask_words);
+    u32_array(e, tables, "GRID_WIDTH", &all_grids.iter().map(|g| g.width).collect::<Vec<_>>());
+    u32_array(e, tables, "GRID_HEIGHT", &all_grids.iter().map(|g| g.height).collect::<Vec<_>>());
+    u32_array(e, tables, "GRID_WORD_OFFSET", grid_word_offset);
 }
 
 /// The per-map tables of the `MAP_*` constants: every material's maps, in library order.
@@ -436,22 +436,23 @@ impl MapTables {
 
     /// The tables as WGSL constants (or private arrays), `MAP_OUTPUT_OFFSET` to
     /// `MAP_TRANSFORM_BITS`.
-    fn constants(&self, tables: TableStorage) -> String {
-        [
-            u32_array(tables, "MAP_OUTPUT_OFFSET", &self.output_offset),
-            u32_array(tables, "MAP_CHANNELS", &self.channels),
-            u32_array(tables, "MAP_MIP_LEVELS", &self.mip_levels),
-            u32_array(tables, "MAP_WIDTH", &self.width),
-            u32_array(tables, "MAP_HEIGHT", &self.height),
-            u32_array(tables, "MAP_MASK", &self.mask),
-            u32_array(tables, "MAP_SRGB", &self.srgb),
-            u32_array(tables, "MAP_NORMAL", &self.normal),
-            vec4_array(tables, "MAP_RANGE_LOW_BITS", &self.low),
-            vec4_array(tables, "MAP_RANGE_SCALE_BITS", &self.scale),
-            u32_array(tables, "MAP_TRANSFORM", &self.transform),
-            f32_array(tables, "MAP_TRANSFORM_BITS", &self.transform_rows),
-        ]
-        .concat()
+    fn constants(&self, e: &mut Emitter, tables: TableStorage) {
+        for (name, values) in [
+            ("MAP_OUTPUT_OFFSET", &self.output_offset),
+            ("MAP_CHANNELS", &self.channels),
+            ("MAP_MIP_LEVELS", &self.mip_levels),
+            ("MAP_WIDTH", &self.width),
+            ("MAP_HEIGHT", &self.height),
+            ("MAP_MASK", &self.mask),
+            ("MAP_SRGB", &self.srgb),
+            ("MAP_NORMAL", &self.normal),
+        ] {
+            u32_array(e, tables, name, values);
+        }
+        vec4_array(e, tables, "MAP_RANGE_LOW_BITS", &self.low);
+        vec4_array(e, tables, "MAP_RANGE_SCALE_BITS", &self.scale);
+        u32_array(e, tables, "MAP_TRANSFORM", &self.transform);
+        f32_array(e, tables, "MAP_TRANSFORM_BITS", &self.transform_rows);
     }
 }
 
@@ -460,7 +461,7 @@ fn specialise(template: &str, constants: &str) -> String {
     match (template.find(BEGIN_MARKER), template.find(END_MARKER)) {
         (Some(begin), Some(end)) if begin < end => {
             let body_start = begin + BEGIN_MARKER.len();
-            format!("{}{}{}", &template[..body_start], constants, &template[end..])
+            [&template[..body_start], constants, &template[end..]].concat()
         }
         // The template is a compile-time constant with both markers (tested below).
         _ => template.to_owned(),
@@ -476,6 +477,7 @@ pub fn words_to_bytes(words: &[u32]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
 
     #[test]
     fn template_has_one_constants_block() {

@@ -3,8 +3,16 @@
 //! them from `f32`s.
 
 use super::f32_bits;
-use std::fmt::Write as _;
-use texset_core::{bundle::Manifest, model::InputLayout};
+use texset_core::{
+    bundle::Manifest,
+    model::{
+        InputLayout,
+        wgsl::{
+            component,
+            emit::{Emitter, expr, name},
+        },
+    },
+};
 
 /// One grid as the generated latent fetch reads it; where its channels go in the MLP's input is
 /// the input layout's (`GridInputs`).
@@ -37,29 +45,34 @@ pub(super) fn grid_fetches(manifest: &Manifest) -> Vec<GridFetch> {
 /// weight as an input of its own), and zeroed outside the map's budget (`MAP_MASK`). Then the
 /// positional encoding (`pe_sin_cos`, model.wgsl) and, with a pyramid, the LOD input.
 pub(super) fn mlp_input_wgsl(layout: &InputLayout, grids: &[GridFetch], mask_words: u32) -> String {
-    let mut t = String::from("fn mlp_input(map_index: u32, uv: vec2<f32>, level: u32) -> MlpInput {\n");
-    t.push_str("    let slot = pyramid_level(level) * GRID_COUNT;\n");
+    let mut e = Emitter::new();
+    e.function("mlp_input(map_index: u32, uv: vec2<f32>, level: u32) -> MlpInput");
+    e.let_("slot", "pyramid_level(level) * GRID_COUNT");
     for w in 0..mask_words {
-        let _ = writeln!(t, "    let mask{w} = MAP_MASK[map_index * MASK_WORDS + {w}u];");
+        e.let_(name("mask", w), expr!("MAP_MASK[map_index * MASK_WORDS + {w}u]"));
     }
     // Each input's expression at its slot of the layout (a multiple of 4, padded with zeros).
     let mut inputs: Vec<String> = vec!["0.0".into(); layout.width().next_multiple_of(4).max(4)];
     for (g, (grid, slot)) in grids.iter().zip(layout.grids()).enumerate() {
         let record = slot.channels as u32 * grid.bits;
         let aligned = record.div_ceil(32);
-        let _ = writeln!(t, "    let corners{g} = bilinear_corners(uv, GRID_WIDTH[slot + {g}u], GRID_HEIGHT[slot + {g}u]);");
-        let _ = writeln!(t, "    let base{g} = GRID_WORD_OFFSET[slot + {g}u];");
+        let (corners, base) = (name("corners", g), name("base", g));
+        e.let_(&corners, expr!("bilinear_corners(uv, GRID_WIDTH[slot + {g}u], GRID_HEIGHT[slot + {g}u])"));
+        e.let_(&base, expr!("GRID_WORD_OFFSET[slot + {g}u]"));
+        // Corner k's words: `m` as loaded, `r` aligned to the record's first bit.
+        let loaded = |k: u32, j: u32| name("m", (g, k, j));
+        let word = |k: u32, j: u32| name("r", (g, k, j));
         for k in 0..4 {
-            let _ = writeln!(t, "    let bit{g}_{k} = corners{g}.cells[{k}u] * {record}u;");
-            let _ = writeln!(t, "    let at{g}_{k} = base{g} + (bit{g}_{k} >> 5u);");
-            let _ = writeln!(t, "    let s{g}_{k} = bit{g}_{k} & 31u;");
+            let (bit, at, shift) = (name("bit", (g, k)), name("at", (g, k)), name("s", (g, k)));
+            e.let_(&bit, expr!("{corners}.cells[{k}u] * {record}u"));
+            e.let_(&at, expr!("{base} + ({bit} >> 5u)"));
+            e.let_(&shift, expr!("{bit} & 31u"));
             for j in 0..=aligned {
-                let _ = writeln!(t, "    let m{g}_{k}_{j} = latents[at{g}_{k} + {j}u];");
+                e.let_(loaded(k, j), expr!("latents[{at} + {j}u]"));
             }
             // Word j of the record: bits 32j.. from bit s on (the `<< 1u << (31u - s)` pair is 0 at s = 0).
             for j in 0..aligned {
-                let _ =
-                    writeln!(t, "    let r{g}_{k}_{j} = (m{g}_{k}_{j} >> s{g}_{k}) | ((m{g}_{k}_{} << 1u) << (31u - s{g}_{k}));", j + 1);
+                e.let_(word(k, j), expr!("({} >> {shift}) | (({} << 1u) << (31u - {shift}))", loaded(k, j), loaded(k, j + 1)));
             }
         }
         let mask = (1u64 << grid.bits) - 1;
@@ -68,47 +81,58 @@ pub(super) fn mlp_input_wgsl(layout: &InputLayout, grids: &[GridFetch], mask_wor
             let (j, off) = (pos / 32, pos % 32);
             let level = |k: u32| {
                 if off + grid.bits <= 32 {
-                    format!("f32((r{g}_{k}_{j} >> {off}u) & {mask}u)")
+                    expr!("f32(({} >> {off}u) & {mask}u)", word(k, j))
                 } else {
-                    format!("f32(((r{g}_{k}_{j} >> {off}u) | (r{g}_{k}_{} << {}u)) & {mask}u)", j + 1, 32 - off)
+                    expr!("f32((({} >> {off}u) | ({} << {}u)) & {mask}u)", word(k, j), word(k, j + 1), 32 - off)
                 }
             };
-            let value = |k: u32| format!("({} + {} * {})", f32_literal(grid.low), level(k), f32_literal(grid.step));
+            let value = |k: u32| expr!("({} + {} * {})", f32_literal(grid.low), level(k), f32_literal(grid.step));
             let channel = slot.first_channel as u32 + c;
-            let masked = |e: String| format!("select(0.0, {e}, ((mask{} >> {}u) & 1u) != 0u)", channel / 32, channel % 32);
-            let weighted = |k: u32| format!("corners{g}.weights.{} * {}", ["x", "y", "z", "w"][k as usize], value(k));
+            let masked = |v: String| expr!("select(0.0, {v}, (({} >> {}u) & 1u) != 0u)", name("mask", channel / 32), channel % 32);
+            let weighted = |k: u32| expr!("{corners}.weights.{} * {}", component(k), value(k));
             if slot.corners {
                 for k in 0..4 {
-                    let _ = writeln!(t, "    let v{channel}_{k} = {};", weighted(k));
-                    inputs[slot.input(c as usize, k as usize)] = masked(format!("v{channel}_{k}"));
+                    let v = name("v", (channel, k));
+                    e.let_(&v, weighted(k));
+                    inputs[slot.input(c as usize, k as usize)] = masked(v);
                 }
             } else {
                 let sum: Vec<String> = (0..4).map(weighted).collect();
-                let _ = writeln!(t, "    let v{channel} = {};", sum.join(" + "));
-                inputs[slot.input(c as usize, 0)] = masked(format!("v{channel}"));
+                let v = name("v", channel);
+                e.let_(&v, sum.join(" + "));
+                inputs[slot.input(c as usize, 0)] = masked(v);
             }
         }
     }
     if layout.pe_frequencies() > 0 {
-        t.push_str("    let px = uv.x * f32(GRID_WIDTH[slot]);\n    let py = uv.y * f32(GRID_HEIGHT[slot]);\n");
+        e.let_("px", "uv.x * f32(GRID_WIDTH[slot])");
+        e.let_("py", "uv.y * f32(GRID_HEIGHT[slot])");
     }
     for k in 0..layout.pe_frequencies() {
-        let _ = writeln!(t, "    let pe{k}x = pe_sin_cos({k}u, px);\n    let pe{k}y = pe_sin_cos({k}u, py);");
-        for (j, value) in [format!("pe{k}x.x"), format!("pe{k}x.y"), format!("pe{k}y.x"), format!("pe{k}y.y")].into_iter().enumerate() {
+        let (x, y) = pe_names(k);
+        e.let_(&x, expr!("pe_sin_cos({k}u, px)"));
+        e.let_(&y, expr!("pe_sin_cos({k}u, py)"));
+        for (j, value) in [expr!("{x}.x"), expr!("{x}.y"), expr!("{y}.x"), expr!("{y}.y")].into_iter().enumerate() {
             inputs[layout.pe_input(k, j)] = value;
         }
     }
     if let Some(lod) = layout.lod_input() {
         inputs[lod] = "f32(lod_level(level)) * LOD_INPUT_SCALE".into();
     }
-    let fields: Vec<String> = inputs.chunks(4).map(|c| format!("vec4<f32>({})", c.join(", "))).collect();
-    let _ = writeln!(t, "    return MlpInput({});\n}}", fields.join(", "));
-    t
+    let fields: Vec<String> = inputs.chunks(4).map(|c| expr!("vec4<f32>({})", c.join(", "))).collect();
+    e.ret(expr!("MlpInput({})", fields.join(", ")));
+    e.close();
+    e.finish()
+}
+
+/// The sine and cosine pairs of positional-encoding frequency `k` along x and along y.
+fn pe_names(k: usize) -> (String, String) {
+    (name("pe", (k, "x")), name("pe", (k, "y")))
 }
 
 /// An f32 as a WGSL expression of its exact bits.
 fn f32_literal(value: f32) -> String {
-    format!("bitcast<f32>({})", f32_bits(value))
+    expr!("bitcast<f32>({})", f32_bits(value))
 }
 
 #[cfg(test)]
@@ -159,7 +183,8 @@ mod tests {
             }
         }
         for (k, j) in (0..layout.pe_frequencies()).flat_map(|k| (0..4).map(move |j| (k, j))) {
-            want[layout.pe_input(k, j)] = Some(format!("pe{k}{}.{}", ["x", "x", "y", "y"][j], ["x", "y"][j % 2]));
+            let (x, y) = pe_names(k);
+            want[layout.pe_input(k, j)] = Some(format!("{}.{}", [&x, &x, &y, &y][j], ["x", "y"][j % 2]));
         }
         want[layout.lod_input().unwrap()] = Some("f32(lod_level(level))".to_owned());
         for (i, (got, want)) in inputs.iter().zip(&want).enumerate() {

@@ -18,10 +18,10 @@
 //! integer sums), so the GPU path is tested against it to f32 rounding, and against the CPU
 //! reference to what the activations' rounding trades.
 
+use super::emit::{Emitter, act, expr, name, outs};
 use super::{PackedLayer, activate, component, pack_layout, pack_weights};
 use crate::model::params::Activation;
 use crate::model::quant::{QuantizedLayer, WeightFormat};
-use std::fmt::Write as _;
 
 /// Where one hidden layer lies in [`PackedInt8::vec4s`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,51 +202,55 @@ fn dot4_i8_packed(a: u32, b: u32) -> i32 {
 }
 
 /// The statements of hidden layer `layer`'s int8 form (index `l`) for `texels` texels: from the
-/// named `f32` inputs `x{texel}_{l}_{j}` to the named `f32` outputs `x{texel}_{l + 1}_{j}`
-/// (`act`), as [`PackedInt8::forward`] computes them. The weights are read from `mlp`, an array
+/// named `f32` inputs [`act`]`(p, l, j)` to the named `f32` outputs [`act`]`(p, l + 1, j)`
+/// (`function`), as [`PackedInt8::forward`] computes them. The weights are read from `mlp`, an array
 /// of `vec4<u32>`.
-pub(super) fn int8_layer(t: &mut String, layer: &Int8Layer, l: usize, texels: u32, act: Activation) {
+pub(super) fn int8_layer(e: &mut Emitter, layer: &Int8Layer, l: usize, texels: u32, function: Activation) {
     let n4 = layer.inputs.div_ceil(4);
     let groups = layer.rows / 4;
     let nv = layer.row_vec4s;
     let (levels, offset, magnitude) = if layer.signed_inputs { (SIGNED_LEVELS, 0, "abs") } else { (UNSIGNED_LEVELS, UNSIGNED_OFFSET, "") };
+    let codes = |p: u32, j: u32| name("c", (p, l, j));
     for p in 0..texels {
         // The largest input, its scale, and the inputs as codes, four to a word.
-        let mut largest = format!("{magnitude}(x{p}_{l}_0)");
+        let mut largest = expr!("{magnitude}({})", act(p, l, 0));
         for j in 1..n4 {
-            largest = format!("max({largest}, {magnitude}(x{p}_{l}_{j}))");
+            largest = expr!("max({largest}, {magnitude}({}))", act(p, l, j));
         }
-        let _ = writeln!(t, "    let m{p}_{l} = {largest};");
-        let _ = writeln!(t, "    let mx{p}_{l} = max(max(m{p}_{l}.x, m{p}_{l}.y), max(m{p}_{l}.z, m{p}_{l}.w));");
-        let _ = writeln!(t, "    let inv{p}_{l} = select(0.0, {levels:.1} / mx{p}_{l}, mx{p}_{l} > 0.0);");
-        let _ = writeln!(t, "    let xs{p}_{l} = mx{p}_{l} / {levels:.1};");
+        let (m, mx, inv, xs) = (name("m", (p, l)), name("mx", (p, l)), name("inv", (p, l)), name("xs", (p, l)));
+        e.let_(&m, largest);
+        e.let_(&mx, expr!("max(max({m}.x, {m}.y), max({m}.z, {m}.w))"));
+        e.let_(&inv, expr!("select(0.0, {levels:.1} / {mx}, {mx} > 0.0)"));
+        e.let_(&xs, expr!("{mx} / {levels:.1}"));
         for j in 0..n4 {
-            let _ = writeln!(t, "    let c{p}_{l}_{j} = pack4xI8(vec4<i32>(round(x{p}_{l}_{j} * inv{p}_{l})) - vec4<i32>({offset}));");
+            e.let_(codes(p, j), expr!("pack4xI8(vec4<i32>(round({} * {inv})) - vec4<i32>({offset}))", act(p, l, j)));
         }
-        let _ = writeln!(t, "    var o{p}_{l}: array<vec4<f32>, {groups}>;");
+        e.var(outs(p, l), expr!("array<vec4<f32>, {groups}>"));
     }
-    let _ = writeln!(t, "    for (var q = 0u; q < {groups}u; q++) {{");
-    let _ = writeln!(t, "        let r = {}u + q * {}u;", layer.weights_at, 4 * nv);
-    let _ = writeln!(t, "        let sw = bitcast<vec4<f32>>(mlp[{}u + 3u * q]);", layer.params_at);
-    let _ = writeln!(t, "        let zc = bitcast<vec4<i32>>(mlp[{}u + 3u * q + 1u]);", layer.params_at);
-    let _ = writeln!(t, "        let b = bitcast<vec4<f32>>(mlp[{}u + 3u * q + 2u]);", layer.params_at);
-    for row in 0..4 {
+    e.for_range("q", expr!("{groups}u"));
+    e.let_("r", expr!("{}u + q * {}u", layer.weights_at, 4 * nv));
+    e.let_("sw", expr!("bitcast<vec4<f32>>(mlp[{}u + 3u * q])", layer.params_at));
+    e.let_("zc", expr!("bitcast<vec4<i32>>(mlp[{}u + 3u * q + 1u])", layer.params_at));
+    e.let_("b", expr!("bitcast<vec4<f32>>(mlp[{}u + 3u * q + 2u])", layer.params_at));
+    for row in 0..4u32 {
         for v in 0..nv {
-            let _ = writeln!(t, "        let w{row}_{v} = mlp[r + {}u];", row * nv + v);
+            e.let_(name("w", (row, v)), expr!("mlp[r + {}u]", row * nv + v));
         }
         for p in 0..texels {
-            let terms: Vec<String> = (0..n4).map(|j| format!("dot4I8Packed(w{row}_{}.{}, c{p}_{l}_{j})", j / 4, component(j))).collect();
-            let _ = writeln!(t, "        let s{p}_{row} = {};", terms.join(" + "));
+            let terms: Vec<String> =
+                (0..n4).map(|j| expr!("dot4I8Packed({}.{}, {})", name("w", (row, j / 4)), component(j), codes(p, j))).collect();
+            e.let_(name("s", (p, row)), terms.join(" + "));
         }
     }
     for p in 0..texels {
-        let z = format!("b + vec4<f32>(vec4<i32>(s{p}_0, s{p}_1, s{p}_2, s{p}_3) + zc) * (sw * xs{p}_{l})");
-        let _ = writeln!(t, "        o{p}_{l}[q] = {};", activate(act, &z, "vec4<f32>"));
+        let [a, b, c, d] = [0u32, 1, 2, 3].map(|row| name("s", (p, row)));
+        let z = expr!("b + vec4<f32>(vec4<i32>({a}, {b}, {c}, {d}) + zc) * (sw * {})", name("xs", (p, l)));
+        e.set(expr!("{}[q]", outs(p, l)), activate(function, &z, "vec4<f32>"));
     }
-    t.push_str("    }\n");
+    e.close();
     for p in 0..texels {
         for j in 0..groups {
-            let _ = writeln!(t, "    let x{p}_{}_{j} = o{p}_{l}[{j}u];", l + 1);
+            e.let_(act(p, l + 1, j), expr!("{}[{j}u]", outs(p, l)));
         }
     }
 }

@@ -13,7 +13,8 @@
 //! multiply-adds are `wgrad`'s, from workgroup memory instead of device memory.
 
 use super::wgsl::WORKGROUP;
-use std::fmt::Write as _;
+use crate::model::wgsl::component;
+use crate::model::wgsl::emit::{Emitter, act, expr, grad, name};
 
 /// One layer's tile per invocation: four outputs × `kv` `vec4`s of inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,17 +103,18 @@ impl FusedPlan {
 
     /// The workgroup array the rounds share.
     pub(super) fn declaration(&self) -> String {
-        format!(
-            "// A round's rows of one layer (train/gpu/fused.rs): per texel its inputs, then per texel its output gradients.\nvar<workgroup> wrows: array<vec4<f32>, {}>;\n",
-            self.texels * self.row_vec4s()
-        )
+        let mut e = Emitter::with_comment(
+            "A round's rows of one layer (train/gpu/fused.rs): per texel its inputs, then per texel its output gradients.",
+        );
+        e.declare(expr!("var<workgroup> wrows: array<vec4<f32>, {}>", self.texels * self.row_vec4s()));
+        e.finish()
     }
 
     /// The statements of layer `l`'s weight gradient over the workgroup's texels, inside
     /// `mlp_train(first, lid, chunk)`, where its inputs `x{p}_{l}_{j}` (`named` `vec4`s of them)
     /// and output gradients `d{p}_{l}_{j}` are named values of each of the invocation's `tpi`
     /// texels; `weights` and `biases`: the layer's offsets in a chunk of `wpart`.
-    pub(super) fn layer_gradient(&self, t: &mut String, l: usize, named: u32, tpi: u32, weights: u32, biases: u32) {
+    pub(super) fn layer_gradient(&self, e: &mut Emitter, l: usize, named: u32, tpi: u32, weights: u32, biases: u32) {
         let Some(&tile) = self.layers.get(l) else {
             return;
         };
@@ -120,55 +122,64 @@ impl FusedPlan {
         let (st, av, ov) = (self.texels, tile.av(), tile.ov());
         let d_at = st * av;
         let groups = WORKGROUP / st;
-        let _ = writeln!(t, "    // Layer {l}'s weight gradient: {ov}×{kt} tiles of 4 outputs × {} inputs (fused.rs).", 4 * kv);
-        let _ = writeln!(t, "    let og{l} = lid / {kt}u;\n    let kg{l} = lid % {kt}u;\n    var gb{l} = vec4<f32>(0.0);");
+        let tiles = tile.tiles();
+        e.comment(expr!("Layer {l}'s weight gradient: {ov}×{kt} tiles of 4 outputs × {} inputs (fused.rs).", 4 * kv));
+        let (og, kg, gb) = (name("og", l), name("kg", l), name("gb", l));
+        let gw = |k: u32| name("gw", (l, k));
+        e.let_(&og, expr!("lid / {kt}u"));
+        e.let_(&kg, expr!("lid % {kt}u"));
+        e.var_init(&gb, "vec4<f32>(0.0)");
         for k in 0..4 * kv {
-            let _ = writeln!(t, "    var gw{l}_{k} = vec4<f32>(0.0);");
+            e.var_init(gw(k), "vec4<f32>(0.0)");
         }
         // Per texel of the invocation (its values have literal names), a round per group of
         // `st` invocations: the group leaves its rows, every tile sums them. The rounds are a loop
         // of uniform trip count (its barriers in uniform control flow), not unrolled: the code
         // stays one copy per texel whatever the rounds.
         for p in 0..tpi {
-            let _ = writeln!(
-                t,
-                "    for (var group = 0u; group < {groups}u; group++) {{\n        if lid / {st}u == group {{\n            let r = lid % {st}u;"
-            );
+            e.for_range("group", expr!("{groups}u"));
+            e.if_(expr!("lid / {st}u == group"));
+            e.let_("r", expr!("lid % {st}u"));
             for j in 0..av {
-                let value = if j < named { format!("x{p}_{l}_{j}") } else { "vec4<f32>(0.0)".into() };
-                let _ = writeln!(t, "            wrows[r * {av}u + {j}u] = {value};");
+                let value = if j < named { act(p, l, j) } else { "vec4<f32>(0.0)".into() };
+                e.set(expr!("wrows[r * {av}u + {j}u]"), value);
             }
             for j in 0..ov {
-                let _ = writeln!(t, "            wrows[{d_at}u + r * {ov}u + {j}u] = d{p}_{l}_{j};");
+                e.set(expr!("wrows[{d_at}u + r * {ov}u + {j}u]"), grad(p, l, j));
             }
-            let _ = writeln!(t, "        }}\n        workgroupBarrier();\n        if lid < {}u {{", tile.tiles());
-            let _ =
-                writeln!(t, "            for (var r = 0u; r < {st}u; r++) {{\n                let d = wrows[{d_at}u + r * {ov}u + og{l}];");
-            let _ = writeln!(t, "                gb{l} += d;");
+            e.close();
+            e.call("workgroupBarrier()");
+            e.if_(expr!("lid < {tiles}u"));
+            e.for_range("r", expr!("{st}u"));
+            e.let_("d", expr!("wrows[{d_at}u + r * {ov}u + {og}]"));
+            e.add(&gb, "d");
             for j in 0..kv {
-                let _ = writeln!(t, "                let a{j} = wrows[r * {av}u + kg{l} * {kv}u + {j}u];");
+                e.let_(name("a", j), expr!("wrows[r * {av}u + {kg} * {kv}u + {j}u]"));
             }
             for k in 0..4 * kv {
-                let _ = writeln!(t, "                gw{l}_{k} += d * a{}.{};", k / 4, ["x", "y", "z", "w"][(k % 4) as usize]);
+                e.add(gw(k), expr!("d * {}.{}", name("a", k / 4), component(k)));
             }
-            let _ = writeln!(t, "            }}\n        }}\n        workgroupBarrier();\n    }}");
+            e.close();
+            e.close();
+            e.call("workgroupBarrier()");
+            e.close();
         }
         // The tile's sums as the workgroup's partial: row `o` of the weights is `inputs` long.
-        let _ = writeln!(t, "    if lid < {}u {{\n        let part = chunk * PL;", tile.tiles());
-        for o in 0..4 {
-            let _ = writeln!(t, "        let o{o} = og{l} * 4u + {o}u;\n        if o{o} < {outputs}u {{");
-            let _ = writeln!(t, "            if kg{l} == 0u {{ wpart[part + {biases}u + o{o}] = gb{l}[{o}]; }}");
+        e.if_(expr!("lid < {tiles}u"));
+        e.let_("part", "chunk * PL");
+        for o in 0..4u32 {
+            let row = name("o", o);
+            e.let_(&row, expr!("{og} * 4u + {o}u"));
+            e.if_(expr!("{row} < {outputs}u"));
+            e.set_if(expr!("{kg} == 0u"), expr!("wpart[part + {biases}u + {row}]"), expr!("{gb}[{o}]"));
             for k in 0..4 * kv {
-                let _ = writeln!(
-                    t,
-                    "            if kg{l} * {}u + {k}u < {inputs}u {{ wpart[part + {weights}u + o{o} * {inputs}u + kg{l} * {}u + {k}u] = gw{l}_{k}[{o}]; }}",
-                    4 * kv,
-                    4 * kv
-                );
+                let condition = expr!("{kg} * {}u + {k}u < {inputs}u", 4 * kv);
+                let target = expr!("wpart[part + {weights}u + {row} * {inputs}u + {kg} * {}u + {k}u]", 4 * kv);
+                e.set_if(condition, target, expr!("{}[{o}]", gw(k)));
             }
-            t.push_str("        }\n");
+            e.close();
         }
-        t.push_str("    }\n");
+        e.close();
     }
 }
 

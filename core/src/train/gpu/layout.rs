@@ -9,7 +9,6 @@ use crate::model::wgsl::WeightMemory;
 use crate::model::wgsl::{MlpShape, PackedLayer, pack_layout};
 use crate::train::TrainError;
 use crate::train::sampler::{CHUNK_TEXELS, Sampler};
-use std::fmt::Write as _;
 
 /// The model's shapes as the trainer lays them out: one flat parameter array (every grid of every
 /// level, then per layer its weights and biases: the checkpoint's order).
@@ -37,7 +36,7 @@ pub(super) struct Shapes {
 
 impl Shapes {
     pub(super) fn new(params: &ModelParams, batch: usize) -> Result<Self, TrainError> {
-        let too_big = |what: &str| TrainError::Gpu(format!("the model's {what} exceed what the GPU trainer addresses (2³² values)"));
+        let too_big = |what: &str| super::beyond_u32("model's", what);
         let grid_total = u32::try_from(params.all_grids().map(crate::model::params::GridParams::len).sum::<usize>())
             .map_err(|_| too_big("latent grids"))?;
         let layer_total =
@@ -122,7 +121,7 @@ impl Shapes {
 
 /// One MLP layer's row of the `tables` buffer, stated once: the host writes its words
 /// ([`LayerRow::words`], in [`LayerRow::FIELDS`]' order) and reads them back by name
-/// ([`LayerRow::from_words`]); the shader reads them through the accessors [`LayerRow::wgsl`]
+/// ([`LayerRow::from_words`]); the shader reads them through the accessors `layer_row_accessors` (wgsl.rs)
 /// generates from the same list (`layer_inputs(l)`, …), never by a position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LayerRow {
@@ -177,16 +176,6 @@ impl LayerRow {
             output_grads: at("output_grads"),
         }
     }
-
-    /// WGSL accessors of layer `l`'s row, one per field: `fn layer_<field>(l: u32) -> u32`,
-    /// reading the `tables` word at `LAYER_OFF + l · WORDS + <its index>`.
-    pub(super) fn wgsl() -> String {
-        let mut text = String::new();
-        for (i, f) in Self::FIELDS.iter().enumerate() {
-            let _ = writeln!(text, "fn layer_{f}(l: u32) -> u32 {{\n    return t_u(LAYER_OFF + l * {}u + {i}u);\n}}", Self::WORDS);
-        }
-        text
-    }
 }
 
 /// Offsets of the tables in the `tables` buffer, and the constants the shader is specialised with.
@@ -209,7 +198,7 @@ impl Tables {
     pub(super) fn new(sampler: &Sampler<'_>, params: &ModelParams, shapes: &Shapes) -> Result<Self, TrainError> {
         let table = sampler.draw_table();
         let lc = params.latent_channels();
-        let too_big = |what: &str| TrainError::Gpu(format!("the library's {what} exceed what the GPU trainer addresses (2³²)"));
+        let too_big = |what: &str| super::beyond_u32("library's", what);
         let total_draws = u32::try_from(sampler.texel_count()).map_err(|_| too_big("texel draws"))?;
         let mut words = Vec::new();
         let mut texels: Vec<f32> = Vec::new();
@@ -514,6 +503,7 @@ pub(super) fn u32_bytes(values: &[u32]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::LayerRow;
+    use crate::train::gpu::wgsl::layer_row_accessors;
 
     /// A layer row's words, its reading back and its WGSL accessors all follow one field list:
     /// each accessor reads the word the host wrote for its field.
@@ -521,7 +511,7 @@ mod tests {
     fn a_layer_rows_words_and_accessors_agree() {
         let row = LayerRow { inputs: 11, outputs: 22, weights: 33, biases: 44, activations: 55, output_grads: 66 };
         assert_eq!(LayerRow::from_words(&row.words()), row);
-        let wgsl = LayerRow::wgsl();
+        let wgsl = layer_row_accessors();
         for (i, (field, word)) in LayerRow::FIELDS.iter().zip(row.words()).enumerate() {
             assert_eq!(word, row.field(field), "{field}");
             let accessor = format!("fn layer_{field}(l: u32) -> u32 {{\n    return t_u(LAYER_OFF + l * {}u + {i}u);\n}}", LayerRow::WORDS);

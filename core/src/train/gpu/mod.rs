@@ -640,5 +640,10 @@ pub(crate) fn gpu_trainer<'a>(
     GpuTrainer::new(sampler, Schedule::new(options, layout), start)
 }
 
+/// The error of a count (of `whose` `what`) that the GPU trainer's 32-bit indices cannot address.
+fn beyond_u32(whose: &str, what: &str) -> TrainError {
+    TrainError::Gpu(format!("the {whose} {what} exceed what the GPU trainer addresses (2³² values)"))
+}
+
 #[cfg(test)]
 mod tests;

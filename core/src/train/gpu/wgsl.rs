@@ -9,8 +9,8 @@ use crate::model::InputLayout;
 use crate::model::params::{Activation, ModelParams};
 use crate::model::quant::{self, WeightFormat};
 use crate::model::wgsl::WeightMemory;
+use crate::model::wgsl::emit::{Emitter, act, expr, grad, grad_in, name, pre};
 use crate::model::wgsl::{self as mlp_gen, HiddenActivation, MlpPrecision, MlpShape, MlpWgsl, PackedLayer};
-use std::fmt::Write as _;
 
 /// The WGSL of the trainer, before the host's constants are prepended.
 pub(crate) const TRAIN_WGSL: &str = include_str!("train.wgsl");
@@ -100,39 +100,51 @@ pub(super) fn specialise(
         ("MIP_GROUP", params.mip_group()),
         ("PYRAMID_LEVELS", params.pyramid_levels()),
     ];
-    let mut text = String::from("// Specialised by texset (core/src/train/gpu/wgsl.rs).\n");
-    for (name, value) in consts {
-        let _ = writeln!(text, "const {name}: u32 = {value}u;");
+    let mut text = Emitter::with_comment("Specialised by texset (core/src/train/gpu/wgsl.rs).");
+    for (constant, value) in consts {
+        text.constant_u32(constant, value);
     }
-    let _ = writeln!(text, "const E4M3_MAX: f32 = {:?};", quant::E4M3_MAX);
-    let _ = writeln!(text, "const ADAM_BETA1: f32 = {:?};", crate::train::adam::ADAM_BETA1);
-    let _ = writeln!(text, "const ADAM_EPS: f32 = {:?};", crate::train::adam::ADAM_EPS);
-    let _ = writeln!(text, "const LOD_INPUT_SCALE: f32 = {:?};", crate::model::LOD_INPUT_SCALE);
+    text.constant_f32("E4M3_MAX", quant::E4M3_MAX);
+    text.constant_f32("ADAM_BETA1", crate::train::adam::ADAM_BETA1);
+    text.constant_f32("ADAM_EPS", crate::train::adam::ADAM_EPS);
+    text.constant_f32("LOD_INPUT_SCALE", crate::model::LOD_INPUT_SCALE);
     // The weights' binding as the one MLP generator declares it for `memory`, and their copy
     // into workgroup memory where they go there. Generated, not a constant's branch: an entry
     // point binds every buffer its code names, even in a branch never taken.
-    text.push_str(&weights_wgsl(shapes, memory));
-    text.push_str(&packed_at_wgsl(&shapes.packed));
+    text.verbatim(&weights_wgsl(shapes, memory));
+    text.verbatim(&packed_at_wgsl(&shapes.packed));
     // The layers with their shapes as literals (the tables' layer rows, in code).
-    text.push_str(&LayerRow::wgsl());
+    text.verbatim(&layer_row_accessors());
     let rows: Vec<LayerRow> = tables.words[tables.layer_off as usize..tables.samples_off as usize]
         .chunks_exact(LayerRow::WORDS)
         .map(LayerRow::from_words)
         .collect();
-    text.push_str(&gather_wgsl(&layout, shapes.tpi(), maxw));
-    text.push_str(&mlp_gen::activation_functions(params.activation, MlpPrecision::F32));
+    text.verbatim(&gather_wgsl(&layout, shapes.tpi(), maxw));
+    text.verbatim(&mlp_gen::activation_functions(params.activation, MlpPrecision::F32));
     let dims = MlpDims { lf, oc, tpi: shapes.tpi(), maxw };
     let fused = shapes.fused();
     if let Some(plan) = fused {
-        text.push_str(&plan.declaration());
+        text.verbatim(&plan.declaration());
     }
-    text.push_str(&mlp_wgsl(&shapes.packed, mlp_shape, params.activation, &rows, dims, fused));
+    text.verbatim(&mlp_wgsl(&shapes.packed, mlp_shape, params.activation, &rows, dims, fused));
     if let Some(tile) = shapes.wgrad_tile() {
-        text.push_str(&wgrad_wgsl(tile));
+        text.verbatim(&wgrad_wgsl(tile));
     }
-    text.push_str(crate::model::MODEL_WGSL);
-    text.push_str(TRAIN_WGSL);
-    text
+    text.verbatim(crate::model::MODEL_WGSL);
+    text.verbatim(TRAIN_WGSL);
+    text.finish()
+}
+
+/// WGSL accessors of layer `l`'s row ([`LayerRow`]), one per field: `fn layer_<field>(l: u32) ->
+/// u32`, reading the `tables` word at `LAYER_OFF + l · WORDS + <its index>`.
+pub(super) fn layer_row_accessors() -> String {
+    let mut e = Emitter::new();
+    for (i, field) in LayerRow::FIELDS.iter().enumerate() {
+        e.function(expr!("{}(l: u32) -> u32", name("layer_", *field)));
+        e.ret(expr!("t_u(LAYER_OFF + l * {}u + {i}u)", LayerRow::WORDS));
+        e.close();
+    }
+    e.finish()
 }
 
 /// `gather(first)`: draws texels `first..first + tpi` (`drawn`) and writes their features to `xa`
@@ -146,66 +158,73 @@ pub(super) fn specialise(
 /// model on lavapipe (loops over the grids and channels in the shader before).
 pub(crate) fn gather_wgsl(layout: &InputLayout, tpi: u32, maxw: u32) -> String {
     let grids = layout.grids();
-    let mut t = String::from("fn gather(first: u32) {\n");
+    let mut e = Emitter::new();
+    e.function("gather(first: u32)");
     for p in 0..tpi {
         let base = (p * maxw) as usize;
-        let _ = writeln!(t, "    let d{p} = draw(first + {p}u);\n    drawn[{p}u] = d{p};\n    let at{p} = texel_at(d{p}.x, d{p}.y);");
-        let _ = writeln!(t, "    texel_masks[{p}u] = at{p}.mask_base;");
+        let (d, at) = (name("d", p), name("at", p));
+        e.let_(&d, expr!("draw(first + {p}u)"));
+        e.set(expr!("drawn[{p}u]"), &d);
+        e.let_(&at, expr!("texel_at({d}.x, {d}.y)"));
+        e.set(expr!("texel_masks[{p}u]"), expr!("{at}.mask_base"));
         for (gi, slot) in grids.iter().enumerate() {
-            let _ = writeln!(t, "    let g{p}_{gi} = grid_at(at{p}.level, {gi}u, at{p}.uv);");
-            let _ = writeln!(t, "    texel_grids[{}u] = g{p}_{gi};", p as usize * grids.len() + gi);
+            let g = name("g", (p, gi));
+            e.let_(&g, expr!("grid_at({at}.level, {gi}u, {at}.uv)"));
+            e.set(expr!("texel_grids[{}u]", p as usize * grids.len() + gi), &g);
             for k in 0..slot.channels {
                 // The latent channel: the mask's and the noise's index.
                 let ch = slot.first_channel + k;
                 if slot.corners {
                     for corner in 0..4 {
-                        let at = base + slot.input(k, corner);
-                        let _ =
-                            writeln!(t, "    xa[{at}u] = latent_corner(first + {p}u, g{p}_{gi}, {k}u, {corner}u, {ch}u, at{p}.mask_base);");
+                        let input = base + slot.input(k, corner);
+                        e.set(expr!("xa[{input}u]"), expr!("latent_corner(first + {p}u, {g}, {k}u, {corner}u, {ch}u, {at}.mask_base)"));
                     }
                 } else {
-                    let at = base + slot.input(k, 0);
-                    let _ = writeln!(t, "    xa[{at}u] = latent_feature(first + {p}u, g{p}_{gi}, {k}u, {ch}u, at{p}.mask_base);");
+                    let input = base + slot.input(k, 0);
+                    e.set(expr!("xa[{input}u]"), expr!("latent_feature(first + {p}u, {g}, {k}u, {ch}u, {at}.mask_base)"));
                 }
             }
         }
-        let _ = writeln!(t, "    let pos{p} = pe_position(at{p});");
+        let pos = name("pos", p);
+        e.let_(&pos, expr!("pe_position({at})"));
         for k in 0..layout.pe_frequencies() {
-            let _ = writeln!(t, "    let sx{p}_{k} = pe_sin_cos({k}u, pos{p}.x);\n    let sy{p}_{k} = pe_sin_cos({k}u, pos{p}.y);");
-            for (j, value) in
-                ["sx", "sx", "sy", "sy"].iter().zip([".x", ".y", ".x", ".y"]).map(|(v, c)| format!("{v}{p}_{k}{c}")).enumerate()
-            {
-                let _ = writeln!(t, "    xa[{}u] = {value};", base + layout.pe_input(k, j));
+            let (sx, sy) = (name("sx", (p, k)), name("sy", (p, k)));
+            e.let_(&sx, expr!("pe_sin_cos({k}u, {pos}.x)"));
+            e.let_(&sy, expr!("pe_sin_cos({k}u, {pos}.y)"));
+            for (j, value) in [expr!("{sx}.x"), expr!("{sx}.y"), expr!("{sy}.x"), expr!("{sy}.y")].into_iter().enumerate() {
+                e.set(expr!("xa[{}u]", base + layout.pe_input(k, j)), value);
             }
         }
         if let Some(lod) = layout.lod_input() {
-            let _ = writeln!(t, "    xa[{}u] = f32(at{p}.lod) * LOD_INPUT_SCALE;", base + lod);
+            e.set(expr!("xa[{}u]", base + lod), expr!("f32({at}.lod) * LOD_INPUT_SCALE"));
         }
     }
-    t.push_str("}\n");
+    e.close();
     // The latent features' gradients (`xb`, as `mlp` leaves them) to the grids they were read from.
-    t.push_str("fn scatter() {\n");
+    e.function("scatter()");
     for p in 0..tpi {
         let base = (p * maxw) as usize;
-        let _ = writeln!(t, "    let mask{p} = texel_masks[{p}u];");
+        let mask = name("mask", p);
+        e.let_(&mask, expr!("texel_masks[{p}u]"));
         for (gi, slot) in grids.iter().enumerate() {
-            let _ = writeln!(t, "    let g{p}_{gi} = texel_grids[{}u];", p as usize * grids.len() + gi);
+            let g = name("g", (p, gi));
+            e.let_(&g, expr!("texel_grids[{}u]", p as usize * grids.len() + gi));
             for k in 0..slot.channels {
                 let ch = slot.first_channel + k;
                 if slot.corners {
                     for corner in 0..4 {
-                        let at = base + slot.input(k, corner);
-                        let _ = writeln!(t, "    scatter_corner(g{p}_{gi}, {k}u, {corner}u, xb[{at}u] * t_f(mask{p} + {ch}u));");
+                        let input = base + slot.input(k, corner);
+                        e.call(expr!("scatter_corner({g}, {k}u, {corner}u, xb[{input}u] * t_f({mask} + {ch}u))"));
                     }
                 } else {
-                    let at = base + slot.input(k, 0);
-                    let _ = writeln!(t, "    scatter_feature(g{p}_{gi}, {k}u, xb[{at}u] * t_f(mask{p} + {ch}u));");
+                    let input = base + slot.input(k, 0);
+                    e.call(expr!("scatter_feature({g}, {k}u, xb[{input}u] * t_f({mask} + {ch}u))"));
                 }
             }
         }
     }
-    t.push_str("}\n");
-    t
+    e.close();
+    e.finish()
 }
 
 /// Where `fwd_bwd` binds `fwdw` for the weights in `memory` (train.wgsl's bindings): again as a
@@ -236,32 +255,37 @@ fn weights_wgsl(shapes: &Shapes, memory: WeightMemory) -> String {
         activation: Activation::Relu,
     }
     .binding();
-    let copy = if memory == WeightMemory::Workgroup {
-        "    for (var k = lid; k < MLP_VEC4S; k += WG) {
-        mlp[k] = vec4<f32>(fwdw[4u * k], fwdw[4u * k + 1u], fwdw[4u * k + 2u], fwdw[4u * k + 3u]);
+    let mut e = Emitter::new();
+    e.verbatim(&declaration);
+    e.function("load_weights(lid: u32)");
+    if memory == WeightMemory::Workgroup {
+        e.open("for (var k = lid; k < MLP_VEC4S; k += WG)");
+        e.set("mlp[k]", "vec4<f32>(fwdw[4u * k], fwdw[4u * k + 1u], fwdw[4u * k + 2u], fwdw[4u * k + 3u])");
+        e.close();
+        e.call("workgroupBarrier()");
     }
-    workgroupBarrier();
-"
-    } else {
-        ""
-    };
-    format!("{declaration}fn load_weights(lid: u32) {{\n{copy}}}\n")
+    e.close();
+    e.finish()
 }
 
 /// `packed_at(l, o) -> vec2<u32>`: where `prepare` writes row `o` of layer `l` in `fwdw` (the
 /// `f32` index of its first weight, and of its bias), the layers' places as literals.
 fn packed_at_wgsl(layers: &[PackedLayer]) -> String {
-    let mut t = String::from("fn packed_at(l: u32, o: u32) -> vec2<u32> {\n");
+    let mut e = Emitter::new();
+    e.function("packed_at(l: u32, o: u32) -> vec2<u32>");
     let last = layers.len().saturating_sub(1);
     for (l, layer) in layers.iter().enumerate() {
         let is_last = l == last;
         let stride = 4 * layer.row_stride(is_last);
         let (row, bias) = layer.row_and_bias_at(0, is_last);
-        let bias = if is_last { format!("{row}u + o * {stride}u + {}u", 4 * layer.row_vec4s) } else { format!("{bias}u + o") };
-        let _ = writeln!(t, "    if l == {l}u {{\n        return vec2<u32>({row}u + o * {stride}u, {bias});\n    }}");
+        let bias = if is_last { expr!("{row}u + o * {stride}u + {}u", 4 * layer.row_vec4s) } else { expr!("{bias}u + o") };
+        e.if_(expr!("l == {l}u"));
+        e.ret(expr!("vec2<u32>({row}u + o * {stride}u, {bias})"));
+        e.close();
     }
-    t.push_str("    return vec2<u32>(0u);\n}\n");
-    t
+    e.ret("vec2<u32>(0u)");
+    e.close();
+    e.finish()
 }
 
 /// The widths `mlp_wgsl` generates for.
@@ -289,99 +313,103 @@ struct MlpDims {
 /// The layers are the one MLP generator's (`model::wgsl`: `hidden_layer`, `last_layer`,
 /// `layer_backward`, in the code `shape` asks for), reading the packed `vec4` weights (`packed`)
 /// the decoder reads: every activation and gradient a named `vec4` of four neighbours
-/// (`x{texel}_{layer}_{j}`, `d{texel}_{layer}_{j}`), read by its literal name (lavapipe keeps
-/// those in registers, where it reads an array indexed at run time lane by lane); each loop
-/// iteration loads its weights once for all the invocation's texels.
+/// (`emit::act(texel, layer, j)`, `emit::grad(texel, layer, j)`), read by its literal name
+/// (lavapipe keeps those in registers, where it reads an array indexed at run time lane by lane);
+/// each loop iteration loads its weights once for all the invocation's texels.
 fn mlp_wgsl(
     packed: &[PackedLayer],
     shape: MlpShape,
-    act: Activation,
+    activation: Activation,
     rows: &[LayerRow],
     dims: MlpDims,
     fused: Option<&FusedPlan>,
 ) -> String {
     let MlpDims { lf, oc, tpi, maxw } = dims;
-    let mut t = String::from("fn mlp_train(first: u32, lid: u32, chunk: u32) -> vec3<f32> {\n");
+    let mut e = Emitter::new();
+    e.function("mlp_train(first: u32, lid: u32, chunk: u32) -> vec3<f32>");
     let count = packed.len();
     for p in 0..tpi {
-        let _ = writeln!(t, "    let out{p} = TARGET_OFF + drawn[{p}u].x * OC * 3u;\n    let tex{p} = drawn[{p}u].y;");
+        e.let_(name("out", p), expr!("TARGET_OFF + drawn[{p}u].x * OC * 3u"));
+        e.let_(name("tex", p), expr!("drawn[{p}u].y"));
         if let Some(first) = packed.first() {
             for j in 0..first.row_vec4s {
-                let value = |c: u32| if 4 * j + c < first.inputs { format!("xa[{}u]", p * maxw + 4 * j + c) } else { "0.0".into() };
-                let _ = writeln!(t, "    let x{p}_0_{j} = vec4<f32>({}, {}, {}, {});", value(0), value(1), value(2), value(3));
+                let value = |c: u32| if 4 * j + c < first.inputs { expr!("xa[{}u]", p * maxw + 4 * j + c) } else { "0.0".into() };
+                e.let_(act(p, 0, j), expr!("vec4<f32>({}, {}, {}, {})", value(0), value(1), value(2), value(3)));
             }
         }
     }
-    // Forward: layer l's inputs x*_{l}_*, its outputs x*_{l+1}_* (ReLU but on the last).
+    // Forward: layer l's inputs act(p, l, j), its outputs act(p, l + 1, j) (activated but on the
+    // last).
     for (l, (layer, r)) in packed.iter().zip(rows).enumerate() {
         for p in (0..tpi).filter(|_| fused.is_none()) {
-            let _ = writeln!(t, "    let act{l}_{p} = {}u + (first + {p}u) * {}u;", r.activations, row_vec4s(layer.inputs));
-            store_row(&mut t, &format!("act{l}_{p}"), &format!("x{p}_{l}"), layer.row_vec4s, row_vec4s(layer.inputs));
+            let row = name("act", (l, p));
+            e.let_(&row, expr!("{}u + (first + {p}u) * {}u", r.activations, row_vec4s(layer.inputs)));
+            store_row(&mut e, &row, |j| act(p, l, j), layer.row_vec4s, row_vec4s(layer.inputs));
         }
         if l + 1 < count {
             // `ReLU`'s backward pass gates on its outputs; another activation's reads the values
             // before it.
-            let hidden = if act == Activation::Relu { HiddenActivation::Inline(act) } else { HiddenActivation::KeepPre(act) };
-            mlp_gen::hidden_layer(&mut t, layer, l, tpi, shape, MlpPrecision::F32, hidden);
+            let hidden =
+                if activation == Activation::Relu { HiddenActivation::Inline(activation) } else { HiddenActivation::KeepPre(activation) };
+            mlp_gen::hidden_layer(&mut e, layer, l, tpi, shape, MlpPrecision::F32, hidden);
         } else {
-            mlp_gen::last_layer(&mut t, layer, l, tpi, shape);
+            mlp_gen::last_layer(&mut e, layer, l, tpi, shape);
         }
     }
-    // Loss: d*_{count-1}_* is dLoss/dy, four outputs to a `vec4`.
-    let _ = writeln!(t, "    var sums = vec3<f32>(0.0);");
+    // Loss: grad(p, count - 1, j) is dLoss/dy, four outputs to a `vec4`.
+    e.var_init("sums", "vec3<f32>(0.0)");
     for p in 0..tpi {
         for o in 0..oc {
-            let _ = writeln!(
-                t,
-                "    let dy{p}_{o} = loss_grad(out{p}, tex{p}, {o}u, x{p}_{count}_{}.{}, &sums);",
-                o / 4,
-                mlp_gen::component(o)
-            );
+            let y = expr!("{}.{}", act(p, count, o / 4), mlp_gen::component(o));
+            e.let_(name("dy", (p, o)), expr!("loss_grad({}, {}, {o}u, {y}, &sums)", name("out", p), name("tex", p)));
         }
         for g in 0..oc.div_ceil(4) {
-            let value = |c: u32| if 4 * g + c < oc { format!("dy{p}_{}", 4 * g + c) } else { "0.0".into() };
-            let _ = writeln!(t, "    let d{p}_{}_{g} = vec4<f32>({}, {}, {}, {});", count - 1, value(0), value(1), value(2), value(3));
+            let value = |c: u32| if 4 * g + c < oc { name("dy", (p, 4 * g + c)) } else { "0.0".into() };
+            e.let_(grad(p, count - 1, g), expr!("vec4<f32>({}, {}, {}, {})", value(0), value(1), value(2), value(3)));
         }
     }
-    // Backward: layer l's output gradient d*_{l}_*, its input gradient d*_{l-1}_* (through the
-    // activation: masked where ReLU's input was not positive, or times the derivative at the
-    // values before it, z*_{l}_*); the first layer's only for the latent features.
+    // Backward: layer l's output gradient grad(p, l, j), its input gradient grad(p, l - 1, j)
+    // (through the activation: masked where ReLU's input was not positive, or times the
+    // derivative at the values before it, pre(p, l, j)); the first layer's only for the latent
+    // features.
     for (l, (layer, r)) in packed.iter().zip(rows).enumerate().rev() {
         if let Some(plan) = fused {
-            plan.layer_gradient(&mut t, l, layer.row_vec4s, tpi, r.weights, r.biases);
+            plan.layer_gradient(&mut e, l, layer.row_vec4s, tpi, r.weights, r.biases);
         }
         for p in (0..tpi).filter(|_| fused.is_none()) {
-            let _ = writeln!(t, "    let dz{l}_{p} = {}u + (first + {p}u) * {}u;", r.output_grads, row_vec4s(layer.outputs));
-            store_row(&mut t, &format!("dz{l}_{p}"), &format!("d{p}_{l}"), layer.outputs.div_ceil(4), row_vec4s(layer.outputs));
+            let row = name("dz", (l, p));
+            e.let_(&row, expr!("{}u + (first + {p}u) * {}u", r.output_grads, row_vec4s(layer.outputs)));
+            store_row(&mut e, &row, |j| grad(p, l, j), layer.outputs.div_ceil(4), row_vec4s(layer.outputs));
         }
         let inputs = if l == 0 { lf.min(layer.inputs) } else { layer.inputs };
         if inputs == 0 {
             continue;
         }
-        mlp_gen::layer_backward(&mut t, layer, l, tpi, l + 1 == count, inputs, shape);
+        mlp_gen::layer_backward(&mut e, layer, l, tpi, l + 1 == count, inputs, shape);
         for p in 0..tpi {
             if l == 0 {
                 for k in 0..inputs {
-                    let _ = writeln!(t, "    xb[{}u] = gin{p}_0_{}.{};", p * maxw + k, k / 4, mlp_gen::component(k));
+                    e.set(expr!("xb[{}u]", p * maxw + k), expr!("{}.{}", grad_in(p, 0, k / 4), mlp_gen::component(k)));
                 }
             } else {
                 for j in 0..inputs.div_ceil(4) {
-                    let (g, z, a) = (format!("gin{p}_{l}_{j}"), format!("z{p}_{l}_{j}"), format!("x{p}_{l}_{j}"));
-                    let _ = writeln!(t, "    let d{p}_{}_{j} = {};", l - 1, mlp_gen::activation_backward(act, &g, &z, &a));
+                    let gradient = mlp_gen::activation_backward(activation, &grad_in(p, l, j), &pre(p, l, j), &act(p, l, j));
+                    e.let_(grad(p, l - 1, j), gradient);
                 }
             }
         }
     }
-    t.push_str("    return sums;\n}\n");
-    t
+    e.ret("sums");
+    e.close();
+    e.finish()
 }
 
-/// The statements that store the named `vec4`s `{name}_0..{name}_{named}` to the scratch row at
+/// The statements that store the named `vec4`s `named(0)..named(count)` to the scratch row at
 /// `row`, then zeros to its `width` `vec4`s ([`row_vec4s`]).
-fn store_row(t: &mut String, row: &str, name: &str, named: u32, width: u32) {
+fn store_row(e: &mut Emitter, row: &str, named: impl Fn(u32) -> String, count: u32, width: u32) {
     for j in 0..width {
-        let value = if j < named { format!("{name}_{j}") } else { "vec4<f32>(0.0)".into() };
-        let _ = writeln!(t, "    scratch[{row} + {j}u] = {value};");
+        let value = if j < count { named(j) } else { "vec4<f32>(0.0)".into() };
+        e.set(expr!("scratch[{row} + {j}u]"), value);
     }
 }
 
@@ -397,75 +425,72 @@ fn store_row(t: &mut String, row: &str, name: &str, named: u32, width: u32) {
 fn wgrad_wgsl(tile: WgradTile) -> String {
     let (to, tk) = (tile.outputs, tile.inputs);
     let (ov, kv) = (to / 4, tk / 4);
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "@compute @workgroup_size(WG)
-fn wgrad(@builtin(global_invocation_id) gid: vec3<u32>) {{
-    var t = gid.x;
-    let chunk = gid.y;
-    if t >= TILES {{
-        return;
-    }}
-    var l = 0u;
-    loop {{
-        let tiles = ((layer_outputs(l) + {m}u) / {to}u) * ((layer_inputs(l) + {n}u) / {tk}u);
-        if t < tiles || l + 1u >= LAYERS {{
-            break;
-        }}
-        t -= tiles;
-        l += 1u;
-    }}
-    let nin = layer_inputs(l);
-    let nout = layer_outputs(l);
-    let k_tiles = (nin + {n}u) / {tk}u;
-    let ot = t / k_tiles;
-    let kt = t % k_tiles;
-    let o0 = ot * {to}u;
-    let k0 = kt * {tk}u;
-    // Rows are whole pairs of `vec4`s (`row_vec4s`).
-    let d_stride = 2u * ((nout + 7u) / 8u);
-    let a_stride = 2u * ((nin + 7u) / 8u);
-    let dz = layer_output_grads(l) + {ov}u * ot;
-    let act = layer_activations(l) + {kv}u * kt;
-    let first = chunk * CHUNK;",
-        m = to - 1,
-        n = tk - 1
-    );
+    let (m, n) = (to - 1, tk - 1);
+    let mut e = Emitter::new();
+    e.verbatim("@compute @workgroup_size(WG)\n");
+    e.function("wgrad(@builtin(global_invocation_id) gid: vec3<u32>)");
+    e.var_init("t", "gid.x");
+    e.let_("chunk", "gid.y");
+    e.if_("t >= TILES");
+    e.ret_void();
+    e.close();
+    e.var_init("l", "0u");
+    e.open("loop");
+    e.let_("tiles", expr!("((layer_outputs(l) + {m}u) / {to}u) * ((layer_inputs(l) + {n}u) / {tk}u)"));
+    e.if_("t < tiles || l + 1u >= LAYERS");
+    e.call("break");
+    e.close();
+    e.sub("t", "tiles");
+    e.add("l", "1u");
+    e.close();
+    e.let_("nin", "layer_inputs(l)");
+    e.let_("nout", "layer_outputs(l)");
+    e.let_("k_tiles", expr!("(nin + {n}u) / {tk}u"));
+    e.let_("ot", "t / k_tiles");
+    e.let_("kt", "t % k_tiles");
+    e.let_("o0", expr!("ot * {to}u"));
+    e.let_("k0", expr!("kt * {tk}u"));
+    e.comment("Rows are whole pairs of `vec4`s (`row_vec4s`).");
+    e.let_("d_stride", "2u * ((nout + 7u) / 8u)");
+    e.let_("a_stride", "2u * ((nin + 7u) / 8u)");
+    e.let_("dz", expr!("layer_output_grads(l) + {ov}u * ot"));
+    e.let_("act", expr!("layer_activations(l) + {kv}u * kt"));
+    e.let_("first", "chunk * CHUNK");
+    let sum = |k: u32, h: u32| name("c", (k, h));
     for h in 0..ov {
-        let _ = write!(t, "    var cb_{h} = vec4<f32>(0.0);");
+        e.var_init(name("cb_", h), "vec4<f32>(0.0)");
         for k in 0..tk {
-            let _ = write!(t, " var c{k}_{h} = vec4<f32>(0.0);");
+            e.var_init(sum(k, h), "vec4<f32>(0.0)");
         }
-        t.push('\n');
     }
-    t.push_str("    for (var n = first; n < first + CHUNK; n++) {\n        let d_row = dz + n * d_stride;\n        let a_row = act + n * a_stride;\n");
+    e.open("for (var n = first; n < first + CHUNK; n++)");
+    e.let_("d_row", "dz + n * d_stride");
+    e.let_("a_row", "act + n * a_stride");
     for h in 0..ov {
-        let _ = writeln!(t, "        let d{h} = scratch[d_row + {h}u];\n        cb_{h} += d{h};");
+        e.let_(name("d", h), expr!("scratch[d_row + {h}u]"));
+        e.add(name("cb_", h), name("d", h));
     }
     for j in 0..kv {
-        let _ = writeln!(t, "        let a{j} = scratch[a_row + {j}u];");
+        e.let_(name("a", j), expr!("scratch[a_row + {j}u]"));
     }
     for k in 0..tk {
-        let comp = ["x", "y", "z", "w"][(k % 4) as usize];
-        let _ = write!(t, "       ");
         for h in 0..ov {
-            let _ = write!(t, " c{k}_{h} += d{h} * a{}.{comp};", k / 4);
+            e.add(sum(k, h), expr!("{} * {}.{}", name("d", h), name("a", k / 4), mlp_gen::component(k)));
         }
-        t.push('\n');
     }
-    t.push_str(
-        "    }\n    let out = chunk * PL;\n    let w = out + layer_weights(l) + o0 * nin + k0;\n    let b = out + layer_biases(l) + o0;\n",
-    );
+    e.close();
+    e.let_("out", "chunk * PL");
+    e.let_("w", "out + layer_weights(l) + o0 * nin + k0");
+    e.let_("b", "out + layer_biases(l) + o0");
     for o in 0..to {
         let (h, c) = (o / 4, o % 4);
-        let _ = writeln!(t, "    if o0 + {o}u < nout {{");
-        let _ = writeln!(t, "        if k0 == 0u {{ wpart[b + {o}u] = cb_{h}[{c}]; }}");
+        e.if_(expr!("o0 + {o}u < nout"));
+        e.set_if("k0 == 0u", expr!("wpart[b + {o}u]"), expr!("{}[{c}]", name("cb_", h)));
         for k in 0..tk {
-            let _ = writeln!(t, "        if k0 + {k}u < nin {{ wpart[w + {o}u * nin + {k}u] = c{k}_{h}[{c}]; }}");
+            e.set_if(expr!("k0 + {k}u < nin"), expr!("wpart[w + {o}u * nin + {k}u]"), expr!("{}[{c}]", sum(k, h)));
         }
-        t.push_str("    }\n");
+        e.close();
     }
-    t.push_str("}\n");
-    t
+    e.close();
+    e.finish()
 }
