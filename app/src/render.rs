@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use texset_core::eval::{bcn::round_trip, flip_map};
 use texset_core::export::bcn::BcFormat;
-use texset_core::{CompressOptions, analyse, bundle::Bundle, decode::unorm8, set::MapKind, snapshot_bundle};
+use texset_core::{analyse, bundle::Bundle, decode::unorm8, options::CompressOptions, set::MapKind, snapshot_bundle};
 use texset_shaders::environment::{Environment, PrepareOptions, prepare};
 use texset_shaders::preview::{
     GpuMesh, Layout, Lighting, MaterialRenderer, OrbitCamera, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, Shape,

@@ -173,7 +173,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use texset_core::{
-        Cancel, CompressOptions, NoProgress, ScheduleConfig, compress,
+        Cancel, NoProgress, compress,
+        options::{CompressOptions, ScheduleConfig},
         set::{MapKind, load_library},
     };
 

@@ -7,7 +7,7 @@
 //! The modules follow the pipeline (ARCHITECTURE.md has the map):
 //! - [`set`]: the texture set, map naming and ingest of image folders;
 //! - the front door [`compress`] and its passes ([`analyse()`] → train → prune → [`quantise`] →
-//!   [`pack`]), configured by [`options`] and reporting through [`progress`];
+//!   [`pack`]), configured by [`options`] and reporting through [`Progress`];
 //! - [`model`]: parameter shapes, the CPU reference decoder, layout, quantisation, mips and the
 //!   one generator of the shaders' WGSL MLP;
 //! - [`train`]: the training loop and its trainers (fused CPU, fused GPU in WGSL, burn);
@@ -18,9 +18,11 @@
 //! The runtime side (an engine reading bundles) builds without the `train` feature: [`bundle`],
 //! [`decode`], [`model`] and [`eval`]'s metrics, with no burn.
 //!
-//! The public surface is the crate root and the modules above; each module's parts are private
-//! and what other crates use is re-exported from the module itself. What only tests need is in
-//! the hidden `internal_tests` module.
+//! The public surface is the crate root and the modules above, and every public item has one
+//! path: a public module's items are re-exported from that module (each module's parts are
+//! private); the crate root holds only what lives in private modules (the front door's passes
+//! and reports, progress, `block_on`, `rng`). What only tests need is in the hidden
+//! `internal_tests` module.
 
 #[cfg(feature = "train")]
 mod analyse;
@@ -78,18 +80,11 @@ pub mod internal_tests {
 pub use analyse::{AnalyseError, AnalyseReport, BudgetSource, DuplicateFinding, TextureBudget};
 pub use base::executor::block_on;
 pub use base::rng;
-pub use bundle::{Bundle, BundleError};
-pub use decode::{DecodeLimits, DecodedMap, Decoder};
 #[cfg(feature = "train")]
-pub use options::{Backend, BudgetConfig, CompressOptions, ModelConfig, OptionsError, Preset, RunOptions, ScheduleConfig};
-#[cfg(feature = "train")]
-pub use pipeline::progress;
+pub(crate) use pipeline::progress;
 #[cfg(feature = "train")]
 pub use pipeline::{
     BudgetChange, CompressError, CompressReport, Compressed, PackReport, PruneReport, analyse, compress, pack, quantise, snapshot_bundle,
 };
 #[cfg(feature = "train")]
 pub use progress::{Cancel, NoProgress, Pass, Progress, TrainPhase, TrainStatus};
-pub use set::{MapKind, Material, MaterialConstants, TextureSet};
-#[cfg(feature = "ingest")]
-pub use set::{load_library, load_material};

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use texset_core::{Bundle, Decoder};
+use texset_core::{bundle::Bundle, decode::Decoder};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(bundle) = Bundle::from_bytes(data) else {

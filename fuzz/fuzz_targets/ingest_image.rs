@@ -5,9 +5,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
-use texset_core::MapKind;
-use texset_core::set::decode_texture;
+use texset_core::set::MapKind;
 use texset_core::set::NormalConvention;
+use texset_core::set::decode_texture;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, bytes)) = data.split_first() else {

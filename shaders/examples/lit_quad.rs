@@ -20,7 +20,7 @@
 
 use std::error::Error;
 use std::path::PathBuf;
-use texset_core::{Decoder, MapKind, bundle::Bundle};
+use texset_core::{bundle::Bundle, decode::Decoder, set::MapKind};
 use texset_shaders::{GpuError, GpuModel, ModelBuffers};
 
 /// The engine's shader, appended to the decoder.

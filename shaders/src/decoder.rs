@@ -9,9 +9,8 @@ use crate::model::DecodeParams;
 use crate::model::GpuModelOptions;
 use crate::{DecodeMode, EntryPoint, GpuError, GpuModel, SAMPLE_WORKGROUP, WORKGROUP_SIDE, model, to_u32};
 use texset_core::{
-    DecodedMap, Decoder,
     bundle::{Bundle, MapEntry},
-    decode::DecodeError,
+    decode::{DecodeError, DecodedMap, Decoder},
     model::{
         level_size,
         wgsl::{MlpPrecision, WeightMemory},

@@ -57,7 +57,7 @@ pub const SAMPLE_WORKGROUP: u32 = 64;
 /// What the decoder writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeMode {
-    /// The stored values in `[0, 1]` (`decode_texel`; [`texset_core::Decoder::decode_texel`] on the CPU).
+    /// The stored values in `[0, 1]` (`decode_texel`; [`texset_core::decode::Decoder::decode_texel`] on the CPU).
     Stored,
     /// Un-mapped for shading (`decode_texel_linear`; [`texset_core::decode::unmap`] on the CPU).
     Shading,

@@ -5,10 +5,11 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use texset_core::{
-    Backend, Cancel, CompressOptions, NoProgress, RunOptions, ScheduleConfig, compress,
+    Cancel, NoProgress, compress,
     decode::Decoder,
     eval::evaluate,
     internal_tests::wgpu_device_is_shared,
+    options::{Backend, CompressOptions, RunOptions, ScheduleConfig},
     train::{share_device, share_wgpu_device},
 };
 

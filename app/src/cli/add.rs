@@ -5,10 +5,11 @@ use anyhow::Result;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use texset_core::{
-    Backend, Cancel, CompressOptions,
+    Cancel,
     decode::Decoder,
     drivers::{AddOptions, AddReport, add_materials},
     eval::{MapScore, evaluate},
+    options::{Backend, CompressOptions},
 };
 
 use super::common::{ReportArgs, TerminalProgress, load_library, parse_channel_counts, read_bundle, write_bundle};

@@ -5,13 +5,7 @@ use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use texset_core::{
-    Progress,
-    bundle::Bundle,
-    io,
-    progress::{Pass, TrainStatus},
-    set::load_library as ingest_library,
-};
+use texset_core::{Pass, Progress, TrainStatus, bundle::Bundle, io, set::load_library as ingest_library};
 
 // `--json`: print JSON on stdout instead of text.
 #[derive(clap::Args, Clone, Copy)]
@@ -69,7 +63,7 @@ pub(super) fn sample_folders() -> Vec<PathBuf> {
 }
 
 /// Loads material folders as one library, reporting skipped files and constant maps on stderr.
-pub(super) fn load_library(dirs: &[PathBuf]) -> Result<(texset_core::TextureSet, texset_core::set::IngestReport)> {
+pub(super) fn load_library(dirs: &[PathBuf]) -> Result<(texset_core::set::TextureSet, texset_core::set::IngestReport)> {
     let (set, report) = ingest_library(dirs)?;
     for s in &report.skipped {
         eprintln!("skipped {}: {}", s.path.display(), s.reason);
@@ -194,8 +188,8 @@ pub(super) struct DecodeLimitArgs {
 
 impl DecodeLimitArgs {
     /// The limits these flags ask for.
-    pub(super) fn limits(&self) -> texset_core::DecodeLimits {
-        let default = texset_core::DecodeLimits::COMMAND_LINE;
+    pub(super) fn limits(&self) -> texset_core::decode::DecodeLimits {
+        let default = texset_core::decode::DecodeLimits::COMMAND_LINE;
         self.max_decode_gib.map_or(default, |gib| default.with_decoded_gib(gib))
     }
 }

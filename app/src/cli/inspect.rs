@@ -6,9 +6,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use texset_core::{
-    MapKind,
     bundle::{Bundle, Manifest},
     model::WeightFormat,
+    set::MapKind,
 };
 
 use super::common::{JsonArg, read_bundle};

@@ -5,11 +5,10 @@ use anyhow::{Context as _, Result, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::{
-    Backend, BudgetConfig, ModelConfig, RunOptions, ScheduleConfig,
     model::{Activation, MAX_MLP_WIDTH, WeightFormat},
     options::{
-        ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, NormalTargets, PruneMethod, Quantisation, Recipe,
-        RecipePiece, Sampling,
+        Backend, BudgetConfig, ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, ModelConfig, NormalTargets,
+        PruneMethod, Quantisation, Recipe, RecipePiece, RunOptions, Sampling, ScheduleConfig,
     },
     set::MapKind,
 };

@@ -4,9 +4,10 @@
 use anyhow::Result;
 use std::path::PathBuf;
 use texset_core::{
-    Cancel, CompressOptions, Compressed, NoProgress,
+    Cancel, Compressed, NoProgress,
     drivers::{FinalRun, SearchOptions, SearchReport, SearchTrial, Strategy, search_precision},
     model::WeightFormat,
+    options::CompressOptions,
     set::TextureSet,
 };
 

@@ -5,7 +5,10 @@ use super::budgets::{BudgetInput, BudgetRow};
 use super::session::{RunState, Session};
 use super::state::{CentralView, Command, RateGoal, ViewSettings};
 use eframe::egui::{self, Color32, RichText};
-use texset_core::{Preset, model::WeightFormat, options::Quantisation};
+use texset_core::{
+    model::WeightFormat,
+    options::{Preset, Quantisation},
+};
 
 /// File dialogs: opened on the thread `texset-dialog` so a native dialog never blocks a frame.
 pub enum Dialog {

@@ -11,7 +11,10 @@ use eframe::egui::{self, RichText};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use texset_core::{Preset, model::WeightFormat, options::Quantisation};
+use texset_core::{
+    model::WeightFormat,
+    options::{Preset, Quantisation},
+};
 
 /// The settings a run trained with (what "restore" puts back).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

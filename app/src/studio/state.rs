@@ -4,7 +4,11 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use texset_core::{Preset, model::WeightFormat, options::Quantisation, set::MapKind};
+use texset_core::{
+    model::WeightFormat,
+    options::{Preset, Quantisation},
+    set::MapKind,
+};
 use texset_shaders::preview::{Background, DEFAULT_ERROR_FULL_SCALE, Lighting, OrbitCamera, ViewMode};
 
 /// Key under which the settings are stored in eframe's storage.

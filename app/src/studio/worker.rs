@@ -9,14 +9,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use texset_core::{
-    CompressError, CompressOptions, Compressed, TextureSet,
+    Cancel, CompressError, Compressed, Pass, Progress, TrainStatus,
     bundle::Bundle,
     compress,
     decode::{DecodedMap, Decoder},
     drivers::{RateError, RateTarget, compress_to_psnr},
     eval::{EvalReport, decode_set, score},
     model::{ModelLayout, ModelParams},
-    progress::{Cancel, Pass, Progress, TrainStatus},
+    options::CompressOptions,
+    set::TextureSet,
     snapshot_bundle,
     train::TrainError,
 };

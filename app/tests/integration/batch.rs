@@ -371,7 +371,7 @@ fn cache_entries_are_checked_and_the_key_reads_only_what_ingest_reads() {
     for (material, status) in [("wood", "compressed"), ("fabric_indigo", "compressed"), ("bricks", "cached"), ("metal_plates", "cached")] {
         assert_eq!(statuses[material], status, "{material}: {statuses:?} (FIFO made: {have_fifo})");
     }
-    let wood = texset_core::Bundle::read(&b.join("wood.texset")).unwrap();
+    let wood = texset_core::bundle::Bundle::read(&b.join("wood.texset")).unwrap();
     assert_eq!(wood.manifest.materials[0].name, "wood");
     assert_eq!(bundles(&b), bundles(&tmp.path().join("a")), "the outputs are not the first run's bundles");
 }

@@ -77,7 +77,7 @@ fn kill_during_an_export_leaves_the_earlier_bundle_whole() {
             assert!(partial < earlier.len() as u64 + 4096, "temporary file of {partial} bytes");
             // The target is the earlier bundle, byte for byte, and it still reads.
             assert_eq!(std::fs::read(&out).unwrap(), earlier, "attempt {attempt}: the bundle was damaged by a kill mid-write");
-            texset_core::Bundle::read(&out).unwrap();
+            texset_core::bundle::Bundle::read(&out).unwrap();
         }
     }
     assert!(caught_mid_write >= 3, "only {caught_mid_write} of 5 kills landed during the write");
@@ -87,7 +87,7 @@ fn kill_during_an_export_leaves_the_earlier_bundle_whole() {
         texset().args(["compress", dir.to_str().unwrap(), "-o", out.to_str().unwrap(), "--steps", "20", "--seed", "9"]).output().unwrap();
     assert!(again.status.success());
     assert_ne!(std::fs::read(&out).unwrap(), earlier);
-    texset_core::Bundle::read(&out).unwrap();
+    texset_core::bundle::Bundle::read(&out).unwrap();
     // And removes the killed runs' temporary files (their processes are gone).
     let left: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()

@@ -7,7 +7,11 @@
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use texset_core::{Bundle, Decoder, TextureSet, decode::unorm8, load_library};
+use texset_core::{
+    bundle::Bundle,
+    decode::{Decoder, unorm8},
+    set::{TextureSet, load_library},
+};
 use texset_testkit::gltf::{glb, quad_bytes, quad_document, write_png};
 
 /// `texset compress ASSET -o OUT`.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use texset::studio::StudioApp;
 use texset::studio::session::RunState;
 use texset::studio::state::{CentralView, Command, Settings};
-use texset_core::{Preset, bundle::Bundle, eval::evaluate};
+use texset_core::{bundle::Bundle, eval::evaluate, options::Preset};
 
 /// Every file's bytes and modification time under the folders.
 fn snapshot(folders: &[PathBuf]) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
@@ -342,7 +342,7 @@ fn shortcuts_drive_the_studio_and_every_run_is_kept_in_the_log() {
         // The log's PSNR is the bundle's, as `texset eval` measures it.
         let set = &harness.state().session.library.set;
         let bundle = Bundle::from_bytes(&bytes).unwrap();
-        let eval = evaluate(set, &texset_core::Decoder::new(&bundle), false).unwrap();
+        let eval = evaluate(set, &texset_core::decode::Decoder::new(&bundle), false).unwrap();
         assert!((eval.pooled_psnr_db - run.psnr_db.unwrap()).abs() < 1e-9, "{} vs {:?}", eval.pooled_psnr_db, run.psnr_db);
     }
     harness.get_by_label("#1");
@@ -397,7 +397,7 @@ fn a_one_by_one_constant_map_loads_at_the_material_size() {
     let library = texset::studio::session::load_folders(std::slice::from_ref(&folder));
     assert!(library.problems.is_empty(), "{:?}", library.problems);
     let material = &library.set.materials[0];
-    let roughness = material.textures.iter().find(|t| t.kind == texset_core::MapKind::Roughness).unwrap();
+    let roughness = material.textures.iter().find(|t| t.kind == texset_core::set::MapKind::Roughness).unwrap();
     assert_eq!((roughness.width, roughness.height), (32, 16));
     assert!(roughness.texels.iter().all(|v| v.to_bits() == (77.0f32 / 255.0).to_bits()));
 }

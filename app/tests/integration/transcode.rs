@@ -5,11 +5,12 @@
 use std::path::Path;
 use std::process::Command;
 use texset_core::{
-    Bundle, Decoder, MapKind,
+    bundle::Bundle,
+    decode::Decoder,
     eval::psnr,
     export::bcn::{self, BcFormat},
     model::full_mip_count,
-    set::{NormalConvention, decode_texture},
+    set::{MapKind, NormalConvention, decode_texture},
 };
 
 fn texset(args: &[&str]) -> std::process::Output {
@@ -237,7 +238,7 @@ fn decode_and_transcode_never_replace_what_texset_did_not_write() {
 /// 1 GiB limit refuses it too, and a limit raised above its cost lets it through.
 #[test]
 fn a_bundle_over_the_decode_budget_is_refused_at_once() {
-    use texset_core::{DecodeLimits, bundle::limits::MAX_LIBRARY_VALUES};
+    use texset_core::{bundle::limits::MAX_LIBRARY_VALUES, decode::DecodeLimits};
     let bundle = texset_testkit::over_budget_bundle();
     let values: u64 = bundle.manifest.materials.iter().flat_map(|m| &m.maps).map(|m| u64::from(m.width * m.height * m.channels)).sum();
     assert!(values * 4 > 8 << 30 && values <= MAX_LIBRARY_VALUES, "{values} values");

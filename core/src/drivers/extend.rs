@@ -142,7 +142,7 @@ fn check_addable(manifest: &Manifest, set: &TextureSet, options: &AddOptions) ->
     // `Trainable` mask. The GPU trainers have no such mask, so asking for one is refused here
     // rather than silently trained on the CPU.
     match options.train.run.backend {
-        crate::Backend::Auto | crate::Backend::Cpu => {}
+        crate::options::Backend::Auto | crate::options::Backend::Cpu => {}
         other => {
             return Err(CompressError::Backend(crate::train::backend::Unsupported {
                 backend: other,

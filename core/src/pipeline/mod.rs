@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 mod pack;
-pub mod progress;
+pub(crate) mod progress;
 mod prune;
 
 pub use pack::{PackReport, pack};

@@ -12,10 +12,10 @@ use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
 use bevy::render::storage::ShaderBuffer;
 use serde::{Deserialize, Serialize};
 use texset_core::bundle::{Bundle, MapEntry};
+use texset_core::decode::{DecodeLimits, Decoder};
 use texset_core::export::bcn::BcFormat;
 use texset_core::export::{ImageMips, MapImage, TexelFormat, material_images};
 use texset_core::set::{MapKind, NormalConvention};
-use texset_core::{DecodeLimits, Decoder};
 use texset_shaders::model::words_to_bytes;
 use texset_shaders::{GpuModel, GpuModelOptions};
 

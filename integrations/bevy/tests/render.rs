@@ -22,8 +22,8 @@ use texset_bevy::{
     TexsetBundle, TexsetGltf, TexsetGltfMaterial, TexsetGltfSwapped, TexsetImageFormat, TexsetLoaderSettings, TexsetMaterial, TexsetMips,
     TexsetPlugin,
 };
-use texset_core::Decoder;
 use texset_core::bundle::Bundle;
+use texset_core::decode::Decoder;
 
 /// The sample library the example shows (made by `texset compress`, assets/README.md).
 const BUNDLE: &str = "sample_library.texset";
@@ -540,7 +540,7 @@ fn a_bad_bundle_is_a_load_error_naming_the_file() {
     std::fs::write(dir.path().join("truncated.texset"), &bytes[..bytes.len() / 2]).unwrap();
     // A few KB that ask for over the loader's default 1 GiB of decoded maps: the sample's first
     // material at 4096², copied (issue 67). Refused before anything is decoded.
-    let mut forged = texset_core::Bundle::from_bytes(&bytes).unwrap();
+    let mut forged = texset_core::bundle::Bundle::from_bytes(&bytes).unwrap();
     for map in &mut forged.manifest.materials[0].maps {
         (map.width, map.height) = (4096, 4096);
     }

@@ -5,9 +5,8 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
 use texset_core::{
-    Bundle, BundleError, DecodedMap, Decoder,
-    bundle::{Manifest, MapEntry, MaterialEntry, limits::MAX_BUNDLE_BYTES},
-    decode::{DecodeError, DecodeLimits, unorm8, unorm16},
+    bundle::{Bundle, BundleError, Manifest, MapEntry, MaterialEntry, limits::MAX_BUNDLE_BYTES},
+    decode::{DecodeError, DecodeLimits, DecodedMap, Decoder, unorm8, unorm16},
     model::level_size,
     set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
 };

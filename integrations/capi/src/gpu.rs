@@ -6,7 +6,7 @@ use crate::{Failure, TexsetStatus, guard, handle, write_out};
 use std::ffi::{CString, c_char};
 use std::sync::Arc;
 use texset_core::{
-    Bundle,
+    bundle::Bundle,
     model::wgsl::{MlpPrecision, WeightMemory},
 };
 use texset_shaders::{

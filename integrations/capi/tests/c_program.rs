@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use texset_core::{
-    Bundle, Decoder,
-    decode::{unorm8, unorm16},
+    bundle::Bundle,
+    decode::{Decoder, unorm8, unorm16},
 };
 use texset_shaders::{
     DecodeMode, EntryPoint, GpuModel, ShaderLang, WORKGROUP_SIDE,

@@ -5,8 +5,7 @@
 
 use texset_core::model::wgsl::MlpShape;
 use texset_core::{
-    Decoder,
-    decode::unmap,
+    decode::{Decoder, unmap},
     model::{Activation, full_mip_count, level_size},
 };
 use texset_shaders::{DecodeMode, GpuDecoder, GpuModelOptions, model::DEFAULT_BLOCK, renders_fragment_format, request_device};

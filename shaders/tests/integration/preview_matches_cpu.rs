@@ -4,7 +4,7 @@
 //! blank and changes as the lights move.
 #![allow(clippy::unwrap_used)]
 
-use texset_core::{Decoder, decode::unmap};
+use texset_core::decode::{Decoder, unmap};
 use texset_shaders::preview::{OrbitCamera, PreviewRenderer, PreviewUniforms, Shape, map_lod, shade};
 use texset_testkit::{tiny_bundle, tiny_bundle_with_mips};
 

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::preview_deferred::originals_of;
-use texset_core::{Decoder, bundle::Bundle, set::MapKind};
+use texset_core::{bundle::Bundle, decode::Decoder, set::MapKind};
 use texset_shaders::preview::{
     Layout, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, Shape, SurfacePass, ViewMode,
     render_sides, shade_probe,

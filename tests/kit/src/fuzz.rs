@@ -4,8 +4,11 @@
 //! panics when its property fails; an input that is refused with a clear error passes.
 
 use crate::forge_bundle;
+#[cfg(feature = "ingest")]
+use texset_core::set::{IngestReport, load_material};
 use texset_core::{
-    Bundle, DecodeLimits, Decoder,
+    bundle::Bundle,
+    decode::{DecodeLimits, Decoder},
     export::{ImageMips, TexelFormat, bundle_images as images_of},
 };
 #[cfg(feature = "train")]
@@ -14,8 +17,6 @@ use texset_core::{
     internal_tests::{checkpoint_seed_bytes, checkpoint_step_from_bytes},
     options::CompressOptions,
 };
-#[cfg(feature = "ingest")]
-use texset_core::{set::IngestReport, set::load_material};
 
 /// `forged_bundle`: a bundle forged from `data` ([`forge_bundle`]) writes, reads back to the same
 /// bytes, is within the interactive decode budget and decodes whole, every value finite. Returns

@@ -2,9 +2,10 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use texset_core::{
-    Cancel, CompressOptions, ModelConfig, NoProgress, ScheduleConfig,
+    Cancel, NoProgress,
     bundle::{Bundle, BundleError},
     compress,
+    options::{CompressOptions, ModelConfig, ScheduleConfig},
 };
 
 /// A small trained bundle with a `ReLU` decoder: format version 1, the version `forge` writes (the
@@ -306,7 +307,7 @@ fn mutated_bundles_with_valid_checksums_never_panic() {
         match Bundle::from_bytes(&forged) {
             Ok(bundle) => {
                 accepted += 1;
-                let decoder = texset_core::Decoder::new(&bundle);
+                let decoder = texset_core::decode::Decoder::new(&bundle);
                 let mut out = [0.0_f32; 4];
                 for (m, material) in bundle.manifest.materials.iter().enumerate() {
                     for map in 0..material.maps.len() {
@@ -399,8 +400,7 @@ fn every_weight_format_trains_packs_and_round_trips() {
 #[test]
 fn the_decode_budget_counts_the_mip_chain_and_the_mlp() {
     use texset_core::{
-        DecodeLimits, Decoder,
-        decode::DecodeError,
+        decode::{DecodeError, DecodeLimits, Decoder},
         model::{full_mip_count, level_size},
     };
     for mip_levels in [1, 3] {

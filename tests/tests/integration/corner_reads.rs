@@ -4,12 +4,14 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use texset_core::{
-    Cancel, CompressOptions, Decoder, ModelConfig, NoProgress, ScheduleConfig, analyse,
+    Cancel, NoProgress, analyse,
     bundle::Bundle,
     compress,
+    decode::Decoder,
     eval::evaluate,
     internal_tests::loss_and_grads,
     model::ModelParams,
+    options::{CompressOptions, ModelConfig, ScheduleConfig},
     rng::Rng,
     train::{Batch, Sampler, initial_params},
 };

@@ -101,7 +101,7 @@ fn fuzz_properties_hold_on_seeds_mutations_and_kept_inputs() {
 #[test]
 fn the_images_step_refuses_a_bundle_over_the_budget_at_once() {
     use texset_core::{
-        DecodeLimits,
+        decode::DecodeLimits,
         export::{ImageMips, bundle_images},
     };
     let bytes = texset_testkit::over_budget_bundle().to_bytes().unwrap().0;

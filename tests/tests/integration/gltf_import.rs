@@ -4,10 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::float_cmp, missing_docs)]
 
 use std::path::PathBuf;
-use texset_core::{
-    MapKind, Material,
-    set::{GltfAsset, load_gltf, load_library},
-};
+use texset_core::set::{GltfAsset, MapKind, Material, load_gltf, load_library};
 
 /// `../shared/gltf/<folder>/<file>`, or `None` (the test is counted as skipped) when absent.
 fn shared_asset(test: &str, folder: &str, file: &str) -> Option<PathBuf> {

@@ -3,9 +3,10 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use texset_core::{
-    Backend, Cancel, CompressOptions, NoProgress, RunOptions, ScheduleConfig, compress,
+    Cancel, NoProgress, compress,
     decode::Decoder,
     internal_tests::NtcModel,
+    options::{Backend, CompressOptions, RunOptions, ScheduleConfig},
     train::{adapters, device_for},
 };
 use texset_testkit::gpu_or_skip;

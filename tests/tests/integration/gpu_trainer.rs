@@ -4,15 +4,15 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use texset_core::{
-    Backend, BudgetConfig, Cancel, CompressOptions, Decoder, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, analyse,
-    compress,
+    Cancel, NoProgress, Progress, analyse, compress,
+    decode::Decoder,
     eval::evaluate,
     internal_tests::{Noise, loss_and_grads_with, run as run_loop},
     model::{
         Activation, ModelParams, WeightFormat, fake_quantize,
         wgsl::{MlpShape, WeightMemory},
     },
-    options::{CheckpointOptions, Recipe},
+    options::{Backend, BudgetConfig, CheckpointOptions, CompressOptions, ModelConfig, Recipe, RunOptions, ScheduleConfig},
     rng::Rng,
     set::{MapKind, load_library},
     train::{Batch, GpuTrainer, KernelChoice, Sampler, Schedule, Trainer as _, WgradPass, WgradTile, adapters, initial_params},
@@ -25,7 +25,7 @@ fn adapter(test: &str) -> bool {
 
 /// Two materials: the small synthetic one, and a copy whose base colour is a colour-shifted
 /// variant of it (an affine transform) with a roughness of its own.
-fn library() -> texset_core::TextureSet {
+fn library() -> texset_core::set::TextureSet {
     let mut set = texset_testkit::small_set(32);
     let mut second = set.materials[0].clone();
     second.name = "shifted".into();
@@ -368,7 +368,12 @@ fn fused(memory: WeightMemory, shape: MlpShape) -> KernelChoice {
 
 /// One step's loss and gradients on the GPU equal the fused CPU kernel's, on the same draws (with
 /// per-latent noise of `(amplitude, seed, step)` when given).
-fn same_step_gradients(set: &texset_core::TextureSet, options: &CompressOptions, kernels: &[KernelChoice], noise: Option<(f32, u64, u32)>) {
+fn same_step_gradients(
+    set: &texset_core::set::TextureSet,
+    options: &CompressOptions,
+    kernels: &[KernelChoice],
+    noise: Option<(f32, u64, u32)>,
+) {
     let (layout, report) = analyse(set, options).unwrap();
     assert_eq!(layout.mip_levels > 1, options.model.mips, "a mip chain with mips");
     if options.model.mips {
@@ -459,7 +464,12 @@ fn small_decoder() -> ModelConfig {
     ModelConfig { hidden_widths: vec![16, 16], ..ModelConfig::default() }
 }
 
-fn run(set: &texset_core::TextureSet, backend: Backend, steps: u32, extra: impl FnOnce(&mut CompressOptions)) -> texset_core::Compressed {
+fn run(
+    set: &texset_core::set::TextureSet,
+    backend: Backend,
+    steps: u32,
+    extra: impl FnOnce(&mut CompressOptions),
+) -> texset_core::Compressed {
     let mut options = CompressOptions {
         schedule: ScheduleConfig { steps, batch_texels: 2048, ..ScheduleConfig::default() },
         run: RunOptions { backend, ..RunOptions::default() },

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use texset_core::{
-    MapKind, ScheduleConfig, compress,
+    compress,
     export::decode_to_folder,
-    set::{IngestError, IngestReport, load_library, load_material},
+    options::ScheduleConfig,
+    set::{IngestError, IngestReport, MapKind, load_library, load_material},
 };
 
 fn write_png(path: &Path, width: u32, height: u32, channels: u8) {
@@ -187,7 +188,7 @@ fn config_errors_are_one_line_and_names_must_be_safe() {
 
 #[test]
 fn float_exr_maps_keep_their_range_through_compress_and_decode() {
-    use texset_core::{Cancel, CompressOptions, NoProgress};
+    use texset_core::{Cancel, NoProgress, options::CompressOptions};
     let src = tempfile::tempdir().unwrap();
     let (w, h) = (16u32, 16u32);
     // Height in metres, −2 … 6: outside [0, 1] on purpose.
@@ -208,7 +209,8 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
         CompressOptions { schedule: ScheduleConfig { steps: 200, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
     let decoded = tempfile::tempdir().unwrap();
-    let files = decode_to_folder(&texset_core::Decoder::new(&out.bundle), decoded.path(), texset_core::io::Overwrite::OnlyOurs).unwrap();
+    let files =
+        decode_to_folder(&texset_core::decode::Decoder::new(&out.bundle), decoded.path(), texset_core::io::Overwrite::OnlyOurs).unwrap();
     let exr = files.iter().find(|p| p.extension().is_some_and(|e| e == "exr")).expect("an EXR output");
     let back = image::open(exr).unwrap().to_rgb32f();
     let (lo, hi) = back.as_raw().iter().step_by(3).fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
@@ -325,7 +327,7 @@ fn write_constant_png(path: &Path, width: u32, height: u32, value: &[u16], sixte
 
 #[test]
 fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size() {
-    use texset_core::{Cancel, CompressOptions, NoProgress};
+    use texset_core::{Cancel, NoProgress, options::CompressOptions};
     let src = tempfile::tempdir().unwrap();
     write_png(&src.path().join("m_basecolor.png"), 32, 32, 3);
     // A glTF-style export: 1×1 roughness, a 1×1 16-bit ORM, and a 4×4 constant metallic.
@@ -378,7 +380,7 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
     // alone, its mean (the prune pass zeroes its row of the last layer): within half an 8-bit
     // step, so the written 8-bit file holds exactly the source's value.
     assert_eq!(out.report.prune.flat_outputs.len(), 3, "{:?}", out.report.prune.flat_outputs);
-    let decoder = texset_core::Decoder::new(&out.bundle);
+    let decoder = texset_core::decode::Decoder::new(&out.bundle);
     for (kind, value) in [
         (MapKind::Roughness, vec![f32::from(roughness) / 255.0]),
         (MapKind::Metallic, vec![f32::from(metallic) / 255.0]),

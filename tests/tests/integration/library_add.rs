@@ -4,13 +4,14 @@
 
 use std::path::PathBuf;
 use texset_core::{
-    Cancel, CompressOptions, NoProgress, ScheduleConfig,
+    Cancel, NoProgress,
     bundle::Bundle,
     compress,
     decode::Decoder,
     drivers::{AddOptions, add_materials},
     eval::evaluate,
     export::encode_png,
+    options::{CompressOptions, ScheduleConfig},
     set::{MapKind, Material, MaterialConstants, TextureSet},
 };
 

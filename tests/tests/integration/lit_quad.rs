@@ -4,7 +4,11 @@
 //! are kept in `target/ci-artifacts/lit_quad/` (CI's artifact folder).
 #![allow(clippy::unwrap_used)]
 
-use texset_core::{Cancel, CompressOptions, NoProgress, ScheduleConfig, compress, set::load_library};
+use texset_core::{
+    Cancel, NoProgress, compress,
+    options::{CompressOptions, ScheduleConfig},
+    set::load_library,
+};
 
 #[path = "../../../shaders/examples/lit_quad.rs"]
 #[allow(dead_code)] // Its `main` and argument parsing are the example's, not the test's.
@@ -20,7 +24,7 @@ fn lit_quad_example_renders_the_bundle_as_the_cpu_reference_does() {
     let options = CompressOptions { schedule: ScheduleConfig { steps: 150, seed: 3, ..Default::default() }, ..CompressOptions::default() };
     let bundle = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap().bundle;
     // Through the file format, as an engine gets it.
-    let bundle = texset_core::Bundle::from_bytes(&bundle.to_bytes().unwrap().0).unwrap();
+    let bundle = texset_core::bundle::Bundle::from_bytes(&bundle.to_bytes().unwrap().0).unwrap();
 
     let size = 128u32;
     let cpu = example::render_cpu(&bundle, 0, size).unwrap();

@@ -6,15 +6,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use texset_core::{
-    Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig,
+    Cancel, NoProgress,
     bundle::Bundle,
     compress,
     decode::Decoder,
     eval::{SquaredError, evaluate_mips},
     internal_tests::{box_chain, quantize_to_format},
     model::full_mip_count,
-    options::Backend,
-    options::LossConfig,
+    options::{Backend, CompressOptions, LossConfig, ModelConfig, RunOptions, ScheduleConfig},
     set::{MapKind, Material, MaterialConstants, TextureSet, load_library},
 };
 use texset_testkit::texture;

@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::float_cmp)]
 
 use texset_core::{
-    CompressOptions, ScheduleConfig, analyse,
-    options::{LossConfig, NORMAL_LOSS_WEIGHT, NormalTargets, OptionsError},
+    analyse,
+    options::{CompressOptions, LossConfig, NORMAL_LOSS_WEIGHT, NormalTargets, OptionsError, ScheduleConfig},
     rng::Rng,
     set::{MapKind, TextureSet},
     train::{Batch, Sampler},

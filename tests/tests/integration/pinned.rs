@@ -14,11 +14,11 @@
 
 use std::path::PathBuf;
 use texset_core::{
-    BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, TextureSet, compress,
+    Cancel, NoProgress, compress,
     drivers::{AddOptions, add_materials},
     model::Activation,
-    options::{Backend, LearnedBudgets},
-    set::load_library,
+    options::{Backend, BudgetConfig, CompressOptions, LearnedBudgets, ModelConfig, RunOptions, ScheduleConfig},
+    set::{TextureSet, load_library},
 };
 
 fn pinned(name: &str) -> PathBuf {

@@ -3,11 +3,12 @@
 #![allow(clippy::unwrap_used)]
 
 use texset_core::{
-    Backend, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, analyse, compress,
+    Cancel, NoProgress,
+    TrainPhase::{FrozenLatents as F, Int8Weights as I, NoisyLatents as N},
+    analyse, compress,
     decode::Decoder,
     eval::evaluate,
-    options::{Quantisation, QuantisationConfig},
-    progress::TrainPhase::{FrozenLatents as F, Int8Weights as I, NoisyLatents as N},
+    options::{Backend, CompressOptions, ModelConfig, Quantisation, QuantisationConfig, RunOptions, ScheduleConfig},
     set::load_library,
     train::Schedule,
 };
@@ -116,13 +117,13 @@ fn auto_quantisation_picks_the_measured_winner() {
     assert_eq!(mixed.resolved_latent_quantisation(), Quantisation::Qat);
     // A batch of 65,536 texels (the max preset's) trains its latents with QAT at any bits; the
     // default preset's 8,192 texels keep PTQ at 4 bits.
-    let max = CompressOptions::preset(texset_core::Preset::Max);
+    let max = CompressOptions::preset(texset_core::options::Preset::Max);
     assert!(max.model.grids.iter().all(|g| g.bits > texset_core::options::AUTO_QAT_MAX_LATENT_BITS));
     assert_eq!(max.resolved_latent_quantisation(), Quantisation::Qat);
     let mut large = with(4, WeightFormat::Int8);
     large.schedule.batch_texels = 65_536;
     assert_eq!(phases(&large), (true, [N, N, N, N, F, F]));
-    assert_eq!(CompressOptions::preset(texset_core::Preset::Default).resolved_latent_quantisation(), Quantisation::Ptq);
+    assert_eq!(CompressOptions::preset(texset_core::options::Preset::Default).resolved_latent_quantisation(), Quantisation::Ptq);
     // Progress lines say what each phase does under the run's modes.
     let label = |o: &CompressOptions, phase| Schedule::new(o, &analyse(&set, o).unwrap().0).phase_label(phase);
     assert_eq!(label(&with(4, WeightFormat::Int8), N), "latents and decoder in float (PTQ)");

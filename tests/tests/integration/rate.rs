@@ -3,10 +3,11 @@
 #![allow(clippy::unwrap_used)]
 
 use texset_core::{
-    Cancel, CompressOptions, NoProgress, ScheduleConfig, compress,
+    Cancel, NoProgress, compress,
     decode::Decoder,
     drivers::{RateTarget, compress_to_psnr},
     eval::evaluate,
+    options::{CompressOptions, ScheduleConfig},
     set::load_library,
 };
 

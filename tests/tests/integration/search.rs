@@ -3,10 +3,11 @@
 #![allow(clippy::unwrap_used)]
 
 use texset_core::{
-    Cancel, CompressOptions, NoProgress, ScheduleConfig,
+    Cancel, NoProgress,
     decode::Decoder,
     drivers::{SearchOptions, SearchSpace, Source, Strategy, search_precision},
     eval::evaluate,
+    options::{CompressOptions, ScheduleConfig},
     set::load_library,
 };
 

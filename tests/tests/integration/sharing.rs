@@ -3,14 +3,14 @@
 
 use std::path::PathBuf;
 use texset_core::{
-    BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, ScheduleConfig, analyse,
+    Cancel, NoProgress, analyse,
     bundle::Bundle,
     compress,
     decode::Decoder,
     eval::evaluate,
     internal_tests::material_groups,
     model::Activation,
-    options::{LearnedBudgets, Quantisation, QuantisationConfig},
+    options::{BudgetConfig, CompressOptions, LearnedBudgets, ModelConfig, Quantisation, QuantisationConfig, ScheduleConfig},
     set::{MapKind, Material, MaterialConstants, TextureSet},
 };
 

@@ -2,14 +2,17 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use texset_core::{
-    BudgetConfig, Cancel, CompressOptions, ModelConfig, NoProgress, Progress, RunOptions, ScheduleConfig, analyse,
+    Cancel, NoProgress, Progress, analyse,
     bundle::Bundle,
     compress,
     decode::Decoder,
     eval::evaluate,
     internal_tests::{NtcModel, burn_loss_and_grads, forward_backward, loss_and_grads, starting_params},
     model::Activation,
-    options::{ChannelPruning, CheckpointOptions, LearnedBudgets, PruneMethod},
+    options::{
+        BudgetConfig, ChannelPruning, CheckpointOptions, CompressOptions, LearnedBudgets, ModelConfig, PruneMethod, RunOptions,
+        ScheduleConfig,
+    },
     rng::Rng,
     train::{Batch, Sampler, initial_params},
 };
@@ -19,7 +22,7 @@ fn quick_options() -> CompressOptions {
 }
 
 /// PSNR of predicting every channel's mean: what a model that learned nothing spatial reaches.
-fn mean_predictor_psnr(set: &texset_core::TextureSet) -> f64 {
+fn mean_predictor_psnr(set: &texset_core::set::TextureSet) -> f64 {
     let mut se = texset_core::eval::SquaredError::default();
     for (_, _, t) in set.textures() {
         let ch = t.channels as usize;
@@ -468,7 +471,7 @@ fn a_time_budget_sets_the_steps_from_a_timed_probe() {
     for bad in [0.0, -3.0, f64::NAN, f64::INFINITY] {
         options.run.time_budget_secs = Some(bad);
         let err = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap_err();
-        assert!(matches!(err, texset_core::CompressError::Options(texset_core::OptionsError::TimeBudget { .. })), "{err}");
+        assert!(matches!(err, texset_core::CompressError::Options(texset_core::options::OptionsError::TimeBudget { .. })), "{err}");
     }
 }
 
@@ -484,7 +487,7 @@ fn pca_latents_start_on_the_contents_principal_direction() {
     let ramp = |x: u32| x as f32 / 63.0;
     let base = texset_testkit::texture(MapKind::Basecolor, 64, 64, 3, |x, _, c| 0.2 + 0.6 * ramp(x) * (1.0 - 0.2 * c as f32));
     let rough = texset_testkit::texture(MapKind::Roughness, 64, 64, 1, |x, _, _| 0.9 - 0.7 * ramp(x));
-    let set = texset_core::TextureSet {
+    let set = texset_core::set::TextureSet {
         materials: vec![Material {
             name: "ramp".into(),
             source_dir: "ramp".into(),

@@ -5,7 +5,7 @@
 
 use anyhow::{Context as _, Result};
 use std::time::Instant;
-use texset_core::{CompressOptions, analyse, decode::Decoder, pack, quantise, set::load_library, train::initial_params};
+use texset_core::{analyse, decode::Decoder, options::CompressOptions, pack, quantise, set::load_library, train::initial_params};
 
 use super::{DirsArg, Measurement, TimingArgs, flop_ceiling, median, print_measurements};
 

@@ -7,7 +7,13 @@
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use texset_core::{Cancel, CompressOptions, NoProgress, ScheduleConfig, compress, decode::Decoder, rng::Rng, set::load_library};
+use texset_core::{
+    Cancel, NoProgress, compress,
+    decode::Decoder,
+    options::{CompressOptions, ScheduleConfig},
+    rng::Rng,
+    set::load_library,
+};
 
 use crate::cli::common::JsonArg;
 
@@ -141,7 +147,7 @@ fn run_in(options: &LoadOptions, work: &std::path::Path, json: bool) -> Result<(
     let rss_last = rss_mib();
 
     let path = last_bundle.context("no material to compress (--materials 0)")?;
-    let bundle = texset_core::Bundle::read(&path)?;
+    let bundle = texset_core::bundle::Bundle::read(&path)?;
     let decoder = Decoder::new(&bundle);
     let maps: Vec<(usize, usize)> =
         bundle.manifest.materials.iter().enumerate().flat_map(|(m, mat)| (0..mat.maps.len()).map(move |k| (m, k))).collect();

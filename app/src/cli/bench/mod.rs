@@ -145,7 +145,7 @@ pub(super) fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// One material folder as its own set, named by the folder (what every per-set bench reports).
-pub(super) fn load_named(dir: &Path) -> Result<(String, texset_core::TextureSet)> {
+pub(super) fn load_named(dir: &Path) -> Result<(String, texset_core::set::TextureSet)> {
     let (set, _) = load_library(std::slice::from_ref(&dir.to_path_buf()))?;
     let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
     Ok((name, set))

@@ -8,8 +8,11 @@
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 use texset_core::{
-    Backend, Cancel, CompressOptions, ModelConfig, NoProgress, RunOptions, ScheduleConfig, compress, decode::Decoder, eval::evaluate,
-    model::WeightFormat, options::Quantisation,
+    Cancel, NoProgress, compress,
+    decode::Decoder,
+    eval::evaluate,
+    model::WeightFormat,
+    options::{Backend, CompressOptions, ModelConfig, Quantisation, RunOptions, ScheduleConfig},
 };
 
 use super::{DirsArg, load_named};
@@ -78,7 +81,7 @@ fn run(dirs: &[PathBuf], steps: u32, latent_bits: &[u32], formats: bool, json: b
         sets.push((dir, name, set));
     }
     let run =
-        |(dir, name, set): &(&PathBuf, String, texset_core::TextureSet), bits: u32, latents, weights, weight_format| -> Result<Cell> {
+        |(dir, name, set): &(&PathBuf, String, texset_core::set::TextureSet), bits: u32, latents, weights, weight_format| -> Result<Cell> {
             let mut options = CompressOptions {
                 model: ModelConfig { weight_format, ..Default::default() },
                 schedule: ScheduleConfig { steps, ..Default::default() },

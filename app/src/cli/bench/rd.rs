@@ -10,13 +10,14 @@ use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use texset::rendered::{RenderedScore, rendered_scores};
 use texset_core::{
-    Cancel, CompressOptions, NoProgress, Preset,
+    Cancel, NoProgress,
     bundle::Manifest,
     compress,
     decode::{DecodedMap, Decoder},
     eval::{bcn::baseline_with_values, decode_set, psnr_from_mse, score},
     export::bcn::Profile,
     io::write_atomic,
+    options::{CompressOptions, Preset},
     set::TextureSet,
 };
 

@@ -4,8 +4,9 @@
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 use texset_core::{
-    Backend, Cancel, CompressOptions, NoProgress, Preset,
+    Cancel, NoProgress,
     drivers::{SearchOptions, SearchReport, Strategy, search_precision},
+    options::{Backend, CompressOptions, Preset},
 };
 
 use super::{DirsArg, load_named};

@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 use texset::rendered::rendered_scores;
 use texset_core::{
-    Cancel, CompressOptions, NoProgress, Preset, compress,
+    Cancel, NoProgress, compress,
     decode::Decoder,
     eval::{decode_set, score},
     io::write_atomic,
+    options::{CompressOptions, Preset},
 };
 
 use super::plot::{DbPoint, LegendEntry, Marker, distinct, psnr_panels};

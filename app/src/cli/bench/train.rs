@@ -6,8 +6,9 @@
 use anyhow::Result;
 use std::time::Instant;
 use texset_core::{
-    Backend, CompressOptions, analyse,
+    analyse,
     model::{Activation, wgsl::MlpShape},
+    options::{Backend, CompressOptions},
     rng::Rng,
     set::load_library,
     train::{
@@ -146,7 +147,7 @@ impl TrainBenchArgs {
     /// (their names end with `tag`).
     fn add_trainers<'a>(
         &self,
-        set: &'a texset_core::TextureSet,
+        set: &'a texset_core::set::TextureSet,
         options: &'a CompressOptions,
         layout: &'a texset_core::model::ModelLayout,
         tag: &str,
@@ -289,7 +290,7 @@ fn dispatch_line(times: &texset_core::train::DispatchTimes) -> String {
 /// `--batch-sweep`: the fused GPU trainer at each of [`SWEEP_BATCHES`]: wall time per step (the
 /// median of `runs` runs of [`STEPS_PER_RUN`] steps, each run one submission) and the GPU time of each dispatch, so the
 /// step's fixed cost (the part that does not grow with the batch) shows.
-fn gpu_batch_sweep(set: &texset_core::TextureSet, kernels: KernelChoice, runs: usize, json: bool) -> Result<()> {
+fn gpu_batch_sweep(set: &texset_core::set::TextureSet, kernels: KernelChoice, runs: usize, json: bool) -> Result<()> {
     let mut results = Vec::new();
     for batch in SWEEP_BATCHES {
         let mut options = CompressOptions::default();

@@ -5,8 +5,8 @@ use crate::cli::Exit;
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use texset_core::{
-    CompressOptions,
     drivers::batch::{self, BatchJob, FailureKind, Shard, ShardOrigin, UnitStatus},
+    options::CompressOptions,
 };
 
 // `--batch` and what only it takes.

@@ -8,13 +8,13 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use texset_core::{
-    Cancel, CompressOptions, Preset, compress,
+    Cancel, compress,
     decode::Decoder,
     drivers::{RateReport, SearchReport},
     eval::{MapScore, MipReport, evaluate, evaluate_mips},
     export::{Container, write_gltf},
     io::Overwrite,
-    options::GridOptions,
+    options::{CompressOptions, GridOptions, Preset},
     set::{IngestReport, is_gltf_path},
 };
 
@@ -241,9 +241,8 @@ mod tests {
     use super::CompressArgs;
     use clap::Parser as _;
     use texset_core::{
-        Backend, CompressOptions, Preset,
         model::WeightFormat,
-        options::{LibrarySharing, PruneMethod, Quantisation},
+        options::{Backend, CompressOptions, LibrarySharing, Preset, PruneMethod, Quantisation},
     };
 
     #[derive(clap::Parser)]

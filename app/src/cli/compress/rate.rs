@@ -2,10 +2,12 @@
 
 use anyhow::Result;
 use texset_core::{
-    Cancel, CompressOptions, Compressed, Progress, TextureSet,
+    Cancel, Compressed, Progress,
     drivers::{RateReport, RateTarget, RateTrial, compress_to_psnr},
     eval::bcn::Baseline,
     export::bcn::Profile,
+    options::CompressOptions,
+    set::TextureSet,
 };
 
 // The rate-control flags: one target (`--target-psnr` or `--match-bc`, the `rate` group) and

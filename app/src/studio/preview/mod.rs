@@ -41,7 +41,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use texset_core::eval::bcn::BcRoundTrip;
 use texset_core::set::{GltfMesh, UvTransform};
-use texset_core::{TextureSet, bundle::Bundle, model::ModelLayout};
+use texset_core::{bundle::Bundle, model::ModelLayout, set::TextureSet};
 use texset_shaders::environment::PreparedEnvironment;
 use texset_shaders::preview::{Camera, Layout, Lighting, MeshBounds, Probe, Shape};
 

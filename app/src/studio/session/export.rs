@@ -38,7 +38,7 @@ impl Session {
 
     pub(super) fn export_images(&self, dir: &Path) -> Result<String, String> {
         let trained = self.shown.trained.as_ref().ok_or("nothing to export: train first")?;
-        let decoder = texset_core::Decoder::new(&trained.bundle);
+        let decoder = texset_core::decode::Decoder::new(&trained.bundle);
         // The folder picked may hold the sources (named as decoded maps are): never replaced.
         let written = decode_to_folder(&decoder, dir, Overwrite::OnlyOurs).map_err(|e| e.to_string())?;
         Ok(format!("wrote {} decoded maps under {}", written.len(), dir.display()))

@@ -4,8 +4,9 @@ use super::{LoadedRun, Session};
 use crate::studio::task::Task;
 use std::sync::Arc;
 use texset_core::{
-    CompressReport, DecodeLimits,
+    CompressReport,
     bundle::{Bundle, BundleError},
+    decode::DecodeLimits,
     eval::decode_set,
     io::write_atomic,
 };
@@ -64,7 +65,7 @@ impl Session {
         let set = Arc::clone(&self.library.set);
         let task = Task::spawn("texset-run-load", Arc::clone(&self.env.repaint), move || {
             let (bundle, _) = read_bundle_file(&path)?;
-            let maps = decode_set(&set, &texset_core::Decoder::new(&bundle)).map_err(|e| format!("{}: {e}", path.display()))?;
+            let maps = decode_set(&set, &texset_core::decode::Decoder::new(&bundle)).map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(LoadedRun { bundle: Arc::new(bundle), maps })
         });
         self.compare.run_task = Some((id, task));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::channel;
 use std::time::Instant;
-use texset_core::TextureSet;
+use texset_core::set::TextureSet;
 
 impl Session {
     /// Watches the library's folders for changed maps (hot reload). A folder that cannot be

@@ -5,7 +5,7 @@ use crate::studio::task::{Task, take_finished};
 use std::path::PathBuf;
 use std::sync::Arc;
 use texset_core::set::{GltfMesh, Material, is_gltf_path, load_gltf, load_material};
-use texset_core::{CompressOptions, TextureSet, analyse};
+use texset_core::{analyse, options::CompressOptions, set::TextureSet};
 use texset_shaders::preview::{MeshBounds, mesh_bounds};
 
 /// A library as ingest made it: the materials that loaded and what did not.

@@ -23,11 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
-use texset_core::{
-    AnalyseReport, CompressReport, TextureSet,
-    bundle::Bundle,
-    progress::{Pass, TrainStatus},
-};
+use texset_core::{AnalyseReport, CompressReport, Pass, TrainStatus, bundle::Bundle, set::TextureSet};
 
 /// A changed source is re-imported once no further change came for this long (a painting tool
 /// may write a file in several steps).
@@ -277,8 +273,8 @@ impl Session {
 
     /// The compress options the settings describe.
     #[must_use]
-    pub fn options(&self) -> texset_core::CompressOptions {
-        let mut options = texset_core::CompressOptions::preset(self.settings.preset);
+    pub fn options(&self) -> texset_core::options::CompressOptions {
+        let mut options = texset_core::options::CompressOptions::preset(self.settings.preset);
         if let Some(steps) = self.settings.steps {
             options.schedule.give_steps(steps);
         }

@@ -4,7 +4,7 @@ use super::{RunLog, RunState, SNAPSHOT_EVERY, Session, Trained};
 use crate::studio::state::RateGoal;
 use crate::studio::worker::{Decoded, TrainEvent, TrainFailure, TrainJob};
 use std::sync::Arc;
-use texset_core::{CompressReport, Compressed, TextureSet, bundle::Bundle, io::write_atomic};
+use texset_core::{CompressReport, Compressed, bundle::Bundle, io::write_atomic, set::TextureSet};
 
 impl Session {
     /// The rate-control target `goal` asks for on `set` (block-compressing it for the BC goals:

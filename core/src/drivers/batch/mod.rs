@@ -563,7 +563,7 @@ fn compress_one(folder: &Path, job: &BatchJob<'_>, material: &str, hash: &str) -
         options.fit_bits_per_texel_for(bits_per_texel, &set).map_err(|e| fail(FailureKind::Input, e.to_string()))?;
     }
     let compressed = crate::compress(&set, &options, &NoProgress, &Cancel::new()).map_err(|e| fail(failure_kind(&e), e.to_string()))?;
-    let pooled_psnr_db = crate::eval::evaluate(&set, &crate::Decoder::new(&compressed.bundle), false)
+    let pooled_psnr_db = crate::eval::evaluate(&set, &crate::decode::Decoder::new(&compressed.bundle), false)
         .map_err(|e| fail(FailureKind::Transient, e.to_string()))?
         .pooled_psnr_db;
     let record = UnitRecord {
