@@ -93,7 +93,7 @@ impl<'b> MaterialDecoder<'b> {
         if self.bundle.manifest.mip_levels <= 1 {
             return Ok(level0.iter().zip(&material.maps).map(|(map, entry)| mip_chain(map, entry)).collect());
         }
-        let counts: Vec<u32> = material.maps.iter().map(|e| full_mip_count(e.width, e.height)).collect();
+        let counts: Vec<u32> = material.maps.iter().map(|e| full_mip_count(e.info.width, e.info.height)).collect();
         let mut chains: Vec<Vec<DecodedMap>> = level0.into_iter().map(|l| vec![l]).collect();
         for level in 1..counts.iter().copied().max().unwrap_or(1) {
             for ((chain, map), count) in chains.iter_mut().zip(self.decode_material_level(m, level)?).zip(&counts) {

@@ -271,12 +271,14 @@ fn prepare_side(
     source: RenderSide,
 ) -> Result<Side> {
     let mut renderer = MaterialRenderer::from_prepared(device, prepared.clone());
-    let originals: Vec<(u32, u32, u32, &[f32])> = textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())).collect();
+    let originals: Vec<(u32, u32, u32, &[f32])> =
+        textures.iter().map(|t| (t.info.width, t.info.height, t.info.channels, t.texels.as_slice())).collect();
     let mut reference_offset = 0;
     if source == RenderSide::Bcn {
-        let compressed: Vec<Vec<f32>> = textures.iter().map(|t| round_trip(t, BcFormat::for_map(t.kind, t.channels)).values).collect();
+        let compressed: Vec<Vec<f32>> =
+            textures.iter().map(|t| round_trip(t, BcFormat::for_map(t.info.kind, t.info.channels)).values).collect();
         let mut maps: Vec<(u32, u32, u32, &[f32])> =
-            textures.iter().zip(&compressed).map(|(t, v)| (t.width, t.height, t.channels, v.as_slice())).collect();
+            textures.iter().zip(&compressed).map(|(t, v)| (t.info.width, t.info.height, t.info.channels, v.as_slice())).collect();
         maps.extend_from_slice(&originals);
         renderer.set_originals(device, queue, &Originals::from_maps(&maps))?;
         reference_offset = textures.len() as u32;

@@ -72,8 +72,8 @@ fn in_manifest_order<'a>(
         .maps
         .iter()
         .map(|map| {
-            let (t, d) = material.textures.iter().zip(maps).find(|(t, _)| t.kind == map.kind)?;
-            Some(((t.width, t.height, t.channels, &t.texels[..]), (d.width, d.height, d.channels, &d.values[..])))
+            let (t, d) = material.textures.iter().zip(maps).find(|(t, _)| t.info.kind == map.info.kind)?;
+            Some(((t.info.width, t.info.height, t.info.channels, &t.texels[..]), (d.width, d.height, d.channels, &d.values[..])))
         })
         .collect();
     Some(pairs?.into_iter().unzip())
@@ -125,7 +125,7 @@ pub fn rendered_by_map(
         let originals: Vec<DecodedMap> = material
             .textures
             .iter()
-            .map(|t| DecodedMap { width: t.width, height: t.height, channels: t.channels, values: t.texels.clone() })
+            .map(|t| DecodedMap { width: t.info.width, height: t.info.height, channels: t.info.channels, values: t.texels.clone() })
             .collect();
         let Some((stored, _)) = in_manifest_order(material, entry, &originals) else { continue };
         let reference = renders(manifest, mi, &stored, lights, size_px);
@@ -139,7 +139,7 @@ pub fn rendered_by_map(
             }
             out.push(MapRenderedScore {
                 material: material.name.clone(),
-                map: texture.kind.to_string(),
+                map: texture.info.kind.to_string(),
                 rendered_psnr_db: error.psnr_db(),
             });
         }
@@ -156,8 +156,8 @@ pub fn rendered_by_map(
 pub fn rebuild_normal_z(set: &TextureSet, decoded: &mut [Vec<DecodedMap>]) {
     for (material, maps) in set.materials.iter().zip(decoded) {
         for (texture, map) in material.textures.iter().zip(maps) {
-            let unit_ranges = texture.channel_ranges.iter().all(|&r| r == [0.0, 1.0]);
-            if texture.kind != texset_core::set::MapKind::Normal || map.channels < 3 || !unit_ranges {
+            let unit_ranges = texture.info.channel_ranges.iter().all(|&r| r == [0.0, 1.0]);
+            if texture.info.kind != texset_core::set::MapKind::Normal || map.channels < 3 || !unit_ranges {
                 continue;
             }
             for texel in map.values.chunks_exact_mut(map.channels as usize) {
@@ -194,7 +194,7 @@ mod tests {
         let exact: Vec<DecodedMap> = set.materials[0]
             .textures
             .iter()
-            .map(|t| DecodedMap { width: t.width, height: t.height, channels: t.channels, values: t.texels.clone() })
+            .map(|t| DecodedMap { width: t.info.width, height: t.info.height, channels: t.info.channels, values: t.texels.clone() })
             .collect();
         let score = |maps: Vec<DecodedMap>| rendered_scores(&set, &bundle.manifest, &[maps], 4, 96).remove(0);
 
@@ -208,7 +208,7 @@ mod tests {
         // the AO map, which only dims the faint ambient term: the render sees the first.
         let damaged = |kind: MapKind| {
             let mut maps = exact.clone();
-            let i = set.materials[0].textures.iter().position(|t| t.kind == kind).unwrap();
+            let i = set.materials[0].textures.iter().position(|t| t.info.kind == kind).unwrap();
             let ch = maps[i].channels as usize;
             for v in maps[i].values.iter_mut().step_by(ch) {
                 *v = (*v + 0.08).min(1.0);
@@ -223,7 +223,7 @@ mod tests {
 
         // Each map decoded alone: the damaged normal map is the one the render sees.
         let mut maps = exact.clone();
-        let ni = set.materials[0].textures.iter().position(|t| t.kind == MapKind::Normal).unwrap();
+        let ni = set.materials[0].textures.iter().position(|t| t.info.kind == MapKind::Normal).unwrap();
         let channels = maps[ni].channels as usize;
         for v in maps[ni].values.iter_mut().step_by(channels) {
             *v = (*v + 0.08).min(1.0);

@@ -87,10 +87,10 @@ impl DecodeLimits {
         let (mut values, mut texels) = (0u64, 0u64);
         for map in manifest.materials.iter().flat_map(|m| &m.maps) {
             for level in 0..manifest.map_mip_levels(map) {
-                let (w, h) = crate::model::level_size(map.width, map.height, level);
+                let (w, h) = crate::model::level_size(map.info.width, map.info.height, level);
                 let level_texels = u64::from(w) * u64::from(h);
                 texels = texels.saturating_add(level_texels);
-                values = values.saturating_add(level_texels.saturating_mul(u64::from(map.channels)));
+                values = values.saturating_add(level_texels.saturating_mul(u64::from(map.info.channels)));
             }
         }
         (values.saturating_mul(4), texels.saturating_mul(macs_per_texel))
@@ -145,19 +145,19 @@ pub fn unorm16(value: f32) -> u16 {
 #[must_use]
 pub fn unmap(entry: &MapEntry, t: [f32; 4]) -> [f32; 4] {
     let mut v = [0.0; 4];
-    let channels = (entry.channels as usize).min(4);
+    let channels = (entry.info.channels as usize).min(4);
     for (c, value) in v.iter_mut().enumerate() {
-        let [low, high] = entry.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
+        let [low, high] = entry.info.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
         *value = low + (high - low) * t[c];
     }
-    if entry.color_space == ColorSpace::Srgb {
+    if entry.info.color_space == ColorSpace::Srgb {
         for value in v.iter_mut().take(channels.min(3)) {
             *value = srgb_to_linear(*value);
         }
     }
-    if entry.kind == MapKind::Normal {
+    if entry.info.kind == MapKind::Normal {
         let mut n = [v[0] * 2.0 - 1.0, v[1] * 2.0 - 1.0, v[2] * 2.0 - 1.0];
-        if entry.normal_convention == NormalConvention::DirectX {
+        if entry.info.normal_convention == NormalConvention::DirectX {
             n[1] = -n[1];
         }
         let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
@@ -280,7 +280,7 @@ impl Decoder {
     pub fn decode_texel_lod(&self, material: usize, map: usize, u: f32, v: f32, lod: f32, out: &mut [f32]) -> Result<(), DecodeError> {
         let top = self.map_mip_levels(material, map)? - 1;
         let entry = &self.manifest.materials[material].maps[map];
-        let channels = entry.channels as usize;
+        let channels = entry.info.channels as usize;
         if out.len() < channels {
             return Err(DecodeError::BufferTooSmall { needed: channels, got: out.len() });
         }
@@ -301,7 +301,7 @@ impl Decoder {
     /// One map at one integer level, clamped outputs with its colour transform (checked indices).
     fn decode_level_texel(&self, material: usize, map: usize, u: f32, v: f32, level: u32) -> [f32; 4] {
         let entry = &self.manifest.materials[material].maps[map];
-        let channels = entry.channels as usize;
+        let channels = entry.info.channels as usize;
         let mut features = vec![0.0; self.layout.width()];
         features_in(&self.layout, &self.params, u, v, level, self.mask(material, map), &mut features);
         let mut scratch = MlpScratch::default();
@@ -373,7 +373,7 @@ impl Decoder {
         let all: Vec<usize> = (0..count).collect();
         for group in self.groups(material, &all) {
             let entry = &self.manifest.materials[material].maps[group[0]];
-            let (width, height) = crate::model::mips::level_size(entry.width, entry.height, level);
+            let (width, height) = crate::model::mips::level_size(entry.info.width, entry.info.height, level);
             let band_rows = (band_texels / width.max(1) as usize).clamp(1, height as usize) as u32;
             for first_row in (0..height).step_by(band_rows as usize) {
                 let rows = first_row..(first_row + band_rows).min(height);
@@ -392,7 +392,7 @@ impl Decoder {
         let mut out: Vec<Option<DecodedMap>> = vec![None; maps.len()];
         for group in self.groups(material, maps) {
             let entry = &self.manifest.materials[material].maps[group[0]];
-            let (_, height) = crate::model::mips::level_size(entry.width, entry.height, level);
+            let (_, height) = crate::model::mips::level_size(entry.info.width, entry.info.height, level);
             for (map, decoded) in group.iter().zip(self.decode_rows(material, &group, level, 0..height)) {
                 if let Some(slot) = maps.iter().position(|m| m == map).and_then(|i| out.get_mut(i)) {
                     *slot = Some(decoded);
@@ -411,7 +411,7 @@ impl Decoder {
             let e = &entries[m];
             match groups.iter_mut().find(|g| {
                 let k = &entries[g[0]];
-                k.width == e.width && k.height == e.height && k.latent_channels == e.latent_channels
+                k.info.width == e.info.width && k.info.height == e.info.height && k.latent_channels == e.latent_channels
             }) {
                 Some(g) if !g.contains(&m) => g.push(m),
                 Some(_) => {}
@@ -426,16 +426,17 @@ impl Decoder {
     fn decode_rows(&self, material: usize, group: &[usize], level: u32, rows: std::ops::Range<u32>) -> Vec<DecodedMap> {
         let entries = &self.manifest.materials[material].maps;
         let key = &entries[group[0]];
-        let (width, height) = crate::model::mips::level_size(key.width, key.height, level);
+        let (width, height) = crate::model::mips::level_size(key.info.width, key.info.height, level);
         let (width, height) = (width as usize, height as usize);
         // A level past the map's own chain is its last (1×1) level, as `decode_texel_lod` and the
         // WGSL clamp it.
-        let level = level.min(crate::model::params::full_mip_count(key.width, key.height) - 1);
+        let level = level.min(crate::model::params::full_mip_count(key.info.width, key.info.height) - 1);
         let mask = self.mask(material, group[0]);
         let decoded: Vec<Vec<Vec<f32>>> = (rows.start as usize..rows.end as usize)
             .into_par_iter()
             .map(|y| {
-                let mut row_out: Vec<Vec<f32>> = group.iter().map(|&m| Vec::with_capacity(width * entries[m].channels as usize)).collect();
+                let mut row_out: Vec<Vec<f32>> =
+                    group.iter().map(|&m| Vec::with_capacity(width * entries[m].info.channels as usize)).collect();
                 let v = (y as f32 + 0.5) / height as f32;
                 let mut block = BlockScratch::new(&self.params, &self.layout);
                 for x0 in (0..width).step_by(DECODE_BLOCK_TEXELS) {
@@ -445,7 +446,7 @@ impl Decoder {
                     for i in 0..count {
                         for (r, &m) in row_out.iter_mut().zip(group) {
                             let e = &entries[m];
-                            let (o, ch) = (e.output_offset as usize, e.channels as usize);
+                            let (o, ch) = (e.output_offset as usize, e.info.channels as usize);
                             let mut t = [0.0f32; 4];
                             for (c, dst) in t.iter_mut().enumerate().take(ch) {
                                 *dst = y_all[(o + c) * np + i].clamp(0.0, 1.0);
@@ -464,8 +465,8 @@ impl Decoder {
             .map(|&m| DecodedMap {
                 width: width as u32,
                 height: band_rows as u32,
-                channels: entries[m].channels,
-                values: Vec::with_capacity(width * band_rows * entries[m].channels as usize),
+                channels: entries[m].info.channels,
+                values: Vec::with_capacity(width * band_rows * entries[m].info.channels as usize),
             })
             .collect();
         for row in decoded {

@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let path = Path::new(name);
     match decode_texture(bytes, path, kind, NormalConvention::default()) {
         Ok(texture) => {
-            assert_eq!(texture.texels.len(), (texture.width * texture.height * texture.channels) as usize);
+            assert_eq!(texture.texels.len(), (texture.info.width * texture.info.height * texture.info.channels) as usize);
             assert!(texture.texels.iter().all(|v| v.is_finite()));
         }
         Err(e) => assert!(e.to_string().contains(name), "error does not name the file: {e}"),

@@ -53,7 +53,7 @@ impl Scene {
             bundle.manifest.materials.get(material).ok_or_else(|| {
                 format!("the bundle has {} material(s); there is no material {material}", bundle.manifest.materials.len())
             })?;
-        let find = |kind: MapKind| mat.maps.iter().position(|m| m.kind == kind);
+        let find = |kind: MapKind| mat.maps.iter().position(|m| m.info.kind == kind);
         let roughness = find(MapKind::Roughness);
         let orm = if roughness.is_none() { find(MapKind::Orm) } else { None };
         let maps = [

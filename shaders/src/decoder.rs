@@ -292,8 +292,8 @@ impl GpuDecoder {
         mode: DecodeMode,
     ) -> Result<DecodedMap, GpuError> {
         let (map_index, entry) = self.map_index(material, map)?;
-        let (width, height) = level_size(entry.width, entry.height, level);
-        let bytes = u64::from(width) * u64::from(height) * u64::from(entry.channels) * 4;
+        let (width, height) = level_size(entry.info.width, entry.info.height, level);
+        let bytes = u64::from(width) * u64::from(height) * u64::from(entry.info.channels) * 4;
         let limits = device.limits();
         check_device_limit("the decoded map", bytes, limits.max_storage_buffer_binding_size)?;
         check_device_limit("the decoded map", bytes, limits.max_buffer_size)?;
@@ -302,12 +302,13 @@ impl GpuDecoder {
         check_device_limit("the dispatch", u64::from(groups_x.max(groups_y)), u64::from(limits.max_compute_workgroups_per_dimension))?;
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = uniform_buffer(device, &DecodeParams::new(map_index, (width, height, entry.channels), 0, mode, level as f32).bytes());
+        let params =
+            uniform_buffer(device, &DecodeParams::new(map_index, (width, height, entry.info.channels), 0, mode, level as f32).bytes());
         let output = output_buffer(device, "texset decoded map", bytes);
         let bind_group = self.bind_group(device, &self.map_pipeline.get_bind_group_layout(0), &[(2, &params), (3, &output)]);
         let encoder = compute_pass(device, "texset decode map", &self.map_pipeline, &bind_group, (groups_x, groups_y));
         let values = read_back(device, queue, encoder, &output, bytes, scope)?;
-        Ok(DecodedMap { width, height, channels: entry.channels, values })
+        Ok(DecodedMap { width, height, channels: entry.info.channels, values })
     }
 
     /// Decodes one whole map in a *fragment* shader (`fs_decode_map` over a full-screen triangle
@@ -323,13 +324,15 @@ impl GpuDecoder {
     ) -> Result<DecodedMap, GpuError> {
         let (map_index, entry) = self.map_index(material, map)?;
         let max_side = device.limits().max_texture_dimension_2d;
-        check_device_limit("the render target side", u64::from(entry.width.max(entry.height)), u64::from(max_side))?;
+        check_device_limit("the render target side", u64::from(entry.info.width.max(entry.info.height)), u64::from(max_side))?;
         let render_pipeline = self.render_pipeline(device)?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params =
-            uniform_buffer(device, &DecodeParams::new(map_index, (entry.width, entry.height, entry.channels), 0, mode, 0.0).bytes());
+        let params = uniform_buffer(
+            device,
+            &DecodeParams::new(map_index, (entry.info.width, entry.info.height, entry.info.channels), 0, mode, 0.0).bytes(),
+        );
         let bind_group = self.bind_group(device, &render_pipeline.get_bind_group_layout(0), &[(2, &params)]);
-        let rgba = render_rgba32f(device, queue, "texset fragment decode", entry.width, entry.height, scope, |encoder, view| {
+        let rgba = render_rgba32f(device, queue, "texset fragment decode", entry.info.width, entry.info.height, scope, |encoder, view| {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("texset fragment decode pass"),
                 color_attachments: &[Some(wgpu::RenderPassColorAttachment {
@@ -347,9 +350,9 @@ impl GpuDecoder {
             pass.set_bind_group(0, &bind_group, &[]);
             pass.draw(0..3, 0..1);
         })?;
-        let channels = entry.channels as usize;
+        let channels = entry.info.channels as usize;
         let values = rgba.chunks_exact(4).flat_map(|texel| &texel[..channels]).copied().collect();
-        Ok(DecodedMap { width: entry.width, height: entry.height, channels: entry.channels, values })
+        Ok(DecodedMap { width: entry.info.width, height: entry.info.height, channels: entry.info.channels, values })
     }
 
     /// Uploads a list of (u, v) samples for [`Self::run_samples`].
@@ -388,7 +391,7 @@ impl GpuDecoder {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let params = uniform_buffer(
             device,
-            &DecodeParams::new(map_index, (entry.width, entry.height, entry.channels), batch.count, mode, lod).bytes(),
+            &DecodeParams::new(map_index, (entry.info.width, entry.info.height, entry.info.channels), batch.count, mode, lod).bytes(),
         );
         let bind_group =
             self.bind_group(device, &pipeline.get_bind_group_layout(0), &[(2, &params), (3, &batch.output), (4, &batch.samples)]);

@@ -399,9 +399,9 @@ impl MapTables {
     /// Appends `map`, which decodes at `mip_levels` levels.
     fn push(&mut self, map: &MapEntry, mip_levels: u32, mask_words: usize) {
         self.output_offset.push(map.output_offset);
-        self.channels.push(map.channels);
-        self.width.push(map.width);
-        self.height.push(map.height);
+        self.channels.push(map.info.channels);
+        self.width.push(map.info.width);
+        self.height.push(map.info.height);
         self.mip_levels.push(mip_levels);
         let mut words = vec![0u32; mask_words];
         for &c in &map.latent_channels {
@@ -410,15 +410,15 @@ impl MapTables {
             }
         }
         self.mask.extend(words);
-        self.srgb.push(u32::from(map.color_space == ColorSpace::Srgb));
-        self.normal.push(match (map.kind, map.normal_convention) {
+        self.srgb.push(u32::from(map.info.color_space == ColorSpace::Srgb));
+        self.normal.push(match (map.info.kind, map.info.normal_convention) {
             (MapKind::Normal, NormalConvention::OpenGl) => 1,
             (MapKind::Normal, NormalConvention::DirectX) => 2,
             _ => 0,
         });
         let mut l = [0.0; 4];
         let mut s = [1.0; 4];
-        for (c, range) in map.channel_ranges.iter().enumerate().take(4) {
+        for (c, range) in map.info.channel_ranges.iter().enumerate().take(4) {
             l[c] = range[0];
             s[c] = range[1] - range[0];
         }

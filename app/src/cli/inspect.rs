@@ -99,7 +99,7 @@ fn print_text(path: &Path, bytes: u64, b: &Bundle) {
     for mat in &m.materials {
         println!("material {}", mat.name);
         for map in &mat.maps {
-            let name = format!("{}/{}", mat.name, map.kind);
+            let name = format!("{}/{}", mat.name, map.info.kind);
             let shared = if let Some(owner) = owners.get(&map.output_offset) {
                 if map.color_transform.is_some() {
                     format!(", colour variant of {owner}: its outputs through an affine colour transform")
@@ -112,13 +112,13 @@ fn print_text(path: &Path, bytes: u64, b: &Bundle) {
             };
             println!(
                 "  {:<10} {}x{} {}ch {:?} {:?}{} budget {}/{} channels{shared}",
-                map.kind.token(),
-                map.width,
-                map.height,
-                map.channels,
-                map.sample_format,
-                map.color_space,
-                if map.kind == MapKind::Normal { format!(" {:?}", map.normal_convention) } else { String::new() },
+                map.info.kind.token(),
+                map.info.width,
+                map.info.height,
+                map.info.channels,
+                map.info.sample_format,
+                map.info.color_space,
+                if map.info.kind == MapKind::Normal { format!(" {:?}", map.info.normal_convention) } else { String::new() },
                 map.latent_channels.len(),
                 total
             );

@@ -78,12 +78,12 @@ fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
     let path_of =
         |material: &str, kind: &dyn std::fmt::Display| output.join(material).join(format!("{material}_{kind}.{}", container.extension()));
     let mut record = Written::open(output)?;
-    let targets: Vec<PathBuf> = b.manifest.materials.iter().flat_map(|m| m.maps.iter().map(|e| path_of(&m.name, &e.kind))).collect();
+    let targets: Vec<PathBuf> = b.manifest.materials.iter().flat_map(|m| m.maps.iter().map(|e| path_of(&m.name, &e.info.kind))).collect();
     record.check(targets.iter().map(PathBuf::as_path), overwrite)?;
     for material in &b.manifest.materials {
         for entry in &material.maps {
             if let Err(why) = block_compressible(entry) {
-                bail!("cannot transcode {}/{} of {}: {why}", material.name, entry.kind, bundle.display());
+                bail!("cannot transcode {}/{} of {}: {why}", material.name, entry.info.kind, bundle.display());
             }
         }
     }
@@ -93,13 +93,13 @@ fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
         std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
         let chains = decoder.decode_material_chains(m)?;
         for (entry, chain) in material.maps.iter().zip(&chains) {
-            let Some(map) = chain.first() else { bail!("no level 0 decoded for {}/{} (a texset bug)", material.name, entry.kind) };
+            let Some(map) = chain.first() else { bail!("no level 0 decoded for {}/{} (a texset bug)", material.name, entry.info.kind) };
             let t = transcode_chain(chain, entry, profile);
             let bytes = match container {
                 Container::Ktx2 => ktx2_bytes(t.format, t.srgb, &t.levels),
                 Container::Dds => dds_bytes(t.format, t.srgb, &t.levels),
             };
-            let path = path_of(&material.name, &entry.kind);
+            let path = path_of(&material.name, &entry.info.kind);
             write_atomic(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
             record.add(&path);
             if container == Container::Ktx2 {
@@ -118,18 +118,21 @@ fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
                     bail!("{} does not read back as written (a texset bug)", path.display());
                 }
             }
-            let Some(level0) = t.levels.first() else { bail!("no level 0 encoded for {}/{} (a texset bug)", material.name, entry.kind) };
-            let mut back = decode(&level0.blocks, map.width, map.height, map.channels, entry.kind, t.format);
-            if entry.sample_format == SampleFormat::F32 {
+            let Some(level0) = t.levels.first() else {
+                bail!("no level 0 encoded for {}/{} (a texset bug)", material.name, entry.info.kind)
+            };
+            let mut back = decode(&level0.blocks, map.width, map.height, map.channels, entry.info.kind, t.format);
+            if entry.info.sample_format == SampleFormat::F32 {
                 // A float map's blocks hold it at its scale: compared as stored, as the rest.
                 let ch = map.channels.max(1) as usize;
                 for (i, v) in back.iter_mut().enumerate() {
-                    let [low, high] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
+                    let [low, high] = entry.info.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
                     *v = (*v - low) / (high - low).max(f32::MIN_POSITIVE);
                 }
             }
             let against_original = originals.as_ref().and_then(|set| {
-                let source = set.materials.iter().find(|s| s.name == material.name)?.textures.iter().find(|t| t.kind == entry.kind)?;
+                let source =
+                    set.materials.iter().find(|s| s.name == material.name)?.textures.iter().find(|t| t.info.kind == entry.info.kind)?;
                 (source.texels.len() == back.len()).then(|| psnr(&source.texels, &back))
             });
             eprintln!(

@@ -73,7 +73,7 @@ impl BudgetInput {
                     .map(|e| {
                         // Maps that share an output slice (duplicates, colour variants) own it once.
                         let first = claimed.insert(e.output_offset);
-                        (e.kind.token().to_owned(), e.latent_channels.clone(), if first { e.channels } else { 0 }, !first)
+                        (e.info.kind.token().to_owned(), e.latent_channels.clone(), if first { e.info.channels } else { 0 }, !first)
                     })
                     .collect();
                 (m.name.clone(), maps)

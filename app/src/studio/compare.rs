@@ -51,7 +51,7 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
     let sides = sides(ui, session, textures, view, texture, bcn);
     let available = ui.available_size() - Vec2::new(0.0, 22.0);
     let (rect, response) = ui.allocate_exact_size(available.max(Vec2::splat(32.0)), Sense::click_and_drag());
-    let frame = navigate(ui, &response, rect, view, Vec2::new(texture.width as f32, texture.height as f32));
+    let frame = navigate(ui, &response, rect, view, Vec2::new(texture.info.width as f32, texture.info.height as f32));
     paint_sides(ui, &frame, view, &sides, bcn);
     let hovered = response.hover_pos().map(|p| uv_at(frame.rect, view.center_uv, frame.size, frame.scale, p));
     ui.label(RichText::new(inspector_line(hovered, &frame, view, texture, sides.right_map.as_ref())).monospace());
@@ -60,7 +60,7 @@ pub fn compare_ui(ui: &mut egui::Ui, session: &Session, textures: &mut Textures,
 /// The map's name, the view's switches and zoom buttons, and its scores.
 fn toolbar_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, material: &Material, texture: &Texture) {
     ui.horizontal_wrapped(|ui| {
-        ui.label(format!("{} / {}", material.name, texture.kind.token()));
+        ui.label(format!("{} / {}", material.name, texture.info.kind.token()));
         ui.add(egui::Slider::new(&mut view.split, 0.0..=1.0).text("split"));
         ui.checkbox(&mut view.bcn, "BCn").on_hover_text(
             "Show the map block-compressed as engines ship it today (BC7 colour, BC5 normals, BC4 one channel) instead of the neural decode",
@@ -89,7 +89,7 @@ fn toolbar_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings, mat
 /// The latest decode's score of this map.
 fn map_score<'s>(session: &'s Session, material: &Material, texture: &Texture) -> Option<&'s texset_core::eval::MapScore> {
     let scores = session.shown.decoded.as_ref()?.scores.as_ref()?;
-    scores.maps.iter().find(|m| m.material == material.name && m.map == texture.kind.token())
+    scores.maps.iter().find(|m| m.material == material.name && m.map == texture.info.kind.token())
 }
 
 /// The block-compressed map's rate and PSNR beside the neural one's; asks for the block
@@ -150,7 +150,12 @@ fn sides<'a>(
         // Generations count up from 1 and BCn takes u64::MAX: runs key below that.
         Some((u64::MAX - 1 - b, MapRef::from(map)))
     } else if view.bcn {
-        bcn.map(|b| (u64::MAX, MapRef { width: texture.width, height: texture.height, channels: texture.channels, values: &b.values }))
+        bcn.map(|b| {
+            (
+                u64::MAX,
+                MapRef { width: texture.info.width, height: texture.info.height, channels: texture.info.channels, values: &b.values },
+            )
+        })
     } else {
         decoded.map(|(generation, map)| (generation, MapRef::from(map)))
     };
@@ -227,7 +232,7 @@ fn inspector_line(
     match hovered {
         Some(uv) if (0.0..1.0).contains(&uv.x) && (0.0..1.0).contains(&uv.y) => {
             let (x, y) = ((uv.x * size.x) as u32, (uv.y * size.y) as u32);
-            let original: Vec<String> = (0..texture.channels).map(|c| format!("{:.3}", texture.value(x, y, c))).collect();
+            let original: Vec<String> = (0..texture.info.channels).map(|c| format!("{:.3}", texture.value(x, y, c))).collect();
             let right_values = right_map.map(|(_, m)| {
                 let i = (y as usize * m.width as usize + x as usize) * m.channels as usize;
                 m.values

@@ -201,17 +201,17 @@ pub fn library_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings,
                 |ui| {
                     for (ti, t) in material.textures.iter().enumerate() {
                         let selected = view.material == mi && view.map == ti;
-                        let space = match t.color_space {
+                        let space = match t.info.color_space {
                             texset_core::set::ColorSpace::Srgb => "sRGB",
                             texset_core::set::ColorSpace::Linear => "linear",
                         };
                         let text = format!(
                             "{}  {}×{}  {}-bit {space}  {} ch",
-                            t.kind.token(),
-                            t.width,
-                            t.height,
-                            t.sample_format.bits(),
-                            t.channels
+                            t.info.kind.token(),
+                            t.info.width,
+                            t.info.height,
+                            t.info.sample_format.bits(),
+                            t.info.channels
                         );
                         if ui.selectable_label(selected, text).clicked() {
                             view.material = mi;
@@ -384,7 +384,7 @@ pub fn budget_rows(session: &Session) -> Vec<BudgetRow> {
             .set
             .materials
             .iter()
-            .map(|m| (m.name.clone(), m.textures.iter().map(|t| t.kind.token().to_owned()).collect()))
+            .map(|m| (m.name.clone(), m.textures.iter().map(|t| t.info.kind.token().to_owned()).collect()))
             .collect();
         return BudgetInput::from_layout(&analysis.layout, &names).rows();
     }

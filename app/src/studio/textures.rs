@@ -57,7 +57,7 @@ impl Textures {
                 library_id,
                 ctx.load_texture(
                     format!("original {material}/{map}"),
-                    to_color_image(&texture.texels, texture.width, texture.height, texture.channels),
+                    to_color_image(&texture.texels, texture.info.width, texture.info.height, texture.info.channels),
                     OPTIONS,
                 ),
             )
@@ -111,7 +111,7 @@ impl Textures {
             Some((g, k, handle)) if *g == generation && *k == gain_key => handle.id(),
             _ => {
                 let values: Vec<f32> = texture.texels.iter().zip(map.values).map(|(a, b)| ((b - a).abs() * gain).min(1.0)).collect();
-                let image = to_color_image(&values, texture.width, texture.height, texture.channels.min(map.channels));
+                let image = to_color_image(&values, texture.info.width, texture.info.height, texture.info.channels.min(map.channels));
                 let handle = ctx.load_texture(format!("difference {}/{}", key.0, key.1), image, OPTIONS);
                 let id = handle.id();
                 self.difference.insert(key, (generation, gain_key, handle));

@@ -67,7 +67,12 @@ fn reimports_as_the_same_library(source: &Path, written: &Path, bundle: &Path) {
     let shape = |set: &TextureSet| -> Vec<(String, Vec<MapShape>)> {
         set.materials
             .iter()
-            .map(|m| (m.name.clone(), m.textures.iter().map(|t| (t.kind.to_string(), t.width, t.height, t.channels)).collect()))
+            .map(|m| {
+                (
+                    m.name.clone(),
+                    m.textures.iter().map(|t| (t.info.kind.to_string(), t.info.width, t.info.height, t.info.channels)).collect(),
+                )
+            })
             .collect()
     };
     assert_eq!(shape(&after), shape(&before), "the written asset re-imports as another library");
@@ -76,10 +81,10 @@ fn reimports_as_the_same_library(source: &Path, written: &Path, bundle: &Path) {
     for material in &after.materials {
         let index = bundle.manifest.materials.iter().position(|m| m.name == material.name).unwrap();
         for texture in &material.textures {
-            let map = bundle.manifest.materials[index].maps.iter().position(|m| m.kind == texture.kind).unwrap();
+            let map = bundle.manifest.materials[index].maps.iter().position(|m| m.info.kind == texture.info.kind).unwrap();
             let decoded = decoder.decode_map(index, map).unwrap();
             let expected: Vec<f32> = decoded.values.iter().map(|&v| f32::from(unorm8(v)) / 255.0).collect();
-            assert!(texture.texels == expected, "{}/{}: the re-imported texels are not the decoded ones", material.name, texture.kind);
+            assert!(texture.texels == expected, "{}/{}: the re-imported texels are not the decoded ones", material.name, texture.info.kind);
         }
     }
 }

@@ -107,7 +107,7 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     step_until(&mut harness, "the BCn round trip", Duration::from_mins(1), |a| a.session.compare.bcn.contains_key(&(0, 0)));
     let bcn = Arc::clone(&harness.state().session.compare.bcn[&(0, 0)]);
     let first = &set.materials[0].textures[0];
-    assert_eq!(bcn.format, texset_core::export::bcn::BcFormat::for_map(first.kind, first.channels));
+    assert_eq!(bcn.format, texset_core::export::bcn::BcFormat::for_map(first.info.kind, first.info.channels));
     assert!(bcn.psnr_db > 25.0, "{:?} at {:.2} dB", bcn.format, bcn.psnr_db);
     assert!(harness.state().session.settings.view.bcn);
     harness.get_by_label_contains(&format!("{:?}: {:.0} bits/texel", bcn.format, bcn.bits_per_texel));
@@ -122,7 +122,7 @@ fn studio_loads_trains_changes_a_budget_exports_and_restores() {
     });
     let trained = harness.state().session.shown.trained.as_ref().unwrap();
     let bricks = trained.bundle.manifest.materials.iter().find(|m| m.name == "bricks").unwrap();
-    let roughness = bricks.maps.iter().find(|e| e.kind.token() == "roughness").unwrap();
+    let roughness = bricks.maps.iter().find(|e| e.info.kind.token() == "roughness").unwrap();
     assert_eq!(roughness.latent_channels.len(), 4, "the artist's budget reached the bundle");
     let bytes = trained.bytes.clone().unwrap();
     assert_ne!(*bytes, *first_bytes);
@@ -211,7 +211,7 @@ fn a_map_saved_on_disk_is_reimported_and_fine_tuned() {
     );
     let new_set = Arc::clone(&harness.state().session.library.set);
     assert!(!Arc::ptr_eq(&old_set, &new_set), "the library was re-imported");
-    let index = new_set.materials[0].textures.iter().position(|t| t.kind.token() == "roughness").unwrap();
+    let index = new_set.materials[0].textures.iter().position(|t| t.info.kind.token() == "roughness").unwrap();
     let (old_mean, new_mean) = [&old_set, &new_set]
         .map(|s| {
             let t = &s.materials[0].textures[index];
@@ -397,8 +397,8 @@ fn a_one_by_one_constant_map_loads_at_the_material_size() {
     let library = texset::studio::session::load_folders(std::slice::from_ref(&folder));
     assert!(library.problems.is_empty(), "{:?}", library.problems);
     let material = &library.set.materials[0];
-    let roughness = material.textures.iter().find(|t| t.kind == texset_core::set::MapKind::Roughness).unwrap();
-    assert_eq!((roughness.width, roughness.height), (32, 16));
+    let roughness = material.textures.iter().find(|t| t.info.kind == texset_core::set::MapKind::Roughness).unwrap();
+    assert_eq!((roughness.info.width, roughness.info.height), (32, 16));
     assert!(roughness.texels.iter().all(|v| v.to_bits() == (77.0f32 / 255.0).to_bits()));
 }
 

@@ -80,7 +80,7 @@ fn transcoded_files_validate_and_decode_close_to_the_bundle() {
         assert!(run.status.success(), "{format}: {stderr}");
         assert!(stderr.contains("against the original"), "{stderr}");
         for (entry, map) in entries.iter().zip(&maps) {
-            let path = out.join("wood").join(format!("wood_{}.{extension}", entry.kind));
+            let path = out.join("wood").join(format!("wood_{}.{extension}", entry.info.kind));
             let bytes = std::fs::read(&path).unwrap();
             let expected = if format == "bc1" {
                 match map.channels {
@@ -89,21 +89,21 @@ fn transcoded_files_validate_and_decode_close_to_the_bundle() {
                     _ => BcFormat::Bc1,
                 }
             } else {
-                BcFormat::for_map(entry.kind, map.channels)
+                BcFormat::for_map(entry.info.kind, map.channels)
             };
             let level0 = if extension == "ktx2" {
                 ktx2_level0(&path, &bytes, map.width, map.height)
             } else {
                 dds_level0(&bytes, map.width, map.height)
             };
-            let back = bcn::decode(&level0, map.width, map.height, map.channels, entry.kind, expected);
+            let back = bcn::decode(&level0, map.width, map.height, map.channels, entry.info.kind, expected);
             let psnr = psnr(&map.values, &back);
             // BC7/BC4 keep 40+ dB; BC1 and rebuilt-z BC5 normals less.
-            let floor = match (expected, entry.kind) {
+            let floor = match (expected, entry.info.kind) {
                 (BcFormat::Bc1, _) | (BcFormat::Bc5, MapKind::Normal) => 28.0,
                 _ => 36.0,
             };
-            assert!(psnr > floor, "{format} {}: level 0 {psnr:.2} dB against the bundle's decode", entry.kind);
+            assert!(psnr > floor, "{format} {}: level 0 {psnr:.2} dB against the bundle's decode", entry.info.kind);
         }
     }
 }
@@ -161,17 +161,17 @@ fn a_mip_chain_bundle_transcodes_its_own_levels() {
     assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("decoded from the bundle's mip chain"), "{stderr}");
     for (k, entry) in b.manifest.materials[0].maps.iter().enumerate() {
-        let path = out.join("wood").join(format!("wood_{}.ktx2", entry.kind));
+        let path = out.join("wood").join(format!("wood_{}.ktx2", entry.info.kind));
         let bytes = std::fs::read(&path).unwrap();
         let reader = ktx2::Reader::new(&bytes[..]).unwrap();
-        assert_eq!(reader.header().level_count, full_mip_count(entry.width, entry.height));
+        assert_eq!(reader.header().level_count, full_mip_count(entry.info.width, entry.info.height));
         let level1 = reader.levels().nth(1).unwrap().data.to_vec();
         let own = decoder.decode_map_level(0, k, 1).unwrap();
-        let format = BcFormat::for_map(entry.kind, own.channels);
-        let back = bcn::decode(&level1, own.width, own.height, own.channels, entry.kind, format);
+        let format = BcFormat::for_map(entry.info.kind, own.channels);
+        let back = bcn::decode(&level1, own.width, own.height, own.channels, entry.info.kind, format);
         let psnr = psnr(&own.values, &back);
-        let floor = if entry.kind == MapKind::Normal { 28.0 } else { 36.0 };
-        assert!(psnr > floor, "{}: level 1 {psnr:.2} dB against the bundle's own level 1", entry.kind);
+        let floor = if entry.info.kind == MapKind::Normal { 28.0 } else { 36.0 };
+        assert!(psnr > floor, "{}: level 1 {psnr:.2} dB against the bundle's own level 1", entry.info.kind);
     }
 }
 
@@ -240,7 +240,8 @@ fn decode_and_transcode_never_replace_what_texset_did_not_write() {
 fn a_bundle_over_the_decode_budget_is_refused_at_once() {
     use texset_core::{bundle::limits::MAX_LIBRARY_VALUES, decode::DecodeLimits};
     let bundle = texset_testkit::over_budget_bundle();
-    let values: u64 = bundle.manifest.materials.iter().flat_map(|m| &m.maps).map(|m| u64::from(m.width * m.height * m.channels)).sum();
+    let values: u64 =
+        bundle.manifest.materials.iter().flat_map(|m| &m.maps).map(|m| u64::from(m.info.width * m.info.height * m.info.channels)).sum();
     assert!(values * 4 > 8 << 30 && values <= MAX_LIBRARY_VALUES, "{values} values");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("forged.texset");
@@ -276,12 +277,12 @@ fn decode_writes_large_maps_in_bands_in_bounded_memory() {
     let mut bundle = texset_testkit::tiny_bundle();
     // Material m's maps at 4096²; n's stay small (the decoder's outputs serve both).
     for map in &mut bundle.manifest.materials[0].maps {
-        (map.width, map.height) = (4096, 4096);
+        (map.info.width, map.info.height) = (4096, 4096);
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("large.texset");
     bundle.write(&path).unwrap();
-    let whole_values: u64 = bundle.manifest.materials[0].maps.iter().map(|m| 4096 * 4096 * u64::from(m.channels)).sum();
+    let whole_values: u64 = bundle.manifest.materials[0].maps.iter().map(|m| 4096 * 4096 * u64::from(m.info.channels)).sum();
     let mut peaks = Vec::new();
     for (name, args, vars) in [("bands", vec![], vec![]), ("whole", vec!["--gpu"], vec![("TEXSET_FAULT", "gpu-no-adapter")])] {
         let out = dir.path().join(name);
@@ -318,8 +319,8 @@ fn float_maps_decode_at_their_scale_and_transcode_refuses_what_bc_cannot_hold() 
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let exr = std::fs::read(decoded.join("n/n_height.exr")).unwrap();
     let height = decode_texture(&exr, Path::new("n_height.exr"), MapKind::Height, NormalConvention::OpenGl).unwrap();
-    assert_eq!(height.channels, 1);
-    let [low, high] = height.channel_ranges[0];
+    assert_eq!(height.info.channels, 1);
+    let [low, high] = height.info.channel_ranges[0];
     assert!(low >= -0.5 - 1e-4 && high <= 2.5 + 1e-4 && high - low > 0.1, "decoded at {low}..{high}");
 
     let out = dir.path().join("ktx2");

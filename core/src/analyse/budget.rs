@@ -26,12 +26,12 @@ struct TextureStats {
 impl TextureStats {
     /// Measures texture `t` of the material named `material`.
     fn measure(material: &str, t: &Texture, options: &CompressOptions) -> Self {
-        let name = format!("{material}/{}", t.kind);
+        let name = format!("{material}/{}", t.info.kind);
         let std_devs = channel_std_devs(t);
         let std_dev = std_devs.iter().copied().fold(0.0f32, f32::max);
         let n = t.texels.len().max(1) as f64;
         let mean = (t.texels.iter().map(|&v| f64::from(v)).sum::<f64>() / n) as f32;
-        let loss_weight = options.schedule.loss.weights.get(t.kind.token()).copied().unwrap_or(1.0);
+        let loss_weight = options.schedule.loss.weights.get(t.info.kind.token()).copied().unwrap_or(1.0);
         Self { name, mean, std_dev, loss_weight }
     }
 }
@@ -135,7 +135,7 @@ impl<'a> Budgeter<'a> {
             .copied()
             .filter(|&(m, k)| {
                 let o = &set.materials[m].textures[k];
-                o.kind == t.kind && o.color_space == t.color_space && o.channel_ranges == t.channel_ranges
+                o.info.kind == t.info.kind && o.info.color_space == t.info.color_space && o.info.channel_ranges == t.info.channel_ranges
             })
             .filter_map(|(m, k)| fit_color_transform(&set.materials[m].textures[k], t).map(|fit| ((m, k), fit)))
             .filter(|(_, (_, db))| *db >= AFFINE_PSNR_DB)
@@ -150,14 +150,14 @@ impl<'a> Budgeter<'a> {
         let source = &mut self.textures[m][k];
         source.loss_weight += stats.loss_weight;
         let mut slot = TextureSlot { duplicate_of: Some((m, k)), loss_weight: stats.loss_weight, ..source.clone() };
-        let same_as = format!("{}/{}", self.set.materials[m].name, self.set.materials[m].textures[k].kind);
+        let same_as = format!("{}/{}", self.set.materials[m].name, self.set.materials[m].textures[k].info.kind);
         let (budget_source, reason, fit_db) = match transform {
             None => (BudgetSource::Duplicate, format!("identical to {same_as}: stored once, shares its outputs"), None),
             Some((rows, fit_db)) => {
                 slot.color_transform = Some(rows);
                 let reason = format!(
                     "colour variant of {same_as}: an affine transform reproduces it at {fit_db:.1} dB (>= {AFFINE_PSNR_DB} dB), stored as its outputs plus a {}x5 matrix",
-                    t.channels
+                    t.info.channels
                 );
                 (BudgetSource::ColourVariant, reason, Some(fit_db))
             }
@@ -171,7 +171,7 @@ impl<'a> Budgeter<'a> {
             mean: stats.mean,
             std_dev: stats.std_dev,
         });
-        self.duplicates.push(DuplicateFinding { texture: stats.name, same_as, channels: t.channels, transform_fit_psnr_db: fit_db });
+        self.duplicates.push(DuplicateFinding { texture: stats.name, same_as, channels: t.info.channels, transform_fit_psnr_db: fit_db });
         self.textures[mi].push(slot);
     }
 
@@ -179,7 +179,7 @@ impl<'a> Budgeter<'a> {
     /// else from its `content` estimate.
     fn decide(&self, t: &Texture, stats: &TextureStats, content: (f32, f32)) -> Decision {
         let overrides = &self.options.budgets.overrides;
-        match overrides.get(&stats.name).or_else(|| overrides.get(t.kind.token())) {
+        match overrides.get(&stats.name).or_else(|| overrides.get(t.info.kind.token())) {
             Some(&k) => (k.min(self.total), BudgetSource::Manual, format!("manual override ({k} requested)")),
             // PSNR of its mean as a constant: -10 log10(variance).
             None if is_flat_std_dev(stats.std_dev) => (
@@ -240,12 +240,15 @@ impl<'a> Budgeter<'a> {
             mean: stats.mean,
             std_dev: stats.std_dev,
         });
-        let normal = t.kind == MapKind::Normal && t.channels >= 3;
-        let channel_loss_factors =
-            if normal { (0..t.channels).map(|c| if c == 2 { schedule.loss.normal_z_weight } else { 1.0 }).collect() } else { Vec::new() };
+        let normal = t.info.kind == MapKind::Normal && t.info.channels >= 3;
+        let channel_loss_factors = if normal {
+            (0..t.info.channels).map(|c| if c == 2 { schedule.loss.normal_z_weight } else { 1.0 }).collect()
+        } else {
+            Vec::new()
+        };
         self.textures[mi].push(TextureSlot {
             output_offset: self.output_offset,
-            channels: t.channels as usize,
+            channels: t.info.channels as usize,
             latent_channels,
             loss_weight: stats.loss_weight,
             channel_loss_factors,
@@ -253,6 +256,6 @@ impl<'a> Budgeter<'a> {
             duplicate_of: None,
             color_transform: None,
         });
-        self.output_offset += t.channels as usize;
+        self.output_offset += t.info.channels as usize;
     }
 }

@@ -13,7 +13,7 @@ pub(crate) fn is_flat_std_dev(std_dev: f32) -> bool {
 
 /// Per channel standard deviations of a texture's values.
 pub(crate) fn channel_std_devs(t: &crate::set::Texture) -> Vec<f32> {
-    let ch = t.channels as usize;
+    let ch = t.info.channels as usize;
     let n = t.texel_count().max(1) as f64;
     (0..ch)
         .map(|c| {
@@ -34,7 +34,7 @@ pub(crate) const CONTENT_TARGET_PSNR_DB: f32 = 40.0;
 /// Returns `(bits, detail energy of the busiest channel)`.
 #[must_use]
 pub(crate) fn content_bits(t: &crate::set::Texture, block: u32) -> (f32, f32) {
-    let (w, h, ch) = (t.width as usize, t.height as usize, t.channels as usize);
+    let (w, h, ch) = (t.info.width as usize, t.info.height as usize, t.info.channels as usize);
     let block = block.max(1) as usize;
     let distortion = 10f64.powf(-f64::from(CONTENT_TARGET_PSNR_DB) / 10.0);
     let (bw, bh) = (w.div_ceil(block), h.div_ceil(block));

@@ -174,7 +174,8 @@ fn grid_shapes(set: &TextureSet, options: &CompressOptions) -> Vec<GridShape> {
 /// Refuses a budget override that names no texture of the set (by kind, or `material/kind`).
 fn check_budget_overrides(set: &TextureSet, options: &CompressOptions) -> Result<(), AnalyseError> {
     for key in options.budgets.overrides.keys() {
-        let matches = set.textures().any(|(m, _, t)| *key == t.kind.token() || *key == format!("{}/{}", set.materials[m].name, t.kind));
+        let matches =
+            set.textures().any(|(m, _, t)| *key == t.info.kind.token() || *key == format!("{}/{}", set.materials[m].name, t.info.kind));
         if !matches {
             return Err(AnalyseError::UnknownBudget(key.clone()));
         }
@@ -194,7 +195,7 @@ fn content_estimates(set: &TextureSet, options: &CompressOptions) -> Vec<Vec<(f3
                 .iter()
                 .map(|t| {
                     // The grid cell as this map sees it (a smaller map has fewer texels per cell).
-                    let scaled = (block as usize * t.width as usize).div_ceil(extent.0.max(1) as usize).max(1) as u32;
+                    let scaled = (block as usize * t.info.width as usize).div_ceil(extent.0.max(1) as usize).max(1) as u32;
                     content_bits(t, scaled)
                 })
                 .collect()

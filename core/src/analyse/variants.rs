@@ -15,10 +15,12 @@ const AFFINE_FIT_SAMPLES: usize = 1 << 16;
 /// it (clamped, over every texel). `None` when the shapes differ.
 #[must_use]
 pub(crate) fn fit_color_transform(source: &crate::set::Texture, target: &crate::set::Texture) -> Option<(Vec<[f32; 5]>, f32)> {
-    if (source.width, source.height, source.channels) != (target.width, target.height, target.channels) || source.channels > 4 {
+    if (source.info.width, source.info.height, source.info.channels) != (target.info.width, target.info.height, target.info.channels)
+        || source.info.channels > 4
+    {
         return None;
     }
-    let ch = source.channels as usize;
+    let ch = source.info.channels as usize;
     let texels = source.texel_count();
     let stride = texels.div_ceil(AFFINE_FIT_SAMPLES).max(1);
     let n = ch + 1;
@@ -98,19 +100,19 @@ fn solve(a: &[f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
 
 /// Whether two textures hold the same data (what a map may share outputs on).
 pub(crate) fn same_data(a: &crate::set::Texture, b: &crate::set::Texture) -> bool {
-    a.width == b.width
-        && a.height == b.height
-        && a.channels == b.channels
-        && a.channel_ranges == b.channel_ranges
+    a.info.width == b.info.width
+        && a.info.height == b.info.height
+        && a.info.channels == b.info.channels
+        && a.info.channel_ranges == b.info.channel_ranges
         && a.texels.len() == b.texels.len()
         && a.texels.iter().zip(&b.texels).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 pub(crate) fn texel_hash(t: &crate::set::Texture) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&t.width.to_le_bytes());
-    hasher.update(&t.height.to_le_bytes());
-    hasher.update(&t.channels.to_le_bytes());
+    hasher.update(&t.info.width.to_le_bytes());
+    hasher.update(&t.info.height.to_le_bytes());
+    hasher.update(&t.info.channels.to_le_bytes());
     for v in &t.texels {
         hasher.update(&v.to_bits().to_le_bytes());
     }

@@ -4,29 +4,18 @@
 use crate::bundle::{Bundle, BundleError, limits};
 use crate::model::params::Activation;
 use crate::model::quant::WeightFormat;
-use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
+use crate::set::MapInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// One map of a material, as recorded in the bundle.
+/// One map of a material, as recorded in the bundle: what the map is ([`MapInfo`], whose fields
+/// the manifest's JSON holds inline, first), and where the bundle keeps it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MapEntry {
-    /// Map kind.
-    pub kind: MapKind,
-    /// Width in texels at mip 0.
-    pub width: u32,
-    /// Height in texels at mip 0.
-    pub height: u32,
-    /// Channels (1–4).
-    pub channels: u32,
-    /// Sample format of the source (decode writes the same).
-    pub sample_format: SampleFormat,
-    /// Colour space of the stored values.
-    pub color_space: ColorSpace,
-    /// Normal convention (normal maps).
-    pub normal_convention: NormalConvention,
-    /// Per channel `[low, high]` of the stored values: value = low + (high − low) · t.
-    pub channel_ranges: Vec<[f32; 2]>,
+    /// Kind, size, channels and how the values are stored (`channel_ranges`: value = low +
+    /// (high − low) · t).
+    #[serde(flatten)]
+    pub info: MapInfo,
     /// First MLP output channel of this map.
     pub output_offset: u32,
     /// The map's channel budget: the latent channels it reads (indices over all grids, sorted).
@@ -52,16 +41,19 @@ impl MapEntry {
 impl MapEntry {
     /// A plain 8-bit map of `kind` for unit tests: `width`×`height`, the kind's colour space, the
     /// OpenGL convention, full channel ranges, no budget, no transform.
-    pub(crate) fn for_test(kind: MapKind, channels: u32, (width, height): (u32, u32)) -> Self {
+    pub(crate) fn for_test(kind: crate::set::MapKind, channels: u32, (width, height): (u32, u32)) -> Self {
+        use crate::set::{NormalConvention, SampleFormat};
         Self {
-            kind,
-            width,
-            height,
-            channels,
-            sample_format: SampleFormat::U8,
-            color_space: kind.color_space(),
-            normal_convention: NormalConvention::OpenGl,
-            channel_ranges: vec![[0.0, 1.0]; channels as usize],
+            info: MapInfo {
+                kind,
+                width,
+                height,
+                channels,
+                sample_format: SampleFormat::U8,
+                color_space: kind.color_space(),
+                normal_convention: NormalConvention::OpenGl,
+                channel_ranges: vec![[0.0, 1.0]; channels as usize],
+            },
             output_offset: 0,
             latent_channels: Vec::new(),
             source_file: String::new(),
@@ -220,7 +212,7 @@ impl Manifest {
     /// Mip levels `map` decodes at: its full chain when the bundle stores one, else 1.
     #[must_use]
     pub fn map_mip_levels(&self, map: &MapEntry) -> u32 {
-        if self.mip_levels > 1 { crate::model::full_mip_count(map.width, map.height) } else { 1 }
+        if self.mip_levels > 1 { crate::model::full_mip_count(map.info.width, map.info.height) } else { 1 }
     }
 
     /// Multiply-adds of the MLP per decoded texel: the sum over its layers of inputs × outputs.
@@ -232,7 +224,7 @@ impl Manifest {
     /// Total MLP output channels (a map sharing an earlier map's outputs adds none).
     #[must_use]
     pub fn output_channels(&self) -> usize {
-        self.materials.iter().flat_map(|m| &m.maps).map(|m| (m.output_offset + m.channels) as usize).max().unwrap_or(0)
+        self.materials.iter().flat_map(|m| &m.maps).map(|m| (m.output_offset + m.info.channels) as usize).max().unwrap_or(0)
     }
 }
 
@@ -398,9 +390,9 @@ impl<'a> OutputClaims<'a> {
             return invalid(format!("map {name} has a colour transform but no map to transform (it must share an earlier map's outputs)"));
         }
         if map.output_offset as usize == next_output {
-            self.next += map.channels as usize;
-            self.claimed.insert(map.output_offset, (map.channels, &map.latent_channels));
-        } else if self.claimed.get(&map.output_offset) != Some(&(map.channels, &map.latent_channels)) {
+            self.next += map.info.channels as usize;
+            self.claimed.insert(map.output_offset, (map.info.channels, &map.latent_channels));
+        } else if self.claimed.get(&map.output_offset) != Some(&(map.info.channels, &map.latent_channels)) {
             // A map may share an earlier map's outputs (a duplicate stored once) only with the
             // same channel count and budget.
             return invalid(format!(
@@ -435,10 +427,10 @@ fn validate_materials(m: &Manifest) -> Result<usize, BundleError> {
         let mut kinds = BTreeSet::new();
         let mut material_values = 0u64;
         for map in &mat.maps {
-            if !kinds.insert(map.kind) {
-                return invalid(format!("material '{}' has two {} maps", mat.name, map.kind));
+            if !kinds.insert(map.info.kind) {
+                return invalid(format!("material '{}' has two {} maps", mat.name, map.info.kind));
             }
-            let values = u64::from(map.width) * u64::from(map.height) * u64::from(map.channels);
+            let values = u64::from(map.info.width) * u64::from(map.info.height) * u64::from(map.info.channels);
             material_values += values;
             library_values += values;
             if library_values > MAX_LIBRARY_VALUES {
@@ -453,7 +445,7 @@ fn validate_materials(m: &Manifest) -> Result<usize, BundleError> {
                     mat.name
                 ));
             }
-            let name = format!("{}/{}", mat.name, map.kind);
+            let name = format!("{}/{}", mat.name, map.info.kind);
             validate_map(&name, map, latent_channels)?;
             outputs.claim(&name, map)?;
         }
@@ -465,20 +457,20 @@ fn validate_materials(m: &Manifest) -> Result<usize, BundleError> {
 /// over `latent_channels` and its colour transform's rows.
 fn validate_map(name: &str, map: &MapEntry, latent_channels: usize) -> Result<(), BundleError> {
     use limits::MAX_MAP_SIDE;
-    if map.width == 0 || map.height == 0 || map.width > MAX_MAP_SIDE || map.height > MAX_MAP_SIDE {
-        return invalid(format!("map {name} is {}x{} (1..={MAX_MAP_SIDE} per side)", map.width, map.height));
+    if map.info.width == 0 || map.info.height == 0 || map.info.width > MAX_MAP_SIDE || map.info.height > MAX_MAP_SIDE {
+        return invalid(format!("map {name} is {}x{} (1..={MAX_MAP_SIDE} per side)", map.info.width, map.info.height));
     }
-    if !(1..=4).contains(&map.channels) || map.channel_ranges.len() != map.channels as usize {
-        return invalid(format!("map {name} has {} channels and {} ranges", map.channels, map.channel_ranges.len()));
+    if !(1..=4).contains(&map.info.channels) || map.info.channel_ranges.len() != map.info.channels as usize {
+        return invalid(format!("map {name} has {} channels and {} ranges", map.info.channels, map.info.channel_ranges.len()));
     }
-    if map.channel_ranges.iter().any(|r| !(r[0].is_finite() && r[1].is_finite() && r[0] < r[1])) {
+    if map.info.channel_ranges.iter().any(|r| !(r[0].is_finite() && r[1].is_finite() && r[0] < r[1])) {
         return invalid(format!("map {name} has an invalid channel range"));
     }
     if map.latent_channels.windows(2).any(|w| w[0] >= w[1]) || map.latent_channels.iter().any(|&c| c as usize >= latent_channels) {
         return invalid(format!("map {name} has an invalid channel budget"));
     }
     if let Some(rows) = &map.color_transform
-        && (rows.len() != map.channels as usize || rows.iter().flatten().any(|v| !v.is_finite() || v.abs() > 1e4))
+        && (rows.len() != map.info.channels as usize || rows.iter().flatten().any(|v| !v.is_finite() || v.abs() > 1e4))
     {
         return invalid(format!("map {name} has an invalid colour transform (one row of 5 finite values per channel)"));
     }

@@ -362,7 +362,7 @@ impl Bundle {
         self.manifest
             .materials
             .iter()
-            .map(|m| m.maps.iter().map(|map| u64::from(map.width) * u64::from(map.height)).max().unwrap_or(0))
+            .map(|m| m.maps.iter().map(|map| u64::from(map.info.width) * u64::from(map.info.height)).max().unwrap_or(0))
             .sum()
     }
 }

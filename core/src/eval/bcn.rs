@@ -27,8 +27,8 @@ pub struct BcRoundTrip {
 /// Compresses `texture` with `format` and decodes it back.
 #[must_use]
 pub fn round_trip(texture: &Texture, format: BcFormat) -> BcRoundTrip {
-    let blocks = encode(texture.width, texture.height, texture.channels, &texture.texels, format);
-    let values = decode(&blocks, texture.width, texture.height, texture.channels, texture.kind, format);
+    let blocks = encode(texture.info.width, texture.info.height, texture.info.channels, &texture.texels, format);
+    let values = decode(&blocks, texture.info.width, texture.info.height, texture.info.channels, texture.info.kind, format);
     let squared_error = SquaredError::of(&texture.texels, &values);
     BcRoundTrip {
         format,
@@ -84,10 +84,10 @@ pub fn baseline_with_values(set: &TextureSet, profile: Profile) -> (Baseline, Ve
     let scored: Vec<(BaselineMap, SquaredError, Vec<f32>)> = textures
         .par_iter()
         .map(|&(material, texture)| {
-            let rt = round_trip(texture, profile.format(texture.kind, texture.channels));
+            let rt = round_trip(texture, profile.format(texture.info.kind, texture.info.channels));
             let map = BaselineMap {
                 material: material.to_owned(),
-                map: texture.kind.to_string(),
+                map: texture.info.kind.to_string(),
                 format: rt.format,
                 psnr_db: rt.psnr_db,
                 bytes: rt.bytes,
@@ -109,7 +109,7 @@ pub fn baseline_with_values(set: &TextureSet, profile: Profile) -> (Baseline, Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat};
+    use crate::set::{ColorSpace, MapInfo, MapKind, NormalConvention, SampleFormat};
 
     fn texture(kind: MapKind, channels: u32, w: u32, h: u32, f: impl Fn(u32, u32, u32) -> f32) -> Texture {
         let mut texels = Vec::new();
@@ -121,15 +121,17 @@ mod tests {
             }
         }
         Texture {
-            kind,
+            info: MapInfo {
+                kind,
+                width: w,
+                height: h,
+                channels,
+                sample_format: SampleFormat::U8,
+                color_space: ColorSpace::Linear,
+                normal_convention: NormalConvention::OpenGl,
+                channel_ranges: vec![[0.0, 1.0]; channels as usize],
+            },
             source_path: "t.png".into(),
-            width: w,
-            height: h,
-            channels,
-            sample_format: SampleFormat::U8,
-            color_space: ColorSpace::Linear,
-            normal_convention: NormalConvention::OpenGl,
-            channel_ranges: vec![[0.0, 1.0]; channels as usize],
             texels,
         }
     }

@@ -89,7 +89,7 @@ pub fn decode_set(set: &TextureSet, decoder: &Decoder) -> Result<Vec<Vec<Decoded
         for texture in &material.textures {
             let (ti, entry) = find_map(manifest, mi, material, texture)?;
             let mut d = decoded[ti].clone();
-            quantize_to_format(&mut d.values, entry.sample_format);
+            quantize_to_format(&mut d.values, entry.info.sample_format);
             maps.push(d);
         }
         out.push(maps);
@@ -112,19 +112,19 @@ fn find_map<'m>(manifest: &'m Manifest, mi: usize, material: &Material, texture:
         .maps
         .iter()
         .enumerate()
-        .find(|(_, m)| m.kind == texture.kind)
-        .ok_or_else(|| EvalError::Mismatch(format!("no {} map for '{}' in the bundle", texture.kind, material.name)))?;
-    if (entry.width, entry.height, entry.channels) != (texture.width, texture.height, texture.channels) {
+        .find(|(_, m)| m.info.kind == texture.info.kind)
+        .ok_or_else(|| EvalError::Mismatch(format!("no {} map for '{}' in the bundle", texture.info.kind, material.name)))?;
+    if (entry.info.width, entry.info.height, entry.info.channels) != (texture.info.width, texture.info.height, texture.info.channels) {
         return Err(EvalError::Mismatch(format!(
             "{}/{} is {}x{}x{} in the bundle and {}x{}x{} in {}",
             material.name,
-            texture.kind,
-            entry.width,
-            entry.height,
-            entry.channels,
-            texture.width,
-            texture.height,
-            texture.channels,
+            texture.info.kind,
+            entry.info.width,
+            entry.info.height,
+            entry.info.channels,
+            texture.info.width,
+            texture.info.height,
+            texture.info.channels,
             texture.source_path.display()
         )));
     }
@@ -141,7 +141,7 @@ pub fn score(set: &TextureSet, decoded: &[Vec<DecodedMap>], with_ssim: bool) -> 
         for (texture, d) in material.textures.iter().zip(decoded) {
             let se = SquaredError::of(&d.values, &texture.texels);
             pooled.add(se);
-            let ch = texture.channels as usize;
+            let ch = texture.info.channels as usize;
             let channel_psnr_db = (0..ch)
                 .map(|c| {
                     let a: Vec<f32> = d.values.iter().skip(c).step_by(ch).copied().collect();
@@ -149,18 +149,22 @@ pub fn score(set: &TextureSet, decoded: &[Vec<DecodedMap>], with_ssim: bool) -> 
                     SquaredError::of(&a, &b).psnr_db()
                 })
                 .collect();
-            let ssim_value =
-                if with_ssim { ssim(&d.values, &texture.texels, texture.width as usize, texture.height as usize, ch) } else { f64::NAN };
+            let ssim_value = if with_ssim {
+                ssim(&d.values, &texture.texels, texture.info.width as usize, texture.info.height as usize, ch)
+            } else {
+                f64::NAN
+            };
             #[cfg(feature = "flip")]
-            let flip = with_ssim
-                .then(|| crate::eval::metrics::flip_mean(&texture.texels, &d.values, texture.width as usize, texture.height as usize, ch));
+            let flip = with_ssim.then(|| {
+                crate::eval::metrics::flip_mean(&texture.texels, &d.values, texture.info.width as usize, texture.info.height as usize, ch)
+            });
             #[cfg(not(feature = "flip"))]
             let flip = None;
-            let normal_angular_error_deg = (texture.kind == crate::set::MapKind::Normal)
+            let normal_angular_error_deg = (texture.info.kind == crate::set::MapKind::Normal)
                 .then(|| crate::eval::metrics::normal_angular_error_deg(&texture.texels, &d.values, ch));
             maps.push(MapScore {
                 material: material.name.clone(),
-                map: texture.kind.to_string(),
+                map: texture.info.kind.to_string(),
                 psnr_db: se.psnr_db(),
                 channel_psnr_db,
                 ssim: ssim_value,
@@ -230,24 +234,24 @@ pub fn evaluate_mips(set: &TextureSet, decoder: &Decoder) -> Result<Option<MipRe
             let (ti, entry) = find_map(manifest, mi, material, texture)?;
             let below = crate::model::mips::box_chain(
                 &texture.texels,
-                texture.width,
-                texture.height,
-                texture.channels,
-                texture.kind,
-                texture.color_space,
-                &texture.channel_ranges,
+                texture.info.width,
+                texture.info.height,
+                texture.info.channels,
+                texture.info.kind,
+                texture.info.color_space,
+                &texture.info.channel_ranges,
             );
-            let reference = std::iter::once((texture.width, texture.height, texture.texels.as_slice()))
+            let reference = std::iter::once((texture.info.width, texture.info.height, texture.texels.as_slice()))
                 .chain(below.iter().map(|l| (l.width, l.height, l.values.as_slice())));
             let mut score = MipScore {
                 material: material.name.clone(),
-                map: texture.kind.to_string(),
+                map: texture.info.kind.to_string(),
                 level_sizes: Vec::new(),
                 level_psnr_db: Vec::new(),
             };
             for (level, (width, height, values)) in reference.enumerate() {
                 let mut d = decoder.decode_map_level(mi, ti, level as u32)?;
-                quantize_to_format(&mut d.values, entry.sample_format);
+                quantize_to_format(&mut d.values, entry.info.sample_format);
                 let se = SquaredError::of(&d.values, values);
                 if pooled.len() <= level {
                     pooled.push(SquaredError::default());

@@ -35,19 +35,19 @@ pub enum ExportError {
 /// Encodes one decoded map in its source's format: 8/16-bit PNG, or float EXR with the stored
 /// channel ranges applied (so float sources come back at their original scale).
 pub(crate) fn encode_map(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
-    if entry.sample_format == SampleFormat::F32 { encode_exr(map, entry) } else { encode_png(map, entry) }
+    if entry.info.sample_format == SampleFormat::F32 { encode_exr(map, entry) } else { encode_png(map, entry) }
 }
 
 fn encode_exr(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
     use image::{ImageEncoder, codecs::openexr::OpenExrEncoder};
-    let ch = entry.channels as usize;
+    let ch = entry.info.channels as usize;
     let values = map.values.iter().enumerate().map(|(i, v)| {
-        let [lo, hi] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
+        let [lo, hi] = entry.info.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
         lo + (hi - lo) * v
     });
-    let color = match entry.channels {
+    let color = match entry.info.channels {
         // A height map's one channel (and a gray+alpha pair), which `image` does not write.
-        1 | 2 => return crate::set::encode_gray_exr(&values.collect::<Vec<f32>>(), map.width, map.height, entry.channels),
+        1 | 2 => return crate::set::encode_gray_exr(&values.collect::<Vec<f32>>(), map.width, map.height, entry.info.channels),
         3 => image::ExtendedColorType::Rgb32F,
         4 => image::ExtendedColorType::Rgba32F,
         c => return Err(format!("{c}-channel float maps cannot be written as EXR")),
@@ -72,7 +72,7 @@ pub fn encode_png(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String>
 /// order as [`png_samples`] makes them. The `image` crate's defaults: balanced deflate, adaptive
 /// filters.
 fn png_stream<W: Write + 'static>(w: W, width: u32, height: u32, entry: &MapEntry) -> Result<png::StreamWriter<'static, W>, String> {
-    let color = match entry.channels {
+    let color = match entry.info.channels {
         1 => png::ColorType::Grayscale,
         2 => png::ColorType::GrayscaleAlpha,
         3 => png::ColorType::Rgb,
@@ -81,7 +81,7 @@ fn png_stream<W: Write + 'static>(w: W, width: u32, height: u32, entry: &MapEntr
     };
     let mut encoder = png::Encoder::new(w, width, height);
     encoder.set_color(color);
-    encoder.set_depth(if entry.sample_format == SampleFormat::U8 { png::BitDepth::Eight } else { png::BitDepth::Sixteen });
+    encoder.set_depth(if entry.info.sample_format == SampleFormat::U8 { png::BitDepth::Eight } else { png::BitDepth::Sixteen });
     encoder.set_compression(png::Compression::Balanced);
     encoder.set_filter(png::Filter::Adaptive);
     encoder.write_header().and_then(png::Writer::into_stream_writer).map_err(|e| e.to_string())
@@ -89,7 +89,7 @@ fn png_stream<W: Write + 'static>(w: W, width: u32, height: u32, entry: &MapEntr
 
 /// Decoded values in `[0, 1]` as PNG samples: 8-bit unorm, or 16-bit big-endian.
 fn png_samples(values: &[f32], entry: &MapEntry) -> Vec<u8> {
-    if entry.sample_format == SampleFormat::U8 {
+    if entry.info.sample_format == SampleFormat::U8 {
         values.iter().copied().map(crate::decode::unorm8).collect()
     } else {
         values.iter().flat_map(|&v| crate::decode::unorm16(v).to_be_bytes()).collect()
@@ -100,8 +100,8 @@ fn png_samples(values: &[f32], entry: &MapEntry) -> Vec<u8> {
 /// float sources).
 #[must_use]
 pub(crate) fn map_path(dir: &Path, material: &str, entry: &MapEntry) -> PathBuf {
-    let extension = if entry.sample_format == SampleFormat::F32 { "exr" } else { "png" };
-    dir.join(material).join(format!("{material}_{}.{extension}", entry.kind))
+    let extension = if entry.info.sample_format == SampleFormat::F32 { "exr" } else { "png" };
+    dir.join(material).join(format!("{material}_{}.{extension}", entry.info.kind))
 }
 
 /// Texels of every map of a material that [`decode_to_folder`] decodes at a time (in bands of
@@ -132,7 +132,7 @@ pub fn decode_to_folder_in_bands(
             let (Some(entry), Some(slot)) = (material.maps.get(k), outputs.get_mut(k)) else { return Ok(()) };
             let path = map_path(dir, &material.name, entry);
             let fail = |message: String| ExportError::Write { path: path.clone(), message };
-            let last = first_row + band.height >= entry.height;
+            let last = first_row + band.height >= entry.info.height;
             let output = match slot.take() {
                 Some(output) => output,
                 None => Output::start(&path, entry).map_err(fail)?,
@@ -173,11 +173,11 @@ impl<T: Write> Write for Shared<T> {
 
 impl Output {
     fn start(path: &Path, entry: &MapEntry) -> Result<Self, String> {
-        if entry.sample_format == SampleFormat::F32 {
-            return Ok(Self::Whole(DecodedMap { width: entry.width, height: 0, channels: entry.channels, values: Vec::new() }));
+        if entry.info.sample_format == SampleFormat::F32 {
+            return Ok(Self::Whole(DecodedMap { width: entry.info.width, height: 0, channels: entry.info.channels, values: Vec::new() }));
         }
         let file = Rc::new(RefCell::new(AtomicFile::create(path).map_err(|e| e.to_string())?));
-        let stream = png_stream(Shared(Rc::clone(&file)), entry.width, entry.height, entry)?;
+        let stream = png_stream(Shared(Rc::clone(&file)), entry.info.width, entry.info.height, entry)?;
         Ok(Self::Png { file, stream: Box::new(stream) })
     }
 

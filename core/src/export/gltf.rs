@@ -26,7 +26,7 @@ use crate::bundle::{Bundle, MapEntry};
 use crate::decode::{DecodedMap, Decoder};
 use crate::io::{Overwrite, Written};
 use crate::set::gltf::{GltfSource, load_gltf_with_source};
-use crate::set::{MapKind, SampleFormat};
+use crate::set::{MapInfo, MapKind, SampleFormat};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -61,8 +61,8 @@ type Sources = Vec<Option<(usize, usize)>>;
 /// The channels of the binding `slot` from the material's `maps`, or `None` when it has none (the
 /// binding is left out).
 fn sources(slot: usize, maps: &[MapEntry]) -> Option<Sources> {
-    let find = |kind: MapKind| maps.iter().position(|m| m.kind == kind);
-    let whole = |kind: MapKind| find(kind).map(|i| (0..maps[i].channels as usize).map(|c| Some((i, c))).collect());
+    let find = |kind: MapKind| maps.iter().position(|m| m.info.kind == kind);
+    let whole = |kind: MapKind| find(kind).map(|i| (0..maps[i].info.channels as usize).map(|c| Some((i, c))).collect());
     match slot {
         0 => whole(MapKind::Basecolor),
         1 => whole(MapKind::Normal),
@@ -81,7 +81,7 @@ fn sources(slot: usize, maps: &[MapEntry]) -> Option<Sources> {
 /// nearest-texel) as a packed map.
 fn image_map(sources: &Sources, decoded: &[DecodedMap], entries: &[MapEntry]) -> Result<(DecodedMap, MapEntry), String> {
     let first = sources.iter().flatten().next().map(|&(i, _)| i).ok_or("a binding with no source")?;
-    let whole = sources.len() == entries[first].channels as usize && sources.iter().enumerate().all(|(c, s)| *s == Some((first, c)));
+    let whole = sources.len() == entries[first].info.channels as usize && sources.iter().enumerate().all(|(c, s)| *s == Some((first, c)));
     if whole {
         return Ok((decoded[first].clone(), entries[first].clone()));
     }
@@ -100,14 +100,17 @@ fn image_map(sources: &Sources, decoded: &[DecodedMap], entries: &[MapEntry]) ->
             }
         }
     }
-    let deep = sources.iter().flatten().any(|&(i, _)| entries[i].sample_format != SampleFormat::U8);
+    let deep = sources.iter().flatten().any(|&(i, _)| entries[i].info.sample_format != SampleFormat::U8);
     let entry = MapEntry {
-        kind: if channels >= 3 { MapKind::Orm } else { entries[first].kind },
-        width,
-        height,
-        channels: channels as u32,
-        sample_format: if deep { SampleFormat::U16 } else { SampleFormat::U8 },
-        channel_ranges: vec![[0.0, 1.0]; channels],
+        info: MapInfo {
+            kind: if channels >= 3 { MapKind::Orm } else { entries[first].info.kind },
+            width,
+            height,
+            channels: channels as u32,
+            sample_format: if deep { SampleFormat::U16 } else { SampleFormat::U8 },
+            channel_ranges: vec![[0.0, 1.0]; channels],
+            ..entries[first].info.clone()
+        },
         ..entries[first].clone()
     };
     Ok((DecodedMap { width, height, channels: channels as u32, values }, entry))
@@ -294,7 +297,7 @@ fn rewrite(
             };
             let channels: Vec<Value> = sources
                 .iter()
-                .map(|s| s.map_or(Value::Null, |(k, c)| json!({ "map": entries[k].kind.to_string(), "channel": c })))
+                .map(|s| s.map_or(Value::Null, |(k, c)| json!({ "map": entries[k].info.kind.to_string(), "channel": c })))
                 .collect();
             let mut texture = json!({
                 "source": image,
@@ -401,7 +404,11 @@ mod tests {
     /// A gathered image takes each source's channel, a small constant map spread over the size.
     #[test]
     fn a_gathered_image_spreads_a_small_map() {
-        let entries = [entry(MapKind::Roughness, 1), MapEntry { width: 1, height: 1, ..entry(MapKind::Metallic, 1) }];
+        let entries = [entry(MapKind::Roughness, 1), {
+            let mut small = entry(MapKind::Metallic, 1);
+            (small.info.width, small.info.height) = (1, 1);
+            small
+        }];
         let roughness = DecodedMap { width: 2, height: 2, channels: 1, values: vec![0.0, 0.25, 0.5, 1.0] };
         let metallic = DecodedMap { width: 1, height: 1, channels: 1, values: vec![1.0] };
         let png = image_png(&vec![None, Some((0, 0)), Some((1, 0))], &[roughness, metallic], &entries).expect("encodes");

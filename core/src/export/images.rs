@@ -114,7 +114,7 @@ pub fn material_images(decoder: &Decoder, material: usize, block_compressed: boo
         maps.push(map_image(&chain, entry, block_compressed));
         level0.push(chain.into_iter().next());
     }
-    let first = |kind: MapKind| entries.iter().position(|e| e.kind == kind);
+    let first = |kind: MapKind| entries.iter().position(|e| e.info.kind == kind);
     let metallic_roughness = if first(MapKind::Orm).is_some() {
         None
     } else {
@@ -144,12 +144,12 @@ fn decode_chain(decoder: &Decoder, material: usize, map: usize, mips: ImageMips)
 /// A decoded value of channel `c` as the image holds it: a float map's at its scale (its range
 /// applied; sRGB colour made linear, as a float texture is sampled), any other as stored.
 fn image_value(entry: &MapEntry, c: usize, stored: f32) -> f32 {
-    if entry.sample_format != SampleFormat::F32 {
+    if entry.info.sample_format != SampleFormat::F32 {
         return stored;
     }
-    let [low, high] = entry.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
+    let [low, high] = entry.info.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
     let v = low + (high - low) * stored;
-    if entry.color_space == ColorSpace::Srgb && c < 3 { srgb_to_linear(v) } else { v }
+    if entry.info.color_space == ColorSpace::Srgb && c < 3 { srgb_to_linear(v) } else { v }
 }
 
 /// The texels of a decoded level with `out_channels` channels, 8-bit unorm or (`half`) half
@@ -178,7 +178,7 @@ pub fn map_image(chain: &[DecodedMap], entry: &MapEntry, block_compressed: bool)
     };
     let image =
         |format, data, note| MapImage { width: level0.width, height: level0.height, mip_levels: chain.len() as u32, format, data, note };
-    let float = entry.sample_format == SampleFormat::F32;
+    let float = entry.info.sample_format == SampleFormat::F32;
     let mut note = None;
     if block_compressed && !float {
         if level0.width % 4 == 0 && level0.height % 4 == 0 {
@@ -191,7 +191,7 @@ pub fn map_image(chain: &[DecodedMap], entry: &MapEntry, block_compressed: bool)
     let (format, channels) = match (level0.channels, float) {
         (1, false) => (TexelFormat::R8Unorm, 1),
         (2, false) => (TexelFormat::Rg8Unorm, 2),
-        (_, false) if entry.color_space == ColorSpace::Srgb => (TexelFormat::Rgba8UnormSrgb, 4),
+        (_, false) if entry.info.color_space == ColorSpace::Srgb => (TexelFormat::Rgba8UnormSrgb, 4),
         (_, false) => (TexelFormat::Rgba8Unorm, 4),
         (1, true) => (TexelFormat::R16Float, 1),
         (2, true) => (TexelFormat::Rg16Float, 2),
@@ -229,11 +229,11 @@ fn pack_metallic_roughness(
     let packed = DecodedMap { width, height, channels: 4, values };
     // The packed map's chain as a linear four-channel map's.
     let mut entry = entries[rough.or(metal).unwrap_or(0)].clone();
-    entry.kind = MapKind::Orm;
-    entry.channels = 4;
-    entry.color_space = ColorSpace::Linear;
-    entry.sample_format = SampleFormat::U8;
-    entry.channel_ranges = vec![[0.0, 1.0]; 4];
+    entry.info.kind = MapKind::Orm;
+    entry.info.channels = 4;
+    entry.info.color_space = ColorSpace::Linear;
+    entry.info.sample_format = SampleFormat::U8;
+    entry.info.channel_ranges = vec![[0.0, 1.0]; 4];
     let chain = match mips {
         ImageMips::None => vec![packed],
         _ => mip_chain(&packed, &entry),

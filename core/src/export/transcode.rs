@@ -42,9 +42,9 @@ pub fn mip_chain(level0: &DecodedMap, entry: &MapEntry) -> Vec<DecodedMap> {
         level0.width,
         level0.height,
         level0.channels,
-        entry.kind,
-        entry.color_space,
-        &entry.channel_ranges,
+        entry.info.kind,
+        entry.info.color_space,
+        &entry.info.channel_ranges,
     );
     std::iter::once(level0.clone())
         .chain(below.into_iter().map(|l| DecodedMap { width: l.width, height: l.height, channels: level0.channels, values: l.values }))
@@ -230,16 +230,16 @@ pub struct TranscodedMap {
 /// [`block_compressible`] first, since BC blocks hold only `[0, 1]`.
 #[must_use]
 pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile) -> TranscodedMap {
-    let channels = chain.first().map_or(entry.channels, |l| l.channels);
-    let format = profile.format(entry.kind, channels);
-    let srgb = entry.color_space == ColorSpace::Srgb && matches!(format, BcFormat::Bc1 | BcFormat::Bc7);
+    let channels = chain.first().map_or(entry.info.channels, |l| l.channels);
+    let format = profile.format(entry.info.kind, channels);
+    let srgb = entry.info.color_space == ColorSpace::Srgb && matches!(format, BcFormat::Bc1 | BcFormat::Bc7);
     let scaled = |l: &DecodedMap| -> Vec<f32> {
         let ch = l.channels.max(1) as usize;
         l.values
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let [low, high] = entry.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
+                let [low, high] = entry.info.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
                 low + (high - low) * t
             })
             .collect()
@@ -247,7 +247,7 @@ pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile)
     let levels: Vec<EncodedLevel> = chain
         .iter()
         .map(|l| {
-            let blocks = if entry.sample_format == SampleFormat::F32 {
+            let blocks = if entry.info.sample_format == SampleFormat::F32 {
                 bcn::encode(l.width, l.height, l.channels, &scaled(l), format)
             } else {
                 bcn::encode(l.width, l.height, l.channels, &l.values, format)
@@ -263,10 +263,10 @@ pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile)
 /// their scale). The error says which range does not (a height in metres, HDR emissive), for the
 /// caller to name the map: such a map is decoded to EXR instead (`texset decode`).
 pub fn block_compressible(entry: &MapEntry) -> Result<(), String> {
-    if entry.sample_format != SampleFormat::F32 {
+    if entry.info.sample_format != SampleFormat::F32 {
         return Ok(());
     }
-    match entry.channel_ranges.iter().enumerate().find(|(_, [low, high])| *low < 0.0 || *high > 1.0) {
+    match entry.info.channel_ranges.iter().enumerate().find(|(_, [low, high])| *low < 0.0 || *high > 1.0) {
         Some((c, [low, high])) => {
             Err(format!("a float map whose channel {c} spans {low}..{high}, which BC blocks (0..1) cannot hold; decode it to EXR instead"))
         }
@@ -281,7 +281,9 @@ mod tests {
     use crate::set::MapKind;
 
     fn entry(kind: MapKind, channels: u32, color_space: ColorSpace) -> MapEntry {
-        MapEntry { color_space, ..MapEntry::for_test(kind, channels, (8, 6)) }
+        let mut entry = MapEntry::for_test(kind, channels, (8, 6));
+        entry.info.color_space = color_space;
+        entry
     }
 
     #[test]
@@ -312,15 +314,15 @@ mod tests {
     fn float_maps_are_transcoded_at_their_scale_or_refused() {
         let stored = DecodedMap { width: 8, height: 8, channels: 1, values: (0..64).map(|i| i as f32 / 63.0).collect() };
         let mut height = entry(MapKind::Height, 1, ColorSpace::Linear);
-        height.sample_format = SampleFormat::F32;
-        height.channel_ranges = vec![[0.25, 0.75]];
+        height.info.sample_format = SampleFormat::F32;
+        height.info.channel_ranges = vec![[0.25, 0.75]];
         assert!(block_compressible(&height).is_ok());
         let t = transcode_chain(std::slice::from_ref(&stored), &height, Profile::High);
         let back = bcn::decode(&t.levels[0].blocks, 8, 8, 1, MapKind::Height, t.format);
         for (b, s) in back.iter().zip(&stored.values) {
             assert!((b - (0.25 + 0.5 * s)).abs() < 0.02, "{b} for stored {s}");
         }
-        height.channel_ranges = vec![[-0.5, 2.5]];
+        height.info.channel_ranges = vec![[-0.5, 2.5]];
         let why = block_compressible(&height).unwrap_err();
         assert!(why.contains("-0.5..2.5"), "{why}");
         assert!(block_compressible(&entry(MapKind::Height, 1, ColorSpace::Linear)).is_ok());

@@ -65,14 +65,7 @@ pub(crate) fn material_entries(set: &TextureSet, slots: &[Vec<TextureSlot>]) -> 
                 .iter()
                 .zip(slots)
                 .map(|(t, s)| MapEntry {
-                    kind: t.kind,
-                    width: t.width,
-                    height: t.height,
-                    channels: t.channels,
-                    sample_format: t.sample_format,
-                    color_space: t.color_space,
-                    normal_convention: t.normal_convention,
-                    channel_ranges: t.channel_ranges.clone(),
+                    info: t.info.clone(),
                     output_offset: s.output_offset as u32,
                     latent_channels: s.latent_channels.clone(),
                     source_file: t.source_path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned(),

@@ -46,7 +46,7 @@ pub(crate) fn settle_flat_outputs(set: &TextureSet, layout: &ModelLayout, params
             if !flat || !slot.latent_channels.is_empty() || slot.duplicate_of.is_some() || slot.unit_normal_targets {
                 continue;
             }
-            let channels = texture.channels as usize;
+            let channels = texture.info.channels as usize;
             let texels = texture.texel_count().max(1) as f64;
             for c in 0..channels.min(slot.channels) {
                 let o = slot.output_offset + c;
@@ -57,7 +57,7 @@ pub(crate) fn settle_flat_outputs(set: &TextureSet, layout: &ModelLayout, params
                 last.weights[o * last.inputs..(o + 1) * last.inputs].fill(0.0);
                 last.biases[o] = mean as f32;
             }
-            settled.push(format!("{}/{}", material.name, texture.kind));
+            settled.push(format!("{}/{}", material.name, texture.info.kind));
         }
     }
     settled
@@ -245,7 +245,7 @@ fn budget_changes(
 ) -> Vec<BudgetChange> {
     // The layout holds one slot per texture of the set, in the set's order (as the analyse pass
     // named them).
-    let names = set.materials.iter().flat_map(|m| m.textures.iter().map(move |t| format!("{}/{}", m.name, t.kind)));
+    let names = set.materials.iter().flat_map(|m| m.textures.iter().map(move |t| format!("{}/{}", m.name, t.info.kind)));
     let method = options.budgets.prune.as_ref().map(|p| format!("{:?} pruning at {:.0}% of training", p.method, 100.0 * p.at));
     let learned = train_report.learned_budgets.as_ref();
     layout

@@ -4,7 +4,7 @@
 //! from the header before any pixel is decoded.
 
 use super::ingest::{BOMB_MIN_DECODED_BYTES, IngestError, MAX_DIMENSION, MAX_EXPANSION, MAX_IMAGE_BYTES, MIN_DIMENSION};
-use crate::set::{ColorSpace, MapKind, NormalConvention, SampleFormat, Texture};
+use crate::set::{ColorSpace, MapInfo, MapKind, NormalConvention, SampleFormat, Texture};
 use image::{DynamicImage, ImageReader};
 use std::path::Path;
 
@@ -153,18 +153,12 @@ fn texture_from_samples(
             }
         }
     }
+    // Float images (EXR) hold linear values, colour included: only 8- and 16-bit colour is
+    // sRGB-encoded.
+    let color_space = if sample_format == SampleFormat::F32 { ColorSpace::Linear } else { kind.color_space() };
     let texture = Texture {
-        kind,
+        info: MapInfo { kind, width, height, channels, sample_format, color_space, normal_convention, channel_ranges },
         source_path: path.to_path_buf(),
-        width,
-        height,
-        channels,
-        sample_format,
-        // Float images (EXR) hold linear values, colour included: only 8- and 16-bit colour is
-        // sRGB-encoded.
-        color_space: if sample_format == SampleFormat::F32 { ColorSpace::Linear } else { kind.color_space() },
-        normal_convention,
-        channel_ranges,
         texels,
     };
     if (width < MIN_DIMENSION || height < MIN_DIMENSION) && texture.constant_value().is_none() {
@@ -323,9 +317,9 @@ mod tests {
             let bytes = gray_exr(name, alpha);
             let texture = decode_texture(&bytes, Path::new("h.exr"), MapKind::Height, NormalConvention::OpenGl).unwrap();
             let channels = if alpha { 2 } else { 1 };
-            assert_eq!((texture.width, texture.height, texture.channels), (8, 6, channels), "{name}");
-            assert_eq!(texture.sample_format, SampleFormat::F32);
-            let [low, high] = texture.channel_ranges[0];
+            assert_eq!((texture.info.width, texture.info.height, texture.info.channels), (8, 6, channels), "{name}");
+            assert_eq!(texture.info.sample_format, SampleFormat::F32);
+            let [low, high] = texture.info.channel_ranges[0];
             assert!((low + 3.0).abs() < 1e-6 && (high - 32.0).abs() < 1e-6, "{name}: the range of y·x − 3 over 8×6 is {low}..{high}");
             // Texel (x 5, y 4): 17, stored as (17 + 3) / 35.
             let stored = texture.texels[(4 * 8 + 5) * channels as usize];
@@ -339,8 +333,8 @@ mod tests {
     #[test]
     fn float_maps_are_linear_and_signed_normals_are_stored_encoded() {
         let at = |texture: &Texture, i: usize, c: usize| {
-            let [lo, hi] = texture.channel_ranges[c];
-            lo + (hi - lo) * texture.texels[i * texture.channels as usize + c]
+            let [lo, hi] = texture.info.channel_ranges[c];
+            lo + (hi - lo) * texture.texels[i * texture.info.channels as usize + c]
         };
         let tilted = [0.6f32, -0.48, 0.64];
         for (what, texels, expected) in [
@@ -356,7 +350,7 @@ mod tests {
             for (c, e) in expected.iter().enumerate() {
                 assert!((at(&texture, 0, c) - e).abs() < 1e-6, "{what}: channel {c} {}", at(&texture, 0, c));
             }
-            assert_eq!(texture.color_space, ColorSpace::Linear);
+            assert_eq!(texture.info.color_space, ColorSpace::Linear);
         }
         let basecolor = texture_from_samples(
             Path::new("c.exr"),
@@ -367,7 +361,7 @@ mod tests {
             [0.2, 0.4, 2.0].repeat(16),
         )
         .unwrap();
-        assert_eq!(basecolor.color_space, ColorSpace::Linear, "a float base colour is linear, not sRGB");
+        assert_eq!(basecolor.info.color_space, ColorSpace::Linear, "a float base colour is linear, not sRGB");
     }
 
     /// What export writes for a one- or two-channel float map reads back as it was.
@@ -379,8 +373,8 @@ mod tests {
             let n = 4 * 5 * channels as usize;
             let bytes = encode_gray_exr(&values[..n], 4, 5, channels).unwrap();
             let texture = decode_texture(&bytes, Path::new("h.exr"), MapKind::Height, NormalConvention::OpenGl).unwrap();
-            assert_eq!(texture.channels, channels);
-            for (c, range) in texture.channel_ranges.iter().enumerate() {
+            assert_eq!(texture.info.channels, channels);
+            for (c, range) in texture.info.channel_ranges.iter().enumerate() {
                 for (t, v) in texture.texels.iter().zip(&values[..n]).skip(c).step_by(channels as usize) {
                     assert!((range[0] + (range[1] - range[0]) * t - v).abs() < 1e-5);
                 }

@@ -485,7 +485,7 @@ pub(crate) fn report_maps(name: &str, textures: &[Texture], resized: &[Option<(u
                 report.constants.push(ConstantMap {
                     path: texture.source_path.clone(),
                     file_size: [width, height],
-                    size: [texture.width, texture.height],
+                    size: [texture.info.width, texture.info.height],
                 });
                 format!(", constant ({width}x{height} in the file)")
             }
@@ -493,11 +493,11 @@ pub(crate) fn report_maps(name: &str, textures: &[Texture], resized: &[Option<(u
         };
         report.maps.push(format!(
             "{name}/{}: {}x{} {}ch {}-bit{constant} ({})",
-            texture.kind,
-            texture.width,
-            texture.height,
-            texture.channels,
-            texture.sample_format.bits(),
+            texture.info.kind,
+            texture.info.width,
+            texture.info.height,
+            texture.info.channels,
+            texture.info.sample_format.bits(),
             texture.source_path.display()
         ));
     }
@@ -522,9 +522,9 @@ pub(crate) fn material_resolution(textures: &[Texture]) -> Option<(u32, u32)> {
             Some(b) if b.texel_count() >= t.texel_count() => Some(b),
             _ => Some(t),
         });
-        best.map(|t| (t.width, t.height))
+        best.map(|t| (t.info.width, t.info.height))
     }
-    let full = largest(textures.iter().filter(|t| t.width >= MIN_DIMENSION && t.height >= MIN_DIMENSION));
+    let full = largest(textures.iter().filter(|t| t.info.width >= MIN_DIMENSION && t.info.height >= MIN_DIMENSION));
     full.or_else(|| largest(textures.iter()).map(|(w, h)| (w.max(MIN_DIMENSION), h.max(MIN_DIMENSION))))
 }
 
@@ -540,27 +540,27 @@ pub(crate) fn resize_constant_maps(textures: &mut [Texture]) -> Result<Vec<Optio
     let mut resized = Vec::with_capacity(textures.len());
     for texture in textures.iter_mut() {
         // A map under the minimum is resized whatever its texel count (a 2×64 strip included).
-        let small = texture.width < MIN_DIMENSION || texture.height < MIN_DIMENSION;
+        let small = texture.info.width < MIN_DIMENSION || texture.info.height < MIN_DIMENSION;
         let value = if small || texture.texel_count() < target_texels { texture.constant_value() } else { None };
         let Some(value) = value else {
             resized.push(None);
             continue;
         };
-        let values = u64::from(width) * u64::from(height) * u64::from(texture.channels);
+        let values = u64::from(width) * u64::from(height) * u64::from(texture.info.channels);
         if values > super::limits::MAX_MAP_VALUES {
             return Err(IngestError::Unsupported {
                 path: texture.source_path.clone(),
                 what: format!(
                     "constant map that would take the material's {width}x{height} with {} channels: {values} values, beyond the limit of {}",
-                    texture.channels,
+                    texture.info.channels,
                     super::limits::MAX_MAP_VALUES
                 ),
             });
         }
-        resized.push(Some((texture.width, texture.height)));
+        resized.push(Some((texture.info.width, texture.info.height)));
         texture.texels = value.repeat(target_texels);
-        texture.width = width;
-        texture.height = height;
+        texture.info.width = width;
+        texture.info.height = height;
     }
     Ok(resized)
 }

@@ -150,16 +150,16 @@ impl SampleFormat {
     }
 }
 
-/// One map (texture) of a material, decoded into normalised floats.
-#[derive(Clone, Debug)]
-pub struct Texture {
+/// What a map is, apart from its texels: its meaning, size, channels and how its values are
+/// stored. A texture in memory ([`Texture`]) and a bundle's map entry
+/// (`bundle::MapEntry`, flattened into the manifest's JSON) each hold one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MapInfo {
     /// What the map means.
     pub kind: MapKind,
-    /// Where it was read from (for messages and reports).
-    pub source_path: PathBuf,
-    /// Width in texels.
+    /// Width in texels (at mip 0).
     pub width: u32,
-    /// Height in texels.
+    /// Height in texels (at mip 0).
     pub height: u32,
     /// Number of channels (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA).
     pub channels: u32,
@@ -172,6 +172,23 @@ pub struct Texture {
     /// Per channel `[low, high]`: stored value = `low + (high - low) * t` for the model's `t` in
     /// `[0, 1]`. `[0, 1]` for integer formats; the data range for float (EXR) sources.
     pub channel_ranges: Vec<[f32; 2]>,
+}
+
+impl MapInfo {
+    /// Number of texels (`width * height`).
+    #[must_use]
+    pub fn texel_count(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+}
+
+/// One map (texture) of a material, decoded into normalised floats.
+#[derive(Clone, Debug)]
+pub struct Texture {
+    /// What the map is: kind, size, channels, storage.
+    pub info: MapInfo,
+    /// Where it was read from (for messages and reports).
+    pub source_path: PathBuf,
     /// `width * height * channels` values in `[0, 1]`, interleaved `[y][x][c]`.
     pub texels: Vec<f32>,
 }
@@ -180,7 +197,7 @@ impl Texture {
     /// Number of texels (`width * height`).
     #[must_use]
     pub fn texel_count(&self) -> usize {
-        self.width as usize * self.height as usize
+        self.info.texel_count()
     }
 
     /// A normal map's texels with every normal renormalised to unit length, in the stored
@@ -189,12 +206,12 @@ impl Texture {
     #[must_use]
     pub fn unit_normal_texels(&self) -> Vec<f32> {
         let mut texels = self.texels.clone();
-        let ch = self.channels as usize;
-        if self.kind != MapKind::Normal || ch < 3 {
+        let ch = self.info.channels as usize;
+        if self.info.kind != MapKind::Normal || ch < 3 {
             return texels;
         }
         for texel in texels.chunks_exact_mut(ch) {
-            renormalise_stored_normal(texel, &self.channel_ranges);
+            renormalise_stored_normal(texel, &self.info.channel_ranges);
         }
         texels
     }
@@ -204,13 +221,13 @@ impl Texture {
     /// the channel's mean (exactly the texel value when all are equal). `None` when the map varies.
     #[must_use]
     pub fn constant_value(&self) -> Option<Vec<f32>> {
-        let ch = self.channels as usize;
+        let ch = self.info.channels as usize;
         if ch == 0 || self.texels.is_empty() || !self.texels.len().is_multiple_of(ch) {
             return None;
         }
         // One step of the source's quantisation, in normalised units (a hair over it, so values
         // one level apart pass whatever the rounding of `level / 255`).
-        let step = match self.sample_format {
+        let step = match self.info.sample_format {
             SampleFormat::U8 => 1.0 / 255.0 + 1e-6,
             SampleFormat::U16 => 1.0 / 65535.0 + 1e-9,
             SampleFormat::F32 => 0.0,
@@ -234,7 +251,7 @@ impl Texture {
     /// Normalised value of channel `c` at texel `(x, y)`.
     #[must_use]
     pub fn value(&self, x: u32, y: u32, c: u32) -> f32 {
-        let i = (y as usize * self.width as usize + x as usize) * self.channels as usize + c as usize;
+        let i = (y as usize * self.info.width as usize + x as usize) * self.info.channels as usize + c as usize;
         self.texels.get(i).copied().unwrap_or(0.0)
     }
 }
@@ -375,8 +392,8 @@ impl TextureSet {
     /// Width and height of the largest map (at least 1×1): the extent the latent grids cover.
     #[must_use]
     pub fn max_extent(&self) -> (u32, u32) {
-        let width = self.textures().map(|(_, _, t)| t.width).max().unwrap_or(1);
-        let height = self.textures().map(|(_, _, t)| t.height).max().unwrap_or(1);
+        let width = self.textures().map(|(_, _, t)| t.info.width).max().unwrap_or(1);
+        let height = self.textures().map(|(_, _, t)| t.info.height).max().unwrap_or(1);
         (width, height)
     }
 
@@ -388,22 +405,21 @@ impl TextureSet {
     /// Total output channels over all textures (the MLP's output width).
     #[must_use]
     pub fn output_channels(&self) -> usize {
-        self.textures().map(|(_, _, t)| t.channels as usize).sum()
+        self.textures().map(|(_, _, t)| t.info.channels as usize).sum()
     }
 }
 
 /// Small sets the engine's unit tests build.
 #[cfg(test)]
 pub(crate) mod test_sets {
-    use super::{ColorSpace, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
+    use super::{ColorSpace, MapInfo, MapKind, Material, NormalConvention, SampleFormat, Texture, TextureSet};
     use std::path::PathBuf;
 
     /// One material `m` with one 8-bit sRGB colour map of `width × height` texels, `texels`
     /// interleaved RGB.
     pub(crate) fn one_colour_map(width: u32, height: u32, texels: Vec<f32>) -> TextureSet {
-        let texture = Texture {
+        let info = MapInfo {
             kind: MapKind::Basecolor,
-            source_path: PathBuf::from("m/basecolor.png"),
             width,
             height,
             channels: 3,
@@ -411,8 +427,8 @@ pub(crate) mod test_sets {
             color_space: ColorSpace::Srgb,
             normal_convention: NormalConvention::OpenGl,
             channel_ranges: vec![[0.0, 1.0]; 3],
-            texels,
         };
+        let texture = Texture { info, source_path: PathBuf::from("m/basecolor.png"), texels };
         TextureSet {
             materials: vec![Material {
                 name: "m".into(),

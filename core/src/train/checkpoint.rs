@@ -39,8 +39,10 @@ pub(crate) struct GateState {
 /// the run changes ([`CompressOptions::fingerprint`]: the run options are not part of it).
 #[must_use]
 pub(crate) fn fingerprint(set: &TextureSet, layout: &ModelLayout, options: &CompressOptions) -> String {
-    let shapes: Vec<String> =
-        set.textures().map(|(m, _, t)| format!("{}:{}:{}x{}x{}", set.materials[m].name, t.kind, t.width, t.height, t.channels)).collect();
+    let shapes: Vec<String> = set
+        .textures()
+        .map(|(m, _, t)| format!("{}:{}:{}x{}x{}", set.materials[m].name, t.info.kind, t.info.width, t.info.height, t.info.channels))
+        .collect();
     let text = format!("{}|{}|{}", options.fingerprint(), serde_json::to_string(layout).unwrap_or_default(), shapes.join(","));
     format!("{:08x}{:08x}", crc32fast::hash(text.as_bytes()), text.len())
 }

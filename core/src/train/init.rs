@@ -82,7 +82,7 @@ fn bilinear_params(set: &TextureSet, layout: &ModelLayout, seed: u64) -> ModelPa
         for (material, slots) in set.materials.iter().zip(&layout.textures) {
             // A duplicate or colour variant shares its original's outputs: the original's mean.
             for (texture, slot) in material.textures.iter().zip(slots).filter(|(_, s)| s.duplicate_of.is_none()) {
-                let ch = texture.channels as usize;
+                let ch = texture.info.channels as usize;
                 for c in 0..ch {
                     let sum: f64 = texture.texels.iter().skip(c).step_by(ch).map(|&v| f64::from(v)).sum();
                     if let Some(b) = out.biases.get_mut(slot.output_offset + c) {
@@ -176,7 +176,7 @@ pub(crate) fn pca_latents(set: &TextureSet, layout: &ModelLayout, params: &mut M
         .zip(&layout.textures)
         .flat_map(|(m, slots)| m.textures.iter().zip(slots).filter(|(_, s)| s.duplicate_of.is_none()).map(|(t, _)| t))
         .collect();
-    let dims: usize = stored.iter().map(|t| t.channels as usize).sum();
+    let dims: usize = stored.iter().map(|t| t.info.channels as usize).sum();
     if dims == 0 {
         return;
     }
@@ -187,7 +187,7 @@ pub(crate) fn pca_latents(set: &TextureSet, layout: &ModelLayout, params: &mut M
         let mut features = vec![0.0f64; cells * dims];
         let mut offset = 0;
         for t in &stored {
-            let (tw, th, tc) = (t.width as usize, t.height as usize, t.channels as usize);
+            let (tw, th, tc) = (t.info.width as usize, t.info.height as usize, t.info.channels as usize);
             for y in 0..h {
                 let (y0, y1) = (y * th / h, ((y + 1) * th).div_ceil(h).max(y * th / h + 1).min(th));
                 for x in 0..w {

@@ -205,10 +205,10 @@ impl AssetLoader for TexsetLoader {
             let mut maps = Vec::new();
             let mut roles = Roles::default();
             for (m, (entry, map)) in material.maps.iter().zip(images.maps).enumerate() {
-                let image = bevy_image(map, &format!("{path}#{}/{}", material.name, entry.kind.token()));
-                let handle = load_context.add_labeled_asset(format!("{}/{}", material.name, entry.kind.token()), image);
+                let image = bevy_image(map, &format!("{path}#{}/{}", material.name, entry.info.kind.token()));
+                let handle = load_context.add_labeled_asset(format!("{}/{}", material.name, entry.info.kind.token()), image);
                 roles.note(entry, m as u32 + first_map, m, &handle);
-                maps.push((entry.kind.token().to_owned(), handle));
+                maps.push((entry.info.kind.token().to_owned(), handle));
             }
             // Bevy reads metallic from blue and roughness from green of one texture (glTF's
             // layout); separate metallic and roughness maps come packed into one.
@@ -311,9 +311,9 @@ impl Roles {
     /// Notes map `entry` (library index `global`, `local` in its material) with its image; the
     /// first map of each kind plays the part.
     fn note(&mut self, entry: &MapEntry, global: u32, local: usize, image: &Handle<Image>) {
-        match entry.kind {
+        match entry.info.kind {
             MapKind::Basecolor if self.base_color.is_none() => self.base_color = Some((global, image.clone())),
-            MapKind::Normal if self.normal.is_none() => self.normal = Some((global, image.clone(), entry.normal_convention)),
+            MapKind::Normal if self.normal.is_none() => self.normal = Some((global, image.clone(), entry.info.normal_convention)),
             MapKind::Roughness if self.roughness.is_none() => self.roughness = Some((global, local)),
             MapKind::Metallic if self.metallic.is_none() => self.metallic = Some((global, local)),
             MapKind::Ao if self.occlusion.is_none() => self.occlusion = Some((global, image.clone())),

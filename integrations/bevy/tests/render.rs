@@ -132,7 +132,7 @@ fn loader_images_are_the_cpu_decoders_texels() {
             // Level 0, then (the bundle has a mip chain) every level the bundle decodes.
             let mut offset = 0;
             let levels = decoder.map_mip_levels(k, m).unwrap();
-            assert_eq!(image.texture_descriptor.mip_level_count, levels, "{}/{}", material.name, entry.kind.token());
+            assert_eq!(image.texture_descriptor.mip_level_count, levels, "{}/{}", material.name, entry.info.kind.token());
             for level in 0..levels {
                 let decoded = decoder.decode_map_level(k, m, level).unwrap();
                 let want = expected_bytes(&decoded.values, decoded.channels);
@@ -140,7 +140,7 @@ fn loader_images_are_the_cpu_decoders_texels() {
                     data[offset..offset + want.len()] == want[..],
                     "{}/{} level {level}: the image's texels differ from Decoder::decode_map_level",
                     material.name,
-                    entry.kind.token()
+                    entry.info.kind.token()
                 );
                 offset += want.len();
                 checked += 1;
@@ -391,7 +391,7 @@ fn texset_gltf(dir: &Path) -> &'static str {
     let decoder = Decoder::new(&bundle);
     let material = bundle.manifest.materials.iter().position(|m| m.name == "wood").unwrap();
     let map = |kind: &str| {
-        let index = bundle.manifest.materials[material].maps.iter().position(|m| m.kind.token() == kind).unwrap();
+        let index = bundle.manifest.materials[material].maps.iter().position(|m| m.info.kind.token() == kind).unwrap();
         decoder.decode_map(material, index).unwrap()
     };
     let unorm = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
@@ -542,7 +542,7 @@ fn a_bad_bundle_is_a_load_error_naming_the_file() {
     // material at 4096², copied (issue 67). Refused before anything is decoded.
     let mut forged = texset_core::bundle::Bundle::from_bytes(&bytes).unwrap();
     for map in &mut forged.manifest.materials[0].maps {
-        (map.width, map.height) = (4096, 4096);
+        (map.info.width, map.info.height) = (4096, 4096);
     }
     let first = forged.manifest.materials[0].clone();
     for i in 0..4 {

@@ -239,8 +239,8 @@ pub(crate) fn level_shape(manifest: &Manifest, material: u32, map: u32, level: u
     if level >= levels {
         return Err(Failure::invalid(format!("mip level {level} does not exist (the map has {levels})")));
     }
-    let (w, h) = level_size(entry.width, entry.height, level);
-    Ok((w, h, entry.channels))
+    let (w, h) = level_size(entry.info.width, entry.info.height, level);
+    Ok((w, h, entry.info.channels))
 }
 
 fn bundle_failure(error: &BundleError) -> Failure {
@@ -427,7 +427,7 @@ pub unsafe extern "C" fn texset_material_map_count(bundle: *const TexsetBundle, 
 
 fn map_info(bundle: &TexsetBundle, material: u32, map: u32) -> Result<TexsetMapInfo, Failure> {
     let entry = bundle.map(material, map)?;
-    let kind = match entry.kind {
+    let kind = match entry.info.kind {
         MapKind::Basecolor => TexsetMapKind::Basecolor,
         MapKind::Normal => TexsetMapKind::Normal,
         MapKind::Roughness => TexsetMapKind::Roughness,
@@ -438,29 +438,29 @@ fn map_info(bundle: &TexsetBundle, material: u32, map: u32) -> Result<TexsetMapI
         MapKind::Opacity => TexsetMapKind::Opacity,
         MapKind::Orm => TexsetMapKind::Orm,
     };
-    let source_format = match entry.sample_format {
+    let source_format = match entry.info.sample_format {
         SampleFormat::U8 => TexsetSampleFormat::Unorm8,
         SampleFormat::U16 => TexsetSampleFormat::Unorm16,
         SampleFormat::F32 => TexsetSampleFormat::Float32,
     };
-    let color_space = match entry.color_space {
+    let color_space = match entry.info.color_space {
         ColorSpace::Linear => TexsetColorSpace::Linear,
         ColorSpace::Srgb => TexsetColorSpace::Srgb,
     };
-    let normal_convention = match (entry.kind, entry.normal_convention) {
+    let normal_convention = match (entry.info.kind, entry.info.normal_convention) {
         (MapKind::Normal, NormalConvention::DirectX) => TexsetNormalConvention::DirectX,
         _ => TexsetNormalConvention::OpenGl,
     };
     let (mut range_low, mut range_high) = ([0.0; 4], [1.0; 4]);
-    for (c, [low, high]) in entry.channel_ranges.iter().copied().enumerate().take(4) {
+    for (c, [low, high]) in entry.info.channel_ranges.iter().copied().enumerate().take(4) {
         range_low[c] = low;
         range_high[c] = high;
     }
     Ok(TexsetMapInfo {
         kind: kind as u32,
-        width: entry.width,
-        height: entry.height,
-        channels: entry.channels,
+        width: entry.info.width,
+        height: entry.info.height,
+        channels: entry.info.channels,
         mip_levels: bundle.decoder.manifest().map_mip_levels(entry),
         color_space: color_space as u32,
         normal_convention: normal_convention as u32,
@@ -597,7 +597,7 @@ pub unsafe extern "C" fn texset_decode_texels(
         use rayon::prelude::*;
         // SAFETY: the caller's contract for `bundle`.
         let bundle = unsafe { handle(bundle, "bundle") }?;
-        let channels = bundle.map(material, map)?.channels as usize;
+        let channels = bundle.map(material, map)?.info.channels as usize;
         if uvs.is_null() || out.is_null() {
             return Err(Failure::null("uvs or out"));
         }

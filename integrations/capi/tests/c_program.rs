@@ -105,7 +105,7 @@ fn check_bundle(name: &str) {
                 levels += 1;
             }
             for (l, lod) in [0.0f32, 0.5].into_iter().enumerate() {
-                let channels = map.channels as usize;
+                let channels = map.info.channels as usize;
                 let mut expected = vec![0.0f32; 64 * channels];
                 for i in 0..64 {
                     let u = ((i * 37) % 64) as f32 / 64.0 + 0.003;
@@ -124,9 +124,10 @@ fn check_bundle(name: &str) {
     assert_eq!(read(&out, "latents.bin"), words_to_bytes(&model.latent_words));
     assert_eq!(read(&out, "mlp.bin"), words_to_bytes(&model.mlp_words));
     let entry = &bundle.manifest.materials[0].maps[0];
-    let params = DecodeParams::new(model.first_map[0], (entry.width, entry.height, entry.channels), 0, DecodeMode::Stored, 0.0);
+    let params =
+        DecodeParams::new(model.first_map[0], (entry.info.width, entry.info.height, entry.info.channels), 0, DecodeMode::Stored, 0.0);
     assert_eq!(read(&out, "params_0_0_0.bin"), params.bytes());
-    let groups: Vec<u8> = [entry.width.div_ceil(WORKGROUP_SIDE * model.block), entry.height.div_ceil(WORKGROUP_SIDE), 1]
+    let groups: Vec<u8> = [entry.info.width.div_ceil(WORKGROUP_SIDE * model.block), entry.info.height.div_ceil(WORKGROUP_SIDE), 1]
         .iter()
         .flat_map(|g| g.to_ne_bytes())
         .collect();

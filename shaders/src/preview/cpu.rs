@@ -191,7 +191,7 @@ pub fn pixel_footprint(uniforms: &PreviewUniforms, uv: [f32; 2], hit_uv: [f32; 2
 /// spans along the map's larger side (negative: magnified, which decodes level 0).
 #[must_use]
 pub fn map_lod(footprint: f32, entry: &texset_core::bundle::MapEntry) -> f32 {
-    (footprint * entry.width.max(entry.height) as f32).max(1e-30).log2()
+    (footprint * entry.info.width.max(entry.info.height) as f32).max(1e-30).log2()
 }
 
 /// CPU reference of `shade` in preview.wgsl: the colour of the pixel at `uv` (0..1, y down).

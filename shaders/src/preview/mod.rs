@@ -164,9 +164,9 @@ impl PreviewUniforms {
         let mut layers = [NONE; 8];
         let mut largest_side = 1u32;
         if let Some(m) = manifest.materials.get(material) {
-            largest_side = m.maps.iter().map(|e| e.width.max(e.height)).max().unwrap_or(1).max(1);
+            largest_side = m.maps.iter().map(|e| e.info.width.max(e.info.height)).max().unwrap_or(1).max(1);
             for (slot, kind) in SLOTS.iter().enumerate() {
-                if let Some(i) = m.maps.iter().position(|e| e.kind == *kind) {
+                if let Some(i) = m.maps.iter().position(|e| e.info.kind == *kind) {
                     maps[slot] = (first + i) as u32;
                     layers[slot] = i as u32;
                 }

@@ -156,7 +156,7 @@ fn check_reference(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_c
     let mut worst = 0.0f32;
     for (k, material) in bundle.manifest.materials.iter().enumerate() {
         for (m, entry) in material.maps.iter().enumerate() {
-            let name = format!("{}/{}", material.name, entry.kind);
+            let name = format!("{}/{}", material.name, entry.info.kind);
             let want = cpu.decode_map(k, m).unwrap();
             let channels = want.channels as usize;
             // Stored values: compute and fragment paths.
@@ -245,13 +245,13 @@ fn check_mip_chain(device: &wgpu::Device, queue: &wgpu::Queue, bundle: &texset_c
     let gpu = GpuDecoder::new(device, bundle).unwrap();
     for (k, material) in bundle.manifest.materials.iter().enumerate() {
         for (m, entry) in material.maps.iter().enumerate() {
-            let name = format!("{}/{} (mip group {group})", material.name, entry.kind);
+            let name = format!("{}/{} (mip group {group})", material.name, entry.info.kind);
             let levels = cpu.map_mip_levels(k, m).unwrap();
-            assert_eq!(levels, full_mip_count(entry.width, entry.height));
+            assert_eq!(levels, full_mip_count(entry.info.width, entry.info.height));
             for level in 0..levels {
                 let want = cpu.decode_map_level(k, m, level).unwrap();
                 let got = gpu.decode_map_level(device, queue, k, m, level, DecodeMode::Stored).unwrap();
-                assert_eq!((got.width, got.height), level_size(entry.width, entry.height, level));
+                assert_eq!((got.width, got.height), level_size(entry.info.width, entry.info.height, level));
                 assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
                 let diffs = max_diff_per_channel(&got.values, &want.values, want.channels as usize);
                 println!("{name} level {level} ({}x{}): max |gpu - cpu| per channel = {diffs:?}", got.width, got.height);
@@ -355,7 +355,7 @@ fn gpu_matches_cpu_at_the_widest_decoder() {
             let got = gpu.decode_map(&device, &queue, k, m, DecodeMode::Stored).unwrap();
             for d in max_diff_per_channel(&got.values, &want.values, want.channels as usize) {
                 // The same tolerance: 512-term sums in another order add ~1e-6, not 1e-4.
-                assert!(d <= TOLERANCE, "{}/{}: GPU differs from the CPU reference by {d}", material.name, material.maps[m].kind);
+                assert!(d <= TOLERANCE, "{}/{}: GPU differs from the CPU reference by {d}", material.name, material.maps[m].info.kind);
             }
         }
     }
@@ -386,7 +386,7 @@ fn gpu_matches_cpu_at_large_pe_angles() {
             for (&[u, v], g) in uvs.iter().zip(&samples) {
                 let mut want = [0.0f32; 4];
                 cpu.decode_texel(k, m, u, v, &mut want).unwrap();
-                for c in 0..want.len().min(material.maps[m].channels as usize) {
+                for c in 0..want.len().min(material.maps[m].info.channels as usize) {
                     worst = worst.max((g[c] - want[c]).abs());
                 }
             }

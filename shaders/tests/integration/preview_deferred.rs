@@ -21,7 +21,7 @@ pub(crate) fn originals_of(bundle: &Bundle, m: usize) -> Originals {
         .iter()
         .enumerate()
         .map(|(k, e)| {
-            let (w, h, c) = (e.width, e.height, e.channels);
+            let (w, h, c) = (e.info.width, e.info.height, e.info.channels);
             let values = (0..w * h * c).map(|i| (i as f32 * 0.37 + k as f32 * 0.11).sin() * 0.5 + 0.5).collect();
             (w, h, c, values)
         })

@@ -37,7 +37,7 @@ fn check(bundle: &texset_core::bundle::Bundle, width: u32, height: u32, lod_filt
         let mut filter_change = 0.0f32;
         let maps = &bundle.manifest.materials[material].maps;
         let fetch = |slot: usize, uv: [f32; 2], footprint: f32| {
-            let i = maps.iter().position(|e| e.kind.token() == SLOT_KINDS[slot])?;
+            let i = maps.iter().position(|e| e.info.kind.token() == SLOT_KINDS[slot])?;
             let lod = map_lod(footprint, &maps[i]);
             let mut t = [0.0; 4];
             cpu.decode_texel_lod(material, i, uv[0], uv[1], lod, &mut t).unwrap();

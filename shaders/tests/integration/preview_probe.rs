@@ -34,9 +34,9 @@ fn cpu_probe(bundle: &Bundle, material: usize, probe: Probe, decoded: bool, text
     let (picked, offset): (Vec<usize>, usize) = match probe {
         Probe::Error { map: None, reference_offset } => ((0..maps.len()).collect(), reference_offset as usize),
         Probe::Error { map: Some(kind), reference_offset } => {
-            (maps.iter().position(|e| e.kind == kind).into_iter().collect(), reference_offset as usize)
+            (maps.iter().position(|e| e.info.kind == kind).into_iter().collect(), reference_offset as usize)
         }
-        Probe::Height => (maps.iter().position(|e| e.kind == MapKind::Height).into_iter().collect(), 0),
+        Probe::Height => (maps.iter().position(|e| e.info.kind == MapKind::Height).into_iter().collect(), 0),
         Probe::Material => (Vec::new(), 0),
     };
     if picked.is_empty() {
@@ -44,7 +44,7 @@ fn cpu_probe(bundle: &Bundle, material: usize, probe: Probe, decoded: bool, text
     }
     let mut sum = 0.0;
     for &i in &picked {
-        let centre = texel_centre(maps[i].width, maps[i].height, uv);
+        let centre = texel_centre(maps[i].info.width, maps[i].info.height, uv);
         let shown = if decoded {
             let mut t = [0.0; 4];
             cpu.decode_texel(material, i, centre[0], centre[1], &mut t).unwrap();
@@ -57,7 +57,7 @@ fn cpu_probe(bundle: &Bundle, material: usize, probe: Probe, decoded: bool, text
             continue;
         }
         let reference = stored(texture, i + offset, centre);
-        let channels = maps[i].channels.min(4) as usize;
+        let channels = maps[i].info.channels.min(4) as usize;
         sum += (0..channels).map(|c| (shown[c] - reference[c]).abs()).sum::<f32>() / channels as f32;
     }
     Some(sum / picked.len() as f32)

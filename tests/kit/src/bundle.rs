@@ -3,7 +3,7 @@
 use texset_core::{
     bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry},
     model::{Activation, QuantizedLayer, WeightFormat, inputs_per_channel, mip_grid_side},
-    set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
+    set::{ColorSpace, MapInfo, MapKind, NormalConvention, SampleFormat},
 };
 
 /// A small deterministic generator (`SplitMix64`): the hand-built bundles' values and the forge's.
@@ -34,19 +34,27 @@ fn map(
     latent_channels: Vec<u32>,
 ) -> MapEntry {
     MapEntry {
-        kind,
-        width,
-        height,
-        channels,
-        sample_format: SampleFormat::U8,
-        color_space,
-        normal_convention: NormalConvention::OpenGl,
-        channel_ranges: vec![[0.0, 1.0]; channels as usize],
+        info: MapInfo {
+            kind,
+            width,
+            height,
+            channels,
+            sample_format: SampleFormat::U8,
+            color_space,
+            normal_convention: NormalConvention::OpenGl,
+            channel_ranges: vec![[0.0, 1.0]; channels as usize],
+        },
         output_offset,
         latent_channels,
         source_file: format!("m_{kind}.png"),
         color_transform: None,
     }
+}
+
+/// `entry` with its map description changed by `change`.
+fn with_info(mut entry: MapEntry, change: impl FnOnce(&mut MapInfo)) -> MapEntry {
+    change(&mut entry.info);
+    entry
 }
 
 /// A two-material library with varied grids (4- and 3-bit), budgets, colour spaces, a DirectX
@@ -155,16 +163,14 @@ fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32
             MaterialEntry {
                 name: "n".to_string(),
                 maps: vec![
-                    MapEntry {
-                        normal_convention: NormalConvention::DirectX,
-                        ..map(MapKind::Normal, 10, 12, 3, ColorSpace::Linear, 4, vec![1, 2, 4])
-                    },
+                    with_info(map(MapKind::Normal, 10, 12, 3, ColorSpace::Linear, 4, vec![1, 2, 4]), |info| {
+                        info.normal_convention = NormalConvention::DirectX;
+                    }),
                     // A float source: the channel range un-maps it.
-                    MapEntry {
-                        sample_format: SampleFormat::F32,
-                        channel_ranges: vec![[-0.5, 2.5]],
-                        ..map(MapKind::Height, 7, 7, 1, ColorSpace::Linear, 7, vec![])
-                    },
+                    with_info(map(MapKind::Height, 7, 7, 1, ColorSpace::Linear, 7, vec![]), |info| {
+                        info.sample_format = SampleFormat::F32;
+                        info.channel_ranges = vec![[-0.5, 2.5]];
+                    }),
                     // A colour variant of m/basecolor: its outputs through an affine transform.
                     MapEntry {
                         color_transform: Some(vec![[0.8, 0.1, 0.0, 0.0, 0.05], [0.0, -0.5, 0.2, 0.0, 0.6], [0.3, 0.3, 0.3, 0.0, -0.1]]),
@@ -218,10 +224,10 @@ pub fn tiny_bundle_in(format: WeightFormat) -> Bundle {
 pub fn over_budget_bundle() -> Bundle {
     let mut bundle = tiny_bundle();
     for map in &mut bundle.manifest.materials[0].maps {
-        (map.width, map.height) = (4096, 4096);
+        (map.info.width, map.info.height) = (4096, 4096);
     }
     let first = bundle.manifest.materials[0].clone();
-    let per_material: u64 = first.maps.iter().map(|m| 4096 * 4096 * u64::from(m.channels)).sum();
+    let per_material: u64 = first.maps.iter().map(|m| 4096 * 4096 * u64::from(m.info.channels)).sum();
     let copies = (8 << 30) / 4 / per_material + 1;
     for i in 1..copies {
         let mut copy = first.clone();

@@ -11,7 +11,7 @@ use crate::bundle::Rng;
 use texset_core::{
     bundle::{Bundle, GridEntry, LayerEntry, Manifest, MapEntry, MaterialEntry},
     model::{Activation, LayerParams, QuantizedLayer, WeightFormat, inputs_per_channel, mip_grid_side},
-    set::{ColorSpace, MapKind, NormalConvention, SampleFormat},
+    set::{ColorSpace, MapInfo, MapKind, NormalConvention, SampleFormat},
 };
 
 /// The bytes a forge reads its choices from; past their end every choice is 0.
@@ -96,7 +96,7 @@ pub fn forge_bundle(bytes: &[u8]) -> Option<Bundle> {
     let latent_channels: u32 = grids.iter().map(|g| g.channels).sum();
 
     let materials = forge_materials(&mut c, &mut values, latent_channels);
-    let outputs = materials.iter().flat_map(|m| &m.maps).map(|m| m.output_offset + m.channels).max()?;
+    let outputs = materials.iter().flat_map(|m| &m.maps).map(|m| m.output_offset + m.info.channels).max()?;
 
     let pe_frequencies = c.below(4);
     let latent_features: u32 = grids.iter().map(|g| g.channels * inputs_per_channel(g.corners) as u32).sum();
@@ -170,14 +170,16 @@ fn forge_materials(c: &mut Choices<'_>, values: &mut Rng, latent_channels: u32) 
                 (offset, budget, None)
             };
             maps.push(MapEntry {
-                kind,
-                width: 1 + c.below(MAX_SIDE),
-                height: 1 + c.below(MAX_SIDE),
-                channels,
-                sample_format,
-                color_space: if sample_format == SampleFormat::F32 { ColorSpace::Linear } else { kind.color_space() },
-                normal_convention: if c.one_in(2) { NormalConvention::OpenGl } else { NormalConvention::DirectX },
-                channel_ranges,
+                info: MapInfo {
+                    kind,
+                    width: 1 + c.below(MAX_SIDE),
+                    height: 1 + c.below(MAX_SIDE),
+                    channels,
+                    sample_format,
+                    color_space: if sample_format == SampleFormat::F32 { ColorSpace::Linear } else { kind.color_space() },
+                    normal_convention: if c.one_in(2) { NormalConvention::OpenGl } else { NormalConvention::DirectX },
+                    channel_ranges,
+                },
                 output_offset,
                 latent_channels: budget,
                 source_file: format!("m{index}_{kind}.png"),

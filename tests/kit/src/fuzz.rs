@@ -31,8 +31,14 @@ pub fn forged_bundle(data: &[u8]) -> Option<u32> {
     for (m, material) in read.manifest.materials.iter().enumerate() {
         let maps = decoder.decode_material(m).expect("a forged material decodes");
         for (map, entry) in maps.iter().zip(&material.maps) {
-            assert_eq!(map.values.len(), (entry.width * entry.height * entry.channels) as usize, "{}/{}", material.name, entry.kind);
-            assert!(map.values.iter().all(|v| v.is_finite()), "{}/{} decodes to a non-finite value", material.name, entry.kind);
+            assert_eq!(
+                map.values.len(),
+                (entry.info.width * entry.info.height * entry.info.channels) as usize,
+                "{}/{}",
+                material.name,
+                entry.info.kind
+            );
+            assert!(map.values.iter().all(|v| v.is_finite()), "{}/{} decodes to a non-finite value", material.name, entry.info.kind);
         }
     }
     Some(u32::from_le_bytes(bytes[8..12].try_into().expect("a header")))

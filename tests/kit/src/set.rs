@@ -1,7 +1,7 @@
 //! Synthetic texture sets for tests that train.
 
 use std::path::PathBuf;
-use texset_core::set::{ColorSpace, MapKind, Material, MaterialConstants, NormalConvention, SampleFormat, Texture, TextureSet};
+use texset_core::set::{ColorSpace, MapInfo, MapKind, Material, MaterialConstants, NormalConvention, SampleFormat, Texture, TextureSet};
 
 /// A synthetic texture from a function of (x, y, c).
 pub fn texture(kind: MapKind, width: u32, height: u32, channels: u32, f: impl Fn(u32, u32, u32) -> f32) -> Texture {
@@ -14,15 +14,17 @@ pub fn texture(kind: MapKind, width: u32, height: u32, channels: u32, f: impl Fn
         }
     }
     Texture {
-        kind,
+        info: MapInfo {
+            kind,
+            width,
+            height,
+            channels,
+            sample_format: SampleFormat::U8,
+            color_space: if kind == MapKind::Basecolor { ColorSpace::Srgb } else { ColorSpace::Linear },
+            normal_convention: NormalConvention::OpenGl,
+            channel_ranges: vec![[0.0, 1.0]; channels as usize],
+        },
         source_path: PathBuf::from(format!("synthetic_{kind}.png")),
-        width,
-        height,
-        channels,
-        sample_format: SampleFormat::U8,
-        color_space: if kind == MapKind::Basecolor { ColorSpace::Srgb } else { ColorSpace::Linear },
-        normal_convention: NormalConvention::OpenGl,
-        channel_ranges: vec![[0.0, 1.0]; channels as usize],
         texels,
     }
 }

@@ -151,7 +151,7 @@ fn forged_hostile_bundles_are_rejected_by_the_reader() {
         cases.push(("unsafe material name", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
     }
     let mut m = bundle.manifest.clone();
-    m.materials[0].maps[1].kind = m.materials[0].maps[0].kind;
+    m.materials[0].maps[1].info.kind = m.materials[0].maps[0].info.kind;
     cases.push(("two maps of one kind", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
     let mut m = bundle.manifest.clone();
     m.layers[0].activation = "tanh".into();
@@ -168,10 +168,10 @@ fn forged_hostile_bundles_are_rejected_by_the_reader() {
     m.layers[hidden].activation = "relu".into();
     cases.push(("an activated last layer", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
     let mut m = bundle.manifest.clone();
-    m.materials[0].maps[0].width = 16_384;
-    m.materials[0].maps[0].height = 16_384;
-    m.materials[0].maps[0].channels = 4;
-    m.materials[0].maps[0].channel_ranges = vec![[0.0, 1.0]; 4];
+    m.materials[0].maps[0].info.width = 16_384;
+    m.materials[0].maps[0].info.height = 16_384;
+    m.materials[0].maps[0].info.channels = 4;
+    m.materials[0].maps[0].info.channel_ranges = vec![[0.0, 1.0]; 4];
     cases.push(("decodes to gigabytes", forge(&serde_json::to_vec(&m).unwrap(), latents, weights)));
     cases.push(("manifest not JSON", forge(b"{not json", latents, weights)));
     cases.push(("short latents", forge(&manifest, &latents[..latents.len() - 1], weights)));
@@ -201,7 +201,7 @@ fn a_small_bundle_asking_for_hours_of_decoding_is_refused() {
     let with_copies = |copies: usize| {
         let mut m = bundle.manifest.clone();
         for map in &mut m.materials[0].maps {
-            (map.width, map.height) = (4096, 4096);
+            (map.info.width, map.info.height) = (4096, 4096);
         }
         let first = m.materials[0].clone();
         for i in 1..copies {
@@ -209,7 +209,7 @@ fn a_small_bundle_asking_for_hours_of_decoding_is_refused() {
             copy.name = format!("copy{i}");
             m.materials.push(copy);
         }
-        let per_material: u64 = first.maps.iter().map(|e| 4096 * 4096 * u64::from(e.channels)).sum();
+        let per_material: u64 = first.maps.iter().map(|e| 4096 * 4096 * u64::from(e.info.channels)).sum();
         (forge(&serde_json::to_vec(&m).unwrap(), latents, weights), per_material * copies as u64)
     };
     // Few copies: accepted (the maps' size alone is legal).
@@ -409,13 +409,13 @@ fn the_decode_budget_counts_the_mip_chain_and_the_mlp() {
         let per_texel: u64 = m.layers.iter().map(|l| u64::from(l.inputs) * u64::from(l.outputs)).sum();
         let (mut texels, mut values) = (0u64, 0u64);
         for map in m.materials.iter().flat_map(|mat| &mat.maps) {
-            let levels = if m.mip_levels > 1 { full_mip_count(map.width, map.height) } else { 1 };
+            let levels = if m.mip_levels > 1 { full_mip_count(map.info.width, map.info.height) } else { 1 };
             assert_eq!(levels > 1, mip_levels > 1);
-            let (mut w, mut h) = (u64::from(map.width), u64::from(map.height));
+            let (mut w, mut h) = (u64::from(map.info.width), u64::from(map.info.height));
             for level in 0..levels {
-                assert_eq!(level_size(map.width, map.height, level), (w as u32, h as u32));
+                assert_eq!(level_size(map.info.width, map.info.height, level), (w as u32, h as u32));
                 texels += w * h;
-                values += w * h * u64::from(map.channels);
+                values += w * h * u64::from(map.info.channels);
                 (w, h) = ((w / 2).max(1), (h / 2).max(1));
             }
         }

@@ -18,15 +18,15 @@ fn shared_asset(test: &str, folder: &str, file: &str) -> Option<PathBuf> {
 }
 
 fn kinds(material: &Material) -> Vec<MapKind> {
-    material.textures.iter().map(|t| t.kind).collect()
+    material.textures.iter().map(|t| t.info.kind).collect()
 }
 
 /// Every map's texels in range, sized as stated.
 fn assert_maps_sound(asset: &GltfAsset) {
     for material in &asset.materials {
         for t in &material.textures {
-            assert_eq!(t.texels.len(), t.texel_count() * t.channels as usize, "{}/{}", material.name, t.kind);
-            assert!(t.texels.iter().all(|v| (0.0..=1.0).contains(v)), "{}/{}", material.name, t.kind);
+            assert_eq!(t.texels.len(), t.texel_count() * t.info.channels as usize, "{}/{}", material.name, t.info.kind);
+            assert!(t.texels.iter().all(|v| (0.0..=1.0).contains(v)), "{}/{}", material.name, t.info.kind);
         }
     }
     for mesh in &asset.meshes {
@@ -56,13 +56,14 @@ fn shoe_variants_become_three_materials_named_by_variant() {
         // The packed map is bound as occlusion and as metallic-roughness: one ORM map.
         assert_eq!(kinds(material), [MapKind::Basecolor, MapKind::Normal, MapKind::Orm], "{}", material.name);
         for t in &material.textures {
-            assert_eq!((t.width, t.height, t.channels), (1024, 1024, 3), "{}/{}", material.name, t.kind);
+            assert_eq!((t.info.width, t.info.height, t.info.channels), (1024, 1024, 3), "{}/{}", material.name, t.info.kind);
         }
     }
     // The normal and ORM maps are the same source files in every material, decoded once:
     // three colourways, one normal map, one packed map.
     for kind in [MapKind::Normal, MapKind::Orm] {
-        let sources: Vec<_> = asset.materials.iter().map(|m| &m.textures.iter().find(|t| t.kind == kind).unwrap().source_path).collect();
+        let sources: Vec<_> =
+            asset.materials.iter().map(|m| &m.textures.iter().find(|t| t.info.kind == kind).unwrap().source_path).collect();
         assert!(sources.windows(2).all(|w| w[0] == w[1]), "{kind}: {sources:?}");
     }
     assert_eq!(asset.image_sources.len(), 5);
@@ -85,10 +86,10 @@ fn cabinet_arm_map_bound_as_metallic_roughness_alone_gives_roughness_and_metalli
     // default metallicFactor 1: glTF reads its G as roughness and its B as metallic, and never its
     // R (AO), so it becomes a roughness map and a metallic map, not an ORM map and no AO.
     assert_eq!(kinds(material), [MapKind::Basecolor, MapKind::Normal, MapKind::Roughness, MapKind::Metallic]);
-    let arm = |kind| material.textures.iter().find(|t| t.kind == kind).unwrap();
+    let arm = |kind| material.textures.iter().find(|t| t.info.kind == kind).unwrap();
     assert_eq!(arm(MapKind::Roughness).source_path, arm(MapKind::Metallic).source_path);
     assert!(arm(MapKind::Roughness).source_path.ends_with("painted_wooden_cabinet_arm_1k.jpg"));
-    assert_eq!((arm(MapKind::Roughness).channels, arm(MapKind::Basecolor).channels), (1, 3));
+    assert_eq!((arm(MapKind::Roughness).info.channels, arm(MapKind::Basecolor).info.channels), (1, 3));
     assert!(material.constants.double_sided);
     assert_eq!(asset.meshes.len(), 5);
     assert_eq!(asset.image_sources.len(), 3);
@@ -102,7 +103,7 @@ fn tea_set_is_one_material_on_ten_meshes() {
     let [material] = &asset.materials[..] else { panic!("{} materials", asset.materials.len()) };
     assert_eq!(material.name, "tea_set_01");
     assert_eq!(kinds(material), [MapKind::Basecolor, MapKind::Normal, MapKind::Roughness, MapKind::Metallic]);
-    assert!(material.textures.iter().all(|t| (t.width, t.height) == (1024, 1024)));
+    assert!(material.textures.iter().all(|t| (t.info.width, t.info.height) == (1024, 1024)));
     assert_eq!(asset.meshes.len(), 10);
     assert!(asset.meshes.iter().all(|m| m.material == 0));
     assert!(asset.meshes.iter().any(|m| m.name == "tea_set_01_teapot_01"));
@@ -124,7 +125,7 @@ fn sofa_materials_share_textures_and_bind_roughness_only() {
     // The diffuse JPEG is listed twice (image 1 and image 3): one image, decoded once.
     assert_eq!(asset.image_sources.len(), 3);
     for (a, b) in asset.materials[0].textures.iter().zip(&asset.materials[1].textures) {
-        assert_eq!((&a.source_path, &a.texels), (&b.source_path, &b.texels), "{}", a.kind);
+        assert_eq!((&a.source_path, &a.texels), (&b.source_path, &b.texels), "{}", a.info.kind);
     }
     assert_eq!(asset.meshes.iter().map(|m| m.material).collect::<Vec<_>>(), [0, 1]);
     assert!(asset.report.skipped.iter().filter(|s| s.reason.contains("metallicFactor is 0")).count() == 2);

@@ -42,7 +42,7 @@ fn burn_wgpu_trains_and_its_forward_matches_the_cpu_reference() {
     let mut worst = 0.0f32;
     for i in 0..n {
         decoder.decode_texel(0, 0, uv[2 * i], uv[2 * i + 1], &mut texel).unwrap();
-        for c in 0..map.channels as usize {
+        for c in 0..map.info.channels as usize {
             worst = worst.max((texel[c] - y[i * oc + map.output_offset as usize + c]).abs());
         }
     }

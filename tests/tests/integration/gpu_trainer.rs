@@ -30,7 +30,7 @@ fn library() -> texset_core::set::TextureSet {
     let mut second = set.materials[0].clone();
     second.name = "shifted".into();
     for t in &mut second.textures {
-        if t.kind == MapKind::Basecolor {
+        if t.info.kind == MapKind::Basecolor {
             for (i, v) in t.texels.iter_mut().enumerate() {
                 *v = (((0.8 * *v + 0.1 * (i % 3) as f32) * 255.0).round() / 255.0).clamp(0.0, 1.0);
             }

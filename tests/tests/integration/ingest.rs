@@ -32,18 +32,18 @@ fn every_shared_material_ingests() {
         let mut report = IngestReport::default();
         let m = load_material(dir, &mut report).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         assert!(m.textures.len() >= 3, "{}: {} maps", dir.display(), m.textures.len());
-        assert!(m.textures.iter().any(|t| t.kind == MapKind::Basecolor));
-        assert!(m.textures.iter().any(|t| t.kind == MapKind::Normal));
+        assert!(m.textures.iter().any(|t| t.info.kind == MapKind::Basecolor));
+        assert!(m.textures.iter().any(|t| t.info.kind == MapKind::Normal));
         for t in &m.textures {
-            assert_eq!(t.texels.len(), t.texel_count() * t.channels as usize);
+            assert_eq!(t.texels.len(), t.texel_count() * t.info.channels as usize);
             assert!(t.texels.iter().all(|v| (0.0..=1.0).contains(v)));
         }
         if m.name == "glass_pattern_001" {
-            let height = m.textures.iter().find(|t| t.kind == MapKind::Height).unwrap();
-            assert_eq!(height.sample_format, texset_core::set::SampleFormat::U16, "16-bit height kept");
+            let height = m.textures.iter().find(|t| t.info.kind == MapKind::Height).unwrap();
+            assert_eq!(height.info.sample_format, texset_core::set::SampleFormat::U16, "16-bit height kept");
             assert_eq!(m.textures.len(), 7);
         } else {
-            assert!(m.textures.iter().any(|t| t.kind == MapKind::Orm), "{}: orm", m.name);
+            assert!(m.textures.iter().any(|t| t.info.kind == MapKind::Orm), "{}: orm", m.name);
         }
     }
 }
@@ -54,7 +54,7 @@ fn sample_textures_ingest_as_one_library() {
     assert_eq!(set.materials.len(), 5);
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     let metal = set.materials.iter().find(|m| m.name == "metal_plates").unwrap();
-    assert!(metal.textures.iter().any(|t| t.kind == MapKind::Orm && t.channels == 3));
+    assert!(metal.textures.iter().any(|t| t.info.kind == MapKind::Orm && t.info.channels == 3));
 }
 
 #[test]
@@ -73,8 +73,8 @@ fn unknown_names_are_reported_not_guessed_and_config_names_them() {
     let mut report = IngestReport::default();
     let m = load_material(dir.path(), &mut report).unwrap();
     assert_eq!(m.name, "named");
-    let normal = m.textures.iter().find(|t| t.kind == MapKind::Normal).unwrap();
-    assert_eq!(normal.normal_convention, texset_core::set::NormalConvention::DirectX);
+    let normal = m.textures.iter().find(|t| t.info.kind == MapKind::Normal).unwrap();
+    assert_eq!(normal.info.normal_convention, texset_core::set::NormalConvention::DirectX);
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn maps_of_different_resolutions_load() {
     write_png(&dir.path().join("m_albedo.png"), 64, 64, 3);
     write_png(&dir.path().join("m_rough.png"), 16, 16, 1);
     let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
-    let sizes: Vec<(u32, u32)> = m.textures.iter().map(|t| (t.width, t.channels)).collect();
+    let sizes: Vec<(u32, u32)> = m.textures.iter().map(|t| (t.info.width, t.info.channels)).collect();
     assert_eq!(sizes, vec![(64, 3), (16, 1)]);
 }
 
@@ -202,9 +202,9 @@ fn float_exr_maps_keep_their_range_through_compress_and_decode() {
     image::save_buffer(src.path().join("rock_height.exr"), &bytes, w, h, image::ExtendedColorType::Rgb32F).unwrap();
     write_png(&src.path().join("rock_basecolor.png"), w, h, 3);
     let (set, _) = load_library(&[src.path().to_path_buf()]).unwrap();
-    let height = set.materials[0].textures.iter().find(|t| t.kind == MapKind::Height).unwrap();
-    assert_eq!(height.sample_format, texset_core::set::SampleFormat::F32);
-    assert!((height.channel_ranges[0][0] + 2.0).abs() < 1e-6 && (height.channel_ranges[0][1] - 6.0).abs() < 1e-6);
+    let height = set.materials[0].textures.iter().find(|t| t.info.kind == MapKind::Height).unwrap();
+    assert_eq!(height.info.sample_format, texset_core::set::SampleFormat::F32);
+    assert!((height.info.channel_ranges[0][0] + 2.0).abs() < 1e-6 && (height.info.channel_ranges[0][1] - 6.0).abs() < 1e-6);
     let options =
         CompressOptions { schedule: ScheduleConfig { steps: 200, batch_texels: 1024, ..Default::default() }, ..CompressOptions::default() };
     let out = compress(&set, &options, &NoProgress, &Cancel::new()).unwrap();
@@ -256,7 +256,7 @@ fn mutated_image_files_decode_or_give_an_error_naming_the_file() {
             match decode_texture(&bytes, path, MapKind::Basecolor, NormalConvention::default()) {
                 Ok(t) => {
                     decoded += 1;
-                    assert_eq!(t.texels.len(), (t.width * t.height * t.channels) as usize);
+                    assert_eq!(t.texels.len(), (t.info.width * t.info.height * t.info.channels) as usize);
                 }
                 Err(e) => {
                     rejected += 1;
@@ -349,12 +349,15 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
     // Every map at the material's resolution, the constants filled with their value; the
     // kinds and channel layouts are those of the files.
     for t in &material.textures {
-        assert_eq!((t.width, t.height), (32, 32), "{}", t.kind);
-        assert_eq!(t.texels.len(), 32 * 32 * t.channels as usize);
+        assert_eq!((t.info.width, t.info.height), (32, 32), "{}", t.info.kind);
+        assert_eq!(t.texels.len(), 32 * 32 * t.info.channels as usize);
     }
-    let map = |kind: MapKind| material.textures.iter().find(|t| t.kind == kind).unwrap();
-    assert_eq!((map(MapKind::Roughness).channels, map(MapKind::Roughness).sample_format), (1, texset_core::set::SampleFormat::U8));
-    assert_eq!((map(MapKind::Orm).channels, map(MapKind::Orm).sample_format), (3, texset_core::set::SampleFormat::U16));
+    let map = |kind: MapKind| material.textures.iter().find(|t| t.info.kind == kind).unwrap();
+    assert_eq!(
+        (map(MapKind::Roughness).info.channels, map(MapKind::Roughness).info.sample_format),
+        (1, texset_core::set::SampleFormat::U8)
+    );
+    assert_eq!((map(MapKind::Orm).info.channels, map(MapKind::Orm).info.sample_format), (3, texset_core::set::SampleFormat::U16));
     assert!(map(MapKind::Roughness).texels.iter().all(|v| v.to_bits() == (f32::from(roughness) / 255.0).to_bits()));
     assert!(report.maps.iter().any(|m| m.contains("/roughness: 32x32 1ch 8-bit, constant (1x1 in the file)")), "{:?}", report.maps);
     assert!(report.maps.iter().any(|m| m.contains("/metallic: 32x32 1ch 8-bit, constant (4x4 in the file)")), "{:?}", report.maps);
@@ -371,9 +374,9 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
         let budget = out.report.analyse.budgets.iter().find(|b| b.texture.ends_with(&format!("/{kind}"))).unwrap();
         assert_eq!(budget.channels, 0, "{kind}: {}", budget.reason);
         assert!(budget.reason.starts_with("flat"), "{kind}: {}", budget.reason);
-        let entry = manifest.maps.iter().find(|m| m.kind == kind).unwrap();
+        let entry = manifest.maps.iter().find(|m| m.info.kind == kind).unwrap();
         assert!(entry.latent_channels.is_empty(), "{kind}: {:?}", entry.latent_channels);
-        assert_eq!((entry.width, entry.height), (32, 32), "{kind}");
+        assert_eq!((entry.info.width, entry.info.height), (32, 32), "{kind}");
     }
 
     // Decoded at 32×32, every texel the constant. A flat map decodes from the MLP's output bias
@@ -386,7 +389,7 @@ fn tiny_constant_maps_load_flat_and_decode_to_their_value_at_the_material_size()
         (MapKind::Metallic, vec![f32::from(metallic) / 255.0]),
         (MapKind::Orm, orm.iter().map(|&v| f32::from(v) / 65535.0).collect()),
     ] {
-        let index = manifest.maps.iter().position(|m| m.kind == kind).unwrap();
+        let index = manifest.maps.iter().position(|m| m.info.kind == kind).unwrap();
         let decoded = decoder.decode_map(0, index).unwrap();
         assert_eq!((decoded.width, decoded.height, decoded.channels as usize), (32, 32, value.len()), "{kind}");
         let worst =
@@ -427,8 +430,8 @@ fn a_tiny_map_that_varies_is_refused_naming_the_file() {
     // One level of difference is the file's quantisation, not content: a constant, at its mean.
     image::save_buffer(dir.path().join("m_roughness.png"), &[127, 128, 128, 127], 2, 2, image::ExtendedColorType::L8).unwrap();
     let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
-    let rough = m.textures.iter().find(|t| t.kind == MapKind::Roughness).unwrap();
-    assert_eq!((rough.width, rough.height), (16, 16));
+    let rough = m.textures.iter().find(|t| t.info.kind == MapKind::Roughness).unwrap();
+    assert_eq!((rough.info.width, rough.info.height), (16, 16));
     assert!(rough.texels.iter().all(|&v| (v - 127.5 / 255.0).abs() < 1e-6));
     // Two levels is content.
     image::save_buffer(dir.path().join("m_roughness.png"), &[127, 129, 129, 127], 2, 2, image::ExtendedColorType::L8).unwrap();
@@ -443,7 +446,7 @@ fn only_constant_maps_take_the_material_resolution() {
     write_png(&dir.path().join("m_roughness.png"), 16, 16, 1);
     write_constant_png(&dir.path().join("m_metallic.png"), 16, 16, &[9], false);
     let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
-    let sizes: Vec<(MapKind, u32, u32)> = m.textures.iter().map(|t| (t.kind, t.width, t.height)).collect();
+    let sizes: Vec<(MapKind, u32, u32)> = m.textures.iter().map(|t| (t.info.kind, t.info.width, t.info.height)).collect();
     assert_eq!(sizes, vec![(MapKind::Basecolor, 64, 64), (MapKind::Roughness, 16, 16), (MapKind::Metallic, 64, 64)]);
 
     // A material of only constants: the largest of them, and at least 4×4.
@@ -452,16 +455,16 @@ fn only_constant_maps_take_the_material_resolution() {
     write_constant_png(&dir.path().join("m_roughness.png"), 2, 2, &[128], false);
     let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
     assert!(
-        m.textures.iter().all(|t| (t.width, t.height) == (4, 4)),
+        m.textures.iter().all(|t| (t.info.width, t.info.height) == (4, 4)),
         "{:?}",
-        m.textures.iter().map(|t| (t.width, t.height)).collect::<Vec<_>>()
+        m.textures.iter().map(|t| (t.info.width, t.info.height)).collect::<Vec<_>>()
     );
-    let base = m.textures.iter().find(|t| t.kind == MapKind::Basecolor).unwrap();
+    let base = m.textures.iter().find(|t| t.info.kind == MapKind::Basecolor).unwrap();
     assert_eq!(base.texels.len(), 4 * 4 * 3);
     assert_eq!(&base.texels[..3], &[200.0 / 255.0, 100.0 / 255.0, 50.0 / 255.0]);
     let dir = tempfile::tempdir().unwrap();
     write_constant_png(&dir.path().join("m_basecolor.png"), 1, 1, &[1, 2, 3], false);
     write_constant_png(&dir.path().join("m_roughness.png"), 8, 6, &[128], false);
     let m = load_material(dir.path(), &mut IngestReport::default()).unwrap();
-    assert!(m.textures.iter().all(|t| (t.width, t.height) == (8, 6)));
+    assert!(m.textures.iter().all(|t| (t.info.width, t.info.height) == (8, 6)));
 }

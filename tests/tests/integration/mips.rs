@@ -68,12 +68,13 @@ fn options(mips: bool) -> CompressOptions {
 fn level_psnr(set: &TextureSet, decoder: &Decoder) -> Vec<f64> {
     let mut pooled: Vec<SquaredError> = Vec::new();
     for (m, _, t) in set.textures() {
-        let k = set.materials[m].textures.iter().position(|x| x.kind == t.kind).unwrap();
-        let chain = box_chain(&t.texels, t.width, t.height, t.channels, t.kind, t.color_space, &t.channel_ranges);
+        let k = set.materials[m].textures.iter().position(|x| x.info.kind == t.info.kind).unwrap();
+        let chain =
+            box_chain(&t.texels, t.info.width, t.info.height, t.info.channels, t.info.kind, t.info.color_space, &t.info.channel_ranges);
         let reference = std::iter::once(t.texels.as_slice()).chain(chain.iter().map(|l| l.values.as_slice()));
         for (level, values) in reference.enumerate() {
             let mut d = decoder.decode_map_level(m, k, level as u32).unwrap();
-            quantize_to_format(&mut d.values, t.sample_format);
+            quantize_to_format(&mut d.values, t.info.sample_format);
             if pooled.len() <= level {
                 pooled.push(SquaredError::default());
             }
@@ -133,9 +134,9 @@ fn every_mip_level_is_trained_and_round_trips() {
         assert!((a - b).abs() < 1e-9, "evaluate_mips disagrees with the direct measurement");
     }
     for m in &report.maps {
-        let t = set.materials[0].textures.iter().find(|t| t.kind.to_string() == m.map).unwrap();
+        let t = set.materials[0].textures.iter().find(|t| t.info.kind.to_string() == m.map).unwrap();
         println!("{}: {:.2?}", m.map, m.level_psnr_db);
-        assert_eq!(m.level_psnr_db.len() as u32, full_mip_count(t.width, t.height), "{}", m.map);
+        assert_eq!(m.level_psnr_db.len() as u32, full_mip_count(t.info.width, t.info.height), "{}", m.map);
         assert_eq!(m.level_sizes.last(), Some(&[1, 1]));
     }
     // Level 0 keeps most of its quality with the pyramid training beside it...

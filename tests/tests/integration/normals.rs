@@ -46,7 +46,7 @@ fn unit_normal_texels_keep_the_direction_at_unit_length() {
     }
     // Through a float map's channel ranges: the normal lives in the range's values.
     let mut ranged = t.clone();
-    ranged.channel_ranges = vec![[-0.5, 1.5]; 3];
+    ranged.info.channel_ranges = vec![[-0.5, 1.5]; 3];
     for v in &mut ranged.texels {
         *v = (*v + 0.5) * 0.5;
     }

@@ -63,14 +63,14 @@ fn match_bc_reaches_the_block_compressed_psnr_at_fewer_bits() {
     let low = baseline(&set, Profile::Low);
     let (mut squared_sum, mut values, mut bytes) = (0.0f64, 0u64, 0u64);
     for (texture, map) in set.textures().map(|(_, _, t)| t).zip(&low.maps) {
-        let format = Profile::Low.format(texture.kind, texture.channels);
+        let format = Profile::Low.format(texture.info.kind, texture.info.channels);
         assert_eq!(map.format, format);
         let rt = round_trip(texture, format);
         assert!((rt.psnr_db - map.psnr_db).abs() < 1e-9, "{}: {} vs {}", map.map, rt.psnr_db, map.psnr_db);
         let n = texture.texels.len() as u64;
         squared_sum += 10f64.powf(-rt.psnr_db / 10.0) * n as f64;
         values += n;
-        let blocks = u64::from(texture.width.div_ceil(4) * texture.height.div_ceil(4));
+        let blocks = u64::from(texture.info.width.div_ceil(4) * texture.info.height.div_ceil(4));
         assert_eq!(map.bytes, blocks * (format.bits_per_texel() as u64 * 2));
         bytes += map.bytes;
     }

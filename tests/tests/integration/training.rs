@@ -25,7 +25,7 @@ fn quick_options() -> CompressOptions {
 fn mean_predictor_psnr(set: &texset_core::set::TextureSet) -> f64 {
     let mut se = texset_core::eval::SquaredError::default();
     for (_, _, t) in set.textures() {
-        let ch = t.channels as usize;
+        let ch = t.info.channels as usize;
         for c in 0..ch {
             let values: Vec<f32> = t.texels.iter().skip(c).step_by(ch).copied().collect();
             let mean = values.iter().sum::<f32>() / values.len() as f32;
@@ -46,7 +46,7 @@ fn training_reaches_a_psnr_floor_a_broken_model_cannot() {
     assert!(eval.pooled_psnr_db >= 30.0, "pooled PSNR {:.2} dB (mean predictor {baseline:.2} dB)", eval.pooled_psnr_db);
     assert!(eval.pooled_psnr_db > baseline + 12.0);
     // Maps of different resolutions in one material decode at their own size.
-    assert_eq!(out.bundle.manifest.materials[0].maps[1].width, 32);
+    assert_eq!(out.bundle.manifest.materials[0].maps[1].info.width, 32);
     assert!(eval.maps.iter().all(|m| m.ssim > 0.8), "{:?}", eval.maps);
 }
 
@@ -166,7 +166,7 @@ fn cpu_reference_decoder_matches_the_burn_model() {
             let mut texel = [0.0f32; 4];
             for i in 0..n {
                 decoder.decode_texel(mi, ti, uv[2 * i], uv[2 * i + 1], &mut texel).unwrap();
-                for c in 0..map.channels as usize {
+                for c in 0..map.info.channels as usize {
                     let d = (texel[c] - y[i * oc + map.output_offset as usize + c]).abs();
                     worst = worst.max(d);
                 }

@@ -56,7 +56,8 @@ impl DecodeBenchArgs {
         let (levels, layers, _) = quantise(&layout, &params);
         let (bundle, _, _) = pack(&set, &layout, levels, layers)?;
         let decoder = Decoder::new(&bundle);
-        let texels: f64 = bundle.manifest.materials[0].maps.iter().map(|m| f64::from(m.width) * f64::from(m.height)).fold(0.0, f64::max);
+        let texels: f64 =
+            bundle.manifest.materials[0].maps.iter().map(|m| f64::from(m.info.width) * f64::from(m.info.height)).fold(0.0, f64::max);
         let decode_once = || -> Result<f64> {
             let t = Instant::now();
             let maps = decoder.decode_material(0)?;
@@ -179,7 +180,7 @@ fn gpu_decode(
         }
     }
     let entry = &bundle.manifest.materials[0].maps[0];
-    let map_texels = f64::from(entry.width) * f64::from(entry.height);
+    let map_texels = f64::from(entry.info.width) * f64::from(entry.info.height);
     let stored = texset_shaders::DecodeMode::Stored;
     gpu.decode_map(device, queue, 0, 0, stored)?;
     let mut times = Vec::new();
@@ -189,7 +190,7 @@ fn gpu_decode(
         times.push(map_texels / t.elapsed().as_secs_f64());
     }
     results.push(Measurement {
-        what: format!("decode gpu whole map incl. read-back ({device_name}; {} ch)", entry.channels),
+        what: format!("decode gpu whole map incl. read-back ({device_name}; {} ch)", entry.info.channels),
         texels_per_sec: median(times),
         runs,
         note: String::new(),

@@ -285,7 +285,12 @@ fn as_decoded(set: &TextureSet, values: Vec<Vec<f32>>) -> Vec<Vec<DecodedMap>> {
         .map(|m| {
             m.textures
                 .iter()
-                .map(|t| DecodedMap { width: t.width, height: t.height, channels: t.channels, values: values.next().unwrap_or_default() })
+                .map(|t| DecodedMap {
+                    width: t.info.width,
+                    height: t.info.height,
+                    channels: t.info.channels,
+                    values: values.next().unwrap_or_default(),
+                })
                 .collect()
         })
         .collect()

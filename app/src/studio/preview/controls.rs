@@ -92,7 +92,7 @@ fn short_name(source: SideSource) -> String {
 /// The error view's map (or pooled) and the top of its ramp.
 fn error_controls_ui(ui: &mut egui::Ui, session: &Session, view: &mut ViewSettings) {
     let kinds: Vec<_> =
-        session.library.set.materials.get(view.material).map(|m| m.textures.iter().map(|t| t.kind).collect()).unwrap_or_default();
+        session.library.set.materials.get(view.material).map(|m| m.textures.iter().map(|t| t.info.kind).collect()).unwrap_or_default();
     let name = |map: Option<texset_core::set::MapKind>| map.map_or_else(|| "every map, pooled".to_owned(), |k| k.to_string());
     egui::ComboBox::from_id_salt("error map").selected_text(name(view.error_map)).show_ui(ui, |ui| {
         ui.selectable_value(&mut view.error_map, None, name(None));

@@ -174,9 +174,11 @@ impl RenderThread {
                 // view's reference).
                 let mut maps: Vec<(u32, u32, u32, &[f32])> = Vec::new();
                 if let Some(bcn) = &bcn {
-                    maps.extend(m.textures.iter().zip(bcn).map(|(t, b)| (t.width, t.height, t.channels, b.values.as_slice())));
+                    maps.extend(
+                        m.textures.iter().zip(bcn).map(|(t, b)| (t.info.width, t.info.height, t.info.channels, b.values.as_slice())),
+                    );
                 }
-                maps.extend(m.textures.iter().map(|t| (t.width, t.height, t.channels, t.texels.as_slice())));
+                maps.extend(m.textures.iter().map(|t| (t.info.width, t.info.height, t.info.channels, t.texels.as_slice())));
                 let originals = Arc::new(Originals::from_maps(&maps));
                 self.maps[slot.min(1)] = Some((key, originals));
                 self.upload_maps(slot)

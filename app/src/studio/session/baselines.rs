@@ -29,7 +29,7 @@ impl Session {
         }
         let Some(texture) = self.library.set.materials.get(material).and_then(|m| m.textures.get(map)) else { return };
         let set = Arc::clone(&self.library.set);
-        let format = BcFormat::for_map(texture.kind, texture.channels);
+        let format = BcFormat::for_map(texture.info.kind, texture.info.channels);
         let task =
             Task::spawn("texset-bcn", Arc::clone(&self.env.repaint), move || round_trip(&set.materials[material].textures[map], format));
         self.compare.bcn_task = Some(((material, map), task));

@@ -611,7 +611,7 @@ fn from_cache(cache: &Path, hash: &str, expected: &Expected, material: &str, out
 fn holds(bytes: &[u8], (name, kinds): &Expected) -> bool {
     crate::bundle::Bundle::from_bytes(bytes).is_ok_and(|bundle| {
         let materials = &bundle.manifest.materials;
-        materials.len() == 1 && materials[0].name == *name && materials[0].maps.iter().map(|m| m.kind).eq(kinds.iter().copied())
+        materials.len() == 1 && materials[0].name == *name && materials[0].maps.iter().map(|m| m.info.kind).eq(kinds.iter().copied())
     })
 }
 

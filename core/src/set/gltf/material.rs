@@ -5,7 +5,7 @@
 use super::GltfFault;
 use super::source::{ImageKey, LoadedAsset, decode_image, image_key, image_source_path};
 use crate::set::ingest::{IngestError, IngestReport, Skipped, report_maps, resize_constant_maps};
-use crate::set::{AlphaMode, MapKind, Material, MaterialConstants, NormalConvention, Texture, UvTransform};
+use crate::set::{AlphaMode, MapInfo, MapKind, Material, MaterialConstants, NormalConvention, Texture, UvTransform};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -105,7 +105,7 @@ pub(super) fn load_materials(asset: &LoadedAsset, report: &mut IngestReport) -> 
     for (name, plan) in kept {
         let mut textures: Vec<Texture> =
             plan.maps.iter().filter_map(|map| images.get(&map.image).map(|image| pick_map(image, map.kind, map.pick))).collect();
-        textures.sort_by_key(|t| t.kind);
+        textures.sort_by_key(|t| t.info.kind);
         let resized = resize_constant_maps(&mut textures)?;
         report_maps(&name, &textures, &resized, report);
         materials.push(Material { name, source_dir: asset.path.clone(), textures, constants: plan.constants });
@@ -308,7 +308,7 @@ fn unique_name(base: &str, used: &mut HashSet<String>) -> String {
 /// The map of `kind` taken from a decoded image: the channels `pick` names, the kind's colour
 /// space, glTF's (OpenGL) normal convention.
 fn pick_map(image: &Texture, kind: MapKind, pick: Pick) -> Texture {
-    let ch = image.channels as usize;
+    let ch = image.info.channels as usize;
     // A gray image (1 or 2 channels) gives its value for R, G and B.
     let colour = |c: usize| if ch < 3 { 0 } else { c };
     let channels: Vec<usize> = match pick {
@@ -318,22 +318,24 @@ fn pick_map(image: &Texture, kind: MapKind, pick: Pick) -> Texture {
         Pick::Channel(c) => vec![colour(c)],
     };
     let (texels, channel_ranges) = if channels.iter().copied().eq(0..ch) {
-        (image.texels.clone(), image.channel_ranges.clone())
+        (image.texels.clone(), image.info.channel_ranges.clone())
     } else {
         let texels =
             image.texels.chunks_exact(ch.max(1)).flat_map(|texel| channels.iter().map(|&c| texel.get(c).copied().unwrap_or(0.0))).collect();
-        (texels, channels.iter().map(|&c| image.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0])).collect())
+        (texels, channels.iter().map(|&c| image.info.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0])).collect())
     };
     Texture {
-        kind,
+        info: MapInfo {
+            kind,
+            width: image.info.width,
+            height: image.info.height,
+            channels: channels.len() as u32,
+            sample_format: image.info.sample_format,
+            color_space: kind.color_space(),
+            normal_convention: NormalConvention::OpenGl,
+            channel_ranges,
+        },
         source_path: image.source_path.clone(),
-        width: image.width,
-        height: image.height,
-        channels: channels.len() as u32,
-        sample_format: image.sample_format,
-        color_space: kind.color_space(),
-        normal_convention: NormalConvention::OpenGl,
-        channel_ranges,
         texels,
     }
 }

@@ -130,8 +130,8 @@ pub(crate) fn chain_draws_per_level0_draw(set: &TextureSet, layout: &ModelLayout
     let (mut all, mut level0) = (0u64, 0u64);
     for (material, slots) in set.materials.iter().zip(&layout.textures) {
         for (texture, _) in material.textures.iter().zip(slots).filter(|(_, s)| s.duplicate_of.is_none()) {
-            for level in 0..crate::model::params::full_mip_count(texture.width, texture.height) {
-                let (w, h) = crate::model::mips::level_size(texture.width, texture.height, level);
+            for level in 0..crate::model::params::full_mip_count(texture.info.width, texture.info.height) {
+                let (w, h) = crate::model::mips::level_size(texture.info.width, texture.info.height, level);
                 let draws = u64::from(w) * u64::from(h) * level_repeats(level, boost, true);
                 all = all.saturating_add(draws);
                 if level == 0 {
@@ -167,29 +167,29 @@ impl<'a> Sampler<'a> {
                 } else {
                     Cow::Borrowed(texture.texels.as_slice())
                 };
-                let weights: Vec<f32> = (0..texture.channels as usize)
+                let weights: Vec<f32> = (0..texture.info.channels as usize)
                     .map(|c| slot.loss_weight * slot.channel_loss_factors.get(c).copied().unwrap_or(1.0))
                     .collect();
                 let chain = if layout.mip_levels > 1 {
                     crate::model::mips::box_chain(
                         &level0,
-                        texture.width,
-                        texture.height,
-                        texture.channels,
-                        texture.kind,
-                        texture.color_space,
-                        &texture.channel_ranges,
+                        texture.info.width,
+                        texture.info.height,
+                        texture.info.channels,
+                        texture.info.kind,
+                        texture.info.color_space,
+                        &texture.info.channel_ranges,
                     )
                 } else {
                     Vec::new()
                 };
-                let levels = std::iter::once((texture.width, texture.height, level0))
+                let levels = std::iter::once((texture.info.width, texture.info.height, level0))
                     .chain(chain.into_iter().map(|l| (l.width, l.height, Cow::Owned(l.values))));
                 for (level, (width, height, data)) in levels.enumerate() {
                     let level = level as u32;
                     let target = TargetRef {
                         data,
-                        channels: texture.channels as usize,
+                        channels: texture.info.channels as usize,
                         output_offset: slot.output_offset,
                         weights: weights.clone(),
                         slot: slot_index,

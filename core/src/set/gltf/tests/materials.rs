@@ -4,11 +4,11 @@ use super::*;
 use crate::set::{AlphaMode, ColorSpace, MapKind, Material, Texture, UvTransform};
 
 fn kinds(material: &Material) -> Vec<MapKind> {
-    material.textures.iter().map(|t| t.kind).collect()
+    material.textures.iter().map(|t| t.info.kind).collect()
 }
 
 fn map(material: &Material, kind: MapKind) -> &Texture {
-    material.textures.iter().find(|t| t.kind == kind).unwrap()
+    material.textures.iter().find(|t| t.info.kind == kind).unwrap()
 }
 
 /// Channel `c` of the fixture image with `seed` (RGB), normalised, for every texel.
@@ -17,7 +17,7 @@ fn channel(seed: u8, c: usize) -> Vec<f32> {
 }
 
 fn texels_of_channel(texture: &Texture, c: usize) -> Vec<f32> {
-    texture.texels.chunks_exact(texture.channels as usize).map(|t| t[c]).collect()
+    texture.texels.chunks_exact(texture.info.channels as usize).map(|t| t[c]).collect()
 }
 
 #[test]
@@ -32,9 +32,9 @@ fn a_shared_occlusion_and_metallic_roughness_image_is_one_orm_map() {
     assert_eq!(material.name, "painted");
     assert_eq!(kinds(material), [MapKind::Basecolor, MapKind::Normal, MapKind::Orm]);
     let orm = map(material, MapKind::Orm);
-    assert_eq!((orm.channels, orm.color_space), (3, ColorSpace::Linear));
+    assert_eq!((orm.info.channels, orm.info.color_space), (3, ColorSpace::Linear));
     assert_eq!(texels_of_channel(orm, 1), channel(40, 1));
-    assert_eq!(map(material, MapKind::Basecolor).color_space, ColorSpace::Srgb);
+    assert_eq!(map(material, MapKind::Basecolor).info.color_space, ColorSpace::Srgb);
     assert_eq!((material.constants.normal_scale, material.constants.occlusion_strength), (0.5, 0.75));
     // Three images bound, three decoded: the ORM image once.
     assert_eq!(asset.image_sources.len(), 3);
@@ -53,7 +53,7 @@ fn separate_images_split_into_roughness_metallic_and_ao() {
     assert_eq!(map(material, MapKind::Roughness).texels, channel(60, 1));
     assert_eq!(map(material, MapKind::Metallic).texels, channel(60, 2));
     assert_eq!(map(material, MapKind::Ao).texels, channel(80, 0));
-    assert!(material.textures.iter().skip(1).all(|t| t.channels == 1 && t.color_space == ColorSpace::Linear));
+    assert!(material.textures.iter().skip(1).all(|t| t.info.channels == 1 && t.info.color_space == ColorSpace::Linear));
 }
 
 #[test]
@@ -76,7 +76,7 @@ fn emissive_maps_follow_their_factor() {
     document["materials"][0]["emissiveFactor"] = json!([1.0, 0.5, 0.0]);
     let material = load(dir.path(), &document).unwrap().materials.remove(0);
     let emissive = map(&material, MapKind::Emissive);
-    assert_eq!((emissive.channels, emissive.color_space), (3, ColorSpace::Srgb));
+    assert_eq!((emissive.info.channels, emissive.info.color_space), (3, ColorSpace::Srgb));
     assert_eq!(texels_of_channel(emissive, 2), channel(100, 2), "the factor is not baked");
     assert_eq!(material.constants.emissive_factor, [1.0, 0.5, 0.0]);
     // glTF's default factor is black: the map cannot show, and is left out.
@@ -101,13 +101,13 @@ fn factors_and_render_state_are_constants_not_baked() {
     assert_eq!((c.base_color_factor, c.roughness_factor, c.metallic_factor), ([0.5, 0.25, 1.0, 0.8], 0.3, 1.0));
     assert_eq!((c.alpha_mode, c.alpha_cutoff, c.double_sided), (AlphaMode::Mask, 0.25, true));
     let base = map(&material, MapKind::Basecolor);
-    assert_eq!(base.channels, 4, "alpha kept under MASK");
+    assert_eq!(base.info.channels, 4, "alpha kept under MASK");
     let raw: Vec<f32> = image_bytes(0, 4).1.iter().map(|&v| f32::from(v) / 255.0).collect();
     assert_eq!(base.texels, raw, "the factor is not baked");
     // Under OPAQUE glTF ignores alpha: it is dropped.
     document["materials"][0]["alphaMode"] = json!("OPAQUE");
     let material = load(dir.path(), &document).unwrap().materials.remove(0);
-    assert_eq!(material.textures[0].channels, 3);
+    assert_eq!(material.textures[0].info.channels, 3);
     assert_eq!(material.constants.alpha_mode, AlphaMode::Opaque);
 }
 
