@@ -147,8 +147,7 @@ pub fn unmap(entry: &MapEntry, t: [f32; 4]) -> [f32; 4] {
     let mut v = [0.0; 4];
     let channels = (entry.info.channels as usize).min(4);
     for (c, value) in v.iter_mut().enumerate() {
-        let [low, high] = entry.info.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
-        *value = low + (high - low) * t[c];
+        *value = entry.info.scaled(c, t[c]);
     }
     if entry.info.color_space == ColorSpace::Srgb {
         for value in v.iter_mut().take(channels.min(3)) {

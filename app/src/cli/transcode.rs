@@ -126,8 +126,7 @@ fn transcode(args: &TranscodeArgs, overwrite: Overwrite) -> Result<()> {
                 // A float map's blocks hold it at its scale: compared as stored, as the rest.
                 let ch = map.channels.max(1) as usize;
                 for (i, v) in back.iter_mut().enumerate() {
-                    let [low, high] = entry.info.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
-                    *v = (*v - low) / (high - low).max(f32::MIN_POSITIVE);
+                    *v = entry.info.unscaled(i % ch, *v);
                 }
             }
             let against_original = originals.as_ref().and_then(|set| {

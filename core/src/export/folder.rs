@@ -41,10 +41,7 @@ pub(crate) fn encode_map(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, 
 fn encode_exr(map: &DecodedMap, entry: &MapEntry) -> Result<Vec<u8>, String> {
     use image::{ImageEncoder, codecs::openexr::OpenExrEncoder};
     let ch = entry.info.channels as usize;
-    let values = map.values.iter().enumerate().map(|(i, v)| {
-        let [lo, hi] = entry.info.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
-        lo + (hi - lo) * v
-    });
+    let values = map.values.iter().enumerate().map(|(i, &v)| entry.info.scaled(i % ch, v));
     let color = match entry.info.channels {
         // A height map's one channel (and a gray+alpha pair), which `image` does not write.
         1 | 2 => return crate::set::encode_gray_exr(&values.collect::<Vec<f32>>(), map.width, map.height, entry.info.channels),

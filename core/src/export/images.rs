@@ -147,8 +147,7 @@ fn image_value(entry: &MapEntry, c: usize, stored: f32) -> f32 {
     if entry.info.sample_format != SampleFormat::F32 {
         return stored;
     }
-    let [low, high] = entry.info.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
-    let v = low + (high - low) * stored;
+    let v = entry.info.scaled(c, stored);
     if entry.info.color_space == ColorSpace::Srgb && c < 3 { srgb_to_linear(v) } else { v }
 }
 

@@ -235,14 +235,7 @@ pub fn transcode_chain(chain: &[DecodedMap], entry: &MapEntry, profile: Profile)
     let srgb = entry.info.color_space == ColorSpace::Srgb && matches!(format, BcFormat::Bc1 | BcFormat::Bc7);
     let scaled = |l: &DecodedMap| -> Vec<f32> {
         let ch = l.channels.max(1) as usize;
-        l.values
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let [low, high] = entry.info.channel_ranges.get(i % ch).copied().unwrap_or([0.0, 1.0]);
-                low + (high - low) * t
-            })
-            .collect()
+        l.values.iter().enumerate().map(|(i, &t)| entry.info.scaled(i % ch, t)).collect()
     };
     let levels: Vec<EncodedLevel> = chain
         .iter()

@@ -180,6 +180,22 @@ impl MapInfo {
     pub fn texel_count(&self) -> usize {
         self.width as usize * self.height as usize
     }
+
+    /// Channel `c`'s value at its scale for the model's `t` (stored, in `[0, 1]`):
+    /// `low + (high − low) · t` through the channel's range (`[0, 1]` where it has none).
+    #[must_use]
+    pub fn scaled(&self, c: usize, t: f32) -> f32 {
+        let [low, high] = self.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
+        low + (high - low) * t
+    }
+
+    /// The inverse of [`MapInfo::scaled`]: the stored `t` of channel `c`'s value `v` at its scale
+    /// (a range of zero width read as the smallest positive one).
+    #[must_use]
+    pub fn unscaled(&self, c: usize, v: f32) -> f32 {
+        let [low, high] = self.channel_ranges.get(c).copied().unwrap_or([0.0, 1.0]);
+        (v - low) / (high - low).max(f32::MIN_POSITIVE)
+    }
 }
 
 /// One map (texture) of a material, decoded into normalised floats.
