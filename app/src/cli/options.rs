@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use texset_core::{
     model::{Activation, MAX_MLP_WIDTH, WeightFormat},
     options::{
-        Backend, BudgetConfig, ChannelPruning, CheckpointOptions, LatentInit, LearnedBudgets, LibrarySharing, ModelConfig, NormalTargets,
-        PruneMethod, Quantisation, Recipe, RecipePiece, RunOptions, Sampling, ScheduleConfig,
+        Backend, BudgetConfig, ChannelPruning, CheckpointOptions, GridOptions, LatentInit, LearnedBudgets, LibrarySharing, ModelConfig,
+        NormalTargets, PruneMethod, Quantisation, Recipe, RecipePiece, RunOptions, Sampling, ScheduleConfig,
     },
     set::MapKind,
 };
@@ -19,6 +19,12 @@ use super::common::{parse_channel_counts, parse_latent_bits, parse_learning_rate
 #[derive(clap::Args)]
 #[command(next_help_heading = "Model")]
 pub(super) struct ModelArgs {
+    /// The latent grids, finest first: `TEXELSxCHANNELS@BITS`, comma separated, e.g.
+    /// `2x8@2,4x16@4` (a grid of one cell per 2×2 texels with 8 two-bit channels, then one per
+    /// 4×4 with 16 four-bit channels). Overrides the shape a rate picks; with `--bpp` the channel
+    /// counts are scaled to the rate, keeping their ratio.
+    #[arg(long, value_parser = parse_grids)]
+    pub grids: Option<Grids>,
     /// Bits per latent value, every grid.
     #[arg(long, value_parser = parse_latent_bits)]
     pub latent_bits: Option<u32>,
@@ -60,10 +66,15 @@ pub(super) struct ModelArgs {
 impl ModelArgs {
     /// Writes these flags over `model` (a preset's).
     pub(super) fn apply(&self, model: &mut ModelConfig) -> Result<()> {
+        if let Some(Grids(grids)) = &self.grids {
+            model.grids.clone_from(grids);
+            model.explicit.grids = true;
+        }
         if let Some(bits) = self.latent_bits {
             for g in &mut model.grids {
                 g.bits = bits;
             }
+            model.explicit.latent_bits = true;
         }
         model.weight_format = self.weight_format;
         if let Some(text) = &self.decoder {
@@ -369,6 +380,35 @@ pub(super) fn parse_decoder_widths(text: &str) -> Result<Vec<usize>> {
             _ => Err(anyhow::anyhow!("--decoder: '{w}' is not a layer width (1 to {MAX_MLP_WIDTH}) in '{text}'")),
         })
         .collect()
+}
+
+/// `--grids`' value: the latent grids, finest first.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Grids(pub Vec<GridOptions>);
+
+/// `--grids`: `TEXELSxCHANNELS@BITS`, comma separated (`2x8@2,4x16@4`): texels per cell 1 to 64
+/// along each axis, channels 1 to 256, bits 1 to 8.
+fn parse_grids(text: &str) -> Result<Grids, String> {
+    let grid = |item: &str| -> Option<GridOptions> {
+        let (cell, rest) = item.trim().split_once('x')?;
+        let (channels, bits) = rest.split_once('@')?;
+        let grid = GridOptions {
+            texels_per_cell: cell.trim().parse().ok()?,
+            channels: channels.trim().parse().ok()?,
+            bits: bits.trim().parse().ok()?,
+        };
+        ((1..=64).contains(&grid.texels_per_cell) && (1..=256).contains(&grid.channels) && (1..=8).contains(&grid.bits)).then_some(grid)
+    };
+    let grids: Vec<GridOptions> = text
+        .split(',')
+        .map(|item| {
+            grid(item).ok_or_else(|| format!("'{item}' is not a grid TEXELSxCHANNELS@BITS (texels 1-64, channels 1-256, bits 1-8)"))
+        })
+        .collect::<Result<_, _>>()?;
+    if grids.is_empty() {
+        return Err("--grids needs at least one grid".into());
+    }
+    Ok(Grids(grids))
 }
 
 /// `--budget`: `kind=N` or `material/kind=N`, comma separated.

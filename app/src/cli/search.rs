@@ -18,7 +18,7 @@ pub(super) struct SearchArgs {
     /// Precision search at `--bpp`: try latent bits, grid scales, channel splits and decoder
     /// sizes on short runs (`random` or `tpe` for `--search-trials` of them; `grid` for all 81),
     /// run the best and the preset's own shape in full, keep the best.
-    #[arg(long, value_enum, requires = "bpp", conflicts_with_all = ["rate", "batch", "prune_to", "latent_bits"])]
+    #[arg(long, value_enum, requires = "bpp", conflicts_with_all = ["rate", "batch", "prune_to", "latent_bits", "grids"])]
     pub search: Option<Strategy>,
     /// With `--search`: short runs at most.
     #[arg(long, default_value_t = 12, requires = "search")]

@@ -399,8 +399,17 @@ pub fn budgets_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Comma
         ui.label("Load a library to see its budgets.");
         return;
     }
-    if let Some(Err(e)) = &session.library.analysis {
-        ui.label(RichText::new(plain(e)).color(Color32::from_rgb(230, 120, 90)));
+    match &session.library.analysis {
+        Some(Err(e)) => {
+            ui.label(RichText::new(plain(e)).color(Color32::from_rgb(230, 120, 90)));
+        }
+        // What the rate chose for the grids, as the CLI prints it.
+        Some(Ok(a)) => {
+            if let Some(shape) = &a.report.shape {
+                ui.label(RichText::new(format!("model shape for {}", shape.describe())).weak());
+            }
+        }
+        None => {}
     }
     let total_bits: f64 = rows.iter().map(|r| r.bits).sum::<f64>().max(1.0);
     let mut reasons: std::collections::BTreeMap<&str, String> = match &session.library.analysis {

@@ -77,6 +77,8 @@ pub struct AnalyseReport {
     pub budgets: Vec<TextureBudget>,
     /// Textures identical to an earlier one (stored once).
     pub duplicates: Vec<DuplicateFinding>,
+    /// What the target rate chose for the grids, and why (none: no rate was fitted).
+    pub shape: Option<crate::options::ShapeChoice>,
 }
 
 /// A texture found identical to an earlier one at ingest: same size, channels, value ranges and
@@ -154,7 +156,8 @@ pub fn analyse(set: &TextureSet, options: &CompressOptions) -> Result<(ModelLayo
     let mut mlp_widths = vec![layout.mlp_inputs()];
     mlp_widths.extend(&options.model.hidden_widths);
     mlp_widths.push(layout.output_channels());
-    Ok((layout, AnalyseReport { grids, mlp_widths, budgets, duplicates }))
+    let shape = options.model.shape_choice.clone();
+    Ok((layout, AnalyseReport { grids, mlp_widths, budgets, duplicates, shape }))
 }
 
 /// The latent grids' shapes: each grid of the options sized to the set's largest map.

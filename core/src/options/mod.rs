@@ -2,10 +2,12 @@
 //! measured default preset; [`CompressOptions::fit_bits_per_texel_for`] sizes the latents for a rate.
 
 mod error;
+mod rate;
 mod schedule;
 
 use crate::model::params::MAX_MLP_WIDTH;
 pub use error::OptionsError;
+pub use rate::{ExplicitShape, RATE_SHAPES, RateShape, ShapeChoice, rate_shape};
 pub use schedule::{
     AUTO_QAT_MAX_LATENT_BITS, AUTO_QAT_MIN_BATCH_TEXELS, CLASSIC_ADAM_BETA2, CLASSIC_LEARNING_RATE_FLOOR, LatentInit, LatentNoise,
     LossConfig, MAX_SAMPLING_MIX, NORMAL_LOSS_WEIGHT, NTC_ADAM_BETA2, NTC_GRID_LEARNING_RATE_STEPS, NTC_MLP_LEARNING_RATE, NormalTargets,
@@ -188,6 +190,13 @@ pub struct ModelConfig {
     /// decode as the bilinear model does. Default off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub corner_reads: bool,
+    /// What was given explicitly, which a rate's shape keeps (not serialised).
+    #[serde(skip)]
+    pub explicit: ExplicitShape,
+    /// What the last rate fitted chose for the shape, and why (not serialised: the shape itself
+    /// is in `grids`). The analyse pass reports it.
+    #[serde(skip)]
+    pub shape_choice: Option<ShapeChoice>,
 }
 
 /// Which latent channels each texture reads: manual overrides, the analyse pass's graded budgets,
@@ -270,6 +279,8 @@ impl Default for ModelConfig {
             mip_group: 2,
             activation: crate::model::Activation::Hgelu,
             corner_reads: false,
+            explicit: ExplicitShape::default(),
+            shape_choice: None,
         }
     }
 }
@@ -434,17 +445,21 @@ impl CompressOptions {
         }
     }
 
-    /// [`Self::fit_bits_per_texel`] for a library: its texel count, extent and outputs, with the
-    /// manifest's size estimated from its map count (small next to the latents).
+    /// The rate's shape ([`rate_shape`]: grids' cells, split and bits, but for what
+    /// [`ModelConfig::explicit`] keeps), then [`Self::fit_bits_per_texel`] for a library: its texel
+    /// count, extent and outputs, with the manifest's size estimated from its map count (small
+    /// next to the latents).
     pub fn fit_bits_per_texel_for(&mut self, bits_per_texel: f64, set: &crate::set::TextureSet) -> Result<(), OptionsError> {
+        self.model.take_rate_shape(bits_per_texel);
         self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes_estimate(set))
     }
 
     /// The smallest rate [`Self::fit_bits_per_texel_for`] can reach on `set`: one latent channel
-    /// per grid, the decoder and the manifest, bits per texel.
+    /// per grid of the lowest rate's shape, the decoder and the manifest, bits per texel.
     #[must_use]
     pub fn smallest_bits_per_texel_for(&self, set: &crate::set::TextureSet) -> f64 {
         let mut one = self.clone();
+        one.model.take_rate_shape(0.0);
         for g in &mut one.model.grids {
             g.channels = 1;
         }

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use texset_core::{
-    Cancel, NoProgress, compress,
+    Cancel, NoProgress, analyse, compress,
     decode::Decoder,
     drivers::{RateTarget, compress_to_psnr},
     eval::evaluate,
@@ -104,4 +104,64 @@ fn match_bc_reaches_the_block_compressed_psnr_at_fewer_bits() {
     assert!(chosen.bits_per_texel < low.bits_per_texel, "{chosen:?}");
     assert_eq!(out.report.pack.bundle_bytes, chosen.bundle_bytes);
     assert_eq!(report.target.bc_baseline.as_ref().map(|b| b.maps.len()), Some(set.textures().count()));
+}
+
+/// The shape follows the rate (issue 66): each rate takes its row's grids, channels fitted to it,
+/// but for what was given explicitly; the analyse pass reports the choice.
+#[test]
+fn a_rate_picks_its_rows_grids_but_keeps_what_was_given() {
+    use texset_core::options::{ExplicitShape, GridOptions, RATE_SHAPES, rate_shape};
+    // The five sample materials as one library: five times the texels of one 256² grid extent,
+    // so that even the lowest row's rate holds the decoder.
+    let (set, _) = load_library(&texset_testkit::sample_dirs()).unwrap();
+    let shape = |o: &CompressOptions| o.model.grids.iter().map(|g| (g.texels_per_cell, g.bits)).collect::<Vec<_>>();
+    let row_shape = |bpp: f64| rate_shape(bpp).grids.iter().map(|g| (g.texels_per_cell, g.bits)).collect::<Vec<_>>();
+    assert!(RATE_SHAPES.windows(2).all(|w| w[0].from_bits_per_texel < w[1].from_bits_per_texel));
+    for row in &RATE_SHAPES {
+        let bpp = row.from_bits_per_texel.max(1.0) + 0.5;
+        let mut options = CompressOptions::default();
+        options.fit_bits_per_texel_for(bpp, &set).unwrap();
+        assert_eq!(shape(&options), row_shape(bpp), "at {bpp}");
+        let choice = options.model.shape_choice.clone().unwrap();
+        assert_eq!((choice.bits_per_texel, choice.kept.len()), (bpp, 0));
+        assert!(choice.describe().contains(rate_shape(bpp).why));
+        // The fit kept the row's split of channels, roughly, and filled the rate.
+        let (a, _) = analyse(&set, &options).unwrap();
+        assert!(a.grids.iter().all(|g| g.channels >= 1));
+        let bundle_bits = options.model.estimated_rate_bytes(set.max_extent(), set.output_channels(), 0) as f64 * 8.0;
+        assert!(bundle_bits <= bpp * set.texel_count() as f64);
+    }
+    // The analyse pass says what the rate chose.
+    let mut options = CompressOptions::default();
+    options.fit_bits_per_texel_for(3.0, &set).unwrap();
+    let (_, report) = analyse(&set, &options).unwrap();
+    assert_eq!(report.shape.as_ref().map(|s| s.row_from_bits_per_texel), Some(rate_shape(3.0).from_bits_per_texel));
+
+    // Grids given explicitly are kept at every rate; latent bits given explicitly too.
+    let mut given = CompressOptions::default();
+    given.model.grids = vec![GridOptions { texels_per_cell: 8, channels: 4, bits: 8 }];
+    given.model.explicit.grids = true;
+    let before = given.fingerprint();
+    for bpp in [3.0, 12.0] {
+        let mut options = given.clone();
+        options.fit_bits_per_texel_for(bpp, &set).unwrap();
+        assert_eq!(shape(&options), [(8, 8)]);
+        assert_eq!(options.model.shape_choice.as_ref().unwrap().kept, ["grids"]);
+    }
+    let mut bits = CompressOptions::default();
+    bits.model.explicit.latent_bits = true;
+    for g in &mut bits.model.grids {
+        g.bits = 8;
+    }
+    for bpp in [3.0, 12.0] {
+        let mut options = bits.clone();
+        options.fit_bits_per_texel_for(bpp, &set).unwrap();
+        let row: Vec<(u32, u32)> = row_shape(bpp).into_iter().map(|(cells, _)| (cells, 8)).collect();
+        assert_eq!(shape(&options), row, "at {bpp}");
+        assert_eq!(options.model.shape_choice.as_ref().unwrap().kept, ["latent bits"]);
+    }
+    // Where a value came from is not part of what the bundle depends on.
+    let mut unmarked = given.clone();
+    unmarked.model.explicit = ExplicitShape::default();
+    assert_eq!(unmarked.fingerprint(), before);
 }

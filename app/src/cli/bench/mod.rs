@@ -1,15 +1,17 @@
 //! `texset bench`: one subcommand per measurement. `train` and `decode` time the engine's hot
-//! loops; `ui` the studio's frame time; `rd`, `time`, `quantisation` and `search` compare settings
-//! by whole compressions; `load` watches memory under sustained work; `ibl` times the viewport's
+//! loops; `ui` the studio's frame time; `rd`, `time`, `quantisation`, `search` and `shared` compare
+//! settings by whole compressions; `load` watches memory under sustained work; `ibl` times the viewport's
 //! lighting preparation.
 
 mod decode;
 mod ibl;
 mod load;
+mod ntc;
 mod plot;
 mod quantisation;
 mod rd;
 mod search;
+mod shared;
 mod time;
 mod train;
 mod ui;
@@ -43,7 +45,7 @@ pub(super) enum BenchCommand {
     ///
     /// PSNR and rendered PSNR against the seconds each whole compression took; `--label` names
     /// the curve, `--from` merges saved curves into one chart.
-    Time(time::TimeBenchArgs),
+    Time(Box<time::TimeBenchArgs>),
     /// QAT against PTQ, latents and weights, at each latent bit depth; the weight formats.
     ///
     /// Quantisation-aware training against post-training quantisation, one whole compression per
@@ -54,6 +56,12 @@ pub(super) enum BenchCommand {
     /// `compress --search` with each strategy: the preset's shape against the best point found,
     /// in how many trials.
     Search(search::SearchBenchArgs),
+    /// What sharing latents buys: a set compressed together against each texture alone.
+    ///
+    /// Each texture alone is compressed to the PSNR it has in the combined bundle (rate
+    /// control); reports Σ bits alone ÷ combined bits, identical textures counted once and per
+    /// material.
+    Shared(shared::SharedArgs),
     /// Memory under load: many compressions, then a long run of random-texel decoding.
     ///
     /// Compresses generated materials one after another, then decodes random texels through the
@@ -73,9 +81,10 @@ impl BenchCommand {
             Self::Decode(args) => args.run(),
             Self::Ui(args) => args.run(),
             Self::Rd(args) => args.run(),
-            Self::Time(args) => args.run(),
+            Self::Time(args) => (*args).run(),
             Self::Quantisation(args) => args.run(),
             Self::Search(args) => args.run(),
+            Self::Shared(args) => args.run(),
             Self::Load(args) => args.run(),
             Self::Ibl(args) => args.run(),
         }

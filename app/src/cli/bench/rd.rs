@@ -2,9 +2,12 @@
 //! engines ship it (BC7/BC5/BC4 "high" and BC1/BC5/BC4 "low", the real encoder in
 //! texset-core's `eval::bcn`), per material folder: bits per texel, pooled PSNR of every map and the
 //! rendered PSNR of the lit material (`texset::rendered`, 8 lights at 256²). Prints a table (or
-//! JSON) and draws both curves of every set into one PNG. `--save` keeps the points measured so
-//! far in a file after each one; `--from` merges such files (runs of different presets, or one
-//! stopped part-way) into one table and chart without training again.
+//! JSON) and draws both curves of every set into one PNG; beneath, per rate, the median and
+//! quartiles over the sets beside NTC's (`ntc.rs`). The default rates are NTC's nine. `--save`
+//! keeps the points measured so far in a file after each one, and a run given a file that exists
+//! resumes: a point saved there with the same options is not measured again. `--from` merges such
+//! files (runs of different presets, or one stopped part-way) into one table and chart without
+//! training again.
 
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
@@ -14,13 +17,15 @@ use texset_core::{
     bundle::Manifest,
     compress,
     decode::{DecodedMap, Decoder},
+    drivers::batch::sha256_hex,
     eval::{bcn::baseline_with_values, decode_set, psnr_from_mse, score},
     export::bcn::Profile,
-    io::write_atomic,
+    io::{read_regular, write_atomic},
     options::{CompressOptions, Preset},
     set::TextureSet,
 };
 
+use super::ntc::{NTC_MATERIALS, NTC_RATES_ARG, NTC_TEST_DATA, ntc_at, quantile};
 use super::plot::{DbPoint, LegendEntry, Marker, distinct, psnr_panels};
 use super::{DirsArg, load_named};
 use crate::cli::common::JsonArg;
@@ -33,8 +38,8 @@ pub(crate) struct RdArgs {
     /// Presets run, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "fast,default,high")]
     presets: Vec<Preset>,
-    /// Rates each preset runs at, bits per texel, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    /// Rates each preset runs at, bits per texel, comma-separated (default: NTC's nine presets').
+    #[arg(long, value_delimiter = ',', default_value = NTC_RATES_ARG)]
     bpp: Vec<f64>,
     /// Training steps of every compression instead of the presets' (quick checks).
     #[arg(long)]
@@ -43,7 +48,8 @@ pub(crate) struct RdArgs {
     #[arg(long, default_value = "rd.png")]
     plot: PathBuf,
     /// Write every point measured so far to this file (JSON) after each one, so a long run
-    /// stopped part-way keeps what it measured.
+    /// stopped part-way keeps what it measured. If the file exists the run resumes: its points
+    /// whose options are this run's are kept, not measured again.
     #[arg(long)]
     save: Option<PathBuf>,
     /// Measure nothing: merge these files (from `--save` or `--json`, comma-separated; a later
@@ -86,12 +92,26 @@ pub(super) struct RdPoint {
     pub rendered_psnr_db: f64,
     /// Training time (texset only), seconds.
     pub train_secs: Option<f64>,
+    /// SHA-256 of the options the point was compressed with (texset only): a resumed run
+    /// measures a point again when its options changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options_sha256: Option<String>,
+}
+
+impl RdPoint {
+    /// The same point of a sweep: set, method and asked rate.
+    fn same_as(&self, other: &Self) -> bool {
+        self.set == other.set
+            && self.method == other.method
+            && self.asked_bits_per_texel.map(f64::to_bits) == other.asked_bits_per_texel.map(f64::to_bits)
+    }
 }
 
 /// Runs every preset at every rate of `rates_bpp` (none: at the preset's own) and both
 /// block-compression profiles on each folder of `dirs` (each its own set); `steps` overrides the
 /// presets' step counts (for quick checks); the chart goes to `plot`; with `save`, every point so
-/// far is written there (a JSON array, atomically) after each one.
+/// far is written there (a JSON array, atomically) after each one, and the points already there
+/// (with the same options, for texset's) are kept instead of measured again.
 fn run(
     dirs: &[PathBuf],
     presets: &[Preset],
@@ -102,6 +122,30 @@ fn run(
     save: Option<&Path>,
 ) -> Result<()> {
     anyhow::ensure!(!presets.is_empty(), "bench rd needs at least one preset");
+    let saved = match save {
+        Some(path) if path.exists() => read_points(path)?,
+        _ => Vec::new(),
+    };
+    if !saved.is_empty() {
+        eprintln!(
+            "resuming: {} point(s) in {}; those with this run's options are kept",
+            saved.len(),
+            save.map_or(Path::new(""), |p| p).display()
+        );
+    }
+    // A saved point of the same set, method and rate, made with `options_sha256` (none: a
+    // block-compression point, which has no options).
+    let kept = |set: &str, method: &str, asked: Option<f64>, options_sha256: Option<&str>| {
+        saved
+            .iter()
+            .find(|p| {
+                p.set == set
+                    && p.method == method
+                    && p.asked_bits_per_texel.map(f64::to_bits) == asked.map(f64::to_bits)
+                    && p.options_sha256.as_deref() == options_sha256
+            })
+            .cloned()
+    };
     let mut points = Vec::new();
     print_header(json);
     let emit = |p: RdPoint, points: &mut Vec<RdPoint>| -> Result<()> {
@@ -125,28 +169,49 @@ fn run(
             if let Some(bpp) = rate {
                 options.fit_bits_per_texel_for(bpp, &set).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
             }
+            let method = texset_method(preset, steps);
+            let options_sha256 = sha256_hex(options.fingerprint().as_bytes());
+            if let Some(point) = kept(&name, &method, rate, Some(&options_sha256)) {
+                emit(point, &mut points)?;
+                continue;
+            }
             let out = compress(&set, &options, &NoProgress, &Cancel::new()).with_context(|| format!("{}: {preset:?}", dir.display()))?;
             let decoded = decode_set(&set, &Decoder::new(&out.bundle))?;
             let rendered = rendered_scores(&set, &out.bundle.manifest, &decoded, LIGHTS, RENDER_PX);
             let point = RdPoint {
                 set: name.clone(),
-                method: texset_method(preset, steps),
+                method,
                 asked_bits_per_texel: rate,
                 bits_per_texel: out.report.pack.bits_per_texel,
                 pooled_psnr_db: score(&set, &decoded, false).pooled_psnr_db,
                 rendered_psnr_db: pooled_rendered(&rendered),
                 train_secs: Some(out.report.train.train_secs),
+                options_sha256: Some(options_sha256),
             };
             emit(point, &mut points)?;
             manifest.get_or_insert(out.bundle.manifest);
         }
         // The renders need the maps' meaning (kinds, colour spaces, ranges): the bundle's manifest
         // describes the same maps.
-        let Some(manifest) = manifest else { continue };
         for (profile, method) in [(Profile::High, "BC high"), (Profile::Low, "BC low")] {
+            if let Some(point) = kept(&name, method, None, None) {
+                emit(point, &mut points)?;
+                continue;
+            }
+            let described = if let Some(described) = manifest.take() {
+                described
+            } else {
+                // Every texset point was kept: only the manifest is needed, two steps make it.
+                let mut two = CompressOptions::preset(Preset::Fast);
+                two.schedule.give_steps(2);
+                compress(&set, &two, &NoProgress, &Cancel::new())
+                    .with_context(|| format!("{}: the maps' manifest", dir.display()))?
+                    .bundle
+                    .manifest
+            };
             let (baseline, values) = baseline_with_values(&set, profile);
             let decoded = as_decoded(&set, values);
-            let rendered = rendered_scores(&set, &manifest, &decoded, LIGHTS, RENDER_PX);
+            let rendered = rendered_scores(&set, &described, &decoded, LIGHTS, RENDER_PX);
             let point = RdPoint {
                 set: name.clone(),
                 method: method.to_owned(),
@@ -155,8 +220,10 @@ fn run(
                 pooled_psnr_db: baseline.pooled_psnr_db,
                 rendered_psnr_db: pooled_rendered(&rendered),
                 train_secs: None,
+                options_sha256: None,
             };
             emit(point, &mut points)?;
+            manifest = Some(described);
         }
     }
     finish(&points, plot, json)
@@ -168,13 +235,7 @@ fn run(
 /// rate) in a later file replaces the earlier one.
 fn merge(files: &[PathBuf], plot: &Path, json: bool) -> Result<()> {
     anyhow::ensure!(!files.is_empty(), "--from needs at least one file");
-    let mut lists = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let list: Vec<RdPoint> = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a list of rate–distortion points (`bench rd --save` writes them)", file.display()))?;
-        lists.push(list);
-    }
+    let lists = files.iter().map(|f| read_points(f)).collect::<Result<Vec<_>>>()?;
     let points = merged(lists);
     print_header(json);
     for p in &points {
@@ -183,16 +244,23 @@ fn merge(files: &[PathBuf], plot: &Path, json: bool) -> Result<()> {
     finish(&points, plot, json)
 }
 
+/// Largest points file `--from` and a resumed `--save` read (a sweep's is tens of kilobytes).
+const MAX_POINTS_FILE_BYTES: u64 = 64 << 20;
+
+/// The points a `--save` or `--json` file holds.
+fn read_points(file: &Path) -> Result<Vec<RdPoint>> {
+    let bytes = read_regular(file, MAX_POINTS_FILE_BYTES).with_context(|| format!("reading {}", file.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("{}: not a list of rate–distortion points (`bench rd --save` writes them)", file.display()))
+}
+
 /// The points of `lists` in one list, a later list's point replacing an earlier one of the same
 /// set, method and asked rate; sets in order of first appearance, then methods in
 /// [`method_rank`] order, then bits per texel.
 fn merged(lists: Vec<Vec<RdPoint>>) -> Vec<RdPoint> {
     let mut points: Vec<RdPoint> = Vec::new();
     for p in lists.into_iter().flatten() {
-        let same = |q: &RdPoint| {
-            q.set == p.set && q.method == p.method && q.asked_bits_per_texel.map(f64::to_bits) == p.asked_bits_per_texel.map(f64::to_bits)
-        };
-        match points.iter_mut().find(|q| same(q)) {
+        match points.iter_mut().find(|q| q.same_as(&p)) {
             Some(q) => *q = p,
             None => points.push(p),
         }
@@ -222,20 +290,6 @@ fn texset_method(preset: Preset, steps: Option<u32>) -> String {
     }
 }
 
-/// NTC's median PSNR over the 32 materials of RTXNTC's library tests, at 2.5, 3.75, 5 and 10
-/// bits per texel (issue 40 quotes them): the curve the chart draws beside texset's, and the
-/// table's last column. NTC publishes no lit PSNR.
-const NTC_MEDIAN_DB: [(f64, f64); 4] = [(2.5, 36.4), (3.75, 38.5), (5.0, 39.9), (10.0, 44.0)];
-const NTC_METHOD: &str = "NTC median (32 materials)";
-
-/// NTC's median PSNR at `bits_per_texel`, linear between its measured rates; none outside them.
-fn ntc_median_db(bits_per_texel: f64) -> Option<f64> {
-    NTC_MEDIAN_DB.windows(2).find(|w| (w[0].0..=w[1].0).contains(&bits_per_texel)).map(|w| {
-        let t = (bits_per_texel - w[0].0) / (w[1].0 - w[0].0);
-        w[0].1 + t * (w[1].1 - w[0].1)
-    })
-}
-
 /// The table's head (nothing under `--json`).
 fn print_header(json: bool) {
     if !json {
@@ -253,8 +307,8 @@ fn print_point(p: &RdPoint, json: bool) {
         );
     } else {
         let secs = p.train_secs.map_or_else(|| "–".to_owned(), |s| format!("{s:.0}"));
-        let ntc = match ntc_median_db(p.bits_per_texel) {
-            Some(db) if p.method.starts_with("texset") => format!("{db:.2} dB ({:+.2})", p.pooled_psnr_db - db),
+        let ntc = match ntc_at(p.bits_per_texel) {
+            Some([db, ..]) if p.method.starts_with("texset") => format!("{db:.2} dB ({:+.2})", p.pooled_psnr_db - db),
             _ => "–".to_owned(),
         };
         println!(
@@ -264,8 +318,15 @@ fn print_point(p: &RdPoint, json: bool) {
     }
 }
 
-/// Draws the chart to `plot` and, under `--json`, prints the points.
+/// Prints the summary per rate (on stderr under `--json`), draws the chart to `plot` and, under
+/// `--json`, prints the points.
 fn finish(points: &[RdPoint], plot: &Path, json: bool) -> Result<()> {
+    let summary = summary_table(points);
+    if json {
+        eprint!("{summary}");
+    } else {
+        print!("{summary}");
+    }
     let image = chart(points)?;
     let mut png = Vec::new();
     image.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
@@ -275,6 +336,57 @@ fn finish(points: &[RdPoint], plot: &Path, json: bool) -> Result<()> {
     }
     eprintln!("wrote {}", plot.display());
     Ok(())
+}
+
+/// Per texset method and asked rate, over the sets that have a point there, in the form of NTC's
+/// `TestData`: the median, quartiles and count at or above 40 dB of the pooled PSNR, then how many
+/// sets are at or above NTC's median at their own rate, and NTC's figures at the sets' mean rate
+/// (of 32 materials).
+fn summary_table(points: &[RdPoint]) -> String {
+    use std::fmt::Write as _;
+    let mut groups: Vec<(&str, f64, Vec<&RdPoint>)> = Vec::new();
+    for p in points.iter().filter(|p| p.method.starts_with("texset")) {
+        let Some(asked) = p.asked_bits_per_texel else { continue };
+        match groups.iter_mut().find(|(m, a, _)| *m == p.method && a.to_bits() == asked.to_bits()) {
+            Some((_, _, group)) => group.push(p),
+            None => groups.push((&p.method, asked, vec![p])),
+        }
+    }
+    if groups.is_empty() {
+        return String::new();
+    }
+    groups.sort_by(|a, b| (method_rank(a.0), a.0).cmp(&(method_rank(b.0), b.0)).then(a.1.total_cmp(&b.1)));
+    let mut out = String::from(
+        "\n| method | asked bits/texel | sets | mean bits/texel | median | p25 / p75 | ≥ 40 dB | at or above NTC's median | NTC median | NTC p25 / p75 | NTC ≥ 40 dB |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (method, asked, group) in &groups {
+        let psnr: Vec<f64> = group.iter().map(|p| p.pooled_psnr_db).collect();
+        let mean_rate = group.iter().map(|p| p.bits_per_texel).sum::<f64>() / group.len() as f64;
+        let above = group.iter().filter(|p| ntc_at(p.bits_per_texel).is_some_and(|[median, ..]| p.pooled_psnr_db >= median)).count();
+        let ntc = match ntc_at(mean_rate) {
+            Some([median, p25, p75]) => {
+                // NTC's count at the nearest of its rates (a count does not interpolate).
+                let nearest = NTC_TEST_DATA.iter().min_by(|a, b| {
+                    (a.bits_per_texel.ln() - mean_rate.ln()).abs().total_cmp(&(b.bits_per_texel.ln() - mean_rate.ln()).abs())
+                });
+                let count = nearest.map_or_else(String::new, |n| format!("{} of {NTC_MATERIALS} at {}", n.at_least_40db, n.bits_per_texel));
+                format!("{median:.2} dB | {p25:.2} / {p75:.2} dB | {count}")
+            }
+            None => "– | – | –".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "| {method} | {asked} | {} | {mean_rate:.3} | {:.2} dB | {:.2} / {:.2} dB | {} of {} | {above} of {} | {ntc} |",
+            group.len(),
+            quantile(&psnr, 0.5),
+            quantile(&psnr, 0.25),
+            quantile(&psnr, 0.75),
+            psnr.iter().filter(|&&db| db >= 40.0).count(),
+            group.len(),
+            group.len(),
+        );
+    }
+    out
 }
 
 /// Round-tripped values (in the set's texture order) as decoded maps, per material.
@@ -305,6 +417,9 @@ pub(super) fn pooled_rendered(scores: &[RenderedScore]) -> f64 {
     let mse = scores.iter().map(|s| 10f64.powf(-s.rendered_psnr_db / 10.0)).sum::<f64>() / scores.len() as f64;
     psnr_from_mse(mse)
 }
+
+/// NTC's median's series in the chart (NTC publishes no lit PSNR).
+const NTC_METHOD: &str = "NTC median (32 materials)";
 
 /// The order of methods in tables, charts and legends: texset's presets from the fewest steps,
 /// then texset at other step counts (`--steps`), NTC's median, the block-compression profiles,
@@ -354,14 +469,15 @@ fn chart(points: &[RdPoint]) -> Result<image::RgbImage> {
         .iter()
         .filter(|&&set| points.iter().any(|p| p.set == set && p.method.starts_with("texset")))
         .flat_map(|&set| {
-            NTC_MEDIAN_DB.iter().map(move |&(bits_per_texel, db)| RdPoint {
+            NTC_TEST_DATA.iter().map(move |r| RdPoint {
                 set: set.to_owned(),
                 method: NTC_METHOD.to_owned(),
                 asked_bits_per_texel: None,
-                bits_per_texel,
-                pooled_psnr_db: db,
+                bits_per_texel: r.bits_per_texel,
+                pooled_psnr_db: r.median_db,
                 rendered_psnr_db: f64::NAN,
                 train_secs: None,
+                options_sha256: None,
             })
         })
         .collect();
@@ -418,6 +534,7 @@ mod tests {
             pooled_psnr_db: psnr,
             rendered_psnr_db: psnr,
             train_secs: None,
+            options_sha256: None,
         }
     }
 
@@ -483,12 +600,35 @@ mod tests {
         assert_eq!(colours["texset a"], PALETTE[7]);
     }
 
+    /// Per rate: the sets' median, quartiles and count at or above 40 dB, how many are at or above
+    /// NTC's median at their own rate, and NTC's figures beside them.
     #[test]
-    fn ntc_median_is_read_between_its_rates_and_steps_name_their_series() {
-        assert_eq!(ntc_median_db(3.75), Some(38.5));
-        let at_4 = ntc_median_db(3.987).unwrap();
-        assert!((at_4 - (38.5 + 0.237 / 1.25 * 1.4)).abs() < 1e-9, "{at_4}");
-        assert_eq!((ntc_median_db(2.0), ntc_median_db(12.0)), (None, None));
+    fn the_summary_gives_each_rates_quartiles_beside_ntcs() {
+        let points = vec![
+            point("a", "texset default", Some(3.75), 3.75, 37.0),
+            point("b", "texset default", Some(3.75), 3.75, 39.0),
+            point("c", "texset default", Some(3.75), 3.75, 41.0),
+            point("a", "texset default", Some(10.0), 10.0, 45.0),
+            point("a", "BC high", None, 24.0, 40.0),
+        ];
+        let table = summary_table(&points);
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| texset")).collect();
+        assert_eq!(rows.len(), 2, "{table}");
+        // NTC at 3.75: median 38.5, quartiles 34.4 / 43.6, 10 of 32 at or above 40 dB.
+        assert_eq!(
+            rows[0],
+            "| texset default | 3.75 | 3 | 3.750 | 39.00 dB | 38.00 / 40.00 dB | 1 of 3 | 2 of 3 | 38.50 dB | 34.40 / 43.60 dB | 10 of 32 at 3.75 |"
+        );
+        assert!(
+            rows[1].starts_with("| texset default | 10 | 1 | 10.000 | 45.00 dB | 45.00 / 45.00 dB | 1 of 1 | 1 of 1 | 44.00 dB"),
+            "{}",
+            rows[1]
+        );
+        assert_eq!(summary_table(&points[4..]), "");
+    }
+
+    #[test]
+    fn steps_name_their_series() {
         assert_eq!(texset_method(Preset::Default, None), "texset default");
         assert_eq!(texset_method(Preset::Default, Some(48_000)), "texset default, 48000 steps");
         assert_eq!(method_rank("texset default, 48000 steps"), 3);

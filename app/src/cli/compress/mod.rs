@@ -207,6 +207,9 @@ impl CompressArgs {
         if let Some(m) = &mips {
             eprint!("{}", mip_summary(m));
         }
+        if let Some(shape) = &r.analyse.shape {
+            eprintln!("model shape for {}", shape.describe());
+        }
         eprintln!("channel budgets (before training, then in the bundle):");
         for (b, change) in r.analyse.budgets.iter().zip(&r.prune.budgets) {
             eprintln!("  {}: {}/{} channels ({})", b.texture, b.channels, b.total_channels, b.reason);
@@ -315,5 +318,22 @@ mod tests {
         assert!(err(&["--checkpoint-secs=-1"]).contains("--checkpoint-secs"));
         assert!(parse(&["--latent-bits", "3"]).is_err());
         assert!(parse(&["--weight-format", "fp8-e4m3"]).is_err());
+        for bad in ["4x12", "4x12@9", "0x12@4", "4x0@4", "4x12@4,", "fourx12@4"] {
+            let message = parse(&["--grids", bad]).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(message.contains("--grids"), "{bad}: {message}");
+        }
+    }
+
+    /// `--grids` sets the grids, finest first, and marks them given, as `--latent-bits` marks
+    /// the bits: a rate's shape keeps both.
+    #[test]
+    fn grids_and_latent_bits_are_kept_as_given() {
+        let o = options(&["--grids", "2x8@2, 4x16@4"]);
+        let grids: Vec<(u32, u32, u32)> = o.model.grids.iter().map(|g| (g.texels_per_cell, g.channels, g.bits)).collect();
+        assert_eq!(grids, [(2, 8, 2), (4, 16, 4)]);
+        assert!(o.model.explicit.grids && !o.model.explicit.latent_bits);
+        let o = options(&["--latent-bits", "8"]);
+        assert!(!o.model.explicit.grids && o.model.explicit.latent_bits);
+        assert!(!options(&[]).model.explicit.grids);
     }
 }

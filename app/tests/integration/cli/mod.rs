@@ -322,7 +322,7 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     let plot = tmp.path().join("rd.png");
     let saved = tmp.path().join("rd.json");
     let bricks = samples().join("bricks");
-    let out = texset(&[
+    let sweep = [
         "bench",
         "rd",
         bricks.to_str().unwrap(),
@@ -337,8 +337,12 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
         "--plot",
         plot.to_str().unwrap(),
         "--json",
-    ]);
+    ];
+    let out = texset(&sweep);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Beneath the points, per rate, the sets' median and quartiles beside NTC's (one set here).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("| texset fast, 60 steps | 3 | 1 |") && stderr.contains("| texset fast, 60 steps | 6 | 1 |"), "{stderr}");
     let points: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let points = points.as_array().unwrap();
     let methods: Vec<&str> = points.iter().map(|p| p["method"].as_str().unwrap()).collect();
@@ -374,6 +378,32 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rd.png"), "{stderr}");
+
+    // The same sweep again resumes from its file: every point is kept, none measured again. A point
+    // saved with other options (here: a stale hash, a made-up PSNR) is measured again.
+    let mut stale = points.clone();
+    stale[1]["options_sha256"] = "stale".into();
+    stale[1]["pooled_psnr_db"] = 0.0.into();
+    std::fs::write(&saved, serde_json::to_string(&stale).unwrap()).unwrap();
+    let out = texset(&sweep);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("resuming: 4 point(s)"), "{stderr}");
+    let resumed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let resumed = resumed.as_array().unwrap();
+    assert_eq!(resumed.len(), 4);
+    // Kept as saved, to the training seconds; the stale point trained again (seeded: the same dB).
+    for i in [0, 2, 3] {
+        assert_eq!(resumed[i], points[i], "point {i}");
+    }
+    assert_eq!(resumed[1]["options_sha256"], points[1]["options_sha256"]);
+    assert!((resumed[1]["pooled_psnr_db"].as_f64().unwrap() - points[1]["pooled_psnr_db"].as_f64().unwrap()).abs() < 0.1);
+    // A sweep stopped before its block-compression points: every texset point is kept, and the
+    // BC points are measured (their renders take the maps' manifest from a two-step bundle).
+    std::fs::write(&saved, serde_json::to_string(&resumed[..2]).unwrap()).unwrap();
+    let out = texset(&sweep);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again.as_array().unwrap(), resumed);
 }
 
 #[test]
@@ -500,4 +530,40 @@ fn inspect_levels_counts_every_latent_value_of_every_grid() {
     // Without the flag neither form shows them.
     let plain = texset(&["inspect", bundle.to_str().unwrap(), "--json"]);
     assert!(!String::from_utf8_lossy(&plain.stdout).contains("latent_level_counts"));
+}
+
+/// `bench shared` (issue 66): two fabrics whose normal, height, AO and roughness files are
+/// byte-identical, compressed as one library, against each texture alone at its combined PSNR.
+#[test]
+fn bench_shared_compresses_each_texture_alone_to_its_combined_psnr() {
+    let (indigo, ochre) = (samples().join("fabric_indigo"), samples().join("fabric_ochre"));
+    let args = ["bench", "shared", indigo.to_str().unwrap(), ochre.to_str().unwrap(), "--library", "--bpp", "4"];
+    let out = texset(&[&args[..], &["--steps", "40", "--trials", "2", "--json"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let [row] = rows.as_array().unwrap().as_slice() else { panic!("one library, one rate: {rows}") };
+    let textures = row["textures"].as_array().unwrap();
+    // Ten maps, six distinct: the four identical pairs are compressed alone once each.
+    let copies: Vec<u64> = textures.iter().map(|t| t["copies"].as_u64().unwrap()).collect();
+    assert_eq!((textures.len(), copies.iter().sum::<u64>()), (6, 10), "{copies:?}");
+    assert_eq!(copies.iter().filter(|&&c| c == 2).count(), 4);
+    // The ratios are the sums of the bundles alone over the combined bundle's bits.
+    let combined = row["combined_bits"].as_u64().unwrap() as f64;
+    let alone = |per_material: bool| {
+        textures
+            .iter()
+            .map(|t| t["alone_bits"].as_u64().unwrap() * if per_material { t["copies"].as_u64().unwrap() } else { 1 })
+            .sum::<u64>() as f64
+    };
+    assert!((row["ratio_once"].as_f64().unwrap() - alone(false) / combined).abs() < 1e-9);
+    assert!((row["ratio_per_material"].as_f64().unwrap() - alone(true) / combined).abs() < 1e-9);
+    assert!(row["ratio_per_material"].as_f64().unwrap() > row["ratio_once"].as_f64().unwrap());
+    // A texture that reached its target is within the tolerance of it, or above.
+    for t in textures {
+        if t["reached"].as_bool().unwrap() {
+            assert!(t["alone_psnr_db"].as_f64().unwrap() >= t["combined_psnr_db"].as_f64().unwrap() - 0.05, "{t}");
+        }
+    }
+    assert!(stderr.contains("combined at 4 bits per texel"), "{stderr}");
 }

@@ -2,7 +2,7 @@
 //! point of it sized to a rate.
 
 use crate::model::quant::WeightFormat;
-use crate::options::{CompressOptions, GridOptions, OptionsError};
+use crate::options::{CompressOptions, ExplicitShape, GridOptions, OptionsError};
 use crate::set::TextureSet;
 use serde::{Deserialize, Serialize};
 
@@ -149,6 +149,8 @@ impl SearchPoint {
         ];
         options.model.hidden_widths.clone_from(&self.hidden_widths);
         options.model.weight_format = self.weight_format;
+        // The point is the shape: the rate only sizes its channels.
+        options.model.explicit = ExplicitShape { grids: true, latent_bits: true };
         options.budgets.prune = None;
         options.fit_bits_per_texel_for(bits_per_texel, set)?;
         Ok(options)

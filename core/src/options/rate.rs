@@ -1,0 +1,113 @@
+//! The model's shape follows the rate: which latent grids (texels per cell, channel split, bits)
+//! and which decoder a target rate gets, before its channel counts are fitted to the rate
+//! ([`super::CompressOptions::fit_bits_per_texel_for`]). At low rates more, coarser channels
+//! pay; at high rates a finer grid beats more channels of the same grid, as NTC's presets find
+//! (docs/decisions/050-shape-follows-rate.md has the runs behind each row).
+
+use super::{GridOptions, ModelConfig};
+use serde::Serialize;
+
+/// One row of [`RATE_SHAPES`]: the shape of every rate from `from_bits_per_texel` up to the next
+/// row's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateShape {
+    /// The lowest rate this row serves, bits per texel.
+    pub from_bits_per_texel: f64,
+    /// The grids, finest first, their channel counts before fitting (the fit keeps their ratio).
+    pub grids: &'static [GridOptions],
+    /// Why this row has this shape, in words.
+    pub why: &'static str,
+}
+
+const fn grid(texels_per_cell: u32, channels: u32, bits: u32) -> GridOptions {
+    GridOptions { texels_per_cell, channels, bits }
+}
+
+/// The shapes by rate, lowest first; each row serves the rates from its own up to the next row's.
+pub const RATE_SHAPES: [RateShape; 4] = [
+    RateShape {
+        from_bits_per_texel: 0.0,
+        grids: &[grid(8, 6, 4), grid(16, 22, 4)],
+        why: "grids one octave coarser than the default's at low rates: one cell per 8×8 texels and per 16×16, 6:22 channels, 4-bit latents (the precision search's pick at 1 bit per texel on three of four sets; +0.25 dB pooled over the default's grids at 1.67 bits per texel on the cabinet)",
+    },
+    RateShape {
+        from_bits_per_texel: 2.0,
+        grids: &[grid(4, 12, 4), grid(8, 16, 4)],
+        why: "the default preset's grids: 4-bit latents, one cell per 4×4 texels and per 8×8, 12:16 channels",
+    },
+    RateShape {
+        from_bits_per_texel: 5.0,
+        grids: &[grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
+        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet)",
+    },
+    RateShape {
+        from_bits_per_texel: 10.0,
+        grids: &[grid(1, 2, 4), grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
+        why: "a fourth grid, one cell per texel with 2 channels, above the third; 4-bit latents (over three grids: +0.49 dB pooled at 10 bits per texel and +0.75 at 15 on the cabinet)",
+    },
+];
+
+/// The row of [`RATE_SHAPES`] that serves `bits_per_texel`.
+#[must_use]
+pub fn rate_shape(bits_per_texel: f64) -> &'static RateShape {
+    RATE_SHAPES.iter().rev().find(|row| bits_per_texel >= row.from_bits_per_texel).unwrap_or(&RATE_SHAPES[0])
+}
+
+/// The parts of the model's shape given explicitly (a command-line flag, a search point): a
+/// rate's shape leaves them as they are. Not serialised: it says where a value came from, not
+/// what the bundle stores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExplicitShape {
+    /// The grids (texels per cell, channel split, bits).
+    pub grids: bool,
+    /// Every grid's latent bits.
+    pub latent_bits: bool,
+}
+
+/// What a rate chose for the model's shape, as the analyse pass reports it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ShapeChoice {
+    /// The rate asked for, bits per texel.
+    pub bits_per_texel: f64,
+    /// The row that served it: its lowest rate.
+    pub row_from_bits_per_texel: f64,
+    /// Why the row has its shape.
+    pub why: String,
+    /// What was given explicitly and kept instead of the row's (`grids`, `latent bits`).
+    pub kept: Vec<String>,
+}
+
+impl ShapeChoice {
+    /// One line: `8 bits per texel: <why>; kept as given: latent bits`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let kept = if self.kept.is_empty() { String::new() } else { format!("; kept as given: {}", self.kept.join(", ")) };
+        format!("{} bits per texel: {}{kept}", self.bits_per_texel, self.why)
+    }
+}
+
+impl ModelConfig {
+    /// Gives the grids the shape of `bits_per_texel`'s row, but for what was given explicitly, and
+    /// records the choice ([`ModelConfig::shape_choice`]).
+    pub(super) fn take_rate_shape(&mut self, bits_per_texel: f64) {
+        let row = rate_shape(bits_per_texel);
+        let mut kept = Vec::new();
+        if self.explicit.grids {
+            kept.push("grids".to_owned());
+        } else {
+            // `--latent-bits` sets every grid's bits alike: the first grid's are the ones given.
+            let given_bits = self.grids.first().map(|g| g.bits).filter(|_| self.explicit.latent_bits);
+            self.grids = row.grids.to_vec();
+            if let Some(bits) = given_bits {
+                for g in &mut self.grids {
+                    g.bits = bits;
+                }
+            }
+        }
+        if self.explicit.latent_bits {
+            kept.push("latent bits".to_owned());
+        }
+        self.shape_choice =
+            Some(ShapeChoice { bits_per_texel, row_from_bits_per_texel: row.from_bits_per_texel, why: row.why.to_owned(), kept });
+    }
+}
