@@ -10,8 +10,8 @@ use texset_core::{
 };
 use texset_shaders::{DecodeMode, GpuDecoder, GpuModelOptions, model::DEFAULT_BLOCK, renders_fragment_format, request_device};
 use texset_testkit::{
-    gpu_or_skip, tiny_bundle, tiny_bundle_with_activation, tiny_bundle_with_corner_reads, tiny_bundle_with_grouped_mips,
-    tiny_bundle_with_mips,
+    gpu_or_skip, tiny_bundle, tiny_bundle_with_activation, tiny_bundle_with_corner_reads, tiny_bundle_with_four_grids,
+    tiny_bundle_with_grouped_mips, tiny_bundle_with_mips,
 };
 
 /// Largest |a - b| per channel over two interleaved maps.
@@ -80,6 +80,26 @@ fn gpu_matches_cpu_reference_with_hgelu() {
         assert!(gpu.model().constants.contains("mlp_hgelu4_f32("), "the generated MLP applies HGELU");
         check_reference(&device, &queue, &bundle, &gpu, fragment);
     }
+}
+
+/// Four latent grids (the shape rates from 10 bits per texel get, decision 050), one of them
+/// 2-bit, through every path and both code shapes, and every mip level of a chain, against the
+/// CPU reference: the generated fetch reads each grid.
+#[test]
+fn gpu_matches_cpu_reference_with_four_grids() {
+    let test = "gpu_matches_cpu_reference_with_four_grids";
+    let Some((adapter, device, queue)) = gpu_or_skip(test, request_device().unwrap()) else {
+        return;
+    };
+    let fragment = renders_fragment_format(&adapter);
+    let bundle = tiny_bundle_with_four_grids(1);
+    assert_eq!(bundle.manifest.grids.len(), 4);
+    assert_eq!(bundle.manifest.mlp_inputs(), 3 + 2 + 1 + 2 + 8);
+    for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
+        let gpu = GpuDecoder::with_options(&device, &bundle, GpuModelOptions { shape, ..GpuModelOptions::for_device(&device) }).unwrap();
+        check_reference(&device, &queue, &bundle, &gpu, fragment);
+    }
+    check_mip_chain(&device, &queue, &tiny_bundle_with_four_grids(4));
 }
 
 /// A decoder that reads grid 0's four weighted corners (format version 7), with and without a

@@ -67,43 +67,55 @@ pub fn tiny_bundle() -> Bundle {
 /// [`tiny_bundle`] with a latent pyramid of `mip_levels` levels (1: none) and the LOD input.
 #[must_use]
 pub fn tiny_bundle_with_mips(mip_levels: u32) -> Bundle {
-    build(mip_levels, 1, &[16, 12], 2, false)
+    build(mip_levels, 1, &[16, 12], 2, false, &[])
 }
 
 /// [`tiny_bundle`] with `frequencies` positional-encoding frequencies: at 10, the highest one's
 /// angle reaches pi * 2^9 * 9 (about 14,500 rad) across grid 0.
 #[must_use]
 pub fn tiny_bundle_with_pe_frequencies(frequencies: u32) -> Bundle {
-    build(1, 1, &[16, 12], frequencies, false)
+    build(1, 1, &[16, 12], frequencies, false, &[])
 }
 
 /// [`tiny_bundle`] with a chain of `mip_levels` mip levels whose pyramid levels serve `group`
 /// of them each (`ceil(mip_levels / group)` pyramid levels; format version 5).
 #[must_use]
 pub fn tiny_bundle_with_grouped_mips(mip_levels: u32, group: u32) -> Bundle {
-    build(mip_levels, group, &[16, 12], 2, false)
+    build(mip_levels, group, &[16, 12], 2, false, &[])
 }
 
 /// [`tiny_bundle`] with these hidden layer widths (its own are 16 and 12).
 #[must_use]
 pub fn tiny_bundle_with_widths(hidden_widths: &[u32]) -> Bundle {
-    build(1, 1, hidden_widths, 2, false)
+    build(1, 1, hidden_widths, 2, false, &[])
 }
 
 /// [`tiny_bundle`] whose decoder reads grid 0's four weighted corners (format version 7), with a
 /// mip chain of `mip_levels` levels (1: none).
 #[must_use]
 pub fn tiny_bundle_with_corner_reads(mip_levels: u32) -> Bundle {
-    build(mip_levels, 1, &[16, 12], 2, true)
+    build(mip_levels, 1, &[16, 12], 2, true, &[])
 }
 
-fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32, corners: bool) -> Bundle {
+/// [`tiny_bundle`] with four latent grids, as rates from 10 bits per texel get (decision 050):
+/// a finer and a coarser grid after its two, with a mip chain of `mip_levels` levels (1: none).
+#[must_use]
+pub fn tiny_bundle_with_four_grids(mip_levels: u32) -> Bundle {
+    let more = [
+        GridEntry { width: 14, height: 12, channels: 1, bits: 4, range: [-1.5, 0.5], corners: false },
+        GridEntry { width: 3, height: 3, channels: 2, bits: 2, range: [-0.5, 0.5], corners: false },
+    ];
+    build(mip_levels, 1, &[16, 12], 2, false, &more)
+}
+
+fn build(mip_levels: u32, group: u32, hidden_widths: &[u32], pe_frequencies: u32, corners: bool, more_grids: &[GridEntry]) -> Bundle {
     let mut rng = Rng(0x007E_75E7);
-    let grids = vec![
+    let mut grids = vec![
         GridEntry { width: 9, height: 7, channels: 3, bits: 4, range: [-1.0, 1.0], corners },
         // 3 bits: levels straddle 32-bit words in the GPU layout.
         GridEntry { width: 5, height: 4, channels: 2, bits: 3, range: [-0.75, 1.25], corners: false },
     ];
+    grids.extend_from_slice(more_grids);
     let mip_grids: Vec<GridEntry> = (1..mip_levels.div_ceil(group))
         .flat_map(|k| {
             // Sized for the pyramid level's first mip level.

@@ -20,7 +20,8 @@ mod set;
 
 pub use bundle::{
     over_budget_bundle, tiny_bundle, tiny_bundle_in, tiny_bundle_with_activation, tiny_bundle_with_corner_reads,
-    tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_pe_frequencies, tiny_bundle_with_widths,
+    tiny_bundle_with_four_grids, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_pe_frequencies,
+    tiny_bundle_with_widths,
 };
 pub use forge::forge_bundle;
 #[cfg(feature = "train")]

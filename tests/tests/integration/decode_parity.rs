@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used)]
 
 use texset_core::decode::Decoder;
-use texset_testkit::{tiny_bundle, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_widths};
+use texset_testkit::{
+    tiny_bundle, tiny_bundle_with_four_grids, tiny_bundle_with_grouped_mips, tiny_bundle_with_mips, tiny_bundle_with_widths,
+};
 
 /// Tolerance on normalised `[0, 1]` values: the batched path's features are bit-identical to the
 /// reference's and its MLP differs only in rounding (one fused multiply-add per term instead of a
@@ -45,6 +47,8 @@ fn batched_decode_matches_the_reference() {
         ("mips in groups of 2", tiny_bundle_with_grouped_mips(4, 2)),
         ("widths 64-48-32", tiny_bundle_with_widths(&[64, 48, 32])),
         ("widths 7-5", tiny_bundle_with_widths(&[7, 5])),
+        ("four grids", tiny_bundle_with_four_grids(1)),
+        ("four grids, mips", tiny_bundle_with_four_grids(3)),
     ] {
         let worst = max_difference(&Decoder::new(&bundle));
         assert!(worst <= TOLERANCE, "{name}: batched decode differs from the reference by {worst}");

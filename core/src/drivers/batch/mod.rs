@@ -245,7 +245,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// SHA-256 over texset's version, the options' fingerprint ([`CompressOptions::fingerprint`]),
-/// the target rate, the material's name (which the bundle holds) and the files ingest reads of
+/// the target rate and the grids it picks, the material's name (which the bundle holds) and the files ingest reads of
 /// `folder` (its `texset.toml`, then each map's file: name, length, bytes, streamed): what decides
 /// whether a finished bundle is still up to date, and its key in the cache. Files ingest leaves
 /// out (a `.psd`, notes) are not read. A folder ingest refuses is keyed by the refusal and its
@@ -265,6 +265,11 @@ fn material_key(folder: &Path, options: &CompressOptions, bits_per_texel: Option
         hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
         hasher.update(options.fingerprint().as_bytes());
         hasher.update(bits_per_texel.map_or_else(|| "bpp:none".to_owned(), |b| format!("bpp:{:016x}", b.to_bits())).as_bytes());
+        // The grids a rate picks are not in the options before the fit (decision 050): the rate's
+        // row and what the options keep as given decide them, so a new table redoes the material.
+        if let Some(b) = bits_per_texel {
+            hasher.update(format!("shape:{:?}:{:?}", crate::options::rate_shape(b).grids, options.model.explicit).as_bytes());
+        }
     };
     let field = |hasher: &mut Sha256, bytes: &[u8]| {
         hasher.update((bytes.len() as u64).to_le_bytes());
@@ -621,4 +626,26 @@ fn to_cache(cache: &Path, record: &UnitRecord, bundle: &[u8]) -> std::io::Result
     crate::io::fsutil::write_atomic(&cache.join(format!("{}.texset", record.input_sha256)), bundle)?;
     let json = serde_json::to_vec_pretty(record).unwrap_or_default();
     crate::io::fsutil::write_atomic(&cache.join(format!("{}.json", record.input_sha256)), &json)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The grids a rate picks decide a bundle as the options do: the same options at one rate hash
+    /// alike, and apart where one keeps its grids as given (decision 050).
+    #[test]
+    fn the_rate_and_the_grids_it_picks_are_in_the_input_hash() {
+        let wood = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample_textures/wood");
+        let options = CompressOptions::default();
+        let mut given = options.clone();
+        given.model.explicit.grids = true;
+        let hash = |o: &CompressOptions, bpp| input_hash(&wood, o, bpp).unwrap();
+        assert_eq!(hash(&options, Some(8.0)), hash(&options, Some(8.0)));
+        assert_ne!(hash(&options, Some(8.0)), hash(&given, Some(8.0)));
+        assert_ne!(hash(&options, Some(8.0)), hash(&options, Some(4.0)));
+        // Without a rate the options' grids are the grids, wherever they came from.
+        assert_eq!(hash(&options, None), hash(&given, None));
+    }
 }
