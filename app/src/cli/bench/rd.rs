@@ -99,11 +99,9 @@ pub(super) struct RdPoint {
 }
 
 impl RdPoint {
-    /// The same point of a sweep: set, method and asked rate.
-    fn same_as(&self, other: &Self) -> bool {
-        self.set == other.set
-            && self.method == other.method
-            && self.asked_bits_per_texel.map(f64::to_bits) == other.asked_bits_per_texel.map(f64::to_bits)
+    /// Whether this is the point of a sweep for `set`, `method` and the asked rate.
+    fn is(&self, set: &str, method: &str, asked_bits_per_texel: Option<f64>) -> bool {
+        self.set == set && self.method == method && self.asked_bits_per_texel.map(f64::to_bits) == asked_bits_per_texel.map(f64::to_bits)
     }
 }
 
@@ -136,15 +134,7 @@ fn run(
     // A saved point of the same set, method and rate, made with `options_sha256` (none: a
     // block-compression point, which has no options).
     let kept = |set: &str, method: &str, asked: Option<f64>, options_sha256: Option<&str>| {
-        saved
-            .iter()
-            .find(|p| {
-                p.set == set
-                    && p.method == method
-                    && p.asked_bits_per_texel.map(f64::to_bits) == asked.map(f64::to_bits)
-                    && p.options_sha256.as_deref() == options_sha256
-            })
-            .cloned()
+        saved.iter().find(|p| p.is(set, method, asked) && p.options_sha256.as_deref() == options_sha256).cloned()
     };
     let mut points = Vec::new();
     print_header(json);
@@ -260,7 +250,7 @@ fn read_points(file: &Path) -> Result<Vec<RdPoint>> {
 fn merged(lists: Vec<Vec<RdPoint>>) -> Vec<RdPoint> {
     let mut points: Vec<RdPoint> = Vec::new();
     for p in lists.into_iter().flatten() {
-        match points.iter_mut().find(|q| q.same_as(&p)) {
+        match points.iter_mut().find(|q| q.is(&p.set, &p.method, p.asked_bits_per_texel)) {
             Some(q) => *q = p,
             None => points.push(p),
         }
