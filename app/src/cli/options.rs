@@ -79,6 +79,7 @@ impl ModelArgs {
         model.weight_format = self.weight_format;
         if let Some(text) = &self.decoder {
             model.hidden_widths = parse_decoder_widths(text)?;
+            model.explicit.decoder = true;
         }
         if let Some(activation) = self.activation {
             model.activation = activation;

@@ -445,12 +445,12 @@ impl CompressOptions {
         }
     }
 
-    /// The rate's shape ([`rate_shape`]: grids' cells, split and bits, but for what
+    /// The rate's shape ([`rate_shape`]: grids' cells, split and bits, the decoder, a preset's steps, but for what
     /// [`ModelConfig::explicit`] keeps), then [`Self::fit_bits_per_texel`] for a library: its texel
     /// count, extent and outputs, with the manifest's size estimated from its map count (small
     /// next to the latents).
     pub fn fit_bits_per_texel_for(&mut self, bits_per_texel: f64, set: &crate::set::TextureSet) -> Result<(), OptionsError> {
-        self.model.take_rate_shape(bits_per_texel);
+        self.take_rate_shape(bits_per_texel);
         self.fit_bits_per_texel(bits_per_texel, set.texel_count(), set.max_extent(), set.output_channels(), manifest_bytes_estimate(set))
     }
 
@@ -459,7 +459,7 @@ impl CompressOptions {
     #[must_use]
     pub fn smallest_bits_per_texel_for(&self, set: &crate::set::TextureSet) -> f64 {
         let mut one = self.clone();
-        one.model.take_rate_shape(0.0);
+        one.take_rate_shape(0.0);
         for g in &mut one.model.grids {
             g.channels = 1;
         }

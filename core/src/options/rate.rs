@@ -1,10 +1,10 @@
-//! The model's shape follows the rate: which latent grids (texels per cell, channel split, bits)
-//! and which decoder a target rate gets, before its channel counts are fitted to the rate
-//! ([`super::CompressOptions::fit_bits_per_texel_for`]). At low rates more, coarser channels
+//! The model's shape follows the rate: which latent grids (texels per cell, channel split, bits),
+//! which decoder and how many of the preset's steps a target rate gets, before its channel counts
+//! are fitted to the rate ([`super::CompressOptions::fit_bits_per_texel_for`]). At low rates more, coarser channels
 //! pay; at high rates a finer grid beats more channels of the same grid, as NTC's presets find
 //! (docs/decisions/050-shape-follows-rate.md has the runs behind each row).
 
-use super::{GridOptions, ModelConfig};
+use super::{CompressOptions, GridOptions, ModelConfig, StepsOrigin};
 use serde::Serialize;
 
 /// One row of [`RATE_SHAPES`]: the shape of every rate from `from_bits_per_texel` up to the next
@@ -15,6 +15,11 @@ pub struct RateShape {
     pub from_bits_per_texel: f64,
     /// The grids, finest first, their channel counts before fitting (the fit keeps their ratio).
     pub grids: &'static [GridOptions],
+    /// The decoder's hidden layer widths, input side first.
+    pub hidden_widths: &'static [usize],
+    /// The preset's training steps are multiplied by this (a preset's steps only: steps given are
+    /// trained as given; on a hardware GPU `auto` scales the result as it scales a preset's).
+    pub steps_scale: f64,
     /// Why this row has this shape, in words.
     pub why: &'static str,
 }
@@ -28,22 +33,30 @@ pub const RATE_SHAPES: [RateShape; 4] = [
     RateShape {
         from_bits_per_texel: 0.0,
         grids: &[grid(8, 6, 4), grid(16, 22, 4)],
+        hidden_widths: &[64, 64, 64],
+        steps_scale: 1.0,
         why: "grids one octave coarser than the default's at low rates: one cell per 8×8 texels and per 16×16, 6:22 channels, 4-bit latents (the precision search's pick at 1 bit per texel on three of four sets; +0.25 dB pooled over the default's grids at 1.67 bits per texel on the cabinet)",
     },
     RateShape {
         from_bits_per_texel: 2.0,
         grids: &[grid(4, 12, 4), grid(8, 16, 4)],
+        hidden_widths: &[64, 64, 64],
+        steps_scale: 1.0,
         why: "the default preset's grids: 4-bit latents, one cell per 4×4 texels and per 8×8, 12:16 channels",
     },
     RateShape {
         from_bits_per_texel: 5.0,
         grids: &[grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
-        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet)",
+        hidden_widths: &[96, 96, 64],
+        steps_scale: 0.9,
+        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet); a 96-96-64 decoder (+0.84 at 8 on the cabinet) at 0.9 of the preset's steps, which keeps the default preset at 8 bits per texel under 3 minutes on two cores",
     },
     RateShape {
         from_bits_per_texel: 10.0,
         grids: &[grid(1, 2, 4), grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
-        why: "a fourth grid, one cell per texel with 2 channels, above the third; 4-bit latents (over three grids: +0.49 dB pooled at 10 bits per texel and +0.75 at 15 on the cabinet)",
+        hidden_widths: &[128, 128, 64],
+        steps_scale: 1.0,
+        why: "a fourth grid, one cell per texel with 2 channels, above the third; 4-bit latents (over three grids: +0.49 dB pooled at 10 bits per texel and +0.75 at 15 on the cabinet); a 128-128-64 decoder (+0.72 at 15 on the cabinet), its training time growing with the rate",
     },
 ];
 
@@ -62,6 +75,8 @@ pub struct ExplicitShape {
     pub grids: bool,
     /// Every grid's latent bits.
     pub latent_bits: bool,
+    /// The decoder's hidden layer widths.
+    pub decoder: bool,
 }
 
 /// What a rate chose for the model's shape, as the analyse pass reports it.
@@ -73,8 +88,14 @@ pub struct ShapeChoice {
     pub row_from_bits_per_texel: f64,
     /// Why the row has its shape.
     pub why: String,
-    /// What was given explicitly and kept instead of the row's (`grids`, `latent bits`).
+    /// What was given explicitly and kept instead of the row's (`grids`, `latent bits`,
+    /// `decoder`, `steps`).
     pub kept: Vec<String>,
+    /// The preset's steps before the row's [`RateShape::steps_scale`]; `None` where steps were
+    /// given. Fitting another rate to the same options starts again from these.
+    pub preset_steps: Option<u32>,
+    /// The steps the row gave (the preset's times its scale), where it gave any.
+    pub steps: Option<u32>,
 }
 
 impl ShapeChoice {
@@ -82,15 +103,37 @@ impl ShapeChoice {
     #[must_use]
     pub fn describe(&self) -> String {
         let kept = if self.kept.is_empty() { String::new() } else { format!("; kept as given: {}", self.kept.join(", ")) };
-        format!("{} bits per texel: {}{kept}", self.bits_per_texel, self.why)
+        let steps = match (self.preset_steps, self.steps) {
+            (Some(preset), Some(steps)) if preset != steps => format!("; {steps} training steps (the preset's {preset})"),
+            _ => String::new(),
+        };
+        format!("{} bits per texel: {}{steps}{kept}", self.bits_per_texel, self.why)
+    }
+}
+
+impl CompressOptions {
+    /// Gives the model the shape of `bits_per_texel`'s row (its grids and decoder)
+    /// and a preset's steps the row's scale, recording both ([`ModelConfig::shape_choice`]).
+    /// Idempotent: a second rate starts again from the preset's steps.
+    pub(super) fn take_rate_shape(&mut self, bits_per_texel: f64) {
+        let row = rate_shape(bits_per_texel);
+        let preset_steps = self.model.shape_choice.as_ref().and_then(|c| c.preset_steps).unwrap_or(self.schedule.steps);
+        self.model.take_rate_shape(row, bits_per_texel);
+        let Some(choice) = self.model.shape_choice.as_mut() else { return };
+        if self.schedule.steps_origin == StepsOrigin::Preset {
+            self.schedule.steps = ((f64::from(preset_steps) * row.steps_scale).round() as u32).max(1);
+            choice.preset_steps = Some(preset_steps);
+            choice.steps = Some(self.schedule.steps);
+        } else {
+            choice.kept.push("steps".to_owned());
+        }
     }
 }
 
 impl ModelConfig {
-    /// Gives the grids the shape of `bits_per_texel`'s row, but for what was given explicitly, and
-    /// records the choice ([`ModelConfig::shape_choice`]).
-    pub(super) fn take_rate_shape(&mut self, bits_per_texel: f64) {
-        let row = rate_shape(bits_per_texel);
+    /// Gives the grids and the decoder the shape of `row` (the row of `bits_per_texel`), but for
+    /// what was given explicitly, and records the choice ([`ModelConfig::shape_choice`]).
+    fn take_rate_shape(&mut self, row: &RateShape, bits_per_texel: f64) {
         let mut kept = Vec::new();
         if self.explicit.grids {
             kept.push("grids".to_owned());
@@ -107,7 +150,18 @@ impl ModelConfig {
         if self.explicit.latent_bits {
             kept.push("latent bits".to_owned());
         }
-        self.shape_choice =
-            Some(ShapeChoice { bits_per_texel, row_from_bits_per_texel: row.from_bits_per_texel, why: row.why.to_owned(), kept });
+        if self.explicit.decoder {
+            kept.push("decoder".to_owned());
+        } else {
+            self.hidden_widths = row.hidden_widths.to_vec();
+        }
+        self.shape_choice = Some(ShapeChoice {
+            bits_per_texel,
+            row_from_bits_per_texel: row.from_bits_per_texel,
+            why: row.why.to_owned(),
+            kept,
+            preset_steps: None,
+            steps: None,
+        });
     }
 }

@@ -107,7 +107,8 @@ fn match_bc_reaches_the_block_compressed_psnr_at_fewer_bits() {
 }
 
 /// The shape follows the rate (issue 66): each rate takes its row's grids, channels fitted to it,
-/// but for what was given explicitly; the analyse pass reports the choice.
+/// its decoder and its share of the preset's steps, but for what was given explicitly; the
+/// analyse pass reports the choice.
 #[test]
 fn a_rate_picks_its_rows_grids_but_keeps_what_was_given() {
     use texset_core::options::{ExplicitShape, GridOptions, RATE_SHAPES, rate_shape};
@@ -122,6 +123,16 @@ fn a_rate_picks_its_rows_grids_but_keeps_what_was_given() {
         let mut options = CompressOptions::default();
         options.fit_bits_per_texel_for(bpp, &set).unwrap();
         assert_eq!(shape(&options), row_shape(bpp), "at {bpp}");
+        assert_eq!(options.model.hidden_widths, row.hidden_widths, "at {bpp}");
+        let steps = (f64::from(texset_core::options::DEFAULT_PRESET_STEPS) * row.steps_scale).round() as u32;
+        assert_eq!(options.schedule.steps, steps, "at {bpp}");
+        // Fitted again at another rate, the options start from the preset's steps, not these.
+        let mut again = options.clone();
+        again.fit_bits_per_texel_for(RATE_SHAPES[1].from_bits_per_texel + 0.5, &set).unwrap();
+        assert_eq!(
+            again.schedule.steps,
+            (f64::from(texset_core::options::DEFAULT_PRESET_STEPS) * RATE_SHAPES[1].steps_scale).round() as u32
+        );
         let choice = options.model.shape_choice.clone().unwrap();
         assert_eq!((choice.bits_per_texel, choice.kept.len()), (bpp, 0));
         assert!(choice.describe().contains(rate_shape(bpp).why));
@@ -159,6 +170,17 @@ fn a_rate_picks_its_rows_grids_but_keeps_what_was_given() {
         let row: Vec<(u32, u32)> = row_shape(bpp).into_iter().map(|(cells, _)| (cells, 8)).collect();
         assert_eq!(shape(&options), row, "at {bpp}");
         assert_eq!(options.model.shape_choice.as_ref().unwrap().kept, ["latent bits"]);
+    }
+    // A decoder and steps given are kept too.
+    let mut decoder = CompressOptions::default();
+    decoder.model.hidden_widths = vec![32, 32];
+    decoder.model.explicit.decoder = true;
+    decoder.schedule.give_steps(777);
+    for bpp in [3.0, 12.0] {
+        let mut options = decoder.clone();
+        options.fit_bits_per_texel_for(bpp, &set).unwrap();
+        assert_eq!((options.model.hidden_widths.as_slice(), options.schedule.steps), ([32, 32].as_slice(), 777));
+        assert_eq!(options.model.shape_choice.as_ref().unwrap().kept, ["decoder", "steps"]);
     }
     // Where a value came from is not part of what the bundle depends on.
     let mut unmarked = given.clone();

@@ -1,6 +1,6 @@
-//! `texset bench time`: quality against wall time. Each folder is compressed at one rate with a
+//! `texset bench time`: quality against wall time. Each folder is compressed at each rate with a
 //! preset's schedule fitted to each training time budget (`--time-budget`), and scored: pooled
-//! PSNR and rendered PSNR against the seconds the whole `compress` took. `--label` names the
+//! PSNR and rendered PSNR against the seconds the whole `compress` took; a curve per rate. `--label` names the
 //! curve; `--save` keeps its points, and `--from` merges saved curves (builds or settings run one
 //! after another on one machine) into one table and chart.
 
@@ -30,9 +30,10 @@ pub(crate) struct TimeBenchArgs {
     /// Training time budgets, seconds, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "15,30,60,120,240")]
     secs: Vec<f64>,
-    /// Rate of every compression, bits per texel.
-    #[arg(long, default_value_t = 4.0)]
-    bpp: f64,
+    /// Rates, bits per texel, comma-separated: a curve for each (the shape each rate gets,
+    /// `options::RATE_SHAPES`, at every budget).
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    bpp: Vec<f64>,
     /// The preset whose schedule (learning rates, freeze points) is fitted to each budget.
     #[arg(long, value_enum, default_value_t = Preset::Default)]
     preset: Preset,
@@ -64,6 +65,9 @@ pub(super) struct TimePoint {
     pub set: String,
     /// The curve (`--label`).
     pub label: String,
+    /// The rate asked for, bits per texel (files saved before rates were a list have none).
+    #[serde(default)]
+    pub asked_bits_per_texel: Option<f64>,
     /// The training time budget asked for, seconds.
     pub budget_secs: f64,
     /// The whole `compress` call (analysis, probe, training, quantisation, packing), seconds.
@@ -106,6 +110,11 @@ impl TimeBenchArgs {
             "--secs needs positive seconds, got {:?}",
             self.secs
         );
+        anyhow::ensure!(
+            !self.bpp.is_empty() && self.bpp.iter().all(|b| b.is_finite() && *b > 0.0),
+            "--bpp needs positive rates, got {:?}",
+            self.bpp
+        );
         let json = self.json.json;
         let mut base = CompressOptions::preset(self.preset);
         self.model.apply(&mut base.model)?;
@@ -114,19 +123,20 @@ impl TimeBenchArgs {
         print_header(json);
         for dir in self.dirs.clone().or_samples()? {
             let (name, set) = load_named(&dir)?;
-            for &budget_secs in &self.secs {
+            for (&bpp, &budget_secs) in self.bpp.iter().flat_map(|b| self.secs.iter().map(move |s| (b, s))) {
                 let mut options = base.clone();
-                options.fit_bits_per_texel_for(self.bpp, &set).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+                options.fit_bits_per_texel_for(bpp, &set).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
                 options.run.time_budget_secs = Some(budget_secs);
                 let start = Instant::now();
                 let out = compress(&set, &options, &NoProgress, &Cancel::new())
-                    .with_context(|| format!("{}: a {budget_secs} s budget", dir.display()))?;
+                    .with_context(|| format!("{}: {bpp} bits per texel, a {budget_secs} s budget", dir.display()))?;
                 let wall_secs = start.elapsed().as_secs_f64();
                 let decoded = decode_set(&set, &Decoder::new(&out.bundle))?;
                 let rendered = rendered_scores(&set, &out.bundle.manifest, &decoded, LIGHTS, RENDER_PX);
                 let point = TimePoint {
                     set: name.clone(),
                     label: self.label.clone(),
+                    asked_bits_per_texel: Some(bpp),
                     budget_secs,
                     wall_secs,
                     steps: out.report.train.steps_run,
@@ -161,35 +171,46 @@ fn load(files: &[PathBuf]) -> Result<Vec<TimePoint>> {
 /// The table's head (nothing under `--json`).
 fn print_header(json: bool) {
     if !json {
-        println!("| set | curve | budget s | wall s | steps | bits/texel | PSNR | rendered PSNR |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("| set | curve | rate asked | budget s | wall s | steps | bits/texel | PSNR | rendered PSNR |");
+        println!("|---|---|---|---|---|---|---|---|---|");
     }
 }
 
 /// One point: a table row, or under `--json` a progress line on stderr.
 fn print_point(p: &TimePoint, json: bool) {
     if json {
-        eprintln!("{} {}: {} s budget, {:.1} s wall, {:.2} dB", p.set, p.label, p.budget_secs, p.wall_secs, p.pooled_psnr_db);
+        eprintln!("{} {}: {} s budget, {:.1} s wall, {:.2} dB", p.set, p.series(), p.budget_secs, p.wall_secs, p.pooled_psnr_db);
     } else {
+        let asked = p.asked_bits_per_texel.map_or_else(|| "–".to_owned(), |b| b.to_string());
         println!(
-            "| {} | {} | {} | {:.1} | {} | {:.3} | {:.2} dB | {:.2} dB |",
+            "| {} | {} | {asked} | {} | {:.1} | {} | {:.3} | {:.2} dB | {:.2} dB |",
             p.set, p.label, p.budget_secs, p.wall_secs, p.steps, p.bits_per_texel, p.pooled_psnr_db, p.rendered_psnr_db
         );
+    }
+}
+
+impl TimePoint {
+    /// The curve this point is drawn on: its label, and its rate where one was saved.
+    fn series(&self) -> String {
+        self.asked_bits_per_texel.map_or_else(|| self.label.clone(), |b| format!("{} {b} bpt", self.label))
     }
 }
 
 /// Curve colours, by order of first appearance.
 const PALETTE: [[u8; 3]; 6] = [[127, 127, 127], [31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189]];
 
-/// Two panels per set (PSNR and rendered PSNR against wall seconds), a joined series per curve.
+/// Two panels per set (PSNR and rendered PSNR against wall seconds), a joined series per curve
+/// (label and rate).
 fn chart(points: &[TimePoint]) -> Result<image::RgbImage> {
     let sets = distinct(points.iter().map(|p| p.set.as_str()));
-    let labels = distinct(points.iter().map(|p| p.label.as_str()));
+    let series: Vec<String> = points.iter().map(TimePoint::series).collect();
+    let labels = distinct(series.iter().map(String::as_str));
     let colour = |i: usize| PALETTE[i % PALETTE.len()];
     let style = |label: &str| (colour(labels.iter().position(|l| *l == label).unwrap_or(0)), Marker::Circle, true);
     let db: Vec<DbPoint<'_>> = points
         .iter()
-        .map(|p| DbPoint { set: &p.set, series: &p.label, x: p.wall_secs, psnr_db: p.pooled_psnr_db, rendered_psnr_db: p.rendered_psnr_db })
+        .zip(&series)
+        .map(|(p, s)| DbPoint { set: &p.set, series: s, x: p.wall_secs, psnr_db: p.pooled_psnr_db, rendered_psnr_db: p.rendered_psnr_db })
         .collect();
     let panels = psnr_panels(&db, &labels, "seconds (whole compress)", style);
     let legend: Vec<LegendEntry> = labels
@@ -209,6 +230,7 @@ mod tests {
         TimePoint {
             set: set.into(),
             label: label.into(),
+            asked_bits_per_texel: None,
             budget_secs: wall_secs,
             wall_secs,
             steps: 100,
@@ -232,6 +254,18 @@ mod tests {
         let count = |c: [u8; 3]| chart.pixels().filter(|p| p.0 == c).count();
         assert!(count(PALETTE[0]) > 50 && count(PALETTE[1]) > 50);
         assert_eq!(count(PALETTE[2]), 0, "two curves, two colours");
+    }
+
+    #[test]
+    fn each_rate_is_its_own_curve() {
+        let at =
+            |bpp: f64, wall_secs: f64, psnr: f64| TimePoint { asked_bits_per_texel: Some(bpp), ..point("a", "texset", wall_secs, psnr) };
+        let points = vec![at(4.0, 15.0, 30.0), at(4.0, 30.0, 32.0), at(8.0, 15.0, 31.0), at(8.0, 30.0, 34.0)];
+        assert_eq!(points[2].series(), "texset 8 bpt");
+        let chart = chart(&points).unwrap();
+        let count = |c: [u8; 3]| chart.pixels().filter(|p| p.0 == c).count();
+        assert!(count(PALETTE[0]) > 50 && count(PALETTE[1]) > 50, "a colour per rate");
+        assert_eq!(count(PALETTE[2]), 0);
     }
 
     #[test]

@@ -327,13 +327,15 @@ mod tests {
     /// `--grids` sets the grids, finest first, and marks them given, as `--latent-bits` marks
     /// the bits: a rate's shape keeps both.
     #[test]
-    fn grids_and_latent_bits_are_kept_as_given() {
+    fn grids_latent_bits_and_decoder_are_kept_as_given() {
         let o = options(&["--grids", "2x8@2, 4x16@4"]);
         let grids: Vec<(u32, u32, u32)> = o.model.grids.iter().map(|g| (g.texels_per_cell, g.channels, g.bits)).collect();
         assert_eq!(grids, [(2, 8, 2), (4, 16, 4)]);
         assert!(o.model.explicit.grids && !o.model.explicit.latent_bits);
         let o = options(&["--latent-bits", "8"]);
         assert!(!o.model.explicit.grids && o.model.explicit.latent_bits);
-        assert!(!options(&[]).model.explicit.grids);
+        let o = options(&["--decoder", "32-32"]);
+        assert!(o.model.explicit.decoder && o.model.hidden_widths == [32, 32]);
+        assert_eq!(options(&[]).model.explicit, texset_core::options::ExplicitShape::default());
     }
 }

@@ -265,10 +265,14 @@ fn material_key(folder: &Path, options: &CompressOptions, bits_per_texel: Option
         hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
         hasher.update(options.fingerprint().as_bytes());
         hasher.update(bits_per_texel.map_or_else(|| "bpp:none".to_owned(), |b| format!("bpp:{:016x}", b.to_bits())).as_bytes());
-        // The grids a rate picks are not in the options before the fit (decision 050): the rate's
-        // row and what the options keep as given decide them, so a new table redoes the material.
+        // The shape a rate picks is not in the options before the fit (decision 050): the rate's
+        // row (grids, decoder, steps) and what the options keep as given decide it, so a new
+        // table redoes the material.
         if let Some(b) = bits_per_texel {
-            hasher.update(format!("shape:{:?}:{:?}", crate::options::rate_shape(b).grids, options.model.explicit).as_bytes());
+            let row = crate::options::rate_shape(b);
+            hasher.update(
+                format!("shape:{:?}:{:?}:{}:{:?}", row.grids, row.hidden_widths, row.steps_scale, options.model.explicit).as_bytes(),
+            );
         }
     };
     let field = |hasher: &mut Sha256, bytes: &[u8]| {

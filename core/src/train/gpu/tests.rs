@@ -20,9 +20,21 @@ fn set() -> TextureSet {
 #[test]
 fn the_specialised_trainer_validates_with_naga() {
     let set = set();
-    for mips in [false, true] {
+    // The default decoder with and without mips, and every other decoder a rate picks
+    // (`options::RATE_SHAPES`) without: the widths meet no mip code.
+    let default_widths = CompressOptions::default().model.hidden_widths;
+    let mut cases = vec![(false, default_widths.clone()), (true, default_widths)];
+    for row in &crate::options::RATE_SHAPES {
+        if !cases.iter().any(|(_, d)| d.as_slice() == row.hidden_widths) {
+            cases.push((false, row.hidden_widths.to_vec()));
+        }
+    }
+    assert!(cases.len() > 2, "the rows' decoders are validated too");
+    for (mips, hidden_widths) in &cases {
+        let mips = *mips;
         let mut options = CompressOptions::default();
         options.model.mips = mips;
+        options.model.hidden_widths.clone_from(hidden_widths);
         let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
         let params = crate::train::initial_params(&set, &layout, 1);
         let mut shapes = Shapes::new(&params, 512).expect("shapes");
@@ -43,7 +55,10 @@ fn the_specialised_trainer_validates_with_naga() {
             let (_, _, row) = spread(shapes.all());
             for shape in [MlpShape::Vec4Rows, MlpShape::Scalar] {
                 let source = specialise(&params, &shapes, &tables, memory, shape, row);
-                let what = format!("train.wgsl (mips {mips}, weights in {memory:?} memory, {}, {shape:?})", shapes.wgrad.pass().name());
+                let what = format!(
+                    "train.wgsl (mips {mips}, decoder {hidden_widths:?}, weights in {memory:?} memory, {}, {shape:?})",
+                    shapes.wgrad.pass().name()
+                );
                 let module =
                     wgpu::naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&source)));
                 let mut validator = wgpu::naga::valid::Validator::new(
