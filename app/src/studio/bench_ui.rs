@@ -53,15 +53,21 @@ pub struct PreviewBench {
     /// Whether the first image was the original maps lit (before any training).
     pub first_image_originals: bool,
     /// Seconds from the tab's first frame to its first image of a decoded model (training's
-    /// first snapshot, its pipeline compiled).
+    /// first snapshot decoded, into textures or per pixel).
     pub first_decoded_secs: Option<f64>,
+    /// Seconds from the tab's first frame to its first image decoded per pixel (the decoder
+    /// compiled).
+    pub first_per_pixel_secs: Option<f64>,
     /// Median scale (fraction of the full resolution's side) of the images drawn while the lights
     /// orbited and training ran.
     pub moving_median_scale: Option<f32>,
     /// Preview pixels drawn per second meanwhile (images shown, over the phase's wall time).
     pub moving_pixels_per_sec: f64,
-    /// Preview images shown per second meanwhile.
+    /// Preview images shown per second meanwhile, from the first image to the last (before the
+    /// first there is nothing to move).
     pub moving_images_per_sec: f64,
+    /// Of the images shown meanwhile, how many decoded a side per pixel (the rest read textures).
+    pub moving_per_pixel_images: usize,
     /// What moved: the lights, or the camera.
     pub motion: Motion,
     /// After the lights stopped: seconds until the preview showed the view at full resolution
@@ -310,11 +316,15 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
     let phase_secs = phase.elapsed().as_secs_f64();
     let (preview_images, preview_bands) = app.preview.as_ref().map_or((0, 0), |p| (p.images_completed, p.bands_drawn()));
     let stats = app.preview.as_ref().map(|p| p.stats.clone()).unwrap_or_default();
-    let mut scales: Vec<f32> = stats.images.iter().map(|(scale, _)| *scale).collect();
+    let mut scales: Vec<f32> = stats.images.iter().map(|i| i.scale).collect();
     scales.sort_by(f32::total_cmp);
     let moving_median_scale = scales.get(scales.len() / 2).copied();
-    let moving_pixels_per_sec = stats.images.iter().map(|(_, pixels)| *pixels as f64).sum::<f64>() / phase_secs.max(1e-9);
-    let moving_images_per_sec = stats.images.len() as f64 / phase_secs.max(1e-9);
+    let moving_pixels_per_sec = stats.images.iter().map(|i| i.pixels as f64).sum::<f64>() / phase_secs.max(1e-9);
+    let moving_images_per_sec = match (stats.images.first(), stats.images.last()) {
+        (Some(first), Some(last)) if last.secs > first.secs => (stats.images.len() - 1) as f64 / (last.secs - first.secs),
+        _ => 0.0,
+    };
+    let moving_per_pixel_images = stats.images.iter().filter(|i| i.per_pixel).count();
     // The motion stops: the preview should converge to full resolution, frames staying bounded
     // (Compare has nothing to converge).
     app.session.settings.view.lights_orbit = false;
@@ -347,9 +357,11 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
         first_image_secs: stats.first_image.map(|(secs, _)| secs),
         first_image_originals: stats.first_image.is_some_and(|(_, originals)| originals),
         first_decoded_secs: stats.first_decoded,
+        first_per_pixel_secs: stats.first_per_pixel,
         moving_median_scale,
         moving_pixels_per_sec,
         moving_images_per_sec,
+        moving_per_pixel_images,
         motion,
         converge_secs,
         converge_max_frame_ms,

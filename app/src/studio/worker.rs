@@ -86,10 +86,15 @@ pub fn spawn_background<T: Send + 'static>(name: &str, work: impl FnOnce() -> T 
 /// Where the studio's background CPU work (training, decoding, block compression) runs: a pool
 /// of threads at [`BACKGROUND_NICE`] as large as the machine or, when the window renders on a
 /// software GPU ([`Background::below_frames`]), one thread smaller and in `SCHED_IDLE`, so the UI
-/// thread and the software rasteriser keep the cores while training runs.
+/// thread and the software rasteriser keep the cores while training runs; there the decodes of
+/// snapshots run on a thread of their own beside it ([`Background::for_decodes`]).
 /// Results do not depend on it (training is deterministic per seed for any thread count).
 #[derive(Clone, Default)]
-pub struct Background(Option<Arc<rayon::ThreadPool>>);
+pub struct Background {
+    pool: Option<Arc<rayon::ThreadPool>>,
+    /// Where decodes run when not on `pool`.
+    decodes: Option<Arc<rayon::ThreadPool>>,
+}
 
 impl Background {
     /// A pool with a thread per core at [`BACKGROUND_NICE`] (rayon's global pool if it cannot be
@@ -104,31 +109,46 @@ impl Background {
     #[must_use]
     pub fn below_frames() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        Self::with_threads(cores.saturating_sub(1).max(1), run_below_everything)
+        let decodes = pool("texset-decode", 1, run_below_everything);
+        Self { decodes, ..Self::with_threads(cores.saturating_sub(1).max(1), run_below_everything) }
     }
 
     fn with_threads(threads: usize, priority: fn()) -> Self {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("texset-work-{i}"))
-            .start_handler(move |_| priority())
-            .build();
-        Self(pool.ok().map(Arc::new))
+        Self { pool: pool("texset-work", threads, priority), decodes: None }
+    }
+
+    /// Where the decodes of snapshots run: on this pool, or (a window on a software GPU) on a
+    /// thread of their own in `SCHED_IDLE`. The training run holds that pool's one thread for
+    /// the whole run: a decode queued behind it waited for the run to end, so neither Compare
+    /// nor the viewport showed a snapshot's decoded maps while training.
+    #[must_use]
+    pub fn for_decodes(&self) -> Self {
+        Self { pool: self.decodes.clone().or_else(|| self.pool.clone()), decodes: None }
     }
 
     /// Threads the work runs on.
     #[must_use]
     pub fn threads(&self) -> usize {
-        self.0.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+        self.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
     }
 
     /// Runs `work` (on the calling thread) with its parallel parts on this pool.
     pub fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        match &self.0 {
+        match &self.pool {
             Some(pool) => pool.install(work),
             None => work(),
         }
     }
+}
+
+/// A pool of `threads` named `name-i` at `priority` (`None` where it cannot be made).
+fn pool(name: &'static str, threads: usize, priority: fn()) -> Option<Arc<rayon::ThreadPool>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .start_handler(move |_| priority())
+        .build();
+    pool.ok().map(Arc::new)
 }
 
 /// What the training thread reports.
@@ -339,8 +359,9 @@ impl Drop for TrainJob {
 pub struct Decoded {
     /// Which bundle generation this is (to drop stale results).
     pub generation: u64,
-    /// Per material, per map (in the set's order).
-    pub maps: Vec<Vec<DecodedMap>>,
+    /// Per material, per map (in the set's order); shared with the viewport, which draws from
+    /// them while its view moves.
+    pub maps: Arc<Vec<Vec<DecodedMap>>>,
     /// PSNR/SSIM per map and pooled.
     pub scores: Option<EvalReport>,
     /// Rendered error per material (with the slow metrics: the final bundle, not snapshots).
@@ -359,6 +380,13 @@ struct DecodeRequest {
 /// decodes waits, and only the newest waiting one is decoded.
 pub struct DecodeQueue {
     running: Option<Task<Result<Decoded, String>>>,
+    /// When the running decode started.
+    started: Instant,
+    /// A snapshot's decode waits until then: as long again as the last decode took, so that
+    /// decodes beside a training run (back to back, each the whole library) take half a core at
+    /// most. On 2-core lavapipe, back to back, they made 600 training steps of the shoe 1.45×
+    /// slower.
+    rest_until: Instant,
     waiting: Option<DecodeRequest>,
     background: Background,
     repaint: Repaint,
@@ -368,7 +396,7 @@ impl DecodeQueue {
     /// A queue whose tasks run their parallel parts on `background` and wake the UI with `repaint`.
     #[must_use]
     pub fn new(repaint: Repaint, background: Background) -> Self {
-        Self { running: None, waiting: None, background, repaint }
+        Self { running: None, started: Instant::now(), rest_until: Instant::now(), waiting: None, background, repaint }
     }
 
     /// Queues a bundle (replacing one still waiting).
@@ -378,10 +406,13 @@ impl DecodeQueue {
     }
 
     fn start_next(&mut self) {
-        if self.running.is_some() {
+        // A finished bundle's decode (scored with SSIM) does not wait.
+        let resting = Instant::now() < self.rest_until && self.waiting.as_ref().is_some_and(|w| !w.with_ssim);
+        if self.running.is_some() || resting {
             return;
         }
         let Some(request) = self.waiting.take() else { return };
+        self.started = Instant::now();
         let background = self.background.clone();
         self.running = Some(Task::spawn("texset-decode", Arc::clone(&self.repaint), move || {
             let DecodeRequest { generation, bundle, set, with_ssim } = request;
@@ -393,6 +424,9 @@ impl DecodeQueue {
     /// waiting bundle.
     pub fn poll(&mut self) -> Option<Result<Decoded, String>> {
         let result = super::task::take_finished(&mut self.running).map(|r| r.unwrap_or_else(|died| Err(died.to_string())));
+        if result.is_some() {
+            self.rest_until = Instant::now() + self.started.elapsed();
+        }
         self.start_next();
         result
     }
@@ -411,5 +445,51 @@ pub fn decode_and_score(generation: u64, bundle: &Bundle, set: &TextureSet, with
     let scores = Some(score(set, &maps, with_ssim));
     // As `texset eval` measures it (8 lights, 256²), so the two agree.
     let rendered = if with_ssim { crate::rendered::rendered_scores(set, &bundle.manifest, &maps, 8, 256) } else { Vec::new() };
-    Ok(Decoded { generation, maps, scores, rendered })
+    Ok(Decoded { generation, maps: Arc::new(maps), scores, rendered })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+
+    #[test]
+    fn decodes_beside_a_software_windows_training_do_not_wait_for_it() {
+        let background = Background::below_frames();
+        let decodes = background.for_decodes();
+        assert_eq!(decodes.threads(), 1, "a thread of their own");
+        // Training holds every thread of its pool for the whole run.
+        let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (started, training_started) = channel();
+        let (training_pool, held) = (background.clone(), Arc::clone(&released));
+        let training = std::thread::spawn(move || {
+            training_pool.run(|| {
+                rayon::broadcast(|_| {
+                    let _ = started.send(());
+                    let since = Instant::now();
+                    while !held.load(std::sync::atomic::Ordering::Acquire) && since.elapsed() < Duration::from_secs(30) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                });
+            });
+        });
+        training_started.recv_timeout(Duration::from_secs(30)).expect("training started");
+        // A decode still runs meanwhile (before, it queued behind the run on the same pool).
+        let (done, decoded) = channel();
+        let decode = std::thread::spawn(move || decodes.run(|| done.send(rayon::current_num_threads()).is_ok()));
+        let threads = decoded.recv_timeout(Duration::from_secs(30)).expect("the decode ran while training held its pool");
+        assert_eq!(threads, 1);
+        released.store(true, std::sync::atomic::Ordering::Release);
+        assert!(decode.join().is_ok_and(|sent| sent));
+        assert!(training.join().is_ok());
+    }
+
+    #[test]
+    fn a_window_on_a_hardware_gpu_decodes_on_the_training_pool() {
+        let background = Background::all_cores();
+        let decodes = background.for_decodes();
+        let (pool, decode_pool) = (background.pool.as_ref().map(Arc::as_ptr), decodes.pool.as_ref().map(Arc::as_ptr));
+        assert!(pool.is_some());
+        assert_eq!(pool, decode_pool);
+    }
 }

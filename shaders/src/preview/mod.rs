@@ -285,17 +285,20 @@ impl Originals {
         let layers = maps
             .iter()
             .map(|&(w, h, c, values)| {
-                let mut texels = Vec::with_capacity(width as usize * height as usize);
-                for y in 0..height {
-                    for x in 0..width {
-                        let sx = (x as u64 * u64::from(w) / u64::from(width)) as usize;
-                        let sy = (y as u64 * u64::from(h) / u64::from(height)) as usize;
-                        let i = (sy * w as usize + sx) * c as usize;
-                        let mut t = [0u8; 4];
-                        for (k, value) in t.iter_mut().enumerate().take(c.min(4) as usize) {
-                            *value = unorm8(values.get(i + k).copied().unwrap_or(0.0));
+                // Source column and row of each texel, worked out once (the studio uploads a
+                // material's maps whenever a decode of a snapshot arrives).
+                let columns: Vec<usize> = (0..u64::from(width)).map(|x| (x * u64::from(w) / u64::from(width)) as usize).collect();
+                let (stride, c, w) = ((c as usize).max(1), c.min(4) as usize, w as usize);
+                let mut texels = vec![[0u8; 4]; width as usize * height as usize];
+                for (y, row) in texels.chunks_exact_mut(width as usize).enumerate() {
+                    let sy = (y as u64 * u64::from(h) / u64::from(height)) as usize;
+                    for (t, &sx) in row.iter_mut().zip(&columns) {
+                        let at = (sy * w + sx) * stride;
+                        if let Some(source) = values.get(at..at + c) {
+                            for (value, &v) in t.iter_mut().zip(source) {
+                                *value = unorm8(v);
+                            }
                         }
-                        texels.push(t);
                     }
                 }
                 texels
@@ -558,7 +561,6 @@ pub(super) fn originals_view(device: &wgpu::Device, queue: &wgpu::Queue, origina
         view_formats: &[],
     });
     for (layer, texels) in originals.layers.iter().enumerate() {
-        let bytes: Vec<u8> = texels.iter().flatten().copied().collect();
         queue.write_texture(
             wgpu::TexelCopyTextureInfo {
                 texture: &texture,
@@ -566,7 +568,7 @@ pub(super) fn originals_view(device: &wgpu::Device, queue: &wgpu::Queue, origina
                 origin: wgpu::Origin3d { x: 0, y: 0, z: to_u32("layer", layer)? },
                 aspect: wgpu::TextureAspect::All,
             },
-            &bytes,
+            texels.as_flattened(),
             wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(originals.width * 4), rows_per_image: Some(originals.height) },
             wgpu::Extent3d { width: originals.width, height: originals.height, depth_or_array_layers: 1 },
         );
@@ -634,4 +636,23 @@ pub(super) fn side_groups(
         })
     };
     [group(&uniforms[0]), group(&uniforms[1])]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn originals_resample_each_map_to_the_largest_nearest_and_keep_four_channels() {
+        // A 2×1 map of two channels and a 1×1 map of five (the fifth is not stored).
+        let two = [0.0, 1.0, 0.5, 0.25];
+        let five = [0.2, 0.4, 0.6, 0.8, 1.0];
+        let o = Originals::from_maps(&[(2, 1, 2, &two), (1, 1, 5, &five)]);
+        assert_eq!((o.width, o.height), (2, 1));
+        assert_eq!(o.layers[0], vec![[0, 255, 0, 0], [128, 64, 0, 0]]);
+        assert_eq!(o.layers[1], vec![[51, 102, 153, 204]; 2]);
+        // Too few values for the size it claims: the texels it lacks stay zero, no panic.
+        let short = Originals::from_maps(&[(2, 2, 1, &[1.0])]);
+        assert_eq!(short.layers[0], vec![[255, 0, 0, 0], [0; 4], [0; 4], [0; 4]]);
+    }
 }

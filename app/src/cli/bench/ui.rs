@@ -110,12 +110,17 @@ impl UiBenchArgs {
                 if let Some(s) = p.first_decoded_secs {
                     println!("  first image of a decoded model {s:.2} s after the tab opened");
                 }
+                if let Some(s) = p.first_per_pixel_secs {
+                    println!("  first image decoded per pixel (the decoder compiled) {s:.2} s after the tab opened");
+                }
                 if let Some(scale) = p.moving_median_scale {
                     println!(
-                        "  while moving: median scale {:.0}% of the full side, {:.1} images/s, {:.0} preview pixels/s",
+                        "  while moving: median scale {:.0}% of the full side, {:.1} images/s from the first image to the last, {:.0} preview pixels/s; {} images decoded per pixel, {} from textures",
                         scale * 100.0,
                         p.moving_images_per_sec,
-                        p.moving_pixels_per_sec
+                        p.moving_pixels_per_sec,
+                        p.moving_per_pixel_images,
+                        p.preview_images as usize - p.moving_per_pixel_images.min(p.preview_images as usize)
                     );
                 }
                 match p.converge_secs {

@@ -25,6 +25,7 @@
 //!   share of a machine with few cores.
 
 mod controls;
+mod maps;
 mod overlay;
 mod render;
 
@@ -39,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use texset_core::decode::DecodedMap;
 use texset_core::eval::bcn::BcRoundTrip;
 use texset_core::set::{GltfMesh, UvTransform};
 use texset_core::{bundle::Bundle, model::ModelLayout, set::TextureSet};
@@ -82,12 +84,26 @@ enum ModelInput {
 }
 
 /// The maps a side's texture holds: the original maps of a material of a library (its `Arc`
-/// address), or them block-compressed with the originals after them (the error view's reference).
+/// address); or them block-compressed, or (a decoded side) the session's decoded maps once there
+/// are some, with the originals after them (the error view's reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct MapsKey {
     library: usize,
     material: usize,
     bcn: bool,
+    decoded: bool,
+}
+
+impl MapsKey {
+    /// The maps side `side` reads of `material` of `library`.
+    fn new(library: usize, material: usize, side: SideSource) -> Self {
+        Self { library, material, bcn: side == SideSource::Bcn, decoded: side == SideSource::Decoded }
+    }
+
+    /// The maps side `side` of `view` reads.
+    fn of(view: &View, side: SideSource) -> Self {
+        Self::new(view.library, view.material, side)
+    }
 }
 
 /// What the view asks of an image (the render thread turns it into uniforms with its models'
@@ -128,6 +144,9 @@ enum Request {
     /// The maps renderer `i`'s texture holds: the library's, and for a block-compressed side its
     /// maps' round trips (in the material's order).
     Maps(usize, MapsKey, Arc<TextureSet>, Option<Vec<Arc<BcRoundTrip>>>),
+    /// The session's decoded maps of its bundle (their generation), per material, per map: a
+    /// decoded side reads them as textures while the view moves.
+    Decoded(u64, Arc<Vec<Vec<DecodedMap>>>),
     /// The library's meshes (their materials' UV transforms applied), and the materials each
     /// can wear.
     Meshes(Arc<Vec<GltfMesh>>, Vec<UvTransform>, Arc<Vec<Vec<usize>>>),
@@ -136,11 +155,13 @@ enum Request {
     View(View),
 }
 
-/// What one image shows: the view, and the models its sides decoded.
+/// What one image shows: the view, the models its sides decoded, and which decoded side read
+/// the decoded maps as textures (the decode-on-load path) instead of decoding per pixel.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Shows {
     view: View,
     sources: [Option<Source>; 2],
+    textures: [bool; 2],
 }
 
 /// Messages from `texset-preview`.
@@ -165,6 +186,8 @@ pub struct PreviewGpu {
     meshes_sent: Option<usize>,
     /// The environment sent to the render thread (`EnvironmentState::generation`).
     environment_sent: u64,
+    /// The generation of the decoded maps sent to the render thread.
+    decoded_sent: Option<u64>,
     last_view: Option<View>,
     /// The last image: what it shows, its scale, and its egui texture.
     shown: Option<(Shows, f32, egui::TextureHandle)>,
@@ -234,6 +257,7 @@ impl PreviewGpu {
             maps_asked: [None, None],
             meshes_sent: None,
             environment_sent: 0,
+            decoded_sent: None,
             last_view: None,
             shown: None,
             error: None,
@@ -336,7 +360,7 @@ impl PreviewGpu {
                         None => self.shown = Some((shows, scale, ctx.load_texture("texset preview", image, options))),
                     }
                     self.images_completed += 1;
-                    self.stats.image_shown(shows.sources[0], scale, size);
+                    self.stats.image_shown(&shows, scale, size);
                     self.error = None;
                 }
                 Reply::Error(e) => self.error = Some(e),
@@ -353,23 +377,43 @@ pub struct PreviewStats {
     /// Seconds from then to the first image on screen, and whether it showed the original maps
     /// (before any training) or a decoded model.
     pub first_image: Option<(f64, bool)>,
-    /// Seconds from then to the first image of a decoded model (a snapshot's pipeline compiled).
+    /// Seconds from then to the first image of a decoded model, from textures or per pixel.
     pub first_decoded: Option<f64>,
-    /// Every image shown: its scale (fraction of the full resolution) and pixels drawn.
-    pub images: Vec<(f32, u64)>,
+    /// Seconds from then to the first image decoded per pixel (the decoder compiled).
+    pub first_per_pixel: Option<f64>,
+    /// Every image shown.
+    pub images: Vec<ImageShown>,
+}
+
+/// One image the preview showed.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageShown {
+    /// Seconds since the tab first opened.
+    pub secs: f64,
+    /// Its scale (fraction of the full resolution's side).
+    pub scale: f32,
+    /// Pixels drawn.
+    pub pixels: u64,
+    /// Whether its first side was decoded per pixel (the shipped path), not read from textures
+    /// (the original maps, or the decoded maps while the view moved).
+    pub per_pixel: bool,
 }
 
 impl PreviewStats {
-    fn image_shown(&mut self, first_source: Option<Source>, scale: f32, size: [u32; 2]) {
-        let originals = matches!(first_source, Some(Source::Originals(_)));
-        if let Some(opened) = self.opened {
-            let secs = opened.elapsed().as_secs_f64();
-            self.first_image.get_or_insert((secs, originals));
-            if !originals {
+    fn image_shown(&mut self, shows: &Shows, scale: f32, size: [u32; 2]) {
+        let decoded = matches!(shows.view.sides[0], Some(SideSource::Decoded | SideSource::Run(_)));
+        let per_pixel = decoded && !shows.textures[0];
+        let secs = self.opened.map_or(0.0, |opened| opened.elapsed().as_secs_f64());
+        if self.opened.is_some() {
+            self.first_image.get_or_insert((secs, !decoded));
+            if decoded {
                 self.first_decoded.get_or_insert(secs);
             }
+            if per_pixel {
+                self.first_per_pixel.get_or_insert(secs);
+            }
         }
-        self.images.push((scale, u64::from(size[0]) * u64::from(size[1])));
+        self.images.push(ImageShown { secs, scale, pixels: u64::from(size[0]) * u64::from(size[1]), per_pixel });
     }
 }
 
@@ -389,6 +433,13 @@ pub fn preview_ui(
     };
     gpu.stats.opened.get_or_insert_with(Instant::now);
     gpu.take_replies(ui.ctx());
+    // The decoded maps first: a decoded side's texture asked for below leads with them at once.
+    if let Some(decoded) = &session.shown.decoded
+        && gpu.decoded_sent != Some(decoded.generation)
+    {
+        gpu.decoded_sent = Some(decoded.generation);
+        let _ = gpu.requests.send(Request::Decoded(decoded.generation, Arc::clone(&decoded.maps)));
+    }
     let Some(sides) = gpu.want_sides(session, view, commands) else {
         ui.label("Load a material folder to see it lit.");
         return;
@@ -524,7 +575,7 @@ impl PreviewGpu {
                     self.want_model(slot, Source::Originals(library), || Some(ModelInput::Placeholder(set, layout?)));
                 }
             }
-            let key = MapsKey { library, material: view.material, bcn: side == SideSource::Bcn };
+            let key = MapsKey::new(library, view.material, side);
             self.want_maps(slot, key, session, commands);
         }
         Some(sides)

@@ -32,6 +32,11 @@ pub(super) fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect,
                     (SideSource::Original, Some(Source::Originals(_))) if shows.view.sides[1].is_none() => {
                         "original maps (the decoded material follows the first snapshot)".to_owned()
                     }
+                    // The decode-on-load path (decision 051): said, so no one reviews it for what
+                    // the shader decodes.
+                    (SideSource::Decoded, _) if shows.textures[side] => {
+                        "decoded from the bundle's bytes into textures (per pixel, as shipped, once the view rests)".to_owned()
+                    }
                     (source, _) => source.name(),
                 })
             };

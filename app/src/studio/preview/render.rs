@@ -8,7 +8,14 @@
 //! again, so the image keeps the G-buffer's scale while they orbit; the G-buffer is drawn anew
 //! when the model, the material, the shape, the camera or the size changes, and climbs to full
 //! resolution meanwhile.
+//!
+//! A decoded side draws from textures while the view moves (or while its decoder compiles): the
+//! session's CPU decode of the bundle (the reference the GPU decoder is tested against) lead its
+//! renderer's texture, and the pipeline that reads maps lights them, as an engine that decodes on
+//! load would (decision 051). Still, it decodes per pixel, as shipped. The decoder compiles on a
+//! thread of its own, `texset-compile`, so no image waits for the driver.
 
+use super::maps::{SlotMaps, decoded_maps_of};
 use super::{
     BAND_BUDGET_MS, IMAGE_INTERVAL, MOVING_IMAGE_MS, MapsKey, ModelInput, Reply, Request, SCALES, SETTLE, Shows, SideSource, Source,
     TARGET_FORMAT, View,
@@ -16,7 +23,11 @@ use super::{
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use texset_core::decode::DecodedMap;
+use texset_core::eval::bcn::BcRoundTrip;
+use texset_core::set::TextureSet;
 use texset_core::{bundle::Bundle, snapshot_bundle};
 use texset_shaders::preview::{
     GBuffer, GpuMesh, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, SurfacePass,
@@ -30,6 +41,34 @@ const SNAPSHOT_DECODE_MS: f64 = 1000.0;
 /// The largest scale a G-buffer climbs to while the lights move: the full resolution's decode
 /// (four times this one's) waits until they rest, leaving the cores to training and the UI.
 const MOVING_MAX_SCALE: f32 = 0.5;
+
+/// The least scale of an image that reads textures only (no side decodes per pixel).
+const TEXTURES_LEAST_SCALE: f32 = 0.25;
+
+/// GPU time the material pass of a moving image that reads textures only may take,
+/// milliseconds: the camera moves through such images, so they come often rather than large
+/// (on 2-core lavapipe while training, 150 ms gave images at 35–70 % of the side, 2.4 a second).
+const TEXTURES_MOVING_IMAGE_MS: f64 = 60.0;
+
+/// The fewest pixels a band of the material pass draws (but for the last of an image): each
+/// submission costs a software GPU a few milliseconds of its own, more while training takes the
+/// cores, and bands of a few rows measured that, not the pixels (the scale fell to ⅛).
+const MIN_BAND_PIXELS: u32 = 16_384;
+
+/// How often the render thread looks at a decoder compiling on `texset-compile` when it has
+/// nothing else to do.
+const COMPILE_POLL: Duration = Duration::from_millis(100);
+
+/// Whether `shows` decodes a side per pixel (the slow material pass): the cost measured for it
+/// is kept apart from the passes that read textures.
+fn decodes_per_pixel(shows: &Shows) -> bool {
+    shows
+        .view
+        .sides
+        .iter()
+        .zip(&shows.textures)
+        .any(|(side, textures)| matches!(side, Some(SideSource::Decoded | SideSource::Run(_))) && !textures)
+}
 
 /// A G-buffer: what it holds (an image's [`Shows`] with the lights left out: see [`unlit`]), at
 /// what scale, and how many of its rows are decoded.
@@ -70,7 +109,12 @@ pub(super) struct RenderThread {
     mesh: Option<(GpuMesh, Arc<Vec<Vec<usize>>>)>,
     models: [Option<(Source, Arc<Bundle>)>; 2],
     /// The maps each renderer's texture holds (uploaded again to a renderer made anew).
-    maps: [Option<(MapsKey, Arc<Originals>)>; 2],
+    maps: [Option<SlotMaps>; 2],
+    /// The session's CPU decode of its bundle (its generation), per material, per map: a decoded
+    /// side's texture leads with its material's.
+    decoded: Option<(u64, Arc<Vec<Vec<DecodedMap>>>)>,
+    /// A decoder compiling on `texset-compile`.
+    compiling: Option<JoinHandle<()>>,
     view: Option<View>,
     /// When the material pass's part of the view (not the lights) last changed.
     view_since: Instant,
@@ -81,8 +125,9 @@ pub(super) struct RenderThread {
     /// The last G-buffer decoded whole, and the one being decoded.
     front: Option<Decoding>,
     back: Option<Decoding>,
-    /// Measured GPU time per pixel of the material pass, nanoseconds (moving average).
-    ns_per_pixel: f64,
+    /// Measured GPU time per pixel of the material pass, nanoseconds (moving average): reading
+    /// textures only, and decoding per pixel.
+    ns_per_pixel: [f64; 2],
     /// When the last image was sent.
     last_image: Instant,
 }
@@ -110,14 +155,16 @@ impl RenderThread {
             mesh: None,
             models: [None, None],
             maps: [None, None],
+            decoded: None,
+            compiling: None,
             view: None,
             view_since: Instant::now(),
             lights_since: Instant::now(),
             sent: None,
             front: None,
             back: None,
-            // A first guess (a software GPU's), corrected by the first band.
-            ns_per_pixel: 2000.0,
+            // First guesses (a software GPU's), corrected by the first bands.
+            ns_per_pixel: [200.0, 2000.0],
             last_image: Instant::now(),
         }
     }
@@ -128,15 +175,26 @@ impl RenderThread {
         sent
     }
 
-    /// Runs until the UI side is dropped.
+    /// Runs until the UI side is dropped (then waits for a decoder compiling).
     pub(super) fn run(mut self, requests: &Receiver<Request>) {
+        self.serve(requests);
+        if let Some(compile) = self.compiling.take() {
+            let _ = compile.join();
+        }
+    }
+
+    fn serve(&mut self, requests: &Receiver<Request>) {
         loop {
             // Wait for work when there is nothing to draw; otherwise only look.
             let idle = self.next_image().is_none() && self.next_decode().is_none() && self.back.is_none();
             // A view still settling wants its full-resolution image once it has rested: when the
             // image at the moving scale finished sooner than that, wake then, not at the next
             // request (which may never come: the lights stopped).
+            // So does a decoder compiling on `texset-compile`: its side is drawn per pixel once it
+            // is made.
             let settling = self.view.is_some().then(|| SETTLE.saturating_sub(self.lights_since.elapsed())).filter(|d| !d.is_zero());
+            let compiling = self.compiling.as_ref().map(|_| COMPILE_POLL);
+            let settling = settling.into_iter().chain(compiling).min();
             let first = match (idle, settling) {
                 (false, _) => None,
                 (true, Some(wait)) => match requests.recv_timeout(wait) {
@@ -168,20 +226,32 @@ impl RenderThread {
                 self.reply(Reply::Model(slot, source, result))
             }
             Request::Maps(slot, key, set, bcn) => {
-                let Some(m) = set.materials.get(key.material) else { return true };
-                // Manifest order is the set's order (pack writes maps as ingest sorted them). A
-                // block-compressed side's texture holds its maps, then the originals (the error
-                // view's reference).
-                let mut maps: Vec<(u32, u32, u32, &[f32])> = Vec::new();
-                if let Some(bcn) = &bcn {
-                    maps.extend(
-                        m.textures.iter().zip(bcn).map(|(t, b)| (t.info.width, t.info.height, t.info.channels, b.values.as_slice())),
-                    );
+                if set.materials.get(key.material).is_none() {
+                    return true;
                 }
-                maps.extend(m.textures.iter().map(|t| (t.info.width, t.info.height, t.info.channels, t.texels.as_slice())));
-                let originals = Arc::new(Originals::from_maps(&maps));
-                self.maps[slot.min(1)] = Some((key, originals));
-                self.upload_maps(slot)
+                let lead = self.decoded.as_ref().filter(|_| key.decoded).map(|(generation, _)| *generation);
+                self.fill_maps(slot.min(1), key, set, bcn, lead)
+            }
+            Request::Decoded(generation, decoded) => {
+                self.decoded = Some((generation, decoded));
+                // The decoded sides' textures lead with the new maps.
+                for slot in 0..2 {
+                    let Some(m) = self.maps[slot].take() else { continue };
+                    if m.key.decoded && m.lead != Some(generation) {
+                        // A G-buffer under way that reads the decoded maps, or the error view's
+                        // reference after them, reads them no longer.
+                        let reads = |b: &Decoding| b.holds.textures[slot] || matches!(b.holds.view.probe, Probe::Error { .. });
+                        if self.back.as_ref().is_some_and(reads) {
+                            self.back = None;
+                        }
+                        if !self.fill_maps(slot, m.key, m.set, m.bcn, Some(generation)) {
+                            return false;
+                        }
+                    } else {
+                        self.maps[slot] = Some(m);
+                    }
+                }
+                true
             }
             Request::Meshes(meshes, transforms, wears) => {
                 // Whatever was drawn of the meshes before is stale.
@@ -221,9 +291,16 @@ impl RenderThread {
     /// What the next image should show (`None`: nothing to show yet): every side's model and
     /// maps are there. A decoded side takes any snapshot of the bundle (the newest arrives in its
     /// place); a side that reads maps takes the library's model (the bundle or a placeholder).
+    /// A decoded side reads the decoded maps its texture leads with while the view moves (where
+    /// decoding per pixel would not draw it whole in [`MOVING_IMAGE_MS`]: a hardware GPU decodes
+    /// per pixel throughout) or while its decoder is not made yet, and decodes per pixel
+    /// otherwise.
     fn wanted(&self) -> Option<Shows> {
         let view = self.view?;
+        let full_pixels = f64::from(view.size[0]) * f64::from(view.size[1]);
+        let moving = self.view_since.elapsed() < SETTLE && self.scale_within(full_pixels, MOVING_IMAGE_MS, true) < 1.0;
         let mut sources = [None, None];
+        let mut textures = [false, false];
         for (slot, side) in view.sides.iter().enumerate() {
             let Some(side) = *side else { continue };
             let (source, bundle) = self.models[slot].as_ref()?;
@@ -232,14 +309,20 @@ impl RenderThread {
                 SideSource::Run(id) => *source == Source::Run(id),
                 SideSource::Original | SideSource::Bcn => !matches!(source, Source::Run(_)),
             };
-            let maps = MapsKey { library: view.library, material: view.material, bcn: side == SideSource::Bcn };
-            let maps_fit = self.maps[slot].as_ref().is_some_and(|(key, _)| *key == maps);
-            if !model_fits || !maps_fit || view.material >= bundle.manifest.materials.len() {
+            let maps = self.maps[slot].as_ref().filter(|m| m.key == MapsKey::of(&view, side));
+            if !model_fits || maps.is_none() || view.material >= bundle.manifest.materials.len() {
                 return None;
             }
-            sources[slot] = Some(*source);
+            let decoder_made = self.renderers[slot].as_ref().is_some_and(|r| r.prepared().decoder_made());
+            match maps.and_then(|m| m.lead) {
+                Some(lead) if moving || !decoder_made => {
+                    sources[slot] = Some(Source::Decoded(lead));
+                    textures[slot] = true;
+                }
+                _ => sources[slot] = Some(*source),
+            }
         }
-        Some(Shows { view, sources })
+        Some(Shows { view, sources, textures })
     }
 
     /// The image to shade next, at the scale of the G-buffer it lights (`None`: no G-buffer holds
@@ -258,13 +341,15 @@ impl RenderThread {
             environment: v.environment,
             ..front.holds.view
         };
-        let shows = Shows { view, sources: front.holds.sources };
+        let shows = Shows { view, ..front.holds };
         (self.sent != Some((shows, front.scale))).then_some((shows, front.scale))
     }
 
-    /// The largest scale whose whole material pass fits `budget_ms` by the measured cost.
-    fn scale_within(&self, full_pixels: f64, budget_ms: f64) -> f32 {
-        SCALES.iter().copied().find(|s| self.ns_per_pixel * full_pixels * f64::from(s * s) / 1e6 <= budget_ms).unwrap_or(0.125)
+    /// The largest scale whose whole material pass fits `budget_ms` by the cost measured for
+    /// passes that decode per pixel, or not.
+    fn scale_within(&self, full_pixels: f64, budget_ms: f64, per_pixel: bool) -> f32 {
+        let ns = self.ns_per_pixel[usize::from(per_pixel)];
+        SCALES.iter().copied().find(|s| ns * full_pixels * f64::from(s * s) / 1e6 <= budget_ms).unwrap_or(0.125)
     }
 
     /// The G-buffer to decode next, and its scale (`None`: the one on screen is complete at full
@@ -272,22 +357,27 @@ impl RenderThread {
     /// [`MOVING_IMAGE_MS`] (full resolution once it has settled, where an image is on screen
     /// already); a new snapshot of the model shown at the scale on screen, within
     /// [`SNAPSHOT_DECODE_MS`]; then each scale above in turn, up to [`MOVING_MAX_SCALE`] while
-    /// the lights move.
+    /// the lights move and a side decodes per pixel.
     fn next_decode(&self) -> Option<(Shows, f32)> {
         let holds = unlit(&self.wanted()?);
         let full_pixels = f64::from(holds.view.size[0]) * f64::from(holds.view.size[1]);
+        let per_pixel = decodes_per_pixel(&holds);
+        let scale_within = |budget_ms| self.scale_within(full_pixels, budget_ms, per_pixel);
         let settled = self.view_since.elapsed() >= SETTLE;
-        let top = if self.lights_since.elapsed() >= SETTLE { 1.0 } else { MOVING_MAX_SCALE };
+        let top = if self.lights_since.elapsed() >= SETTLE || !per_pixel { 1.0 } else { MOVING_MAX_SCALE };
         let scale = match &self.front {
             Some(f) if f.holds == holds => SCALES.iter().rev().copied().find(|&s| s > f.scale).filter(|&s| s <= top)?,
             Some(f) if Shows { sources: holds.sources, ..f.holds } == holds => {
-                f.scale.min(self.scale_within(full_pixels, SNAPSHOT_DECODE_MS)).max(self.scale_within(full_pixels, MOVING_IMAGE_MS))
+                f.scale.min(scale_within(SNAPSHOT_DECODE_MS)).max(scale_within(MOVING_IMAGE_MS))
             }
             // A view still, over an image of another: at full resolution at once. With nothing on
             // screen yet, the first image comes at the moving scale and climbs.
             Some(_) if settled => 1.0,
-            _ => self.scale_within(full_pixels, MOVING_IMAGE_MS),
+            _ => scale_within(if per_pixel { MOVING_IMAGE_MS } else { TEXTURES_MOVING_IMAGE_MS }),
         };
+        // A pass that reads textures costs about what shading costs: below a quarter of the side
+        // a moving image saves little time and shows little (decision 051).
+        let scale = if per_pixel { scale } else { scale.max(TEXTURES_LEAST_SCALE) };
         Some((holds, scale))
     }
 
@@ -303,16 +393,15 @@ impl RenderThread {
             // shows the texture smaller than its texels does not shimmer (a bundle without mips
             // decodes level 0 whatever the level), and give the mip view its footprint.
             .with_lod_filter(v.size[1] as f32);
-        // A block-compressed side finds the originals after its own maps.
-        let reference_offset = match source {
-            SideSource::Bcn => bundle.manifest.materials.get(v.material).map_or(0, |m| m.maps.len() as u32),
-            _ => 0,
-        };
+        // A block-compressed side, and a decoded one whose texture leads with the decoded maps,
+        // find the originals after them.
+        let reference_offset = self.maps.get(side)?.as_ref().map_or(0, SlotMaps::reference_offset);
         let probe = match v.probe {
             Probe::Error { map, .. } => Probe::Error { map, reference_offset },
             other => other,
         };
-        Some(u.with_originals(matches!(source, SideSource::Original | SideSource::Bcn)).with_probe(probe))
+        let reads_maps = matches!(source, SideSource::Original | SideSource::Bcn) || shows.textures.get(side).copied().unwrap_or(false);
+        Some(u.with_originals(reads_maps).with_probe(probe))
     }
 
     /// Prepares `source`'s model for renderer `slot`: the other renderer's when it holds the
@@ -348,11 +437,42 @@ impl RenderThread {
         Ok(())
     }
 
+    /// Makes renderer `slot`'s texture of `key`'s maps and uploads it; false when the UI side is
+    /// gone. Manifest order is the set's order (pack writes maps as ingest sorted them). The maps
+    /// a side shows lead (the block-compressed ones `bcn`, or the decoded ones of generation
+    /// `lead` where they are still there), then the originals (the error view's reference).
+    fn fill_maps(
+        &mut self,
+        slot: usize,
+        key: MapsKey,
+        set: Arc<TextureSet>,
+        bcn: Option<Vec<Arc<BcRoundTrip>>>,
+        lead: Option<u64>,
+    ) -> bool {
+        let Some(m) = set.materials.get(key.material) else { return true };
+        let decoded = self
+            .decoded
+            .as_ref()
+            .filter(|(generation, _)| lead == Some(*generation))
+            .and_then(|(_, d)| decoded_maps_of(&set, key.material, d));
+        let mut layers: Vec<(u32, u32, u32, &[f32])> = Vec::new();
+        if let Some(bcn) = &bcn {
+            layers.extend(m.textures.iter().zip(bcn).map(|(t, b)| (t.info.width, t.info.height, t.info.channels, b.values.as_slice())));
+        } else if let Some(decoded) = decoded {
+            layers.extend(decoded.iter().map(|d| (d.width, d.height, d.channels, d.values.as_slice())));
+        }
+        layers.extend(m.textures.iter().map(|t| (t.info.width, t.info.height, t.info.channels, t.texels.as_slice())));
+        let uploaded = Arc::new(Originals::from_maps(&layers));
+        let lead = lead.filter(|_| decoded.is_some());
+        self.maps[slot] = Some(SlotMaps { key, set, bcn, lead, uploaded });
+        self.upload_maps(slot)
+    }
+
     /// Uploads renderer `slot`'s maps to it, where both are there; false when the UI side is gone.
     fn upload_maps(&mut self, slot: usize) -> bool {
         let slot = slot.min(1);
-        let (Some(r), Some((_, originals))) = (&mut self.renderers[slot], &self.maps[slot]) else { return true };
-        match r.set_originals(&self.device, &self.queue, originals) {
+        let (Some(r), Some(maps)) = (&mut self.renderers[slot], &self.maps[slot]) else { return true };
+        match r.set_originals(&self.device, &self.queue, &maps.uploaded) {
             Ok(()) => true,
             Err(e) => {
                 self.maps[slot] = None;
@@ -392,7 +512,14 @@ impl RenderThread {
             self.front.is_none()
                 && next.is_some_and(|(holds, _)| (holds.view.library, holds.view.material) == (b.holds.view.library, b.holds.view.material))
         };
-        let keep = |b: &Decoding| first(b) || next.is_some_and(|(holds, scale)| same_but_snapshot(&b.holds, &holds) || b.scale <= scale);
+        // A G-buffer that reads textures while the view moves, or decodes per pixel once it
+        // rests, does not stand in for the other.
+        let keep = |b: &Decoding| {
+            first(b)
+                || next.is_some_and(|(holds, scale)| {
+                    same_but_snapshot(&b.holds, &holds) || (b.scale <= scale && b.holds.textures == holds.textures)
+                })
+        };
         if self.back.as_ref().is_some_and(|b| !keep(b)) {
             self.back = None;
         }
@@ -410,8 +537,13 @@ impl RenderThread {
             return true;
         }
         let [width, height] = b.gbuffer.size();
-        let rows_fit = (BAND_BUDGET_MS * 1e6 / (self.ns_per_pixel * f64::from(width))).floor();
-        let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).min(height - b.next_row);
+        let cost = usize::from(decodes_per_pixel(&b.holds));
+        let rows_fit = (BAND_BUDGET_MS * 1e6 / (self.ns_per_pixel[cost] * f64::from(width))).floor();
+        let fewest_rows = MIN_BAND_PIXELS.div_ceil(width.max(1));
+        let left = height - b.next_row;
+        let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).max(fewest_rows);
+        // A remainder too small for a band of its own goes with this one.
+        let rows = if left < rows + fewest_rows { left } else { rows };
         let compiled =
             |sides: &[(&MaterialRenderer, usize)]| sides.iter().map(|(r, _)| r.prepared().decoder_pipelines_made()).sum::<usize>();
         let compiled_before = compiled(&sides);
@@ -426,10 +558,11 @@ impl RenderThread {
         let elapsed = start.elapsed();
         // A band that made a pipeline includes the driver's compile: not a per-pixel cost.
         let ns = elapsed.as_nanos() as f64 / (f64::from(rows) * f64::from(width)).max(1.0);
-        if self.bands.load(Ordering::Relaxed) == 0 {
-            self.ns_per_pixel = ns.min(20_000.0);
-        } else if compiled(&sides) == compiled_before {
-            self.ns_per_pixel = 0.7 * self.ns_per_pixel + 0.3 * ns;
+        // A band that waited for a driver's compile at its first draw (lavapipe compiles there),
+        // or for the CPU, moves the estimate a step at most: a quarter of it or four times it.
+        if compiled(&sides) == compiled_before {
+            let estimate = &mut self.ns_per_pixel[cost];
+            *estimate = 0.7 * *estimate + 0.3 * ns.clamp(*estimate / 4.0, *estimate * 4.0);
         }
         self.bands.fetch_add(1, Ordering::Relaxed);
         if let Some(b) = &mut self.back {
@@ -443,15 +576,21 @@ impl RenderThread {
         true
     }
 
-    /// With an image on screen and nothing to decode, compiles the decoder of a side that will
-    /// draw decoded (before training, the placeholder's program is the first snapshot's), so
-    /// that the snapshot draws without waiting for the driver; true when it did.
-    fn warm_decoder(&self) -> bool {
-        let Some(view) = self.view.filter(|_| self.front.is_some()) else { return false };
-        let decodes = |slot: usize| matches!(view.sides.get(slot).copied().flatten(), Some(SideSource::Decoded | SideSource::Run(_)));
-        let cold =
-            self.renderers.iter().enumerate().find_map(|(slot, r)| r.as_ref().filter(|r| decodes(slot) && !r.prepared().decoder_made()));
-        cold.inspect(|r| r.prepared().make_decoder(&self.device)).is_some()
+    /// With an image on screen and nothing to decode, starts compiling a renderer's decoder on
+    /// `texset-compile` (before training, the placeholder's program is the first snapshot's), so
+    /// that no image waits for the driver: meanwhile a decoded side reads textures. True when it
+    /// started one.
+    fn warm_decoder(&mut self) -> bool {
+        if self.compiling.as_ref().is_some_and(|c| !c.is_finished()) || self.front.is_none() {
+            return false;
+        }
+        if let Some(done) = self.compiling.take() {
+            let _ = done.join();
+        }
+        let Some(cold) = self.renderers.iter().flatten().find(|r| !r.prepared().decoder_made()) else { return false };
+        let (prepared, device) = (cold.prepared().clone(), self.device.clone());
+        self.compiling = crate::studio::worker::spawn_background("texset-compile", move || prepared.make_decoder(&device)).ok();
+        self.compiling.is_some()
     }
 
     /// Starts decoding a G-buffer of `holds` at `scale` (false: a model it needs is missing).

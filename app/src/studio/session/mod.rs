@@ -180,10 +180,13 @@ pub struct Training {
 pub struct Shown {
     /// What is on screen.
     pub trained: Option<Trained>,
-    /// Its decoded maps and scores.
+    /// Its decoded maps and scores: the newest decode finished (while training, a snapshot's a
+    /// little older than the one on screen, when the decode does not keep up with them).
     pub decoded: Option<Decoded>,
     decoder: DecodeQueue,
     generation: u64,
+    /// The first generation of the library loaded: decodes of older ones are stale.
+    first_generation: u64,
 }
 
 /// What the views compare the bundle against, computed on demand.
@@ -251,13 +254,13 @@ impl Session {
             (dir, _) => ExperimentLog::open(dir.as_deref(), old_runs),
         };
         let data_dir = if read_only { None } else { data_dir };
-        let decoder = DecodeQueue::new(Arc::clone(&repaint), background.clone());
+        let decoder = DecodeQueue::new(Arc::clone(&repaint), background.for_decodes());
         let mut session = Self {
             settings,
             log,
             library: Library::default(),
             training: Training::default(),
-            shown: Shown { trained: None, decoded: None, decoder, generation: 0 },
+            shown: Shown { trained: None, decoded: None, decoder, generation: 0, first_generation: 0 },
             compare: Comparisons::default(),
             status: Status { messages: Vec::new(), device },
             environment: EnvironmentState::default(),
@@ -436,6 +439,7 @@ impl Session {
         self.training = Training::default();
         self.shown.trained = None;
         self.shown.decoded = None;
+        self.shown.first_generation = self.shown.generation + 1;
         self.settings.trained_bundle = None;
     }
 

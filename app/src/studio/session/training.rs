@@ -55,7 +55,10 @@ impl Session {
         }
         if let Some(result) = self.shown.decoder.poll() {
             match result {
-                Ok(decoded) if self.shown.trained.as_ref().is_some_and(|t| t.generation == decoded.generation) => {
+                // A snapshot's decode that finished after newer snapshots came is still the
+                // newest decode there is: kept (on a slow machine no decode keeps up with
+                // training's snapshots, and none would show until it ended).
+                Ok(decoded) if self.fresher_decode(decoded.generation) => {
                     self.score_run(&decoded);
                     self.shown.decoded = Some(decoded);
                 }
@@ -63,6 +66,13 @@ impl Session {
                 Err(e) => self.say(true, format!("decoding the bundle: {e}")),
             }
         }
+    }
+
+    /// Whether a decode of bundle generation `generation` is newer than the one shown and of a
+    /// bundle of the library loaded.
+    fn fresher_decode(&self, generation: u64) -> bool {
+        let current = self.shown.trained.as_ref().is_some_and(|t| (self.shown.first_generation..=t.generation).contains(&generation));
+        current && self.shown.decoded.as_ref().is_none_or(|d| d.generation < generation)
     }
 
     /// Fills in the scores of the run being scored when its decode arrives.
