@@ -24,8 +24,9 @@ use crate::{GpuError, ModelBuffers, block_on};
 use std::sync::{Arc, OnceLock};
 use texset_core::bundle::Bundle;
 
-/// The G-buffer's texel format (three targets of it: see `GBufferOut` in `preview_scene.wgsl`).
-const GBUFFER_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
+/// The G-buffer's texel format (three targets of it: see `GBufferOut` in `preview_scene.wgsl`):
+/// the fragment decoder's, so [`crate::renders_fragment_format`] says whether an adapter can.
+const GBUFFER_FORMAT: wgpu::TextureFormat = crate::FRAGMENT_FORMAT;
 const GBUFFER_FORMATS: [wgpu::TextureFormat; 3] = [GBUFFER_FORMAT; 3];
 
 /// The surface and the material under every pixel of an image (its size): what the surface pass

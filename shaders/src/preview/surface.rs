@@ -8,8 +8,9 @@ use super::{GBuffer, Layout, PreviewUniforms, color_attachments, side_by_side, s
 use crate::{GpuError, buffer_init, check_device_limit, to_u32};
 use texset_core::set::{GltfMesh, UvTransform};
 
-/// The surface targets' texel format (three of them: `SurfaceOut` in `preview_scene.wgsl`).
-pub(super) const SURFACE_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
+/// The surface targets' texel format (three of them: `SurfaceOut` in `preview_scene.wgsl`): the
+/// fragment decoder's, so [`crate::renders_fragment_format`] says whether an adapter can.
+pub(super) const SURFACE_FORMAT: wgpu::TextureFormat = crate::FRAGMENT_FORMAT;
 const SURFACE_FORMATS: [wgpu::TextureFormat; 3] = [SURFACE_FORMAT; 3];
 
 /// The mesh pass's depth format (reversed: 1 at the near plane, cleared to 0, nearer is greater).

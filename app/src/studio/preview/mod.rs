@@ -237,6 +237,17 @@ impl PreviewGpu {
         let bands = Arc::new(AtomicU64::new(0));
         let thread_bands = Arc::clone(&bands);
         let thread = crate::studio::worker::spawn_background("texset-preview", move || {
+            if !texset_shaders::renders_fragment_format(&adapter) {
+                let info = adapter.get_info();
+                let why = format!(
+                    "{} ({:?}) cannot render to Rgba32Float, which the preview's passes draw into; the preview is off \
+                     (on Linux without a GPU, Mesa's lavapipe works: `apt-get install mesa-vulkan-drivers`)",
+                    info.name, info.backend
+                );
+                let _ = replies_tx.send(Reply::Error(why));
+                repaint();
+                return;
+            }
             let device = texset_shaders::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
                 label: Some("texset preview device"),
                 required_limits: adapter.limits(),

@@ -538,7 +538,9 @@ impl RenderThread {
         }
         let [width, height] = b.gbuffer.size();
         let cost = usize::from(decodes_per_pixel(&b.holds));
-        let rows_fit = (BAND_BUDGET_MS * 1e6 / (self.ns_per_pixel[cost] * f64::from(width))).floor();
+        // A pass that reads textures only draws a moving image in one band (its whole budget).
+        let budget_ms = if cost == 0 { TEXTURES_MOVING_IMAGE_MS } else { BAND_BUDGET_MS };
+        let rows_fit = (budget_ms * 1e6 / (self.ns_per_pixel[cost] * f64::from(width))).floor();
         let fewest_rows = MIN_BAND_PIXELS.div_ceil(width.max(1));
         let left = height - b.next_row;
         let rows = (rows_fit.clamp(1.0, f64::from(height)) as u32).max(fewest_rows);
