@@ -52,6 +52,11 @@ pub struct PreviewBench {
     pub first_image_secs: Option<f64>,
     /// Whether the first image was the original maps lit (before any training).
     pub first_image_originals: bool,
+    /// Seconds from the tab's first frame until the library had loaded, and until it was
+    /// analysed: what the first image waited for before the preview's own work.
+    pub library_loaded_secs: Option<f64>,
+    /// See [`Self::library_loaded_secs`].
+    pub library_analysed_secs: Option<f64>,
     /// Seconds from the tab's first frame to its first image of a decoded model (training's
     /// first snapshot decoded, into textures or per pixel).
     pub first_decoded_secs: Option<f64>,
@@ -356,6 +361,8 @@ pub fn run_gpu(folders: Vec<PathBuf>, steps: u32, limit: Duration, central: Cent
         preview_bands,
         first_image_secs: stats.first_image.map(|(secs, _)| secs),
         first_image_originals: stats.first_image.is_some_and(|(_, originals)| originals),
+        library_loaded_secs: stats.library_loaded,
+        library_analysed_secs: stats.library_analysed,
         first_decoded_secs: stats.first_decoded,
         first_per_pixel_secs: stats.first_per_pixel,
         moving_median_scale,

@@ -255,7 +255,7 @@ fn a_decoded_side_read_from_textures_shows_the_per_pixel_decoders_error() {
     shade.set_lighting(&queue, Lighting { view: ViewMode::Error, error_full_scale: 0.08, ..Lighting::default() });
     let size = [96u32, 96];
     let base = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, Shape::Plane, 1.0).with_srgb_encoding(true);
-    let mut draw = |renderer: &mut MaterialRenderer, u: PreviewUniforms| {
+    let draw = |renderer: &mut MaterialRenderer, u: PreviewUniforms| {
         renderer.write_uniforms(&queue, 0, &u);
         surface.write_uniforms(&queue, 0, &u);
         shade.write_uniforms(&queue, 0, &u);

@@ -102,7 +102,9 @@ impl UiBenchArgs {
                 println!("  preview: {} images in {} bands while training", p.preview_images, p.preview_bands);
                 match p.first_image_secs {
                     Some(s) => println!(
-                        "  first image {s:.2} s after the tab opened (library loading meanwhile), showing {}",
+                        "  first image {s:.2} s after the tab opened (the library loaded at {}, analysed at {}), showing {}",
+                        p.library_loaded_secs.map_or_else(|| "-".to_owned(), |t| format!("{t:.2} s")),
+                        p.library_analysed_secs.map_or_else(|| "-".to_owned(), |t| format!("{t:.2} s")),
                         if p.first_image_originals { "the original maps lit" } else { "a decoded model" }
                     ),
                     None => println!("  no image while training"),

@@ -392,6 +392,11 @@ pub struct PreviewStats {
     pub first_decoded: Option<f64>,
     /// Seconds from then to the first image decoded per pixel (the decoder compiled).
     pub first_per_pixel: Option<f64>,
+    /// Seconds from then until the library had loaded, and until it was analysed (the lit
+    /// originals wait for both: their placeholder model is made from the analysis).
+    pub library_loaded: Option<f64>,
+    /// See [`Self::library_loaded`].
+    pub library_analysed: Option<f64>,
     /// Every image shown.
     pub images: Vec<ImageShown>,
 }
@@ -442,7 +447,13 @@ pub fn preview_ui(
         ui.label("The PBR preview needs the wgpu renderer; this window has none.");
         return;
     };
-    gpu.stats.opened.get_or_insert_with(Instant::now);
+    let opened = *gpu.stats.opened.get_or_insert_with(Instant::now);
+    if !session.library.set.materials.is_empty() {
+        gpu.stats.library_loaded.get_or_insert_with(|| opened.elapsed().as_secs_f64());
+    }
+    if session.library.analysis.is_some() {
+        gpu.stats.library_analysed.get_or_insert_with(|| opened.elapsed().as_secs_f64());
+    }
     gpu.take_replies(ui.ctx());
     // The decoded maps first: a decoded side's texture asked for below leads with them at once.
     if let Some(decoded) = &session.shown.decoded
@@ -563,11 +574,9 @@ impl PreviewGpu {
             return None;
         }
         // The library's own model: the bundle on screen, or before training a placeholder made
-        // from the analysis (its weights unused: the sides that read maps reach no decoder).
+        // from the analysis (its weights unused: the sides that read maps reach no decoder). The
+        // maps and meshes go to the render thread while the analysis runs.
         let analysis = session.library.analysis.as_ref().and_then(|a| a.as_ref().ok());
-        if trained.is_none() && analysis.is_none() {
-            return None;
-        }
         for (slot, side) in sides.iter().enumerate() {
             let Some(side) = *side else {
                 // Renderer 1 serves a second side only: asked again when one comes back.

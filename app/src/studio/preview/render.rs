@@ -39,7 +39,9 @@ use texset_shaders::preview::{
 const SNAPSHOT_DECODE_MS: f64 = 1000.0;
 
 /// The largest scale a G-buffer climbs to while the lights move: the full resolution's decode
-/// (four times this one's) waits until they rest, leaving the cores to training and the UI.
+/// (four times this one's) waits until they rest, leaving the cores to training and the UI. It
+/// holds for the textured path too: its full-resolution images, each a 4 MB upload in a UI frame
+/// on lavapipe, put the p95 frame at 146 ms with the lights orbiting.
 const MOVING_MAX_SCALE: f32 = 0.5;
 
 /// The least scale of an image that reads textures only (no side decodes per pixel).
@@ -48,7 +50,7 @@ const TEXTURES_LEAST_SCALE: f32 = 0.25;
 /// GPU time the material pass of a moving image that reads textures only may take,
 /// milliseconds: the camera moves through such images, so they come often rather than large
 /// (on 2-core lavapipe while training, 150 ms gave images at 35–70 % of the side, 2.4 a second).
-const TEXTURES_MOVING_IMAGE_MS: f64 = 60.0;
+const TEXTURES_MOVING_IMAGE_MS: f64 = 25.0;
 
 /// The fewest pixels a band of the material pass draws (but for the last of an image): each
 /// submission costs a software GPU a few milliseconds of its own, more while training takes the
@@ -77,6 +79,8 @@ struct Decoding {
     scale: f32,
     gbuffer: GBuffer,
     next_row: u32,
+    /// When it was started.
+    started: Instant,
 }
 
 /// Whether `a` and `b` ask the same of the surface and material passes but for the snapshot of
@@ -128,8 +132,10 @@ pub(super) struct RenderThread {
     /// Measured GPU time per pixel of the material pass, nanoseconds (moving average): reading
     /// textures only, and decoding per pixel.
     ns_per_pixel: [f64; 2],
-    /// When the last image was sent.
+    /// When the last image was started (its shading submitted).
     last_image: Instant,
+    /// How long the last G-buffer took from its start to its last band (rests included).
+    last_gbuffer: Duration,
 }
 
 impl RenderThread {
@@ -166,6 +172,7 @@ impl RenderThread {
             // First guesses (a software GPU's), corrected by the first bands.
             ns_per_pixel: [200.0, 2000.0],
             last_image: Instant::now(),
+            last_gbuffer: Duration::ZERO,
         }
     }
 
@@ -357,22 +364,23 @@ impl RenderThread {
     /// [`MOVING_IMAGE_MS`] (full resolution once it has settled, where an image is on screen
     /// already); a new snapshot of the model shown at the scale on screen, within
     /// [`SNAPSHOT_DECODE_MS`]; then each scale above in turn, up to [`MOVING_MAX_SCALE`] while
-    /// the lights move and a side decodes per pixel.
+    /// the lights move.
     fn next_decode(&self) -> Option<(Shows, f32)> {
         let holds = unlit(&self.wanted()?);
         let full_pixels = f64::from(holds.view.size[0]) * f64::from(holds.view.size[1]);
         let per_pixel = decodes_per_pixel(&holds);
         let scale_within = |budget_ms| self.scale_within(full_pixels, budget_ms, per_pixel);
         let settled = self.view_since.elapsed() >= SETTLE;
-        let top = if self.lights_since.elapsed() >= SETTLE || !per_pixel { 1.0 } else { MOVING_MAX_SCALE };
+        let top = if self.lights_since.elapsed() >= SETTLE { 1.0 } else { MOVING_MAX_SCALE };
         let scale = match &self.front {
             Some(f) if f.holds == holds => SCALES.iter().rev().copied().find(|&s| s > f.scale).filter(|&s| s <= top)?,
             Some(f) if Shows { sources: holds.sources, ..f.holds } == holds => {
                 f.scale.min(scale_within(SNAPSHOT_DECODE_MS)).max(scale_within(MOVING_IMAGE_MS))
             }
-            // A view still, over an image of another: at full resolution at once. With nothing on
-            // screen yet, the first image comes at the moving scale and climbs.
-            Some(_) if settled => 1.0,
+            // A view still, over an image of another (or of the other path): at the top scale at
+            // once, full resolution unless the lights move. With nothing on screen yet, the first
+            // image comes at the moving scale and climbs.
+            Some(_) if settled => top,
             _ => scale_within(if per_pixel { MOVING_IMAGE_MS } else { TEXTURES_MOVING_IMAGE_MS }),
         };
         // A pass that reads textures costs about what shading costs: below a quarter of the side
@@ -488,7 +496,11 @@ impl RenderThread {
             if wait.is_zero() {
                 return self.shade_image(shows, scale);
             }
-            if self.back.is_none() && self.next_decode().is_none() {
+            // An image is due sooner than a new G-buffer would be decoded: it waits for no
+            // fresher view (on lavapipe with the camera turning, three of four G-buffers were
+            // decoded for nothing, and images came 3.1 times a second, not 5).
+            let no_time = self.back.is_none() && wait <= self.last_gbuffer;
+            if no_time || (self.back.is_none() && self.next_decode().is_none()) {
                 std::thread::sleep(wait);
                 return true;
             }
@@ -570,6 +582,8 @@ impl RenderThread {
         if let Some(b) = &mut self.back {
             b.next_row += rows;
             if b.next_row >= height {
+                // With the rest below, as long as the band.
+                self.last_gbuffer = b.started.elapsed() + elapsed.min(Duration::from_millis(100));
                 self.front = self.back.take();
             }
         }
@@ -618,7 +632,7 @@ impl RenderThread {
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview surface") });
         self.surface.encode(&self.device, &mut encoder, &gbuffer, layout, mesh);
         self.queue.submit(Some(encoder.finish()));
-        self.back = Some(Decoding { holds, scale, gbuffer, next_row: 0 });
+        self.back = Some(Decoding { holds, scale, gbuffer, next_row: 0, started: Instant::now() });
         true
     }
 
@@ -650,7 +664,7 @@ impl RenderThread {
         let sent = match read_rgba8(&self.device, &self.queue, &texture, size) {
             Ok(rgba) => {
                 self.sent = Some((shows, scale));
-                self.last_image = Instant::now();
+                self.last_image = start;
                 self.reply(Reply::Image(Box::new(shows), scale, size, rgba))
             }
             Err(e) => self.reply(Reply::Error(e.to_string())),

@@ -25,19 +25,15 @@ pub struct LoadedLibrary {
 }
 
 impl Session {
-    /// Loads the settings' folders again (on the task `texset-ingest`), then analyses them.
+    /// Loads the settings' folders again (on the task `texset-ingest`), then analyses them (on
+    /// `texset-analyse`, once the library is in: the viewport uploads its maps meanwhile).
     pub(super) fn reload(&mut self) {
         self.watch_folders();
         let folders = self.settings.folders.clone();
-        let options = self.options_and_target();
-        self.library.loading = Some(Task::spawn("texset-ingest", Arc::clone(&self.env.repaint), move || {
-            let library = load_folders(&folders);
-            let analysis = (!library.set.materials.is_empty()).then(|| analyse_library(&library.set, options));
-            (library, analysis)
-        }));
+        self.library.loading = Some(Task::spawn("texset-ingest", Arc::clone(&self.env.repaint), move || load_folders(&folders)));
     }
 
-    /// The options for a library not loaded yet (the bits-per-texel fit happens in `analyse`).
+    /// The options with the bits-per-texel target (fitted to the library in `analyse`).
     fn options_and_target(&self) -> (CompressOptions, Option<f64>) {
         (self.options(), self.settings.bits_per_texel)
     }
@@ -74,7 +70,7 @@ impl Session {
         }
     }
 
-    fn take_loaded(&mut self, (library, analysis): Loaded) {
+    fn take_loaded(&mut self, library: Loaded) {
         let loaded = library.set.materials.len();
         for p in &library.problems {
             self.status.messages.push(Message { is_error: true, text: format!("{}: {}", p.path.display(), p.message) });
@@ -84,7 +80,8 @@ impl Session {
         self.library.meshes = library.meshes;
         self.library.mesh_materials = library.mesh_materials;
         self.library.mesh_bounds = library.mesh_bounds;
-        self.library.analysis = analysis;
+        self.library.analysis = None;
+        self.reanalyse();
         self.compare = super::Comparisons::default();
         self.say(false, format!("loaded {loaded} material(s)"));
         self.restore_trained();

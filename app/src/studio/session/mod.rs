@@ -120,8 +120,8 @@ pub struct Message {
     pub text: String,
 }
 
-/// What the ingest task hands back: the library and its analysis (none when empty).
-type Loaded = (library::LoadedLibrary, Option<Result<Analysis, String>>);
+/// What the ingest task hands back: the library (analysed after, on a task of its own).
+type Loaded = library::LoadedLibrary;
 
 /// The studio's runtime state, grouped by concern. Commands change it ([`Session::apply`]);
 /// [`Session::poll`] takes in what background tasks finished.
