@@ -193,6 +193,12 @@ pub enum SideSource {
 }
 
 impl SideSource {
+    /// Whether it shows a bundle decoded (the session's or a run's), not maps.
+    #[must_use]
+    pub fn decodes(self) -> bool {
+        matches!(self, Self::Decoded | Self::Run(_))
+    }
+
     /// Its name, as a side's label says it.
     #[must_use]
     pub fn name(self) -> String {

@@ -164,6 +164,21 @@ fn probe_views_match_their_cpu_reference_and_a_wipe_shows_each_side() {
     assert_ne!(alone[0], alone[1], "the two sides drew the same image");
 }
 
+/// `renderer`'s slot 0 drawn alone through the three passes with uniforms `u`, at `size`.
+fn draw_alone(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    (surface, shade): (&SurfacePass, &ShadePass),
+    renderer: &mut MaterialRenderer,
+    u: PreviewUniforms,
+    size: [u32; 2],
+) -> Vec<f32> {
+    renderer.write_uniforms(queue, 0, &u);
+    surface.write_uniforms(queue, 0, &u);
+    shade.write_uniforms(queue, 0, &u);
+    render_sides(device, queue, (&[(&*renderer, 0)], Layout::One), (surface, shade), None, size).unwrap()
+}
+
 /// A prepared material makes the decoder's pipeline only when first drawn decoded: its lit
 /// originals (the studio's before training, `texset render --ab original,bcn`) wait for no
 /// decoder compile, and the decoder made late draws as one made with an earlier draw.
@@ -180,12 +195,7 @@ fn a_prepared_material_compiles_its_decoder_only_when_drawn_decoded() {
     let shade = ShadePass::new(&device, wgpu::TextureFormat::Rgba32Float);
     let size = [64u32, 64];
     let base = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, Shape::Sphere, 1.0).with_srgb_encoding(true);
-    let draw = |renderer: &mut MaterialRenderer, u: PreviewUniforms| {
-        renderer.write_uniforms(&queue, 0, &u);
-        surface.write_uniforms(&queue, 0, &u);
-        shade.write_uniforms(&queue, 0, &u);
-        render_sides(&device, &queue, (&[(&*renderer, 0)], Layout::One), (&surface, &shade), None, size).unwrap()
-    };
+    let draw = |renderer: &mut MaterialRenderer, u: PreviewUniforms| draw_alone(&device, &queue, (&surface, &shade), renderer, u, size);
     let prepared = PreparedMaterial::new(&device, &bundle, None).unwrap();
     assert!(!prepared.decoder_made(), "the decoder was compiled before anything was drawn");
     let mut maps = MaterialRenderer::from_prepared(&device, prepared);
@@ -255,12 +265,7 @@ fn a_decoded_side_read_from_textures_shows_the_per_pixel_decoders_error() {
     shade.set_lighting(&queue, Lighting { view: ViewMode::Error, error_full_scale: 0.08, ..Lighting::default() });
     let size = [96u32, 96];
     let base = PreviewUniforms::new(&bundle.manifest, material, 0.7, 3.0, Shape::Plane, 1.0).with_srgb_encoding(true);
-    let draw = |renderer: &mut MaterialRenderer, u: PreviewUniforms| {
-        renderer.write_uniforms(&queue, 0, &u);
-        surface.write_uniforms(&queue, 0, &u);
-        shade.write_uniforms(&queue, 0, &u);
-        render_sides(&device, &queue, (&[(&*renderer, 0)], Layout::One), (&surface, &shade), None, size).unwrap()
-    };
+    let draw = |renderer: &mut MaterialRenderer, u: PreviewUniforms| draw_alone(&device, &queue, (&surface, &shade), renderer, u, size);
     for map in [None, Some(MapKind::Normal), Some(MapKind::Basecolor)] {
         let shipped = draw(&mut per_pixel, base.with_originals(false).with_probe(Probe::Error { map, reference_offset: 0 }));
         let from_textures =

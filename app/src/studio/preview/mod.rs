@@ -417,7 +417,7 @@ pub struct ImageShown {
 
 impl PreviewStats {
     fn image_shown(&mut self, shows: &Shows, scale: f32, size: [u32; 2]) {
-        let decoded = matches!(shows.view.sides[0], Some(SideSource::Decoded | SideSource::Run(_)));
+        let decoded = shows.view.sides[0].is_some_and(SideSource::decodes);
         let per_pixel = decoded && !shows.textures[0];
         let secs = self.opened.map_or(0.0, |opened| opened.elapsed().as_secs_f64());
         if self.opened.is_some() {

@@ -64,12 +64,7 @@ const COMPILE_POLL: Duration = Duration::from_millis(100);
 /// Whether `shows` decodes a side per pixel (the slow material pass): the cost measured for it
 /// is kept apart from the passes that read textures.
 fn decodes_per_pixel(shows: &Shows) -> bool {
-    shows
-        .view
-        .sides
-        .iter()
-        .zip(&shows.textures)
-        .any(|(side, textures)| matches!(side, Some(SideSource::Decoded | SideSource::Run(_))) && !textures)
+    shows.view.sides.iter().zip(&shows.textures).any(|(side, textures)| side.is_some_and(SideSource::decodes) && !textures)
 }
 
 /// A G-buffer: what it holds (an image's [`Shows`] with the lights left out: see [`unlit`]), at
@@ -233,9 +228,6 @@ impl RenderThread {
                 self.reply(Reply::Model(slot, source, result))
             }
             Request::Maps(slot, key, set, bcn) => {
-                if set.materials.get(key.material).is_none() {
-                    return true;
-                }
                 let lead = self.decoded.as_ref().filter(|_| key.decoded).map(|(generation, _)| *generation);
                 self.fill_maps(slot.min(1), key, set, bcn, lead)
             }
