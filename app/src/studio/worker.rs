@@ -376,16 +376,23 @@ struct DecodeRequest {
     with_ssim: bool,
 }
 
+/// How many times as long as a snapshot's decode took the next one waits, so that decodes beside
+/// a training run (each the whole library) take a quarter of a core at most. On a software GPU
+/// they run in `SCHED_IDLE` beside training, and where other work leaves the studio little CPU
+/// they share what is left with it. On 2-core lavapipe, back to back, they made 600 training steps
+/// of the shoe 1.45× slower. Resting as long as the decode took, the studio's `--capture` beside
+/// one busy core and one half-busy reached its first run's end in 43.9 and 60.3 s; resting three
+/// times as long, in 36.0 and 36.1 s (decision 051's amendment).
+const DECODE_REST: u32 = 3;
+
 /// Decodes bundles one at a time, each on a [`Task`] (`texset-decode`); a bundle sent while one
 /// decodes waits, and only the newest waiting one is decoded.
 pub struct DecodeQueue {
     running: Option<Task<Result<Decoded, String>>>,
     /// When the running decode started.
     started: Instant,
-    /// A snapshot's decode waits until then: as long again as the last decode took, so that
-    /// decodes beside a training run (back to back, each the whole library) take half a core at
-    /// most. On 2-core lavapipe, back to back, they made 600 training steps of the shoe 1.45×
-    /// slower.
+    /// A snapshot's decode waits until then: [`DECODE_REST`] times as long as the last decode
+    /// took.
     rest_until: Instant,
     waiting: Option<DecodeRequest>,
     background: Background,
@@ -425,7 +432,7 @@ impl DecodeQueue {
     pub fn poll(&mut self) -> Option<Result<Decoded, String>> {
         let result = super::task::take_finished(&mut self.running).map(|r| r.unwrap_or_else(|died| Err(died.to_string())));
         if result.is_some() {
-            self.rest_until = Instant::now() + self.started.elapsed();
+            self.rest_until = Instant::now() + self.started.elapsed() * DECODE_REST;
         }
         self.start_next();
         result

@@ -319,8 +319,8 @@ fn studio_stays_alive_with_the_preview_open_while_it_trains() {
     assert!(!log.contains("panicked"), "the studio's log holds a panic:\n{log}");
 }
 
-/// The camera and the views, as an artist drives them: once a snapshot shows the wipe, training
-/// pauses (Space) and the lights stop (L), so that nothing else moves; then a drag on the wipe's
+/// The camera and the views, as an artist drives them: the lights stop (L); once a snapshot shows
+/// the wipe, training pauses (Space), so that nothing else moves; then a drag on the wipe's
 /// divider moves it, a drag across the viewport orbits the camera, the wheel zooms in, F frames
 /// the view again, C shows the first channel unlit and M the lit material. Each must change the preview's centre (the centre of the window lies in it) within
 /// 90 s: a software GPU under load draws few frames. The screenshots are kept beside the others.
@@ -350,9 +350,12 @@ fn drive_camera_and_views(
     // The wipe needs a decoded side: until training's first snapshot the viewport shows the
     // originals alone. On a software GPU training runs in SCHED_IDLE, below every other process,
     // so beside CI's other tests the first snapshot can wait minutes (CI at d897a07: none 63 s in).
+    // The lights have shown that they move: they stop (L) before the wait, so that the preview,
+    // which draws an image for each of their steps, leaves the cores to training. With them
+    // orbiting, a local `.ci/run` at 4254249 waited 3 minutes here, training at step 3 of 1,500.
+    xdotool(&["key", "l"]);
     wait_for_divider(screenshot, &divider, assert_alive);
     xdotool(&["key", "space"]);
-    xdotool(&["key", "l"]);
     // Whatever training's last snapshot and the lights' last position draw, drawn.
     std::thread::sleep(Duration::from_secs(8));
     let at = wait_for_divider(screenshot, &divider, assert_alive);
