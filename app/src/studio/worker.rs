@@ -24,9 +24,12 @@ use texset_core::{
 
 /// How far below the UI thread the studio's background threads run: the `nice` value Linux gives
 /// them (the UI's is 0; 19 is the lowest). The UI then wins the cores whenever it has a frame to
-/// draw, which on a software GPU is CPU work too (the rasteriser threads of the preview's device
-/// inherit the value from `texset-preview`), and background work gets every cycle a frame
-/// leaves. docs/benchmarks.md, "bench ui", and docs/decisions/020-studio-background-priority.md, has the measurements.
+/// draw, and background work gets every cycle a frame leaves. On lavapipe (Mesa 22.3) the
+/// rasteriser's threads are the screen's: made by the first device, at the UI's priority, and
+/// shared by every device on the adapter, one scene at a time. What the preview draws runs there
+/// whatever its thread's value, so the preview bounds its scenes instead
+/// (docs/decisions/051-viewport-moves-on-decoded-textures.md). The measurements:
+/// docs/benchmarks.md, "bench ui", and docs/decisions/020-studio-background-priority.md.
 pub const BACKGROUND_NICE: i32 = 10;
 
 /// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (Linux; elsewhere nothing). Threads

@@ -391,6 +391,22 @@ impl ShadePass {
         gbuffer: &GBuffer,
         layout: Layout,
     ) {
+        self.encode_rows(device, encoder, target, gbuffer, layout, 0..gbuffer.size[1], true);
+    }
+
+    /// [`Self::encode`] of the pixel rows `rows` only; the other rows keep what they hold, unless
+    /// `clear` (the whole target is cleared first).
+    #[allow(clippy::too_many_arguments, reason = "encode's arguments, and which rows")]
+    pub fn encode_rows(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        target: &wgpu::TextureView,
+        gbuffer: &GBuffer,
+        layout: Layout,
+        rows: std::ops::Range<u32>,
+        clear: bool,
+    ) {
         let lighting = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("texset preview lighting"),
             layout: &self.pipeline.get_bind_group_layout(2),
@@ -414,7 +430,7 @@ impl ShadePass {
             ],
         });
         let slots = slot_groups(device, "texset preview shading side", &self.pipeline.get_bind_group_layout(1), &self.uniforms);
-        side_by_side(encoder, "texset preview shading pass", &[target], gbuffer.size, layout, 0..gbuffer.size[1], true, |pass, side| {
+        side_by_side(encoder, "texset preview shading pass", &[target], gbuffer.size, layout, rows, clear, |pass, side| {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &textures, &[]);
             pass.set_bind_group(1, &slots[side], &[]);

@@ -57,6 +57,12 @@ const TEXTURES_MOVING_IMAGE_MS: f64 = 25.0;
 /// cores, and bands of a few rows measured that, not the pixels (the scale fell to ⅛).
 const MIN_BAND_PIXELS: u32 = 16_384;
 
+/// About how many pixels one band of the shading pass lights. Lavapipe rasterises every device's
+/// draws on the screen's threads, one scene at a time, so a UI frame waits behind the whole of a
+/// preview scene under way: an image shaded in one scene put the UI's p95 29–39 ms above its
+/// median with the lights orbiting, in bands of this size 8.5–12.9 ms (decision 051).
+const SHADE_BAND_PIXELS: u32 = 40_000;
+
 /// How often the render thread looks at a decoder compiling on `texset-compile` when it has
 /// nothing else to do.
 const COMPILE_POLL: Duration = Duration::from_millis(100);
@@ -571,16 +577,20 @@ impl RenderThread {
             *estimate = 0.7 * *estimate + 0.3 * ns.clamp(*estimate / 4.0, *estimate * 4.0);
         }
         self.bands.fetch_add(1, Ordering::Relaxed);
+        // Rest as long as the band took: the UI and training keep half the machine.
+        let mut rest = elapsed.min(Duration::from_millis(100));
         if let Some(b) = &mut self.back {
             b.next_row += rows;
             if b.next_row >= height {
-                // With the rest below, as long as the band.
-                self.last_gbuffer = b.started.elapsed() + elapsed.min(Duration::from_millis(100));
+                // A finished G-buffer rests no longer than until its image is due: the interval
+                // between images paces them, and a rest past it delayed every image of a moving
+                // camera (3.6 against 4.0 images a second on lavapipe, decision 051).
+                rest = rest.min(IMAGE_INTERVAL.saturating_sub(self.last_image.elapsed()));
+                self.last_gbuffer = b.started.elapsed() + rest;
                 self.front = self.back.take();
             }
         }
-        // Rest as long as the band took: the UI and training keep half the machine.
-        std::thread::sleep(elapsed.min(Duration::from_millis(100)));
+        std::thread::sleep(rest);
         true
     }
 
@@ -650,9 +660,23 @@ impl RenderThread {
             view_formats: &[],
         });
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
-        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview shading") });
-        self.shade.encode(&self.device, &mut encoder, &view, &front.gbuffer, shows.view.layout);
-        self.queue.submit(Some(encoder.finish()));
+        // On a software GPU in bands, each its own submission, waited for: a UI frame waits for
+        // one band at most. A hardware GPU lights the image at once.
+        let software = self.device.adapter_info().device_type == wgpu::DeviceType::Cpu;
+        let band_rows = if software { SHADE_BAND_PIXELS.div_ceil(size[0].max(1)) } else { size[1] };
+        let mut first = 0;
+        while first < size[1] {
+            let last = first.saturating_add(band_rows).min(size[1]);
+            let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview shading") });
+            self.shade.encode_rows(&self.device, &mut encoder, &view, &front.gbuffer, shows.view.layout, first..last, first == 0);
+            let submission = self.queue.submit(Some(encoder.finish()));
+            if last < size[1]
+                && let Err(e) = self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
+            {
+                return self.reply(Reply::Error(format!("the preview's GPU work failed: {e}")));
+            }
+            first = last;
+        }
         let sent = match read_rgba8(&self.device, &self.queue, &texture, size) {
             Ok(rgba) => {
                 self.sent = Some((shows, scale));
