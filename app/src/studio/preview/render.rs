@@ -137,6 +137,8 @@ pub(super) struct RenderThread {
     last_image: Instant,
     /// How long the last G-buffer took from its start to its last band (rests included).
     last_gbuffer: Duration,
+    /// Whether the device is a software GPU, which shades an image in bands.
+    software: bool,
 }
 
 impl RenderThread {
@@ -150,7 +152,9 @@ impl RenderThread {
         // No decoder in it: compiled in a moment on any driver.
         let shade = ShadePass::new(&device, TARGET_FORMAT);
         let surface = SurfacePass::new(&device);
+        let software = device.adapter_info().device_type == wgpu::DeviceType::Cpu;
         Self {
+            software,
             device,
             queue,
             replies,
@@ -662,8 +666,7 @@ impl RenderThread {
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
         // On a software GPU in bands, each its own submission, waited for: a UI frame waits for
         // one band at most. A hardware GPU lights the image at once.
-        let software = self.device.adapter_info().device_type == wgpu::DeviceType::Cpu;
-        let band_rows = if software { SHADE_BAND_PIXELS.div_ceil(size[0].max(1)) } else { size[1] };
+        let band_rows = if self.software { SHADE_BAND_PIXELS.div_ceil(size[0].max(1)) } else { size[1] };
         let mut first = 0;
         while first < size[1] {
             let last = first.saturating_add(band_rows).min(size[1]);
