@@ -59,7 +59,7 @@ fn goal_ui(ui: &mut egui::Ui, session: &Session, commands: &mut Vec<Command>) {
             })
             .response
             .labelled_by(label.id)
-            .on_hover_text("Rate control: whole trainings at bisected rates; the smallest bundle that reaches the target is kept (texset compress --target-psnr / --match-bc)");
+            .on_hover_text("Rate control: whole trainings at rates searched between the bracket's ends; the smallest bundle that reaches the target is kept (texset compress --target-psnr / --match-bc)");
         if let RateGoal::Psnr(mut db) = goal
             && ui.add(egui::DragValue::new(&mut db).range(20.0..=60.0).speed(0.1).suffix(" dB")).labelled_by(label.id).changed()
         {

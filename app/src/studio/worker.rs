@@ -262,7 +262,7 @@ pub struct TrainJob {
 
 impl TrainJob {
     /// Starts `compress(set, options)` on the thread `texset-train` or, when `target` gives one,
-    /// rate control (`compress_to_psnr`: whole trainings at bisected rates, each trial a log line). `repaint` is called after each event so the UI wakes up to show it.
+    /// rate control (`compress_to_psnr`: whole trainings at rates searched in log space, each trial a log line). `repaint` is called after each event so the UI wakes up to show it.
     pub fn start(
         set: Arc<TextureSet>,
         options: CompressOptions,

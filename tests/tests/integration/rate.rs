@@ -5,7 +5,7 @@
 use texset_core::{
     Cancel, NoProgress, analyse, compress,
     decode::Decoder,
-    drivers::{RateTarget, compress_to_psnr},
+    drivers::{RateTarget, RateTrial, compress_to_psnr},
     eval::evaluate,
     options::{CompressOptions, ScheduleConfig},
     set::load_library,
@@ -21,7 +21,8 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
     let reference = compress(&set, &at_3, &NoProgress, &Cancel::new()).unwrap();
     let goal_db = evaluate(&set, &Decoder::new(&reference.bundle), false).unwrap().pooled_psnr_db;
 
-    let target = RateTarget { psnr_db: goal_db, tolerance_db: 0.5, min_bpp: 1.5, max_bpp: 8.0, trials: 5, bc_baseline: None };
+    let target =
+        RateTarget { psnr_db: goal_db, tolerance_db: 0.5, min_bpp: 1.5, max_bpp: 8.0, trials: 5, start_bpp: None, bc_baseline: None };
     let (out, report) = compress_to_psnr(&set, &base, &target, &NoProgress, &Cancel::new(), &|_| {}).unwrap();
     for t in &report.trials {
         println!(
@@ -31,7 +32,16 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
     }
     println!("target {goal_db:.2} dB: trial {} chosen", report.chosen + 1);
     assert!(report.reached);
-    assert_eq!(report.trials.len(), 5, "8 bits/texel reaches it and 1.5 does not: the bracket is searched");
+    // 8 bits/texel reaches it and 1.5 does not: the bracket is searched, until a trial lands
+    // within the tolerance of the target or the five trials run out.
+    assert!((3..=5).contains(&report.trials.len()), "{:?}", report.trials);
+    let within = |t: &RateTrial| (t.pooled_psnr_db - goal_db).abs() <= 0.5;
+    assert!(report.trials.len() == 5 || within(report.trials.last().unwrap()), "{:?}", report.trials);
+    assert!(report.trials[..report.trials.len() - 1].iter().all(|t| !within(t)), "it went on after landing: {:?}", report.trials);
+    // No model is trained twice: every trial is a different bundle.
+    for (i, a) in report.trials.iter().enumerate() {
+        assert!(report.trials[..i].iter().all(|b| b.bundle_bytes != a.bundle_bytes), "{:?}", report.trials);
+    }
     let chosen = &report.trials[report.chosen];
     assert!(chosen.pooled_psnr_db >= goal_db - 0.5);
     // The smallest of the trials that reach it, and the bundle returned is that trial's.
@@ -41,8 +51,23 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
     assert_eq!(out.report.pack.bundle_bytes, chosen.bundle_bytes);
     let again = evaluate(&set, &Decoder::new(&out.bundle), false).unwrap().pooled_psnr_db;
     assert!((again - chosen.pooled_psnr_db).abs() < 1e-9);
-    // Bisection between 1.5 and 8 after the two ends lands near the 3 bits/texel it came from.
+    // The search between 1.5 and 8 after the two ends lands near the 3 bits/texel it came from.
     assert!(chosen.bits_per_texel < 4.5, "{chosen:?}");
+
+    // From a start: the start first, then the rate doubled or halved until the target is
+    // bracketed, then the same search.
+    let started = RateTarget { start_bpp: Some(2.0), ..target.clone() };
+    let (_, report) = compress_to_psnr(&set, &base, &started, &NoProgress, &Cancel::new(), &|_| {}).unwrap();
+    println!("from 2 bits/texel: {:?}", report.trials);
+    assert!(report.reached && report.trials.len() <= 5, "{report:?}");
+    // A rate whose row cannot hold one channel per grid (the row from 2 bits per texel, on this
+    // small set) counts as one below the target, untrained: the search doubles on.
+    let fits = base.clone().fit_bits_per_texel_for(2.0, &set).is_ok();
+    assert_eq!(report.trials[0].target_bits_per_texel.to_bits(), f64::to_bits(if fits { 2.0 } else { 4.0 }), "{report:?}");
+    if fits && !within(&report.trials[0]) {
+        let next = if report.trials[0].pooled_psnr_db < goal_db - 0.5 { 4.0 } else { 1.5 };
+        assert_eq!(report.trials[1].target_bits_per_texel.to_bits(), f64::to_bits(next), "{report:?}");
+    }
 
     // Out of reach: one trial at the top, the best kept, and said so.
     let far = RateTarget { psnr_db: 90.0, ..target };

@@ -167,6 +167,10 @@ impl SharedArgs {
                 min_bpp: 0.05,
                 max_bpp: (4.0 * bpp).min(64.0),
                 trials: self.trials,
+                // The combined rate is where a texture alone usually lands: doubling or
+                // halving from it brackets the target in two or three trials, where the top of
+                // the range (four times the rate) would cost the longest training first.
+                start_bpp: Some(bpp),
                 bc_baseline: None,
             };
             let (_, report) = compress_to_psnr(&alone, &self.options(), &target, &NoProgress, &Cancel::new(), &|_| {})

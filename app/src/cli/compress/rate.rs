@@ -52,6 +52,7 @@ impl RateArgs {
                 min_bpp: self.min_bpp,
                 max_bpp: self.max_bpp.unwrap_or(8.0),
                 trials: self.rate_trials,
+                start_bpp: None,
                 bc_baseline: None,
             }),
             (None, Some(profile)) => {

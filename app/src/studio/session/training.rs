@@ -15,7 +15,9 @@ impl Session {
         let (min_bpp, max_bpp, trials, tolerance_db) = (0.5, 8.0, 6, 0.5);
         match goal {
             RateGoal::None => None,
-            RateGoal::Psnr(db) => Some(RateTarget { psnr_db: db, tolerance_db, min_bpp, max_bpp, trials, bc_baseline: None }),
+            RateGoal::Psnr(db) => {
+                Some(RateTarget { psnr_db: db, tolerance_db, min_bpp, max_bpp, trials, start_bpp: None, bc_baseline: None })
+            }
             RateGoal::MatchBcHigh => Some(RateTarget::matching_bc(set, Profile::High, min_bpp, None, trials)),
             RateGoal::MatchBcLow => Some(RateTarget::matching_bc(set, Profile::Low, min_bpp, None, trials)),
         }
