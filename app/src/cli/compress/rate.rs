@@ -16,7 +16,8 @@ use texset_core::{
 #[command(next_help_heading = "Rate control")]
 pub(super) struct RateArgs {
     /// Rate control: the smallest bundle whose pooled PSNR reaches this many dB (within
-    /// `--tolerance-db`), searched between `--min-bpp` and `--max-bpp` in `--rate-trials` runs.
+    /// `--tolerance-db`), searched between `--min-bpp` and `--max-bpp` in `--rate-trials` runs at
+    /// most; the search stops when a run lands within the tolerance of the target.
     #[arg(long, group = "rate", conflicts_with = "batch")]
     pub target_psnr: Option<f64>,
     /// Rate control against what engines ship: block-compress every map with a real encoder
