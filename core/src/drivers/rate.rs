@@ -150,6 +150,9 @@ struct Search<'a> {
     /// The options of each trial, by fingerprint, and its index: channel counts are whole, so
     /// nearby rates fit the same model, and training is seeded, so it gives the same bundle.
     trained: Vec<(String, usize)>,
+    /// Why the last rate that could not be packed could not: the search's error when no trial
+    /// ran at all.
+    unpackable: Option<OptionsError>,
 }
 
 impl Search<'_> {
@@ -160,7 +163,10 @@ impl Search<'_> {
         let mut options = self.base.clone();
         match options.fit_bits_per_texel_for(bpp, self.set) {
             Ok(()) => {}
-            Err(OptionsError::RateTooLow { .. }) => return Ok(f64::NEG_INFINITY),
+            Err(e @ OptionsError::RateTooLow { .. }) => {
+                self.unpackable = Some(e);
+                return Ok(f64::NEG_INFINITY);
+            }
             Err(e) => return Err(e.into()),
         }
         let fingerprint = options.fingerprint();
@@ -213,7 +219,8 @@ pub fn compress_to_psnr(
     }
     let goal = target.psnr_db - target.tolerance_db;
     let lowest_bpp = target.min_bpp.max(smallest_bpp);
-    let mut t = Search { set, base, progress, cancel, on_trial, trials: Vec::new(), bundles: Vec::new(), trained: Vec::new() };
+    let mut t =
+        Search { set, base, progress, cancel, on_trial, trials: Vec::new(), bundles: Vec::new(), trained: Vec::new(), unpackable: None };
     if let Some(((mut lo, mut lo_db), (mut hi, mut hi_db))) = bracket(&mut t, target, lowest_bpp)? {
         // Which end the last probe moved, and whether the one before moved it too: then the line
         // keeps landing on one side (PSNR is concave in log(rate)), and the next probe bisects.
@@ -246,7 +253,12 @@ pub fn compress_to_psnr(
             last_moved_hi = Some(moved_hi);
         }
     }
-    let Search { trials, mut bundles, .. } = t;
+    let Search { trials, mut bundles, unpackable, .. } = t;
+    // No rate tried could be packed (the top of the range is under its row's one channel per
+    // grid): nothing was trained, and that is the error.
+    if trials.is_empty() {
+        return Err(unpackable.map_or_else(|| RateError::Target("no rate in the range could be tried".to_owned()), RateError::from));
+    }
     let reaching = (0..trials.len()).filter(|&i| trials[i].pooled_psnr_db >= goal);
     let (chosen, reached) = match reaching.min_by_key(|&i| trials[i].bundle_bytes) {
         Some(i) => (i, true),

@@ -5,7 +5,7 @@
 use texset_core::{
     Cancel, NoProgress, analyse, compress,
     decode::Decoder,
-    drivers::{RateTarget, RateTrial, compress_to_psnr},
+    drivers::{RateError, RateTarget, RateTrial, compress_to_psnr},
     eval::evaluate,
     options::{CompressOptions, ScheduleConfig},
     set::load_library,
@@ -67,6 +67,13 @@ fn target_psnr_finds_the_smallest_bundle_that_reaches_it() {
     if fits && !within(&report.trials[0]) {
         let next = if report.trials[0].pooled_psnr_db < goal_db - 0.5 { 4.0 } else { 1.5 };
         assert_eq!(report.trials[1].target_bits_per_texel.to_bits(), f64::to_bits(next), "{report:?}");
+    }
+
+    // A range whose top its row cannot pack: the fit's error, nothing trained.
+    let unpackable = RateTarget { max_bpp: 2.0, start_bpp: None, ..target.clone() };
+    if base.clone().fit_bits_per_texel_for(2.0, &set).is_err() {
+        let result = compress_to_psnr(&set, &base, &unpackable, &NoProgress, &Cancel::new(), &|_| {});
+        assert!(matches!(result, Err(RateError::Options(_))), "{:?}", result.map(|(_, r)| r));
     }
 
     // Out of reach: one trial at the top, the best kept, and said so.
