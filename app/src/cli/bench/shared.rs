@@ -4,15 +4,21 @@
 //! control, `compress --target-psnr`), and the bench reports Σ separate bits ÷ combined bits.
 //! Byte-identical textures (the shoes' shared normal and packed maps) are compressed alone once,
 //! and the sum is given both ways: each counted once, and once per material that holds it.
+//! `--save` keeps every combined bundle's scores and every texture's result as it finishes; a
+//! run given the same file measures again only what is not there with the same options (a whole
+//! table takes hours on two cores).
 
 use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use texset_core::{
     Cancel, NoProgress, compress,
     decode::Decoder,
     drivers::{RateTarget, batch::sha256_hex, compress_to_psnr},
     eval::evaluate,
+    io::{read_regular, write_atomic},
     options::{CompressOptions, Preset},
-    set::{Material, TextureSet, load_library},
+    set::{Material, Texture, TextureSet, load_library},
 };
 
 use super::{DirsArg, load_named};
@@ -41,8 +47,92 @@ pub(crate) struct SharedArgs {
     /// Rate-control trials per texture alone (each a whole compression).
     #[arg(long, default_value_t = 10)]
     trials: usize,
+    /// Keep what is measured here (JSON, written atomically after each bundle) and resume from
+    /// it: a combined bundle or a texture alone saved with the same options is not measured again.
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
     #[command(flatten)]
     json: JsonArg,
+}
+
+/// What `--save` keeps.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Saved {
+    combined: Vec<SavedCombined>,
+    alone: Vec<SavedAlone>,
+}
+
+/// A combined bundle's size and scores.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SavedCombined {
+    set: String,
+    asked_bits_per_texel: f64,
+    /// SHA-256 of the fitted options' fingerprint.
+    options_sha256: String,
+    bits: u64,
+    bits_per_texel: f64,
+    pooled_psnr_db: f64,
+    /// Each map's PSNR: material, map token, dB.
+    maps: Vec<(String, String, f64)>,
+}
+
+/// A texture compressed alone to a target.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SavedAlone {
+    /// What its search depends on: the texture's content, the rate it starts from, the target,
+    /// the tolerance, the trials and the options ([`SharedArgs::alone_key`]).
+    key: String,
+    alone_bits: u64,
+    alone_psnr_db: f64,
+    reached: bool,
+}
+
+/// Largest file `--save` resumes from (a whole table's is a few kilobytes).
+const MAX_SAVED_BYTES: u64 = 16 << 20;
+
+/// The `--save` file and what it holds.
+struct Store<'a> {
+    path: Option<&'a Path>,
+    saved: Saved,
+}
+
+impl<'a> Store<'a> {
+    fn open(path: Option<&'a Path>) -> Result<Self> {
+        let saved = match path {
+            Some(path) if path.exists() => {
+                let bytes = read_regular(path, MAX_SAVED_BYTES).with_context(|| format!("reading {}", path.display()))?;
+                let saved: Saved = serde_json::from_slice(&bytes)
+                    .with_context(|| format!("{}: not a file `bench shared --save` wrote", path.display()))?;
+                eprintln!(
+                    "resuming: {} combined bundle(s) and {} texture(s) alone in {}; those with this run's options are kept",
+                    saved.combined.len(),
+                    saved.alone.len(),
+                    path.display()
+                );
+                saved
+            }
+            _ => Saved::default(),
+        };
+        Ok(Self { path, saved })
+    }
+
+    fn write(&self) -> Result<()> {
+        let Some(path) = self.path else { return Ok(()) };
+        let text = serde_json::to_string_pretty(&self.saved)?;
+        write_atomic(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+    }
+
+    fn combined(&self, set: &str, bpp: f64, options_sha256: &str) -> Option<SavedCombined> {
+        self.saved
+            .combined
+            .iter()
+            .find(|c| c.set == set && (c.asked_bits_per_texel - bpp).abs() < 1e-9 && c.options_sha256 == options_sha256)
+            .cloned()
+    }
+
+    fn alone(&self, key: &str) -> Option<SavedAlone> {
+        self.saved.alone.iter().find(|a| a.key == key).cloned()
+    }
 }
 
 /// One texture compressed alone to its combined PSNR.
@@ -88,10 +178,11 @@ impl SharedArgs {
         } else {
             dirs.iter().map(|d| load_named(d)).collect::<Result<_>>()?
         };
+        let mut store = Store::open(self.save.as_deref())?;
         let mut rows = Vec::new();
         for (name, set) in &sets {
             for &bpp in &self.bpp {
-                let row = self.measure(name, set, bpp)?;
+                let row = self.measure(name, set, bpp, &mut store)?;
                 if !self.json.json {
                     print_row(&row);
                 }
@@ -113,16 +204,47 @@ impl SharedArgs {
         options
     }
 
-    fn measure(&self, name: &str, set: &TextureSet, bpp: f64) -> Result<SharedRow> {
+    /// The key of a texture's search alone ([`SavedAlone::key`]).
+    fn alone_key(&self, content: &str, bpp: f64, target_db: f64) -> String {
+        let options_sha256 = sha256_hex(self.options().fingerprint().as_bytes());
+        format!(
+            "{content}|start {bpp}|target {target_db:.6}|tolerance {}|trials {}|options {options_sha256}",
+            self.tolerance_db, self.trials
+        )
+    }
+
+    /// The combined bundle at `bpp`: compressed and scored, or as `store` kept it.
+    fn combined(&self, name: &str, set: &TextureSet, bpp: f64, store: &mut Store<'_>) -> Result<SavedCombined> {
         let mut options = self.options();
         options.fit_bits_per_texel_for(bpp, set).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let options_sha256 = sha256_hex(options.fingerprint().as_bytes());
+        if let Some(kept) = store.combined(name, bpp, &options_sha256) {
+            eprintln!("{name}: combined at {bpp} bits per texel: kept from the saved run");
+            return Ok(kept);
+        }
         let combined = compress(set, &options, &NoProgress, &Cancel::new()).with_context(|| format!("{name}: combined at {bpp} bpt"))?;
         let eval = evaluate(set, &Decoder::new(&combined.bundle), false)?;
-        let combined_bits = combined.report.pack.bundle_bytes * 8;
+        let saved = SavedCombined {
+            set: name.to_owned(),
+            asked_bits_per_texel: bpp,
+            options_sha256,
+            bits: combined.report.pack.bundle_bytes * 8,
+            bits_per_texel: combined.report.pack.bits_per_texel,
+            pooled_psnr_db: eval.pooled_psnr_db,
+            maps: eval.maps.iter().map(|s| (s.material.clone(), s.map.clone(), s.psnr_db)).collect(),
+        };
         eprintln!(
-            "{name}: combined at {bpp} bits per texel: {combined_bits} bits, {:.3} bits per texel, {:.2} dB",
-            combined.report.pack.bits_per_texel, eval.pooled_psnr_db
+            "{name}: combined at {bpp} bits per texel: {} bits, {:.3} bits per texel, {:.2} dB",
+            saved.bits, saved.bits_per_texel, saved.pooled_psnr_db
         );
+        store.saved.combined.push(saved.clone());
+        store.write()?;
+        Ok(saved)
+    }
+
+    fn measure(&self, name: &str, set: &TextureSet, bpp: f64, store: &mut Store<'_>) -> Result<SharedRow> {
+        let combined = self.combined(name, set, bpp, store)?;
+        let combined_bits = combined.bits;
         // Textures by content: the first of each identical group is compressed alone.
         let mut groups: Vec<(String, usize, usize, usize)> = Vec::new(); // (hash, material, texture, copies)
         for (m, material) in set.materials.iter().enumerate() {
@@ -143,53 +265,46 @@ impl SharedArgs {
             }
         }
         let mut textures = Vec::new();
-        for &(_, m, t, copies) in &groups {
+        for (content, m, t, copies) in &groups {
+            let (m, t, copies) = (*m, *t, *copies);
             let material = &set.materials[m];
             let texture = &material.textures[t];
             let label = format!("{}/{}", material.name, texture.info.kind);
-            let target_db = eval
+            let target_db = combined
                 .maps
                 .iter()
-                .find(|s| s.material == material.name && s.map == texture.info.kind.token())
-                .map(|s| s.psnr_db)
+                .find(|(m, map, _)| *m == material.name && map == texture.info.kind.token())
+                .map(|&(_, _, db)| db)
                 .with_context(|| format!("{label}: no score in the combined bundle"))?;
-            let alone = TextureSet {
-                materials: vec![Material {
-                    name: material.name.clone(),
-                    source_dir: material.source_dir.clone(),
-                    textures: vec![texture.clone()],
-                    constants: material.constants,
-                }],
+            let key = self.alone_key(content, bpp, target_db);
+            let shown = |a: &SavedAlone, kept: bool| {
+                eprintln!(
+                    "  {label}{}: {target_db:.2} dB combined; alone {} bits at {:.2} dB{}{}",
+                    if copies > 1 { format!(" (x{copies})") } else { String::new() },
+                    a.alone_bits,
+                    a.alone_psnr_db,
+                    if a.reached { "" } else { " (target not reached)" },
+                    if kept { " (kept from the saved run)" } else { "" }
+                );
             };
-            let target = RateTarget {
-                psnr_db: target_db,
-                tolerance_db: self.tolerance_db,
-                min_bpp: 0.05,
-                max_bpp: (4.0 * bpp).min(64.0),
-                trials: self.trials,
-                // The combined rate is where a texture alone usually lands: doubling or
-                // halving from it brackets the target in two or three trials, where the top of
-                // the range (four times the rate) would cost the longest training first.
-                start_bpp: Some(bpp),
-                bc_baseline: None,
+            let result = if let Some(kept) = store.alone(&key) {
+                shown(&kept, true);
+                kept
+            } else {
+                let result =
+                    self.alone(material, texture, bpp, target_db, key).with_context(|| format!("{label}: alone to {target_db:.2} dB"))?;
+                shown(&result, false);
+                store.saved.alone.push(result.clone());
+                store.write()?;
+                result
             };
-            let (_, report) = compress_to_psnr(&alone, &self.options(), &target, &NoProgress, &Cancel::new(), &|_| {})
-                .with_context(|| format!("{label}: alone to {target_db:.2} dB"))?;
-            let chosen = &report.trials[report.chosen];
-            eprintln!(
-                "  {label}{}: {target_db:.2} dB combined; alone {} bits at {:.2} dB{}",
-                if copies > 1 { format!(" (x{copies})") } else { String::new() },
-                chosen.bundle_bytes * 8,
-                chosen.pooled_psnr_db,
-                if report.reached { "" } else { " (target not reached)" }
-            );
             textures.push(TextureAlone {
                 texture: label,
                 copies,
                 combined_psnr_db: target_db,
-                alone_bits: chosen.bundle_bytes * 8,
-                alone_psnr_db: chosen.pooled_psnr_db,
-                reached: report.reached,
+                alone_bits: result.alone_bits,
+                alone_psnr_db: result.alone_psnr_db,
+                reached: result.reached,
             });
         }
         let once: u64 = textures.iter().map(|a| a.alone_bits).sum();
@@ -197,13 +312,43 @@ impl SharedArgs {
         Ok(SharedRow {
             set: name.to_owned(),
             asked_bits_per_texel: bpp,
-            combined_bits_per_texel: combined.report.pack.bits_per_texel,
+            combined_bits_per_texel: combined.bits_per_texel,
             combined_bits,
-            combined_psnr_db: eval.pooled_psnr_db,
+            combined_psnr_db: combined.pooled_psnr_db,
             textures,
             ratio_once: once as f64 / combined_bits as f64,
             ratio_per_material: per_material as f64 / combined_bits as f64,
         })
+    }
+}
+
+impl SharedArgs {
+    /// `texture` of `material` alone, compressed to `target_db` by the rate control, starting
+    /// at the combined rate `bpp`.
+    fn alone(&self, material: &Material, texture: &Texture, bpp: f64, target_db: f64, key: String) -> Result<SavedAlone> {
+        let alone = TextureSet {
+            materials: vec![Material {
+                name: material.name.clone(),
+                source_dir: material.source_dir.clone(),
+                textures: vec![texture.clone()],
+                constants: material.constants,
+            }],
+        };
+        let target = RateTarget {
+            psnr_db: target_db,
+            tolerance_db: self.tolerance_db,
+            min_bpp: 0.05,
+            max_bpp: (4.0 * bpp).min(64.0),
+            trials: self.trials,
+            // The combined rate is where a texture alone usually lands: doubling or halving
+            // from it brackets the target in two or three trials, where the top of the range
+            // (four times the rate) would cost the longest training first.
+            start_bpp: Some(bpp),
+            bc_baseline: None,
+        };
+        let (_, report) = compress_to_psnr(&alone, &self.options(), &target, &NoProgress, &Cancel::new(), &|_| {})?;
+        let chosen = &report.trials[report.chosen];
+        Ok(SavedAlone { key, alone_bits: chosen.bundle_bytes * 8, alone_psnr_db: chosen.pooled_psnr_db, reached: report.reached })
     }
 }
 

@@ -537,8 +537,11 @@ fn inspect_levels_counts_every_latent_value_of_every_grid() {
 #[test]
 fn bench_shared_compresses_each_texture_alone_to_its_combined_psnr() {
     let (indigo, ochre) = (samples().join("fabric_indigo"), samples().join("fabric_ochre"));
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("shared.json");
     let args = ["bench", "shared", indigo.to_str().unwrap(), ochre.to_str().unwrap(), "--library", "--bpp", "4"];
-    let out = texset(&[&args[..], &["--steps", "40", "--trials", "2", "--json"]].concat());
+    let args = [&args[..], &["--steps", "40", "--trials", "2", "--json", "--save", save.to_str().unwrap()]].concat();
+    let out = texset(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -566,4 +569,18 @@ fn bench_shared_compresses_each_texture_alone_to_its_combined_psnr() {
         }
     }
     assert!(stderr.contains("combined at 4 bits per texel"), "{stderr}");
+    // Run again on the saved file: nothing is measured again, and the row is the same.
+    let again = texset(&args);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("kept from the saved run").count(), 7, "the combined bundle and six textures: {stderr}");
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&again.stdout).unwrap(), rows);
+    // A search alone depends on the tolerance: with another, the combined bundle is kept and
+    // every texture is searched again.
+    let wider = texset(&[&args[..], &["--tolerance-db", "0.5"]].concat());
+    let stderr = String::from_utf8_lossy(&wider.stderr);
+    assert!(wider.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("kept from the saved run").count(), 1, "{stderr}");
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&save).unwrap()).unwrap();
+    assert_eq!((saved["combined"].as_array().unwrap().len(), saved["alone"].as_array().unwrap().len()), (1, 12));
 }
