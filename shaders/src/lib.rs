@@ -25,6 +25,8 @@
 use texset_core::decode::DecodeError;
 
 #[cfg(feature = "device")]
+pub mod blit;
+#[cfg(feature = "device")]
 mod decoder;
 #[cfg(feature = "device")]
 mod device;
@@ -97,6 +99,18 @@ pub enum GpuError {
     #[cfg(feature = "device")]
     #[error("could not create a wgpu device: {0}")]
     RequestDevice(#[from] wgpu::RequestDeviceError),
+    /// An image's bytes are not its size's.
+    #[error("a {width}x{height} image needs {expected} bytes of RGBA, got {got}")]
+    ImageBytes {
+        /// The image's size, pixels.
+        width: u32,
+        /// Its height.
+        height: u32,
+        /// Bytes it needs.
+        expected: u64,
+        /// Bytes given.
+        got: usize,
+    },
     /// A wgpu validation, out-of-memory or internal error.
     #[error("wgpu error: {0}")]
     Wgpu(String),

@@ -258,37 +258,70 @@ pub struct RenderFloor {
     /// Median frame time of a frame with one window-sized rectangle, milliseconds: what each
     /// full-window layer of paint costs.
     pub full_window_rect_ms: f64,
+    /// The same with a window-sized image drawn by egui (nearest, as the viewport's was).
+    pub full_window_image_ms: f64,
+    /// The same image drawn by the viewport's blit (`preview::blit`).
+    pub full_window_blit_ms: f64,
 }
 
 /// Frames timed for each line of [`render_floor`].
 pub const FLOOR_FRAMES: usize = 30;
 
+/// What [`render_floor`] paints over the window.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FloorFill {
+    Nothing,
+    Rect,
+    Image,
+    Blit,
+}
+
 /// Times egui frames with nothing in them but the clear, then with one window-sized rectangle,
-/// rendered and waited for as [`run_gpu`]'s are: the floor under the studio's frame time.
+/// image, and image through the viewport's blit, rendered and waited for as [`run_gpu`]'s are:
+/// the floor under the studio's frame time.
 pub fn render_floor() -> anyhow::Result<RenderFloor> {
     let headless = Headless::new()?;
+    super::preview::blit::install(&headless.render_state);
     let info = headless.render_state.adapter.get_info();
     let adapter = format!("{} ({:?})", info.name, info.backend);
     let ctx = egui::Context::default();
     let window = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(WINDOW[0] as f32, WINDOW[1] as f32));
-    let median_ms = |fill: bool| -> anyhow::Result<f64> {
-        let mut times = Vec::with_capacity(FLOOR_FRAMES);
-        for _ in 0..FLOOR_FRAMES {
+    let [width, height] = WINDOW;
+    let rgba: Vec<u8> = (0..width * height * 4).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let image = egui::ColorImage::from_rgba_unmultiplied([width as usize, height as usize], &rgba);
+    let texture = ctx.load_texture("floor image", image, egui::TextureOptions::NEAREST);
+    let shown = Arc::new(super::preview::blit::ShownImage::new(WINDOW, rgba, false).map_err(anyhow::Error::msg)?);
+    let median_ms = |fill: FloorFill| -> anyhow::Result<f64> {
+        let mut times = Vec::with_capacity(FLOOR_FRAMES + 1);
+        // One frame more, not timed: the image's upload.
+        for _ in 0..=FLOOR_FRAMES {
             let start = Instant::now();
             let input = egui::RawInput { screen_rect: Some(window), ..Default::default() };
             let output = ctx.run_ui(input, |ui| {
-                if fill {
-                    ui.painter().rect_filled(window, 0.0, egui::Color32::from_gray(40));
+                let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
+                match fill {
+                    FloorFill::Nothing => {}
+                    FloorFill::Rect => {
+                        ui.painter().rect_filled(window, 0.0, egui::Color32::from_gray(40));
+                    }
+                    FloorFill::Image => {
+                        ui.painter().image(texture.id(), window, uv, egui::Color32::WHITE);
+                    }
+                    FloorFill::Blit => super::preview::blit::paint(ui.painter(), window, &shown),
                 }
             });
             headless.render(&ctx, output)?;
             times.push(start.elapsed().as_secs_f64() * 1e3);
         }
-        Ok(summarise(times, 0, 0.0, 0).median_frame_ms)
+        Ok(summarise(times.split_off(1), 0, 0.0, 0).median_frame_ms)
     };
-    let clear_ms = median_ms(false)?;
-    let full_window_rect_ms = median_ms(true)?;
-    Ok(RenderFloor { adapter, clear_ms, full_window_rect_ms })
+    Ok(RenderFloor {
+        clear_ms: median_ms(FloorFill::Nothing)?,
+        full_window_rect_ms: median_ms(FloorFill::Rect)?,
+        full_window_image_ms: median_ms(FloorFill::Image)?,
+        full_window_blit_ms: median_ms(FloorFill::Blit)?,
+        adapter,
+    })
 }
 
 /// Loads `folders` into a studio on a wgpu adapter, shows `central` (the PBR preview with the

@@ -33,6 +33,9 @@ pub(crate) struct UiBenchArgs {
     /// Measure the PBR preview alone (not the headless UI, the renderer's floor and Compare).
     #[arg(long)]
     preview_only: bool,
+    /// Measure the renderer's floor alone (no studio, no training): seconds, not minutes.
+    #[arg(long, conflicts_with = "preview_only")]
+    floor_only: bool,
 }
 
 /// `bench ui --json`: the rendered measurements, or why each could not run (`None`: not asked
@@ -50,6 +53,14 @@ impl UiBenchArgs {
         // The bench trains while it measures: with no library it would wait for one until its limit.
         let dirs = self.dirs.or_samples()?;
         let motion = if self.camera { Motion::Camera } else { Motion::Lights };
+        if self.floor_only {
+            let floor = bench_ui::render_floor()?;
+            if self.json.json {
+                return JsonArg::print(&floor);
+            }
+            print_floor(&floor);
+            return Ok(());
+        }
         let (report, floor, compare_gpu) = if self.preview_only {
             (None, None, None)
         } else {
@@ -80,13 +91,7 @@ impl UiBenchArgs {
             println!("studio frame time while training, Compare view (headless, UI thread only): {}", line(report));
         }
         match &floor {
-            Some(Ok(f)) => println!(
-                "renderer floor on {}, nothing else running: clear only {:.2} ms, one window-sized rectangle {:.2} ms (median of {} frames)",
-                f.adapter,
-                f.clear_ms,
-                f.full_window_rect_ms,
-                bench_ui::FLOOR_FRAMES
-            ),
+            Some(Ok(f)) => print_floor(f),
             Some(Err(e)) => println!("renderer floor: not measured: {e}"),
             None => {}
         }
@@ -137,4 +142,17 @@ impl UiBenchArgs {
         }
         Ok(())
     }
+}
+
+/// The renderer's floor, one line.
+fn print_floor(f: &RenderFloor) {
+    println!(
+        "renderer floor on {}, nothing else running: clear only {:.2} ms; one window-sized rectangle {:.2} ms, image {:.2} ms, image through the viewport's blit {:.2} ms (median of {} frames)",
+        f.adapter,
+        f.clear_ms,
+        f.full_window_rect_ms,
+        f.full_window_image_ms,
+        f.full_window_blit_ms,
+        bench_ui::FLOOR_FRAMES
+    );
 }

@@ -1,5 +1,6 @@
 //! The PBR preview panel: `texset_shaders::preview` (every pixel's material decoded by the
-//! bundle's MLP in the fragment shader) drawn on a thread of its own and shown as an egui image.
+//! bundle's MLP in the fragment shader) drawn on a thread of its own and shown by a blit of its
+//! own (`blit.rs`, decision 052: an egui image is lavapipe's slow path).
 //! It shows one side (the decoded material; before any training the original maps), or compares
 //! two through one camera, as a wipe with a draggable divider or beside each other: any two of
 //! the original maps, the decoded bundle, the maps block-compressed as engines ship them, and runs
@@ -24,6 +25,7 @@
 //! - it rests as long as it draws (half the time at most), so the UI and training keep their
 //!   share of a machine with few cores.
 
+pub(crate) mod blit;
 mod controls;
 mod maps;
 mod overlay;
@@ -189,8 +191,8 @@ pub struct PreviewGpu {
     /// The generation of the decoded maps sent to the render thread.
     decoded_sent: Option<u64>,
     last_view: Option<View>,
-    /// The last image: what it shows, its scale, and its egui texture.
-    shown: Option<(Shows, f32, egui::TextureHandle)>,
+    /// The last image: what it shows, its scale, and its pixels (drawn by [`blit`]).
+    shown: Option<(Shows, f32, Arc<blit::ShownImage>)>,
     error: Option<String>,
     /// Bands drawn so far (the render thread counts them).
     bands: Arc<AtomicU64>,
@@ -231,6 +233,7 @@ impl Drop for PreviewGpu {
 impl PreviewGpu {
     /// The preview for egui's adapter; starts `texset-preview` with a device of its own.
     pub fn new(render_state: &RenderState, repaint: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Self> {
+        blit::install(render_state);
         let (requests, requests_rx) = channel();
         let (replies_tx, replies) = channel();
         let adapter = render_state.adapter.clone();
@@ -344,7 +347,7 @@ impl PreviewGpu {
     }
 
     /// Takes in what the render thread finished.
-    fn take_replies(&mut self, ctx: &egui::Context) {
+    fn take_replies(&mut self) {
         while let Ok(reply) = self.replies.try_recv() {
             match reply {
                 Reply::Model(slot, source, result) => {
@@ -359,16 +362,14 @@ impl PreviewGpu {
                 }
                 Reply::Image(shows, scale, size, rgba) => {
                     let shows = *shows;
-                    let image = egui::ColorImage::from_rgba_unmultiplied([size[0] as usize, size[1] as usize], &rgba);
                     // At full resolution the image maps 1:1 onto the screen's pixels: nearest
                     // sampling shows the same and costs a software GPU less per pixel.
-                    let options = if scale >= 1.0 { egui::TextureOptions::NEAREST } else { egui::TextureOptions::LINEAR };
-                    match &mut self.shown {
-                        Some((s, sc, handle)) => {
-                            handle.set(image, options);
-                            (*s, *sc) = (shows, scale);
+                    match blit::ShownImage::new(size, rgba, scale < 1.0) {
+                        Ok(image) => self.shown = Some((shows, scale, Arc::new(image))),
+                        Err(e) => {
+                            self.error = Some(e);
+                            continue;
                         }
-                        None => self.shown = Some((shows, scale, ctx.load_texture("texset preview", image, options))),
                     }
                     self.images_completed += 1;
                     self.stats.image_shown(&shows, scale, size);
@@ -454,7 +455,7 @@ pub fn preview_ui(
     if session.library.analysis.is_some() {
         gpu.stats.library_analysed.get_or_insert_with(|| opened.elapsed().as_secs_f64());
     }
-    gpu.take_replies(ui.ctx());
+    gpu.take_replies();
     // The decoded maps first: a decoded side's texture asked for below leads with them at once.
     if let Some(decoded) = &session.shown.decoded
         && gpu.decoded_sent != Some(decoded.generation)

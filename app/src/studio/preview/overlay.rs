@@ -23,9 +23,8 @@ pub(super) fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect,
         painter.text(at, align, note, font.clone(), colour);
     };
     match &gpu.shown {
-        Some((shows, scale, texture)) => {
-            let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
-            painter.image(texture.id(), rect, uv, egui::Color32::WHITE);
+        Some((shows, scale, image)) => {
+            super::blit::paint(painter, rect, image);
             let label = |side: usize| {
                 let source = shows.view.sides[side]?;
                 Some(match (source, shows.sources[side]) {
