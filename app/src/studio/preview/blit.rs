@@ -23,13 +23,23 @@ pub(crate) struct ShownImage {
 impl ShownImage {
     /// `rgba` of `size`, or why it is not one.
     pub(crate) fn new(size: [u32; 2], rgba: Vec<u8>, bilinear: bool) -> Result<Self, String> {
-        static GENERATIONS: AtomicU64 = AtomicU64::new(0);
         let expected = u64::from(size[0]) * u64::from(size[1]) * 4;
         if size.contains(&0) || rgba.len() as u64 != expected {
             return Err(format!("a {}x{} image came with {} bytes, not {expected}", size[0], size[1], rgba.len()));
         }
-        Ok(Self { generation: GENERATIONS.fetch_add(1, Ordering::Relaxed) + 1, size, rgba, bilinear })
+        Ok(Self { generation: next_generation(), size, rgba, bilinear })
     }
+
+    /// One dark grey pixel: the viewport before its first image.
+    pub(crate) fn placeholder() -> Self {
+        Self { generation: next_generation(), size: [1, 1], rgba: vec![20, 20, 20, 255], bilinear: false }
+    }
+}
+
+/// A generation no image in the process had.
+fn next_generation() -> u64 {
+    static GENERATIONS: AtomicU64 = AtomicU64::new(0);
+    GENERATIONS.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// The blit and what it holds, in egui's renderer ([`install`]).

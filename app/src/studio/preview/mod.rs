@@ -193,6 +193,8 @@ pub struct PreviewGpu {
     last_view: Option<View>,
     /// The last image: what it shows, its scale, and its pixels (drawn by [`blit`]).
     shown: Option<(Shows, f32, Arc<blit::ShownImage>)>,
+    /// What the viewport shows before its first image: one dark pixel, stretched.
+    placeholder: Arc<blit::ShownImage>,
     error: Option<String>,
     /// Bands drawn so far (the render thread counts them).
     bands: Arc<AtomicU64>,
@@ -274,6 +276,7 @@ impl PreviewGpu {
             decoded_sent: None,
             last_view: None,
             shown: None,
+            placeholder: Arc::new(blit::ShownImage::placeholder()),
             error: None,
             waiting_since: None,
             bands,

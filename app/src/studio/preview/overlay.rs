@@ -59,9 +59,9 @@ pub(super) fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect,
                 text(rect.left_bottom() + egui::vec2(6.0, -4.0), egui::Align2::LEFT_BOTTOM, note, egui::Color32::LIGHT_GRAY);
             }
         }
-        None => {
-            painter.rect_filled(rect, 0.0, egui::Color32::from_gray(20));
-        }
+        // Blitted too: while the preview compiles, an egui rectangle the viewport's size was
+        // most of a software GPU's frame (decision 052).
+        None => super::blit::paint(painter, rect, &gpu.placeholder),
     }
     if let Some(x) = divider_x(rect, current_layout(gpu, view)) {
         painter.line_segment([egui::pos2(x, rect.top()), egui::pos2(x, rect.bottom())], egui::Stroke::new(2.0, egui::Color32::WHITE));
