@@ -114,8 +114,14 @@ impl UiBenchArgs {
                     ),
                     None => println!("  no image while training"),
                 }
-                if let Some(s) = p.first_decoded_secs {
-                    println!("  first image of a decoded model {s:.2} s after the tab opened");
+                match (p.first_decoded_secs, p.first_snapshot_secs) {
+                    (Some(s), Some(snapshot)) => println!(
+                        "  first image of a decoded model {s:.2} s after the tab opened, {:.2} s after the first snapshot ({snapshot:.2} s)",
+                        s - snapshot
+                    ),
+                    (Some(s), None) => println!("  first image of a decoded model {s:.2} s after the tab opened"),
+                    (None, Some(snapshot)) => println!("  no image of a decoded model (the first snapshot at {snapshot:.2} s)"),
+                    (None, None) => {}
                 }
                 if let Some(s) = p.first_per_pixel_secs {
                     println!("  first image decoded per pixel (the decoder compiled) {s:.2} s after the tab opened");

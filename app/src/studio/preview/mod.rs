@@ -420,6 +420,12 @@ pub struct ImageShown {
 }
 
 impl PreviewStats {
+    /// Seconds since the tab first opened (`None` before it has).
+    #[must_use]
+    pub fn secs_since_opened(&self) -> Option<f64> {
+        self.opened.map(|opened| opened.elapsed().as_secs_f64())
+    }
+
     fn image_shown(&mut self, shows: &Shows, scale: f32, size: [u32; 2]) {
         let decoded = shows.view.sides[0].is_some_and(SideSource::decodes);
         let per_pixel = decoded && !shows.textures[0];

@@ -498,10 +498,14 @@ impl RenderThread {
             if wait.is_zero() {
                 return self.shade_image(shows, scale);
             }
-            // An image is due sooner than a new G-buffer would be decoded: it waits for no
-            // fresher view (on lavapipe with the camera turning, three of four G-buffers were
-            // decoded for nothing, and images came 3.1 times a second, not 5).
-            let no_time = self.back.is_none() && wait <= self.last_gbuffer;
+            // An image is due sooner than a new G-buffer would be decoded: while the camera
+            // moves it waits for no fresher view (on lavapipe with the camera turning, three of
+            // four G-buffers were decoded for nothing, and images came 3.1 times a second, not 5).
+            // While only the lights move a G-buffer is not made stale by the next view, so one
+            // for a new snapshot starts and draws in bands between the images (before, with the
+            // lights orbiting, no snapshot reached the screen until training ended).
+            let camera_moving = self.view_since.elapsed() < SETTLE;
+            let no_time = self.back.is_none() && camera_moving && wait <= self.last_gbuffer;
             if no_time || (self.back.is_none() && self.next_decode().is_none()) {
                 std::thread::sleep(wait);
                 return true;
