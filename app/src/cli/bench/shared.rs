@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use texset_core::{
     Cancel, NoProgress, compress,
     decode::Decoder,
-    drivers::{RateTarget, batch::sha256_hex, compress_to_psnr},
+    drivers::{RateTarget, RateTrial, batch::sha256_hex, compress_to_psnr},
     eval::evaluate,
     io::{read_regular, write_atomic},
     options::{CompressOptions, Preset},
@@ -346,7 +346,14 @@ impl SharedArgs {
             start_bpp: Some(bpp),
             bc_baseline: None,
         };
-        let (_, report) = compress_to_psnr(&alone, &self.options(), &target, &NoProgress, &Cancel::new(), &|_| {})?;
+        // Each trial is a whole compression (minutes): said as it ends, for a bench of hours.
+        let said = |t: &RateTrial| {
+            eprintln!(
+                "    trial: {:.3} bits per texel asked, {:.3} reached, {:.2} dB (target {target_db:.2}), {:.0} s training",
+                t.target_bits_per_texel, t.bits_per_texel, t.pooled_psnr_db, t.train_secs
+            );
+        };
+        let (_, report) = compress_to_psnr(&alone, &self.options(), &target, &NoProgress, &Cancel::new(), &said)?;
         let chosen = &report.trials[report.chosen];
         Ok(SavedAlone { key, alone_bits: chosen.bundle_bytes * 8, alone_psnr_db: chosen.pooled_psnr_db, reached: report.reached })
     }
