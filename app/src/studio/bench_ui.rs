@@ -283,7 +283,7 @@ enum FloorFill {
 /// the floor under the studio's frame time.
 pub fn render_floor() -> anyhow::Result<RenderFloor> {
     let headless = Headless::new()?;
-    super::preview::blit::install(&headless.render_state);
+    super::blit::install(&headless.render_state);
     let info = headless.render_state.adapter.get_info();
     let adapter = format!("{} ({:?})", info.name, info.backend);
     let ctx = egui::Context::default();
@@ -292,7 +292,7 @@ pub fn render_floor() -> anyhow::Result<RenderFloor> {
     let rgba: Vec<u8> = (0..width * height * 4).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let image = egui::ColorImage::from_rgba_unmultiplied([width as usize, height as usize], &rgba);
     let texture = ctx.load_texture("floor image", image, egui::TextureOptions::NEAREST);
-    let shown = Arc::new(super::preview::blit::ShownImage::new(WINDOW, rgba, false).map_err(anyhow::Error::msg)?);
+    let shown = Arc::new(super::blit::ShownImage::new(WINDOW, rgba, false).map_err(anyhow::Error::msg)?);
     let median_ms = |fill: FloorFill| -> anyhow::Result<f64> {
         let mut times = Vec::with_capacity(FLOOR_FRAMES + 1);
         // One frame more, not timed: the image's upload.
@@ -309,7 +309,7 @@ pub fn render_floor() -> anyhow::Result<RenderFloor> {
                     FloorFill::Image => {
                         ui.painter().image(texture.id(), window, uv, egui::Color32::WHITE);
                     }
-                    FloorFill::Blit => super::preview::blit::paint(ui.painter(), window, &shown),
+                    FloorFill::Blit => super::blit::paint(ui.painter(), window, &shown, super::blit::BlitSlot::Viewport),
                 }
             });
             headless.render(&ctx, output)?;

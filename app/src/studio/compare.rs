@@ -2,9 +2,10 @@
 //! synced zoom and pan down to single texels, a difference view with gain, a texel inspector and
 //! the map's scores. Reads the session, pushes [`Command`]s; the view settings are edited in place.
 
+use super::blit::{self, BlitSlot};
 use super::session::Session;
 use super::state::{Command, ViewSettings};
-use super::textures::{MapRef, Textures};
+use super::textures::{Image, MapRef, Textures};
 use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Vec2};
 use texset_core::{
     decode::DecodedMap,
@@ -20,11 +21,11 @@ struct Sides<'a> {
     /// A/B runs instead of original and decoded.
     ab: Option<AbPair<'a>>,
     /// The left image.
-    left: egui::TextureId,
+    left: Image,
     /// The right side's map and its texture key (generation), when there is one yet.
     right_map: Option<(u64, MapRef<'a>)>,
     /// The right image (the map, or its difference from the original).
-    right: Option<egui::TextureId>,
+    right: Option<Image>,
 }
 
 /// The view's geometry: where the image lies and at what scale.
@@ -141,8 +142,8 @@ fn sides<'a>(
         ui.label("loading the A/B runs…");
     }
     let left = match ab {
-        Some(((a, map), _)) => textures.run(ui.ctx(), key, a, MapRef::from(map)),
-        None => textures.original(ui.ctx(), view.material, view.map, texture),
+        Some(((a, map), _)) => textures.run(key, a, MapRef::from(map)),
+        None => textures.original(view.material, view.map, texture),
     };
     let decoded = session.shown.decoded.as_ref().and_then(|d| d.maps.get(view.material)?.get(view.map).map(|m| (d.generation, m)));
     // BCn results of a library never change: generation u64::MAX keys them apart from decodes.
@@ -160,9 +161,9 @@ fn sides<'a>(
         decoded.map(|(generation, map)| (generation, MapRef::from(map)))
     };
     let right = right_map.map(|(generation, map)| match ab {
-        _ if view.difference => textures.difference(ui.ctx(), key, generation, view.difference_gain, texture, map),
-        Some((_, (b, _))) => textures.run(ui.ctx(), key, b, map),
-        None => textures.decoded(ui.ctx(), key, generation, map),
+        _ if view.difference => textures.difference(key, generation, view.difference_gain, texture, map),
+        Some((_, (b, _))) => textures.run(key, b, map),
+        None => textures.decoded(key, generation, map),
     });
     Sides { ab, left, right_map, right }
 }
@@ -198,8 +199,8 @@ fn paint_sides(ui: &egui::Ui, frame: &Frame, view: &ViewSettings, sides: &Sides<
     let split_x = rect.left() + view.split * rect.width();
     let left = Rect::from_min_max(rect.min, Pos2::new(split_x, rect.bottom()));
     let right = Rect::from_min_max(Pos2::new(split_x, rect.top()), rect.max);
-    paint_window(&painter, left, frame, view.center_uv, Some(sides.left));
-    paint_window(&painter, right, frame, view.center_uv, sides.right);
+    paint_window(&painter, left, frame, view.center_uv, Some(&sides.left), BlitSlot::CompareLeft);
+    paint_window(&painter, right, frame, view.center_uv, sides.right.as_ref(), BlitSlot::CompareRight);
     if sides.right.is_none() {
         painter.text(right.center(), egui::Align2::CENTER_CENTER, "not trained yet", egui::FontId::proportional(16.0), Color32::GRAY);
     }
@@ -256,7 +257,7 @@ fn uv_at(rect: Rect, center_uv: [f32; 2], size: Vec2, scale: f32, point: Pos2) -
 /// Paints the part of the image that falls inside `clip` (a part of the view `frame.rect`), and
 /// the view's background around it (all of `clip` without a texture). The background is painted
 /// only where the image is not: on a software GPU every pixel painted twice costs frame time.
-fn paint_window(painter: &egui::Painter, clip: Rect, frame: &Frame, center_uv: [f32; 2], texture: Option<egui::TextureId>) {
+fn paint_window(painter: &egui::Painter, clip: Rect, frame: &Frame, center_uv: [f32; 2], texture: Option<&Image>, slot: BlitSlot) {
     let (rect, size, scale) = (frame.rect, frame.size, frame.scale);
     let background = Color32::from_gray(24);
     let image_min = rect.center() - Vec2::new(center_uv[0] * size.x * scale, center_uv[1] * size.y * scale);
@@ -280,5 +281,6 @@ fn paint_window(painter: &egui::Painter, clip: Rect, frame: &Frame, center_uv: [
         Pos2::new((shown.left() - image.left()) / image.width(), (shown.top() - image.top()) / image.height()),
         Pos2::new((shown.right() - image.left()) / image.width(), (shown.bottom() - image.top()) / image.height()),
     );
-    painter.image(texture, shown, uv, Color32::WHITE);
+    // Drawn by a blit of its own: an egui image is a software GPU's slow path (decision 052).
+    blit::paint_part(painter, shown, uv, texture, slot);
 }

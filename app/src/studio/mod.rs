@@ -9,6 +9,7 @@
 //! - [`panels`], [`preview`]: the `*_ui` functions; the preview draws with wgpu in a paint callback.
 
 pub mod bench_ui;
+pub mod blit;
 pub mod budgets;
 pub mod compare;
 pub mod panels;
@@ -166,6 +167,10 @@ impl StudioApp {
             }
             None => format!("no GPU renderer; training: {}", training_device()),
         };
+        // The large images (viewport, Compare) are drawn by blits of their own in egui's renderer.
+        if let Some(rs) = render_state {
+            blit::install(rs);
+        }
         // The window's GPU: the preview draws with its adapter (on a device of its own).
         let preview = render_state.map(|rs| preview::PreviewGpu::new(rs, Arc::clone(&repaint))).transpose()?;
         // On a software GPU background work leaves a core to the frames.

@@ -1,6 +1,6 @@
 //! The PBR preview panel: `texset_shaders::preview` (every pixel's material decoded by the
 //! bundle's MLP in the fragment shader) drawn on a thread of its own and shown by a blit of its
-//! own (`blit.rs`, decision 052: an egui image is lavapipe's slow path).
+//! own (`studio/blit.rs`, decision 052: an egui image is lavapipe's slow path).
 //! It shows one side (the decoded material; before any training the original maps), or compares
 //! two through one camera, as a wipe with a draggable divider or beside each other: any two of
 //! the original maps, the decoded bundle, the maps block-compressed as engines ship them, and runs
@@ -25,7 +25,6 @@
 //! - it rests as long as it draws (half the time at most), so the UI and training keep their
 //!   share of a machine with few cores.
 
-pub(crate) mod blit;
 mod controls;
 mod maps;
 mod overlay;
@@ -191,10 +190,10 @@ pub struct PreviewGpu {
     /// The generation of the decoded maps sent to the render thread.
     decoded_sent: Option<u64>,
     last_view: Option<View>,
-    /// The last image: what it shows, its scale, and its pixels (drawn by [`blit`]).
-    shown: Option<(Shows, f32, Arc<blit::ShownImage>)>,
+    /// The last image: what it shows, its scale, and its pixels (drawn by [`crate::studio::blit`]).
+    shown: Option<(Shows, f32, Arc<crate::studio::blit::ShownImage>)>,
     /// What the viewport shows before its first image: one dark pixel, stretched.
-    placeholder: Arc<blit::ShownImage>,
+    placeholder: Arc<crate::studio::blit::ShownImage>,
     error: Option<String>,
     /// Bands drawn so far (the render thread counts them).
     bands: Arc<AtomicU64>,
@@ -235,7 +234,6 @@ impl Drop for PreviewGpu {
 impl PreviewGpu {
     /// The preview for egui's adapter; starts `texset-preview` with a device of its own.
     pub fn new(render_state: &RenderState, repaint: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Self> {
-        blit::install(render_state);
         let (requests, requests_rx) = channel();
         let (replies_tx, replies) = channel();
         let adapter = render_state.adapter.clone();
@@ -276,7 +274,7 @@ impl PreviewGpu {
             decoded_sent: None,
             last_view: None,
             shown: None,
-            placeholder: Arc::new(blit::ShownImage::placeholder()),
+            placeholder: Arc::new(crate::studio::blit::ShownImage::placeholder()),
             error: None,
             waiting_since: None,
             bands,
@@ -367,7 +365,7 @@ impl PreviewGpu {
                     let shows = *shows;
                     // At full resolution the image maps 1:1 onto the screen's pixels: nearest
                     // sampling shows the same and costs a software GPU less per pixel.
-                    match blit::ShownImage::new(size, rgba, scale < 1.0) {
+                    match crate::studio::blit::ShownImage::new(size, rgba, scale < 1.0) {
                         Ok(image) => self.shown = Some((shows, scale, Arc::new(image))),
                         Err(e) => {
                             self.error = Some(e);

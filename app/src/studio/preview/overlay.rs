@@ -24,7 +24,7 @@ pub(super) fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect,
     };
     match &gpu.shown {
         Some((shows, scale, image)) => {
-            super::blit::paint(painter, rect, image);
+            crate::studio::blit::paint(painter, rect, image, crate::studio::blit::BlitSlot::Viewport);
             let label = |side: usize| {
                 let source = shows.view.sides[side]?;
                 Some(match (source, shows.sources[side]) {
@@ -61,7 +61,7 @@ pub(super) fn paint_image(ui: &mut egui::Ui, gpu: &PreviewGpu, rect: egui::Rect,
         }
         // Blitted too: while the preview compiles, an egui rectangle the viewport's size was
         // most of a software GPU's frame (decision 052).
-        None => super::blit::paint(painter, rect, &gpu.placeholder),
+        None => crate::studio::blit::paint(painter, rect, &gpu.placeholder, crate::studio::blit::BlitSlot::Viewport),
     }
     if let Some(x) = divider_x(rect, current_layout(gpu, view)) {
         painter.line_segment([egui::pos2(x, rect.top()), egui::pos2(x, rect.bottom())], egui::Stroke::new(2.0, egui::Color32::WHITE));
