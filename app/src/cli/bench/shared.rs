@@ -85,6 +85,12 @@ struct SavedAlone {
     alone_bits: u64,
     alone_psnr_db: f64,
     reached: bool,
+    /// The largest bundle of the search that fell short of the target, bits, and its PSNR: with
+    /// `alone_bits`, how closely the search bracketed the texture's size at the target (PSNR
+    /// grows with the rate up to training's noise). `None`: no trial fell short, or a file saved
+    /// before this was kept.
+    #[serde(default)]
+    below: Option<(u64, f64)>,
 }
 
 /// Largest file `--save` resumes from (a whole table's is a few kilobytes).
@@ -150,6 +156,9 @@ struct TextureAlone {
     alone_psnr_db: f64,
     /// Whether it reached the target within the tolerance.
     reached: bool,
+    /// The search's largest bundle short of the target, bits, and its PSNR, dB: with
+    /// `alone_bits`, how closely the search bracketed the size at the target.
+    below: Option<(u64, f64)>,
 }
 
 /// One combined bundle against its textures alone.
@@ -279,11 +288,12 @@ impl SharedArgs {
             let key = self.alone_key(content, bpp, target_db);
             let shown = |a: &SavedAlone, kept: bool| {
                 eprintln!(
-                    "  {label}{}: {target_db:.2} dB combined; alone {} bits at {:.2} dB{}{}",
+                    "  {label}{}: {target_db:.2} dB combined; alone {} bits at {:.2} dB{}{}{}",
                     if copies > 1 { format!(" (x{copies})") } else { String::new() },
                     a.alone_bits,
                     a.alone_psnr_db,
                     if a.reached { "" } else { " (target not reached)" },
+                    a.below.map_or_else(String::new, |(bits, db)| format!(", {bits} bits at {db:.2} dB below it")),
                     if kept { " (kept from the saved run)" } else { "" }
                 );
             };
@@ -305,6 +315,7 @@ impl SharedArgs {
                 alone_bits: result.alone_bits,
                 alone_psnr_db: result.alone_psnr_db,
                 reached: result.reached,
+                below: result.below,
             });
         }
         let once: u64 = textures.iter().map(|a| a.alone_bits).sum();
@@ -355,7 +366,15 @@ impl SharedArgs {
         };
         let (_, report) = compress_to_psnr(&alone, &self.options(), &target, &NoProgress, &Cancel::new(), &said)?;
         let chosen = &report.trials[report.chosen];
-        Ok(SavedAlone { key, alone_bits: chosen.bundle_bytes * 8, alone_psnr_db: chosen.pooled_psnr_db, reached: report.reached })
+        let goal = target_db - self.tolerance_db;
+        let below = report.trials.iter().filter(|t| t.pooled_psnr_db < goal).max_by_key(|t| t.bundle_bytes);
+        Ok(SavedAlone {
+            key,
+            alone_bits: chosen.bundle_bytes * 8,
+            alone_psnr_db: chosen.pooled_psnr_db,
+            reached: report.reached,
+            below: below.map(|t| (t.bundle_bytes * 8, t.pooled_psnr_db)),
+        })
     }
 }
 
