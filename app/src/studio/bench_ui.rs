@@ -262,7 +262,7 @@ pub struct RenderFloor {
     pub full_window_rect_ms: f64,
     /// The same with a window-sized image drawn by egui (nearest, as the viewport's was).
     pub full_window_image_ms: f64,
-    /// The same image drawn by the viewport's blit (`preview::blit`).
+    /// The same image drawn by the viewport's blit (`studio::blit`).
     pub full_window_blit_ms: f64,
 }
 
