@@ -85,6 +85,10 @@ impl ImageBlit {
         if width == 0 || height == 0 || rgba.len() as u64 != expected {
             return Err(GpuError::ImageBytes { width, height, expected, got: rgba.len() });
         }
+        let limit = device.limits().max_texture_dimension_2d;
+        if width.max(height) > limit {
+            return Err(GpuError::DeviceLimit { what: "an image's side", got: u64::from(width.max(height)), limit: u64::from(limit) });
+        }
         let reuse = self.image.as_ref().is_some_and(|i| i.size == size && i.bilinear == bilinear);
         if !reuse {
             let format = if self.srgb_target { wgpu::TextureFormat::Rgba8UnormSrgb } else { wgpu::TextureFormat::Rgba8Unorm };
@@ -147,6 +151,7 @@ impl ImageBlit {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test: a failure is the message")]
 mod tests {
     use super::*;
     use crate::{read_texture, request_device};
@@ -224,7 +229,7 @@ mod tests {
     }
 
     #[test]
-    fn an_image_of_the_wrong_length_is_refused() {
+    fn an_image_of_the_wrong_length_or_too_large_is_refused() {
         let Some((_, device, queue)) = request_device().unwrap() else {
             eprintln!("SKIPPED: no wgpu adapter");
             return;
@@ -232,6 +237,9 @@ mod tests {
         let mut blit = ImageBlit::new(&device, wgpu::TextureFormat::Rgba8Unorm);
         let err = blit.upload(&device, &queue, [4, 4], &[0; 60], false).unwrap_err();
         assert!(err.to_string().contains("needs 64 bytes"), "{err}");
+        let side = device.limits().max_texture_dimension_2d + 1;
+        let err = blit.upload(&device, &queue, [side, 1], &vec![0; side as usize * 4], false).unwrap_err();
+        assert!(err.to_string().contains("an image's side"), "{err}");
         assert!(!blit.has_image());
     }
 }
