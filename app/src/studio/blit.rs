@@ -113,7 +113,8 @@ impl CallbackTrait for ViewportImage {
         let (blit, uploaded) = resource.slots.entry(self.slot).or_insert_with(|| (ImageBlit::new(device, format), 0));
         if *uploaded != self.image.generation {
             let image = &self.image;
-            // `ShownImage::new` checked the bytes against the size, which is all `upload` checks.
+            // `ShownImage::new` checked the bytes against the size; what `upload` refuses beyond
+            // that (a side over the device's limit) is said here, and the slot keeps its last image.
             if let Err(e) = blit.upload(device, queue, image.size, &image.rgba, image.bilinear) {
                 eprintln!("texset: image {}: {e}", image.generation);
             }

@@ -331,9 +331,7 @@ impl SharedArgs {
             ratio_per_material: per_material as f64 / combined_bits as f64,
         })
     }
-}
 
-impl SharedArgs {
     /// `texture` of `material` alone, compressed to `target_db` by the rate control, starting
     /// at the combined rate `bpp`.
     fn alone(&self, material: &Material, texture: &Texture, bpp: f64, target_db: f64, key: String) -> Result<SavedAlone> {

@@ -50,9 +50,7 @@ struct UiJson<'a> {
 
 impl UiBenchArgs {
     pub(crate) fn run(self) -> Result<()> {
-        // The bench trains while it measures: with no library it would wait for one until its limit.
-        let dirs = self.dirs.or_samples()?;
-        let motion = if self.camera { Motion::Camera } else { Motion::Lights };
+        // The floor draws no library: it needs no folders.
         if self.floor_only {
             let floor = bench_ui::render_floor()?;
             if self.json.json {
@@ -61,6 +59,9 @@ impl UiBenchArgs {
             print_floor(&floor);
             return Ok(());
         }
+        // The bench trains while it measures: with no library it would wait for one until its limit.
+        let dirs = self.dirs.or_samples()?;
+        let motion = if self.camera { Motion::Camera } else { Motion::Lights };
         let (report, floor, compare_gpu) = if self.preview_only {
             (None, None, None)
         } else {
