@@ -124,4 +124,26 @@ if command -v xvfb-run >/dev/null 2>&1; then
 else
   echo "SKIPPED: bench ui (no xvfb-run)"
 fi
+# 4. The viewport's frame in GPU time (issue 65: one full-resolution frame of the per-pixel decoded
+#    viewport in <= 16.7 ms): `texset render --gpu-time` times its surface, material (the decoder,
+#    per pixel) and shading passes with timestamp queries, 50 drawings after a warm one. On the
+#    shoe where ../shared is beside the tree (TEXSET_SHOE), else a sample folder on a sphere; the
+#    bundle is trained briefly (its shape, not its quality, sets the decoder's cost).
+shoe="${TEXSET_SHOE:-../shared/gltf/MaterialsVariantsShoe/MaterialsVariantsShoe.gltf}"
+[[ -f "$shoe" ]] && viewport_asset="$shoe" || viewport_asset="${libs[0]}"
+if "$candidate" render --help | grep -q -- --gpu-time; then
+  echo "== texset render --gpu-time: $candidate ($viewport_asset)"
+  if timeout 300 "$candidate" compress "$viewport_asset" -o "$out/viewport.texset" --steps 200 --no-ssim; then
+    for size in 1440x900 1920x1080 3840x2160; do
+      timeout 120 "$candidate" render "$viewport_asset" --bundle "$out/viewport.texset" --size "$size" --gpu-time 50 \
+        -o "$out/viewport_$size.png" || echo "FAILED ($?)"
+    done
+    timeout 120 "$candidate" render "$viewport_asset" --bundle "$out/viewport.texset" --size 1920x1080 --gpu-time 50 \
+      --ab decoded,original -o "$out/viewport_wipe_1920x1080.png" || echo "FAILED ($?)"
+  else
+    echo "FAILED ($?): the viewport's bundle"
+  fi
+else
+  echo "SKIPPED: texset render --gpu-time (not in $candidate)"
+fi
 echo "== done; log in $log"

@@ -13,8 +13,8 @@ use texset_core::export::bcn::BcFormat;
 use texset_core::{analyse, bundle::Bundle, decode::unorm8, options::CompressOptions, set::MapKind, snapshot_bundle};
 use texset_shaders::environment::{Environment, PrepareOptions, prepare};
 use texset_shaders::preview::{
-    GpuMesh, Layout, Lighting, MaterialRenderer, OrbitCamera, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, Shape,
-    SurfacePass, render_sides,
+    GpuMesh, Layout, Lighting, MaterialRenderer, OrbitCamera, Originals, PassTimer, PassTimes, PreparedMaterial, PreviewUniforms, Probe,
+    ShadePass, Shape, SurfacePass, render_sides, render_sides_timed,
 };
 
 /// The largest side `texset render` draws, pixels.
@@ -22,6 +22,9 @@ pub const MAX_SIDE_PX: u32 = 8192;
 
 /// The most frames a turntable draws.
 pub const MAX_FRAMES: u32 = 720;
+
+/// The most times `--gpu-time` draws a frame again to time it.
+pub const MAX_TIMED_REPEATS: u32 = 1000;
 
 /// Width of the procedural studio environment, texels (as the studio's).
 const STUDIO_WIDTH_PX: u32 = 1024;
@@ -77,6 +80,10 @@ pub struct RenderRequest {
     /// Instead of the wipe, FLIP of its right side against its left, each drawn whole: NVIDIA's
     /// perceptual difference of the two images as shown, in the magma colour map.
     pub flip: bool,
+    /// Draw each frame this many times again, each timed on the GPU pass by pass (timestamp
+    /// queries), after the drawing that is kept (which compiles the pipelines and warms the
+    /// caches). `None`: no timing.
+    pub gpu_time: Option<u32>,
 }
 
 /// The images drawn: RGBA8 rows, sRGB-encoded, and what they show.
@@ -89,6 +96,10 @@ pub struct Rendered {
     pub description: String,
     /// With [`RenderRequest::flip`], each frame's mean FLIP.
     pub flip_means: Vec<f64>,
+    /// With [`RenderRequest::gpu_time`], every timed drawing's GPU time.
+    pub gpu_times: Vec<PassTimes>,
+    /// The GPU adapter it drew on, by name, and its driver.
+    pub adapter: String,
 }
 
 /// One side's renderer, ready to draw.
@@ -101,13 +112,8 @@ struct Side {
 
 /// Draws `request` on the first GPU adapter.
 pub fn render(request: &RenderRequest) -> Result<Rendered> {
-    let [width, height] = request.size;
-    if !(1..=MAX_SIDE_PX).contains(&width) || !(1..=MAX_SIDE_PX).contains(&height) {
-        bail!("--size {width}x{height}: each side must be 1 to {MAX_SIDE_PX} pixels");
-    }
-    if !(1..=MAX_FRAMES).contains(&request.frames) {
-        bail!("--turntable {}: 1 to {MAX_FRAMES} frames", request.frames);
-    }
+    let [_, height] = request.size;
+    let (sources, layout) = sides_of(request)?;
     let library = crate::studio::session::load_folders(std::slice::from_ref(&request.asset));
     if library.set.materials.is_empty() {
         let problems: Vec<String> = library.problems.iter().map(|p| format!("{}: {}", p.path.display(), p.message)).collect();
@@ -120,14 +126,6 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
             format!("{}: no material named {name:?} (it has {names:?})", request.asset.display())
         })?,
     };
-    let decoded = if request.bundle.is_some() { RenderSide::Decoded } else { RenderSide::Original };
-    let (sources, layout) = match request.ab {
-        Some((sides, split)) => (sides.to_vec(), Layout::Wipe(split.clamp(0.0, 1.0))),
-        None => (vec![decoded], Layout::One),
-    };
-    if request.flip && sources.len() != 2 {
-        bail!("--flip compares two sides: give them with --ab LEFT,RIGHT");
-    }
     let bundle = if let Some(path) = &request.bundle {
         Arc::new(Bundle::read(path)?)
     } else {
@@ -146,9 +144,18 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     let Some((adapter, device, queue)) = texset_shaders::request_device()? else {
         bail!("no GPU adapter found (texset render draws on the GPU; lavapipe will do)");
     };
+    let info = adapter.get_info();
     if !texset_shaders::renders_fragment_format(&adapter) {
-        bail!("{} cannot render to Rgba32Float (a GL adapter?)", adapter.get_info().name);
+        bail!("{} cannot render to Rgba32Float (a GL adapter?)", info.name);
     }
+    let timer = match request.gpu_time {
+        Some(repeats) => Some((
+            PassTimer::new(&device, &queue)
+                .with_context(|| format!("--gpu-time: {} has no timestamp queries (wgpu's TIMESTAMP_QUERY)", info.name))?,
+            repeats,
+        )),
+        None => None,
+    };
     // The decoder compiles only when a side draws it.
     let prepared = PreparedMaterial::new(&device, &bundle, None)?;
     let mut sides = Vec::with_capacity(sources.len());
@@ -182,6 +189,7 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     let probe = request.lighting.view.probe(request.error_map, 0);
     let mut frames = Vec::with_capacity(request.frames as usize);
     let mut flip_means = Vec::new();
+    let mut gpu_times = Vec::new();
     for frame in 0..request.frames {
         let mut orbit = OrbitCamera::default();
         orbit.frame(center, radius);
@@ -204,10 +212,19 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
                     .with_probe(probe)
             })
             .collect();
-        let (rgba, flip_mean) =
-            draw_frame((&device, &queue), &mut sides, &uniforms, (&surface, &shade), mesh.as_ref(), (request.size, layout), request.flip)?;
-        frames.push(rgba);
-        flip_means.extend(flip_mean);
+        let timing = timer.as_ref().map(|(timer, repeats)| (timer, *repeats));
+        let drawn = draw_frame(
+            (&device, &queue),
+            &mut sides,
+            &uniforms,
+            (&surface, &shade),
+            mesh.as_ref(),
+            (request.size, layout),
+            (request.flip, timing),
+        )?;
+        frames.push(drawn.rgba);
+        flip_means.extend(drawn.flip_mean);
+        gpu_times.extend(drawn.gpu_times);
     }
     let surface_name = if on_mesh { "the asset's meshes".to_owned() } else { format!("a {shape:?}").to_lowercase() };
     let shows = match sources.as_slice() {
@@ -221,12 +238,49 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
         format!(" (mean FLIP {worst:.4}{which})")
     });
     let description = format!("{name} on {surface_name}, {shows}, {view}{}", flip.unwrap_or_default());
-    Ok(Rendered { size: request.size, frames, description, flip_means })
+    let adapter = format!("{} ({:?}, {})", info.name, info.backend, info.driver_info.trim());
+    Ok(Rendered { size: request.size, frames, description, flip_means, gpu_times, adapter })
+}
+
+/// The sides `request` draws and how they share the image, once its size, frames, sides, FLIP
+/// and timing are checked (each refusal names the flag).
+fn sides_of(request: &RenderRequest) -> Result<(Vec<RenderSide>, Layout)> {
+    let [width, height] = request.size;
+    if !(1..=MAX_SIDE_PX).contains(&width) || !(1..=MAX_SIDE_PX).contains(&height) {
+        bail!("--size {width}x{height}: each side must be 1 to {MAX_SIDE_PX} pixels");
+    }
+    if !(1..=MAX_FRAMES).contains(&request.frames) {
+        bail!("--turntable {}: 1 to {MAX_FRAMES} frames", request.frames);
+    }
+    let decoded = if request.bundle.is_some() { RenderSide::Decoded } else { RenderSide::Original };
+    let (sources, layout) = match request.ab {
+        Some((sides, split)) => (sides.to_vec(), Layout::Wipe(split.clamp(0.0, 1.0))),
+        None => (vec![decoded], Layout::One),
+    };
+    if request.flip && sources.len() != 2 {
+        bail!("--flip compares two sides: give them with --ab LEFT,RIGHT");
+    }
+    match request.gpu_time {
+        Some(_) if request.flip => bail!("--gpu-time times the frame the viewport draws, not --flip's two images"),
+        Some(n) if !(1..=MAX_TIMED_REPEATS).contains(&n) => bail!("--gpu-time {n}: 1 to {MAX_TIMED_REPEATS} timed drawings"),
+        _ => Ok((sources, layout)),
+    }
+}
+
+/// One frame drawn.
+struct Drawn {
+    /// RGBA8 rows.
+    rgba: Vec<u8>,
+    /// With `flip`, its mean.
+    flip_mean: Option<f64>,
+    /// Each timed drawing's GPU time.
+    gpu_times: Vec<PassTimes>,
 }
 
 /// One frame of `sides` through `uniforms` (one each), as RGBA8 rows of `size`: the sides in
 /// `layout` with the wipe's divider drawn, or with `flip`, each side drawn whole (a wipe's aspect
-/// is the whole image's) and FLIP of the right against the left, with its mean.
+/// is the whole image's) and FLIP of the right against the left, with its mean. With `timing`
+/// (not with `flip`), the frame is then drawn that many times again, each timed by the timer.
 fn draw_frame(
     (device, queue): (&wgpu::Device, &wgpu::Queue),
     sides: &mut [Side],
@@ -234,8 +288,8 @@ fn draw_frame(
     (surface, shade): (&SurfacePass, &ShadePass),
     mesh: Option<&GpuMesh>,
     (size, layout): ([u32; 2], Layout),
-    flip: bool,
-) -> Result<(Vec<u8>, Option<f64>)> {
+    (flip, timing): (bool, Option<(&PassTimer, u32)>),
+) -> Result<Drawn> {
     if flip {
         let mut shown = Vec::with_capacity(2);
         for (side, u) in sides.iter_mut().zip(uniforms) {
@@ -247,7 +301,8 @@ fn draw_frame(
         }
         let [left, right] = shown.as_slice() else { bail!("--flip compares two sides, not {}", shown.len()) };
         let map = flip_map(left, right, size[0], size[1]).context("the two sides' images differ in size")?;
-        return Ok((map.magma_rgb8.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect(), Some(map.mean)));
+        let rgba = map.magma_rgb8.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+        return Ok(Drawn { rgba, flip_mean: Some(map.mean), gpu_times: Vec::new() });
     }
     for (i, (side, u)) in sides.iter_mut().zip(uniforms).enumerate() {
         side.renderer.write_uniforms(queue, 0, u);
@@ -258,7 +313,14 @@ fn draw_frame(
     let linear = render_sides(device, queue, (&renderers, layout), (surface, shade), mesh, size)?;
     let mut rgba: Vec<u8> = linear.iter().map(|&v| unorm8(v)).collect();
     draw_divider(&mut rgba, size, layout);
-    Ok((rgba, None))
+    let mut gpu_times = Vec::new();
+    if let Some((timer, repeats)) = timing {
+        for _ in 0..repeats {
+            let (_, times) = render_sides_timed(device, queue, (&renderers, layout), (surface, shade), mesh, size, Some(timer))?;
+            gpu_times.extend(times);
+        }
+    }
+    Ok(Drawn { rgba, flip_mean: None, gpu_times })
 }
 
 /// Side `source`'s renderer: `prepared`'s pipelines, its texture the material's `textures` (a

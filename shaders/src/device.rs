@@ -8,8 +8,8 @@ use std::sync::mpsc;
 pub use texset_core::block_on;
 
 /// Opens the default adapter (respecting the `WGPU_BACKEND`, `WGPU_ADAPTER_NAME`... environment
-/// variables) and a device with the adapter's own limits and, where it has it, `SHADER_F16`,
-/// blocking. `Ok(None)` when there is no adapter.
+/// variables) and a device with the adapter's own limits and, where it has them, `SHADER_F16` and
+/// `TIMESTAMP_QUERY`, blocking. `Ok(None)` when there is no adapter.
 pub fn request_device() -> Result<Option<(wgpu::Adapter, wgpu::Device, wgpu::Queue)>, GpuError> {
     Ok(open_device(false)?.map(|(_, adapter, device, queue)| (adapter, device, queue)))
 }
@@ -37,8 +37,13 @@ pub(crate) fn open_device(all_features: bool) -> Result<Option<(wgpu::Instance, 
     };
     let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("texset device"),
-        // `SHADER_F16` where the adapter has it: the decoder's f16 path (`MlpPrecision::F16`).
-        required_features: if all_features { stable_features(&adapter) } else { adapter.features() & wgpu::Features::SHADER_F16 },
+        // `SHADER_F16` where the adapter has it: the decoder's f16 path (`MlpPrecision::F16`);
+        // `TIMESTAMP_QUERY`: the viewport's passes in GPU time (`preview::PassTimer`).
+        required_features: if all_features {
+            stable_features(&adapter)
+        } else {
+            adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY)
+        },
         required_limits: adapter.limits(),
         ..Default::default()
     }))?;

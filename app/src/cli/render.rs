@@ -76,6 +76,11 @@ pub(super) struct RenderArgs {
     /// Image size, `WIDTHxHEIGHT` pixels.
     #[arg(long, default_value = "1024x768")]
     size: String,
+    /// Time the frame on the GPU: after drawing the image written, draw it N times again, each
+    /// pass timed by timestamp queries (the adapter must have them), and print the GPU time per
+    /// frame and per pass (surface, material, shading): median, fastest and slowest.
+    #[arg(long, value_name = "N", conflicts_with = "flip")]
+    gpu_time: Option<u32>,
     /// The PNG written (atomically).
     #[arg(short, long)]
     output: PathBuf,
@@ -181,8 +186,12 @@ impl RenderArgs {
             frames: self.turntable.unwrap_or(1),
             size,
             flip: self.flip,
+            gpu_time: self.gpu_time,
         };
         let image = render(&request)?;
+        if let Some(report) = gpu_time_report(&image.gpu_times) {
+            eprintln!("GPU time at {}x{} on {}: {report}", image.size[0], image.size[1], image.adapter);
+        }
         for (i, rgba) in image.frames.iter().enumerate() {
             let path = if self.turntable.is_some() { frame_path(&self.output, i) } else { self.output.clone() };
             let mut png = Vec::new();
@@ -198,6 +207,27 @@ impl RenderArgs {
         }
         Ok(())
     }
+}
+
+/// The GPU time of the timed drawings, in words (`None`: none timed): the frame's median, fastest
+/// and slowest, then each pass's median.
+fn gpu_time_report(times: &[texset_shaders::preview::PassTimes]) -> Option<String> {
+    if times.is_empty() {
+        return None;
+    }
+    let frame: Vec<f64> = times.iter().map(|t| t.frame_ms).collect();
+    let (fastest, slowest) = frame.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &ms| (lo.min(ms), hi.max(ms)));
+    let passes: Vec<String> = texset_shaders::preview::PASSES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| format!("{name} {:.3}", super::bench::median(times.iter().map(|t| t.pass_ms[i]).collect())))
+        .collect();
+    Some(format!(
+        "frame {:.3} ms median of {} (fastest {fastest:.3}, slowest {slowest:.3}); passes, medians: {} ms",
+        super::bench::median(frame),
+        times.len(),
+        passes.join(", ")
+    ))
 }
 
 /// Frame `i` of a turntable written to `output`: `_000` and so on before its extension.
@@ -278,5 +308,16 @@ mod tests {
         assert!(parse_map_kind("albedo2").unwrap_err().to_string().contains("basecolor"));
         assert_eq!(frame_path(std::path::Path::new("/tmp/shoe.png"), 7), PathBuf::from("/tmp/shoe_007.png"));
         assert_eq!(frame_path(std::path::Path::new("shoe"), 12), PathBuf::from("shoe_012"));
+    }
+
+    #[test]
+    fn gpu_time_reports_the_frames_median_extremes_and_each_pass() {
+        use texset_shaders::preview::PassTimes;
+        assert_eq!(gpu_time_report(&[]), None);
+        let times = [2.0, 6.0, 4.0].map(|ms| PassTimes { pass_ms: [ms / 4.0, ms / 2.0, ms / 8.0], frame_ms: ms });
+        assert_eq!(
+            gpu_time_report(&times).unwrap(),
+            "frame 4.000 ms median of 3 (fastest 2.000, slowest 6.000); passes, medians: surface 1.000, material 2.000, shading 0.500 ms"
+        );
     }
 }

@@ -115,11 +115,18 @@ fn render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name() {
     let bundle = dir.path().join("bricks.texset");
     let output = texset(&["compress", folder.to_str().unwrap(), "-o", bundle.to_str().unwrap(), "--steps", "40", "--no-ssim"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // Timed as well (`--gpu-time`, lavapipe has timestamp queries): the frame and its passes.
     let decoded_png = dir.path().join("bricks_decoded.png");
     let args = ["render", folder.to_str().unwrap(), "--bundle", bundle.to_str().unwrap(), "--shape", "cube", "--size", "48x32", "-o"];
-    let output = texset(&[&args[..], &[decoded_png.to_str().unwrap()]].concat());
+    let output = texset(&[&args[..], &[decoded_png.to_str().unwrap(), "--gpu-time", "3"]].concat());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success() && stderr.contains("decoded from the bundle"), "{stderr}");
+    let timed = stderr.lines().find(|l| l.starts_with("GPU time at 48x32 on ")).unwrap_or_else(|| panic!("no GPU time: {stderr}"));
+    println!("{timed}");
+    assert!(
+        timed.contains("median of 3") && timed.contains("surface ") && timed.contains("material ") && timed.contains("shading "),
+        "{timed}"
+    );
     let decoded = image::open(&decoded_png).unwrap().into_rgba8();
     let mean = decoded.pixels().zip(originals.pixels()).map(|(a, b)| f64::from(a.0[0].abs_diff(b.0[0]))).sum::<f64>() / (48.0 * 32.0);
     println!("decoded against originals: mean |red difference| {mean:.1} of 255");
@@ -167,9 +174,10 @@ fn render_draws_a_folder_on_a_shape_and_refuses_bad_requests_by_name() {
     assert!(frames[0] != frames[1] && frames[1] != frames[2], "the turntable did not turn");
     // A material it does not have, a size out of range, a camera it cannot read, sides it cannot
     // draw: each named.
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["--material", "marble"], "no material named \"marble\""),
         (&["--flip"], "--ab"),
+        (&["--gpu-time", "0"], "--gpu-time 0"),
         (&["--size", "0x10"], "--size 0x10"),
         (&["--camera", "up"], "--camera \"up\""),
         (&["--ab", "decoded,original"], "--ab decoded needs --bundle"),

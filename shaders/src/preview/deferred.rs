@@ -14,6 +14,7 @@
 
 use super::lighting::{EnvironmentTextures, LIGHTING_BYTES, Lighting};
 use super::surface::{DEPTH_FORMAT, SURFACE_FORMAT};
+use super::timing::{PassTimer, PassTimes};
 use super::{
     GpuMesh, Layout, Originals, PreviewUniforms, SurfacePass, empty_originals, originals_view, side_by_side, side_groups, slot_groups,
     uniform,
@@ -294,13 +295,15 @@ impl MaterialRenderer {
 
 /// Records the material pass into `gbuffer`, on the surface its surface pass wrote: a side of
 /// `layout` per entry of `sides` (that renderer's uniform slot), only the pixel rows `rows` (so an
-/// image's decode can be spread over bands); the other rows keep what they hold.
+/// image's decode can be spread over bands); the other rows keep what they hold. With the pass's
+/// `timestamps` where given.
 pub fn encode_material(
     device: &wgpu::Device,
     encoder: &mut wgpu::CommandEncoder,
     gbuffer: &GBuffer,
     (sides, layout): (&[(&MaterialRenderer, usize)], Layout),
     rows: std::ops::Range<u32>,
+    timestamps: Option<wgpu::RenderPassTimestampWrites<'_>>,
 ) {
     let surfaces: Vec<wgpu::BindGroup> = sides
         .iter()
@@ -313,7 +316,7 @@ pub fn encode_material(
         })
         .collect();
     let targets: Vec<&wgpu::TextureView> = gbuffer.views.iter().collect();
-    side_by_side(encoder, "texset preview material pass", &targets, gbuffer.size, layout, rows, false, |pass, side| {
+    side_by_side(encoder, "texset preview material pass", &targets, gbuffer.size, layout, rows, (false, timestamps), |pass, side| {
         if let (Some(&(renderer, slot)), Some(surface)) = (sides.get(side), surfaces.get(side)) {
             renderer.draw(device, pass, slot, surface);
         }
@@ -391,11 +394,11 @@ impl ShadePass {
         gbuffer: &GBuffer,
         layout: Layout,
     ) {
-        self.encode_rows(device, encoder, target, gbuffer, layout, 0..gbuffer.size[1], true);
+        self.encode_rows(device, encoder, target, gbuffer, layout, 0..gbuffer.size[1], (true, None));
     }
 
     /// [`Self::encode`] of the pixel rows `rows` only; the other rows keep what they hold, unless
-    /// `clear` (the whole target is cleared first).
+    /// `clear` (the whole target is cleared first). With the pass's `timestamps` where given.
     #[allow(clippy::too_many_arguments, reason = "encode's arguments, and which rows")]
     pub fn encode_rows(
         &self,
@@ -405,7 +408,7 @@ impl ShadePass {
         gbuffer: &GBuffer,
         layout: Layout,
         rows: std::ops::Range<u32>,
-        clear: bool,
+        (clear, timestamps): (bool, Option<wgpu::RenderPassTimestampWrites<'_>>),
     ) {
         let lighting = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("texset preview lighting"),
@@ -430,7 +433,7 @@ impl ShadePass {
             ],
         });
         let slots = slot_groups(device, "texset preview shading side", &self.pipeline.get_bind_group_layout(1), &self.uniforms);
-        side_by_side(encoder, "texset preview shading pass", &[target], gbuffer.size, layout, rows, clear, |pass, side| {
+        side_by_side(encoder, "texset preview shading pass", &[target], gbuffer.size, layout, rows, (clear, timestamps), |pass, side| {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &textures, &[]);
             pass.set_bind_group(1, &slots[side], &[]);
@@ -466,12 +469,32 @@ pub fn render_sides(
     mesh: Option<&GpuMesh>,
     size: [u32; 2],
 ) -> Result<Vec<f32>, GpuError> {
+    Ok(render_sides_timed(device, queue, (sides, layout), (surface, shade), mesh, size, None)?.0)
+}
+
+/// [`render_sides`], each pass timed by `timer` where given: the image, and the frame's GPU time
+/// (`None` without a timer). The timestamps change nothing drawn.
+pub fn render_sides_timed(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    (sides, layout): (&[(&MaterialRenderer, usize)], Layout),
+    (surface, shade): (&SurfacePass, &ShadePass),
+    mesh: Option<&GpuMesh>,
+    size: [u32; 2],
+    timer: Option<&PassTimer>,
+) -> Result<(Vec<f32>, Option<PassTimes>), GpuError> {
     let [width, height] = size;
     let gbuffer = GBuffer::new(device, size);
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    crate::render_rgba32f(device, queue, "texset preview (three passes)", width, height, scope, |encoder, view| {
-        surface.encode(device, encoder, &gbuffer, layout, mesh);
-        encode_material(device, encoder, &gbuffer, (sides, layout), 0..height);
-        shade.encode(device, encoder, view, &gbuffer, layout);
-    })
+    let writes = |pass: usize| timer.map(|t| t.writes(pass));
+    let image = crate::render_rgba32f(device, queue, "texset preview (three passes)", width, height, scope, |encoder, view| {
+        surface.encode(device, encoder, &gbuffer, (layout, mesh), writes(0));
+        encode_material(device, encoder, &gbuffer, (sides, layout), 0..height, writes(1));
+        shade.encode_rows(device, encoder, view, &gbuffer, layout, 0..height, (true, writes(2)));
+        if let Some(timer) = timer {
+            timer.resolve(encoder);
+        }
+    })?;
+    let times = timer.map(|t| t.read(device, queue)).transpose()?;
+    Ok((image, times))
 }

@@ -70,8 +70,8 @@ impl Layout {
 
 /// Records a pass over `targets` (each `size` = width × height) that draws the sides of `layout`,
 /// each by `draw(pass, side)`, only within the pixel rows `rows` (the others keep their contents
-/// unless `clear`).
-#[allow(clippy::too_many_arguments, reason = "one pass's description: targets, size, layout, rows, clear and the draw")]
+/// unless `clear`), with the pass's `timestamps` where given.
+#[allow(clippy::too_many_arguments, reason = "one pass's description: targets, size, layout, rows, clear and timestamps, and the draw")]
 pub(crate) fn side_by_side(
     encoder: &mut wgpu::CommandEncoder,
     label: &str,
@@ -79,7 +79,7 @@ pub(crate) fn side_by_side(
     size: [u32; 2],
     layout: Layout,
     rows: std::ops::Range<u32>,
-    clear: bool,
+    (clear, timestamps): (bool, Option<wgpu::RenderPassTimestampWrites<'_>>),
     mut draw: impl FnMut(&mut wgpu::RenderPass<'_>, usize),
 ) {
     let [width, height] = size;
@@ -89,7 +89,7 @@ pub(crate) fn side_by_side(
         label: Some(label),
         color_attachments: &attachments,
         depth_stencil_attachment: None,
-        timestamp_writes: None,
+        timestamp_writes: timestamps,
         occlusion_query_set: None,
         multiview_mask: None,
     });

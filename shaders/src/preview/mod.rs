@@ -23,14 +23,18 @@ mod deferred;
 mod layout;
 mod lighting;
 mod surface;
+mod timing;
 
 pub use camera::{Camera, DEFAULT_DISTANCE, DEFAULT_FOV_Y_DEG, OrbitCamera, TURNTABLE_DEG_PER_S};
 pub use cpu::{StoredMap, map_lod, pixel_footprint, render_cpu, shade, shade_environment, shade_probe};
-pub use deferred::{GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred, render_sides};
+pub use deferred::{
+    GBuffer, MaterialRenderer, PreparedMaterial, ShadePass, encode_material, render_deferred, render_sides, render_sides_timed,
+};
 pub use layout::Layout;
 use layout::side_by_side;
 pub use lighting::{Background, DEFAULT_ERROR_FULL_SCALE, EnvironmentTextures, HEAT_RAMP, Lighting, ViewMode, heat};
 pub use surface::{GpuMesh, MeshBounds, SurfacePass, mesh_bounds};
+pub use timing::{PASSES, PassTimer, PassTimes};
 
 /// The preview's material pass (appended to the specialised decoder, after [`PREVIEW_SCENE_WGSL`]).
 pub const PREVIEW_WGSL: &str = include_str!("../preview.wgsl");
@@ -484,7 +488,7 @@ pub fn encode_sides(
     rows: std::ops::Range<u32>,
     clear: bool,
 ) {
-    side_by_side(encoder, "texset preview pass", &[target], size, Layout::beside(sides.len()), rows, clear, |pass, side| {
+    side_by_side(encoder, "texset preview pass", &[target], size, Layout::beside(sides.len()), rows, (clear, None), |pass, side| {
         let (renderer, slot) = sides[side];
         renderer.draw(pass, slot);
     });

@@ -230,15 +230,16 @@ impl SurfacePass {
         queue.write_buffer(&self.uniforms[side.min(1)], 0, &uniforms.bytes());
     }
 
-    /// Records the surface pass into `gbuffer`: `sides` (1 or 2) viewports side by side, each with
-    /// its uniform slot, of `mesh` where given (rasterised), else of each slot's shape (ray-cast).
+    /// Records the surface pass into `gbuffer`: the sides of `layout` (1 or 2), each with its
+    /// uniform slot, of `mesh` where given (rasterised), else of each slot's shape (ray-cast);
+    /// with the pass's `timestamps` where given.
     pub fn encode(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         gbuffer: &GBuffer,
-        layout: Layout,
-        mesh: Option<&GpuMesh>,
+        (layout, mesh): (Layout, Option<&GpuMesh>),
+        timestamps: Option<wgpu::RenderPassTimestampWrites<'_>>,
     ) {
         let pipeline = if mesh.is_some() { &self.mesh } else { &self.shape };
         let slots = slot_groups(device, "texset preview surface side", &pipeline.get_bind_group_layout(1), &self.uniforms);
@@ -251,7 +252,7 @@ impl SurfacePass {
                 gbuffer.size(),
                 layout,
                 0..gbuffer.size()[1],
-                true,
+                (true, timestamps),
                 |pass, side| {
                     pass.set_pipeline(&self.shape);
                     pass.set_bind_group(0, &self.empty_groups[0], &[]);
@@ -270,7 +271,7 @@ impl SurfacePass {
                 depth_ops: Some(wgpu::Operations { load: wgpu::LoadOp::Clear(0.0), store: wgpu::StoreOp::Discard }),
                 stencil_ops: None,
             }),
-            timestamp_writes: None,
+            timestamp_writes: timestamps,
             occlusion_query_set: None,
             multiview_mask: None,
         });

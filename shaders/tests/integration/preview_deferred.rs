@@ -73,10 +73,10 @@ fn two_pass_preview_equals_one_pass_and_relights_its_g_buffer() {
                     let gbuffer = GBuffer::new(&device, [width, height]);
                     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
                     let banded = render_rgba32f(&device, &queue, "banded", width, height, scope, |encoder, view| {
-                        surface.encode(&device, encoder, &gbuffer, Layout::One, None);
-                        encode_material(&device, encoder, &gbuffer, (&[(&two, 0)], Layout::One), 0..height);
+                        surface.encode(&device, encoder, &gbuffer, (Layout::One, None), None);
+                        encode_material(&device, encoder, &gbuffer, (&[(&two, 0)], Layout::One), 0..height, None);
                         for (band, rows) in [0..11, 11..23, 23..height].into_iter().enumerate() {
-                            shade.encode_rows(&device, encoder, view, &gbuffer, Layout::One, rows, band == 0);
+                            shade.encode_rows(&device, encoder, view, &gbuffer, Layout::One, rows, (band == 0, None));
                         }
                     })
                     .unwrap();

@@ -8,8 +8,8 @@
 use super::preview_deferred::originals_of;
 use texset_core::{bundle::Bundle, decode::Decoder, set::MapKind};
 use texset_shaders::preview::{
-    Layout, Lighting, MaterialRenderer, Originals, PreparedMaterial, PreviewUniforms, Probe, ShadePass, Shape, SurfacePass, ViewMode,
-    render_sides, shade_probe,
+    Layout, Lighting, MaterialRenderer, Originals, PassTimer, PreparedMaterial, PreviewUniforms, Probe, ShadePass, Shape, SurfacePass,
+    ViewMode, render_sides, render_sides_timed, shade_probe,
 };
 use texset_testkit::tiny_bundle;
 
@@ -66,7 +66,7 @@ fn cpu_probe(bundle: &Bundle, material: usize, probe: Probe, decoded: bool, text
 #[test]
 fn probe_views_match_their_cpu_reference_and_a_wipe_shows_each_side() {
     let name = "probe_views_match_their_cpu_reference_and_a_wipe_shows_each_side";
-    let Some((_, device, queue)) = super::rendering_gpu_or_skip(name) else {
+    let Some((adapter, device, queue)) = super::rendering_gpu_or_skip(name) else {
         return;
     };
     let bundle = tiny_bundle();
@@ -162,6 +162,20 @@ fn probe_views_match_their_cpu_reference_and_a_wipe_shows_each_side() {
     println!("wipe against each side alone: max |difference| {worst:?}");
     assert!(worst[0] < 1e-5 && worst[1] < 1e-5, "the wipe's sides differ from the sides drawn alone: {worst:?}");
     assert_ne!(alone[0], alone[1], "the two sides drew the same image");
+
+    // The same wipe with each pass timed (`texset render --gpu-time`): the timestamps change
+    // nothing drawn, and each pass takes some time within the frame's.
+    let Some(timer) = PassTimer::new(&device, &queue) else {
+        println!("SKIPPED the pass timing: {} has no timestamp queries", adapter.get_info().name);
+        return;
+    };
+    let sides = [(&texture, 0), (&decoded, 0)];
+    let (timed, times) = render_sides_timed(&device, &queue, (&sides, layout), (&surface, &shade), None, size, Some(&timer)).unwrap();
+    let times = times.unwrap();
+    println!("the wipe's passes {:?} ms, the frame {:.4} ms", times.pass_ms, times.frame_ms);
+    assert_eq!(timed, wipe, "the timed wipe differs from the untimed one");
+    assert!(times.pass_ms.iter().all(|&ms| ms > 0.0 && ms <= times.frame_ms), "{times:?}");
+    assert!(times.pass_ms.iter().sum::<f64>() <= times.frame_ms * 1.001, "the passes overlap beyond the frame: {times:?}");
 }
 
 /// `renderer`'s slot 0 drawn alone through the three passes with uniforms `u`, at `size`.

@@ -569,7 +569,7 @@ impl RenderThread {
         let compiled_before = compiled(&sides);
         let start = Instant::now();
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview band") });
-        encode_material(&self.device, &mut encoder, &b.gbuffer, (&sides, layout), b.next_row..b.next_row + rows);
+        encode_material(&self.device, &mut encoder, &b.gbuffer, (&sides, layout), b.next_row..b.next_row + rows, None);
         let submission = self.queue.submit(Some(encoder.finish()));
         if let Err(e) = self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }) {
             self.back = None;
@@ -640,7 +640,7 @@ impl RenderThread {
             mesh
         });
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview surface") });
-        self.surface.encode(&self.device, &mut encoder, &gbuffer, layout, mesh);
+        self.surface.encode(&self.device, &mut encoder, &gbuffer, (layout, mesh), None);
         self.queue.submit(Some(encoder.finish()));
         self.back = Some(Decoding { holds, scale, gbuffer, next_row: 0, started: Instant::now() });
         true
@@ -675,7 +675,7 @@ impl RenderThread {
         while first < size[1] {
             let last = first.saturating_add(band_rows).min(size[1]);
             let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("texset preview shading") });
-            self.shade.encode_rows(&self.device, &mut encoder, &view, &front.gbuffer, shows.view.layout, first..last, first == 0);
+            self.shade.encode_rows(&self.device, &mut encoder, &view, &front.gbuffer, shows.view.layout, first..last, (first == 0, None));
             let submission = self.queue.submit(Some(encoder.finish()));
             if last < size[1]
                 && let Err(e) = self.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
