@@ -148,27 +148,15 @@ pub fn render(request: &RenderRequest) -> Result<Rendered> {
     if !texset_shaders::renders_fragment_format(&adapter) {
         bail!("{} cannot render to Rgba32Float (a GL adapter?)", info.name);
     }
-    let timer = match request.gpu_time {
-        Some(repeats) => Some((
-            PassTimer::new(&device, &queue)
-                .with_context(|| format!("--gpu-time: {} has no timestamp queries (wgpu's TIMESTAMP_QUERY)", info.name))?,
-            repeats,
-        )),
-        None => None,
-    };
+    let no_timer = || format!("--gpu-time: {} has no timestamp queries (wgpu's TIMESTAMP_QUERY)", info.name);
+    let timer = request.gpu_time.map(|n| PassTimer::new(&device, &queue).map(|t| (t, n)).with_context(no_timer)).transpose()?;
     // The decoder compiles only when a side draws it.
     let prepared = PreparedMaterial::new(&device, &bundle, None)?;
     let mut sides = Vec::with_capacity(sources.len());
     for &source in &sources {
         sides.push(prepare_side(&device, &queue, &prepared, &library.set.materials[material].textures, source)?);
     }
-    let environment = match &request.environment {
-        Some(path) => Environment::load(path)?,
-        None => Environment::studio(STUDIO_WIDTH_PX),
-    };
-    let mut shade = ShadePass::new(&device, texset_shaders::FRAGMENT_FORMAT);
-    shade.set_environment(&device, &queue, &prepare(&environment, &PrepareOptions::default())?)?;
-    shade.set_lighting(&queue, request.lighting);
+    let shade = shade_pass(&device, &queue, request)?;
     let surface = SurfacePass::new(&device);
     let on_mesh = request.shape.is_none() && !library.meshes.is_empty();
     let mesh = if on_mesh {
@@ -265,6 +253,18 @@ fn sides_of(request: &RenderRequest) -> Result<(Vec<RenderSide>, Layout)> {
         Some(n) if !(1..=MAX_TIMED_REPEATS).contains(&n) => bail!("--gpu-time {n}: 1 to {MAX_TIMED_REPEATS} timed drawings"),
         _ => Ok((sources, layout)),
     }
+}
+
+/// The shading pass lit as `request` asks, by its environment (else the procedural studio).
+fn shade_pass(device: &wgpu::Device, queue: &wgpu::Queue, request: &RenderRequest) -> Result<ShadePass> {
+    let environment = match &request.environment {
+        Some(path) => Environment::load(path)?,
+        None => Environment::studio(STUDIO_WIDTH_PX),
+    };
+    let mut shade = ShadePass::new(device, texset_shaders::FRAGMENT_FORMAT);
+    shade.set_environment(device, queue, &prepare(&environment, &PrepareOptions::default())?)?;
+    shade.set_lighting(queue, request.lighting);
+    Ok(shade)
 }
 
 /// One frame drawn.
