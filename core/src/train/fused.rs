@@ -13,7 +13,7 @@ use crate::options::{ChannelPruning, CompressOptions, LearnedBudgets, PruneMetho
 use crate::progress::{Cancel, Progress, TrainPhase};
 use crate::set::TextureSet;
 use crate::train::TrainError;
-use crate::train::adam::{ADAM_BETA2, Adam, AdamStep, StepRates, TouchedCells, adam_update, corrections};
+use crate::train::adam::{ADAM_BETA2, Adam, AdamStep, adam_update, corrections};
 use crate::train::gates::{BudgetGates, LearnedCut, column_norms};
 use crate::train::kernel::{ChunkGrads, Noise, forward_backward, scatter_grid_grads, sum_layer_grads};
 use crate::train::run::{Capabilities, RunState, StepStats, TrainReport, Trainer, train};
@@ -85,11 +85,6 @@ pub struct FusedTrainer<'a> {
     pub run: RunState<'a>,
     /// Gradient buffer, reused across steps.
     grads: ModelParams,
-    /// Whether every grid gradient in `grads` is zero (a sparse update of the touched cells
-    /// leaves it so), so the next step need not zero the grids' gradients.
-    grid_grads_zero: bool,
-    /// The cells the last step's scatter added into (sparse updates only).
-    touched: TouchedCells,
     /// Parameters that train (all when `None`).
     trainable: Option<Trainable>,
     /// Channel removal during training, and the step it happens at.
@@ -107,18 +102,7 @@ impl<'a> FusedTrainer<'a> {
         let adam = Adam::new(&params).with(schedule.adam_beta2, schedule.sparse_updates);
         let grads = params.zeros_like();
         let pruned = vec![false; params.latent_channels()];
-        Self {
-            params,
-            adam,
-            run: RunState::new(sampler, schedule),
-            grads,
-            grid_grads_zero: true,
-            touched: TouchedCells::default(),
-            trainable: None,
-            pruning: None,
-            pruned,
-            gates: None,
-        }
+        Self { params, adam, run: RunState::new(sampler, schedule), grads, trainable: None, pruning: None, pruned, gates: None }
     }
 
     /// Learns the textures' budgets ([`LearnedBudgets`]): every texture is sampled on its own,
@@ -400,9 +384,7 @@ impl<'a> FusedTrainer<'a> {
             g.weights.fill(0.0);
             g.biases.fill(0.0);
         }
-        // A sparse update visits only the cells the scatter touched, and zeroes their gradients.
-        let sparse_grids = train_grids && self.adam.sparse;
-        if train_grids && !self.grid_grads_zero {
+        if train_grids {
             for g in grads.all_grids_mut() {
                 g.values.par_chunks_mut(1 << 16).for_each(|c| c.fill(0.0));
             }
@@ -418,7 +400,7 @@ impl<'a> FusedTrainer<'a> {
         }
         sum_layer_grads(&results, &mut grads.layers);
         if train_grids {
-            scatter_grid_grads(&self.params, &results, &mut grads, sparse_grids.then_some(&mut self.touched));
+            scatter_grid_grads(&self.params, &results, &mut grads);
         }
         if let Some(t) = &self.trainable {
             t.mask_grads(&mut grads);
@@ -436,15 +418,7 @@ impl<'a> FusedTrainer<'a> {
         let scale = 1.0 / self.run.schedule.batch_texels as f32;
         let decay = self.run.schedule.decay(step);
         let grid_lr = train_grids.then_some(self.run.schedule.grid_learning_rate * decay);
-        let mlp_lr = self.run.schedule.mlp_learning_rate * decay;
-        self.adam.step(
-            &mut self.params,
-            &mut grads,
-            StepRates { grad_scale: scale, grid_lr, mlp_lr },
-            sparse_grids.then_some(&self.touched),
-        );
-        // The touched update zeroed every grid gradient it read; any other step leaves them set.
-        self.grid_grads_zero = sparse_grids || (self.grid_grads_zero && !train_grids);
+        self.adam.step(&mut self.params, &grads, scale, grid_lr, self.run.schedule.mlp_learning_rate * decay);
         if gating && let Some(gates) = &mut self.gates {
             gates.t += 1;
             let (c1, c2) = corrections(ADAM_BETA2, gates.t);
@@ -585,10 +559,6 @@ mod tests {
             let mut trainer = fused_trainer(&set, &layout, &options, start.clone());
             for _ in 0..steps {
                 trainer.run_step();
-                if trainer.adam.sparse && trainer.run.schedule.phase(trainer.run.step - 1) == crate::progress::TrainPhase::NoisyLatents {
-                    // The update of the touched cells zeroed every grid gradient it read.
-                    assert!(trainer.grid_grads_zero && trainer.grads.all_grids().all(|g| g.values.iter().all(|&v| v == 0.0)));
-                }
             }
             let bits = |p: &crate::model::params::ModelParams| -> Vec<u32> {
                 let grids = p.all_grids().flat_map(|g| g.values.iter());

@@ -7,7 +7,6 @@ use crate::base::rng::Rng;
 use crate::model::batched::{Gate, backward_inputs, forward_layer, padded_len, weight_grads};
 use crate::model::params::{Activation, LOD_INPUT_SCALE, LayerParams, ModelParams, pe_angular_frequency};
 use crate::model::reference::bilinear_corners;
-use crate::train::adam::TouchedCells;
 use crate::train::sampler::Batch;
 use rayon::prelude::*;
 
@@ -330,35 +329,10 @@ pub(crate) fn weighted_texel_errors(params: &ModelParams, mlp: &[LayerParams], b
 /// count).
 const SCATTER_BANDS_PER_THREAD: usize = 2;
 
-/// A band of one grid's cells, which [`scatter_grid_grads`] adds into on one thread.
-struct Band<'g> {
-    /// The pyramid level of the grid.
-    level: u32,
-    /// The grid within its level.
-    grid: usize,
-    /// The grid's first latent feature.
-    first_input: usize,
-    /// The band's first cell.
-    first_cell: usize,
-    /// The band's gradient values.
-    values: &'g mut [f32],
-    /// The band's words of the touched cells' bits, when they are kept.
-    touched: Option<&'g mut [u64]>,
-}
-
 /// Adds the chunks' latent-feature gradients into the grid gradients (bilinear scatter), chunk
 /// after chunk. Each grid's cells are split into bands added in parallel; within a cell the terms
-/// arrive in chunk, texel and corner order, as in a serial scatter (the same bits). With
-/// `touched`, it also marks every cell it adds into (what a sparse update visits).
-pub(crate) fn scatter_grid_grads(
-    params: &ModelParams,
-    chunks: &[ChunkGrads],
-    grads: &mut ModelParams,
-    mut touched: Option<&mut TouchedCells>,
-) {
-    if let Some(t) = touched.as_deref_mut() {
-        t.clear_for(params);
-    }
+/// arrive in chunk, texel and corner order, as in a serial scatter (the same bits).
+pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], grads: &mut ModelParams) {
     let layout = params.input_layout();
     let lf = layout.latent_features();
     let grid_count = params.grids.len();
@@ -367,26 +341,21 @@ pub(crate) fn scatter_grid_grads(
     }
     let levels = params.pyramid_levels();
     let bands_per_grid = (rayon::current_num_threads() * SCATTER_BANDS_PER_THREAD).max(2);
-    let mut no_bits: Vec<Vec<u64>> = Vec::new();
-    let bits = touched.map_or(&mut no_bits, |t| &mut t.grids);
-    let mut bands: Vec<Band<'_>> = Vec::new();
+    // (level, grid within the level, its first feature, first cell of the band, the band).
+    let mut bands: Vec<(u32, usize, usize, usize, &mut [f32])> = Vec::new();
     // Every grid of every level, level 0 first (`all_grids_mut`'s order); a level's grid g reads
-    // the inputs of level 0's grid g. Bands start at a multiple of 64 cells: each owns whole words
-    // of the touched bits.
-    let mut bits = bits.iter_mut();
+    // the inputs of level 0's grid g.
     for (j, grid) in grads.all_grids_mut().enumerate() {
         let (level, g) = ((j / grid_count) as u32, j % grid_count);
         let offset = layout.grids().get(g).map_or(lf, |slot| slot.first_input);
         let ch = (grid.channels as usize).max(1);
         let cells = grid.values.len() / ch;
-        let band_cells = cells.div_ceil(bands_per_grid).next_multiple_of(64).max(64);
-        let mut words = bits.next().map(|w| w.chunks_mut(band_cells / 64));
+        let band_cells = cells.div_ceil(bands_per_grid).max(1);
         for (b, band) in grid.values.chunks_mut(band_cells * ch).enumerate() {
-            let band_words = words.as_mut().and_then(Iterator::next);
-            bands.push(Band { level, grid: g, first_input: offset, first_cell: b * band_cells, values: band, touched: band_words });
+            bands.push((level, g, offset, b * band_cells, band));
         }
     }
-    bands.par_iter_mut().for_each(|Band { level, grid: g, first_input: offset, first_cell, values: band, touched: words }| {
+    bands.par_iter_mut().for_each(|(level, g, offset, first_cell, band)| {
         let (ch, reads) = layout.grids().get(*g).map_or((1, 1), |slot| (slot.channels.max(1), slot.reads()));
         let band_cells = band.len() / ch.max(1);
         for chunk in chunks {
@@ -399,9 +368,6 @@ pub(crate) fn scatter_grid_grads(
                 let d = &chunk.d_features[i * lf + *offset..i * lf + *offset + ch * reads];
                 for k in 0..4 {
                     let Some(local) = cells[k].checked_sub(*first_cell).filter(|&c| c < band_cells) else { continue };
-                    if let Some(word) = words.as_deref_mut().and_then(|w| w.get_mut(local / 64)) {
-                        *word |= 1 << (local % 64);
-                    }
                     let values = band[local * ch..(local + 1) * ch].iter_mut();
                     if reads == 4 {
                         // Corner k's own feature of each channel.
@@ -453,7 +419,7 @@ pub fn loss_and_grads(params: &ModelParams, batch: &Batch) -> (f32, ModelParams)
 pub fn loss_and_grads_with(params: &ModelParams, batch: &Batch, noise: Option<Noise<'_>>) -> (f32, ModelParams) {
     let chunk = forward_backward(params, &params.layers, batch, noise);
     let mut grads = params.zeros_like();
-    scatter_grid_grads(params, std::slice::from_ref(&chunk), &mut grads, None);
+    scatter_grid_grads(params, std::slice::from_ref(&chunk), &mut grads);
     let scale = 1.0 / batch.len.max(1) as f32;
     for (g, c) in grads.layers.iter_mut().zip(&chunk.layers) {
         g.weights = c.weights.iter().map(|v| v * scale).collect();
@@ -479,42 +445,7 @@ pub(crate) fn gathered_features(params: &ModelParams, batch: &Batch) -> Vec<f32>
 
 #[cfg(test)]
 mod tests {
-    use super::{forward_backward, latent_noise, scatter_grid_grads};
-    use crate::base::rng::Rng;
-    use crate::train::adam::TouchedCells;
-    use crate::train::sampler::{Batch, CHUNK_TEXELS, Sampler};
-
-    /// The scatter marks every cell it adds into: each nonzero gradient lies in a touched cell,
-    /// and at most four cells of a grid a texel are touched.
-    #[test]
-    fn the_scatter_marks_every_cell_it_adds_into() {
-        let set = crate::train::sampler::tests_support::set();
-        let options = crate::options::CompressOptions::default();
-        let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
-        let params = crate::train::init::initial_params(&set, &layout, 3);
-        let sampler = Sampler::new(&set, &layout);
-        let mut batch = Batch::default();
-        sampler.fill(&mut Rng::new(1, 0, 0), CHUNK_TEXELS, &mut batch);
-        let chunk = forward_backward(&params, &params.layers, &batch, None);
-        let mut grads = params.zeros_like();
-        let mut touched = TouchedCells::default();
-        scatter_grid_grads(&params, std::slice::from_ref(&chunk), &mut grads, Some(&mut touched));
-        assert_eq!(touched.grids.len(), grads.all_grids().count());
-        for (grid, bits) in grads.all_grids().zip(&touched.grids) {
-            let ch = grid.channels as usize;
-            let marked = |cell: usize| bits[cell / 64] >> (cell % 64) & 1 == 1;
-            let nonzero: Vec<usize> =
-                (0..grid.values.len() / ch).filter(|&c| grid.values[c * ch..(c + 1) * ch].iter().any(|&v| v != 0.0)).collect();
-            assert!(!nonzero.is_empty(), "no gradient reached a grid");
-            assert!(nonzero.iter().all(|&c| marked(c)), "a cell with a gradient is not marked");
-            let count: u32 = bits.iter().map(|w| w.count_ones()).sum();
-            assert!(
-                count as usize >= nonzero.len() && count as usize <= 4 * batch.len,
-                "{count} cells marked, {} with a gradient",
-                nonzero.len()
-            );
-        }
-    }
+    use super::latent_noise;
 
     /// The per-latent noise is a function of (seed, step, latent): uniform in [−1, 1), another
     /// draw at another step, seed or latent.
