@@ -26,9 +26,6 @@ pub const MAX_FRAMES: u32 = 720;
 /// The most times `--gpu-time` draws a frame again to time it.
 pub const MAX_TIMED_REPEATS: u32 = 1000;
 
-/// Width of the procedural studio environment, texels (as the studio's).
-const STUDIO_WIDTH_PX: u32 = 1024;
-
 /// What a side of the image shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RenderSide {
@@ -257,10 +254,7 @@ fn sides_of(request: &RenderRequest) -> Result<(Vec<RenderSide>, Layout)> {
 
 /// The shading pass lit as `request` asks, by its environment (else the procedural studio).
 fn shade_pass(device: &wgpu::Device, queue: &wgpu::Queue, request: &RenderRequest) -> Result<ShadePass> {
-    let environment = match &request.environment {
-        Some(path) => Environment::load(path)?,
-        None => Environment::studio(STUDIO_WIDTH_PX),
-    };
+    let environment = Environment::load_or_studio(request.environment.as_deref())?;
     let mut shade = ShadePass::new(device, texset_shaders::FRAGMENT_FORMAT);
     shade.set_environment(device, queue, &prepare(&environment, &PrepareOptions::default())?)?;
     shade.set_lighting(queue, request.lighting);

@@ -36,6 +36,7 @@ pub use brdf::BrdfTable;
 pub use cache::{CacheError, MAX_SOURCE_FILE_BYTES};
 pub use cube::{CUBE_FACES, CubeLevel, cube_direction, cube_face_uv};
 pub use sh::sh9_basis;
+pub use studio::STUDIO_WIDTH_PX;
 pub use tonemap::{TONEMAP_WGSL, ToneMapper};
 
 /// The widest environment accepted, in texels (a 16K equirectangular image).

@@ -5,8 +5,13 @@
 //! exposure 0 EV shows albedo as it is. The camera is taken to look along −Z (the image's centre
 //! column), the subject's front facing +Z.
 
-use super::{Environment, MAX_WIDTH_PX, equirect_uv_to_direction};
+use super::{Environment, EnvironmentError, MAX_WIDTH_PX, equirect_uv_to_direction};
 use rayon::prelude::*;
+use std::path::Path;
+
+/// Width of the default studio environment, texels (half as tall): what the studio's viewport,
+/// `texset render` and `texset bench ibl` light by when no environment file is given.
+pub const STUDIO_WIDTH_PX: u32 = 1024;
 
 /// A light of the studio: a soft-edged rectangle or disc on the sphere.
 struct Light {
@@ -93,6 +98,12 @@ fn radiance(lights: &[Light], d: [f64; 3]) -> f64 {
 }
 
 impl Environment {
+    /// The environment file at `path` ([`Environment::load`]: an error names the file), else
+    /// (`None`) the studio [`STUDIO_WIDTH_PX`] wide.
+    pub fn load_or_studio(path: Option<&Path>) -> Result<Self, EnvironmentError> {
+        path.map_or_else(|| Ok(Self::studio(STUDIO_WIDTH_PX)), Self::load)
+    }
+
     /// The default environment: a neutral studio (see the module's description), `width_px`
     /// wide (clamped to 4 to [`MAX_WIDTH_PX`]) and half as tall, deterministic, grey
     /// (R = G = B), with a mean radiance of 1.

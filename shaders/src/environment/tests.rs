@@ -226,6 +226,16 @@ fn the_studio_is_deterministic_finite_neutral_and_averages_one() {
 }
 
 #[test]
+fn load_or_studio_is_the_studio_without_a_path_and_names_a_bad_file() {
+    let studio = Environment::load_or_studio(None).unwrap();
+    assert_eq!(studio, Environment::studio(STUDIO_WIDTH_PX));
+    let missing = std::path::Path::new("no such environment.hdr");
+    let error = Environment::load_or_studio(Some(missing)).unwrap_err();
+    assert!(matches!(&error, EnvironmentError::Read { path, .. } if path == missing), "{error}");
+    assert!(error.to_string().contains("no such environment.hdr"), "{error}");
+}
+
+#[test]
 fn the_cache_round_trips_and_refuses_damage() {
     let prepared = prepare(&sunny(64), &small_options()).unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -6,13 +6,10 @@ use anyhow::Result;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
-use texset_shaders::environment::{Environment, PrepareOptions, prepare};
+use texset_shaders::environment::{Environment, PrepareOptions, STUDIO_WIDTH_PX, prepare};
 
 use super::{TimingArgs, median};
 use crate::cli::common::JsonArg;
-
-/// The width of the studio environment timed without `--env` (a 1K equirectangular image).
-const STUDIO_WIDTH_PX: u32 = 1024;
 
 // `texset bench ibl`.
 #[derive(clap::Args)]
@@ -43,11 +40,8 @@ impl IblBenchArgs {
         let (mut load_ms, mut prepare_ms) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
         for _ in 0..runs {
             let start = Instant::now();
-            let environment = match &self.env {
-                // The error names the file.
-                Some(path) => Environment::load(path)?,
-                None => Environment::studio(STUDIO_WIDTH_PX),
-            };
+            // An error names the file.
+            let environment = Environment::load_or_studio(self.env.as_deref())?;
             load_ms.push(start.elapsed().as_secs_f64() * 1e3);
             let start = Instant::now();
             let prepared = prepare(&environment, &options)?;

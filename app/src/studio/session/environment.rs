@@ -9,10 +9,7 @@ use super::Session;
 use crate::studio::task::{Task, take_finished};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use texset_shaders::environment::{Environment, PrepareOptions, PreparedEnvironment, prepare};
-
-/// Width of the procedural studio environment, texels (half as tall).
-const STUDIO_WIDTH_PX: u32 = 1024;
+use texset_shaders::environment::{Environment, PrepareOptions, PreparedEnvironment, STUDIO_WIDTH_PX, prepare};
 
 /// The environment the viewport is lit by, and the task preparing the next one.
 #[derive(Default)]
@@ -113,10 +110,7 @@ fn prepare_cached(source: &EnvironmentSource, cache: Option<&Path>) -> Result<Pr
     if let Some(prepared) = cached.as_deref().and_then(|path| PreparedEnvironment::read_cache(path).ok()) {
         return Ok(prepared);
     }
-    let environment = match environment {
-        None => Environment::studio(STUDIO_WIDTH_PX),
-        Some(path) => Environment::load(path).map_err(|e| e.to_string())?,
-    };
+    let environment = Environment::load_or_studio(environment.map(PathBuf::as_path)).map_err(|e| e.to_string())?;
     let prepared = prepare(&environment, &options).map_err(|e| e.to_string())?;
     if let (Some(dir), Some(path)) = (cache, &cached)
         && std::fs::create_dir_all(dir).is_ok()
