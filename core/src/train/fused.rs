@@ -3,7 +3,8 @@
 //!
 //! Determinism: a step's batch is split into fixed chunks of [`CHUNK_TEXELS`]; each chunk draws its
 //! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed
-//! in chunk order, so results do not depend on the number of threads.
+//! in chunk order, so results do not depend on the number of threads. The fused trainer sorts a
+//! step's draws by position before the chunks train them (decision 053).
 
 use crate::base::rng::Rng;
 use crate::model::layout::ModelLayout;
@@ -357,12 +358,14 @@ impl<'a> FusedTrainer<'a> {
         // One noise amplitude for all grids would be wrong when their bits differ; the kernel takes
         // one amplitude, so use the finest grid's half step (grids share bits in every preset).
         let amplitude = 0.5 * quant::latent_step(bits.first().copied().unwrap_or(8));
-        let results: Vec<ChunkGrads> = (0..chunks)
+        let (draws, rngs) = sorted_draws(sampler, seed, step, chunks);
+        let results: Vec<ChunkGrads> = rngs
             .into_par_iter()
-            .map(|chunk| {
-                let mut rng = Rng::new(seed, u64::from(step), chunk as u64);
+            .enumerate()
+            .map(|(chunk, mut rng)| {
                 let mut batch = Batch::default();
-                sampler.fill(&mut rng, CHUNK_TEXELS, &mut batch);
+                let texels = (chunk * CHUNK_TEXELS).min(draws.len())..((chunk + 1) * CHUNK_TEXELS).min(draws.len());
+                sampler.fill_draws(&draws[texels], CHUNK_TEXELS, &mut batch);
                 if let Some((values, lc)) = gating {
                     for (i, &g) in batch.gate.iter().enumerate() {
                         let gate = &values[g as usize * lc..(g as usize + 1) * lc];
@@ -515,6 +518,26 @@ impl Trainer for FusedTrainer<'_> {
 
 /// Trains `set` with the fused CPU trainer through the one entry ([`train`]) and loop: progress,
 /// cancel and pause, snapshots, checkpoints and resume.
+/// A step's draws: each of its `chunks` draws [`CHUNK_TEXELS`] texels from its own generator
+/// `(seed, step, chunk)`, and the whole batch is then sorted by (group, texel). The batch is the
+/// same texels as the chunks' own draws; only which chunk trains each texel changes (and so the
+/// order of the gradients' sums). Sorted, a chunk covers a band of a texture's rows: its gather,
+/// its targets' reads and its share of the scatter touch a few pages of the grids and textures
+/// instead of all of them, and the scatter skips the chunks outside a band. Returned with each
+/// chunk's generator past its draws (the chunk's latent noise continues from it).
+fn sorted_draws(sampler: &Sampler<'_>, seed: u64, step: u32, chunks: usize) -> (Vec<(u32, u32)>, Vec<Rng>) {
+    let (per_chunk, rngs): (Vec<Vec<(u32, u32)>>, Vec<Rng>) = (0..chunks)
+        .into_par_iter()
+        .map(|chunk| {
+            let mut rng = Rng::new(seed, u64::from(step), chunk as u64);
+            (sampler.draw(&mut rng, CHUNK_TEXELS), rng)
+        })
+        .unzip();
+    let mut draws = per_chunk.concat();
+    draws.sort_unstable();
+    (draws, rngs)
+}
+
 pub(crate) fn train_fused(
     set: &TextureSet,
     layout: &ModelLayout,
@@ -541,8 +564,36 @@ fn fused_trainer<'a>(set: &'a TextureSet, layout: &ModelLayout, options: &Compre
 
 #[cfg(test)]
 mod tests {
-    use super::fused_trainer;
+    use super::{fused_trainer, sorted_draws};
+    use crate::base::rng::Rng;
     use crate::options::{CompressOptions, Recipe};
+    use crate::train::sampler::{CHUNK_TEXELS, Sampler};
+
+    /// A step's batch is every chunk's own draws, sorted, and each chunk's generator continues
+    /// from its draws; with mip levels too (several groups).
+    #[test]
+    fn a_steps_draws_are_the_chunks_own_draws_sorted() {
+        let set = crate::train::sampler::tests_support::set();
+        for mips in [false, true] {
+            let mut options = CompressOptions::default();
+            options.model.mips = mips;
+            let (layout, _) = crate::analyse::analyse(&set, &options).expect("layout");
+            let sampler = Sampler::new(&set, &layout);
+            let (draws, rngs) = sorted_draws(&sampler, 7, 3, 4);
+            let mut expected = Vec::new();
+            for (chunk, after) in rngs.into_iter().enumerate() {
+                let mut rng = Rng::new(7, 3, chunk as u64);
+                expected.extend(sampler.draw(&mut rng, CHUNK_TEXELS));
+                assert_eq!(rng.next_u64(), after.clone().next_u64(), "chunk {chunk}'s generator");
+            }
+            assert_eq!(draws.len(), 4 * CHUNK_TEXELS);
+            assert!(draws.is_sorted(), "mips {mips}");
+            assert_ne!(draws, expected, "mips {mips}: the chunks' own order was already sorted");
+            expected.sort_unstable();
+            assert_eq!(draws, expected, "mips {mips}");
+            assert_eq!(draws.iter().any(|&(g, _)| g > 0), mips, "mips {mips}: groups drawn");
+        }
+    }
 
     /// Every parameter's bits after `steps` steps of the fused trainer on `threads` threads, and
     /// how many of them moved from the start.

@@ -355,10 +355,16 @@ pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], gr
             bands.push((level, g, offset, b * band_cells, band));
         }
     }
+    let spans = chunk_cell_spans(chunks, grid_count, levels, lf);
     bands.par_iter_mut().for_each(|(level, g, offset, first_cell, band)| {
         let (ch, reads) = layout.grids().get(*g).map_or((1, 1), |slot| (slot.channels.max(1), slot.reads()));
         let band_cells = band.len() / ch.max(1);
-        for chunk in chunks {
+        for (chunk, spans) in chunks.iter().zip(&spans) {
+            // A chunk none of whose corners fall in the band adds nothing to it.
+            let (lo, hi) = spans[*level as usize * grid_count + *g];
+            if hi <= *first_cell || lo >= *first_cell + band_cells {
+                continue;
+            }
             let n = chunk.d_features.len() / lf;
             for i in 0..n {
                 if chunk.levels.get(i).copied().unwrap_or(0).min(levels - 1) != *level {
@@ -383,6 +389,27 @@ pub(crate) fn scatter_grid_grads(params: &ModelParams, chunks: &[ChunkGrads], gr
             }
         }
     });
+}
+
+/// Per chunk, per (pyramid level, grid) in level-major order, the cells its corners touch as
+/// `[first, last + 1)` (`(usize::MAX, 0)` where it touches none): a bilinear read's corners are
+/// row-major, its first corner the lowest cell and its fourth the highest.
+fn chunk_cell_spans(chunks: &[ChunkGrads], grid_count: usize, levels: u32, lf: usize) -> Vec<Vec<(usize, usize)>> {
+    chunks
+        .par_iter()
+        .map(|chunk| {
+            let mut spans = vec![(usize::MAX, 0); levels as usize * grid_count];
+            for i in 0..chunk.d_features.len() / lf {
+                let level = chunk.levels.get(i).copied().unwrap_or(0).min(levels - 1) as usize;
+                for g in 0..grid_count {
+                    let (cells, _) = chunk.corners[i * grid_count + g];
+                    let span = &mut spans[level * grid_count + g];
+                    *span = (span.0.min(cells[0]), span.1.max(cells[3] + 1));
+                }
+            }
+            spans
+        })
+        .collect()
 }
 
 /// Adds the chunks' weight and bias gradients into `grads` (zeroed by the caller), chunk after
@@ -445,7 +472,50 @@ pub(crate) fn gathered_features(params: &ModelParams, batch: &Batch) -> Vec<f32>
 
 #[cfg(test)]
 mod tests {
-    use super::latent_noise;
+    use super::{ChunkGrads, forward_backward, latent_noise, scatter_grid_grads};
+    use crate::base::rng::Rng;
+    use crate::options::CompressOptions;
+    use crate::train::sampler::{Batch, Sampler};
+
+    /// The scatter of a sorted batch's chunks, whose bands skip the chunks that touch none of
+    /// their cells, adds what each chunk's own scatter adds.
+    #[test]
+    fn the_scatter_of_sorted_chunks_adds_each_chunks_own_scatter() {
+        let set = crate::train::sampler::tests_support::set();
+        let (layout, _) = crate::analyse::analyse(&set, &CompressOptions::default()).expect("layout");
+        let params = crate::train::init::initial_params(&set, &layout, 1);
+        let sampler = Sampler::new(&set, &layout);
+        let mut draws = sampler.draw(&mut Rng::new(1, 2, 3), 4 * 64);
+        draws.sort_unstable();
+        let chunks: Vec<ChunkGrads> = draws
+            .chunks(64)
+            .map(|d| {
+                let mut batch = Batch::default();
+                sampler.fill_draws(d, 64, &mut batch);
+                forward_backward(&params, &params.layers, &batch, None)
+            })
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().expect("pool");
+        let mut together = params.zeros_like();
+        pool.install(|| scatter_grid_grads(&params, &chunks, &mut together));
+        let mut summed = params.zeros_like();
+        for chunk in &chunks {
+            let mut one = params.zeros_like();
+            scatter_grid_grads(&params, std::slice::from_ref(chunk), &mut one);
+            for (s, o) in summed.all_grids_mut().zip(one.all_grids()) {
+                s.values.iter_mut().zip(&o.values).for_each(|(s, o)| *s += o);
+            }
+        }
+        let (mut largest, mut moved) = (0.0f32, 0);
+        for (t, s) in together.all_grids().zip(summed.all_grids()) {
+            for (a, b) in t.values.iter().zip(&s.values) {
+                assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} against {b}");
+                largest = largest.max(b.abs());
+                moved += usize::from(*b != 0.0);
+            }
+        }
+        assert!(largest > 0.0 && moved > 10, "{moved} cells received gradients, the largest {largest}");
+    }
 
     /// The per-latent noise is a function of (seed, step, latent): uniform in [−1, 1), another
     /// draw at another step, seed or latent.

@@ -12,7 +12,8 @@
 //!
 //! Determinism: a step's batch is split into fixed chunks of [`CHUNK_TEXELS`]; each chunk draws its
 //! texels and noise from a generator seeded by `(seed, step, chunk)` and the gradients are summed
-//! in chunk order, so results do not depend on the number of threads.
+//! in chunk order, so results do not depend on the number of threads. The fused trainer sorts a
+//! step's draws by position before the chunks train them (decision 053).
 
 pub(crate) mod adam;
 pub(crate) mod backend;

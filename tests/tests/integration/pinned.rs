@@ -1,10 +1,11 @@
 //! Bundles pinned byte for byte: the same inputs, options and seed give the bundle a build of
-//! 2026-12-01 wrote (tests/data/pinned/), re-pinned when the default decoder took HGELU
-//! (docs/decisions/038-hgelu-default.md); `relu_plain.texset` is the default's before that, of
-//! 2026-11-28 (re-pinned then when the default schedule took NTC's pieces and the 64-64-64
-//! decoder, docs/decisions/034-ntc-recipe-default.md), and `classic_plain.texset` the default's
-//! of 2026-11-26, before the engine's modules were reorganised. A change to any pass that moves a
-//! single bit fails here.
+//! 2026-12-07 wrote (tests/data/pinned/). The fused trainer's bundles were re-pinned then, when
+//! the CPU trainer began to sort each step's draws (docs/decisions/053-sorted-cpu-batches.md;
+//! burn's bundle did not change), as before when the default decoder took HGELU
+//! (docs/decisions/038-hgelu-default.md). `relu_plain.texset` is the default's options before
+//! 038, and `classic_plain.texset` the default's before NTC's pieces and the 64-64-64 decoder
+//! (docs/decisions/034-ntc-recipe-default.md). A change to any pass that moves a single bit fails
+//! here.
 //!
 //! The pinned files come from the fused CPU trainer and burn's `flex` backend on x86-64 with AVX2
 //! and FMA (matrixmultiply picks its kernel by CPU feature; results do not depend on the thread
