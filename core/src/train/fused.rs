@@ -516,8 +516,6 @@ impl Trainer for FusedTrainer<'_> {
     }
 }
 
-/// Trains `set` with the fused CPU trainer through the one entry ([`train`]) and loop: progress,
-/// cancel and pause, snapshots, checkpoints and resume.
 /// A step's draws: each of its `chunks` draws [`CHUNK_TEXELS`] texels from its own generator
 /// `(seed, step, chunk)`, and the whole batch is then sorted by (group, texel). The batch is the
 /// same texels as the chunks' own draws; only which chunk trains each texel changes (and so the
@@ -538,6 +536,8 @@ fn sorted_draws(sampler: &Sampler<'_>, seed: u64, step: u32, chunks: usize) -> (
     (draws, rngs)
 }
 
+/// Trains `set` with the fused CPU trainer through the one entry ([`train`]) and loop: progress,
+/// cancel and pause, snapshots, checkpoints and resume.
 pub(crate) fn train_fused(
     set: &TextureSet,
     layout: &ModelLayout,
