@@ -161,7 +161,8 @@ pub(super) struct ScheduleArgs {
     #[arg(long, value_parser = parse_learning_rate)]
     pub grid_lr: Option<f32>,
     /// Adam learning rate of the decoder MLP, decayed along a cosine (default 0.005; the
-    /// classic recipe's 0.004).
+    /// classic recipe's 0.004; a rate's row may scale the default for its decoder, as `--bpp`
+    /// from 5 does by 2.4). Given, it is trained as given at every rate.
     #[arg(long, value_parser = parse_learning_rate)]
     pub mlp_lr: Option<f32>,
     /// Loss weight per map kind, `kind=W` comma separated (default `normal=5`, 1 for the others),

@@ -20,6 +20,9 @@ pub struct RateShape {
     /// The preset's training steps are multiplied by this (a preset's steps only: steps given are
     /// trained as given; on a hardware GPU `auto` scales the result as it scales a preset's).
     pub steps_scale: f64,
+    /// The preset's decoder learning rate is multiplied by this where the row's decoder is
+    /// trained (a decoder or a rate given explicitly is trained at the rate given or the preset's).
+    pub mlp_learning_rate_scale: f32,
     /// Why this row has this shape, in words.
     pub why: &'static str,
 }
@@ -35,6 +38,7 @@ pub const RATE_SHAPES: [RateShape; 4] = [
         grids: &[grid(8, 6, 4), grid(16, 22, 4)],
         hidden_widths: &[64, 64, 64],
         steps_scale: 1.0,
+        mlp_learning_rate_scale: 1.0,
         why: "grids one octave coarser than the default's at low rates: one cell per 8×8 texels and per 16×16, 6:22 channels, 4-bit latents (the precision search's pick at 1 bit per texel on three of four sets; +0.25 dB pooled over the default's grids at 1.67 bits per texel on the cabinet)",
     },
     RateShape {
@@ -42,6 +46,7 @@ pub const RATE_SHAPES: [RateShape; 4] = [
         grids: &[grid(4, 12, 4), grid(8, 16, 4)],
         hidden_widths: &[64, 64, 64],
         steps_scale: 1.0,
+        mlp_learning_rate_scale: 1.0,
         why: "the default preset's grids: 4-bit latents, one cell per 4×4 texels and per 8×8, 12:16 channels",
     },
     RateShape {
@@ -49,13 +54,15 @@ pub const RATE_SHAPES: [RateShape; 4] = [
         grids: &[grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
         hidden_widths: &[96, 96, 64],
         steps_scale: 0.9,
-        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet); a 96-96-64 decoder (+0.84 at 8 on the cabinet) at 0.9 of the preset's steps, which keeps the default preset at 8 bits per texel under 3 minutes on two cores",
+        mlp_learning_rate_scale: 2.4,
+        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet); a 96-96-64 decoder (+0.84 at 8 on the cabinet) at 0.9 of the preset's steps, which keeps the default preset at 8 bits per texel under 3 minutes on two cores, its decoder learning at 2.4 times the preset's rate (+0.09 to +0.29 dB pooled at 8 on four of five sets, −0.23 on the glass; +0.14 at 5 on the cabinet)",
     },
     RateShape {
         from_bits_per_texel: 10.0,
         grids: &[grid(1, 2, 4), grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
         hidden_widths: &[128, 128, 64],
         steps_scale: 1.0,
+        mlp_learning_rate_scale: 1.0,
         why: "a fourth grid, one cell per texel with 2 channels, above the third; 4-bit latents (over three grids: +0.49 dB pooled at 10 bits per texel and +0.75 at 15 on the cabinet); a 128-128-64 decoder (+0.72 at 15 on the cabinet), its training time growing with the rate",
     },
 ];
@@ -70,6 +77,7 @@ pub fn rate_shape(bits_per_texel: f64) -> &'static RateShape {
 /// rate's shape leaves them as they are. Not serialised: it says where a value came from, not
 /// what the bundle stores.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[expect(clippy::struct_excessive_bools, reason = "each says of one independent value whether it was given")]
 pub struct ExplicitShape {
     /// The grids (texels per cell, channel split, bits).
     pub grids: bool,
@@ -77,6 +85,8 @@ pub struct ExplicitShape {
     pub latent_bits: bool,
     /// The decoder's hidden layer widths.
     pub decoder: bool,
+    /// The decoder's learning rate.
+    pub mlp_learning_rate: bool,
 }
 
 /// What a rate chose for the model's shape, as the analyse pass reports it.
@@ -96,6 +106,11 @@ pub struct ShapeChoice {
     pub preset_steps: Option<u32>,
     /// The steps the row gave (the preset's times its scale), where it gave any.
     pub steps: Option<u32>,
+    /// The preset's decoder learning rate before the row's
+    /// [`RateShape::mlp_learning_rate_scale`]; `None` where the rate or the decoder was given.
+    pub preset_mlp_learning_rate: Option<f32>,
+    /// The decoder learning rate the row gave, where it gave one.
+    pub mlp_learning_rate: Option<f32>,
 }
 
 impl ShapeChoice {
@@ -107,18 +122,28 @@ impl ShapeChoice {
             (Some(preset), Some(steps)) if preset != steps => format!("; {steps} training steps (the preset's {preset})"),
             _ => String::new(),
         };
-        format!("{} bits per texel: {}{steps}{kept}", self.bits_per_texel, self.why)
+        let rate = match (self.preset_mlp_learning_rate, self.mlp_learning_rate) {
+            (Some(preset), Some(rate)) if preset.to_bits() != rate.to_bits() => {
+                format!("; decoder learning rate {rate} (the preset's {preset})")
+            }
+            _ => String::new(),
+        };
+        format!("{} bits per texel: {}{steps}{rate}{kept}", self.bits_per_texel, self.why)
     }
 }
 
 impl CompressOptions {
-    /// Gives the model the shape of `bits_per_texel`'s row (its grids and decoder)
-    /// and a preset's steps the row's scale, recording both ([`ModelConfig::shape_choice`]).
-    /// Idempotent: a second rate starts again from the preset's steps.
+    /// Gives the model the shape of `bits_per_texel`'s row (its grids and decoder), a preset's
+    /// steps the row's scale and the row's decoder its learning rate, recording them
+    /// ([`ModelConfig::shape_choice`]). Idempotent: a second rate starts again from the
+    /// preset's steps and rate.
     pub(super) fn take_rate_shape(&mut self, bits_per_texel: f64) {
         let row = rate_shape(bits_per_texel);
-        let preset_steps = self.model.shape_choice.as_ref().and_then(|c| c.preset_steps).unwrap_or(self.schedule.steps);
+        let before = self.model.shape_choice.as_ref();
+        let preset_steps = before.and_then(|c| c.preset_steps).unwrap_or(self.schedule.steps);
+        let preset_rate = before.and_then(|c| c.preset_mlp_learning_rate).unwrap_or(self.schedule.optimiser.mlp_learning_rate);
         self.model.take_rate_shape(row, bits_per_texel);
+        let explicit = self.model.explicit;
         let Some(choice) = self.model.shape_choice.as_mut() else { return };
         if self.schedule.steps_origin == StepsOrigin::Preset {
             self.schedule.steps = ((f64::from(preset_steps) * row.steps_scale).round() as u32).max(1);
@@ -126,6 +151,16 @@ impl CompressOptions {
             choice.steps = Some(self.schedule.steps);
         } else {
             choice.kept.push("steps".to_owned());
+        }
+        if explicit.mlp_learning_rate {
+            choice.kept.push("decoder learning rate".to_owned());
+        } else if !explicit.decoder {
+            self.schedule.optimiser.mlp_learning_rate = preset_rate * row.mlp_learning_rate_scale;
+            choice.preset_mlp_learning_rate = Some(preset_rate);
+            choice.mlp_learning_rate = Some(self.schedule.optimiser.mlp_learning_rate);
+        } else {
+            // A decoder given trains at the preset's rate, whatever the row before gave.
+            self.schedule.optimiser.mlp_learning_rate = preset_rate;
         }
     }
 }
@@ -162,6 +197,8 @@ impl ModelConfig {
             kept,
             preset_steps: None,
             steps: None,
+            preset_mlp_learning_rate: None,
+            mlp_learning_rate: None,
         });
     }
 }

@@ -158,13 +158,17 @@ fn a_rate_picks_its_rows_grids_but_keeps_what_was_given() {
         assert_eq!(options.model.hidden_widths, row.hidden_widths, "at {bpp}");
         let steps = (f64::from(texset_core::options::DEFAULT_PRESET_STEPS) * row.steps_scale).round() as u32;
         assert_eq!(options.schedule.steps, steps, "at {bpp}");
-        // Fitted again at another rate, the options start from the preset's steps, not these.
+        let preset_rate = CompressOptions::default().schedule.optimiser.mlp_learning_rate;
+        assert_eq!(options.schedule.optimiser.mlp_learning_rate, preset_rate * row.mlp_learning_rate_scale, "at {bpp}");
+        // Fitted again at another rate, the options start from the preset's steps and decoder
+        // learning rate, not these.
         let mut again = options.clone();
         again.fit_bits_per_texel_for(RATE_SHAPES[1].from_bits_per_texel + 0.5, &set).unwrap();
         assert_eq!(
             again.schedule.steps,
             (f64::from(texset_core::options::DEFAULT_PRESET_STEPS) * RATE_SHAPES[1].steps_scale).round() as u32
         );
+        assert_eq!(again.schedule.optimiser.mlp_learning_rate, preset_rate * RATE_SHAPES[1].mlp_learning_rate_scale);
         let choice = options.model.shape_choice.clone().unwrap();
         assert_eq!((choice.bits_per_texel, choice.kept.len()), (bpp, 0));
         assert!(choice.describe().contains(rate_shape(bpp).why));
@@ -203,17 +207,33 @@ fn a_rate_picks_its_rows_grids_but_keeps_what_was_given() {
         assert_eq!(shape(&options), row, "at {bpp}");
         assert_eq!(options.model.shape_choice.as_ref().unwrap().kept, ["latent bits"]);
     }
-    // A decoder and steps given are kept too.
+    // A decoder and steps given are kept too, and a decoder given trains at the preset's rate
+    // at every rate (the rows' rates are their decoders').
+    let scaled = RATE_SHAPES.iter().find(|r| r.mlp_learning_rate_scale != 1.0).expect("a row scales the decoder's rate");
     let mut decoder = CompressOptions::default();
     decoder.model.hidden_widths = vec![32, 32];
     decoder.model.explicit.decoder = true;
     decoder.schedule.give_steps(777);
-    for bpp in [3.0, 12.0] {
+    let preset_rate = decoder.schedule.optimiser.mlp_learning_rate;
+    for bpp in [3.0, scaled.from_bits_per_texel + 0.5, 12.0] {
         let mut options = decoder.clone();
         options.fit_bits_per_texel_for(bpp, &set).unwrap();
         assert_eq!((options.model.hidden_widths.as_slice(), options.schedule.steps), ([32, 32].as_slice(), 777));
+        assert_eq!(options.schedule.optimiser.mlp_learning_rate, preset_rate, "at {bpp}");
         assert_eq!(options.model.shape_choice.as_ref().unwrap().kept, ["decoder", "steps"]);
     }
+    // A decoder learning rate given is kept at the row that would scale it, and said.
+    let mut rate = CompressOptions::default();
+    rate.schedule.optimiser.mlp_learning_rate = 0.003;
+    rate.model.explicit.mlp_learning_rate = true;
+    let mut options = rate.clone();
+    options.fit_bits_per_texel_for(scaled.from_bits_per_texel + 0.5, &set).unwrap();
+    assert_eq!(options.schedule.optimiser.mlp_learning_rate, 0.003);
+    assert_eq!(options.model.shape_choice.as_ref().unwrap().kept, ["decoder learning rate"]);
+    // Where the row scales it, the analyse pass says so.
+    let mut options = CompressOptions::default();
+    options.fit_bits_per_texel_for(scaled.from_bits_per_texel + 0.5, &set).unwrap();
+    assert!(options.model.shape_choice.as_ref().unwrap().describe().contains("decoder learning rate"));
     // Where a value came from is not part of what the bundle depends on.
     let mut unmarked = given.clone();
     unmarked.model.explicit = ExplicitShape::default();

@@ -100,6 +100,8 @@ impl CompressArgs {
         let mut options = CompressOptions::preset(self.preset);
         self.model.apply(&mut options.model)?;
         self.schedule.apply(&mut options.schedule)?;
+        // A decoder learning rate given is trained as given at every rate.
+        options.model.explicit.mlp_learning_rate |= self.schedule.mlp_lr.is_some();
         self.budgets.apply(&mut options.budgets)?;
         self.run.apply(&mut options.run)?;
         Ok(options)
