@@ -17,7 +17,7 @@ use texset_core::{
     drivers::{RateTarget, RateTrial, batch::sha256_hex, compress_to_psnr},
     eval::evaluate,
     io::{read_regular, write_atomic},
-    options::{CompressOptions, Preset},
+    options::{CompressOptions, Preset, RATE_SHAPES},
     set::{Material, Texture, TextureSet, load_library},
 };
 
@@ -213,11 +213,18 @@ impl SharedArgs {
         options
     }
 
-    /// The key of a texture's search alone ([`SavedAlone::key`]).
+    /// The key of a texture's search alone ([`SavedAlone::key`]): with the options before any
+    /// rate is fitted, and the shapes of every row of `RATE_SHAPES`, since the rates the search
+    /// tries, and so the rows it reads, are not known before it runs.
     fn alone_key(&self, content: &str, bpp: f64, target_db: f64) -> String {
         let options_sha256 = sha256_hex(self.options().fingerprint().as_bytes());
+        let rows: Vec<_> = RATE_SHAPES
+            .iter()
+            .map(|r| (r.from_bits_per_texel, r.grids, r.hidden_widths, r.steps_scale, r.mlp_learning_rate_scale))
+            .collect();
+        let rows_sha256 = sha256_hex(format!("{rows:?}").as_bytes());
         format!(
-            "{content}|start {bpp}|target {target_db:.6}|tolerance {}|trials {}|options {options_sha256}",
+            "{content}|start {bpp}|target {target_db:.6}|tolerance {}|trials {}|options {options_sha256}|rows {rows_sha256}",
             self.tolerance_db, self.trials
         )
     }
@@ -273,6 +280,8 @@ impl SharedArgs {
                 }
             }
         }
+        // Channels of the combined bundle's distinct contents: each texture's share of its bits.
+        let channels: usize = groups.iter().map(|&(_, m, t, _)| set.materials[m].textures[t].info.channels as usize).sum();
         let mut textures = Vec::new();
         for (content, m, t, copies) in &groups {
             let (m, t, copies) = (*m, *t, *copies);
@@ -285,7 +294,8 @@ impl SharedArgs {
                 .find(|(m, map, _)| *m == material.name && map == texture.info.kind.token())
                 .map(|&(_, _, db)| db)
                 .with_context(|| format!("{label}: no score in the combined bundle"))?;
-            let key = self.alone_key(content, bpp, target_db);
+            let start_bpp = alone_start_bpp(bpp, set.texel_count(), texture.texel_count(), texture.info.channels, channels);
+            let key = self.alone_key(content, start_bpp, target_db);
             let shown = |a: &SavedAlone, kept: bool| {
                 eprintln!(
                     "  {label}{}: {target_db:.2} dB combined; alone {} bits at {:.2} dB{}{}{}",
@@ -301,8 +311,9 @@ impl SharedArgs {
                 shown(&kept, true);
                 kept
             } else {
-                let result =
-                    self.alone(material, texture, bpp, target_db, key).with_context(|| format!("{label}: alone to {target_db:.2} dB"))?;
+                let result = self
+                    .alone(material, texture, bpp, start_bpp, target_db, key)
+                    .with_context(|| format!("{label}: alone to {target_db:.2} dB"))?;
                 shown(&result, false);
                 store.saved.alone.push(result.clone());
                 store.write()?;
@@ -333,8 +344,8 @@ impl SharedArgs {
     }
 
     /// `texture` of `material` alone, compressed to `target_db` by the rate control, starting
-    /// at the combined rate `bpp`.
-    fn alone(&self, material: &Material, texture: &Texture, bpp: f64, target_db: f64, key: String) -> Result<SavedAlone> {
+    /// at `start_bpp` ([`alone_start_bpp`]) within a range up to four times the combined rate `bpp`.
+    fn alone(&self, material: &Material, texture: &Texture, bpp: f64, start_bpp: f64, target_db: f64, key: String) -> Result<SavedAlone> {
         let alone = TextureSet {
             materials: vec![Material {
                 name: material.name.clone(),
@@ -349,10 +360,10 @@ impl SharedArgs {
             min_bpp: 0.05,
             max_bpp: (4.0 * bpp).min(64.0),
             trials: self.trials,
-            // The combined rate is where a texture alone usually lands: doubling or halving
-            // from it brackets the target in two or three trials, where the top of the range
-            // (four times the rate) would cost the longest training first.
-            start_bpp: Some(bpp),
+            // The texture's share of the combined bits is near where it lands alone: doubling
+            // or halving from it brackets the target in two or three trials, where the top of
+            // the range (four times the rate) would cost the longest training first.
+            start_bpp: Some(start_bpp),
             bc_baseline: None,
         };
         // Each trial is a whole compression (minutes): said as it ends, for a bench of hours.
@@ -374,6 +385,17 @@ impl SharedArgs {
             below: below.map(|t| (t.bundle_bytes * 8, t.pooled_psnr_db)),
         })
     }
+}
+
+/// Where a texture's search alone starts, bits per its own texel: its channels' share of the
+/// combined bundle's bits (`bpp` over the set's `set_texels`), as if each channel of the distinct
+/// contents (`channels` in all) cost the same. At 4 bits per texel the maps of the six sets and
+/// of the shoes' library landed alone at 0.33–2.4 times this share (docs/benchmarks.md, "bench
+/// shared"): two doublings or halvings at most, where a start at the combined rate, 0.09–0.78
+/// times theirs, took up to four halvings, each a whole compression.
+fn alone_start_bpp(bpp: f64, set_texels: usize, texture_texels: usize, texture_channels: u32, channels: usize) -> f64 {
+    let share = f64::from(texture_channels) / channels.max(1) as f64;
+    bpp * set_texels as f64 / texture_texels.max(1) as f64 * share
 }
 
 /// One row per texture, then the ratios.
@@ -398,5 +420,22 @@ fn print_row(row: &SharedRow) {
             a.alone_psnr_db,
             if a.reached { "" } else { ", target not reached" }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alone_start_bpp;
+
+    #[test]
+    fn a_texture_alone_starts_at_its_channels_share_of_the_combined_bits() {
+        let texels = 1024 * 1024;
+        // The cabinet at 15: three 3-channel maps of one material, a third each.
+        assert!((alone_start_bpp(15.0, texels, texels, 3, 9) - 5.0).abs() < 1e-12);
+        // The glass: a 1-channel map of 11 channels in all.
+        assert!((alone_start_bpp(4.0, texels, texels, 1, 11) - 4.0 / 11.0).abs() < 1e-12);
+        // Three materials as one library, 15 distinct channels: bits per texel of the library's
+        // texels, three times one material's, so a map's share is three times as many of its own.
+        assert!((alone_start_bpp(4.0, 3 * texels, texels, 3, 15) - 2.4).abs() < 1e-12);
     }
 }
