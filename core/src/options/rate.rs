@@ -67,6 +67,18 @@ pub const RATE_SHAPES: [RateShape; 4] = [
     },
 ];
 
+impl RateShape {
+    /// What decides the model a row trains (every field but `why`), as text for a cache key: a
+    /// key that holds it is redone when the row changes.
+    #[must_use]
+    pub fn fingerprint(&self) -> String {
+        format!(
+            "{}:{:?}:{:?}:{}:{}",
+            self.from_bits_per_texel, self.grids, self.hidden_widths, self.steps_scale, self.mlp_learning_rate_scale
+        )
+    }
+}
+
 /// The row of [`RATE_SHAPES`] that serves `bits_per_texel`.
 #[must_use]
 pub fn rate_shape(bits_per_texel: f64) -> &'static RateShape {

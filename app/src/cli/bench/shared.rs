@@ -17,7 +17,7 @@ use texset_core::{
     drivers::{RateTarget, RateTrial, batch::sha256_hex, compress_to_psnr},
     eval::evaluate,
     io::{read_regular, write_atomic},
-    options::{CompressOptions, Preset, RATE_SHAPES},
+    options::{CompressOptions, Preset, RATE_SHAPES, RateShape},
     set::{Material, Texture, TextureSet, load_library},
 };
 
@@ -218,11 +218,8 @@ impl SharedArgs {
     /// tries, and so the rows it reads, are not known before it runs.
     fn alone_key(&self, content: &str, bpp: f64, target_db: f64) -> String {
         let options_sha256 = sha256_hex(self.options().fingerprint().as_bytes());
-        let rows: Vec<_> = RATE_SHAPES
-            .iter()
-            .map(|r| (r.from_bits_per_texel, r.grids, r.hidden_widths, r.steps_scale, r.mlp_learning_rate_scale))
-            .collect();
-        let rows_sha256 = sha256_hex(format!("{rows:?}").as_bytes());
+        let rows: Vec<String> = RATE_SHAPES.iter().map(RateShape::fingerprint).collect();
+        let rows_sha256 = sha256_hex(rows.join("|").as_bytes());
         format!(
             "{content}|start {bpp}|target {target_db:.6}|tolerance {}|trials {}|options {options_sha256}|rows {rows_sha256}",
             self.tolerance_db, self.trials

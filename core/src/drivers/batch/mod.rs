@@ -266,17 +266,11 @@ fn material_key(folder: &Path, options: &CompressOptions, bits_per_texel: Option
         hasher.update(options.fingerprint().as_bytes());
         hasher.update(bits_per_texel.map_or_else(|| "bpp:none".to_owned(), |b| format!("bpp:{:016x}", b.to_bits())).as_bytes());
         // The shape a rate picks is not in the options before the fit (decision 050): the rate's
-        // row (grids, decoder, steps, decoder learning rate) and what the options keep as given decide it, so a new
-        // table redoes the material.
+        // row ([`RateShape::fingerprint`](crate::options::RateShape::fingerprint)) and what the
+        // options keep as given decide it, so a new table redoes the material.
         if let Some(b) = bits_per_texel {
             let row = crate::options::rate_shape(b);
-            hasher.update(
-                format!(
-                    "shape:{:?}:{:?}:{}:{}:{:?}",
-                    row.grids, row.hidden_widths, row.steps_scale, row.mlp_learning_rate_scale, options.model.explicit
-                )
-                .as_bytes(),
-            );
+            hasher.update(format!("shape:{}:{:?}", row.fingerprint(), options.model.explicit).as_bytes());
         }
     };
     let field = |hasher: &mut Sha256, bytes: &[u8]| {
