@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use texset_core::{
     model::{Activation, MAX_MLP_WIDTH, WeightFormat},
     options::{
-        Backend, BudgetConfig, ChannelPruning, CheckpointOptions, GridOptions, LatentInit, LearnedBudgets, LibrarySharing, ModelConfig,
-        NormalTargets, PruneMethod, Quantisation, Recipe, RecipePiece, RunOptions, Sampling, ScheduleConfig,
+        Backend, BudgetConfig, ChannelPruning, CheckpointOptions, ExplicitShape, GridOptions, LatentInit, LearnedBudgets, LibrarySharing,
+        ModelConfig, NormalTargets, PruneMethod, Quantisation, Recipe, RecipePiece, RunOptions, Sampling, ScheduleConfig,
     },
     set::MapKind,
 };
@@ -199,8 +199,9 @@ fn parse_loss_weights(text: &str) -> Result<BTreeMap<String, f32>> {
 }
 
 impl ScheduleArgs {
-    /// Writes these flags over `schedule` (a preset's).
-    pub(super) fn apply(&self, schedule: &mut ScheduleConfig) -> Result<()> {
+    /// Writes these flags over `schedule` (a preset's), marking in `explicit` what a rate's row
+    /// must then keep as given.
+    pub(super) fn apply(&self, schedule: &mut ScheduleConfig, explicit: &mut ExplicitShape) -> Result<()> {
         if let Some(piece) = self.recipe_without.iter().find(|p| !self.recipe.pieces().contains(p)) {
             bail!("--recipe-without {}: the {} recipe has no such piece of NTC's", value_name(piece), value_name(&self.recipe));
         }
@@ -240,6 +241,8 @@ impl ScheduleArgs {
         }
         if let Some(lr) = self.mlp_lr {
             schedule.optimiser.mlp_learning_rate = lr;
+            // A decoder learning rate given is trained as given at every rate.
+            explicit.mlp_learning_rate = true;
         }
         if let Some(weights) = &self.loss_weight {
             // Over the preset's weights: a kind not named keeps its own.

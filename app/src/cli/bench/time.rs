@@ -118,7 +118,7 @@ impl TimeBenchArgs {
         let json = self.json.json;
         let mut base = CompressOptions::preset(self.preset);
         self.model.apply(&mut base.model)?;
-        self.schedule.apply(&mut base.schedule)?;
+        self.schedule.apply(&mut base.schedule, &mut base.model.explicit)?;
         let mut points = Vec::new();
         print_header(json);
         for dir in self.dirs.clone().or_samples()? {

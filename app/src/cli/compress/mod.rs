@@ -99,9 +99,7 @@ impl CompressArgs {
     fn options(&self) -> Result<CompressOptions> {
         let mut options = CompressOptions::preset(self.preset);
         self.model.apply(&mut options.model)?;
-        self.schedule.apply(&mut options.schedule)?;
-        // A decoder learning rate given is trained as given at every rate.
-        options.model.explicit.mlp_learning_rate |= self.schedule.mlp_lr.is_some();
+        self.schedule.apply(&mut options.schedule, &mut options.model.explicit)?;
         self.budgets.apply(&mut options.budgets)?;
         self.run.apply(&mut options.run)?;
         Ok(options)
