@@ -108,8 +108,8 @@ impl RdPoint {
 /// Runs every preset at every rate of `rates_bpp` (none: at the preset's own) and both
 /// block-compression profiles on each folder of `dirs` (each its own set); `steps` overrides the
 /// presets' step counts (for quick checks); the chart goes to `plot`; with `save`, every point so
-/// far is written there (a JSON array, atomically) after each one, and the points already there
-/// (with the same options, for texset's) are kept instead of measured again.
+/// far is written there (a JSON array, atomically) after each one, beside the points already
+/// there, and those (with the same options, for texset's) are kept instead of measured again.
 fn run(
     dirs: &[PathBuf],
     presets: &[Preset],
@@ -142,7 +142,11 @@ fn run(
         print_point(&p, json);
         points.push(p);
         if let Some(save) = save {
-            let text = serde_json::to_string_pretty(points)?;
+            // This run's points, then the saved ones it has not reached (other sets or rates, or
+            // a sweep stopped part-way): a run over part of a file never narrows it.
+            let others = saved.iter().filter(|s| !points.iter().any(|q| q.is(&s.set, &s.method, s.asked_bits_per_texel)));
+            let all: Vec<&RdPoint> = points.iter().chain(others).collect();
+            let text = serde_json::to_string_pretty(&all)?;
             write_atomic(save, text.as_bytes()).with_context(|| format!("writing {}", save.display()))?;
         }
         Ok(())

@@ -404,6 +404,17 @@ fn bench_rd_measures_texset_and_both_bc_profiles_and_draws_the_chart() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(again.as_array().unwrap(), resumed);
+    // A run over part of the sweep (one of its two rates) keeps the rest of the file: the point at
+    // 6 it did not reach stays saved, after this run's three.
+    let part: Vec<&str> = sweep.iter().map(|&a| if a == "3,6" { "3" } else { a }).collect();
+    let out = texset(&part);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ran: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ran.as_array().unwrap().len(), 3);
+    let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let kept = kept.as_array().unwrap();
+    assert_eq!(kept.len(), 4);
+    assert!(resumed.iter().all(|p| kept.contains(p)), "{kept:?}");
 }
 
 #[test]
