@@ -44,9 +44,10 @@ pub(super) struct ModelArgs {
     /// The decoder reads grid 0's four corners, each times its bilinear weight, as four inputs
     /// per channel (NTC v0.5–0.7's learned interpolation), starting from the bilinear decoder.
     /// Every trainer and decoder (CPU, WGSL, exported shaders) takes it; pruning and learned
-    /// budgets do not yet.
-    #[arg(long)]
-    pub corner_reads: bool,
+    /// budgets do not yet. `--bpp` from 5 to 10 turns it on unless given
+    /// (`--corner-reads=false`) or pruning or learned budgets are asked for.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub corner_reads: Option<bool>,
     /// Store a full mip chain: a latent pyramid (about a third more latent bits) trained on
     /// every level of box-filtered references, decoded at any level of detail.
     #[arg(long)]
@@ -84,7 +85,10 @@ impl ModelArgs {
         if let Some(activation) = self.activation {
             model.activation = activation;
         }
-        model.corner_reads |= self.corner_reads;
+        if let Some(corner_reads) = self.corner_reads {
+            model.corner_reads = corner_reads;
+            model.explicit.corner_reads = true;
+        }
         model.mips = self.mips;
         model.mip_cell_growth = self.mip_growth;
         model.mip_group = self.mip_group;

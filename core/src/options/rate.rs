@@ -23,6 +23,9 @@ pub struct RateShape {
     /// The preset's decoder learning rate is multiplied by this where the row's decoder is
     /// trained (a decoder or a rate given explicitly is trained at the rate given or the preset's).
     pub mlp_learning_rate_scale: f32,
+    /// The decoder reads grid 0's corners ([`ModelConfig::corner_reads`]) unless they were given
+    /// or the options prune channels or learn budgets, which corner reads refuse.
+    pub corner_reads: bool,
     /// Why this row has this shape, in words.
     pub why: &'static str,
 }
@@ -31,14 +34,19 @@ const fn grid(texels_per_cell: u32, channels: u32, bits: u32) -> GridOptions {
     GridOptions { texels_per_cell, channels, bits }
 }
 
+/// The rows from 5 and from 6 bits per texel: a third grid, one cell per 2×2 texels, over the
+/// default's two.
+const THREE_GRIDS: &[GridOptions] = &[grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)];
+
 /// The shapes by rate, lowest first; each row serves the rates from its own up to the next row's.
-pub const RATE_SHAPES: [RateShape; 4] = [
+pub const RATE_SHAPES: [RateShape; 5] = [
     RateShape {
         from_bits_per_texel: 0.0,
         grids: &[grid(8, 6, 4), grid(16, 22, 4)],
         hidden_widths: &[64, 64, 64],
         steps_scale: 1.0,
         mlp_learning_rate_scale: 1.0,
+        corner_reads: false,
         why: "grids one octave coarser than the default's at low rates: one cell per 8×8 texels and per 16×16, 6:22 channels, 4-bit latents (the precision search's pick at 1 bit per texel on three of four sets; +0.25 dB pooled over the default's grids at 1.67 bits per texel on the cabinet)",
     },
     RateShape {
@@ -47,15 +55,26 @@ pub const RATE_SHAPES: [RateShape; 4] = [
         hidden_widths: &[64, 64, 64],
         steps_scale: 1.0,
         mlp_learning_rate_scale: 1.0,
+        corner_reads: false,
         why: "the default preset's grids: 4-bit latents, one cell per 4×4 texels and per 8×8, 12:16 channels",
     },
     RateShape {
         from_bits_per_texel: 5.0,
-        grids: &[grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
+        grids: THREE_GRIDS,
         hidden_widths: &[96, 96, 64],
         steps_scale: 0.9,
         mlp_learning_rate_scale: 2.4,
-        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet); a 96-96-64 decoder (+0.84 at 8 on the cabinet) at 0.9 of the preset's steps, which keeps the default preset at 8 bits per texel under 3 minutes on two cores, its decoder learning at 2.4 times the preset's rate (+0.09 to +0.29 dB pooled at 8 on four of five sets, −0.23 on the glass; +0.14 at 5 on the cabinet)",
+        corner_reads: true,
+        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet); a 96-96-64 decoder (+0.84 at 8 on the cabinet) learning at 2.4 times the preset's rate (+0.09 to +0.29 dB pooled at 8 on four of five sets, −0.23 on the glass; +0.14 at 5 on the cabinet); corner reads on the 2×2 grid (+0.17 to +0.37 dB pooled at 5 on the six shared sets), at 0.9 of the preset's steps",
+    },
+    RateShape {
+        from_bits_per_texel: 6.0,
+        grids: THREE_GRIDS,
+        hidden_widths: &[96, 96, 64],
+        steps_scale: 0.8,
+        mlp_learning_rate_scale: 2.4,
+        corner_reads: true,
+        why: "the row from 5's grids, decoder, decoder learning rate and corner reads at 0.8 of the preset's steps, which keeps the default preset at 8 bits per texel under 3 minutes on two cores (0.92× the time of the row without corner reads at 0.9, shoe_beach, alternated)",
     },
     RateShape {
         from_bits_per_texel: 10.0,
@@ -63,6 +82,7 @@ pub const RATE_SHAPES: [RateShape; 4] = [
         hidden_widths: &[128, 128, 64],
         steps_scale: 1.0,
         mlp_learning_rate_scale: 1.0,
+        corner_reads: false,
         why: "a fourth grid, one cell per texel with 2 channels, above the third; 4-bit latents (over three grids: +0.49 dB pooled at 10 bits per texel and +0.75 at 15 on the cabinet); a 128-128-64 decoder (+0.72 at 15 on the cabinet), its training time growing with the rate",
     },
 ];
@@ -73,8 +93,8 @@ impl RateShape {
     #[must_use]
     pub fn fingerprint(&self) -> String {
         format!(
-            "{}:{:?}:{:?}:{}:{}",
-            self.from_bits_per_texel, self.grids, self.hidden_widths, self.steps_scale, self.mlp_learning_rate_scale
+            "{}:{:?}:{:?}:{}:{}:{}",
+            self.from_bits_per_texel, self.grids, self.hidden_widths, self.steps_scale, self.mlp_learning_rate_scale, self.corner_reads
         )
     }
 }
@@ -99,6 +119,8 @@ pub struct ExplicitShape {
     pub decoder: bool,
     /// The decoder's learning rate.
     pub mlp_learning_rate: bool,
+    /// Whether the decoder reads grid 0's corners.
+    pub corner_reads: bool,
 }
 
 /// What a rate chose for the model's shape, as the analyse pass reports it.
@@ -173,6 +195,19 @@ impl CompressOptions {
         } else {
             // A decoder given trains at the preset's rate, whatever the row before gave.
             self.schedule.optimiser.mlp_learning_rate = preset_rate;
+        }
+        if explicit.corner_reads {
+            if row.corner_reads != self.model.corner_reads {
+                choice.kept.push("corner reads".to_owned());
+            }
+        } else if row.corner_reads && self.budgets.prune.is_some() {
+            self.model.corner_reads = false;
+            choice.kept.push("bilinear reads, for channel pruning".to_owned());
+        } else if row.corner_reads && self.budgets.learned.is_some() {
+            self.model.corner_reads = false;
+            choice.kept.push("bilinear reads, for learned budgets".to_owned());
+        } else {
+            self.model.corner_reads = row.corner_reads;
         }
     }
 }

@@ -240,3 +240,50 @@ fn a_rate_picks_its_rows_grids_but_keeps_what_was_given() {
     unmarked.model.explicit = ExplicitShape::default();
     assert_eq!(unmarked.fingerprint(), before);
 }
+
+/// The row from 5 reads grid 0's corners (decision 050): a rate in it turns them on and a rate
+/// below turns them off again, but corner reads given either way are kept, and pruning or learned
+/// budgets, which corner reads refuse, keep the bilinear reads; the analyse pass says which.
+#[test]
+fn a_rows_corner_reads_give_way_to_what_was_given_and_to_pruning() {
+    use texset_core::options::{ChannelPruning, LearnedBudgets, PruneMethod, RATE_SHAPES};
+    let (set, _) = load_library(&texset_testkit::sample_dirs()).unwrap();
+    let reads = RATE_SHAPES.iter().find(|r| r.corner_reads).expect("a row reads corners");
+    let plain = RATE_SHAPES.iter().find(|r| !r.corner_reads).expect("a row reads bilinear");
+    let (at_reads, at_plain) = (reads.from_bits_per_texel + 0.5, plain.from_bits_per_texel.max(1.0) + 0.5);
+    let fit = |mut options: CompressOptions, bpp: f64| {
+        options.fit_bits_per_texel_for(bpp, &set).unwrap();
+        options.validate().unwrap();
+        let kept = options.model.shape_choice.as_ref().unwrap().kept.clone();
+        (options, kept)
+    };
+    let (options, kept) = fit(CompressOptions::default(), at_reads);
+    assert!(options.model.corner_reads && kept.is_empty());
+    // Corner reads widen the decoder's first layer: the fit counted them in the rate.
+    let bits = options.model.estimated_rate_bytes(set.max_extent(), set.output_channels(), 0) as f64 * 8.0;
+    assert!(bits <= at_reads * set.texel_count() as f64);
+    let (lower, _) = fit(options, at_plain);
+    assert!(!lower.model.corner_reads, "a row without them turns them off again");
+
+    let mut off = CompressOptions::default();
+    off.model.explicit.corner_reads = true;
+    let (options, kept) = fit(off.clone(), at_reads);
+    assert!(!options.model.corner_reads);
+    assert_eq!(kept, ["corner reads"]);
+    off.model.corner_reads = true;
+    let (options, kept) = fit(off, at_plain);
+    assert!(options.model.corner_reads);
+    assert_eq!(kept, ["corner reads"]);
+
+    let mut pruned = CompressOptions::default();
+    pruned.budgets.prune = Some(ChannelPruning { keep_per_grid: vec![1, 1, 1], method: PruneMethod::L1, at: 0.5, group_lasso: 0.0 });
+    let (options, kept) = fit(pruned, at_reads);
+    assert!(!options.model.corner_reads);
+    assert_eq!(kept, ["bilinear reads, for channel pruning"]);
+    let mut learned = CompressOptions::default();
+    learned.budgets.learned = Some(LearnedBudgets::default());
+    let (options, kept) = fit(learned, at_reads);
+    assert!(!options.model.corner_reads);
+    assert!(options.model.shape_choice.unwrap().describe().contains("bilinear reads, for learned budgets"));
+    assert!(kept.len() == 1);
+}

@@ -325,7 +325,7 @@ mod tests {
     }
 
     /// `--grids` sets the grids, finest first, and marks them given, as `--latent-bits` marks
-    /// the bits: a rate's shape keeps both.
+    /// the bits, `--decoder` the decoder and `--corner-reads` its reads: a rate's shape keeps them.
     #[test]
     fn grids_latent_bits_and_decoder_are_kept_as_given() {
         let o = options(&["--grids", "2x8@2, 4x16@4"]);
@@ -336,6 +336,11 @@ mod tests {
         assert!(!o.model.explicit.grids && o.model.explicit.latent_bits);
         let o = options(&["--decoder", "32-32"]);
         assert!(o.model.explicit.decoder && o.model.hidden_widths == [32, 32]);
+        // `--corner-reads` alone turns them on, `=false` off; either way the rate keeps it.
+        let o = options(&["--corner-reads"]);
+        assert!(o.model.corner_reads && o.model.explicit.corner_reads);
+        let o = options(&["--corner-reads=false"]);
+        assert!(!o.model.corner_reads && o.model.explicit.corner_reads);
         assert_eq!(options(&[]).model.explicit, texset_core::options::ExplicitShape::default());
     }
 }

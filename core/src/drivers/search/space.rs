@@ -149,8 +149,9 @@ impl SearchPoint {
         ];
         options.model.hidden_widths.clone_from(&self.hidden_widths);
         options.model.weight_format = self.weight_format;
-        // The point is the shape: the rate only sizes its channels.
-        options.model.explicit = ExplicitShape { grids: true, latent_bits: true, decoder: true, mlp_learning_rate: false };
+        // The point is the shape: the rate only sizes its channels (the base's reads kept).
+        options.model.explicit =
+            ExplicitShape { grids: true, latent_bits: true, decoder: true, mlp_learning_rate: false, corner_reads: true };
         options.budgets.prune = None;
         options.fit_bits_per_texel_for(bits_per_texel, set)?;
         Ok(options)
