@@ -167,10 +167,10 @@ impl ShapeChoice {
 }
 
 impl CompressOptions {
-    /// Gives the model the shape of `bits_per_texel`'s row (its grids and decoder), a preset's
-    /// steps the row's scale and the row's decoder its learning rate, recording them
+    /// Gives the model the shape of `bits_per_texel`'s row (its grids, decoder and corner reads),
+    /// a preset's steps the row's scale and the row's decoder its learning rate, recording them
     /// ([`ModelConfig::shape_choice`]). Idempotent: a second rate starts again from the
-    /// preset's steps and rate.
+    /// preset's steps and rate, and sets the reads again.
     pub(super) fn take_rate_shape(&mut self, bits_per_texel: f64) {
         let row = rate_shape(bits_per_texel);
         let before = self.model.shape_choice.as_ref();
