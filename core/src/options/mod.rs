@@ -291,6 +291,21 @@ impl Default for BudgetConfig {
     }
 }
 
+impl BudgetConfig {
+    /// What of these budgets corner reads ([`ModelConfig::corner_reads`]) do not combine with
+    /// yet: both gate whole input columns, which corner reads split in four.
+    #[must_use]
+    pub fn refuses_corner_reads(&self) -> Option<&'static str> {
+        if self.prune.is_some() {
+            Some("channel pruning")
+        } else if self.learned.is_some() {
+            Some("learned budgets")
+        } else {
+            None
+        }
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         Self { backend: Backend::Auto, checkpoint: None, resume_from: None, init_from: None, time_budget_secs: None }
@@ -549,13 +564,10 @@ impl CompressOptions {
         if inputs > MAX_MLP_WIDTH {
             return Err(OptionsError::DecoderInputs { inputs });
         }
-        if self.model.corner_reads {
-            if self.budgets.prune.is_some() {
-                return Err(OptionsError::CornerReads { with: "channel pruning" });
-            }
-            if self.budgets.learned.is_some() {
-                return Err(OptionsError::CornerReads { with: "learned budgets" });
-            }
+        if self.model.corner_reads
+            && let Some(with) = self.budgets.refuses_corner_reads()
+        {
+            return Err(OptionsError::CornerReads { with });
         }
         // The output layer is one of the bundle's layers too.
         let max_hidden = crate::bundle::limits::MAX_LAYERS - 1;

@@ -34,9 +34,16 @@ const fn grid(texels_per_cell: u32, channels: u32, bits: u32) -> GridOptions {
     GridOptions { texels_per_cell, channels, bits }
 }
 
-/// The rows from 5 and from 6 bits per texel: a third grid, one cell per 2×2 texels, over the
-/// default's two.
-const THREE_GRIDS: &[GridOptions] = &[grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)];
+/// The row from 5 bits per texel; the row from 6 is this shape at fewer steps.
+const FROM_5: RateShape = RateShape {
+    from_bits_per_texel: 5.0,
+    grids: &[grid(2, 4, 4), grid(4, 12, 4), grid(8, 16, 4)],
+    hidden_widths: &[96, 96, 64],
+    steps_scale: 0.9,
+    mlp_learning_rate_scale: 2.4,
+    corner_reads: true,
+    why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet); a 96-96-64 decoder (+0.84 at 8 on the cabinet) learning at 2.4 times the preset's rate (+0.09 to +0.29 dB pooled at 8 on four of five sets, −0.23 on the glass; +0.14 at 5 on the cabinet); corner reads on the 2×2 grid (+0.17 to +0.37 dB pooled at 5 on the six shared sets), at 0.9 of the preset's steps",
+};
 
 /// The shapes by rate, lowest first; each row serves the rates from its own up to the next row's.
 pub const RATE_SHAPES: [RateShape; 5] = [
@@ -58,23 +65,12 @@ pub const RATE_SHAPES: [RateShape; 5] = [
         corner_reads: false,
         why: "the default preset's grids: 4-bit latents, one cell per 4×4 texels and per 8×8, 12:16 channels",
     },
-    RateShape {
-        from_bits_per_texel: 5.0,
-        grids: THREE_GRIDS,
-        hidden_widths: &[96, 96, 64],
-        steps_scale: 0.9,
-        mlp_learning_rate_scale: 2.4,
-        corner_reads: true,
-        why: "a third grid, one cell per 2×2 texels with 4 channels, above the default's two; 4-bit latents (over the default's grids: +0.43 dB pooled at 5 bits per texel on the cabinet, +0.79 and +0.82 at 8 on the cabinet and shoe_street, +2.08 at 15 on the cabinet); a 96-96-64 decoder (+0.84 at 8 on the cabinet) learning at 2.4 times the preset's rate (+0.09 to +0.29 dB pooled at 8 on four of five sets, −0.23 on the glass; +0.14 at 5 on the cabinet); corner reads on the 2×2 grid (+0.17 to +0.37 dB pooled at 5 on the six shared sets), at 0.9 of the preset's steps",
-    },
+    FROM_5,
     RateShape {
         from_bits_per_texel: 6.0,
-        grids: THREE_GRIDS,
-        hidden_widths: &[96, 96, 64],
         steps_scale: 0.8,
-        mlp_learning_rate_scale: 2.4,
-        corner_reads: true,
         why: "the row from 5's grids, decoder, decoder learning rate and corner reads at 0.8 of the preset's steps, which keeps the default preset at 8 bits per texel under 3 minutes on two cores (0.92× the time of the row without corner reads at 0.9, shoe_beach, alternated)",
+        ..FROM_5
     },
     RateShape {
         from_bits_per_texel: 10.0,
@@ -200,12 +196,9 @@ impl CompressOptions {
             if row.corner_reads != self.model.corner_reads {
                 choice.kept.push("corner reads".to_owned());
             }
-        } else if row.corner_reads && self.budgets.prune.is_some() {
+        } else if let Some(with) = self.budgets.refuses_corner_reads().filter(|_| row.corner_reads) {
             self.model.corner_reads = false;
-            choice.kept.push("bilinear reads, for channel pruning".to_owned());
-        } else if row.corner_reads && self.budgets.learned.is_some() {
-            self.model.corner_reads = false;
-            choice.kept.push("bilinear reads, for learned budgets".to_owned());
+            choice.kept.push(format!("bilinear reads, for {with}"));
         } else {
             self.model.corner_reads = row.corner_reads;
         }
